@@ -1,0 +1,87 @@
+// Lint rules that make DESIGN.md's layout and import rules executable.
+const js = require('@eslint/js');
+const tseslint = require('typescript-eslint');
+const importPlugin = require('eslint-plugin-import');
+
+const layerZones = [
+  // db/, providers/ and lib/ are leaves: they never reach up into the edge or the workflows.
+  ...['db', 'providers', 'lib'].flatMap((target) =>
+    ['api', 'workflows', 'activities', 'workers'].map((from) => ({
+      target: `./${target}`,
+      from: `./${from}`,
+      message: `${target}/ may not import ${from}/ (DESIGN.md import rules).`,
+    })),
+  ),
+  // The API talks to workflows through the Temporal client; activities are worker-side only.
+  { target: './api', from: './activities', message: 'api/ talks to workflows, never to activities directly.' },
+  {
+    target: './api',
+    from: './providers',
+    except: ['./llm'],
+    message: 'api/ may reach providers/llm only, for the stateless completion endpoints.',
+  },
+  // Production code never depends on test helpers.
+  ...['api', 'abl', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((target) => ({
+    target: `./${target}`,
+    from: './test',
+    message: 'production code may not import test/ helpers.',
+  })),
+  // abl/ is a pure library: it imports nothing of ours outside abl/.
+  ...['api', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((from) => ({
+    target: './abl',
+    from: `./${from}`,
+    message: 'abl/ is pure and self-contained.',
+  })),
+];
+
+module.exports = tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', '.data/**', '.tools/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    plugins: { import: importPlugin },
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: __dirname },
+    },
+    settings: { 'import/resolver': { node: { extensions: ['.ts', '.js', '.json'] } } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'import/no-cycle': ['error', { maxDepth: 10 }],
+      'import/no-restricted-paths': ['error', { basePath: __dirname, zones: layerZones }],
+    },
+  },
+  {
+    // Deterministic code: no Node built-ins (Temporal's sandbox and ABL purity).
+    files: ['workflows/**/*.ts', 'abl/**/*.ts'],
+    rules: {
+      'import/no-nodejs-modules': 'error',
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'setInterval', 'fetch'],
+    },
+  },
+  {
+    // workflows/ imports only abl/, workflows/ and *types* from activities/.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/activities', '**/activities/*'], allowTypeImports: true, message: 'Workflows import activity types only.' },
+            { group: ['**/api/*', '**/db/*', '**/providers/*', '**/lib/*', '**/workers/*', '**/infra/*'], message: 'Workflows import only abl/, workflows/ and activity types.' },
+            { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing', 'mongoose', 'express'], message: 'Not allowed in workflow code.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['abl/**/*.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'abl/ has no clock.' }],
+      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'abl/ has no clock.' }],
+    },
+  },
+);

@@ -1,0 +1,65 @@
+// Command ferretdb-shim runs FerretDB (MongoDB wire protocol on SQLite) embedded as a library.
+//
+// Switchboard's dev and test stacks use it as their MongoDB. The upstream cmd/ferretdb needs
+// version files generated at release time, so we embed the library package instead.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (port 0 picks a free port)")
+	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases")
+	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
+	flag.Parse()
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb-shim: bad -log-level %q: %v\n", *logLevel, err)
+		os.Exit(2)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	dir, err := filepath.Abs(*dataDir)
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb-shim: data dir: %v\n", err)
+		os.Exit(1)
+	}
+
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: *listen},
+		Logger:    logger,
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + dir + "/",
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb-shim: %v\n", err)
+		os.Exit(1)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.Run(ctx)
+	}()
+
+	// The listener is bound by now; print the URI so a parent process can read the real port.
+	fmt.Printf("ferretdb-shim listening %s\n", f.MongoDBURI())
+	<-done
+}

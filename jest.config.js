@@ -1,0 +1,27 @@
+// Two projects: pure unit tests (no stack) and integration tests against a real ephemeral stack.
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  maxWorkers: 2,
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      transform,
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+      testTimeout: 60000,
+    },
+  ],
+};
