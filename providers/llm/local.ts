@@ -1,0 +1,225 @@
+// The `local` model: a deterministic, offline stand-in for an LLM so a new user can talk to
+// agents with no API key. It is NOT a language model: it follows three fixed rules (see docs).
+import { ProviderError } from './errors';
+import {
+  contentText,
+  type ChatMessage,
+  type LlmProvider,
+  type LlmRequest,
+  type LlmResult,
+  type LlmStreamEvent,
+  type LlmToolCall,
+  type ToolDefinition,
+} from './types';
+
+export const LOCAL_MODEL_ID = 'local';
+export const LOCAL_PROVIDER_NAME = 'local';
+const REPLY_PREFIX = '[local model]';
+
+const STOPWORDS = new Set(
+  (
+    'a about above after again against all am an and any are as at be because been before being below between both but by ' +
+    'can could did do does doing down during each few for from further had has have having he her here hers herself him ' +
+    'himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or other ' +
+    'our ours ourselves out over own same she should so some such than that the their theirs them themselves then there ' +
+    'these they this those through to too under until up very was we were what when where which while who whom why will ' +
+    'with would you your yours yourself yourselves please want need like get got help thanks thank hello hi hey can cannot ' +
+    'agent agents tool tools handoff hand delegate transfer route user users question questions'
+  ).split(' '),
+);
+
+/** Lower-cased words of 3+ letters, stopwords removed, lightly stemmed so `refunds`/`refunded`/`refund` meet. */
+export function keywords(text: string): string[] {
+  const words = text
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((word) => word.length >= 3 && !STOPWORDS.has(word));
+  const stems = words.map(stem).filter((word) => word.length >= 3);
+  return [...new Set(stems)];
+}
+
+export function stem(word: string): string {
+  let w = word;
+  if (w.length > 4 && w.endsWith('ies')) w = `${w.slice(0, -3)}y`;
+  else if (w.length >= 6 && w.endsWith('ing')) w = w.slice(0, -3);
+  else if (w.length >= 5 && w.endsWith('ed')) w = w.slice(0, -2);
+  else if (w.length >= 4 && w.endsWith('s') && !w.endsWith('ss')) w = w.slice(0, -1);
+  if (w.length >= 4 && w.endsWith('e')) w = w.slice(0, -1);
+  const last = w.at(-1);
+  if (w.length >= 4 && last !== undefined && last === w.at(-2) && !'lsz'.includes(last)) w = w.slice(0, -1);
+  return w;
+}
+
+/** FNV-1a, so tool-call ids are stable for the same input. */
+function hash(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/** Rough token count: one token per four characters, at least one for non-empty text. */
+export function approximateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+function lastOfRole(messages: ChatMessage[], role: ChatMessage['role']): ChatMessage | undefined {
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const message = messages[i];
+    if (message?.role === role) return message;
+  }
+  return undefined;
+}
+
+function toolWords(tool: ToolDefinition): Set<string> {
+  // The tool's name adds the target agent's name (`handoff_to_Billing` → `billing`).
+  return new Set([...keywords(tool.description), ...keywords(tool.name)]);
+}
+
+/** The tool whose description and name share the most keywords with the text; ties go to the first. */
+export function bestMatchingTool(text: string, tools: ToolDefinition[]): ToolDefinition | undefined {
+  const wanted = keywords(text);
+  let best: ToolDefinition | undefined;
+  let bestScore = 0;
+  for (const tool of tools) {
+    const words = toolWords(tool);
+    const score = wanted.filter((word) => words.has(word)).length;
+    if (score > bestScore) {
+      best = tool;
+      bestScore = score;
+    }
+  }
+  return best;
+}
+
+function hasReasonProperty(tool: ToolDefinition): boolean {
+  const properties = tool.parameters['properties'];
+  return typeof properties === 'object' && properties !== null && Object.hasOwn(properties, 'reason');
+}
+
+function goalOf(messages: ChatMessage[]): string | undefined {
+  for (const message of messages) {
+    if (message.role !== 'system') continue;
+    for (const line of contentText(message.content).split('\n')) {
+      const match = /^\s*GOAL\s*[:-]?\s*(.+?)\s*$/i.exec(line);
+      if (match?.[1]) return match[1];
+    }
+  }
+  return undefined;
+}
+
+function truncate(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
+}
+
+interface LocalDecision {
+  content: string;
+  toolCalls: LlmToolCall[];
+  finishReason: 'stop' | 'length' | 'tool_calls';
+}
+
+/** The three rules, applied in order: tool result → summary; keyword match → tool call; else a reply. */
+export function decideLocalReply(req: Pick<LlmRequest, 'messages' | 'tools' | 'maxTokens'>): LocalDecision {
+  const { messages } = req;
+  const last = messages.at(-1);
+
+  if (last?.role === 'tool') {
+    const caller = messages
+      .flatMap((message) => message.tool_calls ?? [])
+      .find((call) => call.id === last.tool_call_id);
+    const toolName = caller?.function.name ?? last.name ?? 'the tool';
+    const result = truncate(contentText(last.content), 200);
+    return limit(
+      `${REPLY_PREFIX} ${toolName} returned: ${result === '' ? '(nothing)' : result}`,
+      req.maxTokens,
+    );
+  }
+
+  const userText = contentText(lastOfRole(messages, 'user')?.content ?? '');
+  const tools = req.tools ?? [];
+  if (last?.role === 'user' && tools.length > 0) {
+    const tool = bestMatchingTool(userText, tools);
+    if (tool) {
+      const args = hasReasonProperty(tool) ? JSON.stringify({ reason: userText }) : '{}';
+      const id = `call_local_${hash(`${messages.length}|${tool.name}|${userText}`)}`;
+      return { content: '', toolCalls: [{ id, name: tool.name, arguments: args }], finishReason: 'tool_calls' };
+    }
+  }
+
+  const goal = goalOf(messages);
+  const parts = [`${REPLY_PREFIX} This is the offline test model, not a real LLM.`];
+  if (goal !== undefined) parts.push(`Goal: ${truncate(goal, 200)}.`);
+  parts.push(userText.trim() === '' ? 'Send a message to begin.' : `You said: "${truncate(userText, 500)}".`);
+  return limit(parts.join(' '), req.maxTokens);
+}
+
+/** Honours maxTokens the way a real model would: cut the reply and report `length`. */
+function limit(content: string, maxTokens: number | undefined): LocalDecision {
+  if (maxTokens !== undefined && approximateTokens(content) > maxTokens) {
+    return { content: content.slice(0, maxTokens * 4), toolCalls: [], finishReason: 'length' };
+  }
+  return { content, toolCalls: [], finishReason: 'stop' };
+}
+
+function inputTokensOf(req: LlmRequest): number {
+  const text =
+    req.messages.map((message) => contentText(message.content)).join('\n') +
+    (req.tools ?? []).map((tool) => `${tool.name} ${tool.description} ${JSON.stringify(tool.parameters)}`).join('\n');
+  return approximateTokens(text);
+}
+
+function outputTokensOf(decision: LocalDecision): number {
+  return approximateTokens(decision.content + decision.toolCalls.map((call) => call.name + call.arguments).join(''));
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new ProviderError('local: request aborted', { kind: 'aborted', provider: LOCAL_PROVIDER_NAME, retryable: false });
+  }
+}
+
+/** Splits text into word-sized pieces that concatenate back to the exact text. */
+export function wordChunks(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? (text === '' ? [] : [text]);
+}
+
+export class LocalProvider implements LlmProvider {
+  readonly name = LOCAL_PROVIDER_NAME;
+
+  async complete(req: LlmRequest): Promise<LlmResult> {
+    throwIfAborted(req.signal);
+    const decision = decideLocalReply(req);
+    const inputTokens = inputTokensOf(req);
+    const outputTokens = outputTokensOf(decision);
+    return {
+      content: decision.content,
+      toolCalls: decision.toolCalls,
+      model: LOCAL_MODEL_ID,
+      finishReason: decision.finishReason,
+      usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
+      provider: LOCAL_PROVIDER_NAME,
+    };
+  }
+
+  async *stream(req: LlmRequest): AsyncGenerator<LlmStreamEvent> {
+    throwIfAborted(req.signal);
+    const decision = decideLocalReply(req);
+    for (const delta of wordChunks(decision.content)) {
+      // Yield to the event loop between words so an abort or a slow consumer behaves as with a real stream.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      throwIfAborted(req.signal);
+      yield { type: 'text_delta', delta };
+    }
+    for (const call of decision.toolCalls) {
+      yield { type: 'tool_call_start', id: call.id, name: call.name };
+      yield { type: 'tool_call_delta', id: call.id, arguments: call.arguments };
+      yield { type: 'tool_call_end', id: call.id, name: call.name, arguments: call.arguments };
+    }
+    yield { type: 'usage', inputTokens: inputTokensOf(req), outputTokens: outputTokensOf(decision) };
+    yield { type: 'finish', finishReason: decision.finishReason, model: LOCAL_MODEL_ID };
+  }
+}
