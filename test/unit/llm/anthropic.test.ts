@@ -15,7 +15,7 @@ afterAll(() => fake.close());
 beforeEach(() => fake.reset());
 
 const request: LlmRequest = {
-  model: 'claude-sonnet-4-5',
+  model: 'claude-haiku-4-5',
   messages: [
     { role: 'system', content: 'GOAL: help with orders' },
     { role: 'user', content: 'Where is my order?' },
@@ -55,12 +55,12 @@ const sentBody = (index: number): SentBody => fake.requests[index]?.body as Sent
 
 describe('complete', () => {
   it('returns text with Anthropic stop reasons and usage, sending system as the top-level field', async () => {
-    fake.script({ text: 'It ships today.', usage: { inputTokens: 30, outputTokens: 5 }, model: 'claude-sonnet-4-5-20250929' });
+    fake.script({ text: 'It ships today.', usage: { inputTokens: 30, outputTokens: 5 }, model: 'claude-haiku-4-5-20251001' });
     const result = await provider.complete({ ...request, maxTokens: 256, temperature: 0.2 });
     expect(result).toEqual({
       content: 'It ships today.',
       toolCalls: [],
-      model: 'claude-sonnet-4-5-20250929',
+      model: 'claude-haiku-4-5-20251001',
       finishReason: 'end_turn',
       usage: { inputTokens: 30, outputTokens: 5, totalTokens: 35 },
       provider: 'anthropic',
@@ -163,7 +163,7 @@ describe('stream', () => {
       textChunks: ['It ', 'ships ', 'today.'],
       toolCalls: [{ id: 'toolu_9', name: 'lookup_order', arguments: '{"orderId":"A-17"}', argumentChunks: ['{"orde', 'rId": "A', '-17"}'] }],
       usage: { inputTokens: 40, outputTokens: 22 },
-      model: 'claude-sonnet-4-5-20250929',
+      model: 'claude-haiku-4-5-20251001',
     });
     const got = await events(provider.stream({ ...request, tools: [lookupTool] }));
     expect(got).toEqual([
@@ -176,7 +176,7 @@ describe('stream', () => {
       { type: 'tool_call_delta', id: 'toolu_9', arguments: '-17"}' },
       { type: 'tool_call_end', id: 'toolu_9', name: 'lookup_order', arguments: '{"orderId": "A-17"}' },
       { type: 'usage', inputTokens: 40, outputTokens: 22 },
-      { type: 'finish', finishReason: 'tool_use', model: 'claude-sonnet-4-5-20250929' },
+      { type: 'finish', finishReason: 'tool_use', model: 'claude-haiku-4-5-20251001' },
     ]);
     expect(fake.requests[0]?.body).toMatchObject({ stream: true });
   });
