@@ -1,0 +1,67 @@
+// How a JWT is obtained (the spec leaves it open): log in with email and password.
+import { z } from 'zod';
+import { ApiError } from '../../lib/errors';
+import { verifyPassword } from '../../lib/crypto';
+import { defineRoute, type AnyRoute } from '../http/route';
+import { issueUserToken } from '../middleware/auth';
+import { consumeRateLimit } from '../middleware/rate-limit';
+
+// A fixed hash to spend the same scrypt time when the email is unknown (no user enumeration).
+const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+
+export const authRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/auth/login',
+    summary: 'Exchange email and password for a JWT',
+    description: 'Returns a bearer token valid for JWT_TTL_SECONDS. 20 attempts per 15 minutes per email and IP.',
+    tags: ['Auth'],
+    auth: 'public',
+    body: z.object({ email: z.email().max(320), password: z.string().min(1).max(256) }),
+    errorStatuses: [401, 429],
+    response: z.object({
+      success: z.literal(true),
+      token: z.string(),
+      tokenType: z.literal('Bearer'),
+      expiresAt: z.string(),
+    }),
+    async handler({ ctx, req, res, body }) {
+      const email = body.email.toLowerCase();
+      await consumeRateLimit(ctx.loginLimiter, `login:${req.ip}:${email}`, res, 'Too many login attempts');
+      const user = await ctx.models.User.findOne({ email }).lean();
+      const ok = await verifyPassword(body.password, user?.passwordHash ?? DUMMY_HASH);
+      if (!user || !ok || user.disabledAt) throw new ApiError('UNAUTHORIZED', 'Invalid email or password');
+      const { token, expiresAt } = await issueUserToken(ctx, user._id, user.tenantId);
+      return { success: true, token, tokenType: 'Bearer', expiresAt: expiresAt.toISOString() };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/auth/me',
+    summary: 'Who the credential belongs to',
+    tags: ['Auth'],
+    auth: 'authenticated',
+    response: z.object({
+      success: z.literal(true),
+      principal: z.object({
+        kind: z.enum(['api_key', 'user_jwt']),
+        id: z.string(),
+        tenantId: z.string(),
+        projectId: z.string().nullable(),
+        permissions: z.array(z.string()),
+      }),
+    }),
+    async handler({ principal }) {
+      return {
+        success: true,
+        principal: {
+          kind: principal.kind,
+          id: principal.subjectId,
+          tenantId: principal.tenantId,
+          projectId: principal.projectId,
+          permissions: [...principal.permissions],
+        },
+      };
+    },
+  }),
+];

@@ -1,0 +1,37 @@
+// Assembles an AppContext from configuration: Mongo connection and models, the Temporal
+// gateway, the logger and the rate limiters. Shared by server.ts and the test harness.
+import { type Config } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import { temporalConnectionSettings } from '../lib/temporal-options';
+import { connectMongo } from '../db/connection';
+import { createModels, syncIndexes } from '../db/models';
+import { type AppContext } from './context';
+import { createRateLimiter } from './middleware/rate-limit';
+import { TemporalGateway } from './temporal';
+
+export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
+  const connection = await connectMongo(config.MONGODB_URI);
+  const models = createModels(connection);
+  await syncIndexes(models);
+  const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const rateLimiter = createRateLimiter({
+    store: config.RATE_LIMIT_STORE,
+    points: config.RATE_LIMIT_REQUESTS,
+    durationSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
+    keyPrefix: 'rl',
+    connection,
+  });
+  const loginLimiter = createRateLimiter({
+    store: config.RATE_LIMIT_STORE,
+    points: 20,
+    durationSeconds: 15 * 60,
+    keyPrefix: 'login',
+    connection,
+  });
+  return { config, models, temporal, logger, rateLimiter, loginLimiter };
+}
+
+export async function closeAppContext(ctx: AppContext): Promise<void> {
+  await ctx.temporal.close();
+  await ctx.models.connection.close();
+}

@@ -1,0 +1,16 @@
+// What the app needs from its process: configuration, models, Temporal, logger. Built once
+// in server.ts (or by the test harness) and handed to createApp.
+import { type Config } from '../lib/config';
+import { type Logger } from '../lib/logger';
+import { type Models } from '../db/models';
+import { type TemporalGateway } from './temporal';
+import { type RateLimiterAbstract } from 'rate-limiter-flexible';
+
+export interface AppContext {
+  config: Config;
+  models: Models;
+  temporal: TemporalGateway;
+  logger: Logger;
+  rateLimiter: RateLimiterAbstract;
+  loginLimiter: RateLimiterAbstract;
+}

@@ -1,0 +1,105 @@
+// Turns the request's credential into a Principal: `Authorization: Bearer <JWT|API key>` or
+// `X-API-Key: <API key>`. No credential or a bad one is 401. Room is left for SDK tokens,
+// public widget keys and sandbox JWTs: each is one more resolver in `resolveCredential`.
+import { type Request } from 'express';
+import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
+import { ApiError } from '../../lib/errors';
+import { safeEqual, sha256Hex } from '../../lib/crypto';
+import { API_KEY_PATTERN } from '../../lib/ids';
+import { isPermission, type Permission, type Principal } from '../../lib/permissions';
+import { type AppContext } from '../context';
+
+const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
+
+type Credential = { type: 'api_key'; value: string } | { type: 'jwt'; value: string };
+
+/** Reads the credential from headers without judging it. Returns null when none was sent. */
+export function readCredential(req: Request): Credential | null {
+  const header = req.headers.authorization;
+  const apiKeyHeader = req.headers['x-api-key'];
+  if (typeof header === 'string' && header.length > 0) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
+    const token = match[1];
+    return token.startsWith('abl_') ? { type: 'api_key', value: token } : { type: 'jwt', value: token };
+  }
+  if (typeof apiKeyHeader === 'string' && apiKeyHeader.length > 0) return { type: 'api_key', value: apiKeyHeader };
+  return null;
+}
+
+function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
+  return new Set(values.filter(isPermission));
+}
+
+async function resolveApiKey(ctx: AppContext, key: string): Promise<Principal> {
+  if (!API_KEY_PATTERN.test(key)) throw unauthorized('Invalid API key');
+  const keyHash = sha256Hex(key);
+  const doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
+  // The lookup is by hash; compare again in constant time so no code path branches on key bytes.
+  if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
+  if (doc.revokedAt) throw unauthorized('API key has been revoked');
+  if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
+  const lastUsed = doc.lastUsedAt?.getTime() ?? 0;
+  if (Date.now() - lastUsed > 60_000) {
+    // Coarse last-used tracking, at most once a minute per key, off the request path.
+    ctx.models.ApiKey.updateOne({ _id: doc._id }, { $set: { lastUsedAt: new Date() } }).catch(() => undefined);
+  }
+  return {
+    kind: 'api_key',
+    subjectId: doc._id,
+    tenantId: doc.tenantId,
+    projectId: doc.projectId,
+    permissions: toPermissions(doc.permissions),
+  };
+}
+
+function jwtKey(ctx: AppContext): Uint8Array {
+  return new TextEncoder().encode(ctx.config.JWT_SECRET);
+}
+
+async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal> {
+  let subject: string | undefined;
+  try {
+    const { payload } = await jwtVerify(token, jwtKey(ctx), {
+      issuer: ctx.config.JWT_ISSUER,
+      audience: 'switchboard-api',
+      algorithms: ['HS256'],
+    });
+    subject = payload.sub;
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw unauthorized('Token has expired');
+    throw unauthorized('Invalid token');
+  }
+  if (!subject) throw unauthorized('Invalid token');
+  // Re-read the user so that disabling or deleting a user takes effect at once.
+  const user = await ctx.models.User.findById(subject).lean();
+  if (!user || user.disabledAt) throw unauthorized('Invalid token');
+  return {
+    kind: 'user_jwt',
+    subjectId: user._id,
+    tenantId: user.tenantId,
+    projectId: null,
+    permissions: toPermissions(user.permissions),
+  };
+}
+
+/** Resolves the request's credential, or throws 401. */
+export async function authenticate(ctx: AppContext, req: Request): Promise<Principal> {
+  const credential = readCredential(req);
+  if (!credential) throw unauthorized('Authentication required: send Authorization: Bearer <token> or X-API-Key');
+  return credential.type === 'api_key' ? resolveApiKey(ctx, credential.value) : resolveUserJwt(ctx, credential.value);
+}
+
+/** Issues a user JWT (HS256) for `sub`, valid for JWT_TTL_SECONDS. */
+export async function issueUserToken(ctx: Pick<AppContext, 'config'>, userId: string, tenantId: string) {
+  const expiresAt = new Date(Date.now() + ctx.config.JWT_TTL_SECONDS * 1000);
+  const token = await new SignJWT({ tid: tenantId })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject(userId)
+    .setIssuer(ctx.config.JWT_ISSUER)
+    .setAudience('switchboard-api')
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
+    .sign(new TextEncoder().encode(ctx.config.JWT_SECRET));
+  return { token, expiresAt };
+}

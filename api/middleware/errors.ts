@@ -1,0 +1,71 @@
+// The single place where errors become HTTP responses: the spec's envelope
+// `{ success: false, error: { code, message } }`, the status from the one code table, and
+// never a stack trace or an internal message in a body.
+import { type NextFunction, type Request, type Response } from 'express';
+import { type Logger } from '../../lib/logger';
+import { ApiError, isApiError } from '../../lib/errors';
+import { statusForCode } from '../../lib/error-codes';
+import { type MountedRoute } from '../http/route';
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+  charset?: string;
+}
+
+/** Maps body-parser failures (and anything else) onto ApiError. */
+function toApiError(err: unknown): ApiError {
+  if (isApiError(err)) return err;
+  const e = err as BodyParserError;
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return new ApiError('BAD_REQUEST', 'Malformed JSON in request body');
+    case 'entity.too.large':
+      return new ApiError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MB limit');
+    case 'charset.unsupported':
+      return new ApiError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${e.charset ?? ''}"; send UTF-8`);
+    case 'encoding.unsupported':
+      return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding');
+    case 'request.aborted':
+      return new ApiError('BAD_REQUEST', 'Request aborted by the client');
+    case 'entity.verify.failed':
+      return new ApiError('BAD_REQUEST', e.message);
+    default:
+      return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
+  }
+}
+
+export function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const apiError = toApiError(err);
+    const status = statusForCode(apiError.code);
+    if (status >= 500) {
+      logger.error({ err: apiError.cause ?? err, requestId: res.locals.requestId, path: req.path }, 'request failed');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
+    res.status(status).json({
+      success: false,
+      error: { code: apiError.code, message: apiError.message, ...(apiError.details ? { details: apiError.details } : {}) },
+      ...apiError.extraBody,
+    });
+  };
+}
+
+/** Unknown path: 404. Known path, other method: 405 with `Allow`. */
+export function notFoundHandler(routes: () => MountedRoute[]) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    const allowed = routes()
+      .filter((r) => r.pattern.test(req.path))
+      .map((r) => r.method.toUpperCase());
+    if (allowed.length > 0) {
+      res.setHeader('Allow', [...new Set(allowed)].join(', '));
+      next(new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed on ${req.path}`));
+      return;
+    }
+    next(new ApiError('NOT_FOUND', `Route ${req.method} ${req.path} not found`));
+  };
+}

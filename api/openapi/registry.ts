@@ -1,0 +1,42 @@
+// The OpenAPI registry every route registers into, and the document generator. The document is
+// built from the same zod schemas the routes parse with, so it cannot drift from the code.
+import { extendZodWithOpenApi, OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
+import { z } from 'zod';
+
+extendZodWithOpenApi(z);
+
+export function createOpenApiRegistry(): OpenAPIRegistry {
+  const registry = new OpenAPIRegistry();
+  registry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A JWT from POST /api/auth/login, or an API key (`abl_…`).',
+  });
+  registry.registerComponent('securitySchemes', 'apiKeyHeader', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'An API key (`abl_…`).',
+  });
+  registry.registerComponent('securitySchemes', 'platformAdmin', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Platform-Admin-Token',
+    description: 'The operator token (PLATFORM_ADMIN_TOKEN) for tenant management.',
+  });
+  return registry;
+}
+
+export function generateOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
+  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+    openapi: '3.1.0',
+    info: {
+      title: 'Switchboard API',
+      version: '1.0.0',
+      description:
+        'Hosts conversational agents written in ABL. Errors use `{ success: false, error: { code, message } }`.',
+    },
+    servers: [{ url: serverUrl }],
+    security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+  });
+}

@@ -1,0 +1,48 @@
+// API process entry: load config, connect, listen, and shut down gracefully on SIGINT/SIGTERM.
+import { createServer } from 'node:http';
+import { ConfigError, loadConfig } from '../lib/config';
+import { createApp } from './app';
+import { buildAppContext, closeAppContext } from './bootstrap';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const ctx = await buildAppContext(config);
+  if (config.NODE_ENV === 'production' && config.RATE_LIMIT_STORE === 'memory') {
+    ctx.logger.warn('RATE_LIMIT_STORE=memory: counters are per process; use it only with a single API replica');
+  }
+  const server = createServer(createApp(ctx));
+  server.requestTimeout = 0; // SSE streams stay open; per-route deadlines bound work instead.
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  ctx.logger.info({ port }, `API listening on http://${config.HOST}:${port}`);
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    ctx.logger.info({ signal }, 'API shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    server.close(() => {
+      closeAppContext(ctx).then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`API failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,212 @@
+// Tenant-management routes: operators create tenants (platform token); tenant admins manage
+// projects, users and API keys of their own tenant. Not in the spec; see docs/tenancy.md.
+import { type Request } from 'express';
+import { z } from 'zod';
+import { ApiError } from '../../lib/errors';
+import { safeEqual } from '../../lib/crypto';
+import { type AppContext } from '../context';
+import { defineRoute, type AnyRoute } from '../http/route';
+import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
+import {
+  ZApiKeySchema,
+  ZCreateApiKeyRequestSchema,
+  ZCreateProjectRequestSchema,
+  ZCreateTenantRequestSchema,
+  ZCreateUserRequestSchema,
+  ZKeyIdParam,
+  ZProjectSchema,
+  ZTenantSchema,
+  ZUserSchema,
+} from './schemas';
+import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
+import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
+
+function requirePlatformAdmin(ctx: AppContext, req: Request): void {
+  const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
+  const given = req.headers['x-platform-admin-token'];
+  if (!expected) throw new ApiError('SERVICE_UNAVAILABLE', 'Tenant management is disabled: PLATFORM_ADMIN_TOKEN is not set');
+  if (typeof given !== 'string' || !safeEqual(given, expected)) {
+    throw new ApiError('UNAUTHORIZED', 'A valid X-Platform-Admin-Token header is required');
+  }
+}
+
+const ZCreatedKey = z.object({
+  success: z.literal(true),
+  apiKey: ZApiKeySchema,
+  key: z.string().describe('The key itself (`abl_` + 48 hex). Shown once; store it now.'),
+});
+
+export const tenancyRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/admin/tenants',
+    summary: 'Create a tenant with a first project and an admin API key',
+    tags: ['Tenancy'],
+    auth: 'public',
+    body: ZCreateTenantRequestSchema.extend({
+      projectName: z.string().trim().min(1).max(200).default('Default').describe('Name of the first project'),
+    }),
+    successStatus: 201,
+    errorStatuses: [401, 409, 503],
+    response: z.object({ success: z.literal(true), tenant: ZTenantSchema, project: ZProjectSchema, apiKey: ZApiKeySchema, key: z.string() }),
+    async handler({ ctx, req, body }) {
+      requirePlatformAdmin(ctx, req);
+      const tenant = await createTenant(ctx.models, body);
+      const project = await createProject(ctx.models, tenant._id, { name: body.projectName });
+      const { key, apiKey } = await createApiKey(ctx.models, tenant._id, { name: 'admin', permissions: ['admin'] });
+      return { success: true, tenant: presentTenant(tenant), project: presentProject(project), apiKey: presentApiKey(apiKey), key };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/admin/tenants',
+    summary: 'List tenants',
+    tags: ['Tenancy'],
+    auth: 'public',
+    query: ZPaginationQuery,
+    errorStatuses: [401, 503],
+    response: z.object({ success: z.literal(true), total: z.number(), tenants: z.array(ZTenantSchema) }),
+    async handler({ ctx, req, query }) {
+      requirePlatformAdmin(ctx, req);
+      const [total, tenants] = await Promise.all([
+        ctx.models.Tenant.countDocuments({}),
+        ctx.models.Tenant.find({}).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),
+      ]);
+      return { success: true, total, tenants: tenants.map(presentTenant) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects',
+    summary: "List the caller's projects",
+    tags: ['Tenancy'],
+    auth: 'authenticated',
+    query: ZPaginationQuery,
+    response: z.object({ success: z.literal(true), total: z.number(), projects: z.array(ZProjectSchema) }),
+    async handler({ ctx, principal, query }) {
+      const filter = { tenantId: principal.tenantId, ...(principal.projectId ? { _id: principal.projectId } : {}) };
+      const [total, projects] = await Promise.all([
+        ctx.models.Project.countDocuments(filter),
+        ctx.models.Project.find(filter).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),
+      ]);
+      return { success: true, total, projects: projects.map(presentProject) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/projects',
+    summary: 'Create a project',
+    tags: ['Tenancy'],
+    auth: 'admin',
+    body: ZCreateProjectRequestSchema,
+    successStatus: 201,
+    errorStatuses: [409],
+    response: z.object({ success: z.literal(true), project: ZProjectSchema }),
+    async handler({ ctx, principal, body }) {
+      if (principal.projectId) throw new ApiError('FORBIDDEN', 'A project-bound credential cannot create projects');
+      const project = await createProject(ctx.models, principal.tenantId, body);
+      return { success: true, project: presentProject(project) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId',
+    summary: 'Get a project',
+    tags: ['Tenancy'],
+    auth: 'authenticated',
+    params: ZProjectIdParam,
+    response: z.object({ success: z.literal(true), project: ZProjectSchema }),
+    async handler({ project }) {
+      return { success: true, project: presentProject(project!) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/users',
+    summary: "List the tenant's users",
+    tags: ['Tenancy'],
+    auth: 'admin',
+    query: ZPaginationQuery,
+    response: z.object({ success: z.literal(true), total: z.number(), users: z.array(ZUserSchema) }),
+    async handler({ ctx, principal, query }) {
+      const filter = { tenantId: principal.tenantId };
+      const [total, users] = await Promise.all([
+        ctx.models.User.countDocuments(filter),
+        ctx.models.User.find(filter).select('-passwordHash').sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),
+      ]);
+      return { success: true, total, users: users.map(presentUser) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/users',
+    summary: 'Create a user who can log in for a JWT',
+    tags: ['Tenancy'],
+    auth: 'admin',
+    body: ZCreateUserRequestSchema,
+    successStatus: 201,
+    errorStatuses: [409],
+    response: z.object({ success: z.literal(true), user: ZUserSchema }),
+    async handler({ ctx, principal, body }) {
+      if (principal.projectId) throw new ApiError('FORBIDDEN', 'A project-bound credential cannot create users');
+      const user = await createUser(ctx.models, principal.tenantId, body);
+      return { success: true, user: presentUser(user) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/api-keys',
+    summary: "List the tenant's API keys (never the keys themselves)",
+    tags: ['Tenancy'],
+    auth: 'admin',
+    query: ZPaginationQuery,
+    response: z.object({ success: z.literal(true), total: z.number(), apiKeys: z.array(ZApiKeySchema) }),
+    async handler({ ctx, principal, query }) {
+      const filter = { tenantId: principal.tenantId, ...(principal.projectId ? { projectId: principal.projectId } : {}) };
+      const [total, keys] = await Promise.all([
+        ctx.models.ApiKey.countDocuments(filter),
+        ctx.models.ApiKey.find(filter).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),
+      ]);
+      return { success: true, total, apiKeys: keys.map(presentApiKey) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/api-keys',
+    summary: 'Create an API key (the key is shown once)',
+    tags: ['Tenancy'],
+    auth: 'admin',
+    body: ZCreateApiKeyRequestSchema,
+    successStatus: 201,
+    response: ZCreatedKey,
+    async handler({ ctx, principal, body }) {
+      // A project-bound admin may only mint keys for its own project.
+      const projectId = principal.projectId ?? body.projectId ?? null;
+      if (principal.projectId && body.projectId && body.projectId !== principal.projectId) throw ApiError.notFound('Project');
+      const { key, apiKey } = await createApiKey(ctx.models, principal.tenantId, {
+        name: body.name,
+        projectId,
+        permissions: body.permissions,
+        expiresAt: body.expiresAt ? new Date(body.expiresAt) : null,
+        createdBy: principal.subjectId,
+      });
+      return { success: true, apiKey: presentApiKey(apiKey), key };
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/api/api-keys/:keyId',
+    summary: 'Revoke an API key (takes effect at once)',
+    tags: ['Tenancy'],
+    auth: 'admin',
+    params: ZKeyIdParam,
+    errorStatuses: [404],
+    response: ZSuccessOnly.extend({ apiKey: ZApiKeySchema }),
+    async handler({ ctx, principal, params }) {
+      const existing = await ctx.models.ApiKey.findOne({ _id: params.keyId, tenantId: principal.tenantId }).lean();
+      if (!existing || (principal.projectId && existing.projectId !== principal.projectId)) throw ApiError.notFound('API key');
+      const doc = await revokeApiKey(ctx.models, principal.tenantId, params.keyId);
+      return { success: true, apiKey: presentApiKey(doc) };
+    },
+  }),
+];

@@ -1,0 +1,78 @@
+// Request and response schemas of the tenant-management routes.
+import { z } from 'zod';
+import { PERMISSIONS } from '../../lib/permissions';
+import '../openapi/registry';
+
+const ZSlug = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/, 'must be lowercase letters, digits and single dashes');
+
+export const ZPermission = z.enum(PERMISSIONS).describe('A permission; `admin` implies all others');
+
+export const ZCreateTenantRequestSchema = z.object({
+  name: z.string().trim().min(1).max(200).describe('Display name'),
+  slug: ZSlug.optional().describe('Unique slug; derived from the name when omitted'),
+});
+
+export const ZTenantSchema = z
+  .object({ id: z.string(), name: z.string(), slug: z.string(), createdAt: z.string() })
+  .openapi('Tenant');
+
+export const ZProjectSchema = z
+  .object({
+    id: z.string().describe('CUID'),
+    name: z.string(),
+    slug: z.string(),
+    description: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Project');
+
+export const ZCreateProjectRequestSchema = z.object({
+  name: z.string().trim().min(1).max(200),
+  slug: ZSlug.optional(),
+  description: z.string().max(2000).nullable().optional(),
+});
+
+export const ZCreateUserRequestSchema = z.object({
+  email: z.email().max(320),
+  password: z.string().min(12, 'must be at least 12 characters').max(256),
+  name: z.string().max(200).nullable().optional(),
+  permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
+});
+
+export const ZUserSchema = z
+  .object({
+    id: z.string(),
+    email: z.string(),
+    name: z.string().nullable(),
+    permissions: z.array(z.string()),
+    createdAt: z.string(),
+  })
+  .openapi('User');
+
+export const ZCreateApiKeyRequestSchema = z.object({
+  name: z.string().trim().min(1).max(200).describe('A label to tell keys apart'),
+  projectId: z.string().min(1).max(64).nullable().optional().describe('Bind the key to one project'),
+  permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
+  expiresAt: z.iso.datetime({ offset: true }).nullable().optional().describe('ISO 8601; the key stops working then'),
+});
+
+export const ZApiKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    keyPrefix: z.string().describe('First characters of the key, for recognition'),
+    projectId: z.string().nullable(),
+    permissions: z.array(z.string()),
+    expiresAt: z.string().nullable(),
+    revokedAt: z.string().nullable(),
+    lastUsedAt: z.string().nullable(),
+    createdAt: z.string(),
+  })
+  .openapi('ApiKey');
+
+export const ZKeyIdParam = z.object({ keyId: z.string().min(1).max(64) });

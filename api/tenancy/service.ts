@@ -1,0 +1,98 @@
+// Tenant management: tenants, projects, users and API keys. Used by the admin routes, the
+// admin CLI and the dev seed, so all three behave the same.
+import { ApiError } from '../../lib/errors';
+import { hashPassword, sha256Hex } from '../../lib/crypto';
+import { newApiKey, slugify } from '../../lib/ids';
+import { type Permission } from '../../lib/permissions';
+import { type Models } from '../../db/models';
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
+}
+
+export async function createTenant(models: Models, input: { name: string; slug?: string }) {
+  const slug = input.slug ?? slugify(input.name);
+  try {
+    return (await models.Tenant.create({ name: input.name, slug })).toObject();
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A tenant with slug "${slug}" already exists`);
+    throw err;
+  }
+}
+
+export async function createProject(
+  models: Models,
+  tenantId: string,
+  input: { name: string; slug?: string; description?: string | null },
+) {
+  const slug = input.slug ?? slugify(input.name);
+  try {
+    return (
+      await models.Project.create({ tenantId, name: input.name, slug, description: input.description ?? null })
+    ).toObject();
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A project with slug "${slug}" already exists in this tenant`);
+    throw err;
+  }
+}
+
+export async function createUser(
+  models: Models,
+  tenantId: string,
+  input: { email: string; password: string; name?: string | null; permissions: Permission[] },
+) {
+  const passwordHash = await hashPassword(input.password);
+  try {
+    const user = await models.User.create({
+      tenantId,
+      email: input.email,
+      name: input.name ?? null,
+      passwordHash,
+      permissions: input.permissions,
+    });
+    const { passwordHash: _omit, ...safe } = user.toObject();
+    return safe;
+  } catch (err) {
+    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A user with email "${input.email}" already exists`);
+    throw err;
+  }
+}
+
+export interface CreateApiKeyInput {
+  name: string;
+  projectId?: string | null;
+  permissions: Permission[];
+  expiresAt?: Date | null;
+  createdBy?: string | null;
+}
+
+/** Creates a key; the plain key is returned once and only its hash is stored. */
+export async function createApiKey(models: Models, tenantId: string, input: CreateApiKeyInput) {
+  if (input.projectId) {
+    const project = await models.Project.exists({ _id: input.projectId, tenantId });
+    if (!project) throw ApiError.notFound('Project');
+  }
+  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
+    throw new ApiError('VALIDATION_ERROR', 'body.expiresAt: must be in the future');
+  }
+  const key = newApiKey();
+  const doc = await models.ApiKey.create({
+    tenantId,
+    projectId: input.projectId ?? null,
+    name: input.name,
+    keyHash: sha256Hex(key),
+    keyPrefix: key.slice(0, 8),
+    permissions: input.permissions,
+    expiresAt: input.expiresAt ?? null,
+    createdBy: input.createdBy ?? null,
+  });
+  return { key, apiKey: doc.toObject() };
+}
+
+export async function revokeApiKey(models: Models, tenantId: string, keyId: string) {
+  // Idempotent: revoking twice keeps the first revocation time.
+  await models.ApiKey.updateOne({ _id: keyId, tenantId, revokedAt: null }, { $set: { revokedAt: new Date() } });
+  const doc = await models.ApiKey.findOne({ _id: keyId, tenantId }).lean();
+  if (!doc) throw ApiError.notFound('API key');
+  return doc;
+}

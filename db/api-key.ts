@@ -1,0 +1,43 @@
+// API keys: `abl_` + 48 hex, shown once, stored only as a SHA-256 hash; bound to a tenant and
+// optionally to one project, with permissions and an optional expiry.
+import { Schema, type Connection, type Model } from 'mongoose';
+import { newId } from '../lib/ids';
+
+export interface ApiKeyDoc {
+  _id: string;
+  tenantId: string;
+  projectId: string | null;
+  name: string;
+  keyHash: string;
+  /** First characters of the key (`abl_1a2b`), safe to show so people can tell keys apart. */
+  keyPrefix: string;
+  permissions: string[];
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+  createdBy: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const ApiKeySchema = new Schema<ApiKeyDoc>(
+  {
+    _id: { type: String, default: newId },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, default: null },
+    name: { type: String, required: true, maxlength: 200 },
+    keyHash: { type: String, required: true },
+    keyPrefix: { type: String, required: true },
+    permissions: { type: [String], default: [] },
+    expiresAt: { type: Date, default: null },
+    revokedAt: { type: Date, default: null },
+    lastUsedAt: { type: Date, default: null },
+    createdBy: { type: String, default: null },
+  },
+  { timestamps: true, versionKey: false },
+);
+ApiKeySchema.index({ keyHash: 1 }, { unique: true });
+ApiKeySchema.index({ tenantId: 1, createdAt: -1 });
+
+export type ApiKeyModel = Model<ApiKeyDoc>;
+export const apiKeyModel = (c: Connection): ApiKeyModel => c.model<ApiKeyDoc>('ApiKey', ApiKeySchema, 'api_keys');

@@ -1,0 +1,26 @@
+// Binds every collection's model to one connection. Services receive `Models`, never globals,
+// so tests and several processes can hold separate connections.
+import { type Connection } from 'mongoose';
+import { apiKeyModel } from './api-key';
+import { projectModel } from './project';
+import { tenantModel } from './tenant';
+import { userModel } from './user';
+
+export function createModels(connection: Connection) {
+  return {
+    connection,
+    Tenant: tenantModel(connection),
+    Project: projectModel(connection),
+    User: userModel(connection),
+    ApiKey: apiKeyModel(connection),
+  };
+}
+
+export type Models = ReturnType<typeof createModels>;
+
+/** Builds every declared index (unique constraints must exist before the first write). */
+export async function syncIndexes(models: Models): Promise<void> {
+  for (const model of Object.values(models)) {
+    if (typeof model === 'function' && 'createIndexes' in model) await model.createIndexes();
+  }
+}

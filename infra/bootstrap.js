@@ -1,0 +1,160 @@
+#!/usr/bin/env node
+// First step of `npm start` and `npm test`: installs what is missing and nothing else.
+//   1. npm dependencies (npm install, which follows package-lock.json; `npm ci` rejects this
+//      lock because npm records no other-platform optional packages in it);
+//   2. the pinned Go tools, built from source into .tools/bin (Temporal CLI, the FerretDB shim,
+//      LiveKit server). Builds are cached per version in ~/.cache/switchboard/tools (override
+//      with SWITCHBOARD_TOOLS_CACHE) so a fresh clone on the same machine only copies them.
+// Plain Node with no dependencies: it runs before `npm ci`.
+'use strict';
+const { spawn, spawnSync } = require('node:child_process');
+const { createHash } = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const ROOT = path.resolve(__dirname, '..');
+const BIN = path.join(ROOT, '.tools', 'bin');
+const CACHE = process.env.SWITCHBOARD_TOOLS_CACHE || path.join(os.homedir(), '.cache', 'switchboard', 'tools');
+
+const log = (msg) => process.stdout.write(`[bootstrap] ${msg}\n`);
+
+function sha256(files) {
+  const h = createHash('sha256');
+  for (const f of files) h.update(fs.readFileSync(f));
+  return h.digest('hex').slice(0, 16);
+}
+
+function ensureNodeVersion() {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 20 || (major === 20 && minor < 3)) {
+    throw new Error(`Node ${process.versions.node} is too old; Switchboard needs Node >= 20.3`);
+  }
+}
+
+function ensureNpmDependencies() {
+  const lock = path.join(ROOT, 'package-lock.json');
+  const stamp = path.join(ROOT, 'node_modules', '.switchboard-deps');
+  const want = sha256([lock, path.join(ROOT, 'package.json')]);
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === want) return;
+  log('installing npm dependencies…');
+  const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: ROOT, stdio: 'inherit' });
+  if (res.status !== 0) throw new Error('npm install failed');
+  fs.writeFileSync(stamp, want);
+}
+
+function requireGo() {
+  const res = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (res.status !== 0) throw new Error('Go is required to build the pinned tools (https://go.dev/doc/install)');
+  return res.stdout.trim();
+}
+
+/** Runs a verbose Go build, printing a progress line every 15 s (packages compiled, modules fetched). */
+function runGoBuild(label, args, options) {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    let packages = 0;
+    let downloads = 0;
+    let tail = [];
+    const child = spawn('go', args, { ...options, stdio: ['ignore', 'inherit', 'pipe'] });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk) => {
+      for (const line of chunk.split('\n')) {
+        if (!line.trim()) continue;
+        if (line.startsWith('go: downloading')) downloads++;
+        else packages++;
+        tail = [...tail.slice(-30), line];
+      }
+    });
+    const timer = setInterval(() => {
+      const secs = Math.round((Date.now() - started) / 1000);
+      log(`  building ${label}: ${downloads} modules fetched, ${packages} packages compiled (${Math.floor(secs / 60)}m${secs % 60}s)`);
+    }, 15000);
+    child.on('error', (err) => {
+      clearInterval(timer);
+      reject(err);
+    });
+    child.on('exit', (code) => {
+      clearInterval(timer);
+      if (code === 0) return resolve(Math.round((Date.now() - started) / 1000));
+      process.stderr.write(tail.join('\n') + '\n');
+      reject(new Error(`building ${label} failed (go exited ${code})`));
+    });
+  });
+}
+
+const TOOLS = [
+  {
+    name: 'temporal',
+    label: 'Temporal CLI v1.5.1',
+    id: () => 'v1.5.1',
+    note: 'the Temporal dev server; the first build compiles the whole server and takes several minutes',
+    build: (outDir) =>
+      runGoBuild('Temporal CLI v1.5.1', ['install', '-v', 'github.com/temporalio/cli/cmd/temporal@v1.5.1'], {
+        env: { ...process.env, GOBIN: outDir, CGO_ENABLED: '0' },
+      }),
+    built: 'temporal',
+  },
+  {
+    name: 'ferretdb',
+    label: 'FerretDB v1.24.2 shim',
+    // The shim is our own source: rebuild when it changes.
+    id: () => 'v1.24.2-' + sha256(['main.go', 'go.mod', 'go.sum'].map((f) => path.join(ROOT, 'infra', 'ferretdb', f))),
+    note: 'MongoDB wire protocol on SQLite, for the dev and test stacks',
+    build: (outDir) =>
+      runGoBuild('FerretDB v1.24.2 shim', ['build', '-v', '-o', path.join(outDir, 'ferretdb'), '.'], {
+        cwd: path.join(ROOT, 'infra', 'ferretdb'),
+        env: { ...process.env, CGO_ENABLED: '0' },
+      }),
+    built: 'ferretdb',
+  },
+  {
+    name: 'livekit-server',
+    label: 'LiveKit server v1.13.5',
+    id: () => 'v1.13.5',
+    note: 'real-time voice rooms',
+    build: (outDir) =>
+      runGoBuild('LiveKit server v1.13.5', ['install', '-v', 'github.com/livekit/livekit-server/cmd/server@v1.13.5'], {
+        env: { ...process.env, GOBIN: outDir, CGO_ENABLED: '0' },
+      }),
+    built: 'server',
+  },
+];
+
+async function ensureTool(tool) {
+  const id = tool.id();
+  const target = path.join(BIN, tool.name);
+  const stamp = target + '.version';
+  if (fs.existsSync(target) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === id) return;
+  const cached = path.join(CACHE, `${tool.name}-${id}`);
+  if (!fs.existsSync(cached)) {
+    requireGo();
+    log(`building ${tool.label}: ${tool.note}…`);
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), `sb-build-${tool.name}-`));
+    const secs = await tool.build(work);
+    fs.mkdirSync(CACHE, { recursive: true });
+    fs.copyFileSync(path.join(work, tool.built), cached + '.tmp');
+    fs.chmodSync(cached + '.tmp', 0o755);
+    fs.renameSync(cached + '.tmp', cached);
+    fs.rmSync(work, { recursive: true, force: true });
+    log(`built ${tool.label} in ${Math.floor(secs / 60)}m${secs % 60}s`);
+  }
+  fs.mkdirSync(BIN, { recursive: true });
+  fs.copyFileSync(cached, target + '.tmp');
+  fs.chmodSync(target + '.tmp', 0o755);
+  fs.renameSync(target + '.tmp', target);
+  fs.writeFileSync(stamp, id);
+  log(`${tool.label} ready at .tools/bin/${tool.name}`);
+}
+
+async function main() {
+  ensureNodeVersion();
+  ensureNpmDependencies();
+  const only = process.argv.includes('--test') ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
+  for (const tool of only) await ensureTool(tool);
+}
+
+main().catch((err) => {
+  process.stderr.write(`[bootstrap] ${err.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,78 @@
+// Process configuration: read once from the environment, validated with zod, with a clear message
+// naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const positiveInt = z.coerce.number().int().positive();
+
+export const ConfigSchema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PUBLIC_BASE_URL: z.url().optional(),
+
+  MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI'),
+
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('switchboard'),
+  TEMPORAL_TLS: bool.default(false),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+
+  JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  JWT_ISSUER: z.string().min(1).default('switchboard'),
+  JWT_TTL_SECONDS: positiveInt.default(3600),
+
+  PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+
+  RATE_LIMIT_STORE: z.enum(['mongo', 'memory']).default('mongo'),
+  RATE_LIMIT_REQUESTS: positiveInt.default(100),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
+
+  REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+});
+
+type RawConfig = z.infer<typeof ConfigSchema>;
+
+/** Validated configuration with derived values filled in. */
+export interface Config extends RawConfig {
+  PUBLIC_BASE_URL: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Parses configuration from an environment map.
+ * @throws ConfigError naming each bad or missing variable.
+ */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings mean "unset", as shells commonly export them.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => {
+        const name = issue.path.join('.') || '(root)';
+        const missing = issue.code === 'invalid_type' && cleaned[name] === undefined;
+        return missing ? `${name} is required but not set` : `${name}: ${issue.message}`;
+      }),
+    );
+  }
+  const raw = parsed.data;
+  if (raw.NODE_ENV === 'production' && raw.RATE_LIMIT_STORE === 'memory') {
+    // Allowed, but only as an explicit single-node choice; logged by the server at start.
+  }
+  return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };
+}

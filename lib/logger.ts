@@ -1,0 +1,31 @@
+// The structured logger (pino). Credentials and secrets are redacted wherever they appear.
+import pino, { type Logger } from 'pino';
+
+export type { Logger };
+
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers["x-api-key"]',
+  'req.headers["x-public-key"]',
+  'req.headers["x-sdk-token"]',
+  'req.headers["x-platform-admin-token"]',
+  'req.headers["x-callback-signature"]',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+  '*.password',
+  '*.apiKey',
+  '*.token',
+  '*.secret',
+  '*.value',
+  'password',
+  'apiKey',
+  'token',
+];
+
+export function createLogger(options: { level: string; name?: string }): Logger {
+  return pino({
+    name: options.name ?? 'switchboard',
+    level: options.level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  });
+}

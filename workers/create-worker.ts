@@ -1,0 +1,29 @@
+// Builds the Switchboard worker: the workflow bundle, the activities and the tuning. Used by
+// the worker process and by the in-process worker of the integration tests.
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities';
+import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
+
+export const WORKFLOWS_PATH = require.resolve('../workflows');
+
+export interface CreateWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  tuning?: Partial<WorkerTuning>;
+}
+
+export async function createSwitchboardWorker(options: CreateWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(options.deps),
+    ...DEFAULT_WORKER_TUNING,
+    ...options.tuning,
+  });
+}

@@ -1,0 +1,37 @@
+// Worker process entry: connects to Temporal and MongoDB and runs until SIGINT/SIGTERM, which
+// the Temporal runtime turns into a graceful shutdown (in-flight tasks finish first).
+import { NativeConnection } from '@temporalio/worker';
+import { ConfigError, loadConfig } from '../lib/config';
+import { createLogger } from '../lib/logger';
+import { temporalConnectionSettings } from '../lib/temporal-options';
+import { connectMongo } from '../db/connection';
+import { createModels, syncIndexes } from '../db/models';
+import { createSwitchboardWorker } from './create-worker';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
+  const models = createModels(await connectMongo(config.MONGODB_URI));
+  await syncIndexes(models);
+  const connection = await NativeConnection.connect(temporalConnectionSettings(config));
+  const worker = await createSwitchboardWorker({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    deps: { models, logger },
+  });
+  logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
+  await worker.run();
+  await connection.close();
+  await models.connection.close();
+  logger.info('worker stopped');
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`worker failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
