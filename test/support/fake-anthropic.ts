@@ -177,6 +177,10 @@ export const anthropicProtocol: FakeProtocol = {
       }),
     );
     frames.push(sse('message_stop', { type: 'message_stop' }));
+    if (reply.streamError) {
+      const { afterChunks, type, message } = reply.streamError;
+      return [...frames.slice(0, afterChunks), sse('error', { type: 'error', error: { type, message: message ?? type } })];
+    }
     return frames;
   },
 };

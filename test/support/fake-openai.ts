@@ -23,7 +23,8 @@
  * `toolCalls` (with `argumentChunks` to split arguments across deltas), `usage`,
  * `finishReason`, `model`, `error` (HTTP status + provider-shaped body + headers such as
  * `retry-after`), `delayMs` (before responding), `chunkDelayMs` (before every SSE chunk) and
- * `failAfterChunks` (destroy the socket after N SSE chunks: a mid-stream failure).
+ * `failAfterChunks` (destroy the socket after N SSE chunks: a mid-stream failure) and
+ * `streamError` (the provider's in-stream error event after N chunks).
  * Items are used once, in order; when the queue is empty the default reply is used
  * (`DEFAULT_FAKE_TEXT`, or `options.defaultReply`).
  *
@@ -71,6 +72,11 @@ export interface FakeReply {
   delayMs?: number;
   chunkDelayMs?: number;
   failAfterChunks?: number;
+  /**
+   * Send the provider's in-stream error after `afterChunks` SSE chunks and end the stream
+   * (OpenAI: a `data: {"error": …}` chunk; Anthropic: `event: error`, e.g. `overloaded_error`).
+   */
+  streamError?: { afterChunks: number; type: string; message?: string; code?: string };
   /** Extra response headers. */
   headers?: Record<string, string>;
 }
@@ -458,6 +464,13 @@ export const openAIProtocol: FakeProtocol = {
       );
     }
     frames.push('data: [DONE]\n\n');
+    if (reply.streamError) {
+      const { afterChunks, type, message, code } = reply.streamError;
+      return [
+        ...frames.slice(0, afterChunks),
+        `data: ${JSON.stringify({ error: { message: message ?? type, type, param: null, code: code ?? null } })}\n\n`,
+      ];
+    }
     return frames;
   },
 };

@@ -207,6 +207,16 @@ describe('stream', () => {
     ]);
   });
 
+  it('classifies an in-stream overloaded_error event as overloaded and retryable', async () => {
+    fake.script({ text: 'one two three', streamError: { afterChunks: 3, type: 'overloaded_error', message: 'Overloaded' } });
+    const seen: LlmStreamEvent[] = [];
+    const err = await failure(async () => {
+      for await (const event of provider.stream(request)) seen.push(event);
+    });
+    expect(err).toMatchObject({ kind: 'overloaded', retryable: true, code: 'overloaded_error' });
+    expect(seen).toEqual([{ type: 'text_delta', delta: 'one ' }]);
+  });
+
   it('aborts the upstream request when the signal fires mid-stream', async () => {
     fake.script({ text: 'a b c d e f g h i j k l', chunkDelayMs: 40 });
     const controller = new AbortController();

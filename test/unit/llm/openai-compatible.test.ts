@@ -179,6 +179,13 @@ describe('stream', () => {
     expect(seen.some((event) => event.type === 'finish')).toBe(false);
   });
 
+  it('surfaces an in-stream error chunk as a classified ProviderError', async () => {
+    fake.script({ text: 'one two three', streamError: { afterChunks: 2, type: 'server_error', message: 'The server had an error' } });
+    const err = await failure(() => collectStream(provider.stream(request), 'openai'));
+    expect(err).toMatchObject({ kind: 'unknown', retryable: true, code: 'server_error' });
+    expect(err.message).toContain('The server had an error');
+  });
+
   it('aborts the upstream request when the signal fires mid-stream', async () => {
     fake.script({ text: 'a b c d e f g h i j k l', chunkDelayMs: 40 });
     const controller = new AbortController();
