@@ -24,7 +24,8 @@ const STOPWORDS = new Set(
     'our ours ourselves out over own same she should so some such than that the their theirs them themselves then there ' +
     'these they this those through to too under until up very was we were what when where which while who whom why will ' +
     'with would you your yours yourself yourselves please want need like get got help thanks thank hello hi hey can cannot ' +
-    'agent agents tool tools handoff hand delegate transfer route user users question questions'
+    'agent agents tool tools handoff hand delegate transfer route user users question questions conversation chat talk speak ' +
+    'someone somebody person team'
   ).split(' '),
 );
 
