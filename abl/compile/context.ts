@@ -1,0 +1,343 @@
+// Per-file compile context: the diagnostic sink, the file path, and AST → IR helpers shared by
+// every section reducer (locations, typed readers, expressions, templates).
+
+import type { BlockNode, EntryNode, Loc, PairNode, ScalarNode, ValueNode } from '../ast';
+import type { DiagnosticArgs, DiagnosticCode, DiagnosticSink } from '../diagnostics';
+import { walkExpr } from '../expr/ast';
+import { lookupFunction } from '../expr/functions';
+import { parseExpression } from '../expr/parser';
+import type { ExprIR, IRLoc, Json } from '../ir';
+import { parseTemplate } from '../template';
+
+/** Key aliases (ABL.md §14), applied to lower-cased keys. `on_failure` → `on_fail` only in steps. */
+const ALIASES: Record<string, string> = {
+  expect_return: 'return',
+  action_id: 'action',
+  server_tool: 'tool',
+  resetms: 'reset_ms',
+  failure_msg: 'failure_message',
+  msg: 'message',
+  validation: 'validate',
+  call_with: 'with',
+  grantmemory: 'grant_memory',
+};
+
+export function canonicalKey(key: string, stepContext = false): string {
+  const k = key.trim().toLowerCase();
+  if (stepContext && k === 'on_failure') return 'on_fail';
+  return ALIASES[k] ?? k;
+}
+
+export interface Fields {
+  /** Canonical lower-case key → pair. */
+  map: Map<string, PairNode>;
+  /** Bare lines (items) in the block, in order. */
+  items: EntryNode[];
+  /** Keys in file order. */
+  order: string[];
+}
+
+export class CompileContext {
+  /** Template names used via TEMPLATE(x), for W602. */
+  readonly usedTemplates = new Set<string>();
+  templates: Record<string, Record<string, string>> = {};
+
+  constructor(
+    readonly path: string,
+    readonly sink: DiagnosticSink,
+  ) {}
+
+  loc(l: Loc): IRLoc {
+    return { file: this.path, line: l.line, column: l.column };
+  }
+
+  report(code: DiagnosticCode, at: Loc, args: DiagnosticArgs = {}): void {
+    this.sink.report(code, { path: this.path, line: at.line, column: at.column }, args);
+  }
+
+  /** Reads a block's `key: value` entries with canonical keys; duplicates are reported. */
+  fields(block: BlockNode | null | undefined, opts: { step?: boolean; dupCode?: DiagnosticCode } = {}): Fields {
+    const map = new Map<string, PairNode>();
+    const items: EntryNode[] = [];
+    const order: string[] = [];
+    if (!block) return { map, items, order };
+    if (block.kind === 'List') {
+      this.report('E210', block.loc, { what: 'This block', expected: 'key: value lines', found: 'a list' });
+      return { map, items, order };
+    }
+    for (const e of block.entries) {
+      if (e.kind === 'Item') {
+        items.push(e);
+        continue;
+      }
+      const k = canonicalKey(e.key, opts.step);
+      if (map.has(k)) {
+        if (opts.dupCode === 'E502') this.report('E502', e.loc, { name: e.key });
+        else this.report(opts.dupCode ?? 'E108', e.loc, { key: e.key });
+        continue;
+      }
+      map.set(k, e);
+      order.push(k);
+    }
+    return { map, items, order };
+  }
+
+  /** Reports keys outside `known` as W213 and returns them as JSON for `extra`. */
+  extras(f: Fields, known: readonly string[], where: string): Record<string, Json> {
+    const out: Record<string, Json> = {};
+    for (const k of f.order) {
+      if (known.includes(k)) continue;
+      const p = f.map.get(k) as PairNode;
+      this.report('W213', p.loc, { key: p.key, where });
+      out[k] = toJson(pairValue(p));
+    }
+    return out;
+  }
+
+  str(node: ValueNode | null | undefined, what: string): string | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar') return node.value === null ? null : String(node.value);
+    if (node.kind === 'Text') return node.value;
+    this.report('E210', node.loc, { what, expected: 'a string', found: describe(node) });
+    return null;
+  }
+
+  num(node: ValueNode | null | undefined, what: string): number | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar' && typeof node.value === 'number') return node.value;
+    if (node.kind === 'Scalar' && typeof node.value === 'string' && /^-?\d+(\.\d+)?$/.test(node.value.trim())) return Number(node.value);
+    this.report('E214', node.loc, { what, expected: 'a number', value: node.kind === 'Scalar' ? node.raw : describe(node) });
+    return null;
+  }
+
+  bool(node: ValueNode | null | undefined, what: string): boolean | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar') {
+      if (typeof node.value === 'boolean') return node.value;
+      const s = String(node.value).toLowerCase();
+      if (s === 'yes' || s === 'on') return true;
+      if (s === 'no' || s === 'off') return false;
+    }
+    this.report('E211', node.loc, { what, allowed: 'true, false', value: node.kind === 'Scalar' ? node.raw : describe(node) });
+    return null;
+  }
+
+  /** One of `allowed` (case-insensitive); reports E211 otherwise. */
+  oneOf<T extends string>(node: ValueNode | null | undefined, allowed: readonly T[], what: string): T | null {
+    const s = this.str(node, what);
+    if (s === null || !node) return null;
+    const found = allowed.find((a) => a.toLowerCase() === s.trim().toLowerCase());
+    if (!found) this.report('E211', node.loc, { what, allowed: allowed.join(', '), value: s });
+    return found ?? null;
+  }
+
+  /** A list of strings: inline `[a, b]`, `- a` lines, or `a, b` text. */
+  strList(node: ValueNode | null | undefined, what: string): string[] {
+    if (!node) return [];
+    if (node.kind === 'List') {
+      const out: string[] = [];
+      for (const item of node.items) {
+        if (item.kind === 'Scalar') {
+          if (item.value !== null && String(item.value) !== '') out.push(String(item.value));
+        } else if (item.kind === 'Map' && item.entries[0]?.kind === 'Pair') out.push(textOf(item));
+        else if (item.kind === 'Item') out.push(String(item.head.value));
+        else this.report('E210', item.loc, { what, expected: 'a list of names', found: describe(item) });
+      }
+      return out;
+    }
+    if (node.kind === 'Scalar') {
+      if (node.value === null) return [];
+      if (node.quoted) return [String(node.value)];
+      return String(node.value).split(',').map((s) => s.trim()).filter(Boolean);
+    }
+    this.report('E210', node.loc, { what, expected: 'a list', found: describe(node) });
+    return [];
+  }
+
+  /** Durations: 500ms, 15s, 5m, 2h, 90d; a bare number is in `bareUnit`. Returns milliseconds. */
+  duration(node: ValueNode | null | undefined, what: string, bareUnit: 'ms' | 's'): number | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar') {
+      if (typeof node.value === 'number') return bareUnit === 's' ? node.value * 1000 : node.value;
+      const ms = parseDuration(String(node.value), bareUnit);
+      if (ms !== null) return ms;
+    }
+    this.report('E214', node.loc, { what, expected: 'a duration', value: node.kind === 'Scalar' ? node.raw : describe(node) });
+    return null;
+  }
+
+  /**
+   * Compiles an expression from a scalar or block. With `naturalLanguage`, text that does not parse
+   * (or a quoted string) is kept as `{src, ast: null}`; otherwise it is E300.
+   */
+  expr(node: ValueNode | null | undefined, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar') {
+      if (node.quoted && opts.naturalLanguage) return { src: String(node.value), ast: null };
+      const src = node.quoted ? String(node.value) : node.raw;
+      return this.exprText(src, node.quoted ? { line: node.loc.line, column: node.loc.column + 1 } : node.loc, what, opts);
+    }
+    if (node.kind === 'Text') return this.exprText(node.value.replace(/\s*\n\s*/g, ' ').trim(), node.loc, what, opts);
+    this.report('E210', node.loc, { what, expected: 'an expression', found: describe(node) });
+    return null;
+  }
+
+  exprText(src: string, at: Loc, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR {
+    const parsed = parseExpression(src);
+    const col = (pos: number): Loc => ({ line: at.line, column: at.column + pos });
+    if (!parsed.ast) {
+      if (opts.naturalLanguage) return { src, ast: null };
+      const err = parsed.error ?? { message: 'cannot parse', pos: 0 };
+      if (/nested deeper|more than \d+ tokens/.test(err.message)) this.report('E303', col(err.pos), { limit: err.message, what: '' });
+      else this.report('E300', col(err.pos), {
+        src: src.length > 60 ? `${src.slice(0, 60)}…` : src,
+        detail: err.message,
+        fix: `${what} must be an expression such as amount > 100 AND status == "open".${opts.naturalLanguage === false ? '' : ' Natural-language conditions are only allowed in HANDOFF, DELEGATE and ESCALATE WHENs.'}`,
+      });
+      return { src, ast: null };
+    }
+    for (const call of parsed.calls) {
+      const def = lookupFunction(call.name);
+      if (!def) this.report('E301', col(call.pos), { name: call.name });
+      else if (call.argc < def.min || call.argc > def.max) {
+        this.report('E309', col(call.pos), { name: call.name, expected: def.min === def.max ? String(def.min) : `${def.min} to ${def.max}`, found: call.argc });
+      }
+    }
+    if (parsed.usesImplies && !opts.implies) this.report('E304', at);
+    walkExpr(parsed.ast, (e) => {
+      if (e.type === 'Regex') {
+        try {
+          new RegExp(e.pattern, e.flags);
+        } catch (err) {
+          this.report('E307', col(e.pos), { pattern: e.pattern, detail: err instanceof Error ? err.message : 'invalid' });
+        }
+      }
+    });
+    return { src, ast: parsed.ast };
+  }
+
+  /** Checks a `{{ }}` template and returns its text (TEMPLATE(x) is expanded). */
+  text(node: ValueNode | null | undefined, what: string): string | null {
+    if (!node) return null;
+    if (node.kind === 'Map' && !node.inline) {
+      // RESPOND with variants: {DEFAULT: ..., MARKDOWN: ...} → DEFAULT
+      const f = this.fields(node);
+      const d = f.map.get('default') ?? f.map.get(f.order[0] ?? '');
+      return d ? this.text(pairValue(d), what) : null;
+    }
+    const raw = this.str(node, what);
+    if (raw === null) return null;
+    const tpl = /^\s*TEMPLATE\s*\(\s*([A-Za-z_][\w-]*)\s*\)\s*$/i.exec(raw);
+    if (tpl && !(node.kind === 'Scalar' && node.quoted)) {
+      const name = tpl[1] as string;
+      this.usedTemplates.add(name);
+      const variants = this.templates[name];
+      if (!variants) {
+        this.report('E601', node.loc, { name });
+        return '';
+      }
+      return variants.DEFAULT ?? Object.values(variants)[0] ?? '';
+    }
+    this.checkTemplate(raw, node.kind === 'Scalar' && node.quoted ? { line: node.loc.line, column: node.loc.column + 1 } : node.loc);
+    return raw;
+  }
+
+  checkTemplate(raw: string, at: Loc): void {
+    if (!raw.includes('{{')) return;
+    const parsed = parseTemplate(raw);
+    const locOf = (offset: number): Loc => {
+      const before = raw.slice(0, offset);
+      const nl = before.lastIndexOf('\n');
+      if (nl < 0) return { line: at.line, column: at.column + offset };
+      return { line: at.line + before.split('\n').length - 1, column: offset - nl };
+    };
+    for (const p of parsed.problems) {
+      if (p.kind === 'filter') this.report('W306', locOf(p.offset), { name: p.message });
+      else if (p.kind === 'syntax') this.report('E305', locOf(p.offset), { detail: p.message });
+      else this.report('E300', locOf(p.offset), { src: p.message.split('": ')[0]?.slice(1) ?? '', detail: p.message.split('": ').slice(1).join('": '), fix: 'Fix the expression inside {{ }}.' });
+    }
+    const visit = (nodes: typeof parsed.nodes): void => {
+      for (const n of nodes) {
+        const exprs = n.type === 'Output' ? [n.expr] : n.type === 'If' ? [n.cond] : n.type === 'Each' ? [n.list] : [];
+        for (const e of exprs) {
+          for (const call of e.parsed.calls) {
+            if (!lookupFunction(call.name)) this.report('E301', locOf(e.offset + call.pos), { name: call.name });
+          }
+        }
+        if (n.type === 'If') { visit(n.then); visit(n.else); }
+        if (n.type === 'Each') visit(n.body);
+      }
+    };
+    visit(parsed.nodes);
+  }
+}
+
+export function parseDuration(text: string, bareUnit: 'ms' | 's'): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$/i.exec(text);
+  if (!m) return null;
+  const n = Number(m[1]);
+  const unit = (m[2] ?? bareUnit).toLowerCase();
+  if (unit === 'ms') return n;
+  if (unit.startsWith('s')) return n * 1000;
+  if (unit.startsWith('m')) return n * 60_000;
+  if (unit.startsWith('h')) return n * 3_600_000;
+  return n * 86_400_000;
+}
+
+/** A pair's effective value: its deeper block, else its inline value. */
+export function pairValue(p: PairNode): ValueNode | null {
+  return p.children ?? p.value;
+}
+
+export function describe(node: ValueNode): string {
+  switch (node.kind) {
+    case 'Scalar': return `"${node.raw}"`;
+    case 'Text': return 'a text block';
+    case 'List': return 'a list';
+    case 'Map': return 'a block of key: value lines';
+    case 'Item': return `"${node.head.raw}" with nested lines`;
+  }
+}
+
+/** Reconstructs the source-ish text of a node (for list items that look like `a: b`). */
+export function textOf(node: ValueNode): string {
+  switch (node.kind) {
+    case 'Scalar': return node.value === null ? '' : String(node.value);
+    case 'Text': return node.value;
+    case 'Item': return String(node.head.value);
+    case 'List': return node.items.map(textOf).join(', ');
+    case 'Map': return node.entries.map((e) => (e.kind === 'Pair' ? `${e.key}: ${e.value ? textOf(e.value) : ''}` : String(e.head.value))).join(', ');
+  }
+}
+
+/** Converts any AST value to JSON (for `extra` and free-form maps). */
+export function toJson(node: ValueNode | null | undefined): Json {
+  if (!node) return null;
+  switch (node.kind) {
+    case 'Scalar': return node.value;
+    case 'Text': return node.value;
+    case 'List': return node.items.map(toJson);
+    case 'Item': return node.children ? { [String(node.head.value)]: toJson(node.children) } : node.head.value;
+    case 'Map': {
+      const out: Record<string, Json> = {};
+      for (const e of node.entries) {
+        if (e.kind === 'Pair') out[e.key] = e.value && e.children ? { _value: toJson(e.value), ...(asObject(toJson(e.children))) } : toJson(e.children ?? e.value);
+        else out[String(e.head.value)] = e.children ? toJson(e.children) : null;
+      }
+      return out;
+    }
+  }
+}
+
+function asObject(j: Json): Record<string, Json> {
+  return j !== null && typeof j === 'object' && !Array.isArray(j) ? j : { _children: j };
+}
+
+/** The scalar head of a list item (for `- name` + props forms). */
+export function headOf(node: ValueNode): ScalarNode | null {
+  if (node.kind === 'Scalar') return node;
+  if (node.kind === 'Item') return node.head;
+  return null;
+}
+
+export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;

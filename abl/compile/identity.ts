@@ -1,0 +1,98 @@
+// Identity and EXECUTION reducers (ABL.md §3): GOAL, PERSONA, LIMITATIONS, INSTRUCTIONS, IDENTITY, defaults.
+
+import type { SectionNode, ValueNode } from '../ast';
+import type { AgentIR, Json } from '../ir';
+import { pairValue, toJson, type CompileContext } from './context';
+
+export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): AgentIR['identity'] {
+  const id: AgentIR['identity'] = { goal: '', persona: null, role: null, instructions: null, expertise: [], limitations: [] };
+  // File order: the later form wins (GOAL vs IDENTITY.role etc.).
+  for (const s of sections) {
+    const v = pairValue(s);
+    switch (s.key) {
+      case 'GOAL': id.goal = ctx.text(v, 'GOAL') ?? ''; break;
+      case 'PERSONA': id.persona = ctx.text(v, 'PERSONA'); break;
+      case 'INSTRUCTIONS': id.instructions = v?.kind === 'List' ? ctx.strList(v, 'INSTRUCTIONS').join('\n') : ctx.text(v, 'INSTRUCTIONS'); break;
+      case 'LIMITATIONS': id.limitations = v?.kind === 'Text' ? v.value.split('\n').map((l) => l.replace(/^\s*-\s*/, '').trim()).filter(Boolean) : ctx.strList(v, 'LIMITATIONS'); break;
+      case 'IDENTITY': {
+        const f = ctx.fields(v?.kind === 'Map' ? v : null);
+        if (v && v.kind !== 'Map') ctx.report('E210', v.loc, { what: 'IDENTITY', expected: 'role/persona/expertise/limitations lines', found: 'a value' });
+        ctx.extras(f, ['role', 'persona', 'expertise', 'limitations', 'goal'], 'IDENTITY');
+        const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+        if (f.map.has('role')) id.role = ctx.text(g('role'), 'role');
+        if (f.map.has('goal')) id.goal = ctx.text(g('goal'), 'goal') ?? id.goal;
+        if (f.map.has('persona')) id.persona = ctx.text(g('persona'), 'persona');
+        if (f.map.has('expertise')) id.expertise = ctx.strList(g('expertise'), 'expertise');
+        if (f.map.has('limitations')) id.limitations = ctx.strList(g('limitations'), 'limitations');
+        break;
+      }
+      default: break;
+    }
+  }
+  if (!id.goal && id.role) id.goal = id.role;
+  return id;
+}
+
+export function compileExecution(ctx: CompileContext, node: ValueNode | null): AgentIR['execution'] {
+  const f = ctx.fields(node?.kind === 'Map' ? node : null);
+  if (node && node.kind !== 'Map') ctx.report('E210', node.loc, { what: 'EXECUTION', expected: 'key: value lines', found: 'a value' });
+  const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations'];
+  const other: Record<string, Json> = {};
+  for (const k of f.order) if (!known.includes(k)) other[k] = toJson(g(k));
+  return {
+    model: ctx.str(g('model'), 'model'),
+    fallback_model: ctx.str(g('fallback_model'), 'fallback_model'),
+    temperature: ctx.num(g('temperature'), 'temperature'),
+    max_tokens: ctx.num(g('max_tokens'), 'max_tokens'),
+    tool_timeout_ms: ctx.duration(g('tool_timeout'), 'tool_timeout', 'ms') ?? 30000,
+    llm_timeout_ms: ctx.duration(g('llm_timeout'), 'llm_timeout', 'ms') ?? 30000,
+    session_idle_timeout_ms: ctx.duration(g('session_idle_timeout'), 'session_idle_timeout', 'ms') ?? 1800000,
+    max_reasoning_iterations: ctx.num(g('max_reasoning_iterations'), 'max_reasoning_iterations') ?? 10,
+    max_flow_iterations: ctx.num(g('max_flow_iterations'), 'max_flow_iterations') ?? 100,
+    other,
+  };
+}
+
+export function compileTemplates(ctx: CompileContext, node: ValueNode | null): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  if (!node) return out;
+  if (node.kind !== 'Map') {
+    ctx.report('E210', node.loc, { what: 'TEMPLATES', expected: 'name: {DEFAULT: "...", MARKDOWN: "..."} blocks', found: 'a value' });
+    return out;
+  }
+  for (const e of node.entries) {
+    if (e.kind !== 'Pair') continue;
+    const v = pairValue(e);
+    const variants: Record<string, string> = {};
+    if (v?.kind === 'Map') {
+      for (const ve of v.entries) {
+        if (ve.kind !== 'Pair') continue;
+        const t = ctx.str(pairValue(ve), `template ${e.key}.${ve.key}`);
+        if (t !== null) {
+          ctx.checkTemplate(t, ve.loc);
+          variants[ve.key.toUpperCase()] = t;
+        }
+      }
+    } else {
+      const t = ctx.str(v, `template ${e.key}`);
+      if (t !== null) {
+        ctx.checkTemplate(t, v?.loc ?? e.loc);
+        variants.DEFAULT = t;
+      }
+    }
+    out[e.key] = variants;
+  }
+  return out;
+}
+
+export function compileMessages(ctx: CompileContext, node: ValueNode | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!node) return out;
+  if (node.kind !== 'Map') {
+    ctx.report('E210', node.loc, { what: 'MESSAGES', expected: 'name: "text" lines', found: 'a value' });
+    return out;
+  }
+  for (const e of node.entries) if (e.kind === 'Pair') out[e.key] = ctx.text(pairValue(e), `MESSAGES ${e.key}`) ?? '';
+  return out;
+}

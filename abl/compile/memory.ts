@@ -1,0 +1,82 @@
+// MEMORY reducer (ABL.md §7): session variables, persistent facts, remember and recall rules.
+
+import type { ValueNode } from '../ast';
+import type { MemoryIR } from '../ir';
+import { headOf, pairValue, toJson, type CompileContext, type Fields } from './context';
+
+function entries(ctx: CompileContext, node: ValueNode | null, kind: string): Array<{ name: string | null; props: Fields; loc: ValueNode['loc'] }> {
+  if (!node) return [];
+  const out: Array<{ name: string | null; props: Fields; loc: ValueNode['loc'] }> = [];
+  const items = node.kind === 'List' ? node.items : [node];
+  for (const item of items) {
+    const head = headOf(item);
+    if (item.kind === 'Item') out.push({ name: String(item.head.value), props: ctx.fields(item.children), loc: item.loc });
+    else if (head) out.push({ name: head.value === null ? null : String(head.value), props: ctx.fields(null), loc: item.loc });
+    else if (item.kind === 'Map') out.push({ name: null, props: ctx.fields(item), loc: item.loc });
+    else ctx.report('E801', item.loc, { kind, detail: 'expected "- name" followed by properties' });
+  }
+  return out;
+}
+
+export function compileMemory(ctx: CompileContext, node: ValueNode | null): MemoryIR {
+  const mem: MemoryIR = { session: [], persistent: [], remember: [], recall: [] };
+  if (!node) return mem;
+  const f = ctx.fields(node.kind === 'Map' ? node : null);
+  if (node.kind !== 'Map') ctx.report('E210', node.loc, { what: 'MEMORY', expected: 'session:/persistent:/remember:/recall: blocks', found: 'a value' });
+  ctx.extras(f, ['session', 'persistent', 'remember', 'recall'], 'MEMORY');
+  const v = (k: string): ValueNode | null => {
+    const p = f.map.get(k);
+    return p ? pairValue(p) : null;
+  };
+  for (const e of entries(ctx, v('session'), 'session')) {
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const name = e.name ?? ctx.str(g('name'), 'name');
+    if (!name) { ctx.report('E801', e.loc, { kind: 'session', detail: 'the variable has no name' }); continue; }
+    mem.session.push({
+      name,
+      type: ctx.str(g('type'), 'TYPE'),
+      initial: e.props.map.has('initial') ? toJson(g('initial')) : undefined,
+      reset: ctx.oneOf(g('reset'), ['per_session', 'per_step', 'never'] as const, 'RESET') ?? 'per_session',
+      description: ctx.str(g('description'), 'DESCRIPTION'),
+      loc: ctx.loc(e.loc),
+    });
+  }
+  for (const e of entries(ctx, v('persistent'), 'persistent')) {
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const path = e.name ?? ctx.str(g('path'), 'path');
+    if (!path) { ctx.report('E801', e.loc, { kind: 'persistent', detail: 'the fact has no path' }); continue; }
+    mem.persistent.push({
+      path,
+      scope: ctx.oneOf(g('scope'), ['user', 'project'] as const, 'SCOPE') ?? 'user',
+      access: ctx.oneOf(g('access'), ['read', 'write', 'readwrite'] as const, 'ACCESS') ?? 'readwrite',
+      default: e.props.map.has('default') ? toJson(g('default')) : undefined,
+      loc: ctx.loc(e.loc),
+    });
+  }
+  for (const e of entries(ctx, v('remember'), 'remember')) {
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const store = ctx.str(g('store'), 'STORE');
+    const m = store ? /^([\s\S]+?)\s*->\s*([\w.]+)\s*$/.exec(store) : null;
+    if (!m) { ctx.report('E801', e.props.map.get('store')?.loc ?? e.loc, { kind: 'remember', detail: 'STORE must be "expression -> path"' }); continue; }
+    const storeNode = g('store');
+    mem.remember.push({
+      when: ctx.expr(g('when'), 'remember WHEN'),
+      from: ctx.exprText(m[1] as string, storeNode?.loc ?? e.loc, 'STORE'),
+      to: m[2] as string,
+      ttl_ms: ctx.duration(g('ttl'), 'TTL', 's'),
+      loc: ctx.loc(e.loc),
+    });
+  }
+  for (const e of entries(ctx, v('recall'), 'recall')) {
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const on = ctx.str(g('on'), 'ON');
+    if (!on) { ctx.report('E801', e.loc, { kind: 'recall', detail: 'ON: session:start or tool:<name>:after is missing' }); continue; }
+    mem.recall.push({
+      on,
+      action: ctx.oneOf(g('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',
+      paths: ctx.strList(g('paths'), 'PATHS'),
+      loc: ctx.loc(e.loc),
+    });
+  }
+  return mem;
+}

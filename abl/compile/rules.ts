@@ -1,0 +1,178 @@
+// CONSTRAINTS, GUARDRAILS and COMPLETE reducers (ABL.md §9–10).
+
+import type { Loc, ValueNode } from '../ast';
+import type { CompletionRuleIR, ConstraintIR, GuardrailIR, OnFailIR } from '../ir';
+import { pairValue, type CompileContext, type Fields } from './context';
+
+const CONSTRAINT = /^(REQUIRE|RESTRICT|LIMIT|WARN)\s+([\s\S]+?)(?:\s+BEFORE\s+(calling\s+([A-Za-z_]\w*)|returning\s+results))?\s*$/i;
+
+function compileOnFail(ctx: CompileContext, node: ValueNode | null): OnFailIR {
+  if (!node) return { kind: 'block' };
+  if (node.kind === 'Map') {
+    const f = ctx.fields(node);
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const then = ctx.str(get('then'), 'THEN');
+    return {
+      kind: 'recover',
+      respond: ctx.text(get('respond'), 'RESPOND'),
+      collect: ctx.strList(get('collect'), 'COLLECT'),
+      goto: ctx.str(get('goto'), 'GOTO'),
+      then: then && /^retry$/i.test(then.trim()) ? 'retry' : 'continue',
+    };
+  }
+  if (node.kind === 'Scalar' && node.quoted) return { kind: 'message', message: String(node.value) };
+  const text = ctx.str(node, 'ON_FAIL');
+  if (text === null) return { kind: 'block' };
+  const t = text.trim();
+  if (/^block$/i.test(t)) return { kind: 'block' };
+  if (/^escalate$/i.test(t)) return { kind: 'escalate', reason: null };
+  const h = /^handoff\s+(?:to\s+)?([A-Za-z]\w*)$/i.exec(t);
+  if (h) return { kind: 'handoff', agent: h[1] as string };
+  if (t === '') ctx.report('E851', node.loc, { src: t });
+  ctx.checkTemplate(t, node.loc);
+  return { kind: 'message', message: t };
+}
+
+function compileConstraint(ctx: CompileContext, text: string, at: Loc, props: Fields, label: string | null): ConstraintIR | null {
+  const m = CONSTRAINT.exec(text.trim());
+  if (!m) {
+    ctx.report('E850', at, { src: text.trim() });
+    return null;
+  }
+  const kind = (m[1] as string).toLowerCase() as ConstraintIR['kind'];
+  const condStart = text.indexOf(m[2] as string);
+  const condition = ctx.exprText(m[2] as string, { line: at.line, column: at.column + Math.max(0, condStart) }, 'A constraint condition', { implies: true, naturalLanguage: false });
+  const get = (k: string): ValueNode | null => { const p = props.map.get(k); return p ? pairValue(p) : null; };
+  ctx.extras(props, ['on_fail', 'when', 'message'], 'constraint');
+  const checkpoint: ConstraintIR['checkpoint'] = m[4]
+    ? { kind: 'before_tool', tool: m[4] }
+    : m[3]
+      ? { kind: 'before_returning' }
+      : { kind: 'default' };
+  return {
+    kind,
+    label,
+    condition,
+    when: ctx.expr(get('when'), 'Constraint WHEN', { implies: true }),
+    checkpoint,
+    on_fail: compileOnFail(ctx, get('on_fail') ?? get('message')),
+    loc: ctx.loc(at),
+  };
+}
+
+export function compileConstraints(ctx: CompileContext, node: ValueNode | null): ConstraintIR[] {
+  const out: ConstraintIR[] = [];
+  const visitList = (n: ValueNode, label: string | null): void => {
+    const items = n.kind === 'List' ? n.items : [n];
+    for (const item of items) {
+      if (item.kind === 'Scalar') {
+        const c = compileConstraint(ctx, String(item.value ?? ''), item.loc, ctx.fields(null), label);
+        if (c) out.push(c);
+      } else if (item.kind === 'Item') {
+        const c = compileConstraint(ctx, String(item.head.value ?? ''), item.loc, ctx.fields(item.children), label);
+        if (c) out.push(c);
+      } else if (item.kind === 'Map') {
+        // `- REQUIRE x: …` rarely parses as a pair; treat the first key as the rule text
+        const first = item.entries[0];
+        if (first?.kind === 'Pair' && /^(REQUIRE|RESTRICT|LIMIT|WARN)\b/i.test(first.key)) {
+          const c = compileConstraint(ctx, `${first.key}${first.value ? `: ${first.value.kind === 'Scalar' ? first.value.raw : ''}` : ''}`, first.loc, ctx.fields({ ...item, entries: item.entries.slice(1) }), label);
+          if (c) out.push(c);
+        } else if (first?.kind === 'Pair' && label === null) {
+          // label: [rules]
+          for (const e of item.entries) if (e.kind === 'Pair' && pairValue(e)) visitList(pairValue(e) as ValueNode, e.key);
+        } else ctx.report('E850', item.loc, { src: first?.kind === 'Pair' ? first.key : '…' });
+      } else ctx.report('E850', item.loc, { src: '…' });
+    }
+  };
+  if (!node) return out;
+  if (node.kind === 'Map') {
+    for (const e of node.entries) {
+      if (e.kind === 'Item') {
+        const c = compileConstraint(ctx, String(e.head.value ?? ''), e.loc, ctx.fields(e.children), null);
+        if (c) out.push(c);
+      } else {
+        const v = pairValue(e);
+        if (v) visitList(v, e.key);
+      }
+    }
+  } else visitList(node, null);
+  return out;
+}
+
+const KINDS = ['input', 'output', 'both', 'tool_input', 'tool_output', 'handoff'] as const;
+const ACTIONS = ['block', 'warn', 'redact', 'fix', 'reask', 'filter', 'escalate'] as const;
+
+export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): GuardrailIR[] {
+  const out: GuardrailIR[] = [];
+  if (!node) return out;
+  const entries: Array<{ name: string; f: Fields; at: Loc }> = [];
+  if (node.kind === 'Map') {
+    for (const e of node.entries) {
+      if (e.kind !== 'Pair' || !e.children || e.children.kind !== 'Map') {
+        ctx.report('E852', e.loc, { name: e.kind === 'Pair' ? e.key : e.head.raw, detail: 'expected a block with kind, check and action' });
+        continue;
+      }
+      entries.push({ name: e.key, f: ctx.fields(e.children), at: e.loc });
+    }
+  } else if (node.kind === 'List') {
+    for (const item of node.items) {
+      if (item.kind !== 'Map') continue;
+      const f = ctx.fields(item);
+      const name = ctx.str(f.map.get('name')?.value, 'name');
+      if (!name) { ctx.report('E852', item.loc, { name: '?', detail: 'a list entry needs name:' }); continue; }
+      entries.push({ name, f, at: item.loc });
+    }
+  } else ctx.report('E210', node.loc, { what: 'GUARDRAILS', expected: 'named guardrail blocks', found: 'a value' });
+  for (const { name, f, at } of entries) {
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider'], `guardrail ${name}`);
+    for (const k of ['llm_check', 'provider']) if (f.map.has(k)) extra[k] = ctx.str(get(k), k);
+    const kindNode = get('kind');
+    if (!kindNode) ctx.report('E852', at, { name, detail: 'kind is missing (input, output, both, tool_input, tool_output, handoff)' });
+    const kind = ctx.oneOf(kindNode, KINDS, `Guardrail ${name} kind`) ?? 'input';
+    const check = ctx.expr(get('check'), `Guardrail ${name} check`);
+    if (!check && !f.map.has('llm_check')) ctx.report('E852', at, { name, detail: 'check is missing' });
+    const base = {
+      check,
+      action: ctx.oneOf(get('action'), ACTIONS, `Guardrail ${name} action`) ?? 'block',
+      message: ctx.text(get('message'), 'message'),
+      priority: ctx.num(get('priority'), 'priority') ?? 100,
+      extra,
+      loc: ctx.loc(at),
+    };
+    if (kind === 'both') {
+      out.push({ name: `${name}_input`, kind: 'input', ...base }, { name: `${name}_output`, kind: 'output', ...base });
+    } else out.push({ name, kind, ...base });
+  }
+  return out.sort((a, b) => a.priority - b.priority);
+}
+
+export function compileCompletion(ctx: CompileContext, node: ValueNode | null): CompletionRuleIR[] {
+  const out: CompletionRuleIR[] = [];
+  if (!node) return out;
+  const items = node.kind === 'List' ? node.items : [node];
+  for (const item of items) {
+    if (item.kind !== 'Map') {
+      ctx.report('E210', item.loc, { what: 'COMPLETE', expected: 'a list of "- WHEN: condition" rules', found: item.kind === 'Scalar' ? `"${item.raw}"` : 'a value' });
+      continue;
+    }
+    const f = ctx.fields(item);
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    ctx.extras(f, ['when', 'respond', 'store', 'terminal'], 'COMPLETE');
+    const when = ctx.expr(get('when'), 'COMPLETE WHEN');
+    if (!when) { ctx.report('E212', item.loc, { what: 'A COMPLETE rule', key: 'WHEN' }); continue; }
+    const storeNode = get('store');
+    let store: CompletionRuleIR['store'] = null;
+    if (storeNode) {
+      if (storeNode.kind === 'Scalar' && storeNode.quoted) store = { kind: 'label', label: String(storeNode.value) };
+      else {
+        const raw = storeNode.kind === 'Scalar' ? storeNode.raw : '';
+        const m = /^([\s\S]+?)\s*->\s*([\w.]+)\s*$/.exec(raw);
+        if (m) store = { kind: 'fact', value: ctx.exprText(m[1] as string, storeNode.loc, 'STORE'), path: m[2] as string };
+        else if (raw) store = { kind: 'label', label: raw };
+      }
+    }
+    out.push({ when, respond: ctx.text(get('respond'), 'RESPOND'), store, loc: ctx.loc(item.loc) });
+  }
+  return out;
+}

@@ -1,0 +1,242 @@
+// The one registry of ABL diagnostics: stable codes, severities, messages and fixes.
+// Every problem the front end reports is created here via `diag()`, so codes never drift.
+
+export type Severity = 'error' | 'warning';
+
+/** A problem found in ABL source. Plain JSON; render it with `formatDiagnostic`. */
+export interface Diagnostic {
+  severity: Severity;
+  code: string;
+  message: string;
+  path: string;
+  /** 1-based. */
+  line: number;
+  /** 1-based. */
+  column: number;
+}
+
+export interface DiagnosticDef {
+  severity: Severity;
+  /** What the code means (used in docs/abl.md). */
+  title: string;
+  /** Message template; `{name}` placeholders are filled from the arguments. */
+  message: string;
+  /** How to fix it (appended to the message). */
+  fix: string;
+}
+
+const def = (severity: Severity, title: string, message: string, fix: string): DiagnosticDef => ({
+  severity,
+  title,
+  message,
+  fix,
+});
+
+/** Code → definition. Codes are stable: never renumber, only add. E = error, W = warning. */
+export const DIAGNOSTICS = {
+  // Source format (E1xx)
+  E100: def('error', 'Inconsistent indentation', 'This line is indented to column {column} but its siblings start at column {expected}.', 'Indent it like the lines above it, or deeper to make it a child.'),
+  W101: def('warning', 'Tab used for indentation', 'A tab was used for indentation; it counts as 2 spaces.', 'Indent with spaces.'),
+  E102: def('error', 'Unterminated string', 'The string starting here is never closed.', 'Add the closing {quote}.'),
+  E103: def('error', 'Unclosed inline list or map', 'The inline {kind} starting here is not closed on this line.', 'Close it with "{close}" on the same line.'),
+  E104: def('error', 'List items mixed with keys', 'This block mixes "- item" lines with "key: value" lines.', 'Use either a list (every line starts with "- ") or a map (every line is "key: value").'),
+  E105: def('error', 'Text outside a section', 'Expected a section such as "GOAL:" at column 1, found "{text}".', 'Start sections at column 1 with "KEYWORD:", and indent their contents.'),
+  E106: def('error', 'Input too large or too deeply nested', '{what} exceeds the limit of {limit}.', 'Split the file or reduce nesting.'),
+  E107: def('error', 'Empty document', 'The file {path} has no sections.', 'Start it with "AGENT: Name", "SUPERVISOR: Name" or "TOOLS:".'),
+  E108: def('error', 'Duplicate key', 'The key "{key}" appears more than once in this block.', 'Keep one "{key}:" and remove the other.'),
+  E109: def('error', 'Invalid inline value', 'Cannot read the inline {kind}: {detail}.', 'Write it as [a, "b"] or {key: value}.'),
+  W199: def('warning', 'Too many problems', 'Stopped reporting after {limit} problems.', 'Fix the problems above and compile again.'),
+
+  // Documents and sections (E2xx)
+  E200: def('error', 'Missing document header', 'The first section of {path} is "{found}", but a document must start with AGENT:, SUPERVISOR: or TOOLS:.', 'Add "AGENT: Name" (or SUPERVISOR:/TOOLS:) as the first line.'),
+  E201: def('error', 'Missing GOAL', '{kind} "{name}" has no GOAL section.', 'Add GOAL: "what this agent is for".'),
+  E202: def('error', 'MODE is not supported', 'MODE: is not part of ABL: an agent with a FLOW is a state machine, one without is a reasoning agent.', 'Remove the MODE: line.'),
+  E203: def('error', 'Unknown section', 'Unknown section "{name}".', 'Check the spelling; valid sections include GOAL, PERSONA, TOOLS, GATHER, FLOW, HANDOFF, DELEGATE, ESCALATE, COMPLETE.'),
+  E204: def('error', 'Duplicate section', 'The section {name} appears more than once (first on line {first}).', 'Merge the two {name} sections into one.'),
+  W205: def('warning', 'Non-uppercase section keyword', 'Section keyword "{found}" is not uppercase.', 'Write it as "{expected}:".'),
+  W206: def('warning', 'Phase-2 section not executed', 'Section {name} is parsed and kept in IR.extra but is not executed yet.', 'Remove it or keep it knowing it has no effect.'),
+  E207: def('error', 'Invalid name', '"{name}" is not a valid {what} name.', 'Use letters, digits and underscores, starting with a letter (e.g. Billing_Agent).'),
+  E208: def('error', 'Duplicate agent name', 'Agent "{name}" is also defined in {other}.', 'Agent names must be unique in a project; rename one of them.'),
+  E209: def('error', 'Section not allowed here', 'Section {name} is not allowed in a {kind} document.', '{fix}'),
+  E210: def('error', 'Wrong value shape', '{what} expects {expected}, found {found}.', 'Rewrite it as {expected}.'),
+  E211: def('error', 'Invalid value', '{what} must be one of {allowed}; found "{value}".', 'Use one of {allowed}.'),
+  E212: def('error', 'Missing required property', '{what} is missing "{key}".', 'Add "{key}: ..." to it.'),
+  W213: def('warning', 'Unknown property', 'Unknown property "{key}" in {where}; it is stored but has no effect.', 'Check the spelling.'),
+  E214: def('error', 'Invalid number or duration', '{what} expects {expected}, found "{value}".', 'Write a number, or a duration such as 500ms, 15s, 5m, 2h, 90d.'),
+  E215: def('error', 'Invalid project.json', 'project.json cannot be read: {detail}.', 'Write a JSON object such as {"name": "x", "entryAgent": "Main"}.'),
+  E216: def('error', 'Empty tool library', 'The tool library {path} declares no tools.', 'Declare at least one tool: name(param: type) -> ReturnType.'),
+  E217: def('error', 'Unknown ABL file', '{path} is not an agent or tool file (expected agents/*.abl or tools/*.tools.abl).', 'Rename or move the file.'),
+
+  // Expressions and templates (E3xx)
+  E300: def('error', 'Expression does not parse', 'Cannot parse the expression "{src}": {detail}.', '{fix}'),
+  E301: def('error', 'Unknown function', 'Unknown function {name}().', 'Use a built-in function such as COALESCE, UPPER, LENGTH, ROUND, FORMAT_CURRENCY (see docs/abl.md).'),
+  E303: def('error', 'Expression too complex', 'The expression exceeds the limit of {limit} {what}.', 'Split it into smaller SET steps.'),
+  E304: def('error', 'IMPLIES outside constraints', 'IMPLIES is only allowed in CONSTRAINTS conditions.', 'Rewrite "p IMPLIES q" as "NOT p OR q".'),
+  E305: def('error', 'Template syntax error', 'Template error: {detail}.', 'Balance every {{#if}} with {{/if}} and every {{#each}} with {{/each}}, and close every "{{" with "}}".'),
+  W306: def('warning', 'Unknown template filter', 'Unknown filter "{name}" renders as an empty string.', 'Use one of upper, lower, json, ago.'),
+  E307: def('error', 'Invalid regular expression', 'Invalid regular expression /{pattern}/: {detail}.', 'Fix the pattern.'),
+  E308: def('error', 'Invalid SET assignment', 'Cannot read the assignment "{src}".', 'Write "variable = expression" (the target may be dotted, e.g. user.tier = "gold").'),
+  E309: def('error', 'Wrong number of arguments', '{name}() takes {expected} argument(s), found {found}.', 'Pass {expected} argument(s).'),
+
+  // Tools (E4xx)
+  E400: def('error', 'Invalid tool signature', 'Cannot read the tool signature "{src}": {detail}.', 'Write name(param: type, other: type = default) -> ReturnType.'),
+  E401: def('error', 'Duplicate tool', 'Tool "{name}" is defined more than once (also line {first}).', 'Rename or remove one of the definitions.'),
+  E402: def('error', 'Unknown tool type', 'Tool "{name}" has unknown type "{type}".', 'Use http, async_webhook, sandbox, mcp or lambda, or omit type for a contract-only tool.'),
+  E403: def('error', 'Missing tool binding property', '{type} tool "{name}" needs "{key}".', 'Add "{key}: ..." to the tool.'),
+  E404: def('error', 'Invalid sandbox tool', 'Sandbox tool "{name}": {detail}.', 'Give runtime: javascript|python and either code: | or entrypoint:.'),
+  E407: def('error', 'Imported file not found', 'Cannot find the tool library "{file}" (resolved to {resolved}).', 'Paths are relative to the importing file, e.g. "../tools/billing.tools.abl".'),
+  E408: def('error', 'Imported tool not in library', 'Tool "{name}" is not defined in {file}.', 'Check the name, or define it in that library.'),
+  W409: def('warning', 'Side effects without confirmation', 'Tool "{name}" declares side_effects: true but has no confirmation policy.', 'Add confirmation: {require: always} (or never, to state it explicitly).'),
+  W410: def('warning', 'Undeclared type', 'Type "{name}" is not declared; it is treated as an opaque object.', 'Use a primitive type, object, T[] or {field: type}.'),
+  E411: def('error', 'Invalid type', 'Cannot read the type "{src}".', 'Use string, number, boolean, date, datetime, object, T[], {f: T, g?: T} or nullable<T>.'),
+  E412: def('error', 'Duplicate parameter', 'Parameter "{name}" is declared twice in tool "{tool}".', 'Rename or remove one of them.'),
+  E413: def('error', 'Import of a non-library file', '"{file}" is not a tool library (it does not start with TOOLS:).', 'Import from a tools/*.tools.abl file.'),
+  E414: def('error', 'Invalid import', 'Cannot read the import "{src}".', 'Write FROM "../tools/x.tools.abl" USE: a, b  or  file: "../tools/x.tools.abl" [a, b].'),
+
+  // GATHER (E45x)
+  E450: def('error', 'Duplicate gather field', 'Gather field "{name}" is declared more than once in {where}.', 'Remove or rename the duplicate.'),
+  E451: def('error', 'Invalid gather type', 'Gather field "{name}" has unknown type "{type}".', 'Use string, number, boolean, date, datetime, email or phone.'),
+  E452: def('error', 'Invalid validation rule', 'Gather field "{name}": {detail}.', 'Write min(n), max(n), enum(a, b), email() or pattern(regex).'),
+  E453: def('error', 'Unknown gather dependency', 'Gather field "{name}" depends on "{dep}", which is not a gather field here.', 'Declare "{dep}" or remove it from depends_on.'),
+
+  // FLOW (E5xx)
+  E500: def('error', 'Step without REASONING', "Step '{name}' must declare REASONING: true or REASONING: false.", 'Add "REASONING: false" for a scripted step or "REASONING: true" for an LLM step.'),
+  E501: def('error', 'Unknown step', '{what} refers to step "{name}", which does not exist in this FLOW.', 'Use one of: {steps}.'),
+  E502: def('error', 'Duplicate step', 'Step "{name}" is defined more than once.', 'Rename or remove one of them.'),
+  W503: def('warning', 'Unreachable step', 'Step "{name}" cannot be reached from the entry step "{entry}".', 'Add a transition to it (THEN, ON_FAIL, GOTO...) or remove it.'),
+  E504: def('error', 'Listed step not defined', 'Step "{name}" is listed in steps but has no block.', 'Add a "{name}:" block under FLOW or remove it from steps.'),
+  W505: def('warning', 'Step not listed', 'Step "{name}" is defined but missing from the steps list; it is appended to the order.', 'Add it to steps: [...].'),
+  E507: def('error', 'Invalid CALL', 'Cannot read the CALL "{src}": {detail}.', 'Write CALL: tool_name with WITH:/AS:, CALL: tool(a, "x") or CALL: tool(p = expr).'),
+  E508: def('error', 'Empty FLOW', 'The FLOW has no steps.', 'Add at least one step block with REASONING: true|false.'),
+
+  // Templates (E6xx)
+  E601: def('error', 'Undefined template', 'TEMPLATE({name}) is not defined in TEMPLATES.', 'Define it under TEMPLATES: {name}: {DEFAULT: "..."} or fix the name.'),
+  W602: def('warning', 'Unused template', 'Template "{name}" is never used.', 'Use it with RESPOND: TEMPLATE({name}) or remove it.'),
+
+  // Cross-references (E7xx)
+  E701: def('error', 'Unknown agent', '{what} targets agent "{name}", which is not in this project.', 'Add agents/{name}.agent.abl or fix the name (known agents: {agents}).'),
+  E702: def('error', 'Agent targets itself', '{what}: agent "{name}" cannot target itself.', 'Remove the rule or target another agent.'),
+  W703: def('warning', 'Handoff cycle without a way out', 'Agents {cycle} hand off to each other in a cycle with no COMPLETE or RETURN to end it.', 'Give one agent in the cycle a COMPLETE rule or use RETURN: true.'),
+  E704: def('error', 'Delegation cycle', 'Agents {cycle} delegate to each other in a cycle.', 'Delegation must form a tree; remove one DELEGATE entry.'),
+  E705: def('error', 'Entry agent not found', 'project.json names entry agent "{name}", which is not in this project.', 'Set entryAgent to one of: {agents}.'),
+  W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
+  E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
+
+  // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
+  E801: def('error', 'Invalid memory entry', 'Cannot read the {kind} memory entry: {detail}.', 'See MEMORY in docs/abl.md for the shape of each entry.'),
+  E803: def('error', 'Write to read-only memory', 'SET writes "{path}", which is declared with ACCESS: {access}.', 'Declare it with ACCESS: readwrite or write, or write a session variable instead.'),
+  E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
+  E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message, BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
+  E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
+  E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
+} as const satisfies Record<string, DiagnosticDef>;
+
+export type DiagnosticCode = keyof typeof DIAGNOSTICS;
+export type DiagnosticArgs = Readonly<Record<string, string | number>>;
+
+/** Where a diagnostic points. */
+export interface Position {
+  path: string;
+  line: number;
+  column: number;
+}
+
+function fill(template: string, args: DiagnosticArgs): string {
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => {
+    const v = args[name];
+    return v === undefined ? whole : String(v);
+  });
+}
+
+/** Builds a diagnostic from the registry. */
+export function diag(code: DiagnosticCode, at: Position, args: DiagnosticArgs = {}): Diagnostic {
+  const d: DiagnosticDef = DIAGNOSTICS[code];
+  const fix = fill(d.fix, args);
+  return {
+    severity: d.severity,
+    code,
+    message: `${fill(d.message, args)}${fix ? ` ${fix}` : ''}`,
+    path: at.path,
+    line: at.line,
+    column: at.column,
+  };
+}
+
+/** Default cap on reported problems per project (hostile input). */
+export const MAX_DIAGNOSTICS = 200;
+
+/** Collects diagnostics up to a cap; dedupes identical reports. */
+export class DiagnosticSink {
+  readonly list: Diagnostic[] = [];
+  private readonly seen = new Set<string>();
+  private capped = false;
+
+  constructor(private readonly max: number = MAX_DIAGNOSTICS) {}
+
+  report(code: DiagnosticCode, at: Position, args: DiagnosticArgs = {}): void {
+    this.add(diag(code, at, args));
+  }
+
+  add(d: Diagnostic): void {
+    const key = `${d.code}|${d.path}|${d.line}|${d.column}|${d.message}`;
+    if (this.seen.has(key)) return;
+    if (this.list.length >= this.max) {
+      if (!this.capped) {
+        this.capped = true;
+        this.list.push(diag('W199', d, { limit: this.max }));
+      }
+      return;
+    }
+    this.seen.add(key);
+    this.list.push(d);
+  }
+
+  get errorCount(): number {
+    return this.list.filter((d) => d.severity === 'error').length;
+  }
+}
+
+/** Sorts diagnostics by path, line, column, code (stable output). */
+export function sortDiagnostics(list: readonly Diagnostic[]): Diagnostic[] {
+  return [...list].sort(
+    (a, b) =>
+      (a.path < b.path ? -1 : a.path > b.path ? 1 : 0) ||
+      a.line - b.line ||
+      a.column - b.column ||
+      (a.code < b.code ? -1 : a.code > b.code ? 1 : 0),
+  );
+}
+
+/**
+ * Renders a diagnostic with a code frame:
+ *
+ *     agents/A.agent.abl:3:5 error E203 Unknown section "FOO". ...
+ *       2 | GOAL: "x"
+ *     > 3 | FOO: bar
+ *         | ^
+ */
+export function formatDiagnostic(d: Diagnostic, sourceText?: string): string {
+  const head = `${d.path}:${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`;
+  if (sourceText === undefined) return head;
+  const lines = sourceText.split(/\r\n|\r|\n/);
+  const first = Math.max(1, d.line - 1);
+  const last = Math.min(lines.length, d.line + 1);
+  const width = String(last).length;
+  const out = [head];
+  for (let n = first; n <= last; n++) {
+    const text = (lines[n - 1] ?? '').replace(/\t/g, '  ');
+    const gutter = String(n).padStart(width, ' ');
+    out.push(`${n === d.line ? '>' : ' '} ${gutter} | ${text}`.trimEnd());
+    if (n === d.line) out.push(`  ${' '.repeat(width)} | ${' '.repeat(Math.max(0, d.column - 1))}^`);
+  }
+  return out.join('\n');
+}
+
+/** Renders many diagnostics, looking up each file's text by path. */
+export function formatDiagnostics(
+  list: readonly Diagnostic[],
+  files: ReadonlyArray<{ path: string; content: string }>,
+): string {
+  const byPath = new Map(files.map((f) => [f.path, f.content]));
+  return list.map((d) => formatDiagnostic(d, byPath.get(d.path))).join('\n\n');
+}

@@ -1,0 +1,417 @@
+// The compiled IR (ABL.md §13): plain JSON, versioned, one AgentIR per agent. The workflow
+// interpreter walks it step by step; every node carries its source file and line in `loc`.
+
+import type { Diagnostic } from './diagnostics';
+import type { Expr } from './expr/ast';
+
+/** Bumped on any incompatible IR change. */
+export const IR_VERSION = 1;
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** Where a node came from. */
+export interface IRLoc {
+  file: string;
+  line: number;
+  column: number;
+}
+
+/** An expression: `ast: null` means natural language, judged by the LLM (HANDOFF/DELEGATE/ESCALATE WHENs only). */
+export interface ExprIR {
+  src: string;
+  ast: Expr | null;
+}
+
+// ---------------------------------------------------------------- types
+export type TypeIR =
+  | { kind: 'primitive'; name: 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'object' | 'any' | 'email' | 'phone' }
+  | { kind: 'array'; of: TypeIR }
+  | { kind: 'object'; fields: Array<{ name: string; type: TypeIR; optional: boolean }> }
+  | { kind: 'nullable'; of: TypeIR }
+  /** An undeclared named type such as `Hotel`: an opaque object. */
+  | { kind: 'named'; name: string };
+
+// ---------------------------------------------------------------- tools
+export interface ParamIR {
+  name: string;
+  type: TypeIR;
+  required: boolean;
+  default: Json | undefined;
+  description: string | null;
+}
+
+export interface HttpAsyncIR {
+  /** Dot-path in the JSON body where the callback URL is written. @default "callbackUrl" */
+  callbackUrlField: string;
+  timeoutMs: number;
+}
+
+export type BindingIR =
+  | {
+      type: 'http';
+      endpoint: string;
+      method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+      auth: 'none' | 'bearer' | 'api_key' | 'oauth2_client' | 'oauth2_user' | 'custom';
+      auth_config: Record<string, Json>;
+      headers: Record<string, string>;
+      query_params: Record<string, string>;
+      body_template: string | null;
+      body_type: 'json' | 'form' | 'xml' | 'text';
+      retry: number;
+      retry_delay_ms: number;
+      rate_limit: number | null;
+      circuit_breaker: { threshold: number; reset_ms: number } | null;
+      /** Set for `type: async_webhook` and `type: http` + `async: true`: the call suspends until a callback. */
+      async: HttpAsyncIR | null;
+    }
+  | { type: 'sandbox'; runtime: 'javascript' | 'python'; code: string | null; entrypoint: string | null; timeout_ms: number; memory_mb: number }
+  | { type: 'mcp'; server: string; tool: string }
+  | { type: 'lambda'; function: string; runtime: string | null }
+  /** No body in ABL: the project registry or a test mock supplies it. */
+  | { type: 'contract' };
+
+export interface ConfirmationIR {
+  require: 'always' | 'never' | 'when_side_effects';
+  immutable_params: string[];
+}
+
+export interface SetIR {
+  /** Variable or dotted path written. */
+  target: string;
+  value: ExprIR;
+  loc: IRLoc;
+}
+
+export interface ToolIR {
+  name: string;
+  description: string | null;
+  params: ParamIR[];
+  returns: TypeIR;
+  binding: BindingIR;
+  timeout_ms: number;
+  hints: { cacheable: boolean; latency: string | null; side_effects: boolean; requires_auth: boolean };
+  confirmation: ConfirmationIR | null;
+  store_result: boolean;
+  on_result: SetIR[];
+  on_error: SetIR[];
+  /** The library file it came from, when imported. */
+  imported_from: string | null;
+  extra: Record<string, Json>;
+  loc: IRLoc;
+}
+
+export interface ToolLibraryIR {
+  path: string;
+  defaults: Record<string, Json>;
+  tools: ToolIR[];
+}
+
+// ---------------------------------------------------------------- gather
+export type GatherType = 'string' | 'number' | 'boolean' | 'date' | 'datetime' | 'email' | 'phone';
+
+export type ValidationIR =
+  | { kind: 'min'; value: number }
+  | { kind: 'max'; value: number }
+  | { kind: 'enum'; values: string[] }
+  | { kind: 'email' }
+  | { kind: 'pattern'; pattern: string }
+  /** Free text: judged by the LLM. */
+  | { kind: 'llm'; rule: string };
+
+export interface GatherFieldIR {
+  name: string;
+  prompt: string | null;
+  type: GatherType;
+  required: boolean;
+  default: Json | undefined;
+  validate: ValidationIR[];
+  retry_prompt: string | null;
+  max_retries: number | null;
+  infer: boolean;
+  infer_confidence: number;
+  infer_confirm: boolean;
+  extraction_hints: string[];
+  depends_on: string[];
+  activation: 'required' | 'optional' | 'progressive' | { when: ExprIR };
+  sensitive: boolean;
+  transient: boolean;
+  list: boolean;
+  range: Json | null;
+  extra: Record<string, Json>;
+  loc: IRLoc;
+}
+
+// ---------------------------------------------------------------- memory
+export interface MemoryIR {
+  session: Array<{ name: string; type: string | null; initial: Json | undefined; reset: 'per_session' | 'per_step' | 'never'; description: string | null; loc: IRLoc }>;
+  persistent: Array<{ path: string; scope: 'user' | 'project'; access: 'read' | 'write' | 'readwrite'; default: Json | undefined; loc: IRLoc }>;
+  remember: Array<{ when: ExprIR | null; from: ExprIR; to: string; ttl_ms: number | null; loc: IRLoc }>;
+  recall: Array<{ on: string; action: 'inject_context' | 'load_memory' | 'prompt_llm'; paths: string[]; loc: IRLoc }>;
+}
+
+// ---------------------------------------------------------------- rules
+export type OnFailIR =
+  | { kind: 'message'; message: string }
+  | { kind: 'block' }
+  | { kind: 'escalate'; reason: string | null }
+  | { kind: 'handoff'; agent: string }
+  | { kind: 'recover'; respond: string | null; collect: string[]; goto: string | null; then: 'continue' | 'retry' };
+
+export interface ConstraintIR {
+  kind: 'require' | 'restrict' | 'limit' | 'warn';
+  label: string | null;
+  condition: ExprIR;
+  when: ExprIR | null;
+  /** `default`: before every tool call and before HANDOFF/DELEGATE/COMPLETE. */
+  checkpoint: { kind: 'default' } | { kind: 'before_tool'; tool: string } | { kind: 'before_returning' };
+  on_fail: OnFailIR;
+  loc: IRLoc;
+}
+
+export interface GuardrailIR {
+  name: string;
+  kind: 'input' | 'output' | 'tool_input' | 'tool_output' | 'handoff';
+  /** A pass predicate: the guardrail fires when it is false. */
+  check: ExprIR | null;
+  action: 'block' | 'warn' | 'redact' | 'fix' | 'reask' | 'filter' | 'escalate';
+  message: string | null;
+  priority: number;
+  extra: Record<string, Json>;
+  loc: IRLoc;
+}
+
+// ---------------------------------------------------------------- actions and flow
+export type TransitionIR =
+  | { kind: 'goto'; step: string }
+  | { kind: 'complete' }
+  | { kind: 'escalate'; reason: string | null };
+
+export interface CallIR {
+  tool: string;
+  /** Named arguments: param → expression. Positional `t(a, b)` is mapped onto the params in order at compile time when the tool is known, else kept in `positional`. */
+  with: Record<string, ExprIR>;
+  positional: ExprIR[];
+  as: string | null;
+  loc: IRLoc;
+}
+
+/** What a branch (or ON_SUCCESS/ON_FAIL block) does, in this order: SET, CLEAR, RESPOND, CALL, GATHER, THEN. */
+export interface ActionsIR {
+  set: SetIR[];
+  clear: string[];
+  respond: string | null;
+  call: CallIR | null;
+  gather: StepGatherIR | null;
+  then: TransitionIR | null;
+}
+
+export type ConditionIR =
+  | { kind: 'expr'; expr: ExprIR }
+  /** ON_INPUT bare keyword (`yes`, `no`, …) and the words that match it. */
+  | { kind: 'keyword'; keyword: string; words: string[] }
+  | { kind: 'else' };
+
+export interface BranchIR {
+  condition: ConditionIR;
+  actions: ActionsIR;
+  loc: IRLoc;
+}
+
+export interface StepGatherIR {
+  fields: GatherFieldIR[];
+  strategy: 'llm' | 'pattern' | 'hybrid';
+  corrections: boolean;
+  /** null: all required fields set. */
+  complete_when: ExprIR | null;
+}
+
+export interface DigressionIR {
+  intent: string;
+  keywords: string[];
+  condition: ExprIR | null;
+  respond: string | null;
+  clear: string[];
+  action: { kind: 'goto'; step: string } | { kind: 'resume' } | { kind: 'delegate'; agent: string } | { kind: 'complete' } | { kind: 'none' };
+  loc: IRLoc;
+}
+
+export interface TransformIR {
+  source: ExprIR;
+  as: string;
+  into: string;
+  filter: ExprIR | null;
+  map: Record<string, ExprIR>;
+  sort_by: { field: string; order: 'asc' | 'desc' } | null;
+  limit: number | null;
+}
+
+export interface ErrorHandlerIR {
+  type: string;
+  respond: string | null;
+  retry: number;
+  retry_backoff: 'fixed' | 'exponential' | 'linear';
+  then: { kind: 'continue' } | { kind: 'escalate'; reason: string | null } | { kind: 'handoff'; agent: string } | { kind: 'complete' } | { kind: 'backtrack'; step: string | null } | null;
+  loc: IRLoc;
+}
+
+/**
+ * One flow step. The interpreter runs, in order: when → respond/present → gather (wait if
+ * incomplete) → delegate → call (may suspend) → set/clear/transform → check → on_result (first
+ * match) else on_success/on_fail → on_input (wait) → then. No transition ends the flow.
+ */
+export interface FlowStepIR {
+  name: string;
+  reasoning: boolean;
+  /** REASONING: true steps: LLM loop settings. */
+  llm: { goal: string | null; available_tools: string[]; exit_when: ExprIR | null; max_turns: number } | null;
+  when: ExprIR | null;
+  max_attempts: number | null;
+  on_exhausted: ActionsIR | null;
+  respond: string | null;
+  present: string | null;
+  gather: StepGatherIR | null;
+  delegate: string[];
+  call: CallIR | null;
+  set: SetIR[];
+  clear: string[];
+  transform: TransformIR | null;
+  check: ExprIR | null;
+  on_result: BranchIR[];
+  on_success: BranchIR[];
+  on_fail: BranchIR[];
+  on_input: BranchIR[];
+  then: TransitionIR | null;
+  digressions: DigressionIR[];
+  sub_intents: DigressionIR[];
+  on_error: ErrorHandlerIR[];
+  /** ACTIONS / ON_ACTION / VOICE / RICH_CONTENT, passed to channels untouched. */
+  channel: Record<string, Json>;
+  extra: Record<string, Json>;
+  loc: IRLoc;
+}
+
+export interface FlowIR {
+  entry: string;
+  order: string[];
+  steps: Record<string, FlowStepIR>;
+  global_digressions: DigressionIR[];
+  loc: IRLoc;
+}
+
+// ---------------------------------------------------------------- coordination
+export interface HandoffIR {
+  to: string;
+  when: ExprIR;
+  priority: number;
+  context: { pass: string[]; summary: string | null; history: 'none' | 'summary_only' | 'full' | { last_n: number } };
+  return: boolean;
+  on_return: 'continue' | 'resume_intent';
+  /** child variable → parent variable; null = copy all gathered fields up. */
+  map: Record<string, string> | null;
+  on_failure: string | null;
+  loc: IRLoc;
+}
+
+export interface DelegateIR {
+  agent: string;
+  when: ExprIR | null;
+  purpose: string | null;
+  input: Record<string, ExprIR>;
+  /** child variable → parent variable. */
+  returns: Record<string, string>;
+  use_result: string | null;
+  timeout_ms: number | null;
+  on_failure: { type: 'respond' | 'continue' | 'escalate' | 'retry'; count: number };
+  failure_message: string | null;
+  loc: IRLoc;
+}
+
+export type HumanCompleteActionIR = { kind: 'continue' } | { kind: 'complete' } | { kind: 'handoff'; agent: string };
+
+export interface EscalationIR {
+  triggers: Array<{ when: ExprIR; reason: string | null; priority: 'low' | 'medium' | 'high' | 'critical'; tags: string[]; type: string; due_ms: number | null; loc: IRLoc }>;
+  context_for_human: string[];
+  on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; loc: IRLoc }>;
+  loc: IRLoc;
+}
+
+export interface CompletionRuleIR {
+  when: ExprIR;
+  respond: string | null;
+  store: { kind: 'fact'; value: ExprIR; path: string } | { kind: 'label'; label: string } | null;
+  loc: IRLoc;
+}
+
+/** ON_START and HOOKS: run SET → CALL → DELEGATE → RESPOND. */
+export interface LifecycleIR {
+  set: SetIR[];
+  call: CallIR | null;
+  delegate: string[];
+  respond: string | null;
+  loc: IRLoc;
+}
+
+// ---------------------------------------------------------------- agent
+export interface AgentIR {
+  metadata: {
+    name: string;
+    kind: 'agent' | 'supervisor';
+    version: string;
+    description: string | null;
+    language: string | null;
+    /** SHA-256 of the agent file and the tool libraries it imports. */
+    source_hash: string;
+    file: string;
+  };
+  identity: { goal: string; persona: string | null; role: string | null; instructions: string | null; expertise: string[]; limitations: string[] };
+  execution: {
+    model: string | null;
+    fallback_model: string | null;
+    temperature: number | null;
+    max_tokens: number | null;
+    tool_timeout_ms: number;
+    llm_timeout_ms: number;
+    session_idle_timeout_ms: number;
+    max_reasoning_iterations: number;
+    max_flow_iterations: number;
+    other: Record<string, Json>;
+  };
+  tools: ToolIR[];
+  gather: GatherFieldIR[];
+  memory: MemoryIR;
+  constraints: ConstraintIR[];
+  guardrails: GuardrailIR[];
+  coordination: { handoffs: HandoffIR[]; delegates: DelegateIR[]; escalation: EscalationIR | null };
+  completion: CompletionRuleIR[];
+  on_start: LifecycleIR | null;
+  hooks: Partial<Record<'before_agent' | 'after_agent' | 'before_turn' | 'after_turn', LifecycleIR>>;
+  error_handlers: ErrorHandlerIR[];
+  /** MESSAGES section (e.g. error_default). */
+  messages: Record<string, string>;
+  flow: FlowIR | null;
+  /** TEMPLATES as declared (already expanded where used). */
+  templates: Record<string, Record<string, string>>;
+  /** Phase-2 sections, kept verbatim as JSON. */
+  extra: Record<string, Json>;
+  loc: IRLoc;
+}
+
+export interface ProjectManifest {
+  name: string | null;
+  entryAgent: string | null;
+  description: string | null;
+}
+
+export interface CompilationOutput {
+  irVersion: number;
+  /** SHA-256 over every input file (path + content), order-independent. */
+  sourceHash: string;
+  project: ProjectManifest;
+  agents: Record<string, AgentIR>;
+  /** Tool libraries by path. */
+  tool_libraries: Record<string, ToolLibraryIR>;
+  entry_agent: string | null;
+  diagnostics: Diagnostic[];
+  /** True when there is no error diagnostic. */
+  ok: boolean;
+}

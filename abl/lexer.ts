@@ -1,0 +1,120 @@
+// Line scanner: turns ABL text into logical lines (indent, text without comments) and
+// captures `key: |` pipe blocks verbatim. The block parser consumes its output.
+
+import { type DiagnosticSink } from './diagnostics';
+import { LIMITS, type Source } from './source';
+
+export interface ScannedLine {
+  /** Indent in columns (a tab counts as 2). */
+  indent: number;
+  /** Text after the indent, comment stripped, trailing blanks removed. */
+  text: string;
+  /** 1-based line number. */
+  line: number;
+  /** For `key: |` lines: the captured block (common indent stripped). */
+  pipe?: { text: string };
+}
+
+const PIPE_OPENER = /:\s*[|>][-+]?$/;
+
+/** True when a quote at `i` opens a string: at start, or after a blank or an opening punctuator. */
+export function opensQuote(text: string, i: number): boolean {
+  if (i === 0) return true;
+  const prev = text[i - 1] ?? ' ';
+  return /[\s:[{(,=]/.test(prev);
+}
+
+/** Removes a trailing `# comment` (a `#` after whitespace, outside quotes and `{{ }}`). */
+export function stripComment(text: string): string {
+  let quote: string | null = null;
+  let braces = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if ((c === '"' || c === "'") && opensQuote(text, i)) quote = c;
+    else if (c === '{' && text[i + 1] === '{') {
+      braces++;
+      i++;
+    } else if (c === '}' && text[i + 1] === '}' && braces > 0) {
+      braces--;
+      i++;
+    } else if (c === '#' && braces === 0 && (i === 0 || /\s/.test(text[i - 1] ?? ''))) {
+      return text.slice(0, i).trimEnd();
+    }
+  }
+  return text.trimEnd();
+}
+
+function measureIndent(raw: string): { indent: number; offset: number; tabs: boolean } {
+  let indent = 0;
+  let offset = 0;
+  let tabs = false;
+  while (offset < raw.length) {
+    const c = raw[offset];
+    if (c === ' ') indent += 1;
+    else if (c === '\t') {
+      indent += 2;
+      tabs = true;
+    } else break;
+    offset++;
+  }
+  return { indent, offset, tabs };
+}
+
+/** Splits a source into logical lines. Never throws; reports W101 (tabs) and E106 (size). */
+export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
+  const path = source.path;
+  let body = source.body;
+  if (body.length > LIMITS.maxFileLength) {
+    sink.report('E106', { path, line: 1, column: 1 }, { what: `File length (${body.length} characters)`, limit: LIMITS.maxFileLength });
+    body = body.slice(0, LIMITS.maxFileLength);
+  }
+  const raws = body.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/);
+  const out: ScannedLine[] = [];
+  let tabWarned = false;
+  for (let i = 0; i < raws.length; i++) {
+    if (out.length >= LIMITS.maxLines) {
+      sink.report('E106', { path, line: i + 1, column: 1 }, { what: 'Number of lines', limit: LIMITS.maxLines });
+      break;
+    }
+    const raw = raws[i] ?? '';
+    const { indent, offset, tabs } = measureIndent(raw);
+    const content = raw.slice(offset);
+    if (content.trim() === '' || content.startsWith('#')) continue;
+    if (tabs && !tabWarned) {
+      tabWarned = true;
+      sink.report('W101', { path, line: i + 1, column: 1 });
+    }
+    const text = stripComment(content);
+    const scanned: ScannedLine = { indent, text, line: i + 1 };
+    if (PIPE_OPENER.test(text)) {
+      // Capture every following line that is blank or indented deeper, verbatim.
+      const block: Array<{ indent: number; text: string }> = [];
+      let j = i + 1;
+      for (; j < raws.length; j++) {
+        const r = raws[j] ?? '';
+        const m = measureIndent(r);
+        const rest = r.slice(m.offset);
+        if (rest.trim() === '') {
+          block.push({ indent: Number.MAX_SAFE_INTEGER, text: '' });
+          continue;
+        }
+        if (m.indent <= indent) break;
+        block.push({ indent: m.indent, text: rest.trimEnd() });
+      }
+      while (block.length > 0 && block[block.length - 1]?.text === '') block.pop();
+      j = i + 1 + block.length;
+      const common = Math.min(...block.filter((b) => b.text !== '').map((b) => b.indent), Number.MAX_SAFE_INTEGER);
+      scanned.pipe = {
+        text: block.map((b) => (b.text === '' ? '' : ' '.repeat(b.indent - common) + b.text)).join('\n'),
+      };
+      i = j - 1;
+    }
+    out.push(scanned);
+  }
+  return out;
+}
