@@ -6,7 +6,7 @@ import { temporalConnectionSettings } from '../lib/temporal-options';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { type AppContext } from './context';
-import { createRateLimiter } from './middleware/rate-limit';
+import { createRateLimiter, ensureRateLimitIndexes } from './middleware/rate-limit';
 import { TemporalGateway } from './temporal';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
@@ -14,6 +14,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
   const models = createModels(connection);
   await syncIndexes(models);
   const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  if (config.RATE_LIMIT_STORE === 'mongo') await ensureRateLimitIndexes(connection);
   const rateLimiter = createRateLimiter({
     store: config.RATE_LIMIT_STORE,
     points: config.RATE_LIMIT_REQUESTS,

@@ -1,6 +1,6 @@
 // Builds the Switchboard worker: the workflow bundle, the activities and the tuning. Used by
 // the worker process and by the in-process worker of the integration tests.
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
 

@@ -2,7 +2,7 @@
 // each definition both with Express and with the OpenAPI registry, so every route is documented.
 import { type OpenAPIRegistry, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { type Request, type Response, type Router } from 'express';
-import { z } from 'zod';
+import { type z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, hasPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';

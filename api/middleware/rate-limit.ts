@@ -22,7 +22,30 @@ export function createRateLimiter(settings: RateLimiterSettings): RateLimiterAbs
   const base = { points: settings.points, duration: settings.durationSeconds, keyPrefix: settings.keyPrefix };
   if (settings.store === 'memory') return new RateLimiterMemory(base);
   if (!settings.connection) throw new Error('RateLimiterMongo needs a MongoDB connection');
-  return new RateLimiterMongo({ ...base, storeClient: settings.connection, tableName: 'rate_limits' });
+  return new RateLimiterMongo({
+    ...base,
+    storeClient: settings.connection,
+    tableName: RATE_LIMIT_COLLECTION,
+    // Created by ensureRateLimitIndexes, which tolerates stores without TTL indexes.
+    disableIndexesCreation: true,
+  });
+}
+
+export const RATE_LIMIT_COLLECTION = 'rate_limits';
+
+/**
+ * The counters' indexes: a unique key (needed for correct upserts under concurrency) and a TTL
+ * on `expire` so MongoDB drops stale windows. FerretDB has no TTL indexes; there expired
+ * counters are reused in place (one document per tenant), so nothing grows without bound.
+ */
+export async function ensureRateLimitIndexes(connection: Connection): Promise<void> {
+  const collection = connection.collection(RATE_LIMIT_COLLECTION);
+  await collection.createIndex({ key: 1 }, { unique: true });
+  try {
+    await collection.createIndex({ expire: -1 }, { expireAfterSeconds: 0 });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 238 /* NotImplemented */) throw err;
+  }
 }
 
 function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLimiterRes): void {

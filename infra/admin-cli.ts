@@ -1,0 +1,109 @@
+// `npm run admin -- <command> [--flags]`: tenant management straight against MongoDB, using the
+// same service functions as the admin routes. MONGODB_URI defaults to the local dev stack.
+import { parseArgs } from 'node:util';
+import { isApiError } from '../lib/errors';
+import { isPermission, type Permission } from '../lib/permissions';
+import { connectMongo } from '../db/connection';
+import { createModels, syncIndexes, type Models } from '../db/models';
+import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../api/tenancy/service';
+import { presentApiKey, presentProject, presentTenant, presentUser } from '../api/tenancy/present';
+
+const USAGE = `Usage: npm run admin -- <command> [options]
+
+Commands:
+  list-tenants
+  create-tenant   --name <name> [--slug <slug>] [--project <first project name>]
+  create-project  --tenant <tenantId> --name <name> [--slug <slug>]
+  list-projects   --tenant <tenantId>
+  create-user     --tenant <tenantId> --email <email> --password <password> --permissions <p1,p2>
+  create-key      --tenant <tenantId> --name <label> --permissions <p1,p2> [--project <projectId>] [--expires <ISO date>]
+  list-keys       --tenant <tenantId>
+  revoke-key      --tenant <tenantId> --key-id <id>
+
+Permissions: session:read session:execute agent:read agent:write deployment:create
+  credential:read credential:write project:export project:import admin
+Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack).`;
+
+type Flags = Record<string, string | undefined>;
+
+function need(flags: Flags, name: string): string {
+  const value = flags[name];
+  if (!value) throw new Error(`--${name} is required`);
+  return value;
+}
+
+function permissions(flags: Flags): Permission[] {
+  const list = need(flags, 'permissions').split(',').map((p) => p.trim()).filter(Boolean);
+  const bad = list.filter((p) => !isPermission(p));
+  if (bad.length > 0) throw new Error(`unknown permission(s): ${bad.join(', ')}`);
+  return list as Permission[];
+}
+
+async function run(models: Models, command: string, flags: Flags): Promise<unknown> {
+  switch (command) {
+    case 'list-tenants':
+      return (await models.Tenant.find({}).sort({ createdAt: 1 }).lean()).map(presentTenant);
+    case 'create-tenant': {
+      const tenant = await createTenant(models, { name: need(flags, 'name'), slug: flags.slug });
+      const project = await createProject(models, tenant._id, { name: flags.project ?? 'Default' });
+      const { key, apiKey } = await createApiKey(models, tenant._id, { name: 'admin', permissions: ['admin'] });
+      return { tenant: presentTenant(tenant), project: presentProject(project), apiKey: presentApiKey(apiKey), key };
+    }
+    case 'create-project':
+      return presentProject(await createProject(models, need(flags, 'tenant'), { name: need(flags, 'name'), slug: flags.slug }));
+    case 'list-projects':
+      return (await models.Project.find({ tenantId: need(flags, 'tenant') }).lean()).map(presentProject);
+    case 'create-user':
+      return presentUser(
+        await createUser(models, need(flags, 'tenant'), {
+          email: need(flags, 'email'),
+          password: need(flags, 'password'),
+          permissions: permissions(flags),
+        }),
+      );
+    case 'create-key': {
+      const { key, apiKey } = await createApiKey(models, need(flags, 'tenant'), {
+        name: need(flags, 'name'),
+        projectId: flags.project ?? null,
+        permissions: permissions(flags),
+        expiresAt: flags.expires ? new Date(flags.expires) : null,
+      });
+      return { apiKey: presentApiKey(apiKey), key };
+    }
+    case 'list-keys':
+      return (await models.ApiKey.find({ tenantId: need(flags, 'tenant') }).lean()).map(presentApiKey);
+    case 'revoke-key':
+      return presentApiKey(await revokeApiKey(models, need(flags, 'tenant'), need(flags, 'key-id')));
+    default:
+      throw new Error(`unknown command "${command}"\n\n${USAGE}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const { positionals, values } = parseArgs({
+    allowPositionals: true,
+    options: Object.fromEntries(
+      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id'].map((o) => [o, { type: 'string' as const }]),
+    ),
+  });
+  const command = positionals[0];
+  if (!command || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+  const uri = process.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/switchboard';
+  const models = createModels(await connectMongo(uri));
+  try {
+    await syncIndexes(models);
+    const result = await run(models, command, values as Flags);
+    process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+  } finally {
+    await models.connection.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  const message = isApiError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+  process.stderr.write(`admin: ${message}\n`);
+  process.exit(1);
+});

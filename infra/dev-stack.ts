@@ -1,0 +1,141 @@
+// `npm start`: runs the whole stack locally. Starts the Temporal dev server (SQLite under
+// .data/, Web UI on 8233) and FerretDB (data under .data/) unless TEMPORAL_ADDRESS or
+// MONGODB_URI point elsewhere, seeds the dev tenant, then runs the API and the worker.
+// Ctrl-C or SIGTERM stops everything in reverse order.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { loadConfig } from '../lib/config';
+import { connectMongo } from '../db/connection';
+import { createModels, syncIndexes } from '../db/models';
+import { loadOrCreateDevSecrets } from './dev-secrets';
+import {
+  ensureSearchAttributes,
+  isPortFree,
+  manage,
+  ROOT,
+  startFerretDb,
+  startTemporalDevServer,
+  waitForHttpOk,
+  type ManagedProcess,
+} from './processes';
+import { ensureDevTenant } from './seed';
+import { seedDevProject } from './seed-project';
+
+const DATA_DIR = path.join(ROOT, '.data');
+const log = (msg: string) => process.stdout.write(`[switchboard] ${msg}\n`);
+
+function envNumber(name: string, fallback: number): number {
+  const value = process.env[name];
+  const n = value ? Number(value) : fallback;
+  if (!Number.isInteger(n) || n <= 0 || n > 65535) throw new Error(`${name} must be a port number, got "${value}"`);
+  return n;
+}
+
+async function requireFreePort(port: number, what: string, variable: string): Promise<void> {
+  if (!(await isPortFree(port))) {
+    throw new Error(`port ${port} (${what}) is in use: stop whatever holds it, or set ${variable}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const started: ManagedProcess[] = [];
+  let shuttingDown = false;
+  const shutdown = async (code: number) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log('stopping…');
+    for (const proc of [...started].reverse()) await proc.stop();
+    log('stopped');
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  process.on('SIGHUP', () => void shutdown(0));
+  // `npm start` runs us under `sh -c`; when npm is killed, sh dies without passing the signal
+  // on. Notice being orphaned and stop the stack instead of leaving it running.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown(0);
+  }, 500).unref();
+
+  try {
+    const env: Record<string, string | undefined> = { ...process.env, ...loadOrCreateDevSecrets(DATA_DIR) };
+    const apiPort = envNumber('PORT', 3000);
+    env.PORT = String(apiPort);
+
+    if (!process.env.TEMPORAL_ADDRESS) {
+      const port = envNumber('TEMPORAL_PORT', 7233);
+      const uiPort = envNumber('TEMPORAL_UI_PORT', 8233);
+      await requireFreePort(port, 'Temporal', 'TEMPORAL_PORT');
+      await requireFreePort(uiPort, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
+      log(`starting Temporal dev server on 127.0.0.1:${port} (data in .data/temporal.sqlite)…`);
+      const temporal = await startTemporalDevServer({ port, uiPort, dbFile: path.join(DATA_DIR, 'temporal.sqlite'), logLevel: 'error' });
+      started.push(temporal.process);
+      env.TEMPORAL_ADDRESS = temporal.address;
+      env.TEMPORAL_UI_URL = `http://localhost:${uiPort}`;
+    }
+    if (!process.env.MONGODB_URI) {
+      const port = envNumber('FERRETDB_PORT', 27017);
+      await requireFreePort(port, 'FerretDB', 'FERRETDB_PORT');
+      log(`starting FerretDB on 127.0.0.1:${port} (data in .data/ferretdb/)…`);
+      const ferret = await startFerretDb({ dataDir: path.join(DATA_DIR, 'ferretdb'), port });
+      started.push(ferret.process);
+      env.MONGODB_URI = `${ferret.uri.replace(/\/$/, '')}/switchboard`;
+    }
+    await requireFreePort(apiPort, 'API', 'PORT');
+    const config = loadConfig(env);
+
+    const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
+    if (added.length > 0) log(`registered search attributes: ${added.join(', ')}`);
+
+    const models = createModels(await connectMongo(config.MONGODB_URI));
+    await syncIndexes(models);
+    const baseUrl = `http://localhost:${apiPort}`;
+    const { credentials, created } = await ensureDevTenant(models, path.join(DATA_DIR, 'dev-credentials.json'), baseUrl);
+    const seeded = await seedDevProject(models, credentials);
+    await models.connection.close();
+
+    for (const [name, entry] of [
+      ['worker', 'workers/main.ts'],
+      ['api', 'api/server.ts'],
+    ] as const) {
+      const proc = manage(name, spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: 'inherit' }));
+      started.push(proc);
+      void proc.exited.then((code) => {
+        if (!shuttingDown) {
+          log(`${name} exited unexpectedly (${code}); stopping the stack`);
+          void shutdown(1);
+        }
+      });
+    }
+    log('waiting for the API to be ready…');
+    await waitForHttpOk(`${baseUrl}/readyz`, 90_000);
+
+    const lines = [
+      '',
+      'Switchboard is running.',
+      `  API            ${baseUrl}`,
+      `  API reference  ${baseUrl}/docs   (OpenAPI: ${baseUrl}/openapi.json)`,
+      env.TEMPORAL_UI_URL ? `  Temporal UI    ${env.TEMPORAL_UI_URL}` : `  Temporal       ${config.TEMPORAL_ADDRESS}`,
+      `  MongoDB        ${config.MONGODB_URI}`,
+      '',
+      `Dev credentials (${created ? 'created' : 'reused'}): .data/dev-credentials.json`,
+      `  tenantId   ${credentials.tenantId}`,
+      `  projectId  ${credentials.projectId}`,
+      `  apiKey     ${credentials.apiKey}`,
+      ...(seeded.length > 0 ? [`  agents     ${seeded.join(', ')}`] : []),
+      '',
+      'Try:',
+      `  curl -H "Authorization: Bearer ${credentials.apiKey}" ${baseUrl}/api/projects/${credentials.projectId}`,
+      '',
+      'Press Ctrl-C to stop.',
+      '',
+    ];
+    process.stdout.write(lines.join('\n'));
+  } catch (err) {
+    process.stderr.write(`[switchboard] failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+    await shutdown(1);
+  }
+}
+
+void main();

@@ -1,0 +1,198 @@
+// Starts and stops the real parts of the stack as child processes: the Temporal dev server and
+// the FerretDB shim. Shared by `npm start` (dev-stack.ts) and the test harness.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, Socket } from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes';
+
+export const ROOT = path.resolve(__dirname, '..');
+export const TOOLS_BIN = path.join(ROOT, '.tools', 'bin');
+
+export function toolPath(name: 'temporal' | 'ferretdb' | 'livekit-server'): string {
+  const bin = path.join(TOOLS_BIN, name);
+  if (!existsSync(bin)) throw new Error(`${bin} is missing; run \`node infra/bootstrap.js\` (npm start does it)`);
+  return bin;
+}
+
+export interface ManagedProcess {
+  name: string;
+  child: ChildProcess;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+export function manage(name: string, child: ChildProcess): ManagedProcess {
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stopping: Promise<void> | null = null;
+  return {
+    name,
+    child,
+    exited,
+    stop(timeoutMs = 10_000) {
+      stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+        await exited;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    },
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+    socket.connect(port, '127.0.0.1');
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface FerretDbOptions {
+  dataDir: string;
+  /** 0 picks a free port. */
+  port: number;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** Starts the FerretDB shim and resolves once it listens, with its MongoDB URI. */
+export async function startFerretDb(options: FerretDbOptions): Promise<{ uri: string; port: number; process: ManagedProcess }> {
+  mkdirSync(options.dataDir, { recursive: true });
+  const child = spawn(
+    toolPath('ferretdb'),
+    ['-listen', `127.0.0.1:${options.port}`, '-data-dir', options.dataDir, '-log-level', options.logLevel ?? 'error'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const proc = manage('ferretdb', child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const uri = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const match = /listening (mongodb:\/\/\S+)/.exec(out);
+      if (match?.[1]) {
+        child.stdout!.off('data', onData);
+        resolve(match[1]);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void proc.exited.then((code) => reject(new Error(`FerretDB exited (${code}) before listening: ${stderr.trim()}`)));
+  });
+  const port = Number(new URL(uri).port);
+  return { uri, port, process: proc };
+}
+
+export interface TemporalDevServerOptions {
+  port: number;
+  /** UI port, or null for headless. */
+  uiPort: number | null;
+  /** SQLite file; omitted means in memory. */
+  dbFile?: string;
+  namespace?: string;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+/** Starts `temporal server start-dev` and resolves once the frontend answers. */
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<{ address: string; process: ManagedProcess }> {
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', options.logLevel ?? 'error'];
+  args.push(...(options.uiPort === null ? ['--headless'] : ['--ui-port', String(options.uiPort)]));
+  if (options.dbFile) {
+    mkdirSync(path.dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
+  }
+  if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
+  for (const key of SEARCH_ATTRIBUTE_KEYS) args.push('--search-attribute', `${key.name}=Keyword`);
+  args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
+  const child = spawn(toolPath('temporal'), args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = manage('temporal', child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const address = `127.0.0.1:${options.port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`Temporal dev server exited (${child.exitCode}): ${stderr.trim()}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        return { address, process: proc };
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      if (Date.now() > deadline) {
+        await proc.stop();
+        throw new Error(`Temporal dev server did not become ready in 60 s: ${String(err)}`);
+      }
+      await sleep(250);
+    }
+  }
+}
+
+/**
+ * Registers any missing custom search attributes. Needed because the dev server applies
+ * `--search-attribute` only when it creates the namespace in a new SQLite file.
+ */
+export async function ensureSearchAttributes(address: string, namespace: string): Promise<string[]> {
+  const connection = await Connection.connect({ address });
+  try {
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const known = new Set(Object.keys(existing.customAttributes ?? {}));
+    const missing = SEARCH_ATTRIBUTE_KEYS.filter((k) => !known.has(k.name));
+    if (missing.length > 0) {
+      await connection.operatorService.addSearchAttributes({
+        namespace,
+        // 2 = INDEXED_VALUE_TYPE_KEYWORD
+        searchAttributes: Object.fromEntries(missing.map((k) => [k.name, 2])),
+      });
+    }
+    return missing.map((k) => k.name);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Polls a URL until it answers 200, or throws after the timeout. */
+export async function waitForHttpOk(url: string, timeoutMs: number, isAlive: () => boolean = () => true): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (!isAlive()) throw new Error(`process serving ${url} exited`);
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (err) {
+      last = String(err);
+    }
+    await sleep(300);
+  }
+  throw new Error(`${url} not ready after ${timeoutMs} ms: ${last}`);
+}

@@ -1,0 +1,40 @@
+// Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
+// installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB in a
+// temp dir, both on free ports. Builds the workflow bundle once for every in-process worker.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
+import { WORKFLOWS_PATH } from '../../workers/create-worker';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
+
+export interface SharedStackHandles {
+  env: TestWorkflowEnvironment;
+  ferret: ManagedProcess;
+  tmpDir: string;
+}
+
+export default async function globalSetup(): Promise<void> {
+  const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
+  const [env, ferret, bundle] = await Promise.all([
+    TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'existing-path', path: toolPath('temporal') },
+        searchAttributes: SEARCH_ATTRIBUTE_KEYS,
+        ui: false,
+        extraArgs: ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'],
+      },
+    }),
+    startFerretDb({ dataDir: path.join(tmpDir, 'ferretdb'), port: 0 }),
+    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
+  ]);
+  const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
+  process.env.SB_TEST_MONGODB_URI = ferret.uri;
+  process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
+  process.env.SB_TEST_TMP = tmpDir;
+  (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
+}

@@ -1,0 +1,131 @@
+// Per-test-file stack: the real API app on a free port against the shared Temporal and FerretDB
+// (its own database, so files never see each other's data), and optionally an in-process worker
+// on its own task queue.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { NativeConnection, Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
+import { createApp } from '../../api/app';
+import { buildAppContext, closeAppContext } from '../../api/bootstrap';
+import { type AppContext } from '../../api/context';
+import { loadConfig, type Config } from '../../lib/config';
+import { createLogger } from '../../lib/logger';
+import { createApiKey, createProject, createTenant, createUser } from '../../api/tenancy/service';
+import { type Permission } from '../../lib/permissions';
+import { createSwitchboardWorker } from '../../workers/create-worker';
+
+let runtimeInstalled = false;
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  } catch {
+    // Already installed in this module registry.
+  }
+}
+
+export interface TestStackOptions {
+  env?: Record<string, string>;
+  worker?: boolean;
+  /** Override the Mongo URI (a dedicated FerretDB, e.g. for readiness tests). */
+  mongoUri?: string;
+}
+
+export interface TestStack {
+  baseUrl: string;
+  ctx: AppContext;
+  config: Config;
+  worker: Worker | null;
+  close(): Promise<void>;
+}
+
+export function testConfig(overrides: Record<string, string> = {}, mongoUri?: string): Config {
+  const base = (mongoUri ?? process.env.SB_TEST_MONGODB_URI!).replace(/\/$/, '');
+  const dbName = `t_${randomBytes(5).toString('hex')}`;
+  return loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    PORT: '0',
+    MONGODB_URI: `${base}/${dbName}`,
+    TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!,
+    TEMPORAL_TASK_QUEUE: `tq-${dbName}`,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    PLATFORM_ADMIN_TOKEN: randomBytes(24).toString('hex'),
+    RATE_LIMIT_REQUESTS: '10000',
+    ...overrides,
+  });
+}
+
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const config = testConfig(options.env, options.mongoUri);
+  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const server: Server = createServer(createApp(ctx));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  let worker: Worker | null = null;
+  let workerRun: Promise<void> | null = null;
+  let nativeConnection: NativeConnection | null = null;
+  if (options.worker) {
+    installRuntime();
+    nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    worker = await createSwitchboardWorker({
+      connection: nativeConnection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      deps: { models: ctx.models, logger: ctx.logger },
+      workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! },
+    });
+    workerRun = worker.run();
+  }
+
+  return {
+    baseUrl,
+    ctx,
+    config,
+    worker,
+    async close() {
+      if (worker && workerRun) {
+        worker.shutdown();
+        await workerRun;
+      }
+      await nativeConnection?.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeAppContext(ctx);
+    },
+  };
+}
+
+export interface SeededTenant {
+  tenantId: string;
+  projectId: string;
+  otherProjectId: string;
+  adminKey: string;
+  keyWith(permissions: Permission[], projectId?: string | null): Promise<string>;
+  user(permissions: Permission[]): Promise<{ email: string; password: string }>;
+}
+
+/** A tenant with two projects and an admin key, plus helpers to mint narrower credentials. */
+export async function seedTenant(ctx: AppContext, name = `t-${randomBytes(4).toString('hex')}`): Promise<SeededTenant> {
+  const tenant = await createTenant(ctx.models, { name });
+  const project = await createProject(ctx.models, tenant._id, { name: 'Main' });
+  const other = await createProject(ctx.models, tenant._id, { name: 'Other' });
+  const { key } = await createApiKey(ctx.models, tenant._id, { name: 'admin', permissions: ['admin'] });
+  return {
+    tenantId: tenant._id,
+    projectId: project._id,
+    otherProjectId: other._id,
+    adminKey: key,
+    async keyWith(permissions, projectId = null) {
+      return (await createApiKey(ctx.models, tenant._id, { name: 'test', permissions, projectId })).key;
+    },
+    async user(permissions) {
+      const email = `${randomBytes(4).toString('hex')}@${name}.test`;
+      const password = 'correct horse battery staple';
+      await createUser(ctx.models, tenant._id, { email, password, permissions });
+      return { email, password };
+    },
+  };
+}

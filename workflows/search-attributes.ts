@@ -1,0 +1,13 @@
+// Search attributes set on every workflow so an operator can filter any tenant's work in the
+// Temporal Web UI (e.g. `TenantId = "…" AND AgentName = "Billing_Agent"`).
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD);
+export const ProjectIdKey = defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD);
+export const SessionIdKey = defineSearchAttributeKey('SessionId', SearchAttributeType.KEYWORD);
+export const AgentNameKey = defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD);
+export const ChannelKey = defineSearchAttributeKey('Channel', SearchAttributeType.KEYWORD);
+export const EnvironmentKey = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
+
+/** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
+export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey];
