@@ -219,6 +219,7 @@ export function formatDiagnostic(d: Diagnostic, sourceText?: string): string {
   const head = `${d.path}:${d.line}:${d.column} ${d.severity} ${d.code} ${d.message}`;
   if (sourceText === undefined) return head;
   const lines = sourceText.split(/\r\n|\r|\n/);
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
   const first = Math.max(1, d.line - 1);
   const last = Math.min(lines.length, d.line + 1);
   const width = String(last).length;

@@ -31,3 +31,11 @@ import type { CompilationOutput } from './ir';
 export function compile(files: ReadonlyArray<ProjectFile>, options?: CompileOptions): CompilationOutput {
   return compileProject(files, options);
 }
+export {
+  allFieldsGathered,
+  extractGatherValues,
+  validateGatherValue,
+  type ExtractOptions,
+  type GatherExtraction,
+  type GatherValidation,
+} from './gather';

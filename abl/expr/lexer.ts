@@ -41,10 +41,11 @@ export function tokenize(src: string): Token[] {
       continue;
     }
     const start = i;
-    if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(src[i + 1] ?? ''))) {
-      const m = /^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?/.exec(src.slice(i));
+    if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(src[i + 1] ?? '') && !endsOperand(out[out.length - 1]))) {
+      // After a ".", `match.1.x` is a path: read digits only.
+      const afterDot = out[out.length - 1]?.value === '.' && out[out.length - 1]?.kind === 'op';
+      const m = (afterDot ? /^\d+/ : /^(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?/).exec(src.slice(i));
       const text = m ? m[0] : c;
-      // `1.` followed by an identifier is not a float (avoid eating member dots): keep simple numbers.
       out.push({ kind: 'num', value: text, num: Number(text), pos: start });
       i += text.length;
       continue;

@@ -1,0 +1,236 @@
+// Deterministic gather extraction (the `pattern` strategy): pulls typed values for several
+// fields out of one free-text message, coerces and validates them. Pure; no LLM.
+
+import { toRegExp } from './expr/values';
+import type { GatherFieldIR, GatherType, ValidationIR } from './ir';
+
+export interface GatherValidation {
+  ok: boolean;
+  value: unknown;
+  /** Why the value was rejected (for retry prompts). */
+  error: string | null;
+}
+
+export interface GatherExtraction {
+  /** Accepted values by field name. */
+  values: Record<string, unknown>;
+  /** Values found but rejected by type or validation. */
+  invalid: Array<{ field: string; raw: string; error: string }>;
+}
+
+export interface ExtractOptions {
+  /** Values already gathered. */
+  existing?: Readonly<Record<string, unknown>>;
+  /** Allow overwriting existing values (flow `CORRECTIONS: true`). @default false */
+  corrections?: boolean;
+  /** The field the agent just asked for: a plain string field takes the whole message. @default the first missing required field */
+  expecting?: string | null;
+}
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/;
+const PHONE = /\+?\d[\d\s().-]{6,}\d/;
+const NUMBER = /-?\$?\s?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\$?\s?\d+(?:\.\d+)?/;
+const ISO_DATETIME = /\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?/;
+const DATE_PATTERNS = [
+  /\b(\d{4})-(\d{1,2})-(\d{1,2})\b/,
+  /\b(\d{1,2})\/(\d{1,2})\/(\d{4})\b/,
+  /\b(\d{1,2})(?:st|nd|rd|th)?\s+(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?,?\s+(\d{4})\b/i,
+  /\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b/i,
+];
+const YES = /^(yes|y|yeah|yep|sure|ok|okay|true|confirm|correct)$/i;
+const NO = /^(no|n|nope|nah|false|wrong|incorrect)$/i;
+
+function pad(n: number): string {
+  return String(n).padStart(2, '0');
+}
+
+function validDate(y: number, m: number, d: number): string | null {
+  if (m < 1 || m > 12 || d < 1 || d > 31) return null;
+  const t = Date.UTC(y, m - 1, d);
+  const check = new Date(t);
+  if (check.getUTCMonth() !== m - 1) return null;
+  return `${y}-${pad(m)}-${pad(d)}`;
+}
+
+/** Finds a date in text and returns it as YYYY-MM-DD. */
+function findDate(text: string): { raw: string; value: string } | null {
+  for (let i = 0; i < DATE_PATTERNS.length; i++) {
+    const m = (DATE_PATTERNS[i] as RegExp).exec(text);
+    if (!m) continue;
+    let value: string | null = null;
+    if (i === 0) value = validDate(Number(m[1]), Number(m[2]), Number(m[3]));
+    else if (i === 1) value = validDate(Number(m[3]), Number(m[1]), Number(m[2])); // M/D/YYYY
+    else if (i === 2) value = validDate(Number(m[3]), MONTHS.indexOf((m[2] as string).slice(0, 3).toLowerCase()) + 1, Number(m[1]));
+    else value = validDate(Number(m[3]), MONTHS.indexOf((m[1] as string).slice(0, 3).toLowerCase()) + 1, Number(m[2]));
+    if (value) return { raw: m[0], value };
+  }
+  return null;
+}
+
+function parseNumber(raw: string): number | null {
+  const n = Number(raw.replace(/[$,\s]/g, ''));
+  return Number.isFinite(n) ? n : null;
+}
+
+function searchPattern(pattern: string): RegExp | null {
+  // Anchors make sense for a whole value, not for a search inside a sentence.
+  return toRegExp(pattern.replace(/^\^/, '').replace(/\$$/, ''));
+}
+
+/** Coerces a raw string to the field type and runs its validation rules. */
+export function validateGatherValue(field: Pick<GatherFieldIR, 'type' | 'validate'>, raw: unknown): GatherValidation {
+  let value: unknown = raw;
+  const text = typeof raw === 'string' ? raw.trim() : raw;
+  switch (field.type as GatherType) {
+    case 'number': {
+      const n = typeof text === 'number' ? text : typeof text === 'string' ? parseNumber(text) : null;
+      if (n === null) return { ok: false, value: raw, error: 'expected a number' };
+      value = n;
+      break;
+    }
+    case 'boolean':
+      if (typeof text === 'boolean') value = text;
+      else if (typeof text === 'string' && YES.test(text)) value = true;
+      else if (typeof text === 'string' && NO.test(text)) value = false;
+      else return { ok: false, value: raw, error: 'expected yes or no' };
+      break;
+    case 'date': {
+      const d = typeof text === 'string' ? findDate(text) : null;
+      if (!d) return { ok: false, value: raw, error: 'expected a date such as 2025-03-14' };
+      value = d.value;
+      break;
+    }
+    case 'datetime': {
+      const m = typeof text === 'string' ? ISO_DATETIME.exec(text) : null;
+      if (!m) return { ok: false, value: raw, error: 'expected a date and time such as 2025-03-14T09:30' };
+      value = m[0];
+      break;
+    }
+    case 'email': {
+      const m = typeof text === 'string' ? EMAIL.exec(text) : null;
+      if (!m || m[0] !== text) return { ok: false, value: raw, error: 'expected an email address' };
+      value = m[0].toLowerCase();
+      break;
+    }
+    case 'phone': {
+      const digits = typeof text === 'string' ? text.replace(/[^\d+]/g, '') : '';
+      if (!/^\+?\d{7,15}$/.test(digits)) return { ok: false, value: raw, error: 'expected a phone number' };
+      value = digits;
+      break;
+    }
+    default:
+      value = typeof text === 'string' ? text : String(text ?? '');
+  }
+  for (const rule of field.validate) {
+    const err = checkRule(rule, value);
+    if (err) return { ok: false, value, error: err };
+  }
+  return { ok: true, value, error: null };
+}
+
+function checkRule(rule: ValidationIR, value: unknown): string | null {
+  const size = typeof value === 'number' ? value : String(value).length;
+  switch (rule.kind) {
+    case 'min': return size < rule.value ? `must be at least ${rule.value}` : null;
+    case 'max': return size > rule.value ? `must be at most ${rule.value}` : null;
+    case 'enum': return rule.values.some((v) => v.toLowerCase() === String(value).toLowerCase()) ? null : `must be one of ${rule.values.join(', ')}`;
+    case 'email': return EMAIL.test(String(value)) ? null : 'must be an email address';
+    case 'pattern': {
+      const re = toRegExp(rule.pattern);
+      return re && re.test(String(value)) ? null : 'has the wrong format';
+    }
+    case 'llm': return null;
+  }
+}
+
+const TYPE_RANK: Record<GatherType, number> = { email: 1, phone: 2, datetime: 3, date: 4, number: 5, boolean: 6, string: 7 };
+
+function labelRegex(field: GatherFieldIR): RegExp | null {
+  const labels = [field.name.replace(/[_.]/g, ' '), ...field.extraction_hints].map((l) => l.trim()).filter(Boolean);
+  if (labels.length === 0) return null;
+  const esc = labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '[\\s_-]*'));
+  return new RegExp(`\\b(?:${esc.join('|')})\\b\\s*(?:is|=|:|of)?\\s*`, 'i');
+}
+
+/** Finds a candidate value for a field in `text` (already stripped of consumed parts). */
+function candidate(field: GatherFieldIR, text: string): { raw: string; value?: unknown } | null {
+  const pattern = field.validate.find((v): v is Extract<ValidationIR, { kind: 'pattern' }> => v.kind === 'pattern');
+  if (pattern) {
+    const m = searchPattern(pattern.pattern)?.exec(text);
+    return m ? { raw: m[0] } : null;
+  }
+  const en = field.validate.find((v): v is Extract<ValidationIR, { kind: 'enum' }> => v.kind === 'enum');
+  if (en) {
+    for (const v of en.values) {
+      const m = new RegExp(`\\b${v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'i').exec(text);
+      if (m) return { raw: m[0], value: v };
+    }
+    return null;
+  }
+  switch (field.type) {
+    case 'email': { const m = EMAIL.exec(text); return m ? { raw: m[0] } : null; }
+    case 'phone': { const m = PHONE.exec(text); return m ? { raw: m[0] } : null; }
+    case 'date': { const d = findDate(text); return d ? { raw: d.raw } : null; }
+    case 'datetime': { const m = ISO_DATETIME.exec(text); return m ? { raw: m[0] } : null; }
+    case 'number': { const m = NUMBER.exec(text); return m ? { raw: m[0].trim() } : null; }
+    case 'boolean': { const m = /\b(yes|yeah|yep|sure|ok|okay|no|nope|nah)\b/i.exec(text); return m ? { raw: m[0] } : null; }
+    default: return null;
+  }
+}
+
+/**
+ * Extracts values for `fields` from one message, deterministically:
+ * 1. labelled values ("amount is 120", "email: a@b.co") for any field;
+ * 2. typed values (email, phone, date, number, pattern, enum) in field order, each match consumed;
+ * 3. when nothing else was found, the whole message for the plain string field the agent is expecting.
+ */
+export function extractGatherValues(fields: readonly GatherFieldIR[], message: string, opts: ExtractOptions = {}): GatherExtraction {
+  const existing = opts.existing ?? {};
+  const out: GatherExtraction = { values: {}, invalid: [] };
+  let rest = message.slice(0, 10_000);
+  const open = fields.filter((f) => opts.corrections || existing[f.name] === undefined || existing[f.name] === null);
+  const accept = (f: GatherFieldIR, raw: string, value?: unknown): boolean => {
+    const v = validateGatherValue(f, value ?? raw);
+    if (v.ok) {
+      out.values[f.name] = v.value;
+      rest = rest.replace(raw, ' ');
+      return true;
+    }
+    out.invalid.push({ field: f.name, raw, error: v.error ?? 'invalid' });
+    return false;
+  };
+  // 1. labelled
+  for (const f of open) {
+    const label = labelRegex(f);
+    const m = label?.exec(rest);
+    if (!m) continue;
+    const after = rest.slice(m.index + m[0].length);
+    const c = candidate(f, after) ?? (f.type === 'string' ? { raw: (/^[^,;.!?\n]+/.exec(after)?.[0] ?? '').trim() } : null);
+    if (c && c.raw && after.indexOf(c.raw) <= 2 && accept(f, c.raw, c.value)) rest = rest.replace(m[0], ' ');
+  }
+  // 2. typed, most specific first so a date's digits are not taken as a number
+  const rank = (f: GatherFieldIR): number =>
+    f.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum') ? 0 : TYPE_RANK[f.type];
+  for (const f of [...open].sort((a, b) => rank(a) - rank(b))) {
+    if (Object.hasOwn(out.values, f.name)) continue;
+    const c = candidate(f, rest);
+    if (c) accept(f, c.raw, c.value);
+  }
+  // 3. the expected plain string takes the whole (remaining) message
+  const expecting = opts.expecting === undefined
+    ? open.find((f) => f.required && !Object.hasOwn(out.values, f.name))?.name ?? null
+    : opts.expecting;
+  const target = open.find((f) => f.name === expecting);
+  const nothingElse = Object.keys(out.values).length === 0 && out.invalid.length === 0;
+  if (nothingElse && target && target.type === 'string' && !target.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum')) {
+    const text = message.replace(/\s+/g, ' ').trim();
+    if (text) accept(target, text);
+  }
+  return out;
+}
+
+/** True when every active required field has a value (`all_fields_gathered`). */
+export function allFieldsGathered(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>): boolean {
+  return fields.every((f) => !f.required || (values[f.name] !== undefined && values[f.name] !== null && values[f.name] !== ''));
+}
