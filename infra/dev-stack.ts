@@ -59,7 +59,15 @@ async function main(): Promise<void> {
   }, 500).unref();
 
   try {
-    const env: Record<string, string | undefined> = { ...process.env, ...loadOrCreateDevSecrets(DATA_DIR) };
+    // Dev defaults: generated secrets, and every tier on the offline `local` model so agents
+    // answer with no API key. Anything set in the environment wins.
+    const env: Record<string, string | undefined> = {
+      LLM_TIER_FAST: 'local',
+      LLM_TIER_BALANCED: 'local',
+      LLM_TIER_POWERFUL: 'local',
+      ...loadOrCreateDevSecrets(DATA_DIR),
+      ...process.env,
+    };
     const apiPort = envNumber('PORT', 3000);
     env.PORT = String(apiPort);
 

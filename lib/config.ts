@@ -37,6 +37,30 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
 
   REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+
+  /** Master key for secrets at rest (base64, 32 bytes); tenant keys are derived from it. */
+  ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
+
+  /** Models behind the tiers; `provider:model` or a bare model id, e.g. `local`, `openai:gpt-4o-mini`. */
+  LLM_TIER_FAST: z.string().min(1).optional(),
+  LLM_TIER_BALANCED: z.string().min(1).optional(),
+  LLM_TIER_POWERFUL: z.string().min(1).optional(),
+  /** Platform-wide provider credentials, used when a project has none of its own. */
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  LLM_TIMEOUT_MS: positiveInt.default(60000),
+  /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
+  LLM_PRICE_TABLE: z.string().min(2).optional(),
+  SSE_HEARTBEAT_MS: positiveInt.default(15000),
+
+  SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
+  MAX_CONCURRENT_SESSIONS: positiveInt.default(50),
+  MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
 });
 
 type RawConfig = z.infer<typeof ConfigSchema>;

@@ -53,6 +53,10 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
     JWT_SECRET: randomBytes(32).toString('hex'),
     PLATFORM_ADMIN_TOKEN: randomBytes(24).toString('hex'),
     RATE_LIMIT_REQUESTS: '10000',
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    LLM_TIER_FAST: 'local',
+    LLM_TIER_BALANCED: 'local',
+    LLM_TIER_POWERFUL: 'local',
     ...overrides,
   });
 }
