@@ -40,7 +40,8 @@ function ensureNpmDependencies() {
   log('installing npm dependencies…');
   const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: ROOT, stdio: 'inherit' });
   if (res.status !== 0) throw new Error('npm install failed');
-  fs.writeFileSync(stamp, want);
+  // npm may have normalised the lock file; stamp what is on disk now.
+  fs.writeFileSync(stamp, sha256([lock, path.join(ROOT, 'package.json')]));
 }
 
 function requireGo() {

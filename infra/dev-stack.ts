@@ -21,7 +21,8 @@ import {
 import { ensureDevTenant } from './seed';
 import { seedDevProject } from './seed-project';
 
-const DATA_DIR = path.join(ROOT, '.data');
+// SWITCHBOARD_DATA_DIR moves the data (the stack tests run a second stack beside yours).
+const DATA_DIR = path.resolve(process.env.SWITCHBOARD_DATA_DIR ?? path.join(ROOT, '.data'));
 const log = (msg: string) => process.stdout.write(`[switchboard] ${msg}\n`);
 
 function envNumber(name: string, fallback: number): number {

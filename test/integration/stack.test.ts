@@ -1,0 +1,201 @@
+// The stack itself: `npm start`'s stack stops cleanly and keeps its data across restarts, the
+// bootstrap is idempotent, readiness follows MongoDB, and the dev server keeps workflows on disk.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import {
+  ensureSearchAttributes,
+  freePort,
+  isPortFree,
+  manage,
+  ROOT,
+  startFerretDb,
+  startTemporalDevServer,
+  type ManagedProcess,
+} from '../../infra/processes';
+import { ensureDevTenant } from '../../infra/seed';
+import { probeWorkflow } from '../../workflows/probe';
+import { startTestStack } from '../support/stack';
+import { client } from '../support/http';
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-stack-test-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+describe('npm start stack', () => {
+  jest.setTimeout(180_000);
+
+  async function startDevStack(dataDir: string, ports: Record<string, number>): Promise<ManagedProcess> {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      SWITCHBOARD_DATA_DIR: dataDir,
+      PORT: String(ports.api),
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.ui),
+      FERRETDB_PORT: String(ports.mongo),
+      LOG_LEVEL: 'warn',
+    };
+    delete env.TEMPORAL_ADDRESS;
+    delete env.MONGODB_URI;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+    const proc = manage('dev-stack', child);
+    await waitFor(async () => (output.includes('Switchboard is running') ? true : child.exitCode !== null ? Promise.reject(new Error(output)) : undefined), 150_000).catch(
+      (err: unknown) => {
+        throw new Error(`dev stack did not start: ${String(err)}\n${output}`);
+      },
+    );
+    return proc;
+  }
+
+  it('serves the seeded tenant, stops every process on SIGTERM, and finds its data again', async () => {
+    const dataDir = path.join(tmp, 'dev-data');
+    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const first = await startDevStack(dataDir, ports);
+    const creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8'));
+    expect(creds).toEqual({ tenantId: expect.any(String), projectId: expect.any(String), apiKey: expect.stringMatching(/^abl_[0-9a-f]{48}$/), baseUrl: `http://localhost:${ports.api}` });
+    const api = client(`http://127.0.0.1:${ports.api}`);
+    const created = await api.post('/api/projects', { key: creds.apiKey, json: { name: 'Survives restarts' } });
+    expect(created.status).toBe(201);
+    expect(existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    for (const port of Object.values(ports)) expect(await isPortFree(port)).toBe(true);
+
+    const second = await startDevStack(dataDir, ports);
+    try {
+      const again = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8'));
+      expect(again).toEqual(creds);
+      const project = await api.get(`/api/projects/${created.body.project.id}`, { key: creds.apiKey });
+      expect(project.status).toBe(200);
+      expect(project.body.project.name).toBe('Survives restarts');
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.exited;
+    }
+  });
+});
+
+describe('bootstrap', () => {
+  it('does nothing the second time: every tool and dependency is already in place', () => {
+    const stamps = ['temporal', 'ferretdb'].map((t) => readFileSync(path.join(ROOT, '.tools', 'bin', `${t}.version`), 'utf8'));
+    const run = spawnSync(process.execPath, ['infra/bootstrap.js', '--test'], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe('');
+    expect(['temporal', 'ferretdb'].map((t) => readFileSync(path.join(ROOT, '.tools', 'bin', `${t}.version`), 'utf8'))).toEqual(stamps);
+  });
+
+  it('seeds the dev tenant once and reuses it', async () => {
+    const stack = await startTestStack();
+    try {
+      const file = path.join(tmp, 'creds.json');
+      const first = await ensureDevTenant(stack.ctx.models, file, 'http://localhost:1');
+      const second = await ensureDevTenant(stack.ctx.models, file, 'http://localhost:1');
+      expect(first.created).toBe(true);
+      expect(second).toEqual({ credentials: first.credentials, created: false });
+      expect(await stack.ctx.models.Tenant.countDocuments({})).toBe(1);
+      expect(await stack.ctx.models.ApiKey.countDocuments({})).toBe(1);
+      // Data reset under the file: the seed repairs itself instead of handing out a dead key.
+      await stack.ctx.models.ApiKey.deleteMany({});
+      const repaired = await ensureDevTenant(stack.ctx.models, file, 'http://localhost:1');
+      expect(repaired.created).toBe(true);
+      expect(repaired.credentials.tenantId).toBe(first.credentials.tenantId);
+      const me = await client(stack.baseUrl).get('/api/auth/me', { key: repaired.credentials.apiKey });
+      expect(me.status).toBe(200);
+    } finally {
+      await stack.close();
+    }
+  });
+});
+
+describe('readiness follows MongoDB', () => {
+  jest.setTimeout(90_000);
+
+  it('answers 503 naming MongoDB while it is down, and 200 again when it returns', async () => {
+    const dataDir = path.join(tmp, 'ferret-ready');
+    const port = await freePort();
+    let ferret = await startFerretDb({ dataDir, port });
+    const stack = await startTestStack({ mongoUri: ferret.uri });
+    const api = client(stack.baseUrl);
+    try {
+      expect((await api.get('/readyz')).status).toBe(200);
+      await ferret.process.stop();
+      const down = await api.get('/readyz');
+      expect(down.status).toBe(503);
+      expect(down.body.status).toBe('not_ready');
+      expect(down.body.checks.mongodb).toEqual({ ok: false, error: expect.any(String) });
+      expect(down.body.checks.temporal).toEqual({ ok: true });
+      expect((await api.get('/healthz')).status).toBe(200);
+
+      ferret = await startFerretDb({ dataDir, port });
+      const back = await waitFor(async () => {
+        const res = await api.get('/readyz');
+        return res.status === 200 ? res : undefined;
+      }, 30_000);
+      expect(back.body.status).toBe('ready');
+    } finally {
+      await stack.close().catch(() => undefined);
+      await ferret.process.stop();
+    }
+  });
+
+  it('keeps data in FerretDB across a restart', async () => {
+    const dataDir = path.join(tmp, 'ferret-persist');
+    const port = await freePort();
+    const first = await startFerretDb({ dataDir, port });
+    const stack = await startTestStack({ mongoUri: first.uri });
+    const dbUri = stack.config.MONGODB_URI;
+    await stack.ctx.models.Tenant.create({ name: 'Persisted', slug: 'persisted' });
+    await stack.close();
+    await first.process.stop();
+
+    const second = await startFerretDb({ dataDir, port });
+    const again = await startTestStack({ mongoUri: second.uri, env: { MONGODB_URI: dbUri } });
+    try {
+      expect(await again.ctx.models.Tenant.findOne({ slug: 'persisted' }).lean()).toMatchObject({ name: 'Persisted' });
+    } finally {
+      await again.close();
+      await second.process.stop();
+    }
+  });
+});
+
+describe('Temporal dev server on its SQLite file', () => {
+  jest.setTimeout(90_000);
+
+  it('still has a running workflow and its search attributes after a restart', async () => {
+    const dbFile = path.join(tmp, 'temporal.sqlite');
+    const port = await freePort();
+    let server = await startTemporalDevServer({ port, uiPort: null, dbFile });
+    const workflowId = 'probe/restart-test';
+    try {
+      let connection = await Connection.connect({ address: server.address });
+      await new Client({ connection }).workflow.start(probeWorkflow, { workflowId, taskQueue: 'no-worker' });
+      await connection.close();
+      await server.process.stop();
+
+      server = await startTemporalDevServer({ port, uiPort: null, dbFile });
+      expect(await ensureSearchAttributes(server.address, 'default')).toEqual([]);
+      connection = await Connection.connect({ address: server.address });
+      const description = await new Client({ connection }).workflow.getHandle(workflowId).describe();
+      expect(description.status.name).toBe('RUNNING');
+      await connection.close();
+    } finally {
+      await server.process.stop();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+// Configuration is validated once, and a bad value is reported by the variable's name.
+import { ConfigError, loadConfig } from '../../../lib/config';
+
+const minimal = { MONGODB_URI: 'mongodb://127.0.0.1:27017/sb', JWT_SECRET: 'x'.repeat(32) };
+
+it('applies documented defaults', () => {
+  const config = loadConfig(minimal);
+  expect(config).toMatchObject({
+    PORT: 3000,
+    TEMPORAL_ADDRESS: '127.0.0.1:7233',
+    TEMPORAL_NAMESPACE: 'default',
+    RATE_LIMIT_STORE: 'mongo',
+    RATE_LIMIT_REQUESTS: 100,
+    RATE_LIMIT_WINDOW_SECONDS: 60,
+    SSE_HEARTBEAT_MS: 15000,
+    PUBLIC_BASE_URL: 'http://localhost:3000',
+  });
+});
+
+it('names every missing or bad variable', () => {
+  let error: unknown;
+  try {
+    loadConfig({ PORT: 'eighty', JWT_SECRET: 'short', RATE_LIMIT_STORE: 'redis' });
+  } catch (err) {
+    error = err;
+  }
+  expect(error).toBeInstanceOf(ConfigError);
+  const message = (error as ConfigError).message;
+  expect(message).toContain('MONGODB_URI is required but not set');
+  expect(message).toMatch(/PORT: /);
+  expect(message).toMatch(/JWT_SECRET: must be at least 32 characters/);
+  expect(message).toMatch(/RATE_LIMIT_STORE: /);
+});
+
+it('treats empty strings as unset and parses booleans and numbers', () => {
+  const config = loadConfig({ ...minimal, PORT: '', TEMPORAL_TLS: 'true', RATE_LIMIT_REQUESTS: '7' });
+  expect(config.PORT).toBe(3000);
+  expect(config.TEMPORAL_TLS).toBe(true);
+  expect(config.RATE_LIMIT_REQUESTS).toBe(7);
+});
+
+it('rejects an encryption key that is not 32 bytes', () => {
+  expect(() => loadConfig({ ...minimal, ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/ENCRYPTION_KEY: must be 32 bytes/);
+});
