@@ -1,0 +1,132 @@
+// The contract between the ABL session interpreter (pure, in abl/runtime/) and the AgentSession
+// workflow that drives it. The interpreter never performs effects: `advance` takes the session
+// state and one event and returns the new state plus the commands the workflow must execute
+// (LLM calls, tool calls, delegations, escalations). Results come back as further events.
+// Everything here is plain JSON, so state travels through workflow history and continue-as-new.
+import type { Json } from '../ir';
+
+/** One agent activation. The session holds a stack of them; the last is active. */
+export interface ThreadState {
+  id: string;
+  agent: string;
+  status: 'active' | 'waiting' | 'completed' | 'suspended' | 'escalated';
+  /** Session variables of this thread (gathered fields, SET values, tool results). */
+  vars: Record<string, Json>;
+  /** Conversation of this thread, bounded (oldest dropped first). */
+  history: ChatTurn[];
+  /** Current FLOW step and where inside it execution stands; null for reasoning agents. */
+  flow: { step: string; phase: string; attempts: Record<string, number> } | null;
+  /** Parent thread id when entered by HANDOFF with RETURN: true. */
+  returnTo: string | null;
+  /** Delegate entries that already fired (they fire once). */
+  firedDelegates: string[];
+  startedOnce: boolean;
+}
+
+export interface ChatTurn {
+  role: 'user' | 'assistant' | 'tool' | 'system';
+  content: string;
+  toolCallId?: string;
+  toolCalls?: { id: string; name: string; arguments: string }[];
+}
+
+export interface SessionRuntimeState {
+  /** Bumped when the shape changes; the workflow refuses states it does not know. */
+  version: 1;
+  entryAgent: string;
+  threads: ThreadState[];
+  status: 'active' | 'suspended' | 'escalated' | 'completed';
+  /** Persistent memory facts (MEMORY persistent/remember), by dotted path. */
+  memory: Record<string, Json>;
+  /** What the session waits for when suspended (async tool callback or human task). */
+  pending: PendingWait | null;
+  handoffCount: number;
+  turn: number;
+  /** Counter for deterministic ids (commands, spans). */
+  seq: number;
+}
+
+export type PendingWait =
+  | { kind: 'callback'; commandId: string; tool: string; expiresAtMs: number }
+  | { kind: 'human_task'; commandId: string; reason: string };
+
+export type RuntimeEvent =
+  /** Session start: runs ON_START of the entry agent. */
+  | { type: 'start'; sessionVariables?: Record<string, Json>; gatherValues?: Record<string, Json>; startAtStep?: string; skipOnStart?: boolean }
+  | { type: 'user_message'; text: string; metadata?: Record<string, Json> }
+  | { type: 'llm_result'; commandId: string; ok: true; content: string; toolCalls: { id: string; name: string; arguments: string }[] }
+  | { type: 'llm_result'; commandId: string; ok: false; error: RuntimeError }
+  | { type: 'tool_result'; commandId: string; ok: true; value: Json }
+  | { type: 'tool_result'; commandId: string; ok: false; error: RuntimeError }
+  | { type: 'delegate_result'; commandId: string; results: DelegateOutcome[] }
+  | { type: 'callback'; commandId: string; payload: Json }
+  | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json> }
+  | { type: 'wait_expired'; commandId: string };
+
+export interface RuntimeError {
+  kind: string;
+  message: string;
+}
+
+export interface DelegateOutcome {
+  agent: string;
+  status: 'completed' | 'failed' | 'timed_out';
+  /** The child's final reply (its COMPLETE response). */
+  response?: string;
+  /** The child's variables named in RETURNS. */
+  returns?: Record<string, Json>;
+  error?: RuntimeError;
+}
+
+export interface LlmRequestSpec {
+  /** Model id from EXECUTION.model when set; otherwise the workflow resolves a tier. */
+  model: string | null;
+  tier: 'fast' | 'balanced' | 'powerful';
+  temperature?: number;
+  maxTokens?: number;
+  messages: ChatTurn[];
+  tools: { name: string; description: string; parameters: Json }[];
+}
+
+export type RuntimeCommand =
+  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'routing'; request: LlmRequestSpec }
+  | { type: 'call_tool'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number; retries: number }
+  | {
+      type: 'delegate';
+      id: string;
+      agent: string;
+      tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string }[];
+    }
+  | { type: 'escalate'; id: string; agent: string; reason: string; priority: string; tags: string[]; context: Record<string, Json> }
+  | { type: 'suspend_for_callback'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number };
+
+/** Trace events the interpreter emits; the workflow adds ids, timestamps and durations. */
+export type TraceDraft =
+  | { type: 'decision'; data: { decisionKind: string; decision: string; agent: string; reasoning?: string } }
+  | { type: 'handoff'; data: { fromAgent: string; toAgent: string; reason: string } }
+  | { type: 'guardrail_eval'; data: { guardrail: string; kind: string; passed: boolean; action: string; agent: string } }
+  | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
+  | { type: 'error'; data: { agent: string; kind: string; message: string } }
+  | { type: 'response'; data: { agent: string; text: string } };
+
+export interface AdvanceResult {
+  state: SessionRuntimeState;
+  /** Effects to execute now; each result is fed back with the command's id. */
+  commands: RuntimeCommand[];
+  /** Text sent to the user during this advance, in order. */
+  responses: string[];
+  trace: TraceDraft[];
+  /**
+   * `awaiting_effects`: commands are outstanding; `turn_complete`: the turn is over (waiting for
+   * the user); `suspended`: waiting for a callback or human; `completed`: the session ended.
+   */
+  outcome: 'awaiting_effects' | 'turn_complete' | 'suspended' | 'completed';
+}
+
+export interface RuntimeOptions {
+  /** Deterministic time and randomness (the workflow passes its own clock). */
+  now(): number;
+  random(): number;
+  /** Tool names replaced by test mocks for this turn: the workflow answers them itself. */
+  mockedTools?: ReadonlySet<string>;
+}
