@@ -5,6 +5,9 @@ import { apiKeyModel } from './api-key';
 import { projectModel } from './project';
 import { tenantModel } from './tenant';
 import { userModel } from './user';
+import { sessionModel } from './session';
+import { traceEventModel } from './trace-event';
+import { transcriptMessageModel } from './transcript-message';
 
 export function createModels(connection: Connection) {
   return {
@@ -13,6 +16,9 @@ export function createModels(connection: Connection) {
     Project: projectModel(connection),
     User: userModel(connection),
     ApiKey: apiKeyModel(connection),
+    Session: sessionModel(connection),
+    TraceEvent: traceEventModel(connection),
+    TranscriptMessage: transcriptMessageModel(connection),
   };
 }
 

@@ -1,6 +1,7 @@
 // Every update, signal and query of every workflow: the contract the API and the workflows share.
 // Named <verb><Kind>; one input type per message.
-import { defineUpdate, defineQuery } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { SessionRuntimeState } from '../abl/runtime/contract';
 
 /** Probe: a workflow that only answers a no-op update; the bare-Temporal baseline of the benches. */
 export interface PingUpdateInput {
@@ -9,3 +10,96 @@ export interface PingUpdateInput {
 export const pingUpdate = defineUpdate<{ n: number; count: number }, [PingUpdateInput]>('ping');
 export const probeStateQuery = defineQuery<{ count: number }>('probeState');
 export const stopProbeUpdate = defineUpdate<void>('stopProbe');
+
+// ---------------------------------------------------------------------------------------------
+// AgentSession (`session/<sessionId>`): one workflow per conversation.
+
+export type SessionChannel = 'api' | 'web_debug' | 'voice';
+
+export interface SessionStartInput {
+  sessionId: string;
+  tenantId: string;
+  projectId: string;
+  /** Agent that handles the first turn (entry agent unless overridden). */
+  agentName: string;
+  agentId: string | null;
+  channel: SessionChannel;
+  environment: string;
+  deploymentId: string | null;
+  /** How the compiled agents are found: the agent versions in force when the session started. */
+  bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string };
+  /** Carried across continue-as-new; absent on the first run. */
+  carried?: CarriedSessionState;
+  /** Test hook: continue-as-new once history passes this many events. */
+  maxHistoryEvents?: number;
+}
+
+export interface CarriedSessionState {
+  runtime: SessionRuntimeState;
+  turnCount: number;
+  /** Recent client message ids with their finished results, for deduplication after continue-as-new. */
+  recentTurns: { clientMessageId: string; result: TurnResult }[];
+  traceSeq: number;
+  stats: SessionStats;
+  createdAtMs: number;
+}
+
+export interface SessionStats {
+  messageCount: number;
+  traceEventCount: number;
+  tokenCount: number;
+  errorCount: number;
+  estimatedCost: number;
+  handoffCount: number;
+}
+
+export interface TurnUpdateInput {
+  /** Client message id (Idempotency-Key header or generated): a retried turn is answered once. */
+  clientMessageId: string;
+  message: string;
+  /** Per-turn only; visible as session.messageMetadata and message_metadata in tool context. */
+  metadata?: Record<string, unknown>;
+  testContext?: TurnTestContext;
+}
+
+export interface TurnTestContext {
+  gatherValues?: Record<string, unknown>;
+  sessionVariables?: Record<string, unknown>;
+  callerContext?: { userId?: string; channel?: string; customAttributes?: Record<string, unknown> };
+  toolMocks?: { toolName: string; response?: unknown; error?: string }[];
+  skipOnStart?: boolean;
+  startAtStep?: string;
+}
+
+export interface TraceEventOut {
+  type: string;
+  spanId: string;
+  parentSpanId: string | null;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+export interface TurnResult {
+  sessionId: string;
+  response: string;
+  action: { type: 'continue' | 'complete' | 'handoff' | 'suspend' | 'escalate'; [key: string]: unknown };
+  state: { agent: string; status: string; step: string | null; variables: Record<string, unknown> };
+  traceEvents: TraceEventOut[];
+}
+
+export interface SessionStateView {
+  sessionId: string;
+  status: 'active' | 'suspended' | 'escalated' | 'completed' | 'ended';
+  currentAgent: string;
+  step: string | null;
+  gathered: Record<string, unknown>;
+  pending: { kind: string; reason?: string; tool?: string; expiresAt?: string } | null;
+  turnCount: number;
+  stats: SessionStats;
+}
+
+export const turnUpdate = defineUpdate<TurnResult, [TurnUpdateInput]>('turn');
+export const resetUpdate = defineUpdate<{ resetAt: string }, []>('reset');
+export const endSignal = defineSignal<[{ reason: string }]>('end');
+export const callbackSignal = defineSignal<[{ commandId: string; payload: unknown }]>('callback');
+export const stateQuery = defineQuery<SessionStateView>('state');

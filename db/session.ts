@@ -1,0 +1,71 @@
+// Session summaries: the projection people list and search. The AgentSession workflow owns the
+// live state; an activity writes this document after every turn (absolute values, so a retried
+// write is harmless).
+import { Schema, type Connection, type Model } from 'mongoose';
+
+export const SESSION_STATUSES = ['active', 'ended'] as const;
+export const SESSION_CHANNELS = ['api', 'web_debug', 'voice'] as const;
+
+export interface SessionDoc {
+  /** The session id (a UUID); the workflow id is `session/<id>` (runtimeSessionId). */
+  _id: string;
+  tenantId: string;
+  projectId: string;
+  agentId: string | null;
+  /** Agent the session started with. */
+  agentName: string;
+  /** Agent active after the last turn. */
+  currentAgent: string;
+  status: (typeof SESSION_STATUSES)[number];
+  /** Finer runtime status: active, suspended, escalated, completed, ended. */
+  runtimeStatus: string;
+  channel: (typeof SESSION_CHANNELS)[number];
+  environment: string;
+  deploymentId: string | null;
+  runtimeSessionId: string;
+  messageCount: number;
+  traceEventCount: number;
+  tokenCount: number;
+  errorCount: number;
+  estimatedCost: number;
+  durationMs: number;
+  handoffCount: number;
+  createdAt: Date;
+  lastActivityAt: Date;
+  endedAt: Date | null;
+  endReason: string | null;
+}
+
+const SessionSchema = new Schema<SessionDoc>(
+  {
+    _id: { type: String, required: true },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    agentId: { type: String, default: null },
+    agentName: { type: String, required: true },
+    currentAgent: { type: String, required: true },
+    status: { type: String, enum: SESSION_STATUSES, default: 'active' },
+    runtimeStatus: { type: String, default: 'active' },
+    channel: { type: String, enum: SESSION_CHANNELS, default: 'api' },
+    environment: { type: String, default: 'dev' },
+    deploymentId: { type: String, default: null },
+    runtimeSessionId: { type: String, required: true },
+    messageCount: { type: Number, default: 0 },
+    traceEventCount: { type: Number, default: 0 },
+    tokenCount: { type: Number, default: 0 },
+    errorCount: { type: Number, default: 0 },
+    estimatedCost: { type: Number, default: 0 },
+    durationMs: { type: Number, default: 0 },
+    handoffCount: { type: Number, default: 0 },
+    createdAt: { type: Date, required: true },
+    lastActivityAt: { type: Date, required: true },
+    endedAt: { type: Date, default: null },
+    endReason: { type: String, default: null },
+  },
+  { versionKey: false },
+);
+SessionSchema.index({ tenantId: 1, projectId: 1, createdAt: -1 });
+SessionSchema.index({ tenantId: 1, projectId: 1, status: 1, channel: 1 });
+
+export type SessionModel = Model<SessionDoc>;
+export const sessionModel = (c: Connection): SessionModel => c.model<SessionDoc>('Session', SessionSchema, 'sessions');

@@ -1,0 +1,37 @@
+// Transcript messages (user and agent turns) of sessions. `_id` is the message id,
+// `<sessionId>:m<seq>`, so a retried write inserts nothing twice. Kept across a reset.
+import { Schema, type Connection, type Model } from 'mongoose';
+
+export interface TranscriptMessageDoc {
+  _id: string;
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  seq: number;
+  turn: number;
+  role: 'user' | 'assistant' | 'system';
+  agent: string | null;
+  content: string;
+  timestamp: Date;
+}
+
+const TranscriptMessageSchema = new Schema<TranscriptMessageDoc>(
+  {
+    _id: { type: String, required: true },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    sessionId: { type: String, required: true },
+    seq: { type: Number, required: true },
+    turn: { type: Number, required: true },
+    role: { type: String, required: true },
+    agent: { type: String, default: null },
+    content: { type: String, required: true },
+    timestamp: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+TranscriptMessageSchema.index({ tenantId: 1, sessionId: 1, seq: 1 });
+
+export type TranscriptMessageModel = Model<TranscriptMessageDoc>;
+export const transcriptMessageModel = (c: Connection): TranscriptMessageModel =>
+  c.model<TranscriptMessageDoc>('TranscriptMessage', TranscriptMessageSchema, 'transcript_messages');
