@@ -1,6 +1,9 @@
 // Binds every collection's model to one connection. Services receive `Models`, never globals,
 // so tests and several processes can hold separate connections.
 import { type Connection } from 'mongoose';
+import { agentModel } from './agent';
+import { agentVersionModel } from './agent-version';
+import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
 import { projectModel } from './project';
 import { tenantModel } from './tenant';
@@ -16,6 +19,9 @@ export function createModels(connection: Connection) {
     Project: projectModel(connection),
     User: userModel(connection),
     ApiKey: apiKeyModel(connection),
+    Agent: agentModel(connection),
+    AgentVersion: agentVersionModel(connection),
+    ToolFile: toolFileModel(connection),
     Session: sessionModel(connection),
     TraceEvent: traceEventModel(connection),
     TranscriptMessage: transcriptMessageModel(connection),
