@@ -1,15 +1,56 @@
 // Activity factory: side effects grouped by concern, built from injected dependencies so tests
 // pass real or fake parts without module mocking. Workflows import only its type.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { CompilationOutput, Json, ToolIR } from '../abl/ir';
+import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
+import type { SessionStartInput } from '../workflows/definitions';
+import { createCallLlm, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
+import { createRecordTurn } from './persistence/record-turn';
+import { runHttpTool } from './tools/http-tool';
+import { Context } from '@temporalio/activity';
 
 export interface ActivityDeps {
   models: Models;
   logger: Logger;
+  config: Config;
+  resolveLlm: ResolveLlmTarget;
+  recordUsage: RecordLlmUsage;
+  /** The compiled agents a session runs: the versions in force for its project or deployment. */
+  loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
+  /** Secrets a tool's templates may reference; backed by the encrypted tool-secret store later. */
+  resolveToolSecrets: (query: { tenantId: string; projectId: string; toolName: string }) => Promise<Record<string, string>>;
 }
 
-export function createActivities(_deps: ActivityDeps) {
-  return {};
+export interface CallToolInput {
+  tenantId: string;
+  projectId: string;
+  tool: ToolIR;
+  args: Record<string, Json>;
+  timeoutMs: number;
+  messageMetadata?: Record<string, unknown>;
+}
+
+export function createActivities(deps: ActivityDeps) {
+  return {
+    callLlm: createCallLlm(deps),
+    recordTurn: createRecordTurn(deps),
+
+    async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {
+      const compiled = await deps.loadCompiledProject(query);
+      if (!compiled) throw ApplicationFailure.nonRetryable('Project not found or has no agents', 'NOT_FOUND');
+      return compiled;
+    },
+
+    async callTool(input: CallToolInput): Promise<Json> {
+      const secrets = await deps.resolveToolSecrets({ tenantId: input.tenantId, projectId: input.projectId, toolName: input.tool.name });
+      return runHttpTool(
+        { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
+        { allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS, signal: Context.current().cancellationSignal },
+      );
+    },
+  };
 }
 
 export type Activities = ReturnType<typeof createActivities>;

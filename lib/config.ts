@@ -58,6 +58,11 @@ export const ConfigSchema = z.object({
   LLM_PRICE_TABLE: z.string().min(2).optional(),
   SSE_HEARTBEAT_MS: positiveInt.default(15000),
 
+  /** Allow HTTP tools to reach private and loopback addresses (tests and local dev only). */
+  TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
+  SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
+
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),

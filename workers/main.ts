@@ -6,6 +6,7 @@ import { createLogger } from '../lib/logger';
 import { temporalConnectionSettings } from '../lib/temporal-options';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
+import { createActivityDeps } from './activity-deps';
 import { createSwitchboardWorker } from './create-worker';
 
 async function main(): Promise<void> {
@@ -18,7 +19,7 @@ async function main(): Promise<void> {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    deps: { models, logger },
+    deps: createActivityDeps({ config, models, logger }),
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
   await worker.run();

@@ -30,16 +30,19 @@ export interface SessionStartInput {
   bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string };
   /** Carried across continue-as-new; absent on the first run. */
   carried?: CarriedSessionState;
-  /** Test hook: continue-as-new once history passes this many events. */
+  /** Session ends after this much inactivity. */
+  idleTimeoutMs: number;
+  /** Continue-as-new once history passes this many events (the server also suggests it). */
   maxHistoryEvents?: number;
 }
 
 export interface CarriedSessionState {
-  runtime: SessionRuntimeState;
+  runtime: SessionRuntimeState | null;
   turnCount: number;
   /** Recent client message ids with their finished results, for deduplication after continue-as-new. */
   recentTurns: { clientMessageId: string; result: TurnResult }[];
   traceSeq: number;
+  messageSeq: number;
   stats: SessionStats;
   createdAtMs: number;
 }

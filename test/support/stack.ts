@@ -13,6 +13,7 @@ import { createLogger } from '../../lib/logger';
 import { createApiKey, createProject, createTenant, createUser } from '../../api/tenancy/service';
 import { type Permission } from '../../lib/permissions';
 import { createSwitchboardWorker } from '../../workers/create-worker';
+import { createActivityDeps } from '../../workers/activity-deps';
 
 let runtimeInstalled = false;
 function installRuntime(): void {
@@ -57,6 +58,8 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
+    // Tool fakes listen on loopback; the SSRF test turns this off again.
+    TOOL_ALLOW_PRIVATE_NETWORKS: 'true',
     ...overrides,
   });
 }
@@ -78,7 +81,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       connection: nativeConnection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      deps: { models: ctx.models, logger: ctx.logger },
+      deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
       workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! },
     });
     workerRun = worker.run();

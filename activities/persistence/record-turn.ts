@@ -1,0 +1,54 @@
+// Writes what people look up after each turn: transcript messages, trace events and the session
+// summary. Ids are deterministic and the summary holds absolute values, so a retried activity
+// writes nothing twice.
+import { type Models } from '../../db/models';
+import { type SessionDoc } from '../../db/session';
+
+export interface RecordTurnInput {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  turn: number;
+  messages: { seq: number; role: 'user' | 'assistant' | 'system'; agent: string | null; content: string; timestamp: string }[];
+  traceEvents: { seq: number; type: string; spanId: string; parentSpanId: string | null; timestamp: string; data: Record<string, unknown> }[];
+  summary: Partial<Omit<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'createdAt' | 'lastActivityAt' | 'endedAt'>> & {
+    lastActivityAt: string;
+    endedAt?: string | null;
+  };
+}
+
+function ignoreDuplicates(err: unknown): void {
+  const e = err as { code?: number; writeErrors?: { code?: number }[] };
+  const codes = e.writeErrors?.map((w) => w.code) ?? [e.code];
+  if (!codes.every((c) => c === 11000)) throw err;
+}
+
+export function createRecordTurn(deps: { models: Models }) {
+  return async function recordTurn(input: RecordTurnInput): Promise<void> {
+    const { models } = deps;
+    const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
+    if (input.messages.length > 0) {
+      await models.TranscriptMessage.insertMany(
+        input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, timestamp: new Date(m.timestamp) })),
+        { ordered: false },
+      ).catch(ignoreDuplicates);
+    }
+    if (input.traceEvents.length > 0) {
+      await models.TraceEvent.insertMany(
+        input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, timestamp: new Date(e.timestamp) })),
+        { ordered: false },
+      ).catch(ignoreDuplicates);
+    }
+    const { lastActivityAt, endedAt, ...rest } = input.summary;
+    await models.Session.updateOne(
+      { _id: input.sessionId, tenantId: input.tenantId },
+      {
+        $set: {
+          ...rest,
+          lastActivityAt: new Date(lastActivityAt),
+          ...(endedAt !== undefined ? { endedAt: endedAt ? new Date(endedAt) : null } : {}),
+        },
+      },
+    );
+  };
+}

@@ -1,0 +1,92 @@
+// Runs an ABL `http` tool: builds the request from the binding (endpoint placeholders, headers,
+// query, body), enforces the timeout and SSRF policy, and classifies failures so Temporal retries
+// only what can succeed later (4xx is final; 5xx, 429, timeouts and network errors retry).
+import { ApplicationFailure } from '@temporalio/activity';
+import { type Json, type ToolIR } from '../../abl/ir';
+import { fixedContext, renderTemplate } from '../../abl';
+import { assertPublicDestination, BlockedDestinationError } from './ssrf';
+
+export interface HttpToolInput {
+  tool: ToolIR;
+  args: Record<string, Json>;
+  timeoutMs: number;
+  /** Secrets the tool's templates may reference as {{secrets.NAME}}, already resolved. */
+  secrets: Record<string, string>;
+  messageMetadata?: Record<string, unknown>;
+}
+
+type HttpBinding = Extract<ToolIR['binding'], { type: 'http' }>;
+
+function fillPlaceholders(template: string, args: Record<string, Json>, used: Set<string>): string {
+  return template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name: string) => {
+    if (!(name in args)) return whole;
+    used.add(name);
+    return encodeURIComponent(String(args[name]));
+  });
+}
+
+export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { url: URL; init: RequestInit } {
+  const used = new Set<string>();
+  const scope = { ...input.args, secrets: input.secrets, message_metadata: (input.messageMetadata ?? {}) as Json };
+  const render = (text: string) => renderTemplate(text, scope, fixedContext(0));
+  const url = new URL(fillPlaceholders(render(binding.endpoint), input.args, used));
+  for (const [key, value] of Object.entries(binding.query_params)) url.searchParams.set(key, render(value));
+  const headers = new Headers();
+  for (const [key, value] of Object.entries(binding.headers)) headers.set(key, render(value));
+  const unused = Object.fromEntries(Object.entries(input.args).filter(([k]) => !used.has(k)));
+  let body: string | undefined;
+  const sendsBody = binding.method === 'POST' || binding.method === 'PUT' || binding.method === 'PATCH';
+  if (binding.body_template) {
+    body = render(binding.body_template);
+    if (!headers.has('content-type')) headers.set('content-type', binding.body_type === 'json' ? 'application/json' : 'text/plain');
+  } else if (sendsBody) {
+    body = JSON.stringify(unused);
+    headers.set('content-type', 'application/json');
+  } else {
+    for (const [key, value] of Object.entries(unused)) {
+      url.searchParams.set(key, typeof value === 'string' ? value : JSON.stringify(value));
+    }
+  }
+  headers.set('accept', 'application/json');
+  return { url, init: { method: binding.method, headers, body } };
+}
+
+export async function runHttpTool(input: HttpToolInput, options: { allowPrivate: boolean; signal?: AbortSignal }): Promise<Json> {
+  const binding = input.tool.binding;
+  if (binding.type !== 'http') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an http tool`, 'TOOL_UNSUPPORTED');
+  const { url, init } = buildHttpRequest(binding, input);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: unsupported URL scheme ${url.protocol}`, 'TOOL_BAD_REQUEST');
+  }
+  if (!options.allowPrivate) {
+    try {
+      await assertPublicDestination(url);
+    } catch (err) {
+      if (err instanceof BlockedDestinationError) throw ApplicationFailure.nonRetryable(err.message, 'TOOL_BLOCKED');
+      throw ApplicationFailure.retryable(`Tool ${input.tool.name}: cannot resolve ${url.hostname}`, 'TOOL_NETWORK');
+    }
+  }
+  const timeout = AbortSignal.timeout(input.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  let res: Response;
+  try {
+    res = await fetch(url, { ...init, signal, redirect: 'manual' });
+  } catch (err) {
+    if (timeout.aborted) throw ApplicationFailure.retryable(`Tool ${input.tool.name} timed out after ${input.timeoutMs} ms`, 'TOOL_TIMEOUT');
+    throw ApplicationFailure.retryable(`Tool ${input.tool.name}: ${(err as Error).message}`, 'TOOL_NETWORK');
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    const message = `Tool ${input.tool.name} answered HTTP ${res.status}`;
+    if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
+      throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: text.slice(0, 500) });
+    }
+    throw ApplicationFailure.retryable(message, 'TOOL_HTTP_5XX', { status: res.status });
+  }
+  if (!text.trim()) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} returned an empty result`, 'TOOL_EMPTY_RESULT');
+  try {
+    return JSON.parse(text) as Json;
+  } catch {
+    return text;
+  }
+}

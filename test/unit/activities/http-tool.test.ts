@@ -1,0 +1,97 @@
+// HTTP tools: request building from the binding, SSRF refusal, and failure classification
+// against a real local HTTP server.
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { compileProject, type ToolIR } from '../../../abl';
+import { isPrivateAddress } from '../../../activities/tools/ssrf';
+import { buildHttpRequest, runHttpTool } from '../../../activities/tools/http-tool';
+
+function toolFrom(source: string): ToolIR {
+  const out = compileProject([{ path: 'agents/A.agent.abl', content: source }]);
+  const tool = out.agents.A?.tools[0];
+  if (!tool) throw new Error(JSON.stringify(out.diagnostics));
+  return tool;
+}
+
+const agent = (endpoint: string, method = 'GET') => `AGENT: A
+GOAL: "g"
+TOOLS:
+  get_invoice(invoice_id: string, expand: string = "none") -> object
+    type: http
+    endpoint: "${endpoint}"
+    method: ${method}
+    headers:
+      X-Tenant: "acme"
+`;
+
+let server: Server;
+let base: string;
+const seen: { method?: string; url?: string; body: string; headers: Record<string, unknown> }[] = [];
+let nextStatus = 200;
+let nextBody = '{"id":"INV-1","amount":12}';
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, body, headers: req.headers });
+      res.writeHead(nextStatus, { 'content-type': 'application/json' });
+      res.end(nextBody);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise((r) => server.close(r)));
+
+it('fills path placeholders and puts unused parameters in the query string for GET', () => {
+  const tool = toolFrom(agent('https://billing.example.com/invoices/{invoice_id}'));
+  if (tool.binding.type !== 'http') throw new Error('not http');
+  const { url, init } = buildHttpRequest(tool.binding, { tool, args: { invoice_id: 'INV 1/2', expand: 'lines' }, timeoutMs: 1000, secrets: {} });
+  expect(url.toString()).toBe('https://billing.example.com/invoices/INV%201%2F2?expand=lines');
+  expect(init.method).toBe('GET');
+  expect(new Headers(init.headers).get('x-tenant')).toBe('acme');
+});
+
+it('sends unused parameters as a JSON body for POST', async () => {
+  const tool = toolFrom(agent(`${base}/invoices/{invoice_id}/refunds`, 'POST'));
+  const result = await runHttpTool({ tool, args: { invoice_id: 'INV-9', expand: 'x' }, timeoutMs: 2000, secrets: {} }, { allowPrivate: true });
+  expect(result).toEqual({ id: 'INV-1', amount: 12 });
+  const last = seen[seen.length - 1]!;
+  expect(last.method).toBe('POST');
+  expect(last.url).toBe('/invoices/INV-9/refunds');
+  expect(JSON.parse(last.body)).toEqual({ expand: 'x' });
+});
+
+it('refuses loopback and private destinations unless allowed', async () => {
+  const tool = toolFrom(agent(`${base}/x`));
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: false })).rejects.toMatchObject({
+    type: 'TOOL_BLOCKED',
+    nonRetryable: true,
+  });
+  for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fd00::1', '::ffff:127.0.0.1']) {
+    expect(isPrivateAddress(ip)).toBe(true);
+  }
+  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPrivateAddress(ip)).toBe(false);
+});
+
+it('classifies 4xx as final and 5xx as retryable', async () => {
+  const tool = toolFrom(agent(`${base}/x/{invoice_id}`));
+  nextStatus = 404;
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+    type: 'TOOL_HTTP_4XX',
+    nonRetryable: true,
+  });
+  nextStatus = 503;
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+    type: 'TOOL_HTTP_5XX',
+    nonRetryable: false,
+  });
+  nextStatus = 200;
+  nextBody = '';
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+    type: 'TOOL_EMPTY_RESULT',
+  });
+  nextBody = '{"ok":true}';
+});
