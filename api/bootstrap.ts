@@ -29,7 +29,14 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
     keyPrefix: 'login',
     connection,
   });
-  return { config, models, temporal, logger, rateLimiter, loginLimiter };
+  const sessionMessageLimiter = createRateLimiter({
+    store: config.RATE_LIMIT_STORE,
+    points: config.SESSION_MESSAGES_PER_MINUTE,
+    durationSeconds: 60,
+    keyPrefix: 'session-msg',
+    connection,
+  });
+  return { config, models, temporal, logger, rateLimiter, loginLimiter, sessionMessageLimiter };
 }
 
 export async function closeAppContext(ctx: AppContext): Promise<void> {

@@ -13,4 +13,6 @@ export interface AppContext {
   logger: Logger;
   rateLimiter: RateLimiterAbstract;
   loginLimiter: RateLimiterAbstract;
+  /** Messages per session per minute (SESSION_MESSAGES_PER_MINUTE). */
+  sessionMessageLimiter: RateLimiterAbstract;
 }
