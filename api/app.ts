@@ -10,12 +10,13 @@ import { type AnyRoute, mountRoutes, type MountedRoute } from './http/route';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
+import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
 import { healthRoutes } from './health/router';
 import { tenancyRoutes } from './tenancy/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

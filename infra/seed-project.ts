@@ -1,8 +1,35 @@
-// Seeds the dev project with the sample agents of examples/ (once the agents feature exists).
+// Seeds the dev project with the sample project of examples/support-desk: tool files, agent
+// drafts and a first version 1.0.0 of each agent. Runs once: a project that already has agents
+// is left alone, so agents deleted or edited in dev stay that way across restarts.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { importProjectFiles } from '../api/agents/import';
 import { type Models } from '../db/models';
 import { type DevCredentials } from './seed';
 
+export const SAMPLE_PROJECT_DIR = path.resolve(__dirname, '..', 'examples', 'support-desk');
+
+/** Reads a project folder into a file map (project-relative POSIX paths → content). */
+export function readProjectDir(dir: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  const walk = (rel: string): void => {
+    for (const entry of readdirSync(path.join(dir, rel))) {
+      const relPath = rel ? `${rel}/${entry}` : entry;
+      const full = path.join(dir, relPath);
+      if (statSync(full).isDirectory()) walk(relPath);
+      else if (entry === 'project.json' || entry.endsWith('.abl')) files[relPath] = readFileSync(full, 'utf8');
+    }
+  };
+  walk('');
+  return files;
+}
+
 /** Returns the names of the agents present in the dev project after seeding. */
-export async function seedDevProject(_models: Models, _credentials: DevCredentials): Promise<string[]> {
-  return [];
+export async function seedDevProject(models: Models, credentials: Pick<DevCredentials, 'tenantId' | 'projectId'>, dir = SAMPLE_PROJECT_DIR): Promise<string[]> {
+  const scope = { tenantId: credentials.tenantId, projectId: credentials.projectId };
+  if (!(await models.Agent.exists(scope))) {
+    await importProjectFiles(models, scope, readProjectDir(dir), { mode: 'create-missing', fallbackDomain: 'dev', createdBy: 'seed' });
+  }
+  const agents = await models.Agent.find(scope).select({ name: 1 }).sort({ name: 1 }).lean();
+  return agents.map((a) => a.name);
 }
