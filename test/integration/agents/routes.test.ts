@@ -294,3 +294,26 @@ describe('tenant discovery: /api/agents', () => {
     expect(chosen.body.agent.dslContent).toContain('"b"');
   });
 });
+
+describe('OpenAPI', () => {
+  it('documents every agent route', async () => {
+    const res = await api.get('/openapi.json');
+    expect(res.status).toBe(200);
+    const paths = Object.keys(res.body.paths);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/api/agents',
+        '/api/agents/{name}',
+        '/api/projects/{projectId}/agents',
+        '/api/projects/{projectId}/agents/{agentName}',
+        '/api/projects/{projectId}/agents/{agentName}/dsl',
+        '/api/projects/{projectId}/agents/{agentName}/validate',
+        '/api/projects/{projectId}/agents/{agentName}/versions',
+        '/api/projects/{projectId}/agents/{agentName}/versions/{version}',
+        '/api/projects/{projectId}/tools',
+        '/api/projects/{projectId}/tools/{name}',
+      ]),
+    );
+    expect(res.body.paths['/api/agents/{name}'].get.responses['200'].headers['Cache-Control']).toBeDefined();
+  });
+});
