@@ -12,11 +12,14 @@ import { requestId } from './middleware/request-id';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
+import { chatRoutes } from './chat/router';
 import { healthRoutes } from './health/router';
+import { llmSettingsRoutes } from './llm-settings/router';
+import { sessionRoutes } from './sessions/router';
 import { tenancyRoutes } from './tenancy/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, llmSettingsRoutes, sessionRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -11,6 +11,9 @@ import { userModel } from './user';
 import { sessionModel } from './session';
 import { traceEventModel } from './trace-event';
 import { transcriptMessageModel } from './transcript-message';
+import { llmCredentialModel } from './llm-credential';
+import { llmSettingsModel } from './llm-settings';
+import { llmUsageModel } from './llm-usage';
 
 export function createModels(connection: Connection) {
   return {
@@ -25,6 +28,9 @@ export function createModels(connection: Connection) {
     Session: sessionModel(connection),
     TraceEvent: traceEventModel(connection),
     TranscriptMessage: transcriptMessageModel(connection),
+    LlmCredential: llmCredentialModel(connection),
+    LlmSettings: llmSettingsModel(connection),
+    LlmUsage: llmUsageModel(connection),
   };
 }
 

@@ -8,3 +8,4 @@ export { LocalProvider, LOCAL_MODEL_ID, LOCAL_PROVIDER_NAME } from './local';
 export { OpenAICompatibleProvider, type OpenAICompatibleOptions } from './openai-compatible';
 export { AnthropicProvider, ANTHROPIC_DEFAULT_MAX_TOKENS, type AnthropicOptions } from './anthropic';
 export { DEFAULT_TIMEOUT_MS } from './deadline';
+export * from './runtime-target';

@@ -1,0 +1,54 @@
+// LLM completion endpoints: POST /api/v1/chat/complete, POST /api/v1/chat/stream (SSE) and
+// GET /api/v1/chat/usage. Calling a provider from the API is DESIGN.md's one exception.
+import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
+import { chatUsage, completeChat, streamChat } from './service';
+import {
+  ZChatCompleteResponseSchema,
+  ZChatRequestSchema,
+  ZChatStreamResponseSchema,
+  ZChatUsageQuerySchema,
+  ZChatUsageResponseSchema,
+} from './schemas';
+
+export const chatRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/chat/complete',
+    summary: 'One LLM completion in one payload',
+    description:
+      'Resolves the model (modelId > tier > project default > balanced tier) and the credentials (project > platform), calls the provider and records the usage. Needs `session:execute`.',
+    tags: ['Chat'],
+    auth: 'session:execute',
+    body: ZChatRequestSchema,
+    response: ZChatCompleteResponseSchema,
+    errorStatuses: [404, 503, 504],
+    handler: ({ ctx, principal, body, res }) => completeChat(ctx, principal, body, res),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/chat/stream',
+    summary: 'One LLM completion streamed as Server-Sent Events',
+    description:
+      'Same body as /chat/complete. Errors before the stream opens are JSON envelopes; afterwards a failure is an `error` event followed by the end of the stream. Needs `session:execute`.',
+    tags: ['Chat'],
+    auth: 'session:execute',
+    body: ZChatRequestSchema,
+    response: ZChatStreamResponseSchema,
+    errorStatuses: [404, 503],
+    async handler({ ctx, principal, body, req, res }) {
+      await streamChat(ctx, principal, body, req, res);
+      return RESPONSE_SENT;
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/chat/usage',
+    summary: 'LLM usage of a project: totals and, with groupBy=model, a per-model breakdown',
+    tags: ['Chat'],
+    auth: 'session:read',
+    query: ZChatUsageQuerySchema,
+    response: ZChatUsageResponseSchema,
+    errorStatuses: [404],
+    handler: ({ ctx, principal, query }) => chatUsage(ctx, principal, query),
+  }),
+];

@@ -1,0 +1,260 @@
+// The LLM completion endpoints' work: check the project and the session rate limit, resolve
+// the model and credentials, call the provider (one payload or streamed as SSE), and record
+// every call in the usage ledger.
+import { type Request, type Response } from 'express';
+import { ApiError } from '../../lib/errors';
+import { canSeeProject, type Principal } from '../../lib/permissions';
+import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
+import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type RuntimeTarget } from '../../providers/llm';
+import { type AppContext } from '../context';
+import { consumeRateLimit } from '../middleware/rate-limit';
+import { isCredentialDecryptionError, llmRuntime, runtimeNotConfigured } from './llm-runtime';
+import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
+import { SseWriter } from './sse';
+
+interface PreparedCall {
+  target: RuntimeTarget;
+  llm: LlmProvider;
+  projectId: string;
+}
+
+async function loadVisibleProject(ctx: AppContext, principal: Principal, projectId: string) {
+  const project = await ctx.models.Project.findOne({ _id: projectId, tenantId: principal.tenantId }, { _id: 1, tenantId: 1 }).lean();
+  return project && canSeeProject(principal, project) ? project : null;
+}
+
+/**
+ * Everything before the provider is called. The project lookup and the model resolution run
+ * in parallel (both tenant-scoped); the project's visibility is still decided first, so an
+ * invisible project is 404 even when the runtime is not configured.
+ */
+async function prepareCall(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response): Promise<PreparedCall> {
+  const runtime = llmRuntime(ctx);
+  const [project, resolved] = await Promise.all([
+    loadVisibleProject(ctx, principal, body.projectId),
+    runtime
+      .resolve({
+        tenantId: principal.tenantId,
+        projectId: body.projectId,
+        ...(body.modelId ? { modelId: body.modelId } : {}),
+        ...(body.tier ? { tier: body.tier } : {}),
+      })
+      .catch((err: unknown) => ({ ok: false as const, error: err })),
+  ]);
+  if (!project) throw ApiError.notFound('Project');
+  if (body.sessionId) {
+    await consumeRateLimit(ctx.sessionMessageLimiter, `${principal.tenantId}:${body.sessionId}`, res, 'Session message rate limit exceeded');
+  }
+  if ('error' in resolved) {
+    if (isCredentialDecryptionError(resolved.error)) throw runtimeNotConfigured(resolved.error.message);
+    throw resolved.error;
+  }
+  if (!resolved.ok) throw runtimeNotConfigured(resolved.reason);
+  return { target: resolved.target, llm: resolved.llm, projectId: project._id };
+}
+
+function toLlmRequest(body: TChatRequest, modelId: string, signal: AbortSignal): LlmRequest {
+  return {
+    model: modelId,
+    messages: body.messages,
+    ...(body.tools && body.tools.length > 0 ? { tools: body.tools } : {}),
+    ...(body.temperature !== undefined ? { temperature: body.temperature } : {}),
+    ...(body.maxTokens !== undefined ? { maxTokens: body.maxTokens } : {}),
+    signal,
+  };
+}
+
+/** Aborts the upstream call when the client closes the connection before the response ends. */
+function abortOnDisconnect(res: Response): { signal: AbortSignal; clientGone: () => boolean } {
+  const controller = new AbortController();
+  let gone = false;
+  res.on('close', () => {
+    if (res.writableFinished) return;
+    gone = true;
+    controller.abort(new Error('client disconnected'));
+  });
+  return { signal: controller.signal, clientGone: () => gone };
+}
+
+/** A provider failure on the non-streamed path, as an API error. */
+function providerFailure(err: ProviderError): ApiError {
+  const message = `LLM provider ${err.provider} failed: ${err.message}`;
+  switch (err.kind) {
+    case 'bad_request':
+    case 'not_found':
+    case 'content_policy':
+      return new ApiError('BAD_REQUEST', message);
+    case 'rate_limited': {
+      const retryAfterMs = Math.max(1, err.retryAfterMs ?? 1000);
+      return new ApiError('RATE_LIMIT_EXCEEDED', {
+        message,
+        extraBody: { retryAfterMs },
+        headers: { 'Retry-After': String(Math.ceil(retryAfterMs / 1000)) },
+      });
+    }
+    case 'timeout':
+      return new ApiError('GATEWAY_TIMEOUT', message);
+    case 'auth':
+    case 'overloaded':
+    case 'network':
+    case 'aborted':
+    case 'unknown':
+      return new ApiError('SERVICE_UNAVAILABLE', message);
+    default: {
+      const unreachable: never = err.kind;
+      return new ApiError('SERVICE_UNAVAILABLE', `${message} (${String(unreachable)})`);
+    }
+  }
+}
+
+interface CallRecord {
+  principal: Principal;
+  body: TChatRequest;
+  call: PreparedCall;
+  servedModel: string | null;
+  usage: { inputTokens: number; outputTokens: number } | null;
+  latencyMs: number;
+  status: LlmCallStatus;
+}
+
+/** Writes the ledger entry; a failed write is logged, never turned into a failed call. */
+async function record(ctx: AppContext, entry: CallRecord): Promise<number | null> {
+  const { target } = entry.call;
+  const provider = target.provider.provider;
+  const cost = entry.usage ? llmRuntime(ctx).cost(provider, entry.servedModel || target.modelId, entry.usage) : null;
+  try {
+    await recordLlmUsage(ctx.models.LlmUsage, {
+      tenantId: entry.principal.tenantId,
+      projectId: entry.call.projectId,
+      sessionId: entry.body.sessionId ?? null,
+      modelId: target.modelId,
+      servedModel: entry.servedModel,
+      provider,
+      inputTokens: entry.usage?.inputTokens ?? 0,
+      outputTokens: entry.usage?.outputTokens ?? 0,
+      cost,
+      latencyMs: entry.latencyMs,
+      source: 'api',
+      status: entry.status,
+    });
+  } catch (err) {
+    ctx.logger.error({ err }, 'failed to record LLM usage');
+  }
+  return cost;
+}
+
+const elapsedSince = (started: number): number => Math.round(performance.now() - started);
+
+export async function completeChat(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response): Promise<TChatCompleteResponse> {
+  const call = await prepareCall(ctx, principal, body, res);
+  const { signal, clientGone } = abortOnDisconnect(res);
+  const started = performance.now();
+  try {
+    const result = await call.llm.complete(toLlmRequest(body, call.target.modelId, signal));
+    const latencyMs = elapsedSince(started);
+    const estimatedCost = await record(ctx, { principal, body, call, servedModel: result.model, usage: result.usage, latencyMs, status: 'ok' });
+    return {
+      success: true,
+      content: result.content,
+      toolCalls: result.toolCalls,
+      model: result.model || call.target.modelId,
+      finishReason: result.finishReason,
+      usage: { ...result.usage, estimatedCost },
+      latencyMs,
+    };
+  } catch (err) {
+    const status: LlmCallStatus = clientGone() ? 'aborted' : 'error';
+    await record(ctx, { principal, body, call, servedModel: null, usage: null, latencyMs: elapsedSince(started), status });
+    if (err instanceof ProviderError) throw providerFailure(err);
+    throw err;
+  }
+}
+
+function streamEventData(event: Exclude<LlmStreamEvent, { type: 'finish' }>): Record<string, unknown> {
+  const { type: _type, ...data } = event;
+  return data;
+}
+
+/**
+ * Streams one completion as SSE. Errors before the stream opens (404, 429, 503) are thrown and
+ * become JSON envelopes; once it is open, a failure is an `error` event and the end of the stream.
+ */
+export async function streamChat(ctx: AppContext, principal: Principal, body: TChatRequest, req: Request, res: Response): Promise<void> {
+  const call = await prepareCall(ctx, principal, body, res);
+  if (req.socket.destroyed) return;
+  const { signal, clientGone } = abortOnDisconnect(res);
+  const sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);
+  sse.open();
+  const started = performance.now();
+  await sse.send('metadata', { modelId: call.target.modelId, provider: call.target.provider.provider, source: call.target.source });
+
+  let usage: { inputTokens: number; outputTokens: number } | null = null;
+  let finish: { finishReason: string; model: string } | null = null;
+  let status: LlmCallStatus = 'ok';
+  try {
+    for await (const event of call.llm.stream(toLlmRequest(body, call.target.modelId, signal))) {
+      if (clientGone()) break;
+      if (event.type === 'finish') {
+        finish = { finishReason: event.finishReason, model: event.model };
+        continue;
+      }
+      if (event.type === 'usage') usage = { inputTokens: event.inputTokens, outputTokens: event.outputTokens };
+      await sse.send(event.type, streamEventData(event));
+    }
+    if (clientGone()) status = 'aborted';
+  } catch (err) {
+    status = clientGone() ? 'aborted' : 'error';
+    if (status === 'error') {
+      if (err instanceof ProviderError) {
+        await sse.send('error', { error: `LLM provider ${err.provider} failed: ${err.message}`, code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
+      } else {
+        ctx.logger.error({ err }, 'chat stream failed');
+        await sse.send('error', { error: 'Internal error', code: 'INTERNAL_ERROR', retryable: false });
+      }
+    }
+  }
+  const latencyMs = elapsedSince(started);
+  const estimatedCost = await record(ctx, { principal, body, call, servedModel: finish?.model ?? null, usage, latencyMs, status });
+  if (status === 'ok') {
+    const inputTokens = usage?.inputTokens ?? 0;
+    const outputTokens = usage?.outputTokens ?? 0;
+    await sse.send('complete', {
+      inputTokens,
+      outputTokens,
+      totalTokens: inputTokens + outputTokens,
+      estimatedCost,
+      latencyMs,
+      finishReason: finish?.finishReason ?? null,
+      model: finish?.model || call.target.modelId,
+    });
+  }
+  sse.end();
+}
+
+function parseRangeStart(value: string | undefined): Date | undefined {
+  return value === undefined ? undefined : new Date(value.length === 10 ? `${value}T00:00:00.000Z` : value);
+}
+
+/** Exclusive upper bound: the next day for a date alone, the next millisecond for an instant. */
+function parseRangeEnd(value: string | undefined): Date | undefined {
+  if (value === undefined) return undefined;
+  if (value.length === 10) return new Date(Date.parse(`${value}T00:00:00.000Z`) + 86_400_000);
+  return new Date(Date.parse(value) + 1);
+}
+
+export async function chatUsage(ctx: AppContext, principal: Principal, query: TChatUsageQuery): Promise<{ success: true } & Partial<LlmUsageSummary>> {
+  const from = parseRangeStart(query.startDate);
+  const to = parseRangeEnd(query.endDate);
+  if (from && to && to.getTime() <= from.getTime()) {
+    throw new ApiError('VALIDATION_ERROR', 'query.endDate: must not be before startDate');
+  }
+  const project = await loadVisibleProject(ctx, principal, query.projectId);
+  if (!project) throw ApiError.notFound('Project');
+  const result = await summarizeLlmUsage(ctx.models.LlmUsage, {
+    tenantId: principal.tenantId,
+    projectId: project._id,
+    ...(from ? { from } : {}),
+    ...(to ? { to } : {}),
+  });
+  return query.groupBy === 'model' ? { success: true, summary: result.summary, byModel: result.byModel } : { success: true, summary: result.summary };
+}

@@ -1,0 +1,70 @@
+// Zod schemas of the per-project LLM settings and provider credential routes (docs/llm-settings.md).
+import { z } from 'zod';
+import { isModelTier, parseModelId } from '../../providers/llm';
+import { CREDENTIAL_PROVIDERS } from '../../db/llm-credential';
+import '../openapi/registry';
+
+const ZModelId = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine((v) => parseModelId(v) !== undefined, 'names no known provider; write provider:model (openai:, anthropic:, local)');
+
+const ZModelOrTier = z
+  .string()
+  .trim()
+  .min(1)
+  .max(200)
+  .refine((v) => isModelTier(v.toLowerCase()) || parseModelId(v) !== undefined, 'must be a tier (fast, balanced, powerful) or a model id with a known provider');
+
+const ZTierModels = z.object({
+  fast: z.string().nullable(),
+  balanced: z.string().nullable(),
+  powerful: z.string().nullable(),
+});
+
+export const ZPutLlmSettingsRequestSchema = z
+  .object({
+    defaultModel: ZModelOrTier.nullable().default(null).describe('Model id or tier name used when a call names neither; null to use the balanced tier'),
+    tierOverrides: z
+      .object({ fast: ZModelId.nullable().optional(), balanced: ZModelId.nullable().optional(), powerful: ZModelId.nullable().optional() })
+      .strict()
+      .default({})
+      .describe('Tier → model id for this project; null or absent keeps the platform mapping'),
+  })
+  .strict()
+  .openapi('PutLlmSettingsRequest');
+
+export const ZLlmSettingsSchema = z
+  .object({
+    defaultModel: z.string().nullable(),
+    tierOverrides: ZTierModels,
+    effectiveTiers: ZTierModels.describe('The tier map calls of this project use: platform LLM_TIER_* with the overrides applied'),
+    updatedAt: z.string().nullable(),
+  })
+  .openapi('LlmSettings');
+
+export const ZLlmSettingsResponseSchema = z.object({ success: z.literal(true), settings: ZLlmSettingsSchema });
+
+export const ZProviderParam = z.object({
+  projectId: z.string().min(1).max(64),
+  provider: z.enum(CREDENTIAL_PROVIDERS).describe('openai or anthropic'),
+});
+
+export const ZPutLlmCredentialRequestSchema = z
+  .object({
+    apiKey: z.string().trim().min(1).max(4096).describe('Stored encrypted; never returned'),
+    baseURL: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional().describe('OpenAI-compatible endpoint or Anthropic proxy; omit for the public API'),
+  })
+  .strict()
+  .openapi('PutLlmCredentialRequest');
+
+export const ZLlmCredentialSchema = z
+  .object({
+    provider: z.enum(CREDENTIAL_PROVIDERS),
+    baseURL: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('LlmCredential');
