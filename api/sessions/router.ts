@@ -1,0 +1,215 @@
+// Session routes: the spec's "Sessions and traces" table (create, list, detail, delete, reset,
+// traces, span children, metrics) and the transcript route (docs/sessions-api.md).
+import { type ProjectDoc } from '../../db/project';
+import { type Principal } from '../../lib/permissions';
+import { defineRoute, type AnyRoute } from '../http/route';
+import { ZProjectIdParam } from '../http/schemas';
+import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
+import {
+  ZCreateSessionRequestSchema,
+  ZCreateSessionResponseSchema,
+  ZDeleteSessionResponseSchema,
+  ZListSessionsQuery,
+  ZListSessionsResponseSchema,
+  ZMetricsResponseSchema,
+  ZResetSessionResponseSchema,
+  ZSessionDetailResponseSchema,
+  ZSessionParams,
+  ZSpanChildrenResponseSchema,
+  ZSpanParams,
+  ZTracesQuery,
+  ZTracesResponseSchema,
+  ZTranscriptParams,
+  ZTranscriptQuery,
+  ZTranscriptResponseSchema,
+} from './schemas';
+import {
+  computeSessionMetrics,
+  deleteSession,
+  findSession,
+  findTenantSession,
+  getSessionDetail,
+  listSessions,
+  listSpanChildren,
+  listTraceEvents,
+  listTranscript,
+  resetSession,
+  resolveSessionAgent,
+  startSessionWorkflow,
+  type SessionScope,
+} from './service';
+
+const TAGS = ['Sessions'];
+const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
+
+export const sessionRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/sessions',
+    summary: 'Create a session with an agent and start its workflow',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZProjectIdParam,
+    body: ZCreateSessionRequestSchema,
+    successStatus: 201,
+    errorStatuses: [404, 503],
+    response: ZCreateSessionResponseSchema,
+    async handler({ ctx, principal, project, body }) {
+      const scope = scopeOf(principal, project);
+      const agent = await resolveSessionAgent(ctx.models, scope, body.agentId);
+      const { session } = await startSessionWorkflow(ctx, { ...scope, ...agent, channel: body.channel, environment: body.environment });
+      return {
+        success: true,
+        session: { id: session._id, agentId: agent.agentId, agentName: agent.agentName, createdAt: session.createdAt.toISOString() },
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/sessions',
+    summary: "List the project's sessions, newest first",
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZProjectIdParam,
+    query: ZListSessionsQuery,
+    response: ZListSessionsResponseSchema,
+    async handler({ ctx, principal, project, query }) {
+      const { total, sessions } = await listSessions(ctx.models, scopeOf(principal, project), query);
+      return { success: true, total, offset: query.offset, limit: query.limit, sessions: sessions.map(presentSessionListItem) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/sessions/:id',
+    summary: 'Get a session: its summary plus the live state of its workflow',
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZSessionParams,
+    errorStatuses: [404],
+    response: ZSessionDetailResponseSchema,
+    async handler({ ctx, principal, project, params }) {
+      const detail = await getSessionDetail(ctx, scopeOf(principal, project), params.id);
+      return { success: true, session: presentSessionDetail(detail.session, detail.live, detail.liveUnavailableReason) };
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/api/projects/:projectId/sessions/:id',
+    summary: 'End the session workflow and delete the session, its trace events and transcript',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZSessionParams,
+    errorStatuses: [404, 503],
+    response: ZDeleteSessionResponseSchema,
+    async handler({ ctx, principal, project, params }) {
+      const deleted = await deleteSession(ctx, scopeOf(principal, project), params.id);
+      return {
+        success: true,
+        deleted: { sessionId: deleted.sessionId, traceEvents: deleted.traceEvents, messages: deleted.messages },
+        workflow: deleted.workflow,
+      };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/sessions/:id/reset',
+    summary: 'Restart the conversation (history stays in traces and transcripts)',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZSessionParams,
+    errorStatuses: [404, 409, 503],
+    response: ZResetSessionResponseSchema,
+    async handler({ ctx, principal, project, params }) {
+      const { resetAt } = await resetSession(ctx, scopeOf(principal, project), params.id);
+      return { success: true, session: { id: params.id, resetAt } };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/sessions/:id/traces',
+    summary: "The session's trace events in order, optionally filtered, with metrics on request",
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZSessionParams,
+    query: ZTracesQuery,
+    errorStatuses: [404],
+    response: ZTracesResponseSchema,
+    async handler({ ctx, principal, project, params, query }) {
+      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      const [{ total, events }, metrics] = await Promise.all([
+        listTraceEvents(ctx.models, session, query),
+        query.include === 'metrics' ? computeSessionMetrics(ctx.models, session) : Promise.resolve(undefined),
+      ]);
+      return {
+        success: true,
+        sessionId: session._id,
+        total,
+        offset: query.offset,
+        limit: query.limit,
+        traceEvents: events.map(presentTraceEvent),
+        ...(metrics ? { metrics } : {}),
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/sessions/:id/traces/:spanId/children',
+    summary: 'Child events of a span (events whose parentSpanId is the span)',
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZSpanParams,
+    query: ZTranscriptQuery,
+    errorStatuses: [404],
+    response: ZSpanChildrenResponseSchema,
+    async handler({ ctx, principal, project, params, query }) {
+      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      const { total, events } = await listSpanChildren(ctx.models, session, params.spanId, query);
+      return {
+        success: true,
+        sessionId: session._id,
+        spanId: params.spanId,
+        total,
+        offset: query.offset,
+        limit: query.limit,
+        traceEvents: events.map(presentTraceEvent),
+      };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/sessions/:id/metrics',
+    summary: 'Session metrics: latency per turn, tokens per LLM call, tool and guardrail rates',
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZSessionParams,
+    errorStatuses: [404],
+    response: ZMetricsResponseSchema,
+    async handler({ ctx, principal, project, params }) {
+      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      return { success: true, sessionId: session._id, metrics: await computeSessionMetrics(ctx.models, session) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/v1/sessions/:id/transcripts',
+    summary: "The session's transcript messages in order",
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZTranscriptParams,
+    query: ZTranscriptQuery,
+    errorStatuses: [404],
+    response: ZTranscriptResponseSchema,
+    async handler({ ctx, principal, params, query }) {
+      const session = await findTenantSession(ctx.models, principal, params.id);
+      const { total, messages } = await listTranscript(ctx.models, session, query);
+      return {
+        success: true,
+        sessionId: session._id,
+        total,
+        offset: query.offset,
+        limit: query.limit,
+        messages: messages.map(presentTranscriptMessage),
+      };
+    },
+  }),
+];

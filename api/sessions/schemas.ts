@@ -1,0 +1,233 @@
+// Request and response schemas of the session, transcript and trace routes (docs/sessions-api.md).
+import { z } from 'zod';
+import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
+import '../openapi/registry';
+
+/** Session ids are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
+export const SESSION_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export const ZSessionId = z.string().regex(SESSION_ID_PATTERN, 'must be a session id (a UUID)').describe('Session id (a UUID)');
+
+const ZProjectId = z.string().min(1).max(64).describe('Project id (a CUID)');
+
+export const ZSessionParams = z.object({ projectId: ZProjectId, id: ZSessionId });
+export const ZTranscriptParams = z.object({ id: ZSessionId });
+export const ZSpanParams = ZSessionParams.extend({
+  spanId: z.string().min(1).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'must be a span id').describe('Span id of the parent event'),
+});
+
+/** Channels a session created through the sessions endpoint may carry (voice sessions come from calls). */
+export const CREATABLE_CHANNELS = ['api', 'web_debug'] as const;
+export const SESSION_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
+
+export const ZCreateSessionRequestSchema = z.object({
+  agentId: z
+    .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
+    .trim()
+    .min(1, 'must not be empty')
+    .max(200)
+    .describe('Agent id, agent path `<domain>/<agent-name>`, or agent name'),
+  channel: z.enum(CREATABLE_CHANNELS).default('api').describe('`api` (default) or `web_debug` for a Studio test session'),
+  environment: z.enum(SESSION_ENVIRONMENTS).default('dev').describe('Environment the session runs in (default `dev`)'),
+});
+export type TCreateSessionRequest = z.infer<typeof ZCreateSessionRequestSchema>;
+
+export const ZCreatedSessionSchema = z
+  .object({
+    id: z.string().describe('Session id (UUID)'),
+    agentId: z.string().describe('Id of the agent the session started with'),
+    agentName: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('CreatedSession');
+
+export const ZCreateSessionResponseSchema = z.object({ success: z.literal(true), session: ZCreatedSessionSchema });
+
+export const ZListSessionsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
+  offset: z.coerce.number().int().min(0).default(0).describe('Items to skip'),
+  status: z.enum(SESSION_STATUSES).optional().describe('`active` or `ended`'),
+  channel: z.enum(SESSION_CHANNELS).optional().describe('`api`, `web_debug` or `voice`'),
+});
+export type TListSessionsQuery = z.infer<typeof ZListSessionsQuery>;
+
+export const ZSessionListItemSchema = z
+  .object({
+    id: z.string(),
+    runtimeSessionId: z.string().describe('Temporal workflow id, `session/<id>`'),
+    agentName: z.string().describe('Agent the session started with'),
+    status: z.enum(SESSION_STATUSES),
+    channel: z.enum(SESSION_CHANNELS),
+    messageCount: z.number(),
+    traceEventCount: z.number(),
+    tokenCount: z.number(),
+    errorCount: z.number(),
+    estimatedCost: z.number().describe('USD'),
+    durationMs: z.number(),
+    createdAt: z.string(),
+    lastActivityAt: z.string(),
+    handoffCount: z.number(),
+  })
+  .openapi('SessionListItem');
+
+export const ZListSessionsResponseSchema = z.object({
+  success: z.literal(true),
+  total: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  sessions: z.array(ZSessionListItemSchema),
+});
+
+export const ZPendingSchema = z
+  .object({
+    kind: z.string().describe('`callback` or `human_task`'),
+    reason: z.string().optional(),
+    tool: z.string().optional(),
+    expiresAt: z.string().optional(),
+  })
+  .openapi('SessionPending');
+
+export const ZSessionDetailSchema = ZSessionListItemSchema.extend({
+  agentId: z.string().nullable(),
+  environment: z.string(),
+  deploymentId: z.string().nullable(),
+  endedAt: z.string().nullable(),
+  endReason: z.string().nullable(),
+  currentAgent: z.string().describe('Agent active now (live) or after the last turn (stored)'),
+  runtimeStatus: z.string().describe('`active`, `suspended`, `escalated`, `completed` or `ended`'),
+  live: z.boolean().describe('True when currentAgent/runtimeStatus/step/gathered/pending come from the running workflow'),
+  liveUnavailableReason: z
+    .enum(['ended', 'not_running', 'unreachable'])
+    .nullable()
+    .describe('Why the live fields are missing: the session ended, its workflow is closed, or Temporal did not answer in time'),
+  step: z.string().nullable().describe('Current FLOW step (live only)'),
+  gathered: z.record(z.string(), z.unknown()).nullable().describe('Values gathered so far (live only)'),
+  pending: ZPendingSchema.nullable().describe('Suspension the session waits on (live only)'),
+  turnCount: z.number().nullable().describe('Turns since the workflow started (live only)'),
+}).openapi('SessionDetail');
+
+export const ZSessionDetailResponseSchema = z.object({ success: z.literal(true), session: ZSessionDetailSchema });
+
+export const ZDeleteSessionResponseSchema = z.object({
+  success: z.literal(true),
+  deleted: z.object({
+    sessionId: z.string(),
+    traceEvents: z.number().describe('Trace events removed'),
+    messages: z.number().describe('Transcript messages removed'),
+  }),
+  workflow: z
+    .enum(['ended', 'terminated', 'not_running'])
+    .describe('How the workflow closed: it honoured the end signal, it was terminated, or it was not running'),
+});
+
+export const ZResetSessionResponseSchema = z.object({
+  success: z.literal(true),
+  session: z.object({ id: z.string(), resetAt: z.string().describe('When the conversation restarted (ISO 8601)') }),
+});
+
+export const ZTranscriptQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
+  offset: z.coerce.number().int().min(0).default(0).describe('Messages to skip'),
+});
+
+export const ZTranscriptMessageSchema = z
+  .object({
+    id: z.string(),
+    role: z.enum(['user', 'assistant', 'system']),
+    content: z.string(),
+    timestamp: z.string(),
+    agent: z.string().nullable().describe('Agent that answered (assistant messages)'),
+    turn: z.number(),
+  })
+  .openapi('TranscriptMessage');
+
+export const ZTranscriptResponseSchema = z.object({
+  success: z.literal(true),
+  sessionId: z.string(),
+  total: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  messages: z.array(ZTranscriptMessageSchema),
+});
+
+const ZEventType = z
+  .string()
+  .max(64)
+  .regex(/^[a-z_]+$/, 'must be an event type such as llm_call');
+
+export const ZTracesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
+  offset: z.coerce.number().int().min(0).default(0).describe('Events to skip'),
+  eventType: z
+    .string()
+    .max(400)
+    .transform((s) => s.split(',').map((t) => t.trim()).filter(Boolean))
+    .pipe(z.array(ZEventType).min(1).max(20))
+    .optional()
+    .describe('Only these event types (comma-separated), e.g. `llm_call,tool_call`'),
+  decisionKind: z.string().min(1).max(64).optional().describe('Only `decision` events of this kind (`data.decisionKind`)'),
+  spanId: z.string().min(1).max(128).optional().describe('Only the event with this span id'),
+  include: z.enum(['metrics']).optional().describe('`metrics` adds the aggregated session metrics'),
+});
+export type TTracesQuery = z.infer<typeof ZTracesQuery>;
+
+export const ZTraceEventSchema = z
+  .object({
+    id: z.string(),
+    type: z.string(),
+    spanId: z.string(),
+    parentSpanId: z.string().nullable(),
+    timestamp: z.string(),
+    turn: z.number(),
+    data: z.record(z.string(), z.unknown()),
+  })
+  .openapi('SessionTraceEvent');
+
+export const ZSessionMetricsSchema = z
+  .object({
+    sessionLatencyMs: z.number().describe('Session duration (first to last activity)'),
+    turnCount: z.number(),
+    turns: z.array(z.object({ turn: z.number(), latencyMs: z.number(), llmCalls: z.number(), toolCalls: z.number() })),
+    llmCalls: z.array(
+      z.object({
+        spanId: z.string(),
+        turn: z.number(),
+        model: z.string().nullable(),
+        inputTokens: z.number(),
+        outputTokens: z.number(),
+        latencyMs: z.number().nullable(),
+      }),
+    ),
+    tokens: z.object({ input: z.number(), output: z.number(), total: z.number() }),
+    toolCallCount: z.number(),
+    toolSuccessRate: z.number().nullable().describe('Share of tool results without an error; null without tool results'),
+    guardrailEvalCount: z.number(),
+    guardrailBlockRate: z.number().nullable().describe('Share of guardrail evaluations that blocked; null without evaluations'),
+    handoffCount: z.number(),
+    delegateCount: z.number(),
+    errorCount: z.number(),
+    truncated: z.boolean().describe('True when the session holds more events than the metrics read'),
+  })
+  .openapi('SessionMetrics');
+
+export const ZTracesResponseSchema = z.object({
+  success: z.literal(true),
+  sessionId: z.string(),
+  total: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  traceEvents: z.array(ZTraceEventSchema),
+  metrics: ZSessionMetricsSchema.optional(),
+});
+
+export const ZSpanChildrenResponseSchema = z.object({
+  success: z.literal(true),
+  sessionId: z.string(),
+  spanId: z.string(),
+  total: z.number(),
+  offset: z.number(),
+  limit: z.number(),
+  traceEvents: z.array(ZTraceEventSchema),
+});
+
+export const ZMetricsResponseSchema = z.object({ success: z.literal(true), sessionId: z.string(), metrics: ZSessionMetricsSchema });

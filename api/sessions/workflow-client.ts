@@ -1,0 +1,126 @@
+// How the session routes talk to AgentSession workflows: every call bounded by a deadline, and
+// Temporal's failures turned into the API's codes (Temporal down or silent → 503).
+import { type Client, WithStartWorkflowOperation, type WorkflowStartOptions } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { ApiError } from '../../lib/errors';
+import { isErrorCode } from '../../lib/error-codes';
+import { type Config } from '../../lib/config';
+import { type SessionStartInput } from '../../workflows/definitions';
+import { AgentNameKey, ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
+import { type AppContext } from '../context';
+
+/**
+ * The AgentSession workflow function's type. `workflows/agent-session.ts` (exported as
+ * `agentSession`) is written in parallel; the API starts it by name with this signature.
+ */
+export type AgentSessionWorkflow = (input: SessionStartInput) => Promise<unknown>;
+export const AGENT_SESSION_WORKFLOW_TYPE = 'agentSession';
+
+/** Default bound on one Temporal round trip made by a session route. */
+export const TEMPORAL_CALL_TIMEOUT_MS = 5_000;
+/** Bound on the live-state query of the detail route: past it the detail answers from MongoDB. */
+export const STATE_QUERY_TIMEOUT_MS = 2_000;
+
+export const sessionWorkflowId = (sessionId: string): string => `session/${sessionId}`;
+
+const TEMPORAL_TRANSPORT_ERRORS = new Set(['ServiceError', 'TransportError', 'ConnectionError', 'WorkflowUpdateRPCTimeoutOrCancelledError']);
+/** gRPC codes that mean "Temporal did not answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE. */
+const UNAVAILABLE_GRPC_CODES = new Set([1, 4, 14]);
+
+function causes(err: unknown): unknown[] {
+  const chain: unknown[] = [];
+  let current: unknown = err;
+  while (current && chain.length < 8) {
+    chain.push(current);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return chain;
+}
+
+/** Name-based checks: Temporal's classes are symbol-branded, and jest realms break instanceof. */
+export function isWorkflowNotFound(err: unknown): boolean {
+  return causes(err).some((e) => (e as Error)?.name === 'WorkflowNotFoundError' || (e as { code?: number })?.code === 5);
+}
+
+export function isWorkflowAlreadyStarted(err: unknown): boolean {
+  return causes(err).some((e) => (e as Error)?.name === 'WorkflowExecutionAlreadyStartedError');
+}
+
+/** True when Temporal (or the worker behind a query/update) did not answer in time or at all. */
+export function isTemporalUnavailable(err: unknown): boolean {
+  const chain = causes(err);
+  const grpcCode = chain.map((e) => (e as { code?: unknown })?.code).find((c): c is number => typeof c === 'number');
+  if (grpcCode !== undefined) return UNAVAILABLE_GRPC_CODES.has(grpcCode);
+  return chain.some((e) => TEMPORAL_TRANSPORT_ERRORS.has((e as Error)?.name));
+}
+
+/**
+ * Maps a Temporal failure to an ApiError: an ApplicationFailure whose `type` is one of our codes
+ * keeps it (the update validator speaks our table); transport trouble is 503; the rest is 500.
+ */
+export function temporalErrorToApiError(err: unknown, what = 'Session runtime'): ApiError {
+  for (const e of causes(err)) {
+    const failure = e as { name?: string; type?: unknown; message?: string };
+    if (failure?.name === 'ApplicationFailure' && isErrorCode(failure.type)) {
+      return new ApiError(failure.type, { message: failure.message ?? 'Request failed', cause: err });
+    }
+  }
+  if (isTemporalUnavailable(err)) {
+    return new ApiError('SERVICE_UNAVAILABLE', { message: `${what} is unavailable; retry shortly`, cause: err });
+  }
+  return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
+}
+
+/** The Temporal client, or 503 when no connection can be made. */
+export async function temporalClient(ctx: AppContext): Promise<Client> {
+  try {
+    return await ctx.temporal.client();
+  } catch (err) {
+    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'Session runtime is unavailable; retry shortly', cause: err });
+  }
+}
+
+/** Runs `fn` with a deadline on every gRPC call it makes. Errors pass through unchanged. */
+export function withDeadline<T>(client: Client, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
+  return client.withDeadline(Date.now() + timeoutMs, fn);
+}
+
+export type SessionStartOptions = WorkflowStartOptions<AgentSessionWorkflow> & {
+  workflowIdConflictPolicy: 'FAIL' | 'USE_EXISTING';
+};
+
+/**
+ * Start options of one AgentSession workflow: id `session/<sessionId>`, the API's task queue,
+ * the six search attributes and a one-line summary for the Temporal Web UI.
+ * @param conflictPolicy `FAIL` (default) refuses a second workflow for the same session id.
+ */
+export function sessionStartOptions(
+  config: Pick<Config, 'TEMPORAL_TASK_QUEUE'>,
+  input: SessionStartInput,
+  conflictPolicy: 'FAIL' | 'USE_EXISTING' = 'FAIL',
+): SessionStartOptions {
+  return {
+    workflowId: sessionWorkflowId(input.sessionId),
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    workflowIdConflictPolicy: conflictPolicy,
+    typedSearchAttributes: new TypedSearchAttributes([
+      { key: TenantIdKey, value: input.tenantId },
+      { key: ProjectIdKey, value: input.projectId },
+      { key: SessionIdKey, value: input.sessionId },
+      { key: AgentNameKey, value: input.agentName },
+      { key: ChannelKey, value: input.channel },
+      { key: EnvironmentKey, value: input.environment },
+    ]),
+    staticSummary: `agent ${input.agentName} · ${input.channel}`,
+  };
+}
+
+/** The start half of an update-with-start (`client.workflow.executeUpdateWithStart`). */
+export function sessionWithStartOperation(
+  config: Pick<Config, 'TEMPORAL_TASK_QUEUE'>,
+  input: SessionStartInput,
+  conflictPolicy: 'FAIL' | 'USE_EXISTING' = 'FAIL',
+): WithStartWorkflowOperation<AgentSessionWorkflow> {
+  return new WithStartWorkflowOperation<AgentSessionWorkflow>(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(config, input, conflictPolicy));
+}
