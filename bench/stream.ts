@@ -1,0 +1,187 @@
+// Time to first token through POST /api/v1/chat/stream versus straight to the upstream, and the
+// added latency per streamed event. Prints figures; asserts nothing.
+//   node --import tsx bench/stream.ts [--iterations 200] [--events 200] [--limiter mongo|memory]
+// Starts its own pieces: FerretDB in a temp dir, the API app (Temporal is connected lazily and
+// not needed here) and the fake OpenAI-compatible server from test/support as the upstream.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createParser } from 'eventsource-parser';
+import { buildAppContext, closeAppContext } from '../api/bootstrap';
+import { createApp } from '../api/app';
+import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { loadConfig } from '../lib/config';
+import { createLogger } from '../lib/logger';
+import { startFerretDb } from '../infra/processes';
+import { createLlmProvider } from '../providers/llm';
+import { startFakeOpenAI } from '../test/support/fake-openai';
+
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, events: { type: 'string', default: '200' }, limiter: { type: 'string', default: 'mongo' } } });
+const ITERATIONS = Number(values.iterations);
+const EVENTS = Number(values.events);
+const WARMUP = 20;
+
+function stats(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return { n: sorted.length, p50: at(50), p95: at(95), p99: at(99) };
+}
+const fmt = (label: string, s: ReturnType<typeof stats>, unit = 'ms', digits = 2) =>
+  `${label.padEnd(44)} n=${s.n}  p50 ${s.p50.toFixed(digits)} ${unit}  p95 ${s.p95.toFixed(digits)} ${unit}  p99 ${s.p99.toFixed(digits)} ${unit}`;
+
+interface Timing {
+  /** ms from sending the request to the first text delta. */
+  ttft: number;
+  /** ms from the first to the last text delta. */
+  tail: number;
+  deltas: number;
+}
+
+/** Reads an SSE response and times the text deltas; `isDelta` recognises one in a parsed message. */
+async function timeSse(res: Response, started: number, isDelta: (event: string | undefined, data: string) => boolean): Promise<Timing> {
+  let first = -1;
+  let last = -1;
+  let deltas = 0;
+  const parser = createParser({
+    onEvent(message) {
+      if (!isDelta(message.event, message.data)) return;
+      const now = performance.now();
+      if (first < 0) first = now;
+      last = now;
+      deltas += 1;
+    },
+  });
+  const decoder = new TextDecoder();
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  return { ttft: first - started, tail: last - first, deltas };
+}
+
+async function main() {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-stream-'));
+  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
+  const fake = await startFakeOpenAI();
+  const config = loadConfig({
+    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/bench`,
+    JWT_SECRET: 'b'.repeat(40),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_REQUESTS: '1000000',
+    // `--limiter memory` shows how much of the added time is the shared (Mongo) rate-limit counter.
+    RATE_LIMIT_STORE: values.limiter,
+    SESSION_MESSAGES_PER_MINUTE: '1000000',
+    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    LLM_TIER_BALANCED: 'local',
+  });
+  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const server = createServer(createApp(ctx));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const tenant = await createTenant(ctx.models, { name: 'bench' });
+  const project = await createProject(ctx.models, tenant._id, { name: 'Bench' });
+  const { key } = await createApiKey(ctx.models, tenant._id, { name: 'bench', permissions: ['session:execute', 'credential:write'] });
+  await fetch(`${baseUrl}/api/projects/${project._id}/llm-credentials/openai`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ apiKey: 'sk-bench', baseURL: fake.baseURL }),
+  });
+
+  const messages = [{ role: 'user' as const, content: 'Say something.' }];
+  const shortReply = { text: 'Hello there, friend.' };
+  const longReply = { text: Array.from({ length: EVENTS }, (_, i) => `w${i}`).join(' ') };
+
+  // 1. Raw HTTP straight to the fake: the floor.
+  const rawDirect = async (): Promise<Timing> => {
+    const started = performance.now();
+    const res = await fetch(`${fake.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-bench', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages, stream: true, stream_options: { include_usage: true } }),
+    });
+    return timeSse(res, started, (_event, data) => data !== '[DONE]' && Boolean((JSON.parse(data) as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content));
+  };
+  // 2. The provider layer (real openai SDK) straight to the fake: what the API itself runs.
+  const provider = createLlmProvider({ provider: 'openai', apiKey: 'sk-bench', baseURL: fake.baseURL });
+  const sdkDirect = async (): Promise<Timing> => {
+    const started = performance.now();
+    let first = -1;
+    let last = -1;
+    let deltas = 0;
+    for await (const event of provider.stream({ model: 'gpt-4o-mini', messages })) {
+      if (event.type !== 'text_delta') continue;
+      const now = performance.now();
+      if (first < 0) first = now;
+      last = now;
+      deltas += 1;
+    }
+    return { ttft: first - started, tail: last - first, deltas };
+  };
+  // 3. Through the API: auth, rate limit, project + settings + credential lookups, SSE relay.
+  const viaApi = async (): Promise<Timing> => {
+    const started = performance.now();
+    const res = await fetch(`${baseUrl}/api/v1/chat/stream`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ projectId: project._id, messages, modelId: 'gpt-4o-mini' }),
+    });
+    return timeSse(res, started, (event) => event === 'text_delta');
+  };
+
+  const run = async (label: string, fn: () => Promise<Timing>, reply: { text: string }, iterations: number) => {
+    fake.reset();
+    for (let i = 0; i < WARMUP + iterations; i += 1) fake.script(reply);
+    const samples: Timing[] = [];
+    for (let i = 0; i < WARMUP + iterations; i += 1) {
+      const timing = await fn();
+      if (i >= WARMUP) samples.push(timing);
+    }
+    return { label, samples };
+  };
+
+  console.log(`Node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}; ${ITERATIONS} iterations after ${WARMUP} warm-up, sequential`);
+  console.log('\nTime to first text_delta (short reply):');
+  const ttft = [];
+  for (const [label, fn] of [
+    ['raw HTTP -> fake upstream', rawDirect],
+    ['provider layer (openai SDK) -> fake upstream', sdkDirect],
+    ['POST /api/v1/chat/stream -> fake upstream', viaApi],
+  ] as const) {
+    const result = await run(label, fn, shortReply, ITERATIONS);
+    ttft.push(result);
+    console.log(fmt(label, stats(result.samples.map((s) => s.ttft))));
+  }
+  const sdkP50 = stats(ttft[1]!.samples.map((s) => s.ttft)).p50;
+  const apiP50 = stats(ttft[2]!.samples.map((s) => s.ttft)).p50;
+  const rawP50 = stats(ttft[0]!.samples.map((s) => s.ttft)).p50;
+  console.log(`API adds ${(apiP50 - sdkP50).toFixed(2)} ms at p50 over the provider layer alone (${(apiP50 - rawP50).toFixed(2)} ms over raw HTTP)`);
+
+  console.log(`\nPer-event relay cost (${EVENTS} text deltas, no upstream delay):`);
+  const longIterations = Math.max(20, Math.floor(ITERATIONS / 4));
+  const sdkLong = await run('provider layer', sdkDirect, longReply, longIterations);
+  const apiLong = await run('API', viaApi, longReply, longIterations);
+  // Time from the request to the last delta, per event: with no upstream pacing this is the
+  // relay's throughput cost (parse upstream chunk, re-encode, write) amortised over the stream.
+  const toLast = (t: Timing) => t.ttft + t.tail;
+  const sdkLast = stats(sdkLong.samples.map(toLast));
+  const apiLast = stats(apiLong.samples.map(toLast));
+  const apiFirst = stats(apiLong.samples.map((t) => t.ttft));
+  const sdkFirst = stats(sdkLong.samples.map((t) => t.ttft));
+  console.log(fmt('provider layer: request -> last delta', sdkLast));
+  console.log(fmt('through the API: request -> last delta', apiLast));
+  const perEventUs = (((apiLast.p50 - apiFirst.p50) - (sdkLast.p50 - sdkFirst.p50)) / Math.max(1, EVENTS - 1)) * 1000;
+  console.log(`API adds ${perEventUs.toFixed(1)} µs per event at p50 (first-to-last delta span, API minus provider layer, / ${EVENTS - 1})`);
+
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeAppContext(ctx);
+  await fake.close();
+  await ferret.process.stop();
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
