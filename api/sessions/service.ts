@@ -210,8 +210,14 @@ export interface SessionDetail {
 export async function getSessionDetail(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDetail> {
   const session = await findSession(ctx.models, scope, sessionId);
   if (session.status === 'ended') return { session, live: null, liveUnavailableReason: 'ended' };
+  let client;
   try {
-    const client = await ctx.temporal.client();
+    client = await ctx.temporal.client();
+  } catch (err) {
+    ctx.logger.warn({ err, sessionId }, 'Temporal unreachable; answering the session detail from MongoDB');
+    return { session, live: null, liveUnavailableReason: 'unreachable' };
+  }
+  try {
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
     const live = await withDeadline(client, STATE_QUERY_TIMEOUT_MS, () => handle.query(stateQuery));
     return { session, live, liveUnavailableReason: null };
