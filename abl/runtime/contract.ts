@@ -21,6 +21,10 @@ export interface ThreadState {
   /** Delegate entries that already fired (they fire once). */
   firedDelegates: string[];
   startedOnce: boolean;
+  /** Agent-level GATHER field the agent last asked for (a plain answer fills it). */
+  askedField?: string | null;
+  /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
+  lastReply?: string | null;
 }
 
 export interface ChatTurn {
@@ -44,6 +48,32 @@ export interface SessionRuntimeState {
   turn: number;
   /** Counter for deterministic ids (commands, spans). */
   seq: number;
+  /** The turn in progress while effects are outstanding (see docs/runtime-interpreter.md). */
+  exec?: TurnExecution | null;
+  /** `delegate`: a delegated child run to completion without a user (initDelegateState). */
+  mode?: 'session' | 'delegate';
+  /** How the session (or delegated child) ended: COMPLETE text, outcome label, failure. */
+  result?: { ok: boolean; response: string | null; label: string | null; error: RuntimeError | null } | null;
+}
+
+/**
+ * A turn that waits for effects. The interpreter replays the turn from `snapshot` with the
+ * recorded effect results (`journal`, by command id) until it reaches an effect it has no result
+ * for; responses and trace already returned are not returned again.
+ */
+export interface TurnExecution {
+  snapshot: SessionRuntimeState;
+  event: RuntimeEvent;
+  journal: Record<string, RuntimeEvent>;
+  /** Command ids already handed to the workflow and not yet answered. */
+  outstanding: string[];
+  /** Command type by id (to check that the answering event fits). */
+  kinds: Record<string, RuntimeCommand['type']>;
+  emittedResponses: number;
+  emittedTrace: number;
+  /** Clock and seed fixed at the start of the turn, so replays are identical. */
+  nowMs: number;
+  seed: number;
 }
 
 export type PendingWait =
@@ -95,7 +125,8 @@ export type RuntimeCommand =
       type: 'delegate';
       id: string;
       agent: string;
-      tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string }[];
+      /** `returns`: child variables the parent reads back (DELEGATE RETURNS keys). */
+      tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string; returns?: string[] }[];
     }
   | { type: 'escalate'; id: string; agent: string; reason: string; priority: string; tags: string[]; context: Record<string, Json> }
   | { type: 'suspend_for_callback'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number };
