@@ -7,6 +7,8 @@ import {
 } from '../../../abl/runtime';
 import { EXAMPLES_DIR, readProject } from '../abl/helpers';
 
+type TraceData = { [T in TraceDraft as T['type']]: T['data'] };
+
 let cached: CompilationOutput | null = null;
 export function examples(): CompilationOutput {
   cached ??= compileProject(readProject(EXAMPLES_DIR));
@@ -92,8 +94,8 @@ export class Driver {
     return t?.vars ?? {};
   }
 
-  traceOf<K extends TraceDraft['type']>(type: K): Extract<TraceDraft, { type: K }>['data'][] {
-    return this.trace.filter((t) => t.type === type).map((t) => t.data as Extract<TraceDraft, { type: K }>['data']);
+  traceOf<K extends keyof TraceData>(type: K): TraceData[K][] {
+    return this.trace.filter((t) => t.type === type).map((t) => t.data as TraceData[K]);
   }
 }
 
