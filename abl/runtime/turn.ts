@@ -621,7 +621,8 @@ export class Turn {
       return { ok: false, blocked: true, error: { kind: 'constraint', message: `The call to ${tool.name} was blocked by a constraint.` } };
     }
     const agent = this.agent(th);
-    const async = tool.binding.type === 'http' ? tool.binding.async : null;
+    // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
+    const async = tool.binding.type === 'http' && !this.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
     let ev: RuntimeEvent;
     if (async) {
       const prev = th.status;

@@ -1,7 +1,7 @@
 // Support_Hub handoffs (expression WHEN and LLM tool), Trip_Planner fan-out, delegated children
 // and Onboarding_Agent's async callback tool.
 
-import { delegateOutcome, type RuntimeCommand, type RuntimeEvent } from '../../../abl/runtime';
+import { createInterpreter, delegateOutcome, type RuntimeCommand, type RuntimeEvent } from '../../../abl/runtime';
 import { Driver, examples, llmCall, llmText, scripted, toolOk } from './driver';
 
 describe('Support_Hub handoff', () => {
@@ -178,4 +178,13 @@ describe('Onboarding_Agent async tool', () => {
 
 test('the examples compile', () => {
   expect(examples().ok).toBe(true);
+});
+
+test('a mocked async tool is emitted as call_tool, not a suspension', () => {
+  const interp = createInterpreter({ ...examples(), entry_agent: 'Onboarding_Agent' }, { now: () => 0, random: () => 0.5, mockedTools: new Set(['start_kyc_check']) });
+  let r = interp.init({ type: 'start', sessionVariables: { full_name: 'A B', id_number: 'AB123456' }, startAtStep: 'verify' });
+  expect(r.commands).toEqual([expect.objectContaining({ type: 'call_tool', tool: 'start_kyc_check' })]);
+  expect(r.outcome).toBe('awaiting_effects');
+  r = interp.advance(r.state, toolOk(r.commands[0]?.id as string, { decision: 'rejected', reference: 'M-1' }));
+  expect(r.responses).toEqual(["We couldn't verify your identity (ref M-1)."]);
 });
