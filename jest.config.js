@@ -7,6 +7,8 @@ const transform = {
 module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   maxWorkers: 2,
+  // Integration tests drive real servers; a turn through Temporal takes more than jest's 5 s default on a busy box.
+  testTimeout: 60000,
   projects: [
     {
       displayName: 'unit',
@@ -21,7 +23,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-      testTimeout: 60000,
     },
   ],
 };

@@ -13,13 +13,14 @@ import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/regist
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
 import { chatRoutes } from './chat/router';
+import { chatAgentRoutes } from './chat-agent/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
 import { tenancyRoutes } from './tenancy/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, llmSettingsRoutes, sessionRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

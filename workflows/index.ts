@@ -1,2 +1,4 @@
 // The workflow bundle's entry: every workflow type the worker registers.
 export { probeWorkflow } from './probe';
+export { agentSession } from './agent-session';
+export { delegationWorkflow } from './delegation';

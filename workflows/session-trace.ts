@@ -11,8 +11,14 @@ export class TurnTrace {
   constructor(
     readonly turn: number,
     private seq: number,
+    rootSpan?: string,
   ) {
-    this.rootSpan = `t${turn}`;
+    this.rootSpan = rootSpan ?? `t${turn}`;
+  }
+
+  /** Adopts events recorded elsewhere (a delegated child's), renumbering their sequence. */
+  adopt(events: TraceEventOut[]): void {
+    for (const event of events) this.events.push({ ...event, seq: this.seq++ });
   }
 
   get nextSeq(): number {

@@ -66,7 +66,8 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const config = testConfig(options.env, options.mongoUri);
-  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
+  const ctx = await buildAppContext(config, createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,0 +1,36 @@
+// POST /api/v1/chat/agent: run one message through a project's agents.
+import { ApiError } from '../../lib/errors';
+import { defineRoute, type AnyRoute } from '../http/route';
+import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
+import { runChatTurn } from './service';
+
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export const chatAgentRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/chat/agent',
+    summary: "Send a message to a project's agents",
+    description:
+      'Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session).',
+    tags: ['Chat'],
+    auth: 'session:execute',
+    body: ZChatAgentRequestSchema,
+    errorStatuses: [404, 409, 410, 429, 503],
+    response: ZChatAgentResponseSchema,
+    async handler({ ctx, principal, body, req, res }) {
+      const project = await ctx.models.Project.findOne({ _id: body.projectId, tenantId: principal.tenantId }).lean();
+      if (!project || (principal.projectId && principal.projectId !== project._id)) {
+        throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
+      }
+      const key = req.headers['idempotency-key'];
+      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+        throw new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-');
+      }
+      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res });
+      const { traceEvents, ...rest } = result;
+      return { success: true, ...rest, ...(traceEvents.length > 0 ? { traceEvents } : {}) };
+    },
+  }),
+];
+

@@ -1,0 +1,47 @@
+// Request and response schemas of POST /api/v1/chat/agent.
+import { z } from 'zod';
+import '../openapi/registry';
+
+/** Limits on per-turn metadata (the spec says "validated server side"; these are ours). */
+export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 50, maxDepth: 5 } as const;
+
+const ZToolMock = z.object({
+  toolName: z.string().min(1).max(256),
+  response: z.unknown().optional(),
+  error: z.string().max(2000).optional(),
+});
+
+export const ZChatAgentRequestSchema = z.object({
+  projectId: z.string().min(1).max(64).describe('Project holding the agents'),
+  message: z.string().min(1).max(32_000).describe('The user message'),
+  sessionId: z.uuid().optional().describe('Resume this session; omit to create one'),
+  deploymentId: z.string().min(1).max(64).optional(),
+  environment: z.enum(['dev', 'staging', 'production']).optional(),
+  agentId: z.string().min(1).max(200).optional().describe('Agent for the first turn: id, name or `<domain>/<name>` path'),
+  metadata: z.record(z.string(), z.unknown()).optional().describe('Per-turn only; max 16 KB of JSON, 50 keys, depth 5'),
+  testContext: z
+    .object({
+      gatherValues: z.record(z.string(), z.unknown()).optional(),
+      sessionVariables: z.record(z.string(), z.unknown()).optional(),
+      callerContext: z
+        .object({ userId: z.string().max(256).optional(), channel: z.string().max(64).optional(), customAttributes: z.record(z.string(), z.unknown()).optional() })
+        .optional(),
+      toolMocks: z.array(ZToolMock).max(50).optional(),
+      skipOnStart: z.boolean().optional(),
+      startAtStep: z.string().min(1).max(200).optional(),
+    })
+    .optional()
+    .describe('Needs agent:write'),
+});
+export type TChatAgentRequest = z.infer<typeof ZChatAgentRequestSchema>;
+
+export const ZChatAgentResponseSchema = z
+  .object({
+    success: z.literal(true),
+    sessionId: z.string(),
+    response: z.string(),
+    action: z.object({ type: z.string() }).passthrough(),
+    state: z.record(z.string(), z.unknown()),
+    traceEvents: z.array(z.object({ type: z.string(), spanId: z.string(), parentSpanId: z.string().nullable(), timestamp: z.string(), data: z.record(z.string(), z.unknown()) })).optional(),
+  })
+  .openapi('ChatAgentResponse');

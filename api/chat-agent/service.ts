@@ -1,0 +1,166 @@
+// Agent-backed chat: one message into a session. A first message creates the session summary and
+// starts its AgentSession workflow together with the turn (update-with-start); later messages are
+// `turn` updates on the running workflow. The update's result is the agent's answer.
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  type Client,
+} from '@temporalio/client';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
+import { ApiError } from '../../lib/errors';
+import { isErrorCode } from '../../lib/error-codes';
+import { hasPermission, type Principal } from '../../lib/permissions';
+import { type ProjectDoc } from '../../db/project';
+import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
+import { type AppContext } from '../context';
+import { consumeRateLimit } from '../middleware/rate-limit';
+import { buildSessionStartInput, createSessionRecord } from '../sessions/service';
+import { sessionWithStartOperation } from '../sessions/workflow-client';
+import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
+import { type Response } from 'express';
+
+function depth(value: unknown, level = 0): number {
+  if (value === null || typeof value !== 'object') return level;
+  return Math.max(level + 1, ...Object.values(value as Record<string, unknown>).map((v) => depth(v, level + 1)));
+}
+
+/** Rejects metadata over the documented limits with 400. */
+export function validateMetadata(metadata: Record<string, unknown> | undefined): void {
+  if (!metadata) return;
+  const bytes = Buffer.byteLength(JSON.stringify(metadata));
+  const problem =
+    bytes > METADATA_LIMITS.maxBytes
+      ? `is ${bytes} bytes; the limit is ${METADATA_LIMITS.maxBytes}`
+      : Object.keys(metadata).length > METADATA_LIMITS.maxKeys
+        ? `has more than ${METADATA_LIMITS.maxKeys} keys`
+        : depth(metadata) > METADATA_LIMITS.maxDepth
+          ? `nests deeper than ${METADATA_LIMITS.maxDepth} levels`
+          : null;
+  if (problem) throw new ApiError('VALIDATION_ERROR', `Invalid message metadata: body.metadata ${problem}`);
+}
+
+/** Finds the agent for a new session: the requested one, else the project's entry agent. */
+export async function pickSessionAgent(ctx: AppContext, project: ProjectDoc, agentId: string | undefined) {
+  const versioned = new Set(await ctx.models.AgentVersion.distinct('agentId', { tenantId: project.tenantId, projectId: project._id }));
+  const agents = (await ctx.models.Agent.find({ tenantId: project.tenantId, projectId: project._id }).sort({ createdAt: 1 }).lean()).filter((a) =>
+    versioned.has(a._id),
+  );
+  if (agents.length === 0) throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
+  if (agentId) {
+    const match = agents.find((a) => a._id === agentId || a.name === agentId || `${a.domain}/${a.name}` === agentId);
+    if (!match) throw new ApiError('NOT_FOUND', `Agent "${agentId}" not found or has no version`);
+    return match;
+  }
+  // The entry agent: the first supervisor, else the oldest agent.
+  return agents.find((a) => /^\s*SUPERVISOR\s*:/m.test(a.dslContent)) ?? agents[0]!;
+}
+
+/** Maps a failed update (validator rejection or ApplicationFailure) onto the API's errors. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof WorkflowUpdateFailedError) {
+    const cause = err.cause;
+    if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return new ApiError(cause.type, cause.message);
+    const message = cause?.message ?? err.message;
+    if (/has ended/.test(message)) return new ApiError('CONFLICT', 'Session has ended; start a new session');
+    if (cause instanceof ApplicationFailure && cause.type === null) return new ApiError('BAD_REQUEST', message);
+    return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
+  }
+  if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
+  }
+  if (err instanceof WorkflowNotFoundError) return new ApiError('CONFLICT', 'Session has ended; start a new session');
+  const message = err instanceof Error ? err.message : String(err);
+  if (/deadline|UNAVAILABLE|connect/i.test(message)) {
+    return new ApiError('SERVICE_UNAVAILABLE', 'The runtime is unavailable; retry with the same Idempotency-Key');
+  }
+  return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
+}
+
+let turnsInFlight = 0;
+
+export interface ChatTurnOptions {
+  principal: Principal;
+  project: ProjectDoc;
+  body: TChatAgentRequest;
+  idempotencyKey: string | null;
+  res: Response;
+}
+
+export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Promise<TurnResult> {
+  const { principal, project, body, res } = options;
+  validateMetadata(body.metadata);
+  if (body.testContext && !hasPermission(principal, 'agent:write')) {
+    throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
+  }
+  if (body.deploymentId) throw new ApiError('NOT_FOUND', 'Deployment not found');
+  if (turnsInFlight >= ctx.config.MAX_TURNS_IN_FLIGHT) {
+    throw new ApiError('QUEUE_FULL', { message: 'Execution queue full', extraBody: { retryAfterMs: 1000 }, headers: { 'Retry-After': '1' } });
+  }
+
+  const clientMessageId = options.idempotencyKey ?? randomUUID();
+  const turn: TurnUpdateInput = { clientMessageId, message: body.message, metadata: body.metadata, testContext: body.testContext };
+  const client: Client = await ctx.temporal.client().catch((err: unknown) => {
+    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable', cause: err });
+  });
+  const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
+
+  turnsInFlight++;
+  try {
+    if (body.sessionId) {
+      const session = await ctx.models.Session.findOne({ _id: body.sessionId, tenantId: principal.tenantId, projectId: project._id }).lean();
+      if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
+      await consumeRateLimit(ctx.sessionMessageLimiter, `session:${session._id}`, res, 'Session message rate limit exceeded');
+      const handle = client.workflow.getHandle(session.runtimeSessionId);
+      return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
+    }
+
+    const agent = await pickSessionAgent(ctx, project, body.agentId);
+    // A retried first message (same Idempotency-Key) lands in the same session.
+    const sessionId = options.idempotencyKey
+      ? uuidFromHash(`${principal.tenantId}:${project._id}:${options.idempotencyKey}`)
+      : randomUUID();
+    const existing = await ctx.models.Session.findOne({ _id: sessionId, tenantId: principal.tenantId }).lean();
+    if (!existing) {
+      const active = await ctx.models.Session.countDocuments({ tenantId: principal.tenantId, status: 'active' });
+      if (active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
+        throw new ApiError('RATE_LIMIT_EXCEEDED', {
+          message: 'Concurrent session limit exceeded',
+          extraBody: { retryAfterMs: 60_000 },
+          headers: { 'Retry-After': '60' },
+        });
+      }
+    }
+    const start = buildSessionStartInput(ctx.config, {
+      tenantId: principal.tenantId,
+      projectId: project._id,
+      agentId: agent._id,
+      agentName: agent.name,
+      channel: 'api',
+      environment: body.environment ?? 'dev',
+      sessionId,
+    });
+    if (!existing) {
+      await createSessionRecord(ctx.models, start).catch((err: unknown) => {
+        // A concurrent retry with the same Idempotency-Key created it first: same session.
+        if ((err as { code?: number }).code !== 11000) throw err;
+      });
+    }
+    const operation = sessionWithStartOperation(ctx.config, start, 'USE_EXISTING');
+    return await client.withDeadline(deadline, () =>
+      client.workflow.executeUpdateWithStart(turnUpdate, { args: [turn], updateId: clientMessageId, startWorkflowOperation: operation }),
+    );
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw toApiError(err);
+  } finally {
+    turnsInFlight--;
+  }
+}
+
+/** A UUID (v4 layout) derived from a string, so the same idempotency key names the same session. */
+function uuidFromHash(input: string): string {
+  const h = createHash('sha256').update(input).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}

@@ -1,0 +1,133 @@
+// Chat-turn latency and throughput through the HTTP API with the offline `local` model, next to a
+// bare Temporal update round trip (the probe workflow's no-op update) on the same stack.
+//   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 10]
+// Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, API, worker).
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { createServer } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { buildAppContext, closeAppContext } from '../api/bootstrap';
+import { createApp } from '../api/app';
+import { createLogger } from '../lib/logger';
+import { loadConfig } from '../lib/config';
+import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
+import { createSwitchboardWorker } from '../workers/create-worker';
+import { createActivityDeps } from '../workers/activity-deps';
+import { pingUpdate } from '../workflows/definitions';
+import { seedDevProject } from '../infra/seed-project';
+import { ensureDevTenant } from '../infra/seed';
+
+const { values } = parseArgs({ options: { sessions: { type: 'string', default: '10' }, turns: { type: 'string', default: '10' } } });
+const SESSIONS = Number(values.sessions);
+const TURNS = Number(values.turns);
+
+function stats(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  return { n: sorted.length, p50: at(50), p95: at(95), p99: at(99) };
+}
+
+const fmt = (label: string, s: ReturnType<typeof stats>, wallMs: number) =>
+  `${label.padEnd(22)} n=${s.n}  p50 ${s.p50.toFixed(1)} ms  p95 ${s.p95.toFixed(1)} ms  p99 ${s.p99.toFixed(1)} ms  ${((s.n / wallMs) * 1000).toFixed(1)} /s`;
+
+async function main() {
+  Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
+  const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
+  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
+  const config = loadConfig({
+    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/bench`,
+    TEMPORAL_ADDRESS: temporal.address,
+    TEMPORAL_TASK_QUEUE: 'bench',
+    JWT_SECRET: 'b'.repeat(40),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_REQUESTS: '1000000',
+    SESSION_MESSAGES_PER_MINUTE: '100000',
+    MAX_CONCURRENT_SESSIONS: '100000',
+    LLM_TIER_FAST: 'local',
+    LLM_TIER_BALANCED: 'local',
+    LLM_TIER_POWERFUL: 'local',
+  });
+  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const server = createServer(createApp(ctx));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+  const worker = await createSwitchboardWorker({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue: 'bench',
+    deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+  });
+  const running = worker.run();
+  const { credentials } = await ensureDevTenant(ctx.models, path.join(tmp, 'creds.json'), baseUrl);
+  const agents = await seedDevProject(ctx.models, credentials);
+  process.stdout.write(`stack up; agents: ${agents.join(', ')}; ${SESSIONS} sessions x ${TURNS} turns\n`);
+
+  // Bare Temporal: one probe workflow per session, TURNS no-op updates each, same concurrency.
+  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  const bare: number[] = [];
+  let wall = Date.now();
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async (_, s) => {
+      const op = new WithStartWorkflowOperation('probeWorkflow', { workflowId: `probe-${s}`, taskQueue: 'bench', workflowIdConflictPolicy: 'USE_EXISTING' });
+      await client.workflow.executeUpdateWithStart(pingUpdate, { args: [{ n: 0 }], startWorkflowOperation: op });
+      const handle = client.workflow.getHandle(`probe-${s}`);
+      for (let t = 0; t < TURNS; t++) {
+        const started = performance.now();
+        await handle.executeUpdate(pingUpdate, { args: [{ n: t }] });
+        bare.push(performance.now() - started);
+      }
+    }),
+  );
+  const bareWall = Date.now() - wall;
+
+  // Chat turns through the HTTP API.
+  const turns: number[] = [];
+  const messages = ['hello', 'I have a question about my invoice', 'INV-123456', 'yes', 'thanks'];
+  wall = Date.now();
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async () => {
+      let sessionId: string | undefined;
+      for (let t = 0; t < TURNS + 1; t++) {
+        const started = performance.now();
+        const res = await fetch(`${baseUrl}/api/v1/chat/agent`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${credentials.apiKey}` },
+          body: JSON.stringify({ projectId: credentials.projectId, message: messages[t % messages.length], ...(sessionId ? { sessionId } : {}) }),
+        });
+        const body = (await res.json()) as { sessionId?: string; error?: unknown };
+        if (!res.ok) throw new Error(`chat failed: ${res.status} ${JSON.stringify(body)}`);
+        sessionId = body.sessionId;
+        // The first turn also starts the workflow; measure steady-state turns only.
+        if (t > 0) turns.push(performance.now() - started);
+      }
+    }),
+  );
+  const chatWall = Date.now() - wall;
+
+  const b = stats(bare);
+  const c = stats(turns);
+  process.stdout.write(`${fmt('bare update', b, bareWall)}\n${fmt('chat turn (HTTP, local)', c, chatWall)}\n`);
+  process.stdout.write(
+    `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
+  );
+
+  worker.shutdown();
+  await running;
+  await nativeConnection.close();
+  server.close();
+  await closeAppContext(ctx);
+  await ferret.process.stop();
+  await temporal.process.stop();
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

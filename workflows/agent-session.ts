@@ -1,0 +1,253 @@
+// AgentSession: one durable workflow per conversation (`session/<sessionId>`). Each chat turn is
+// the `turn` update: turns run one at a time in arrival order, drive the pure ABL interpreter,
+// execute its commands as activities and child workflows, persist the turn's projection, and
+// return the reply. Long sessions continue-as-new with their state once history grows.
+import * as wf from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { CompilationOutput, Json } from '../abl/ir';
+import type { AdvanceResult, SessionRuntimeState } from '../abl/runtime/contract';
+import { createInterpreter } from '../abl/runtime';
+import {
+  callbackSignal,
+  endSignal,
+  resetUpdate,
+  stateQuery,
+  turnUpdate,
+  type CarriedSessionState,
+  type SessionStartInput,
+  type SessionStateView,
+  type SessionStats,
+  type TurnResult,
+  type TurnUpdateInput,
+} from './definitions';
+import { driveInterpreter, type EffectContext } from './effects';
+import { TurnTrace } from './session-trace';
+
+const { loadSessionBundle } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+// Persistence must not give up quickly: a turn is not answered before its projection is written.
+const { recordTurn } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 30 },
+});
+
+const RECENT_TURNS_KEPT = 20;
+const DEFAULT_MAX_HISTORY_EVENTS = 8000;
+
+function emptyStats(): SessionStats {
+  return { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
+}
+
+export async function agentSession(input: SessionStartInput): Promise<{ status: 'ended'; reason: string }> {
+  const carried: CarriedSessionState | undefined = input.carried;
+  let runtime: SessionRuntimeState | null = carried?.runtime ?? null;
+  let turnCount = carried?.turnCount ?? 0;
+  let traceSeq = carried?.traceSeq ?? 0;
+  let messageSeq = carried?.messageSeq ?? 0;
+  const stats: SessionStats = carried?.stats ?? emptyStats();
+  const recentTurns = carried?.recentTurns ?? [];
+  const createdAtMs = carried?.createdAtMs ?? Date.now();
+  let bundle: CompilationOutput | null = null;
+  let ended: { reason: string } | null = null;
+  let inFlight = 0;
+  // Turns (and resets) run strictly one after another, in arrival order.
+  let queue: Promise<unknown> = Promise.resolve();
+  const enqueue = <T>(work: () => Promise<T>): Promise<T> => {
+    inFlight++;
+    const run = queue.then(work);
+    queue = run.catch(() => undefined);
+    return run.finally(() => inFlight--);
+  };
+
+  const activeThread = () => runtime?.threads[runtime.threads.length - 1] ?? null;
+  const view = (): SessionStateView => {
+    const thread = activeThread();
+    return {
+      sessionId: input.sessionId,
+      status: ended ? 'ended' : (runtime?.status ?? 'active'),
+      currentAgent: thread?.agent ?? input.agentName,
+      step: thread?.flow?.step ?? null,
+      gathered: (thread?.vars ?? {}) as Record<string, unknown>,
+      pending: runtime?.pending
+        ? {
+            kind: runtime.pending.kind,
+            ...(runtime.pending.kind === 'callback'
+              ? { tool: runtime.pending.tool, expiresAt: new Date(runtime.pending.expiresAtMs).toISOString() }
+              : { reason: runtime.pending.reason }),
+          }
+        : null,
+      turnCount,
+      stats: { ...stats, handoffCount: runtime?.handoffCount ?? stats.handoffCount },
+    };
+  };
+
+  wf.setHandler(stateQuery, view);
+  wf.setHandler(endSignal, ({ reason }) => {
+    ended ??= { reason };
+  });
+  wf.setHandler(callbackSignal, () => {
+    // Async-tool callbacks are delivered here once suspensions land; until then they are ignored.
+  });
+  wf.setHandler(
+    turnUpdate,
+    (turn) => {
+      const done = recentTurns.find((r) => r.clientMessageId === turn.clientMessageId);
+      if (done) return Promise.resolve(done.result);
+      return enqueue(() => runTurn(turn));
+    },
+    {
+      validator: (turn) => {
+        // Rejected here, a bad turn leaves nothing in history. Types map to API error codes.
+        if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended; start a new session', 'CONFLICT');
+        if (typeof turn?.message !== 'string' || turn.message.trim() === '') {
+          throw wf.ApplicationFailure.nonRetryable('body.message: must not be empty', 'VALIDATION_ERROR');
+        }
+        if (typeof turn.clientMessageId !== 'string' || turn.clientMessageId === '') {
+          throw wf.ApplicationFailure.nonRetryable('clientMessageId is required', 'VALIDATION_ERROR');
+        }
+      },
+    },
+  );
+  wf.setHandler(
+    resetUpdate,
+    () =>
+      enqueue(async () => {
+        runtime = null;
+        const trace = new TurnTrace(++turnCount, traceSeq);
+        trace.add('state_change', { variable: '_session', value: 'reset' });
+        traceSeq = trace.nextSeq;
+        stats.traceEventCount += trace.events.length;
+        await persist(trace, []);
+        return { resetAt: new Date().toISOString() };
+      }),
+    {
+      validator: () => {
+        if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended', 'CONFLICT');
+      },
+    },
+  );
+
+  bundle = await loadSessionBundle({ tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef });
+
+  async function persist(trace: TurnTrace, messages: { role: 'user' | 'assistant'; agent: string | null; content: string }[]) {
+    const thread = activeThread();
+    await recordTurn({
+      tenantId: input.tenantId,
+      projectId: input.projectId,
+      sessionId: input.sessionId,
+      turn: trace.turn,
+      messages: messages.map((m) => ({ ...m, seq: ++messageSeq, timestamp: new Date().toISOString() })),
+      traceEvents: trace.events,
+      summary: {
+        currentAgent: thread?.agent ?? input.agentName,
+        runtimeStatus: ended ? 'ended' : (runtime?.status ?? 'active'),
+        status: ended ? 'ended' : 'active',
+        messageCount: stats.messageCount,
+        traceEventCount: stats.traceEventCount,
+        tokenCount: stats.tokenCount,
+        errorCount: stats.errorCount,
+        estimatedCost: stats.estimatedCost,
+        handoffCount: runtime?.handoffCount ?? stats.handoffCount,
+        durationMs: Date.now() - createdAtMs,
+        lastActivityAt: new Date().toISOString(),
+        ...(ended ? { endedAt: new Date().toISOString(), endReason: ended.reason } : {}),
+      },
+    });
+  }
+
+  async function runTurn(turn: TurnUpdateInput): Promise<TurnResult> {
+    // With update-with-start the first turn arrives before the agents are loaded.
+    await wf.condition(() => bundle !== null);
+    if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended', 'CONFLICT');
+    const compiled = bundle!;
+    const trace = new TurnTrace(++turnCount, traceSeq);
+    const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
+    // The session's own agent is the entry agent, whatever the project's manifest says.
+    const interpreter = createInterpreter({ ...compiled, entry_agent: input.agentName }, { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()) });
+    const responses: string[] = [];
+
+    const effects: EffectContext = {
+      tenantId: input.tenantId,
+      projectId: input.projectId,
+      sessionId: input.sessionId,
+      bundleRef: input.bundleRef,
+      compiled,
+      trace,
+      stats,
+      mocks,
+      messageMetadata: turn.metadata,
+      childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
+    };
+    const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses);
+
+    let result: AdvanceResult | null = null;
+    if (!runtime) {
+      const tc = turn.testContext;
+      result = await drive(
+        interpreter.init({
+          type: 'start',
+          sessionVariables: tc?.sessionVariables as Record<string, Json> | undefined,
+          gatherValues: tc?.gatherValues as Record<string, Json> | undefined,
+          startAtStep: tc?.startAtStep,
+          skipOnStart: tc?.skipOnStart,
+        }),
+      );
+      runtime = result.state;
+    }
+    result = await drive(interpreter.advance(runtime, { type: 'user_message', text: turn.message, metadata: turn.metadata as Record<string, Json> | undefined }));
+    runtime = result.state;
+    if (result.outcome === 'completed') ended ??= { reason: 'completed' };
+
+    const response = responses.join('\n\n');
+    const thread = activeThread();
+    stats.messageCount += response ? 2 : 1;
+    stats.traceEventCount += trace.events.length;
+    traceSeq = trace.nextSeq;
+    await persist(trace, [
+      { role: 'user', agent: null, content: turn.message },
+      ...(response ? [{ role: 'assistant' as const, agent: thread?.agent ?? null, content: response }] : []),
+    ]);
+    const actionType = result.outcome === 'completed' ? 'complete' : result.outcome === 'suspended' ? (runtime.pending?.kind === 'human_task' ? 'escalate' : 'suspend') : 'continue';
+    const turnResult: TurnResult = {
+      sessionId: input.sessionId,
+      response,
+      action: { type: actionType },
+      state: {
+        agent: thread?.agent ?? input.agentName,
+        status: runtime.status,
+        step: thread?.flow?.step ?? null,
+        variables: (thread?.vars ?? {}) as Record<string, unknown>,
+      },
+      traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
+    };
+    recentTurns.push({ clientMessageId: turn.clientMessageId, result: turnResult });
+    if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();
+    return turnResult;
+  }
+
+  const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
+  const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
+
+  while (!ended) {
+    const seen = turnCount;
+    const woke = await wf.condition(() => ended !== null || inFlight > 0 || turnCount !== seen || shouldRollOver(), input.idleTimeoutMs);
+    if (!woke) {
+      ended = { reason: 'idle_timeout' };
+      break;
+    }
+    await wf.condition(() => inFlight === 0 || ended !== null);
+    if (!ended && inFlight === 0 && shouldRollOver()) {
+      await wf.condition(wf.allHandlersFinished);
+      const next: CarriedSessionState = { runtime, turnCount, recentTurns, traceSeq, messageSeq, stats, createdAtMs };
+      await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
+    }
+  }
+  await wf.condition(wf.allHandlersFinished);
+  const trace = new TurnTrace(++turnCount, traceSeq);
+  trace.add('state_change', { variable: '_session', value: 'ended', reason: ended.reason });
+  stats.traceEventCount += trace.events.length;
+  await persist(trace, []);
+  return { status: 'ended', reason: ended.reason };
+}

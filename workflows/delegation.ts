@@ -1,0 +1,64 @@
+// Delegation: a child workflow that runs one delegated agent to completion with the same
+// interpreter and effects as the session, seeded only with the DELEGATE entry's INPUT. Its
+// trace events and usage are returned to the parent, which records them in the session.
+import * as wf from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { Json } from '../abl/ir';
+import type { DelegateOutcome } from '../abl/runtime/contract';
+import { createInterpreter, delegateOutcome } from '../abl/runtime';
+import type { SessionStartInput, TraceEventOut } from './definitions';
+import { driveInterpreter, type EffectContext } from './effects';
+import { TurnTrace } from './session-trace';
+
+const { loadSessionBundle } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5 },
+});
+
+export interface DelegationInput {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  bundleRef: SessionStartInput['bundleRef'];
+  agent: string;
+  input: Record<string, Json>;
+  parentAgent: string;
+  /** The parent's `delegate` span; the child's events hang under it. */
+  rootSpan: string;
+}
+
+export interface DelegationOutput {
+  result: DelegateOutcome;
+  traceEvents: TraceEventOut[];
+  tokenCount: number;
+  estimatedCost: number;
+  errorCount: number;
+}
+
+export async function delegationWorkflow(input: DelegationInput): Promise<DelegationOutput> {
+  const compiled = await loadSessionBundle({ tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef });
+  const trace = new TurnTrace(0, 0, input.rootSpan);
+  const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
+  const interpreter = createInterpreter({ ...compiled, entry_agent: input.agent }, { now: () => Date.now(), random: () => Math.random() });
+  const ctx: EffectContext = {
+    tenantId: input.tenantId,
+    projectId: input.projectId,
+    sessionId: input.sessionId,
+    bundleRef: input.bundleRef,
+    compiled,
+    trace,
+    stats,
+    mocks: new Map(),
+    childIdPrefix: wf.workflowInfo().workflowId,
+  };
+  const state = interpreter.initDelegateState(input.agent, input.input);
+  const responses: string[] = [];
+  const final = await driveInterpreter(ctx, interpreter, interpreter.advance(state, { type: 'start' }), responses);
+  return {
+    result: delegateOutcome(final.state),
+    traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
+    tokenCount: stats.tokenCount,
+    estimatedCost: stats.estimatedCost,
+    errorCount: stats.errorCount,
+  };
+}

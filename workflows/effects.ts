@@ -1,0 +1,216 @@
+// Executes the interpreter's commands inside a workflow: LLM and tool calls as activities,
+// delegations as child workflows (at most four at once), escalations and suspensions as trace
+// decisions. Shared by AgentSession and Delegation, so a child agent runs exactly like a parent.
+import * as wf from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import type { CompilationOutput, Json } from '../abl/ir';
+import type { AdvanceResult, DelegateOutcome, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
+import type { Interpreter } from '../abl/runtime';
+import type { SessionStartInput, SessionStats, TurnTestContext } from './definitions';
+import type { TurnTrace } from './session-trace';
+import type { delegationWorkflow } from './delegation';
+
+const { callLlm, callTool } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '90 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 5 },
+});
+
+const MAX_DELEGATIONS_AT_ONCE = 4;
+
+export interface EffectContext {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  bundleRef: SessionStartInput['bundleRef'];
+  compiled: CompilationOutput;
+  trace: TurnTrace;
+  stats: SessionStats;
+  mocks: Map<string, NonNullable<TurnTestContext['toolMocks']>[number]>;
+  messageMetadata?: Record<string, unknown>;
+  /** Unique prefix for child workflow ids started by this run. */
+  childIdPrefix: string;
+}
+
+export function failureOf(err: unknown): { kind: string; message: string } {
+  if (err instanceof wf.ActivityFailure || err instanceof wf.ChildWorkflowFailure) {
+    const cause = err.cause;
+    if (cause instanceof wf.ApplicationFailure) return { kind: cause.type ?? 'error', message: cause.message };
+    if (cause instanceof wf.TimeoutFailure) return { kind: 'timeout', message: 'timed out' };
+    return { kind: 'error', message: cause?.message ?? err.message };
+  }
+  return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
+}
+
+async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {
+  const started = Date.now();
+  try {
+    const result = await callLlm({ tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request });
+    ctx.stats.tokenCount += result.usage.totalTokens;
+    ctx.stats.estimatedCost += result.estimatedCost ?? 0;
+    ctx.trace.add('llm_call', {
+      agent: command.agent,
+      purpose: command.purpose,
+      model: result.model,
+      provider: result.provider,
+      usage: { inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens },
+      latencyMs: result.latencyMs,
+      finishReason: result.finishReason,
+      estimatedCost: result.estimatedCost,
+      ...(result.provider === 'local' ? { note: 'produced by the offline local model, not a real LLM' } : {}),
+    });
+    return { type: 'llm_result', commandId: command.id, ok: true, content: result.content, toolCalls: result.toolCalls };
+  } catch (err) {
+    const error = failureOf(err);
+    ctx.stats.errorCount++;
+    ctx.trace.add('error', { agent: command.agent, kind: error.kind, message: error.message, durationMs: Date.now() - started });
+    return { type: 'llm_result', commandId: command.id, ok: false, error };
+  }
+}
+
+async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_tool' }>): Promise<RuntimeEvent> {
+  const started = Date.now();
+  const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, input: command.args });
+  const mock = ctx.mocks.get(command.tool);
+  let event: RuntimeEvent;
+  if (mock) {
+    event = mock.error
+      ? { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message: mock.error } }
+      : { type: 'tool_result', commandId: command.id, ok: true, value: (mock.response ?? null) as Json };
+  } else {
+    const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
+    if (!tool || tool.binding.type !== 'http') {
+      const message = tool
+        ? `Tool ${command.tool} has a ${tool.binding.type} binding, which this runtime cannot run yet`
+        : `E721 Tool ${command.tool} not found in project`;
+      event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
+    } else {
+      try {
+        const value = await callTool({
+          tenantId: ctx.tenantId,
+          projectId: ctx.projectId,
+          tool,
+          args: command.args,
+          timeoutMs: command.timeoutMs,
+          messageMetadata: ctx.messageMetadata,
+        });
+        event = { type: 'tool_result', commandId: command.id, ok: true, value };
+      } catch (err) {
+        const error = failureOf(err);
+        event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: error.kind === 'TOOL_TIMEOUT' ? 'tool_timeout' : 'tool_error', message: error.message } };
+      }
+    }
+  }
+  if (!event.ok) ctx.stats.errorCount++;
+  ctx.trace.add(
+    'tool_result',
+    event.ok
+      ? { agent: command.agent, tool: command.tool, success: true, durationMs: Date.now() - started, mocked: Boolean(mock), output: event.value }
+      : { agent: command.agent, tool: command.tool, success: false, durationMs: Date.now() - started, mocked: Boolean(mock), error: event.error },
+    callSpan,
+  );
+  return event;
+}
+
+async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'delegate' }>, index: number): Promise<DelegateOutcome> {
+  const task = command.tasks[index]!;
+  const started = Date.now();
+  const span = ctx.trace.add('delegate', { fromAgent: command.agent, toAgent: task.agent, task: task.purpose, status: 'started' });
+  try {
+    const outcome = await wf.executeChild<typeof delegationWorkflow>('delegationWorkflow', {
+      workflowId: `${ctx.childIdPrefix}/delegate-${command.id}-${index}`,
+      args: [
+        {
+          tenantId: ctx.tenantId,
+          projectId: ctx.projectId,
+          sessionId: ctx.sessionId,
+          bundleRef: ctx.bundleRef,
+          agent: task.agent,
+          input: task.input,
+          parentAgent: command.agent,
+          rootSpan: span,
+        },
+      ],
+      ...(task.timeoutMs ? { workflowExecutionTimeout: task.timeoutMs } : {}),
+    });
+    ctx.stats.tokenCount += outcome.tokenCount;
+    ctx.stats.estimatedCost += outcome.estimatedCost;
+    ctx.stats.errorCount += outcome.errorCount;
+    ctx.trace.adopt(outcome.traceEvents);
+    finishDelegateSpan(ctx, span, Date.now() - started, outcome.result.status);
+    return outcome.result;
+  } catch (err) {
+    const error = failureOf(err);
+    ctx.stats.errorCount++;
+    const status = error.kind === 'timeout' ? ('timed_out' as const) : ('failed' as const);
+    finishDelegateSpan(ctx, span, Date.now() - started, status, error.message);
+    return { agent: task.agent, status, error };
+  }
+}
+
+/** The `delegate` event carries the spec's fields; its duration is known only at the end. */
+function finishDelegateSpan(ctx: EffectContext, span: string, durationMs: number, status: string, error?: string): void {
+  const event = ctx.trace.events.find((e) => e.spanId === span);
+  if (event) Object.assign(event.data, { duration_ms: durationMs, status, ...(error ? { error } : {}) });
+}
+
+export async function executeCommand(ctx: EffectContext, command: RuntimeCommand): Promise<RuntimeEvent | null> {
+  switch (command.type) {
+    case 'call_llm':
+      return runLlm(ctx, command);
+    case 'call_tool':
+      return runTool(ctx, command);
+    case 'delegate': {
+      const results = new Array<DelegateOutcome>(command.tasks.length);
+      let next = 0;
+      const lane = async () => {
+        while (next < command.tasks.length) {
+          const index = next++;
+          results[index] = await runDelegation(ctx, command, index);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(MAX_DELEGATIONS_AT_ONCE, command.tasks.length) }, lane));
+      return { type: 'delegate_result', commandId: command.id, results };
+    }
+    case 'escalate':
+      ctx.trace.add('decision', {
+        decisionKind: 'escalation',
+        decision: 'escalate',
+        agent: command.agent,
+        reasoning: command.reason,
+        priority: command.priority,
+        tags: command.tags,
+      });
+      return null;
+    case 'suspend_for_callback':
+      ctx.trace.add('decision', { decisionKind: 'pause', decision: 'suspend_for_callback', agent: command.agent, tool: command.tool });
+      return null;
+  }
+}
+
+/**
+ * Runs commands until the interpreter needs nothing more: results are fed back one by one, and
+ * commands they produce join the next batch. Collects replies and trace drafts on the way.
+ */
+export async function driveInterpreter(
+  ctx: EffectContext,
+  interpreter: Interpreter,
+  first: AdvanceResult,
+  responses: string[],
+): Promise<AdvanceResult> {
+  let result = first;
+  responses.push(...result.responses);
+  ctx.trace.addDrafts(result.trace);
+  let batch = result.commands;
+  while (batch.length > 0) {
+    const events = await Promise.all(batch.map((command) => executeCommand(ctx, command)));
+    batch = [];
+    for (const event of events) {
+      if (!event) continue;
+      result = interpreter.advance(result.state, event);
+      responses.push(...result.responses);
+      ctx.trace.addDrafts(result.trace);
+      batch.push(...result.commands);
+    }
+  }
+  return result;
+}
