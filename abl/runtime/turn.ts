@@ -375,6 +375,8 @@ export class Turn {
       else context[k] = toJson(this.eval(th, { type: 'Ident', name: k, pos: 0 }));
     }
     this.decision(th, 'escalate', reason);
+    // The user hears something even when nothing else was said this turn.
+    if (this.responses.length === 0) this.respond(th, this.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
     th.status = 'escalated';
     const ev = this.effect({ type: 'escalate', agent: th.agent, reason, priority, tags, context }, { kind: 'human_task', reason });
     th.status = 'active';
@@ -402,7 +404,9 @@ export class Turn {
       if (rule.condition && !this.cond(th, rule.condition)) continue;
       this.decision(th, 'human_complete', rule.action.kind);
       if (rule.action.kind === 'complete') {
-        this.completeAgent(th, null);
+        // A COMPLETE rule that now holds supplies the closing message and STORE.
+        const c = agent.completion.find((x) => x.when.ast !== null && this.cond(th, x.when));
+        this.completeAgent(th, c?.respond ? this.render(th, c.respond) : null, c?.store ?? null);
         return 'stop';
       }
       if (rule.action.kind === 'handoff') {

@@ -167,3 +167,41 @@ describe('robustness', () => {
     );
   });
 });
+
+describe('escalation and memory', () => {
+  test('Complaints_Agent escalates once gathered; COMPLETE on resolution sends the template', () => {
+    const d = new Driver(scripted({ llm: (cmd) => llmCall(cmd.id, 'handoff_to_Complaints_Agent') }));
+    d.start();
+    d.send('I want to complain');
+    expect(d.send('The app lost my order')).toEqual(['Which email should the team lead use to reach you?']);
+    expect(d.send('jane@example.com')).toEqual(['I have passed this to a member of our team. I will continue as soon as they respond.']);
+    expect(d.last.outcome).toBe('suspended');
+    const esc = d.open.find((c) => c.type === 'escalate');
+    expect(esc).toMatchObject({ reason: 'Complaint: The app lost my order', priority: 'medium', tags: ['complaint'] });
+    expect(d.feed({ type: 'human_resolved', commandId: esc?.id as string, resolution: { decision: 'resolved', notes: 'REF-9' } }))
+      .toEqual(['Thanks, jane@example.com will hear from a team lead. Reference: REF-9']);
+    expect(d.active()).toBe('Support_Hub');
+  });
+
+  test('remember rules write persistent facts after the turn', () => {
+    const compiled = compileProject(agentProject(`
+MEMORY:
+  persistent:
+    - user.tier
+      ACCESS: readwrite
+      DEFAULT: "basic"
+  remember:
+    - WHEN: tier IS SET
+      STORE: tier -> user.tier
+GATHER:
+  tier:
+    prompt: "Which tier?"
+    validate: enum(gold, silver)
+`));
+    const d = new Driver(scripted({ llm: (cmd) => llmText(cmd.id, `Tier noted.`) }), compiled);
+    d.start();
+    expect(d.state.memory['user.tier']).toBe('basic');
+    d.send('I am gold');
+    expect(d.state.memory['user.tier']).toBe('gold');
+  });
+});
