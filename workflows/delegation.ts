@@ -22,6 +22,8 @@ export interface DelegationInput {
   bundleRef: SessionStartInput['bundleRef'];
   agent: string;
   input: Record<string, Json>;
+  /** Child variables the parent reads back (RETURNS keys); null sends them all. */
+  returns: string[] | null;
   parentAgent: string;
   /** The parent's `delegate` span; the child's events hang under it. */
   rootSpan: string;
@@ -55,7 +57,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
   const responses: string[] = [];
   const final = await driveInterpreter(ctx, interpreter, interpreter.advance(state, { type: 'start' }), responses);
   return {
-    result: delegateOutcome(final.state),
+    result: delegateOutcome(final.state, input.returns ?? undefined),
     traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
     tokenCount: stats.tokenCount,
     estimatedCost: stats.estimatedCost,

@@ -10,10 +10,19 @@ import type { SessionStartInput, SessionStats, TurnTestContext } from './definit
 import type { TurnTrace } from './session-trace';
 import type { delegationWorkflow } from './delegation';
 
-const { callLlm, callTool } = wf.proxyActivities<Activities>({
-  startToCloseTimeout: '90 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds', maximumAttempts: 5 },
-});
+const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
+const { callLlm } = wf.proxyActivities<Activities>({ startToCloseTimeout: '90 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
+
+/**
+ * A tool's activity lives as long as the tool's own timeout plus a margin, so a worker that dies
+ * mid-call is noticed quickly and the call is retried elsewhere. ABL's `retry` adds attempts.
+ */
+function toolActivity(timeoutMs: number, retries: number) {
+  return wf.proxyActivities<Activities>({
+    startToCloseTimeout: timeoutMs + 5_000,
+    retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
+  }).callTool;
+}
 
 const MAX_DELEGATIONS_AT_ONCE = 4;
 
@@ -85,7 +94,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
       event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
     } else {
       try {
-        const value = await callTool({
+        const value = await toolActivity(command.timeoutMs, command.retries)({
           tenantId: ctx.tenantId,
           projectId: ctx.projectId,
           tool,
@@ -126,6 +135,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           bundleRef: ctx.bundleRef,
           agent: task.agent,
           input: task.input,
+          returns: task.returns ?? null,
           parentAgent: command.agent,
           rootSpan: span,
         },

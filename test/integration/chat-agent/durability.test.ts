@@ -1,0 +1,142 @@
+// Crashes lose no turn: a worker killed in the middle of a turn, and a Temporal dev server
+// restarted on its SQLite file, both end with the turn answered once and the session intact.
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { freePort, startTemporalDevServer } from '../../../infra/processes';
+import { seedDevProject } from '../../../infra/seed-project';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+import { startWorkerProcess } from '../../support/worker-process';
+
+jest.setTimeout(120_000);
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-durability-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe('a worker killed mid-turn', () => {
+  let stack: TestStack;
+  let t: SeededTenant;
+  let toolServer: Server;
+  const requests: number[] = [];
+  let onFirstRequest: () => void = () => undefined;
+
+  beforeAll(async () => {
+    // The tool answers the first call only after a long pause (the worker dies meanwhile) and
+    // every later call at once.
+    toolServer = createServer((req, res) => {
+      requests.push(Date.now());
+      const reply = () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ answer: 'sunny' }));
+      };
+      if (requests.length === 1) {
+        onFirstRequest();
+        setTimeout(reply, 20_000);
+      } else reply();
+    });
+    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
+    const port = (toolServer.address() as AddressInfo).port;
+    stack = await startTestStack();
+    t = await seedTenant(stack.ctx);
+    const api = client(stack.baseUrl);
+    const source = `AGENT: Slow_Agent
+GOAL: "Look the weather up."
+TOOLS:
+  lookup(q: string) -> {answer: string}
+    type: http
+    endpoint: "http://127.0.0.1:${port}/lookup"
+    method: GET
+    timeout: 3000
+FLOW:
+  steps: [fetch]
+  fetch:
+    REASONING: false
+    CALL: lookup(q = "weather")
+    AS: found
+    ON_SUCCESS:
+      RESPOND: "Found {{found.answer}}"
+    ON_FAIL:
+      RESPOND: "Lookup failed"
+`;
+    const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Slow_Agent', dslContent: source } });
+    expect(created.status).toBe(201);
+    const version = await api.post(`/api/projects/${t.projectId}/agents/Slow_Agent/versions`, { key: t.adminKey, json: {} });
+    expect(version.status).toBe(201);
+  });
+  afterAll(async () => {
+    toolServer.closeAllConnections();
+    await new Promise((r) => toolServer.close(r));
+    await stack.close();
+  });
+
+  it('finishes the turn on a new worker and answers once', async () => {
+    const first = await startWorkerProcess(stack.config);
+    const killed = new Promise<void>((resolve) => {
+      onFirstRequest = () => {
+        first.child.kill('SIGKILL');
+        resolve();
+      };
+    });
+    const api = client(stack.baseUrl);
+    const reply = api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message: 'weather please' } });
+    await killed;
+    await first.exited;
+    const second = await startWorkerProcess(stack.config);
+    try {
+      const res = await reply;
+      expect(res.status).toBe(200);
+      expect(res.body.response).toBe('Found sunny');
+      expect(requests.length).toBe(2);
+      const sessionId = res.body.sessionId;
+      const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
+      expect(messages.map((m) => [m.role, m.content])).toEqual([
+        ['user', 'weather please'],
+        ['assistant', 'Found sunny'],
+      ]);
+      const results = await stack.ctx.models.TraceEvent.find({ sessionId, type: 'tool_result' }).lean();
+      expect(results).toHaveLength(1);
+      expect(results[0]!.data).toMatchObject({ tool: 'lookup', success: true });
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('a Temporal dev server restarted on its SQLite file', () => {
+  it('continues the session where it was', async () => {
+    const port = await freePort();
+    const dbFile = path.join(tmp, 'temporal.sqlite');
+    let server = await startTemporalDevServer({ port, uiPort: null, dbFile });
+    const stack = await startTestStack({ worker: true, env: { TEMPORAL_ADDRESS: server.address } });
+    try {
+      const t = await seedTenant(stack.ctx);
+      await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
+      const api = client(stack.baseUrl);
+      const chat = (json: Record<string, unknown>) => api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, ...json } });
+      const first = await chat({ message: 'hello' });
+      const sessionId = first.body.sessionId;
+      const second = await chat({ sessionId, message: 'I have a question about my invoice' });
+      expect(second.body.state.agent).toBe('Billing_Agent');
+
+      await server.process.stop();
+      server = await startTemporalDevServer({ port, uiPort: null, dbFile });
+
+      const third = await chat({
+        sessionId,
+        message: 'INV-123456',
+        testContext: { toolMocks: [{ toolName: 'get_invoice', response: { id: 'INV-123456', amount: 120, status: 'open' } }] },
+      });
+      expect(third.status).toBe(200);
+      expect(third.body.state.agent).toBe('Billing_Agent');
+      expect(third.body.response).toContain('Want a refund?');
+      const summary = await stack.ctx.models.Session.findById(sessionId).lean();
+      expect(summary?.messageCount).toBe(6);
+    } finally {
+      await stack.close();
+      await server.process.stop();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+// Runs the real worker process (`workers/main.ts`) as a child, so a test can kill it abruptly.
+import { spawn } from 'node:child_process';
+import { type Config } from '../../lib/config';
+import { manage, ROOT, type ManagedProcess } from '../../infra/processes';
+
+const PASSED_ON = [
+  'MONGODB_URI',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'JWT_SECRET',
+  'ENCRYPTION_KEY',
+  'LLM_TIER_FAST',
+  'LLM_TIER_BALANCED',
+  'LLM_TIER_POWERFUL',
+  'TOOL_ALLOW_PRIVATE_NETWORKS',
+] as const;
+
+export async function startWorkerProcess(config: Config): Promise<ManagedProcess> {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'test' };
+  for (const name of PASSED_ON) {
+    const value = config[name];
+    if (value !== undefined) env[name] = String(value);
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = manage('worker', child);
+  let output = '';
+  child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker did not start in 60 s:\n${output}`)), 60_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      output = (output + d.toString()).slice(-4000);
+      if (output.includes('worker started')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void proc.exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited (${code}) before starting:\n${output}`));
+    });
+  });
+  return proc;
+}
