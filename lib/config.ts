@@ -62,6 +62,8 @@ export const ConfigSchema = z.object({
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
+  /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */
+  SESSION_MAX_HISTORY_EVENTS: positiveInt.default(8000),
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),

@@ -6,7 +6,7 @@ import type { Activities } from '../activities';
 import type { Json } from '../abl/ir';
 import type { DelegateOutcome } from '../abl/runtime/contract';
 import { createInterpreter, delegateOutcome } from '../abl/runtime';
-import type { SessionStartInput, TraceEventOut } from './definitions';
+import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
 import { driveInterpreter, type EffectContext } from './effects';
 import { TurnTrace } from './session-trace';
 
@@ -24,6 +24,7 @@ export interface DelegationInput {
   input: Record<string, Json>;
   /** Child variables the parent reads back (RETURNS keys); null sends them all. */
   returns: string[] | null;
+  toolMocks: NonNullable<TurnTestContext['toolMocks']>;
   parentAgent: string;
   /** The parent's `delegate` span; the child's events hang under it. */
   rootSpan: string;
@@ -41,7 +42,10 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
   const compiled = await loadSessionBundle({ tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef });
   const trace = new TurnTrace(0, 0, input.rootSpan);
   const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
-  const interpreter = createInterpreter({ ...compiled, entry_agent: input.agent }, { now: () => Date.now(), random: () => Math.random() });
+  const interpreter = createInterpreter(
+    { ...compiled, entry_agent: input.agent },
+    { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(input.toolMocks.map((m) => m.toolName)) },
+  );
   const ctx: EffectContext = {
     tenantId: input.tenantId,
     projectId: input.projectId,
@@ -50,7 +54,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     compiled,
     trace,
     stats,
-    mocks: new Map(),
+    mocks: new Map(input.toolMocks.map((m) => [m.toolName, m])),
     childIdPrefix: wf.workflowInfo().workflowId,
   };
   const state = interpreter.initDelegateState(input.agent, input.input);

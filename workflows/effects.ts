@@ -136,6 +136,8 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           agent: task.agent,
           input: task.input,
           returns: task.returns ?? null,
+          // A turn's test mocks cover the whole turn, delegated agents included.
+          toolMocks: [...ctx.mocks.values()],
           parentAgent: command.agent,
           rootSpan: span,
         },

@@ -89,7 +89,7 @@ export interface NewSessionInput {
 }
 
 /** The AgentSession's start input: a new session id, idle timeout from config, bundle by deployment or latest versions. */
-export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOUT_MS'>, input: NewSessionInput): SessionStartInput {
+export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOUT_MS' | 'SESSION_MAX_HISTORY_EVENTS'>, input: NewSessionInput): SessionStartInput {
   const deploymentId = input.deploymentId ?? null;
   return {
     sessionId: input.sessionId ?? randomUUID(),
@@ -102,6 +102,7 @@ export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOU
     deploymentId,
     bundleRef: deploymentId ? { kind: 'deployment', deploymentId } : { kind: 'latest_versions' },
     idleTimeoutMs: config.SESSION_IDLE_TIMEOUT_MS,
+    maxHistoryEvents: config.SESSION_MAX_HISTORY_EVENTS,
   };
 }
 

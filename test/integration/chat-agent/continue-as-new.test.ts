@@ -1,0 +1,61 @@
+// Long sessions continue-as-new without losing state, counters or retried-turn answers.
+import { Client, Connection } from '@temporalio/client';
+import { seedDevProject } from '../../../infra/seed-project';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+
+let stack: TestStack;
+let t: SeededTenant;
+let temporal: Client;
+
+beforeAll(async () => {
+  // Roll over after a few turns instead of thousands.
+  stack = await startTestStack({ worker: true, env: { SESSION_MAX_HISTORY_EVENTS: '40' } });
+  t = await seedTenant(stack.ctx);
+  await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
+  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+});
+afterAll(async () => {
+  await temporal.connection.close();
+  await stack.close();
+});
+
+it('rolls over to new runs and keeps the conversation, its counters and its retried turns', async () => {
+  const api = client(stack.baseUrl);
+  const chat = (message: string, sessionId?: string, key?: string) =>
+    api.post('/api/v1/chat/agent', {
+      key: t.adminKey,
+      json: {
+        projectId: t.projectId,
+        message,
+        ...(sessionId ? { sessionId } : {}),
+        testContext: { toolMocks: [{ toolName: 'get_invoice', error: 'not found' }] },
+      },
+      headers: key ? { 'idempotency-key': key } : {},
+    });
+  const first = await chat('hello', undefined, 'can-0');
+  const sessionId: string = first.body.sessionId;
+  const handle = temporal.workflow.getHandle(`session/${sessionId}`);
+  const firstRun = (await handle.describe()).runId;
+  await chat('I have a question about my invoice', sessionId);
+  for (let i = 1; i <= 8; i++) {
+    const res = await chat(`INV-12345${i}`, sessionId, `can-${i}`);
+    expect(res.status).toBe(200);
+  }
+  const description = await handle.describe();
+  expect(description.runId).not.toBe(firstRun);
+  expect(description.status.name).toBe('RUNNING');
+
+  // State crossed the boundary: still the billing agent, counters continue.
+  const state = await handle.query<{ currentAgent: string; turnCount: number }>('state');
+  expect(state.currentAgent).toBe('Billing_Agent');
+  expect(state.turnCount).toBeGreaterThanOrEqual(10);
+  const summary = await stack.ctx.models.Session.findById(sessionId).lean();
+  expect(summary?.messageCount).toBe(20);
+
+  // A retry of a turn answered in an earlier run is answered again, not run again.
+  const users = await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId, role: 'user' });
+  const again = await chat('INV-123458', sessionId, 'can-8');
+  expect(again.status).toBe(200);
+  expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId, role: 'user' })).toBe(users);
+});
