@@ -220,6 +220,13 @@ export class Turn {
     return (name: string): unknown => {
       if (Object.hasOwn(extra, name)) return extra[name];
       if (name === 'input') return this.input ?? '';
+      // Per-turn metadata: `session.messageMetadata.x` in prompts and expressions, `message_metadata.x`
+      // as tools see it, and bare keys for backwards compatibility.
+      if (name === 'session') {
+        const own = th.vars.session;
+        return { ...(own && typeof own === 'object' && !Array.isArray(own) ? own : {}), messageMetadata: this.meta };
+      }
+      if (name === 'message_metadata') return this.meta;
       if (Object.hasOwn(this.meta, name)) return this.meta[name];
       if (Object.hasOwn(th.vars, name)) return th.vars[name];
       if (name === 'all_fields_gathered') {

@@ -14,6 +14,7 @@ import { hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
+import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, createSessionRecord } from '../sessions/service';
 import { sessionWithStartOperation } from '../sessions/workflow-client';
@@ -77,7 +78,8 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
 }
 
-let turnsInFlight = 0;
+/** Turns this API process is waiting on, per app (the QUEUE_FULL back-pressure). */
+const turnsInFlight = new WeakMap<AppContext, number>();
 
 export interface ChatTurnOptions {
   principal: Principal;
@@ -94,9 +96,14 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
     throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
   }
   if (body.deploymentId) throw new ApiError('NOT_FOUND', 'Deployment not found');
-  if (turnsInFlight >= ctx.config.MAX_TURNS_IN_FLIGHT) {
+  if ((turnsInFlight.get(ctx) ?? 0) >= ctx.config.MAX_TURNS_IN_FLIGHT) {
     throw new ApiError('QUEUE_FULL', { message: 'Execution queue full', extraBody: { retryAfterMs: 1000 }, headers: { 'Retry-After': '1' } });
   }
+
+  // Fail fast with 503 when no model can be resolved for the project (agents may still pick
+  // another model in EXECUTION; those failures surface in the turn as error replies).
+  const llm = await llmRuntime(ctx).resolve({ tenantId: principal.tenantId, projectId: project._id });
+  if (!llm.ok) throw new ApiError('SERVICE_UNAVAILABLE', `Runtime not configured: ${llm.reason}`);
 
   const clientMessageId = options.idempotencyKey ?? randomUUID();
   const turn: TurnUpdateInput = { clientMessageId, message: body.message, metadata: body.metadata, testContext: body.testContext };
@@ -105,7 +112,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
   });
   const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
 
-  turnsInFlight++;
+  turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 0) + 1);
   try {
     if (body.sessionId) {
       const session = await ctx.models.Session.findOne({ _id: body.sessionId, tenantId: principal.tenantId, projectId: project._id }).lean();
@@ -155,7 +162,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
     if (err instanceof ApiError) throw err;
     throw toApiError(err);
   } finally {
-    turnsInFlight--;
+    turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 1) - 1);
   }
 }
 

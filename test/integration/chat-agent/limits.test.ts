@@ -1,0 +1,91 @@
+// The chat endpoint's limits and configuration errors: 503 runtime not configured, the session
+// message rate and the concurrent-session cap (429 with retryAfterMs), per-turn metadata.
+import { seedDevProject } from '../../../infra/seed-project';
+import { startTestStack, seedTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+
+const stacks: TestStack[] = [];
+afterAll(async () => {
+  for (const s of stacks) await s.close();
+});
+
+async function setup(env: Record<string, string>) {
+  const stack = await startTestStack({ worker: true, env });
+  stacks.push(stack);
+  const t = await seedTenant(stack.ctx);
+  await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
+  const api = client(stack.baseUrl);
+  const chat = (json: Record<string, unknown>) => api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, ...json } });
+  return { stack, t, api, chat };
+}
+
+it('answers 503 runtime not configured when no model resolves, and starts nothing', async () => {
+  const { stack, t, chat } = await setup({ LLM_TIER_FAST: 'openai:gpt-4o-mini', LLM_TIER_BALANCED: 'openai:gpt-4o-mini', LLM_TIER_POWERFUL: 'openai:gpt-4o-mini' });
+  const res = await chat({ message: 'hello' });
+  expect(res.status).toBe(503);
+  expect(res.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('Runtime not configured') });
+  expect(await stack.ctx.models.Session.countDocuments({ tenantId: t.tenantId })).toBe(0);
+});
+
+it('limits messages per session per minute with a 429 carrying retryAfterMs', async () => {
+  const { chat } = await setup({ SESSION_MESSAGES_PER_MINUTE: '2' });
+  const first = await chat({ message: 'hello' });
+  const sessionId = first.body.sessionId;
+  expect((await chat({ sessionId, message: 'one' })).status).toBe(200);
+  expect((await chat({ sessionId, message: 'two' })).status).toBe(200);
+  const limited = await chat({ sessionId, message: 'three' });
+  expect(limited.status).toBe(429);
+  expect(limited.body).toEqual({
+    success: false,
+    error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Session message rate limit exceeded' },
+    retryAfterMs: expect.any(Number),
+  });
+  expect(limited.headers.get('retry-after')).toEqual(expect.any(String));
+  // Another session is not affected.
+  expect((await chat({ message: 'hello' })).status).toBe(200);
+});
+
+it('caps concurrent active sessions per tenant', async () => {
+  const { chat } = await setup({ MAX_CONCURRENT_SESSIONS: '2' });
+  expect((await chat({ message: 'hello' })).status).toBe(200);
+  const second = await chat({ message: 'hello' });
+  expect(second.status).toBe(200);
+  const third = await chat({ message: 'hello' });
+  expect(third.status).toBe(429);
+  expect(third.body.error.message).toBe('Concurrent session limit exceeded');
+  expect(third.body.retryAfterMs).toBeGreaterThan(0);
+  // Existing sessions keep talking.
+  expect((await chat({ sessionId: second.body.sessionId, message: 'still here' })).status).toBe(200);
+});
+
+it('makes metadata visible for its own turn only', async () => {
+  const { t, api, chat } = await setup({});
+  const source = `AGENT: Meta_Agent
+GOAL: "Echo the plan."
+FLOW:
+  steps: [echo]
+  echo:
+    REASONING: false
+    RESPOND: "Plan: {{session.messageMetadata.plan}}."
+    ON_INPUT:
+      - ELSE:
+        THEN: echo
+`;
+  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Meta_Agent', dslContent: source } })).status).toBe(201);
+  expect((await api.post(`/api/projects/${t.projectId}/agents/Meta_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  const first = await chat({ agentId: 'Meta_Agent', message: 'hi', metadata: { plan: 'gold' } });
+  expect(first.status).toBe(200);
+  expect(first.body.response).toContain('Plan: gold.');
+  const second = await chat({ sessionId: first.body.sessionId, message: 'again' });
+  expect(second.body.response).toContain('Plan: .');
+});
+
+it('sheds load with 429 QUEUE_FULL when too many turns are in flight', async () => {
+  const { chat } = await setup({ MAX_TURNS_IN_FLIGHT: '1' });
+  const results = await Promise.all(Array.from({ length: 6 }, () => chat({ message: 'hello' })));
+  const statuses = results.map((r) => r.status);
+  expect(statuses).toContain(200);
+  const full = results.find((r) => r.status === 429);
+  expect(full?.body).toEqual({ success: false, error: { code: 'QUEUE_FULL', message: 'Execution queue full' }, retryAfterMs: 1000 });
+  expect(full?.headers.get('retry-after')).toBe('1');
+});
