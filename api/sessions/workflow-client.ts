@@ -5,15 +5,14 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { ApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { type Config } from '../../lib/config';
+import type { agentSession } from '../../workflows/agent-session';
 import { type SessionStartInput } from '../../workflows/definitions';
 import { AgentNameKey, ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 
-/**
- * The AgentSession workflow function's type. `workflows/agent-session.ts` (exported as
- * `agentSession`) is written in parallel; the API starts it by name with this signature.
- */
-export type AgentSessionWorkflow = (input: SessionStartInput) => Promise<unknown>;
+/** The AgentSession workflow function's type (type-only import: the API never loads workflow code). */
+export type AgentSessionWorkflow = typeof agentSession;
+/** Started by name: the worker registers `agentSession` from workflows/index.ts. */
 export const AGENT_SESSION_WORKFLOW_TYPE = 'agentSession';
 
 /** Default bound on one Temporal round trip made by a session route. */
