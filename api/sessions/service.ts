@@ -146,7 +146,23 @@ export interface StartedSession {
  * conflict policy FAIL, search attributes). When the start fails the record is removed again,
  * so no session is listed without a workflow; Temporal down or silent → 503.
  */
+/**
+ * Refuses a new session when the tenant already has MAX_CONCURRENT_SESSIONS active ones
+ * (429 "Concurrent session limit exceeded"); every way of starting a session checks it.
+ */
+export async function assertSessionCapacity(ctx: AppContext, tenantId: string): Promise<void> {
+  const active = await ctx.models.Session.countDocuments({ tenantId, status: 'active' });
+  if (active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
+    throw new ApiError('RATE_LIMIT_EXCEEDED', {
+      message: 'Concurrent session limit exceeded',
+      extraBody: { retryAfterMs: 60_000 },
+      headers: { 'Retry-After': '60' },
+    });
+  }
+}
+
 export async function startSessionWorkflow(ctx: AppContext, input: NewSessionInput): Promise<StartedSession> {
+  await assertSessionCapacity(ctx, input.tenantId);
   const start = buildSessionStartInput(ctx.config, input);
   const client = await temporalClient(ctx);
   const session = await createSessionRecord(ctx.models, start);

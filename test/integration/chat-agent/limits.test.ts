@@ -89,3 +89,12 @@ it('sheds load with 429 QUEUE_FULL when too many turns are in flight', async () 
   expect(full?.body).toEqual({ success: false, error: { code: 'QUEUE_FULL', message: 'Execution queue full' }, retryAfterMs: 1000 });
   expect(full?.headers.get('retry-after')).toBe('1');
 });
+
+it('counts sessions made with POST /sessions against the same cap', async () => {
+  const { t, api } = await setup({ MAX_CONCURRENT_SESSIONS: '1' });
+  const create = () => api.post(`/api/projects/${t.projectId}/sessions`, { key: t.adminKey, json: { agentId: 'Support_Hub' } });
+  expect((await create()).status).toBe(201);
+  const refused = await create();
+  expect(refused.status).toBe(429);
+  expect(refused.body).toMatchObject({ error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Concurrent session limit exceeded' }, retryAfterMs: 60000 });
+});
