@@ -29,7 +29,16 @@ export const chatAgentRoutes: AnyRoute[] = [
       }
       const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res });
       const { traceEvents, ...rest } = result;
-      return { success: true, ...rest, ...(traceEvents.length > 0 ? { traceEvents } : {}) };
+      const models = [...new Set(traceEvents.filter((e) => e.type === 'llm_call').map((e) => `${e.data.provider}:${e.data.model}`))];
+      const offline = models.some((m) => m.startsWith('local:'));
+      return {
+        success: true,
+        ...rest,
+        ...(traceEvents.length > 0 ? { traceEvents } : {}),
+        ...(models.length > 0
+          ? { metadata: { models, ...(offline ? { note: 'Produced by the offline local model (deterministic rules, not a real LLM).' } : {}) } }
+          : {}),
+      };
     },
   }),
 ];

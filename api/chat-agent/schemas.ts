@@ -42,6 +42,10 @@ export const ZChatAgentResponseSchema = z
     response: z.string(),
     action: z.object({ type: z.string() }).passthrough(),
     state: z.record(z.string(), z.unknown()),
+    metadata: z
+      .object({ models: z.array(z.string()).describe('provider:model of every LLM call in this turn'), note: z.string().optional() })
+      .optional()
+      .describe('Which models answered; says so plainly when the offline local model did'),
     traceEvents: z.array(z.object({ type: z.string(), spanId: z.string(), parentSpanId: z.string().nullable(), timestamp: z.string(), data: z.record(z.string(), z.unknown()) })).optional(),
   })
   .openapi('ChatAgentResponse');

@@ -46,6 +46,7 @@ describe('a conversation', () => {
     expect(res.status).toBe(200);
     expect(res.body.state.agent).toBe('Billing_Agent');
     expect(res.body.response).toContain('invoice number');
+    expect(res.body.metadata).toEqual({ models: ['local:local'], note: expect.stringContaining('offline local model') });
     const handoff = res.body.traceEvents.find((e: { type: string }) => e.type === 'handoff');
     expect(handoff.data).toEqual(expect.objectContaining({ fromAgent: 'Support_Hub', toAgent: 'Billing_Agent', reason: expect.any(String), timestamp: expect.any(String) }));
     expect(handoff.spanId).toEqual(expect.any(String));
