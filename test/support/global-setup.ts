@@ -18,15 +18,17 @@ export interface SharedStackHandles {
 
 export default async function globalSetup(): Promise<void> {
   const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'switchboard-test-'));
-  const [env, ferret, bundle] = await Promise.all([
-    TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: { type: 'existing-path', path: toolPath('temporal') },
-        searchAttributes: SEARCH_ATTRIBUTE_KEYS,
-        ui: false,
-        extraArgs: ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'],
-      },
-    }),
+  // The SDK gives the dev server a fixed 5 s to come up: start it before anything else
+  // competes for the CPU (bundling is heavy on a 2-core box).
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: toolPath('temporal') },
+      searchAttributes: SEARCH_ATTRIBUTE_KEYS,
+      ui: false,
+      extraArgs: ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'],
+    },
+  });
+  const [ferret, bundle] = await Promise.all([
     startFerretDb({ dataDir: path.join(tmpDir, 'ferretdb'), port: 0 }),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
   ]);
