@@ -1,6 +1,7 @@
 // Writes what people look up after each turn: transcript messages, trace events and the session
 // summary. Ids are deterministic and the summary holds absolute values, so a retried activity
-// writes nothing twice.
+// writes nothing twice. Short MongoDB work: the session workflow runs it as a local activity.
+// The writes stay sequential: on FerretDB (SQLite) concurrent writes measured no faster.
 import { type Models } from '../../db/models';
 import { type SessionDoc } from '../../db/session';
 
@@ -18,8 +19,9 @@ export interface RecordTurnInput {
 }
 
 function ignoreDuplicates(err: unknown): void {
-  const e = err as { code?: number; writeErrors?: { code?: number }[] };
-  const codes = e.writeErrors?.map((w) => w.code) ?? [e.code];
+  // mongoose hands the driver's write errors over as `{ err, index }`, the code inside `err`.
+  const e = err as { code?: number; writeErrors?: { code?: number; err?: { code?: number } }[] };
+  const codes = e.writeErrors?.map((w) => w.code ?? w.err?.code) ?? [e.code];
   if (!codes.every((c) => c === 11000)) throw err;
 }
 
