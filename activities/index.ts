@@ -6,7 +6,7 @@ import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
 import type { SessionStartInput } from '../workflows/definitions';
-import { createCallLlm, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
+import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
 import { Context } from '@temporalio/activity';
@@ -35,6 +35,7 @@ export interface CallToolInput {
 export function createActivities(deps: ActivityDeps) {
   return {
     callLlm: createCallLlm(deps),
+    callLlmIfLocal: createCallLlmIfLocal(deps),
     recordTurn: createRecordTurn(deps),
 
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {

@@ -58,6 +58,8 @@ export type LlmUsageModel = Model<LlmUsageDoc>;
 export const llmUsageModel = (c: Connection): LlmUsageModel => c.model<LlmUsageDoc>('LlmUsage', LlmUsageSchema, 'llm_usage');
 
 export interface LlmUsageEntry {
+  /** A caller-chosen id makes the write idempotent (a retried runtime call is recorded once). */
+  id?: string;
   tenantId: string;
   projectId: string;
   sessionId?: string | null;
@@ -79,7 +81,8 @@ export interface LlmUsageEntry {
  * the runtime's LLM activities for agent-session calls (`source: 'agent'`).
  */
 export async function recordLlmUsage(model: LlmUsageModel, entry: LlmUsageEntry): Promise<void> {
-  await model.create({
+  const doc = {
+    ...(entry.id ? { _id: entry.id } : {}),
     tenantId: entry.tenantId,
     projectId: entry.projectId,
     sessionId: entry.sessionId ?? null,
@@ -94,7 +97,13 @@ export async function recordLlmUsage(model: LlmUsageModel, entry: LlmUsageEntry)
     source: entry.source,
     status: entry.status ?? 'ok',
     createdAt: entry.createdAt ?? new Date(),
-  });
+  };
+  try {
+    await model.create(doc);
+  } catch (err) {
+    // The same id again: this call is already in the ledger.
+    if (!(entry.id && (err as { code?: number }).code === 11000)) throw err;
+  }
 }
 
 export interface LlmUsageQuery {

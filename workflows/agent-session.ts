@@ -20,18 +20,23 @@ import {
   type TurnResult,
   type TurnUpdateInput,
 } from './definitions';
-import { driveInterpreter, type EffectContext } from './effects';
+import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
-// Persistence must not give up quickly: a turn is not answered before its projection is written.
-const { recordTurn } = wf.proxyActivities<Activities>({
-  startToCloseTimeout: '20 seconds',
-  retry: { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 30 },
+const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
+// Persistence must not give up quickly: a turn is not answered before its projection is written.
+const PERSIST_RETRY = { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 30 } as const;
+const { recordTurn } = wf.proxyActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
+// A few idempotent MongoDB writes: as a local activity the turn finishes in the same workflow
+// task, with no activity task round trip through the server.
+const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
 
 const RECENT_TURNS_KEPT = 20;
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
@@ -129,11 +134,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     },
   );
 
-  bundle = await loadSessionBundle({ tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef });
+  const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
+  bundle = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
 
   async function persist(trace: TurnTrace, messages: { role: 'user' | 'assistant'; agent: string | null; content: string }[]) {
     const thread = activeThread();
-    await recordTurn({
+    await (wf.patched(LOCAL_ACTIVITIES_PATCH) ? recordTurnLocally : recordTurn)({
       tenantId: input.tenantId,
       projectId: input.projectId,
       sessionId: input.sessionId,

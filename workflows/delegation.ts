@@ -7,13 +7,12 @@ import type { Json } from '../abl/ir';
 import type { DelegateOutcome } from '../abl/runtime/contract';
 import { createInterpreter, delegateOutcome } from '../abl/runtime';
 import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
-import { driveInterpreter, type EffectContext } from './effects';
+import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { TurnTrace } from './session-trace';
 
-const { loadSessionBundle } = wf.proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5 },
-});
+const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
+const { loadSessionBundle } = wf.proxyActivities<Activities>(BUNDLE_OPTIONS);
+const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<Activities>(BUNDLE_OPTIONS);
 
 export interface DelegationInput {
   tenantId: string;
@@ -39,7 +38,8 @@ export interface DelegationOutput {
 }
 
 export async function delegationWorkflow(input: DelegationInput): Promise<DelegationOutput> {
-  const compiled = await loadSessionBundle({ tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef });
+  const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
+  const compiled = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
   const trace = new TurnTrace(0, 0, input.rootSpan);
   const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
   const interpreter = createInterpreter(

@@ -12,6 +12,16 @@ import type { delegationWorkflow } from './delegation';
 
 const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
 const { callLlm } = wf.proxyActivities<Activities>({ startToCloseTimeout: '90 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
+// The offline model answers in well under a millisecond: as a local activity it costs no
+// task-queue hop, and a crash merely re-runs a free, deterministic call.
+const { callLlmIfLocal } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
+
+/**
+ * Short MongoDB work (turn persistence, bundle loading, the offline model) runs as local
+ * activities. Runs recorded before that change replay their regular activities: every point
+ * that picks between the two asks `patched`, which is false only while replaying such history.
+ */
+export const LOCAL_ACTIVITIES_PATCH = 'local-activities-v1';
 
 /**
  * A tool's activity lives as long as the tool's own timeout plus a margin, so a worker that dies
@@ -53,7 +63,8 @@ export function failureOf(err: unknown): { kind: string; message: string } {
 async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {
   const started = Date.now();
   try {
-    const result = await callLlm({ tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request });
+    const input = { tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request };
+    const result = (wf.patched(LOCAL_ACTIVITIES_PATCH) ? await callLlmIfLocal(input) : null) ?? (await callLlm(input));
     ctx.stats.tokenCount += result.usage.totalTokens;
     ctx.stats.estimatedCost += result.estimatedCost ?? 0;
     ctx.trace.add('llm_call', {

@@ -1,9 +1,12 @@
 // The agent runtime's LLM call: resolves the model for the tenant and project, calls the provider
 // (the SDKs' own retries are off, so Temporal's retry policy decides), records usage, and turns
 // provider errors into ApplicationFailures whose type says whether a retry can help.
+// `callLlmIfLocal` is the same call for the offline `local` model only, meant to run as a local
+// activity (no task-queue hop): it answers null when the model resolves to a real provider, whose
+// calls stay regular activities (TEMPORAL.md §7: long, paid calls must not re-run on a crash).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatTurn, LlmRequestSpec } from '../../abl/runtime/contract';
-import { ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
+import { LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
 
 export interface LlmTarget {
   provider: LlmProvider;
@@ -22,6 +25,8 @@ export interface LlmTargetQuery {
 export type ResolveLlmTarget = (query: LlmTargetQuery) => Promise<LlmTarget | null>;
 
 export interface LlmUsageRecord {
+  /** Ledger id derived from the activity's identity, so a retried or replayed call is recorded once. */
+  id?: string;
   tenantId: string;
   projectId: string;
   sessionId: string | null;
@@ -64,53 +69,83 @@ function toChatMessage(turn: ChatTurn): ChatMessage {
   };
 }
 
-export function createCallLlm(deps: { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage }) {
+/**
+ * The usage ledger id of the running activity: stable across its retries and, for a local
+ * activity, across the workflow task's re-execution after a worker crash (the activity id is
+ * the workflow's deterministic sequence number).
+ */
+function usageIdOfCurrentActivity(): string | undefined {
+  const info = Context.current().info;
+  const run = info.workflowExecution;
+  return run ? `${run.workflowId}:${run.runId}:${info.isLocal ? 'la' : 'a'}${info.activityId}` : undefined;
+}
+
+type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage };
+
+async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput): Promise<LlmTarget> {
+  const target = await deps.resolveLlm({
+    tenantId: input.tenantId,
+    projectId: input.projectId,
+    modelId: input.request.model,
+    tier: input.request.tier,
+  });
+  if (!target) {
+    throw ApplicationFailure.nonRetryable(
+      `Runtime not configured: no model or credentials for tier "${input.request.tier}"${input.request.model ? ` / model "${input.request.model}"` : ''}`,
+      'SERVICE_UNAVAILABLE',
+    );
+  }
+  return target;
+}
+
+export function createCallLlm(deps: CallLlmDeps) {
   return async function callLlm(input: CallLlmInput): Promise<CallLlmResult> {
-    const target = await deps.resolveLlm({
+    return callTarget(deps, input, await resolveTarget(deps, input));
+  };
+}
+
+export function createCallLlmIfLocal(deps: CallLlmDeps) {
+  return async function callLlmIfLocal(input: CallLlmInput): Promise<CallLlmResult | null> {
+    const target = await resolveTarget(deps, input);
+    return target.providerName === LOCAL_PROVIDER_NAME ? callTarget(deps, input, target) : null;
+  };
+}
+
+async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTarget): Promise<CallLlmResult> {
+  const started = Date.now();
+  try {
+    const result = await target.provider.complete({
+      model: target.modelId,
+      messages: input.request.messages.map(toChatMessage),
+      tools: input.request.tools.length > 0 ? (input.request.tools as never) : undefined,
+      temperature: input.request.temperature,
+      maxTokens: input.request.maxTokens,
+      signal: Context.current().cancellationSignal,
+    });
+    const latencyMs = Date.now() - started;
+    const id = usageIdOfCurrentActivity();
+    const { estimatedCost } = await deps.recordUsage({
+      ...(id ? { id } : {}),
       tenantId: input.tenantId,
       projectId: input.projectId,
-      modelId: input.request.model,
-      tier: input.request.tier,
+      sessionId: input.sessionId,
+      modelId: result.model || target.modelId,
+      provider: target.providerName,
+      inputTokens: result.usage.inputTokens,
+      outputTokens: result.usage.outputTokens,
+      latencyMs,
+      source: 'agent',
     });
-    if (!target) {
-      throw ApplicationFailure.nonRetryable(
-        `Runtime not configured: no model or credentials for tier "${input.request.tier}"${input.request.model ? ` / model "${input.request.model}"` : ''}`,
-        'SERVICE_UNAVAILABLE',
-      );
-    }
-    const started = Date.now();
-    try {
-      const result = await target.provider.complete({
-        model: target.modelId,
-        messages: input.request.messages.map(toChatMessage),
-        tools: input.request.tools.length > 0 ? (input.request.tools as never) : undefined,
-        temperature: input.request.temperature,
-        maxTokens: input.request.maxTokens,
-        signal: Context.current().cancellationSignal,
+    return { ...result, provider: target.providerName, estimatedCost, latencyMs };
+  } catch (err) {
+    if (err instanceof ProviderError) {
+      throw ApplicationFailure.create({
+        message: err.message,
+        type: `LLM_${err.kind.toUpperCase()}`,
+        nonRetryable: !err.retryable,
+        nextRetryDelay: err.retryAfterMs,
       });
-      const latencyMs = Date.now() - started;
-      const { estimatedCost } = await deps.recordUsage({
-        tenantId: input.tenantId,
-        projectId: input.projectId,
-        sessionId: input.sessionId,
-        modelId: result.model || target.modelId,
-        provider: target.providerName,
-        inputTokens: result.usage.inputTokens,
-        outputTokens: result.usage.outputTokens,
-        latencyMs,
-        source: 'agent',
-      });
-      return { ...result, provider: target.providerName, estimatedCost, latencyMs };
-    } catch (err) {
-      if (err instanceof ProviderError) {
-        throw ApplicationFailure.create({
-          message: err.message,
-          type: `LLM_${err.kind.toUpperCase()}`,
-          nonRetryable: !err.retryable,
-          nextRetryDelay: err.retryAfterMs,
-        });
-      }
-      throw err;
     }
-  };
+    throw err;
+  }
 }
