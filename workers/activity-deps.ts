@@ -1,6 +1,7 @@
 // Builds the activities' real dependencies from configuration and models: the project-aware
 // model resolution (project settings and credentials over the platform's), the usage ledger,
-// the compiled-agent loader and tool secrets.
+// the compiled-agent loader and tool secrets. A project's LLM settings and credentials are
+// reused for PROJECT_LLM_TTL_MS: a change reaches running sessions within that time.
 import { Encryptor } from '../lib/encryption';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
@@ -21,6 +22,34 @@ import { type ActivityDeps } from '../activities';
 import { createLoadCompiledProject } from '../activities/persistence/load-compiled-project';
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 
+/**
+ * Loads per project, reused for `ttlMs`: settings and credentials change rarely, and a turn or
+ * a completion should not pay two reads for them. Concurrent callers share one load; a failed
+ * load is not kept. Bounded (the oldest entry goes first).
+ */
+function memoizePerProject<T>(ttlMs: number, load: (tenantId: string, projectId: string) => Promise<T>, maxEntries = 1000) {
+  const entries = new Map<string, { expiresAt: number; value: Promise<T> }>();
+  return {
+    get(tenantId: string, projectId: string): Promise<T> {
+      const key = `${tenantId}\u0000${projectId}`;
+      const hit = entries.get(key);
+      if (hit && hit.expiresAt > Date.now()) return hit.value;
+      const value = load(tenantId, projectId);
+      entries.delete(key);
+      entries.set(key, { expiresAt: Date.now() + ttlMs, value });
+      value.catch(() => entries.get(key)?.value === value && entries.delete(key));
+      if (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+      return value;
+    },
+    forget(tenantId: string, projectId: string): void {
+      entries.delete(`${tenantId}\u0000${projectId}`);
+    },
+  };
+}
+
+/** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
+export const PROJECT_LLM_TTL_MS = 5_000;
+
 function priceTable(config: Config, logger: Logger): PriceTable {
   if (!config.LLM_PRICE_TABLE) return { ...DEFAULT_PRICE_TABLE };
   try {
@@ -34,11 +63,9 @@ function priceTable(config: Config, logger: Logger): PriceTable {
 export function createActivityDeps(options: { config: Config; models: Models; logger: Logger }): ActivityDeps {
   const { config, models, logger } = options;
   const encryptor = config.ENCRYPTION_KEY ? new Encryptor(config.ENCRYPTION_KEY) : null;
-  const resolveProject = createProjectLlmResolver({
-    loadSettings: (tenantId, projectId) => getProjectLlmSettings(models.LlmSettings, tenantId, projectId),
-    loadCredentials: (tenantId, projectId) => loadDecryptedLlmCredentials(models.LlmCredential, encryptor, tenantId, projectId),
-    platform: platformLlmConfig(config),
-  });
+  const settings = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => getProjectLlmSettings(models.LlmSettings, tenantId, projectId));
+  const credentials = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => loadDecryptedLlmCredentials(models.LlmCredential, encryptor, tenantId, projectId));
+  const resolveProject = createProjectLlmResolver({ loadSettings: settings.get, loadCredentials: credentials.get, platform: platformLlmConfig(config) });
   // The agent's EXECUTION.model (a model id or tier) wins, then the project default, then the
   // balanced tier.
   const resolveLlm: ResolveLlmTarget = async (query) => {

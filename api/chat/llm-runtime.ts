@@ -1,6 +1,9 @@
 // The API's wiring of the LLM pieces, built once per AppContext: the encryptor for stored
 // credentials, the project resolver (settings + credentials + platform env → provider client)
 // and the price table. Shared by the chat endpoints and the LLM settings routes.
+// A project's settings and credentials are reused for PROJECT_LLM_TTL_MS; a write through this
+// process (any successful non-GET under /api/projects/:projectId) drops them at once, so only
+// other replicas can see a change late, by at most that long.
 import { Encryptor } from '../../lib/encryption';
 import { ApiError } from '../../lib/errors';
 import { CredentialDecryptionError, loadDecryptedLlmCredentials } from '../../db/llm-credential';
@@ -17,6 +20,35 @@ import {
   type ResolvedProjectLlm,
 } from '../../providers/llm';
 import { type AppContext } from '../context';
+import { onProjectWrite } from '../http/route';
+
+/** How long a project's LLM settings and decrypted credentials are reused. @default 5000 */
+export const PROJECT_LLM_TTL_MS = 5_000;
+
+/**
+ * Loads per project, reused for `ttlMs`: settings and credentials change rarely, and a turn or
+ * a completion should not pay two reads for them. Concurrent callers share one load; a failed
+ * load is not kept. Bounded (the oldest entry goes first).
+ */
+function memoizePerProject<T>(ttlMs: number, load: (tenantId: string, projectId: string) => Promise<T>, maxEntries = 1000) {
+  const entries = new Map<string, { expiresAt: number; value: Promise<T> }>();
+  return {
+    get(tenantId: string, projectId: string): Promise<T> {
+      const key = `${tenantId}\u0000${projectId}`;
+      const hit = entries.get(key);
+      if (hit && hit.expiresAt > Date.now()) return hit.value;
+      const value = load(tenantId, projectId);
+      entries.delete(key);
+      entries.set(key, { expiresAt: Date.now() + ttlMs, value });
+      value.catch(() => entries.get(key)?.value === value && entries.delete(key));
+      if (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+      return value;
+    },
+    forget(tenantId: string, projectId: string): void {
+      entries.delete(`${tenantId}\u0000${projectId}`);
+    },
+  };
+}
 
 export interface ApiLlmRuntime {
   encryptor: Encryptor | null;
@@ -42,9 +74,17 @@ export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
   const existing = runtimes.get(ctx);
   if (existing) return existing;
   const encryptor = ctx.config.ENCRYPTION_KEY ? new Encryptor(ctx.config.ENCRYPTION_KEY) : null;
+  const settings = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => getProjectLlmSettings(ctx.models.LlmSettings, tenantId, projectId));
+  const credentials = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) =>
+    loadDecryptedLlmCredentials(ctx.models.LlmCredential, encryptor, tenantId, projectId),
+  );
+  onProjectWrite(ctx, (tenantId, projectId) => {
+    settings.forget(tenantId, projectId);
+    credentials.forget(tenantId, projectId);
+  });
   const resolve = createProjectLlmResolver({
-    loadSettings: (tenantId, projectId) => getProjectLlmSettings(ctx.models.LlmSettings, tenantId, projectId),
-    loadCredentials: (tenantId, projectId) => loadDecryptedLlmCredentials(ctx.models.LlmCredential, encryptor, tenantId, projectId),
+    loadSettings: settings.get,
+    loadCredentials: credentials.get,
     platform: platformLlmConfig(ctx.config),
   });
   const priceTable = loadPriceTable(ctx);

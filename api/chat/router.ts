@@ -1,7 +1,7 @@
 // LLM completion endpoints: POST /api/v1/chat/complete, POST /api/v1/chat/stream (SSE) and
 // GET /api/v1/chat/usage. Calling a provider from the API is DESIGN.md's one exception.
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { chatUsage, completeChat, streamChat } from './service';
+import { chatUsage, completeChat, lookUpCall, streamChat } from './service';
 import {
   ZChatCompleteResponseSchema,
   ZChatRequestSchema,
@@ -22,7 +22,8 @@ export const chatRoutes: AnyRoute[] = [
     body: ZChatRequestSchema,
     response: ZChatCompleteResponseSchema,
     errorStatuses: [404, 503, 504],
-    handler: ({ ctx, principal, body, res }) => completeChat(ctx, principal, body, res),
+    preload: ({ ctx, principal, body }) => lookUpCall(ctx, principal, body),
+    handler: ({ ctx, principal, body, res, preloaded }) => completeChat(ctx, principal, body, res, preloaded),
   }),
   defineRoute({
     method: 'post',
@@ -35,8 +36,9 @@ export const chatRoutes: AnyRoute[] = [
     body: ZChatRequestSchema,
     response: ZChatStreamResponseSchema,
     errorStatuses: [404, 503],
-    async handler({ ctx, principal, body, req, res }) {
-      await streamChat(ctx, principal, body, req, res);
+    preload: ({ ctx, principal, body }) => lookUpCall(ctx, principal, body),
+    async handler({ ctx, principal, body, req, res, preloaded }) {
+      await streamChat(ctx, principal, body, req, res, preloaded);
       return RESPONSE_SENT;
     },
   }),

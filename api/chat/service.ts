@@ -1,11 +1,12 @@
 // The LLM completion endpoints' work: check the project and the session rate limit, resolve
 // the model and credentials, call the provider (one payload or streamed as SSE), and record
-// every call in the usage ledger.
+// every call in the usage ledger. The lookups run as the routes' preload, during the tenant
+// rate-limit charge, so the provider is called one round trip after authentication.
 import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
-import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type RuntimeTarget } from '../../providers/llm';
+import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { isCredentialDecryptionError, llmRuntime, runtimeNotConfigured } from './llm-runtime';
@@ -23,16 +24,21 @@ async function loadVisibleProject(ctx: AppContext, principal: Principal, project
   return project && canSeeProject(principal, project) ? project : null;
 }
 
+/** The reads a call needs, as the route's preload: they overlap the tenant rate-limit charge. */
+export interface CallLookups {
+  project: Awaited<ReturnType<typeof loadVisibleProject>>;
+  resolved: ResolvedProjectLlm | { ok: false; error: unknown };
+}
+
 /**
- * Everything before the provider is called. The project lookup and the model resolution run
- * in parallel (both tenant-scoped); the project's visibility is still decided first, so an
- * invisible project is 404 even when the runtime is not configured.
+ * The project lookup and the model resolution, in parallel (both tenant-scoped, both reads).
+ * Never rejects: `prepareCall` judges the outcomes in order, so an invisible project is 404
+ * even when the runtime is not configured.
  */
-async function prepareCall(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response): Promise<PreparedCall> {
-  const runtime = llmRuntime(ctx);
+export async function lookUpCall(ctx: AppContext, principal: Principal, body: TChatRequest): Promise<CallLookups> {
   const [project, resolved] = await Promise.all([
     loadVisibleProject(ctx, principal, body.projectId),
-    runtime
+    llmRuntime(ctx)
       .resolve({
         tenantId: principal.tenantId,
         projectId: body.projectId,
@@ -41,6 +47,12 @@ async function prepareCall(ctx: AppContext, principal: Principal, body: TChatReq
       })
       .catch((err: unknown) => ({ ok: false as const, error: err })),
   ]);
+  return { project, resolved };
+}
+
+/** Everything before the provider is called, from the preloaded lookups. */
+async function prepareCall(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<PreparedCall> {
+  const { project, resolved } = lookups;
   if (!project) throw ApiError.notFound('Project');
   if (body.sessionId) {
     await consumeRateLimit(ctx.sessionMessageLimiter, `${principal.tenantId}:${body.sessionId}`, res, 'Session message rate limit exceeded');
@@ -145,8 +157,8 @@ async function record(ctx: AppContext, entry: CallRecord): Promise<number | null
 
 const elapsedSince = (started: number): number => Math.round(performance.now() - started);
 
-export async function completeChat(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response): Promise<TChatCompleteResponse> {
-  const call = await prepareCall(ctx, principal, body, res);
+export async function completeChat(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<TChatCompleteResponse> {
+  const call = await prepareCall(ctx, principal, body, res, lookups);
   const { signal, clientGone } = abortOnDisconnect(res);
   const started = performance.now();
   try {
@@ -179,8 +191,8 @@ function streamEventData(event: Exclude<LlmStreamEvent, { type: 'finish' }>): Re
  * Streams one completion as SSE. Errors before the stream opens (404, 429, 503) are thrown and
  * become JSON envelopes; once it is open, a failure is an `error` event and the end of the stream.
  */
-export async function streamChat(ctx: AppContext, principal: Principal, body: TChatRequest, req: Request, res: Response): Promise<void> {
-  const call = await prepareCall(ctx, principal, body, res);
+export async function streamChat(ctx: AppContext, principal: Principal, body: TChatRequest, req: Request, res: Response, lookups: CallLookups): Promise<void> {
+  const call = await prepareCall(ctx, principal, body, res, lookups);
   if (req.socket.destroyed) return;
   const { signal, clientGone } = abortOnDisconnect(res);
   const sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);

@@ -1,5 +1,8 @@
 // One route = one definition: its zod schemas, permission and handler. `mountRoutes` registers
 // each definition both with Express and with the OpenAPI registry, so every route is documented.
+// After authentication, the tenant rate-limit charge, the `:projectId` lookup and a route's
+// read-only `preload` run together (one round trip of latency, not three); their outcomes are
+// still judged in the documented order: 429, 403, 404, 415, 400.
 import { type OpenAPIRegistry, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { type Request, type Response, type Router } from 'express';
 import { type z } from 'zod';
@@ -18,22 +21,33 @@ export type RouteAuth = 'public' | 'authenticated' | Permission;
 
 type AnyObject = z.ZodType<Record<string, unknown>>;
 
-export interface HandlerInput<P, Q, B, Auth extends RouteAuth> {
+export interface HandlerInput<P, Q, B, Auth extends RouteAuth, L = undefined> {
   params: P;
   query: Q;
   body: B;
   principal: Auth extends 'public' ? null : Principal;
   /** The project named by `:projectId`, already checked to be visible to the caller. */
   project: ProjectDoc | null;
+  /** What the route's `preload` found (undefined without one). */
+  preloaded: L;
   req: Request;
   res: Response;
+  ctx: AppContext;
+}
+
+export interface PreloadInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  req: Request;
   ctx: AppContext;
 }
 
 /** Returned by a handler that wrote the response itself (streams, files). */
 export const RESPONSE_SENT = Symbol('response-sent');
 
-export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth> {
+export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L = undefined> {
   method: HttpMethod;
   /** Express-style path, e.g. `/api/projects/:projectId/agents`. */
   path: string;
@@ -49,18 +63,42 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth> {
   /** Statuses besides the success one worth listing in the docs. */
   errorStatuses?: number[];
   responseHeaders?: Record<string, string>;
-  handler(input: HandlerInput<P, Q, B, Auth>): Promise<unknown>;
+  /**
+   * Lookups the handler needs, started alongside the rate-limit charge so their round trips
+   * overlap it. Runs only for an authenticated caller holding the permission with valid input,
+   * and must change nothing: the request may still be refused (429, 404) after it ran.
+   */
+  preload?(input: PreloadInput<P, Q, B>): Promise<L>;
+  handler(input: HandlerInput<P, Q, B, Auth, L>): Promise<unknown>;
 }
 
 // The definition array is heterogeneous; each route is type-checked where it is defined.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyRoute = RouteDefinition<any, any, any, RouteAuth>;
+export type AnyRoute = RouteDefinition<any, any, any, RouteAuth, any>;
 
 /** Identity helper that infers the handler's input types from the schemas. */
-export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined, Auth extends RouteAuth = RouteAuth>(
-  route: RouteDefinition<P, Q, B, Auth>,
-): RouteDefinition<P, Q, B, Auth> {
+export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined, Auth extends RouteAuth = RouteAuth, L = undefined>(
+  route: RouteDefinition<P, Q, B, Auth, L>,
+): RouteDefinition<P, Q, B, Auth, L> {
   return route;
+}
+
+/**
+ * Listeners told when a request through the API changed something under a project (any
+ * successful non-GET on a `:projectId` route), so per-process caches of project data (the LLM
+ * resolution in api/chat/llm-runtime.ts) drop it at once instead of waiting for their TTL.
+ */
+type ProjectWriteListener = (tenantId: string, projectId: string) => void;
+const projectWriteListeners = new WeakMap<AppContext, Set<ProjectWriteListener>>();
+
+export function onProjectWrite(ctx: AppContext, listener: ProjectWriteListener): void {
+  const listeners = projectWriteListeners.get(ctx) ?? new Set<ProjectWriteListener>();
+  listeners.add(listener);
+  projectWriteListeners.set(ctx, listeners);
+}
+
+function notifyProjectWrite(ctx: AppContext, project: ProjectDoc): void {
+  for (const listener of projectWriteListeners.get(ctx) ?? []) listener(project.tenantId, project._id);
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -87,11 +125,25 @@ function formatZodError(where: string, error: z.ZodError): string {
     .join('; ');
 }
 
-function parseOrThrow<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
-  if (!schema) return {} as T;
+type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): Outcome<T> {
+  if (!schema) return { ok: true, value: {} as T };
   const result = schema.safeParse(value);
-  if (!result.success) throw new ApiError('VALIDATION_ERROR', formatZodError(where, result.error));
-  return result.data;
+  return result.success ? { ok: true, value: result.data } : { ok: false, error: new ApiError('VALIDATION_ERROR', formatZodError(where, result.error)) };
+}
+
+/** Never rejects, so a promise whose outcome is judged later cannot become an unhandled rejection. */
+function settle<T>(promise: Promise<T>): Promise<Outcome<T>> {
+  return promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+}
+
+function unwrap<T>(outcome: Outcome<T>): T {
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
 }
 
 function hasBody(req: Request): boolean {
@@ -154,24 +206,46 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
 
 /** Express handler that runs one route's pipeline: auth → rate limit → permission → project → input. */
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
+  const hasProjectParam = route.path.includes(':projectId');
   return async (req: Request, res: Response): Promise<void> => {
     let principal: Principal | null = null;
     if (route.auth !== 'public') {
       principal = await authenticate(ctx, req);
       res.locals.principal = principal;
-      await consumeRateLimit(ctx.rateLimiter, `tenant:${principal.tenantId}`, res);
-      if (route.auth !== 'authenticated' && !hasPermission(principal, route.auth)) {
-        throw new ApiError('FORBIDDEN', `This credential lacks the '${route.auth}' permission`);
-      }
     }
-    const project = route.path.includes(':projectId') ? await loadVisibleProject(ctx, principal, req.params.projectId) : null;
-    if (route.body && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
-      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
-    }
-    const params = parseOrThrow(route.params, req.params, 'params');
-    const query = parseOrThrow(route.query, req.query, 'query');
-    const body = route.body ? parseOrThrow(route.body, req.body ?? {}, 'body') : undefined;
-    const result = await route.handler({ params, query, body, principal, project, req, res, ctx });
+    const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
+    // Parsing is synchronous; its errors wait their turn (after 429, 403, 404 and 415).
+    const mediaOk = !(route.body && hasBody(req) && !req.is(['application/json', 'application/*+json']));
+    const params = parse(route.params, req.params, 'params');
+    const query = parse(route.query, req.query, 'query');
+    const body = route.body ? parse(route.body, req.body ?? {}, 'body') : ({ ok: true, value: undefined } as const);
+    const inputOk = mediaOk && params.ok && query.ok && body.ok;
+
+    // Independent round trips, started together.
+    const charged = principal ? settle(consumeRateLimit(ctx.rateLimiter, `tenant:${principal.tenantId}`, res)) : null;
+    const projectLookup = hasProjectParam && permitted ? settle(loadVisibleProject(ctx, principal, req.params.projectId)) : null;
+    const preload =
+      route.preload && principal && permitted && inputOk
+        ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
+        : null;
+
+    if (charged) unwrap(await charged);
+    if (!permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
+    const project = projectLookup ? unwrap(await projectLookup) : null;
+    if (!mediaOk) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
+    const preloaded: unknown = preload ? unwrap(await preload) : undefined;
+    const result = await route.handler({
+      params: unwrap(params),
+      query: unwrap(query),
+      body: unwrap(body),
+      principal,
+      project,
+      preloaded,
+      req,
+      res,
+      ctx,
+    });
+    if (project && req.method !== 'GET') notifyProjectWrite(ctx, project);
     if (result === RESPONSE_SENT || res.headersSent) return;
     for (const [name, value] of Object.entries(route.responseHeaders ?? {})) res.setHeader(name, value);
     // A handler may pick another status itself (readiness answers 503 with a body).
