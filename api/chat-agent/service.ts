@@ -43,10 +43,13 @@ export function validateMetadata(metadata: Record<string, unknown> | undefined):
 
 /** Finds the agent for a new session: the requested one, else the project's entry agent. */
 export async function pickSessionAgent(ctx: AppContext, project: ProjectDoc, agentId: string | undefined) {
-  const versioned = new Set(await ctx.models.AgentVersion.distinct('agentId', { tenantId: project.tenantId, projectId: project._id }));
-  const agents = (await ctx.models.Agent.find({ tenantId: project.tenantId, projectId: project._id }).sort({ createdAt: 1 }).lean()).filter((a) =>
-    versioned.has(a._id),
-  );
+  const scope = { tenantId: project.tenantId, projectId: project._id };
+  const [versionedIds, allAgents] = await Promise.all([
+    ctx.models.AgentVersion.distinct('agentId', scope),
+    ctx.models.Agent.find(scope).sort({ createdAt: 1 }).lean(),
+  ]);
+  const versioned = new Set(versionedIds);
+  const agents = allAgents.filter((a) => versioned.has(a._id));
   if (agents.length === 0) throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
   if (agentId) {
     const match = agents.find((a) => a._id === agentId || a.name === agentId || `${a.domain}/${a.name}` === agentId);
@@ -101,43 +104,72 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
   }
 
   // Fail fast with 503 when no model can be resolved for the project (agents may still pick
-  // another model in EXECUTION; those failures surface in the turn as error replies).
-  const llm = await llmRuntime(ctx).resolve({ tenantId: principal.tenantId, projectId: project._id });
-  if (!llm.ok) throw new ApiError('SERVICE_UNAVAILABLE', `Runtime not configured: ${llm.reason}`);
+  // another model in EXECUTION; those failures surface in the turn as error replies). The check
+  // overlaps the session lookups below; its 503 still comes first.
+  const llmCheck = llmRuntime(ctx)
+    .resolve({ tenantId: principal.tenantId, projectId: project._id })
+    .then((llm) => (llm.ok ? null : new ApiError('SERVICE_UNAVAILABLE', `Runtime not configured: ${llm.reason}`)));
+  const clientP = ctx.temporal.client();
+  const settled = Promise.allSettled([llmCheck, clientP]);
+  const gate = async (): Promise<Client> => {
+    const [check, connected] = await settled;
+    if (check.status === 'rejected') throw check.reason;
+    if (check.value) throw check.value;
+    if (connected.status === 'rejected') throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable', cause: connected.reason });
+    return connected.value;
+  };
 
   const clientMessageId = options.idempotencyKey ?? randomUUID();
   const turn: TurnUpdateInput = { clientMessageId, message: body.message, metadata: body.metadata, testContext: body.testContext };
-  const client: Client = await ctx.temporal.client().catch((err: unknown) => {
-    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable', cause: err });
-  });
   const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
 
   turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 0) + 1);
   try {
     if (body.sessionId) {
-      const session = await ctx.models.Session.findOne({ _id: body.sessionId, tenantId: principal.tenantId, projectId: project._id }).lean();
-      if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
-      if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
-      await consumeRateLimit(ctx.sessionMessageLimiter, `session:${session._id}`, res, 'Session message rate limit exceeded');
+      // The session's message budget is charged while the session is looked up; a charge for
+      // a session that turns out missing or ended is handed back, as if it never happened.
+      const limiterKey = `session:${body.sessionId}`;
+      const [session, charged] = await Promise.all([
+        ctx.models.Session.findOne({ _id: body.sessionId, tenantId: principal.tenantId, projectId: project._id }, { status: 1, runtimeSessionId: 1 }).lean(),
+        consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
+          () => null,
+          (err: unknown) => err,
+        ),
+        settled,
+      ]);
+      const client = await gate();
+      if (!session || session.status === 'ended') {
+        if (!charged) await ctx.sessionMessageLimiter.reward(limiterKey, 1).catch(() => undefined);
+        throw session ? new ApiError('CONFLICT', 'Session has ended; start a new session') : new ApiError('NOT_FOUND', 'Session not found');
+      }
+      if (charged) throw charged;
       const handle = client.workflow.getHandle(session.runtimeSessionId);
       return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
     }
 
-    const agent = await pickSessionAgent(ctx, project, body.agentId);
     // A retried first message (same Idempotency-Key) lands in the same session.
     const sessionId = options.idempotencyKey
       ? uuidFromHash(`${principal.tenantId}:${project._id}:${options.idempotencyKey}`)
       : randomUUID();
-    const existing = await ctx.models.Session.findOne({ _id: sessionId, tenantId: principal.tenantId }).lean();
-    if (!existing) {
-      const active = await ctx.models.Session.countDocuments({ tenantId: principal.tenantId, status: 'active' });
-      if (active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
-        throw new ApiError('RATE_LIMIT_EXCEEDED', {
-          message: 'Concurrent session limit exceeded',
-          extraBody: { retryAfterMs: 60_000 },
-          headers: { 'Retry-After': '60' },
-        });
-      }
+    // Reads only, so they go out together; the active count matters only for a new session.
+    const [picked, existing, active] = await Promise.all([
+      pickSessionAgent(ctx, project, body.agentId).then(
+        (agent) => ({ agent }),
+        (error: unknown) => ({ error }),
+      ),
+      ctx.models.Session.findOne({ _id: sessionId, tenantId: principal.tenantId }, { _id: 1 }).lean(),
+      ctx.models.Session.countDocuments({ tenantId: principal.tenantId, status: 'active' }),
+      settled,
+    ]);
+    const client = await gate();
+    if ('error' in picked) throw picked.error;
+    const { agent } = picked;
+    if (!existing && active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
+      throw new ApiError('RATE_LIMIT_EXCEEDED', {
+        message: 'Concurrent session limit exceeded',
+        extraBody: { retryAfterMs: 60_000 },
+        headers: { 'Retry-After': '60' },
+      });
     }
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
