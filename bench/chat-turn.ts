@@ -98,7 +98,13 @@ async function main() {
         const res = await fetch(`${baseUrl}/api/v1/chat/agent`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization: `Bearer ${credentials.apiKey}` },
-          body: JSON.stringify({ projectId: credentials.projectId, message: messages[t % messages.length], ...(sessionId ? { sessionId } : {}) }),
+          body: JSON.stringify({
+            projectId: credentials.projectId,
+            message: messages[t % messages.length],
+            ...(sessionId ? { sessionId } : {}),
+            // The sample's billing API is not reachable from here: answer its tool from the request.
+            testContext: { toolMocks: [{ toolName: 'get_invoice', response: { id: 'INV-123456', amount: 120, status: 'open' } }] },
+          }),
         });
         const body = (await res.json()) as { sessionId?: string; error?: unknown };
         if (!res.ok) throw new Error(`chat failed: ${res.status} ${JSON.stringify(body)}`);
