@@ -1,6 +1,6 @@
 // Chat-turn latency and throughput through the HTTP API with the offline `local` model, next to a
 // bare Temporal update round trip (the probe workflow's no-op update) on the same stack.
-//   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 10]
+//   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 10] [--worker process|inline]
 // Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, API, worker).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -20,8 +20,15 @@ import { createActivityDeps } from '../workers/activity-deps';
 import { pingUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
+import { startWorkerProcess } from '../test/support/worker-process';
 
-const { values } = parseArgs({ options: { sessions: { type: 'string', default: '10' }, turns: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '10' },
+    turns: { type: 'string', default: '10' },
+    worker: { type: 'string', default: 'process' },
+  },
+});
 const SESSIONS = Number(values.sessions);
 const TURNS = Number(values.turns);
 
@@ -56,14 +63,26 @@ async function main() {
   const server = createServer(createApp(ctx));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const nativeConnection = await NativeConnection.connect({ address: temporal.address });
-  const worker = await createSwitchboardWorker({
-    connection: nativeConnection,
-    namespace: 'default',
-    taskQueue: 'bench',
-    deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
-  });
-  const running = worker.run();
+  // As in production, the worker is its own process by default (`--worker inline` shares this one).
+  let stopWorker: () => Promise<void>;
+  if (values.worker === 'inline') {
+    const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    const worker = await createSwitchboardWorker({
+      connection: nativeConnection,
+      namespace: 'default',
+      taskQueue: 'bench',
+      deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+    });
+    const running = worker.run();
+    stopWorker = async () => {
+      worker.shutdown();
+      await running;
+      await nativeConnection.close();
+    };
+  } else {
+    const proc = await startWorkerProcess(config);
+    stopWorker = () => proc.stop();
+  }
   const { credentials } = await ensureDevTenant(ctx.models, path.join(tmp, 'creds.json'), baseUrl);
   const agents = await seedDevProject(ctx.models, credentials);
   process.stdout.write(`stack up; agents: ${agents.join(', ')}; ${SESSIONS} sessions x ${TURNS} turns\n`);
@@ -123,9 +142,7 @@ async function main() {
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
 
-  worker.shutdown();
-  await running;
-  await nativeConnection.close();
+  await stopWorker();
   server.close();
   await closeAppContext(ctx);
   await ferret.process.stop();
