@@ -1,6 +1,7 @@
 // Process configuration: read once from the environment, validated with zod, with a clear message
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
+import { parsePriceTable } from '../providers/llm/pricing';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -55,7 +56,18 @@ export const ConfigSchema = z.object({
   ANTHROPIC_BASE_URL: z.url().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(60000),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
-  LLM_PRICE_TABLE: z.string().min(2).optional(),
+  LLM_PRICE_TABLE: z
+    .string()
+    .min(2)
+    .refine((v) => {
+      try {
+        parsePriceTable(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be a JSON object of { "<model>": { "inputPerMillion": n, "outputPerMillion": n } }')
+    .optional(),
   SSE_HEARTBEAT_MS: positiveInt.default(15000),
 
   /** Allow HTTP tools to reach private and loopback addresses (tests and local dev only). */

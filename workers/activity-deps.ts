@@ -11,12 +11,9 @@ import { getProjectLlmSettings } from '../db/llm-settings';
 import { createLlmUsageRecorder } from '../db/llm-usage';
 import {
   createProjectLlmResolver,
-  DEFAULT_PRICE_TABLE,
   estimateCost,
-  mergePriceTable,
-  parsePriceTable,
+  priceTableFromConfig,
   platformLlmConfig,
-  type PriceTable,
 } from '../providers/llm';
 import { type ActivityDeps } from '../activities';
 import { createLoadCompiledProject } from '../activities/persistence/load-compiled-project';
@@ -50,16 +47,6 @@ function memoizePerProject<T>(ttlMs: number, load: (tenantId: string, projectId:
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
 export const PROJECT_LLM_TTL_MS = 5_000;
 
-function priceTable(config: Config, logger: Logger): PriceTable {
-  if (!config.LLM_PRICE_TABLE) return { ...DEFAULT_PRICE_TABLE };
-  try {
-    return mergePriceTable(parsePriceTable(config.LLM_PRICE_TABLE));
-  } catch (err) {
-    logger.error({ err }, 'LLM_PRICE_TABLE is not a valid price table; using the built-in prices');
-    return { ...DEFAULT_PRICE_TABLE };
-  }
-}
-
 export function createActivityDeps(options: { config: Config; models: Models; logger: Logger }): ActivityDeps {
   const { config, models, logger } = options;
   const encryptor = config.ENCRYPTION_KEY ? new Encryptor(config.ENCRYPTION_KEY) : null;
@@ -73,7 +60,7 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     if (!resolved.ok) return null;
     return { provider: resolved.llm, providerName: resolved.target.provider.provider, modelId: resolved.target.modelId };
   };
-  const prices = priceTable(config, logger);
+  const prices = priceTableFromConfig(config.LLM_PRICE_TABLE);
   const recordUsage = createLlmUsageRecorder(models.LlmUsage, (usage) =>
     estimateCost(`${usage.provider}:${usage.modelId}`, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }, prices),
   );

@@ -194,7 +194,13 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       result = await drive(
         interpreter.init({
           type: 'start',
-          sessionVariables: tc?.sessionVariables as Record<string, Json> | undefined,
+          // The session's channel, and the test caller's identity as `caller` (userId, channel,
+          // customAttributes); the caller's channel overrides the session's.
+          sessionVariables: {
+            channel: tc?.callerContext?.channel ?? input.channel,
+            ...(tc?.callerContext ? { caller: tc.callerContext as Json } : {}),
+            ...(tc?.sessionVariables as Record<string, Json> | undefined),
+          },
           gatherValues: tc?.gatherValues as Record<string, Json> | undefined,
           startAtStep: tc?.startAtStep,
           skipOnStart: tc?.skipOnStart,

@@ -10,10 +10,8 @@ import { CredentialDecryptionError, loadDecryptedLlmCredentials } from '../../db
 import { getProjectLlmSettings } from '../../db/llm-settings';
 import {
   createProjectLlmResolver,
-  DEFAULT_PRICE_TABLE,
   estimateCost,
-  mergePriceTable,
-  parsePriceTable,
+  priceTableFromConfig,
   platformLlmConfig,
   type PriceTable,
   type ProjectLlmQuery,
@@ -60,16 +58,6 @@ export interface ApiLlmRuntime {
 
 const runtimes = new WeakMap<AppContext, ApiLlmRuntime>();
 
-function loadPriceTable(ctx: AppContext): PriceTable {
-  if (!ctx.config.LLM_PRICE_TABLE) return { ...DEFAULT_PRICE_TABLE };
-  try {
-    return mergePriceTable(parsePriceTable(ctx.config.LLM_PRICE_TABLE));
-  } catch (err) {
-    ctx.logger.error({ err }, 'LLM_PRICE_TABLE is not a valid price table; using the built-in prices');
-    return { ...DEFAULT_PRICE_TABLE };
-  }
-}
-
 export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
   const existing = runtimes.get(ctx);
   if (existing) return existing;
@@ -87,7 +75,7 @@ export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
     loadCredentials: credentials.get,
     platform: platformLlmConfig(ctx.config),
   });
-  const priceTable = loadPriceTable(ctx);
+  const priceTable = priceTableFromConfig(ctx.config.LLM_PRICE_TABLE);
   const runtime: ApiLlmRuntime = {
     encryptor,
     resolve,

@@ -49,6 +49,11 @@ export function parsePriceTable(json: string): PriceTable {
   return ZPriceTableSchema.parse(JSON.parse(json) as unknown);
 }
 
+/** The built-in prices with LLM_PRICE_TABLE's overrides on top (configuration validated it). */
+export function priceTableFromConfig(json: string | undefined): PriceTable {
+  return json ? mergePriceTable(parsePriceTable(json)) : { ...DEFAULT_PRICE_TABLE };
+}
+
 // Providers report dated snapshots: gpt-4o-mini-2024-07-18, claude-sonnet-4-5-20250929.
 const SNAPSHOT_SUFFIX = /-(\d{4}-\d{2}-\d{2}|\d{8})$/;
 

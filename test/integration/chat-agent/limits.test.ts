@@ -98,3 +98,32 @@ it('counts sessions made with POST /sessions against the same cap', async () => 
   expect(refused.status).toBe(429);
   expect(refused.body).toMatchObject({ error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Concurrent session limit exceeded' }, retryAfterMs: 60000 });
 });
+
+it('seeds the first turn from testContext: variables, caller and the starting step', async () => {
+  const { t, api, chat } = await setup({});
+  const source = `AGENT: Context_Agent
+GOAL: "Show what the test seeded."
+FLOW:
+  steps: [intro, show]
+  intro:
+    REASONING: false
+    RESPOND: "Intro."
+    THEN: show
+  show:
+    REASONING: false
+    RESPOND: "{{tier}} / {{caller.userId}} / {{channel}}"
+    ON_INPUT:
+      - ELSE:
+        THEN: show
+`;
+  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Context_Agent', dslContent: source } })).status).toBe(201);
+  expect((await api.post(`/api/projects/${t.projectId}/agents/Context_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  const res = await chat({
+    agentId: 'Context_Agent',
+    message: 'hi',
+    testContext: { sessionVariables: { tier: 'gold' }, callerContext: { userId: 'u-7', channel: 'web_debug' }, startAtStep: 'show' },
+  });
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('gold / u-7 / web_debug');
+  expect(res.body.response).not.toContain('Intro.');
+});

@@ -42,3 +42,9 @@ it('treats empty strings as unset and parses booleans and numbers', () => {
 it('rejects an encryption key that is not 32 bytes', () => {
   expect(() => loadConfig({ ...minimal, ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/ENCRYPTION_KEY: must be 32 bytes/);
 });
+
+it('rejects an invalid LLM price table at start instead of pricing with the wrong numbers', () => {
+  expect(() => loadConfig({ ...minimal, LLM_PRICE_TABLE: '{"gpt-x": {"input": 1}}' })).toThrow(/LLM_PRICE_TABLE: must be a JSON object/);
+  expect(() => loadConfig({ ...minimal, LLM_PRICE_TABLE: 'not json' })).toThrow(/LLM_PRICE_TABLE/);
+  expect(loadConfig({ ...minimal, LLM_PRICE_TABLE: '{"gpt-x": {"inputPerMillion": 1, "outputPerMillion": 2}}' }).LLM_PRICE_TABLE).toBeDefined();
+});
