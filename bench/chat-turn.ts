@@ -17,7 +17,7 @@ import { loadConfig } from '../lib/config';
 import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
 import { createSwitchboardWorker } from '../workers/create-worker';
 import { createActivityDeps } from '../workers/activity-deps';
-import { pingUpdate } from '../workflows/definitions';
+import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
 import { startWorkerProcess } from '../test/support/worker-process';
@@ -135,9 +135,30 @@ async function main() {
   );
   const chatWall = Date.now() - wall;
 
+  // Breakdown: an authenticated no-op request (the API's fixed cost), and the turn update sent
+  // straight to a session's workflow (the runtime's cost without the HTTP edge).
+  const authOnly: number[] = [];
+  const direct: number[] = [];
+  const sessions = await ctx.models.Session.find({ tenantId: credentials.tenantId }).limit(SESSIONS).lean();
+  wall = Date.now();
+  await Promise.all(
+    sessions.map(async (session) => {
+      const handle = client.workflow.getHandle(session.runtimeSessionId);
+      for (let t = 0; t < TURNS; t++) {
+        let started = performance.now();
+        await fetch(`${baseUrl}/api/auth/me`, { headers: { authorization: `Bearer ${credentials.apiKey}` } }).then((r) => r.arrayBuffer());
+        authOnly.push(performance.now() - started);
+        started = performance.now();
+        await handle.executeUpdate(turnUpdate, { args: [{ clientMessageId: `direct-${session._id}-${t}`, message: 'thanks' }] });
+        direct.push(performance.now() - started);
+      }
+    }),
+  );
+
   const b = stats(bare);
   const c = stats(turns);
   process.stdout.write(`${fmt('bare update', b, bareWall)}\n${fmt('chat turn (HTTP, local)', c, chatWall)}\n`);
+  process.stdout.write(`breakdown: authenticated no-op request p50 ${stats(authOnly).p50.toFixed(1)} ms; turn update without the API p50 ${stats(direct).p50.toFixed(1)} ms\n`);
   process.stdout.write(
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
