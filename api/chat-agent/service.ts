@@ -16,7 +16,7 @@ import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflo
 import { type AppContext } from '../context';
 import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit } from '../middleware/rate-limit';
-import { buildSessionStartInput, createSessionRecord } from '../sessions/service';
+import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
 import { sessionWithStartOperation } from '../sessions/workflow-client';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
@@ -39,25 +39,6 @@ export function validateMetadata(metadata: Record<string, unknown> | undefined):
           ? `nests deeper than ${METADATA_LIMITS.maxDepth} levels`
           : null;
   if (problem) throw new ApiError('VALIDATION_ERROR', `Invalid message metadata: body.metadata ${problem}`);
-}
-
-/** Finds the agent for a new session: the requested one, else the project's entry agent. */
-export async function pickSessionAgent(ctx: AppContext, project: ProjectDoc, agentId: string | undefined) {
-  const scope = { tenantId: project.tenantId, projectId: project._id };
-  const [versionedIds, allAgents] = await Promise.all([
-    ctx.models.AgentVersion.distinct('agentId', scope),
-    ctx.models.Agent.find(scope).sort({ createdAt: 1 }).lean(),
-  ]);
-  const versioned = new Set(versionedIds);
-  const agents = allAgents.filter((a) => versioned.has(a._id));
-  if (agents.length === 0) throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
-  if (agentId) {
-    const match = agents.find((a) => a._id === agentId || a.name === agentId || `${a.domain}/${a.name}` === agentId);
-    if (!match) throw new ApiError('NOT_FOUND', `Agent "${agentId}" not found or has no version`);
-    return match;
-  }
-  // The entry agent: the first supervisor, else the oldest agent.
-  return agents.find((a) => /^\s*SUPERVISOR\s*:/m.test(a.dslContent)) ?? agents[0]!;
 }
 
 /** Maps a failed update (validator rejection or ApplicationFailure) onto the API's errors. */
@@ -153,29 +134,23 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
       : randomUUID();
     // Reads only, so they go out together; the active count matters only for a new session.
     const [picked, existing, active] = await Promise.all([
-      pickSessionAgent(ctx, project, body.agentId).then(
+      resolveSessionAgent(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body.agentId).then(
         (agent) => ({ agent }),
         (error: unknown) => ({ error }),
       ),
       ctx.models.Session.findOne({ _id: sessionId, tenantId: principal.tenantId }, { _id: 1 }).lean(),
-      ctx.models.Session.countDocuments({ tenantId: principal.tenantId, status: 'active' }),
+      countActiveSessions(ctx, principal.tenantId),
       settled,
     ]);
     const client = await gate();
     if ('error' in picked) throw picked.error;
     const { agent } = picked;
-    if (!existing && active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
-      throw new ApiError('RATE_LIMIT_EXCEEDED', {
-        message: 'Concurrent session limit exceeded',
-        extraBody: { retryAfterMs: 60_000 },
-        headers: { 'Retry-After': '60' },
-      });
-    }
+    if (!existing) checkSessionCapacity(ctx, active);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,
-      agentId: agent._id,
-      agentName: agent.name,
+      agentId: agent.agentId,
+      agentName: agent.agentName,
       channel: 'api',
       environment: body.environment ?? 'dev',
       sessionId,

@@ -57,18 +57,23 @@ export interface ResolvedAgent {
 }
 
 /**
- * Resolves `agentId` as the spec allows: an agent id, an agent path `<domain>/<agent-name>`, or
- * a plain agent name. A project without agents is 404 "Project not found or has no agents".
+ * Resolves the agent a new session starts with. `agentRef` is an agent id, an agent path
+ * `<domain>/<agent-name>` or a plain name; without it, the project's entry agent (its first
+ * supervisor, else its oldest agent). Only agents with at least one version can run. A project
+ * with no such agent is 404 "Project not found or has no agents".
  */
-export async function resolveSessionAgent(models: Models, scope: SessionScope, agentRef: string): Promise<ResolvedAgent> {
-  if (!(await models.Agent.exists(scope))) throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
-  const slash = agentRef.indexOf('/');
-  const filter =
-    slash >= 0
-      ? { ...scope, domain: agentRef.slice(0, slash), name: agentRef.slice(slash + 1) }
-      : { ...scope, $or: [{ _id: agentRef }, { name: agentRef }] };
-  const agent = await models.Agent.findOne(filter).select({ _id: 1, name: 1 }).lean();
-  if (!agent) throw new ApiError('NOT_FOUND', `Agent "${agentRef}" not found in this project`);
+export async function resolveSessionAgent(models: Models, scope: SessionScope, agentRef?: string): Promise<ResolvedAgent> {
+  const [versionedIds, allAgents] = await Promise.all([
+    models.AgentVersion.distinct('agentId', scope),
+    models.Agent.find(scope).select({ _id: 1, name: 1, domain: 1, dslContent: 1 }).sort({ createdAt: 1 }).lean(),
+  ]);
+  const versioned = new Set(versionedIds);
+  const agents = allAgents.filter((a) => versioned.has(a._id));
+  if (agents.length === 0) throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
+  const agent = agentRef
+    ? agents.find((a) => a._id === agentRef || a.name === agentRef || `${a.domain}/${a.name}` === agentRef)
+    : (agents.find((a) => /^\s*SUPERVISOR\s*:/m.test(a.dslContent)) ?? agents[0]);
+  if (!agent) throw new ApiError('NOT_FOUND', `Agent "${agentRef}" not found in this project, or it has no version`);
   return { agentId: agent._id, agentName: agent.name };
 }
 
@@ -151,7 +156,15 @@ export interface StartedSession {
  * (429 "Concurrent session limit exceeded"); every way of starting a session checks it.
  */
 export async function assertSessionCapacity(ctx: AppContext, tenantId: string): Promise<void> {
-  const active = await ctx.models.Session.countDocuments({ tenantId, status: 'active' });
+  checkSessionCapacity(ctx, await countActiveSessions(ctx, tenantId));
+}
+
+export function countActiveSessions(ctx: AppContext, tenantId: string): Promise<number> {
+  return ctx.models.Session.countDocuments({ tenantId, status: 'active' });
+}
+
+/** Throws 429 when `active` sessions already fill the tenant's cap. */
+export function checkSessionCapacity(ctx: AppContext, active: number): void {
   if (active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
     throw new ApiError('RATE_LIMIT_EXCEEDED', {
       message: 'Concurrent session limit exceeded',

@@ -164,4 +164,17 @@ describe('errors', () => {
     expect(unknown.body.error.message).toBe('Session not found');
     expect((await chat({ deploymentId: 'dep_1', message: 'hi' })).status).toBe(404);
   });
+
+  it('refuses to start an agent that has no version, by chat or by POST /sessions', async () => {
+    const created = await api.post(`/api/projects/${t.projectId}/agents`, {
+      key: t.adminKey,
+      json: { name: 'Draft_Only', dslContent: 'AGENT: Draft_Only\nGOAL: "Not released yet."\n' },
+    });
+    expect(created.status).toBe(201);
+    const viaChat = await chat({ agentId: 'Draft_Only', message: 'hi' });
+    expect(viaChat.status).toBe(404);
+    expect(viaChat.body.error.message).toContain('has no version');
+    const viaSessions = await api.post(`/api/projects/${t.projectId}/sessions`, { key: t.adminKey, json: { agentId: 'Draft_Only' } });
+    expect(viaSessions.status).toBe(404);
+  });
 });

@@ -25,8 +25,10 @@ beforeAll(async () => {
   stack = await startTestStack({ env: { TEMPORAL_ADDRESS: `127.0.0.1:${await closedPort()}` } });
   api = client(stack.baseUrl);
   acme = await seedTenant(stack.ctx, 'acme-temporal-down');
-  // Agents straight into MongoDB: the agents API does not need Temporal, but this keeps the file self-contained.
-  await stack.ctx.models.Agent.create({ tenantId: acme.tenantId, projectId: acme.projectId, name: 'Down_Agent', domain: 'main', dslContent: 'AGENT: Down_Agent\n' });
+  // The agents API does not need Temporal; a session can only start an agent with a version.
+  const dslContent = 'AGENT: Down_Agent\nGOAL: "Answer while Temporal is down."\n';
+  expect((await api.post(`/api/projects/${acme.projectId}/agents`, { key: acme.adminKey, json: { name: 'Down_Agent', dslContent } })).status).toBe(201);
+  expect((await api.post(`/api/projects/${acme.projectId}/agents/Down_Agent/versions`, { key: acme.adminKey, json: {} })).status).toBe(201);
 });
 afterAll(() => stack.close());
 
