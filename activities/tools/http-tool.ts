@@ -76,6 +76,10 @@ export async function runHttpTool(input: HttpToolInput, options: { allowPrivate:
     throw ApplicationFailure.retryable(`Tool ${input.tool.name}: ${(err as Error).message}`, 'TOOL_NETWORK');
   }
   const text = await res.text();
+  if (res.status >= 300 && res.status < 400) {
+    // Redirects are not followed: the target could be a private address the SSRF check never saw.
+    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} answered a redirect (HTTP ${res.status}), which tools do not follow`, 'TOOL_REDIRECT');
+  }
   if (!res.ok) {
     const message = `Tool ${input.tool.name} answered HTTP ${res.status}`;
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {

@@ -76,7 +76,7 @@ it('refuses loopback and private destinations unless allowed', async () => {
   for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPrivateAddress(ip)).toBe(false);
 });
 
-it('classifies 4xx as final and 5xx as retryable', async () => {
+it('classifies 4xx and redirects as final and 5xx as retryable', async () => {
   const tool = toolFrom(agent(`${base}/x/{invoice_id}`));
   nextStatus = 404;
   await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
@@ -87,6 +87,11 @@ it('classifies 4xx as final and 5xx as retryable', async () => {
   await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
     type: 'TOOL_HTTP_5XX',
     nonRetryable: false,
+  });
+  nextStatus = 302;
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+    type: 'TOOL_REDIRECT',
+    nonRetryable: true,
   });
   nextStatus = 200;
   nextBody = '';
