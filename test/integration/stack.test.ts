@@ -20,6 +20,9 @@ import { probeWorkflow } from '../../workflows/probe';
 import { startTestStack } from '../support/stack';
 import { client } from '../support/http';
 
+// Whole stacks start and stop here: minutes, not jest's default seconds.
+jest.setTimeout(240_000);
+
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-stack-test-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -34,9 +37,9 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number
 }
 
 describe('npm start stack', () => {
-  jest.setTimeout(180_000);
 
-  async function startDevStack(dataDir: string, ports: Record<string, number>): Promise<ManagedProcess> {
+
+  async function startDevStack(dataDir: string, ports: Record<string, number>, external: Record<string, string> = {}): Promise<ManagedProcess & { output: () => string }> {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       SWITCHBOARD_DATA_DIR: dataDir,
@@ -48,6 +51,7 @@ describe('npm start stack', () => {
     };
     delete env.TEMPORAL_ADDRESS;
     delete env.MONGODB_URI;
+    Object.assign(env, external);
     const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -58,8 +62,26 @@ describe('npm start stack', () => {
         throw new Error(`dev stack did not start: ${String(err)}\n${output}`);
       },
     );
-    return proc;
+    return { ...proc, output: () => output };
   }
+
+  it('uses a given TEMPORAL_ADDRESS and MONGODB_URI instead of starting its own', async () => {
+    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const mongo = `${process.env.SB_TEST_MONGODB_URI!.replace(/\/$/, '')}/external_${Date.now()}`;
+    const stack = await startDevStack(path.join(tmp, 'external-data'), ports, { TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!, MONGODB_URI: mongo });
+    try {
+      expect(stack.output()).not.toContain('starting Temporal dev server');
+      expect(stack.output()).not.toContain('starting FerretDB');
+      expect(stack.output()).toContain(`MongoDB        ${mongo}`);
+      // Nothing listens on the ports it would have used for its own Temporal and FerretDB.
+      expect(await isPortFree(ports.temporal)).toBe(true);
+      expect(await isPortFree(ports.mongo)).toBe(true);
+      expect((await client(`http://127.0.0.1:${ports.api}`).get('/readyz')).status).toBe(200);
+    } finally {
+      stack.child.kill('SIGTERM');
+      await stack.exited;
+    }
+  });
 
   it('serves the seeded tenant, stops every process on SIGTERM, and finds its data again', async () => {
     const dataDir = path.join(tmp, 'dev-data');
@@ -123,7 +145,7 @@ describe('bootstrap', () => {
 });
 
 describe('readiness follows MongoDB', () => {
-  jest.setTimeout(90_000);
+
 
   it('answers 503 naming MongoDB while it is down, and 200 again when it returns', async () => {
     const dataDir = path.join(tmp, 'ferret-ready');
@@ -175,7 +197,7 @@ describe('readiness follows MongoDB', () => {
 });
 
 describe('Temporal dev server on its SQLite file', () => {
-  jest.setTimeout(90_000);
+
 
   it('still has a running workflow and its search attributes after a restart', async () => {
     const dbFile = path.join(tmp, 'temporal.sqlite');
