@@ -118,3 +118,34 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
   }
   return out;
 }
+
+/**
+ * Splits a list at its top-level commas: commas inside quotes or brackets stay. With
+ * `angleBrackets`, `<…>` nests too (type lists such as `nullable<T>`); expressions leave it off,
+ * since `<` compares there.
+ */
+export function splitTopLevel(text: string, options: { angleBrackets?: boolean } = {}): string[] {
+  const open = options.angleBrackets ? '([{<' : '([{';
+  const close = options.angleBrackets ? ')]}>' : ')]}';
+  const out: string[] = [];
+  let depth = 0;
+  let quote: string | null = null;
+  let last = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if (c === '"' || c === "'") quote = c;
+    else if (open.includes(c)) depth++;
+    else if (close.includes(c)) depth--;
+    else if (c === ',' && depth === 0) {
+      out.push(text.slice(last, i));
+      last = i + 1;
+    }
+  }
+  if (text.slice(last).trim() !== '') out.push(text.slice(last));
+  return out;
+}

@@ -4,6 +4,7 @@
 import type { Loc, PairNode, ValueNode } from '../ast';
 import type { ActionsIR, BranchIR, CallIR, ConditionIR, ExprIR, LifecycleIR, SetIR, StepGatherIR, TransitionIR } from '../ir';
 import { pairValue, type CompileContext, type Fields } from './context';
+import { splitTopLevel } from '../lexer';
 
 const ASSIGN = /^([A-Za-z_@$][\w]*(?:\.[\w]+|\[\d+\])*)\s*=(?!=)\s*([\s\S]+)$/;
 
@@ -52,30 +53,6 @@ export function compileSet(ctx: CompileContext, node: ValueNode | null): SetIR[]
   return out;
 }
 
-function splitArgs(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let quote: string | null = null;
-  let last = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = null;
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '(' || c === '[' || c === '{') depth++;
-    else if (c === ')' || c === ']' || c === '}') depth--;
-    else if (c === ',' && depth === 0) {
-      out.push(text.slice(last, i));
-      last = i + 1;
-    }
-  }
-  if (text.slice(last).trim() !== '') out.push(text.slice(last));
-  return out;
-}
-
 /** CALL: `t` (+ WITH/AS in `extra` fields), `t(a, "x")` or `t(p = expr)`. */
 export function compileCall(ctx: CompileContext, pair: PairNode, sibling?: Fields): CallIR | null {
   const headNode = pair.value;
@@ -90,7 +67,7 @@ export function compileCall(ctx: CompileContext, pair: PairNode, sibling?: Field
   if (m[2] !== undefined) {
     const argsStart = text.indexOf('(') + 1;
     let offset = argsStart;
-    for (const arg of splitArgs(m[2])) {
+    for (const arg of splitTopLevel(m[2])) {
       const lead = arg.length - arg.trimStart().length;
       const argAt = { line: at.line, column: at.column + offset + lead };
       const named = /^\s*([A-Za-z_]\w*)\s*=(?!=)\s*([\s\S]+)$/.exec(arg);

@@ -6,6 +6,7 @@ import type { BindingIR, ConfirmationIR, Json, ParamIR, ToolIR } from '../ir';
 import { compileSet } from './actions';
 import { pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
+import { splitTopLevel } from '../lexer';
 
 export interface ToolImport {
   file: string;
@@ -31,30 +32,6 @@ const TOOL_KEYS = [
   'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns',
 ];
 
-function splitParams(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let quote: string | null = null;
-  let last = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = null;
-      continue;
-    }
-    if (c === '"' || c === "'") quote = c;
-    else if (c === '(' || c === '[' || c === '{' || c === '<') depth++;
-    else if (c === ')' || c === ']' || c === '}' || c === '>') depth--;
-    else if (c === ',' && depth === 0) {
-      out.push(text.slice(last, i));
-      last = i + 1;
-    }
-  }
-  if (text.slice(last).trim()) out.push(text.slice(last));
-  return out;
-}
-
 function defaultValue(text: string): Json {
   const t = text.trim();
   if (/^-?\d+(\.\d+)?$/.test(t)) return Number(t);
@@ -75,7 +52,7 @@ function parseSignature(ctx: CompileContext, head: ItemNode['head']): { name: st
   const name = m[1] as string;
   const params: ParamIR[] = [];
   const seen = new Set<string>();
-  for (const part of splitParams(m[2] ?? '')) {
+  for (const part of splitTopLevel(m[2] ?? '', { angleBrackets: true })) {
     const pm = /^\s*([A-Za-z_]\w*)(\?)?\s*(?::\s*([^=]+?))?\s*(?:=\s*([\s\S]+))?\s*$/.exec(part);
     if (!pm) {
       ctx.report('E400', head.loc, { src: text, detail: `cannot read parameter "${part.trim()}"` });
