@@ -218,7 +218,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     stats.traceEventCount += trace.events.length;
     traceSeq = trace.nextSeq;
     await persist(trace, [
-      { role: 'user', agent: null, content: turn.message },
+      // What the agents saw: input guardrails' redactions apply to the stored transcript too.
+      { role: 'user', agent: null, content: result.userText ?? turn.message },
       ...(response ? [{ role: 'assistant' as const, agent: thread?.agent ?? null, content: response }] : []),
     ]);
     const actionType = result.outcome === 'completed' ? 'complete' : result.outcome === 'suspended' ? (runtime.pending?.kind === 'human_task' ? 'escalate' : 'suspend') : 'continue';

@@ -152,6 +152,11 @@ export interface AdvanceResult {
    * the user); `suspended`: waiting for a callback or human; `completed`: the session ended.
    */
   outcome: 'awaiting_effects' | 'turn_complete' | 'suspended' | 'completed';
+  /**
+   * The user's message as the agents saw it, after input guardrails (redactions applied); absent
+   * when no user message ran. The workflow stores this, not the raw text, in the transcript.
+   */
+  userText?: string;
 }
 
 export interface RuntimeOptions {

@@ -100,7 +100,14 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
         state.status = 'active';
         state.pending = null;
       }
-      return { state, commands: [], responses, trace, outcome: state.status === 'completed' ? 'completed' : 'turn_complete' };
+      return {
+        state,
+        commands: [],
+        responses,
+        trace,
+        outcome: state.status === 'completed' ? 'completed' : 'turn_complete',
+        ...(turn.userText !== null ? { userText: turn.userText } : {}),
+      };
     }
     state.exec = {
       ...exec,
@@ -109,7 +116,14 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
       emittedResponses: turn.responses.length,
       emittedTrace: turn.trace.length,
     };
-    return { state, commands: turn.commands, responses, trace, outcome: state.pending ? 'suspended' : 'awaiting_effects' };
+    return {
+      state,
+      commands: turn.commands,
+      responses,
+      trace,
+      outcome: state.pending ? 'suspended' : 'awaiting_effects',
+      ...(turn.userText !== null ? { userText: turn.userText } : {}),
+    };
   }
 
   function startTurn(state: SessionRuntimeState, event: RuntimeEvent): AdvanceResult {

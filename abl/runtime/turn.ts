@@ -76,6 +76,11 @@ export class Turn {
   readonly kinds: TurnExecution['kinds'];
   private readonly ctx: EvalContext;
   private input: string | null = null;
+
+  /** The user's message as the agents saw it, after input guardrails (null when none ran). */
+  get userText(): string | null {
+    return this.input;
+  }
   private meta: Record<string, Json> = {};
   private handoffs = 0;
   /** Set by a constraint's ON_FAIL {GOTO}: the flow goes there instead of running the operation. */

@@ -62,4 +62,6 @@ it('evaluates input guardrails and records the verdict', async () => {
     expect.arrayContaining([expect.objectContaining({ data: expect.objectContaining({ guardrail: 'no_card_numbers', passed: false, action: 'redact' }) })]),
   );
   expect(res.body.response).not.toContain('4111');
+  const stored = await stack.ctx.models.TranscriptMessage.find({ sessionId: res.body.sessionId, role: 'user' }).lean();
+  expect(stored.map((m) => m.content)).toEqual(['You charged my card [REDACTED] twice!']);
 });
