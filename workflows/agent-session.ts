@@ -41,6 +41,22 @@ const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ 
 const RECENT_TURNS_KEPT = 20;
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
 
+/**
+ * RICH_CONTENT and ACTIONS of the flow step the session now waits in, for channels to render
+ * (buttons for an ON_INPUT question, a markdown variant). Passed on as authored; a list of
+ * actions becomes `{ items: [...] }` so `actions` is always an object.
+ */
+function channelContent(compiled: CompilationOutput, agent: string | undefined, step: string | null | undefined) {
+  const channel = agent && step ? compiled.agents[agent]?.flow?.steps[step]?.channel : undefined;
+  if (!channel) return {};
+  const rich = channel.rich_content;
+  const actions = channel.actions;
+  return {
+    ...(rich && typeof rich === 'object' && !Array.isArray(rich) ? { richContent: rich as Record<string, unknown> } : {}),
+    ...(Array.isArray(actions) ? { actions: { items: actions } } : actions && typeof actions === 'object' ? { actions: actions as Record<string, unknown> } : {}),
+  };
+}
+
 function emptyStats(): SessionStats {
   return { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
 }
@@ -234,6 +250,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         variables: (thread?.vars ?? {}) as Record<string, unknown>,
       },
       traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
+      ...channelContent(compiled, thread?.agent, thread?.flow?.step),
     };
     recentTurns.push({ clientMessageId: turn.clientMessageId, result: turnResult });
     if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();

@@ -88,6 +88,10 @@ export interface TurnResult {
   action: { type: 'continue' | 'complete' | 'handoff' | 'suspend' | 'escalate'; [key: string]: unknown };
   state: { agent: string; status: string; step: string | null; variables: Record<string, unknown> };
   traceEvents: TraceEventOut[];
+  /** RICH_CONTENT of the step the session waits in (content variants for channels). */
+  richContent?: Record<string, unknown>;
+  /** ACTIONS of that step (interactive elements), always an object. */
+  actions?: Record<string, unknown>;
 }
 
 export interface SessionStateView {

@@ -42,6 +42,8 @@ export const ZChatAgentResponseSchema = z
     response: z.string(),
     action: z.object({ type: z.string() }).passthrough(),
     state: z.record(z.string(), z.unknown()),
+    richContent: z.record(z.string(), z.unknown()).optional().describe('Content variants of the step the session waits in (RICH_CONTENT)'),
+    actions: z.record(z.string(), z.unknown()).optional().describe('Interactive elements of that step (ACTIONS); a list is given as { items }'),
     metadata: z
       .object({ models: z.array(z.string()).describe('provider:model of every LLM call in this turn'), note: z.string().optional() })
       .optional()

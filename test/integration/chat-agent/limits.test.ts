@@ -127,3 +127,39 @@ FLOW:
   expect(res.body.response).toContain('gold / u-7 / web_debug');
   expect(res.body.response).not.toContain('Intro.');
 });
+
+it('hands channels the waiting step\'s rich content and actions', async () => {
+  const { t, api, chat } = await setup({});
+  const source = `AGENT: Choice_Agent
+GOAL: "Ask a yes/no question."
+FLOW:
+  steps: [ask, done]
+  ask:
+    REASONING: false
+    RESPOND: "Shall I go on?"
+    RICH_CONTENT:
+      markdown: "**Shall I go on?**"
+    ACTIONS:
+      - id: yes
+        label: "Yes"
+      - id: no
+        label: "No"
+    ON_INPUT:
+      - IF: yes
+        THEN: done
+      - ELSE:
+        THEN: ask
+  done:
+    REASONING: false
+    RESPOND: "Done."
+`;
+  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Choice_Agent', dslContent: source } })).status).toBe(201);
+  expect((await api.post(`/api/projects/${t.projectId}/agents/Choice_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  const first = await chat({ agentId: 'Choice_Agent', message: 'hi' });
+  expect(first.status).toBe(200);
+  expect(first.body.richContent).toEqual({ markdown: '**Shall I go on?**' });
+  expect(first.body.actions).toEqual({ items: [{ id: 'yes', label: 'Yes' }, { id: 'no', label: 'No' }] });
+  const second = await chat({ sessionId: first.body.sessionId, message: 'yes' });
+  expect(second.body.response).toContain('Done.');
+  expect(second.body.actions).toBeUndefined();
+});
