@@ -3,6 +3,7 @@
 
 import type { AgentIR } from '../ir';
 import type { Rule } from './context';
+import { findCycles, formatCycle } from './cycles';
 
 function canEnd(a: AgentIR): boolean {
   return a.completion.length > 0 || a.flow !== null;
@@ -13,25 +14,9 @@ export const handoffCycles: Rule = (ctx) => {
   for (const a of ctx.byName.values()) {
     edges.set(a.metadata.name, a.coordination.handoffs.filter((h) => !h.return && ctx.byName.has(h.to) && h.to !== a.metadata.name).map((h) => h.to));
   }
-  const reported = new Set<string>();
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
-  const visit = (n: string): void => {
-    state.set(n, 'open');
-    stack.push(n);
-    for (const m of edges.get(n) ?? []) {
-      if (state.get(m) === 'open') {
-        const cycle = stack.slice(stack.indexOf(m));
-        const key = [...cycle].sort().join(',');
-        if (!reported.has(key) && !cycle.some((c) => canEnd(ctx.byName.get(c) as AgentIR))) {
-          reported.add(key);
-          const first = ctx.byName.get(cycle[0] as string) as AgentIR;
-          ctx.report('W703', first.loc, { cycle: [...cycle, cycle[0]].join(' → ') });
-        }
-      } else if (!state.has(m)) visit(m);
-    }
-    stack.pop();
-    state.set(n, 'done');
-  };
-  for (const n of [...edges.keys()].sort()) if (!state.has(n)) visit(n);
+  for (const cycle of findCycles(edges)) {
+    if (cycle.some((c) => canEnd(ctx.byName.get(c) as AgentIR))) continue;
+    const first = ctx.byName.get(cycle[0] as string) as AgentIR;
+    ctx.report('W703', first.loc, { cycle: formatCycle(cycle) });
+  }
 };
