@@ -1,9 +1,16 @@
 // Writes what people look up after each turn: transcript messages, trace events and the session
 // summary. Ids are deterministic and the summary holds absolute values, so a retried activity
 // writes nothing twice. Short MongoDB work: the session workflow runs it as a local activity.
-// The writes stay sequential: on FerretDB (SQLite) concurrent writes measured no faster.
+// The writes stay sequential: on FerretDB (SQLite) concurrent writes measured no faster. They go
+// through the driver's collections (the input is already typed; mongoose's document building and
+// validation cost more CPU than the writes), and the summary is addressed by `_id` alone: the
+// session id is a UUID this workflow owns, and a lone `_id` equality is the one filter FerretDB
+// answers from its primary key instead of scanning the collection.
 import { type Models } from '../../db/models';
+import { driverCollection } from '../../db/driver-collection';
 import { type SessionDoc } from '../../db/session';
+import { type TraceEventDoc } from '../../db/trace-event';
+import { type TranscriptMessageDoc } from '../../db/transcript-message';
 
 export interface RecordTurnInput {
   tenantId: string;
@@ -30,20 +37,16 @@ export function createRecordTurn(deps: { models: Models }) {
     const { models } = deps;
     const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
     if (input.messages.length > 0) {
-      await models.TranscriptMessage.insertMany(
-        input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, timestamp: new Date(m.timestamp) })),
-        { ordered: false },
-      ).catch(ignoreDuplicates);
+      const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, timestamp: new Date(m.timestamp) }));
+      await driverCollection(models.TranscriptMessage).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     if (input.traceEvents.length > 0) {
-      await models.TraceEvent.insertMany(
-        input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, timestamp: new Date(e.timestamp) })),
-        { ordered: false },
-      ).catch(ignoreDuplicates);
+      const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, timestamp: new Date(e.timestamp) }));
+      await driverCollection(models.TraceEvent).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;
-    await models.Session.updateOne(
-      { _id: input.sessionId, tenantId: input.tenantId },
+    await driverCollection(models.Session).updateOne(
+      { _id: input.sessionId },
       {
         $set: {
           ...rest,
