@@ -2,13 +2,9 @@
 // replica sees the same numbers; memory only as an explicit single-node option).
 import { type Response } from 'express';
 import { type Connection } from 'mongoose';
-import {
-  RateLimiterMemory,
-  RateLimiterMongo,
-  RateLimiterRes,
-  type RateLimiterAbstract,
-} from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { ApiError } from '../../lib/errors';
+import { ensureRateLimitWindowIndexes, MongoWindowLimiter } from './mongo-window-store';
 
 export interface RateLimiterSettings {
   store: 'mongo' | 'memory';
@@ -19,33 +15,22 @@ export interface RateLimiterSettings {
 }
 
 export function createRateLimiter(settings: RateLimiterSettings): RateLimiterAbstract {
-  const base = { points: settings.points, duration: settings.durationSeconds, keyPrefix: settings.keyPrefix };
-  if (settings.store === 'memory') return new RateLimiterMemory(base);
-  if (!settings.connection) throw new Error('RateLimiterMongo needs a MongoDB connection');
-  return new RateLimiterMongo({
-    ...base,
-    storeClient: settings.connection,
-    tableName: RATE_LIMIT_COLLECTION,
-    // Created by ensureRateLimitIndexes, which tolerates stores without TTL indexes.
-    disableIndexesCreation: true,
+  if (settings.store === 'memory') return new RateLimiterMemory({ points: settings.points, duration: settings.durationSeconds, keyPrefix: settings.keyPrefix });
+  if (!settings.connection) throw new Error('The MongoDB rate-limit store needs a connection');
+  return new MongoWindowLimiter({
+    connection: settings.connection,
+    keyPrefix: settings.keyPrefix,
+    points: settings.points,
+    durationSeconds: settings.durationSeconds,
   });
 }
 
-export const RATE_LIMIT_COLLECTION = 'rate_limits';
+/** Counters kept before the `_id`-addressed windows; dropped once, as nothing reads them. */
+const LEGACY_RATE_LIMIT_COLLECTION = 'rate_limits';
 
-/**
- * The counters' indexes: a unique key (needed for correct upserts under concurrency) and a TTL
- * on `expire` so MongoDB drops stale windows. FerretDB has no TTL indexes; there expired
- * counters are reused in place (one document per tenant), so nothing grows without bound.
- */
 export async function ensureRateLimitIndexes(connection: Connection): Promise<void> {
-  const collection = connection.collection(RATE_LIMIT_COLLECTION);
-  await collection.createIndex({ key: 1 }, { unique: true });
-  try {
-    await collection.createIndex({ expire: -1 }, { expireAfterSeconds: 0 });
-  } catch (err) {
-    if ((err as { code?: number }).code !== 238 /* NotImplemented */) throw err;
-  }
+  await ensureRateLimitWindowIndexes(connection);
+  await connection.dropCollection(LEGACY_RATE_LIMIT_COLLECTION).catch(() => undefined);
 }
 
 function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLimiterRes): void {
