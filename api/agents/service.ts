@@ -5,6 +5,7 @@ import { formatDiagnostic, type Diagnostic } from '../../abl';
 import { type AgentDoc } from '../../db/agent';
 import { type AgentVersionDoc } from '../../db/agent-version';
 import { type Models } from '../../db/models';
+import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { type Principal } from '../../lib/permissions';
@@ -31,7 +32,7 @@ const draftTemplate = (name: string): string => `AGENT: ${name}\nGOAL: "Describe
 async function tenantProjectFilter(models: Models, principal: Principal, projectId: string | undefined): Promise<Record<string, unknown>> {
   if (projectId === undefined) return principal.projectId ? { projectId: principal.projectId } : {};
   if (principal.projectId && principal.projectId !== projectId) throw ApiError.notFound('Project');
-  if (!(await models.Project.exists({ _id: projectId, tenantId: principal.tenantId }))) throw ApiError.notFound('Project');
+  if (!(await findOwned(models.Project, projectId, { tenantId: principal.tenantId }))) throw ApiError.notFound('Project');
   return { projectId };
 }
 

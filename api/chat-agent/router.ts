@@ -1,4 +1,5 @@
 // POST /api/v1/chat/agent: run one message through a project's agents.
+import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
@@ -18,8 +19,9 @@ export const chatAgentRoutes: AnyRoute[] = [
     body: ZChatAgentRequestSchema,
     errorStatuses: [404, 409, 410, 429, 503],
     response: ZChatAgentResponseSchema,
-    async handler({ ctx, principal, body, req, res }) {
-      const project = await ctx.models.Project.findOne({ _id: body.projectId, tenantId: principal.tenantId }).lean();
+    // The project is read while the tenant's rate limit is charged.
+    preload: ({ ctx, principal, body }) => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId }),
+    async handler({ ctx, principal, body, req, res, preloaded: project }) {
       if (!project || (principal.projectId && principal.projectId !== project._id)) {
         throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
       }

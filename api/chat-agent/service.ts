@@ -12,6 +12,7 @@ import { ApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
+import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
 import { llmRuntime } from '../chat/llm-runtime';
@@ -111,7 +112,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
       // a session that turns out missing or ended is handed back, as if it never happened.
       const limiterKey = `session:${body.sessionId}`;
       const [session, charged] = await Promise.all([
-        ctx.models.Session.findOne({ _id: body.sessionId, tenantId: principal.tenantId, projectId: project._id }, { status: 1, runtimeSessionId: 1 }).lean(),
+        findOwned(ctx.models.Session, body.sessionId, { tenantId: principal.tenantId, projectId: project._id }),
         consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
           () => null,
           (err: unknown) => err,
@@ -138,7 +139,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
         (agent) => ({ agent }),
         (error: unknown) => ({ error }),
       ),
-      ctx.models.Session.findOne({ _id: sessionId, tenantId: principal.tenantId }, { _id: 1 }).lean(),
+      findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }),
       countActiveSessions(ctx, principal.tenantId),
       settled,
     ]);

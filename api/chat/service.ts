@@ -5,6 +5,7 @@
 import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
+import { findOwned } from '../../db/owned';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
@@ -20,7 +21,7 @@ interface PreparedCall {
 }
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal, projectId: string) {
-  const project = await ctx.models.Project.findOne({ _id: projectId, tenantId: principal.tenantId }, { _id: 1, tenantId: 1 }).lean();
+  const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
   return project && canSeeProject(principal, project) ? project : null;
 }
 
