@@ -9,8 +9,9 @@ import { type z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, hasPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
+import { findOwned } from '../../db/owned';
 import { type AppContext } from '../context';
-import { authenticate } from '../middleware/auth';
+import { beginAuthentication } from '../middleware/auth';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
 
@@ -153,7 +154,7 @@ function hasBody(req: Request): boolean {
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {
   if (!principal || typeof projectId !== 'string') throw ApiError.notFound('Project');
-  const project = await ctx.models.Project.findOne({ _id: projectId, tenantId: principal.tenantId }).lean();
+  const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
   if (!project || !canSeeProject(principal, project)) throw ApiError.notFound('Project');
   return project;
 }
@@ -204,36 +205,65 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
   });
 }
 
+function samePrincipal(a: Principal, b: Principal): boolean {
+  return (
+    a.subjectId === b.subjectId &&
+    a.tenantId === b.tenantId &&
+    a.projectId === b.projectId &&
+    a.permissions.size === b.permissions.size &&
+    [...a.permissions].every((p) => b.permissions.has(p))
+  );
+}
+
 /** Express handler that runs one route's pipeline: auth → rate limit → permission → project → input. */
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId');
   return async (req: Request, res: Response): Promise<void> => {
-    let principal: Principal | null = null;
-    if (route.auth !== 'public') {
-      principal = await authenticate(ctx, req);
-      res.locals.principal = principal;
-    }
-    const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
-    // Parsing is synchronous; its errors wait their turn (after 429, 403, 404 and 415).
+    // Parsing is synchronous; its errors wait their turn (after 401, 429, 403, 404 and 415).
     const mediaOk = !(route.body && hasBody(req) && !req.is(['application/json', 'application/*+json']));
     const params = parse(route.params, req.params, 'params');
     const query = parse(route.query, req.query, 'query');
     const body = route.body ? parse(route.body, req.body ?? {}, 'body') : ({ ok: true, value: undefined } as const);
     const inputOk = mediaOk && params.ok && query.ok && body.ok;
 
-    // Independent round trips, started together.
-    const charged = principal ? settle(consumeRateLimit(ctx.rateLimiter, `tenant:${principal.tenantId}`, res)) : null;
-    const projectLookup = hasProjectParam && permitted ? settle(loadVisibleProject(ctx, principal, req.params.projectId)) : null;
-    const preload =
-      route.preload && principal && permitted && inputOk
-        ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
-        : null;
+    // The read-only lookups a principal allows, started together.
+    const startLookups = (principal: Principal | null) => {
+      const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
+      return {
+        permitted,
+        project: hasProjectParam && permitted ? settle(loadVisibleProject(ctx, principal, req.params.projectId)) : null,
+        preload:
+          route.preload && principal && permitted && inputOk
+            ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
+            : null,
+      };
+    };
+
+    let principal: Principal | null = null;
+    let charged: Promise<Outcome<void>> | null = null;
+    let lookups: ReturnType<typeof startLookups>;
+    if (route.auth === 'public') {
+      lookups = startLookups(null);
+    } else {
+      // A key this process has seen before lets the tenant charge and the lookups start while
+      // the key itself is read; nothing is judged, and the handler does not run, before it is.
+      const auth = beginAuthentication(ctx, req);
+      const confirmation = settle(auth.confirmed);
+      const early = auth.early;
+      const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, `tenant:${tenantId}`, res));
+      const speculative = early ? { charged: charge(early.tenantId), lookups: startLookups(early) } : null;
+      principal = unwrap(await confirmation);
+      res.locals.principal = principal;
+      // The key changed since it was last seen (permissions, project binding): look up again.
+      charged = speculative && early!.tenantId === principal.tenantId ? speculative.charged : charge(principal.tenantId);
+      lookups = speculative && samePrincipal(early!, principal) ? speculative.lookups : startLookups(principal);
+    }
 
     if (charged) unwrap(await charged);
-    if (!permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
-    const project = projectLookup ? unwrap(await projectLookup) : null;
+    if (!lookups.permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
+    const project = lookups.project ? unwrap(await lookups.project) : null;
     if (!mediaOk) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
-    const preloaded: unknown = preload ? unwrap(await preload) : undefined;
+    const preloaded: unknown = lookups.preload ? unwrap(await lookups.preload) : undefined;
     const result = await route.handler({
       params: unwrap(params),
       query: unwrap(query),

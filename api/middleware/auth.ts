@@ -31,11 +31,30 @@ function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
   return new Set(values.filter(isPermission));
 }
 
-async function resolveApiKey(ctx: AppContext, key: string): Promise<Principal> {
-  if (!API_KEY_PATTERN.test(key)) throw unauthorized('Invalid API key');
-  const keyHash = sha256Hex(key);
-  const doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
-  // The lookup is by hash; compare again in constant time so no code path branches on key bytes.
+/**
+ * What this process learned about API keys, by key hash: the key's id (it never changes, so the
+ * check reads the key by `_id`, the lookup FerretDB answers from its primary key, instead of
+ * searching by hash) and the principal it last produced (so the request's other lookups can start
+ * while the key is checked). Every request still reads the key: revocation, expiry and changed
+ * permissions take effect on the next request. Bounded; the oldest entries go first.
+ */
+interface KnownKey {
+  keyId: string;
+  principal: Principal;
+}
+const KNOWN_KEYS_MAX = 10_000;
+const knownKeys = new WeakMap<AppContext, Map<string, KnownKey>>();
+
+function knownKeysOf(ctx: AppContext): Map<string, KnownKey> {
+  let known = knownKeys.get(ctx);
+  if (!known) knownKeys.set(ctx, (known = new Map()));
+  return known;
+}
+
+async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string | undefined): Promise<Principal> {
+  let doc = knownId ? await ctx.models.ApiKey.findById(knownId).lean() : null;
+  // Compare in constant time so no code path branches on key bytes.
+  if (!doc || !safeEqual(doc.keyHash, keyHash)) doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
   if (doc.revokedAt) throw unauthorized('API key has been revoked');
   if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
@@ -44,13 +63,18 @@ async function resolveApiKey(ctx: AppContext, key: string): Promise<Principal> {
     // Coarse last-used tracking, at most once a minute per key, off the request path.
     ctx.models.ApiKey.updateOne({ _id: doc._id }, { $set: { lastUsedAt: new Date() } }).catch(() => undefined);
   }
-  return {
+  const principal: Principal = {
     kind: 'api_key',
     subjectId: doc._id,
     tenantId: doc.tenantId,
     projectId: doc.projectId,
     permissions: toPermissions(doc.permissions),
   };
+  const known = knownKeysOf(ctx);
+  known.delete(keyHash);
+  known.set(keyHash, { keyId: doc._id, principal });
+  if (known.size > KNOWN_KEYS_MAX) known.delete(known.keys().next().value!);
+  return principal;
 }
 
 function jwtKey(ctx: AppContext): Uint8Array {
@@ -83,11 +107,30 @@ async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal
   };
 }
 
-/** Resolves the request's credential, or throws 401. */
-export async function authenticate(ctx: AppContext, req: Request): Promise<Principal> {
+export interface Authentication {
+  /**
+   * The principal this credential produced last time in this process, when known: enough to
+   * start read-only lookups early. Nothing may be changed on its word before `confirmed`.
+   */
+  early: Principal | null;
+  /** The principal as the credential stands now; rejects with 401. */
+  confirmed: Promise<Principal>;
+}
+
+/** Starts resolving the request's credential. A missing or malformed one throws 401 at once. */
+export function beginAuthentication(ctx: AppContext, req: Request): Authentication {
   const credential = readCredential(req);
   if (!credential) throw unauthorized('Authentication required: send Authorization: Bearer <token> or X-API-Key');
-  return credential.type === 'api_key' ? resolveApiKey(ctx, credential.value) : resolveUserJwt(ctx, credential.value);
+  if (credential.type === 'jwt') return { early: null, confirmed: resolveUserJwt(ctx, credential.value) };
+  if (!API_KEY_PATTERN.test(credential.value)) throw unauthorized('Invalid API key');
+  const keyHash = sha256Hex(credential.value);
+  const known = knownKeysOf(ctx).get(keyHash);
+  return { early: known?.principal ?? null, confirmed: resolveApiKey(ctx, keyHash, known?.keyId) };
+}
+
+/** Resolves the request's credential, or throws 401. */
+export async function authenticate(ctx: AppContext, req: Request): Promise<Principal> {
+  return beginAuthentication(ctx, req).confirmed;
 }
 
 /** Issues a user JWT (HS256) for `sub`, valid for JWT_TTL_SECONDS. */
