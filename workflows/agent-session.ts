@@ -39,6 +39,8 @@ const { recordTurn } = wf.proxyActivities<Activities>({ startToCloseTimeout: '20
 const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
 
 const RECENT_TURNS_KEPT = 20;
+/** Runs started before this marker keep an idle timer per turn when they replay. */
+const IDLE_WATCHDOG_PATCH = 'idle-watchdog-v1';
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
 
 /**
@@ -73,13 +75,17 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   let bundle: CompilationOutput | null = null;
   let ended: { reason: string } | null = null;
   let inFlight = 0;
+  let idleSinceMs = Date.now();
   // Turns (and resets) run strictly one after another, in arrival order.
   let queue: Promise<unknown> = Promise.resolve();
   const enqueue = <T>(work: () => Promise<T>): Promise<T> => {
     inFlight++;
     const run = queue.then(work);
     queue = run.catch(() => undefined);
-    return run.finally(() => inFlight--);
+    return run.finally(() => {
+      inFlight--;
+      idleSinceMs = Date.now();
+    });
   };
 
   const activeThread = () => runtime?.threads[runtime.threads.length - 1] ?? null;
@@ -181,7 +187,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
   async function runTurn(turn: TurnUpdateInput): Promise<TurnResult> {
     // With update-with-start the first turn arrives before the agents are loaded.
-    await wf.condition(() => bundle !== null);
+    if (bundle === null) await wf.condition(() => bundle !== null);
     if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended', 'CONFLICT');
     const compiled = bundle!;
     const trace = new TurnTrace(++turnCount, traceSeq);
@@ -259,25 +265,47 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
+  const rollOver = async () => {
+    await wf.condition(wf.allHandlersFinished);
+    const next: CarriedSessionState = { runtime, turnCount, recentTurns, traceSeq, messageSeq, stats, createdAtMs };
+    await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
+  };
 
-  while (!ended) {
-    const seen = turnCount;
-    const woke = await wf.condition(() => ended !== null || inFlight > 0 || turnCount !== seen || shouldRollOver(), input.idleTimeoutMs);
-    if (!woke) {
-      ended = { reason: 'idle_timeout' };
-      break;
-    }
-    await wf.condition(() => inFlight === 0 || ended !== null);
-    if (!ended && inFlight === 0 && shouldRollOver()) {
-      await wf.condition(wf.allHandlersFinished);
-      const next: CarriedSessionState = { runtime, turnCount, recentTurns, traceSeq, messageSeq, stats, createdAtMs };
-      await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
+  if (wf.patched(IDLE_WATCHDOG_PATCH)) {
+    // One timer per idle period, not one per turn: when it fires it re-arms for whatever is
+    // left since the last turn, and ends the session once a whole idle period has passed.
+    const watchIdle = async () => {
+      while (!ended) {
+        const remaining = idleSinceMs + input.idleTimeoutMs - Date.now();
+        if (remaining <= 0 && inFlight === 0) {
+          ended ??= { reason: 'idle_timeout' };
+          return;
+        }
+        await wf.sleep(remaining > 0 ? remaining : input.idleTimeoutMs);
+      }
+    };
+    void watchIdle();
+    await wf.condition(() => ended !== null || (inFlight === 0 && shouldRollOver()));
+    if (ended === null) await rollOver();
+  } else {
+    // Runs recorded before the watchdog: a fresh idle timer after every turn.
+    while (!ended) {
+      const seen = turnCount;
+      const woke = await wf.condition(() => ended !== null || inFlight > 0 || turnCount !== seen || shouldRollOver(), input.idleTimeoutMs);
+      if (!woke) {
+        ended = { reason: 'idle_timeout' };
+        break;
+      }
+      await wf.condition(() => inFlight === 0 || ended !== null);
+      if (!ended && inFlight === 0 && shouldRollOver()) await rollOver();
     }
   }
+  // Rolling over never returns, so the session has ended here.
+  const { reason } = ended ?? { reason: 'ended' };
   await wf.condition(wf.allHandlersFinished);
   const trace = new TurnTrace(++turnCount, traceSeq);
-  trace.add('state_change', { variable: '_session', value: 'ended', reason: ended.reason });
+  trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
   await persist(trace, []);
-  return { status: 'ended', reason: ended.reason };
+  return { status: 'ended', reason };
 }
