@@ -21,6 +21,7 @@ import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
 import { startWorkerProcess } from '../test/support/worker-process';
+import { CpuMeter } from './support/cpu';
 
 const { values } = parseArgs({
   options: {
@@ -65,6 +66,7 @@ async function main() {
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // As in production, the worker is its own process by default (`--worker inline` shares this one).
   let stopWorker: () => Promise<void>;
+  let workerPid: number | undefined;
   if (values.worker === 'inline') {
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     const worker = await createSwitchboardWorker({
@@ -81,15 +83,18 @@ async function main() {
     };
   } else {
     const proc = await startWorkerProcess(config);
+    workerPid = proc.child.pid;
     stopWorker = () => proc.stop();
   }
   const { credentials } = await ensureDevTenant(ctx.models, path.join(tmp, 'creds.json'), baseUrl);
   const agents = await seedDevProject(ctx.models, credentials);
   process.stdout.write(`stack up; agents: ${agents.join(', ')}; ${SESSIONS} sessions x ${TURNS} turns\n`);
 
+  const cpu = new CpuMeter({ worker: workerPid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
   // Bare Temporal: one probe workflow per session, TURNS no-op updates each, same concurrency.
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
   const bare: number[] = [];
+  const bareCpu = cpu.snapshot();
   let wall = Date.now();
   await Promise.all(
     Array.from({ length: SESSIONS }, async (_, s) => {
@@ -104,9 +109,11 @@ async function main() {
     }),
   );
   const bareWall = Date.now() - wall;
+  const bareCpuPerOp = CpuMeter.perOp(bareCpu, cpu.snapshot(), SESSIONS * (TURNS + 1));
 
   // Chat turns through the HTTP API.
   const turns: number[] = [];
+  const chatCpu = cpu.snapshot();
   const messages = ['hello', 'I have a question about my invoice', 'INV-123456', 'yes', 'thanks'];
   wall = Date.now();
   await Promise.all(
@@ -134,6 +141,7 @@ async function main() {
     }),
   );
   const chatWall = Date.now() - wall;
+  const chatCpuPerOp = CpuMeter.perOp(chatCpu, cpu.snapshot(), SESSIONS * (TURNS + 1));
 
   // Breakdown: an authenticated no-op request (the API's fixed cost), and the turn update sent
   // straight to a session's workflow (the runtime's cost without the HTTP edge).
@@ -159,6 +167,7 @@ async function main() {
   const c = stats(turns);
   process.stdout.write(`${fmt('bare update', b, bareWall)}\n${fmt('chat turn (HTTP, local)', c, chatWall)}\n`);
   process.stdout.write(`breakdown: authenticated no-op request p50 ${stats(authOnly).p50.toFixed(1)} ms; turn update without the API p50 ${stats(direct).p50.toFixed(1)} ms\n`);
+  process.stdout.write(`CPU per bare update (ms): ${bareCpuPerOp}\nCPU per chat turn (ms): ${chatCpuPerOp}\n`);
   process.stdout.write(
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
