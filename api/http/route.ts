@@ -70,6 +70,12 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
    * and must change nothing: the request may still be refused (429, 404) after it ran.
    */
   preload?(input: PreloadInput<P, Q, B>): Promise<L>;
+  /**
+   * Undoes what a preload started when the request is refused before the handler runs (401,
+   * 429, 403, 404, 415, 400) or when a changed credential made the pipeline preload again:
+   * refunds a charge, aborts a speculative upstream call. Called at most once per preload.
+   */
+  onRefused?(preloaded: L, ctx: AppContext): void;
   handler(input: HandlerInput<P, Q, B, Auth, L>): Promise<unknown>;
 }
 
@@ -226,44 +232,62 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     const body = route.body ? parse(route.body, req.body ?? {}, 'body') : ({ ok: true, value: undefined } as const);
     const inputOk = mediaOk && params.ok && query.ok && body.ok;
 
-    // The read-only lookups a principal allows, started together.
+    // The lookups a principal allows, started together. Preloads not handed to the handler
+    // are given to `onRefused` once they settle.
+    const preloads: Promise<Outcome<unknown>>[] = [];
     const startLookups = (principal: Principal | null) => {
       const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
+      const preload =
+        route.preload && principal && permitted && inputOk
+          ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
+          : null;
+      if (preload) preloads.push(preload);
       return {
         permitted,
         project: hasProjectParam && permitted ? settle(loadVisibleProject(ctx, principal, req.params.projectId)) : null,
-        preload:
-          route.preload && principal && permitted && inputOk
-            ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
-            : null,
+        preload,
       };
+    };
+    const refuseUnused = (used: Promise<Outcome<unknown>> | null) => {
+      if (!route.onRefused) return;
+      for (const preload of preloads) {
+        if (preload !== used) void preload.then((outcome) => outcome.ok && route.onRefused!(outcome.value, ctx));
+      }
     };
 
     let principal: Principal | null = null;
     let charged: Promise<Outcome<void>> | null = null;
-    let lookups: ReturnType<typeof startLookups>;
-    if (route.auth === 'public') {
-      lookups = startLookups(null);
-    } else {
-      // A key this process has seen before lets the tenant charge and the lookups start while
-      // the key itself is read; nothing is judged, and the handler does not run, before it is.
-      const auth = beginAuthentication(ctx, req);
-      const confirmation = settle(auth.confirmed);
-      const early = auth.early;
-      const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, `tenant:${tenantId}`, res));
-      const speculative = early ? { charged: charge(early.tenantId), lookups: startLookups(early) } : null;
-      principal = unwrap(await confirmation);
-      res.locals.principal = principal;
-      // The key changed since it was last seen (permissions, project binding): look up again.
-      charged = speculative && early!.tenantId === principal.tenantId ? speculative.charged : charge(principal.tenantId);
-      lookups = speculative && samePrincipal(early!, principal) ? speculative.lookups : startLookups(principal);
-    }
+    let lookups: ReturnType<typeof startLookups> | null = null;
+    let project: ProjectDoc | null;
+    let preloaded: unknown;
+    try {
+      if (route.auth === 'public') {
+        lookups = startLookups(null);
+      } else {
+        // A key this process has seen before lets the tenant charge and the lookups start while
+        // the key itself is read; nothing is judged, and the handler does not run, before it is.
+        const auth = beginAuthentication(ctx, req);
+        const confirmation = settle(auth.confirmed);
+        const early = auth.early;
+        const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, `tenant:${tenantId}`, res));
+        const speculative = early ? { charged: charge(early.tenantId), lookups: startLookups(early) } : null;
+        principal = unwrap(await confirmation);
+        res.locals.principal = principal;
+        // The key changed since it was last seen (permissions, project binding): look up again.
+        charged = speculative && early!.tenantId === principal.tenantId ? speculative.charged : charge(principal.tenantId);
+        lookups = speculative && samePrincipal(early!, principal) ? speculative.lookups : startLookups(principal);
+      }
 
-    if (charged) unwrap(await charged);
-    if (!lookups.permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
-    const project = lookups.project ? unwrap(await lookups.project) : null;
-    if (!mediaOk) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
-    const preloaded: unknown = lookups.preload ? unwrap(await lookups.preload) : undefined;
+      if (charged) unwrap(await charged);
+      if (!lookups.permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
+      project = lookups.project ? unwrap(await lookups.project) : null;
+      if (!mediaOk) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
+      preloaded = lookups.preload ? unwrap(await lookups.preload) : undefined;
+    } catch (err) {
+      refuseUnused(null);
+      throw err;
+    }
+    refuseUnused(lookups.preload);
     const result = await route.handler({
       params: unwrap(params),
       query: unwrap(query),
