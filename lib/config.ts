@@ -76,6 +76,11 @@ export const ConfigSchema = z.object({
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */
   SESSION_MAX_HISTORY_EVENTS: positiveInt.default(8000),
+  /**
+   * How long after a turn its transcript, trace events and summary are written to MongoDB (turns
+   * finished by then go in the same write); 0 writes them before the reply.
+   */
+  SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(250),
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),

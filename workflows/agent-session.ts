@@ -10,10 +10,12 @@ import { createInterpreter } from '../abl/runtime';
 import {
   callbackSignal,
   endSignal,
+  flushUpdate,
   resetUpdate,
   stateQuery,
   turnUpdate,
   type CarriedSessionState,
+  type PendingProjection,
   type SessionStartInput,
   type SessionStateView,
   type SessionStats,
@@ -41,6 +43,9 @@ const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ 
 const RECENT_TURNS_KEPT = 20;
 /** Runs started before this marker keep an idle timer per turn when they replay. */
 const IDLE_WATCHDOG_PATCH = 'idle-watchdog-v1';
+/** Runs started before this marker wrote each turn's projection before replying. */
+const DEFERRED_PROJECTION_PATCH = 'deferred-projection-v1';
+const DEFAULT_PROJECTION_FLUSH_MS = 250;
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
 
 /**
@@ -72,6 +77,18 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const stats: SessionStats = carried?.stats ?? emptyStats();
   const recentTurns = carried?.recentTurns ?? [];
   const createdAtMs = carried?.createdAtMs ?? Date.now();
+  // The reply does not wait for MongoDB: each turn's rows are held here and written shortly
+  // after, several turns at once when they come fast (the turn results themselves are already
+  // durable in history, so a crash before the write only delays it). Reads through the API ask
+  // for a write first (`flush`), so they see every answered turn.
+  const flushDelayMs = input.projectionFlushMs ?? DEFAULT_PROJECTION_FLUSH_MS;
+  const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
+  const deferProjection = heldProjection && flushDelayMs > 0;
+  const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
+  let lastActivityMs = carried?.lastActivityMs ?? Date.now();
+  let writing = 0;
+  let writes: Promise<void> = Promise.resolve();
+  let flushArmed = false;
   let bundle: CompilationOutput | null = null;
   let ended: { reason: string } | null = null;
   let inFlight = 0;
@@ -137,6 +154,13 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       },
     },
   );
+  wf.setHandler(flushUpdate, () => flush(), {
+    validator: () => {
+      if (pending.messages.length === 0 && pending.traceEvents.length === 0 && writing === 0) {
+        throw wf.ApplicationFailure.nonRetryable('Nothing to write', 'NOTHING_PENDING');
+      }
+    },
+  });
   wf.setHandler(
     resetUpdate,
     () =>
@@ -159,14 +183,92 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
   bundle = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
 
-  async function persist(trace: TurnTrace, messages: { role: 'user' | 'assistant'; agent: string | null; content: string }[]) {
+  type NewMessage = { role: 'user' | 'assistant'; agent: string | null; content: string };
+
+  function summary() {
+    const thread = activeThread();
+    return {
+      currentAgent: thread?.agent ?? input.agentName,
+      runtimeStatus: ended ? 'ended' : (runtime?.status ?? 'active'),
+      status: ended ? ('ended' as const) : ('active' as const),
+      messageCount: stats.messageCount,
+      traceEventCount: stats.traceEventCount,
+      tokenCount: stats.tokenCount,
+      errorCount: stats.errorCount,
+      estimatedCost: stats.estimatedCost,
+      handoffCount: runtime?.handoffCount ?? stats.handoffCount,
+      durationMs: Date.now() - createdAtMs,
+      lastActivityAt: new Date(lastActivityMs).toISOString(),
+      ...(ended ? { endedAt: new Date().toISOString(), endReason: ended.reason } : {}),
+    };
+  }
+
+  /** Writes the held rows and the summary as they stand; writes run one at a time, in order. */
+  function flush(): Promise<void> {
+    writing++;
+    writes = writes.then(async () => {
+      const messages = pending.messages.splice(0);
+      const traceEvents = pending.traceEvents.splice(0);
+      try {
+        await recordTurnLocally({
+          tenantId: input.tenantId,
+          projectId: input.projectId,
+          sessionId: input.sessionId,
+          turn: turnCount,
+          messages,
+          traceEvents,
+          summary: summary(),
+        });
+      } catch (err) {
+        // Retries are exhausted (MongoDB down for minutes): keep the rows and try again later.
+        pending.messages.unshift(...messages);
+        pending.traceEvents.unshift(...traceEvents);
+        wf.log.warn('Session projection write failed; retrying later', { error: String(err) });
+        armFlush();
+      } finally {
+        writing--;
+      }
+    });
+    return writes;
+  }
+
+  function armFlush(): void {
+    if (flushArmed) return;
+    flushArmed = true;
+    void wf
+      .sleep(flushDelayMs)
+      .then(() => {
+        flushArmed = false;
+        return flush();
+      })
+      .catch(() => undefined);
+  }
+
+  /** Records a turn's rows: held for the next write, or written now on runs before deferral. */
+  async function persist(trace: TurnTrace, messages: NewMessage[]) {
+    lastActivityMs = Date.now();
+    const rows = messages.map((m) => ({ ...m, seq: ++messageSeq, turn: trace.turn, timestamp: new Date().toISOString() }));
+    if (deferProjection) {
+      pending.messages.push(...rows);
+      pending.traceEvents.push(...trace.events.map((e) => ({ ...e, turn: trace.turn })));
+      armFlush();
+      return;
+    }
+    if (heldProjection) {
+      // projectionFlushMs 0: written before the reply.
+      pending.messages.push(...rows);
+      pending.traceEvents.push(...trace.events.map((e) => ({ ...e, turn: trace.turn })));
+      await flush();
+      return;
+    }
+    // Runs recorded before deferral: one write per turn, before the reply.
     const thread = activeThread();
     await (wf.patched(LOCAL_ACTIVITIES_PATCH) ? recordTurnLocally : recordTurn)({
       tenantId: input.tenantId,
       projectId: input.projectId,
       sessionId: input.sessionId,
       turn: trace.turn,
-      messages: messages.map((m) => ({ ...m, seq: ++messageSeq, timestamp: new Date().toISOString() })),
+      messages: rows.map(({ turn: _turn, ...m }) => m),
       traceEvents: trace.events,
       summary: {
         currentAgent: thread?.agent ?? input.agentName,
@@ -266,10 +368,23 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
   const rollOver = async () => {
+    if (deferProjection) await flush();
     await wf.condition(wf.allHandlersFinished);
-    const next: CarriedSessionState = { runtime, turnCount, recentTurns, traceSeq, messageSeq, stats, createdAtMs };
+    // Rows of turns answered during that write go along (the next run writes them).
+    const next: CarriedSessionState = {
+      runtime,
+      turnCount,
+      recentTurns,
+      traceSeq,
+      messageSeq,
+      stats,
+      createdAtMs,
+      ...(deferProjection ? { pending, lastActivityMs } : {}),
+    };
     await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
   };
+
+  if (deferProjection && (pending.messages.length > 0 || pending.traceEvents.length > 0)) armFlush();
 
   if (wf.patched(IDLE_WATCHDOG_PATCH)) {
     // One timer per idle period, not one per turn: when it fires it re-arms for whatever is
@@ -307,5 +422,6 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
   await persist(trace, []);
+  if (deferProjection) await flush();
   return { status: 'ended', reason };
 }

@@ -34,6 +34,18 @@ export interface SessionStartInput {
   idleTimeoutMs: number;
   /** Continue-as-new once history passes this many events (the server also suggests it). */
   maxHistoryEvents?: number;
+  /**
+   * How long after a turn its projection (transcript, trace events, summary) is written to
+   * MongoDB, together with any other turns finished by then. 0 writes it before the reply.
+   * @default 250
+   */
+  projectionFlushMs?: number;
+}
+
+/** Projection rows a session holds until its next write (see `projectionFlushMs`). */
+export interface PendingProjection {
+  messages: { seq: number; turn: number; role: 'user' | 'assistant'; agent: string | null; content: string; timestamp: string }[];
+  traceEvents: { seq: number; turn: number; type: string; spanId: string; parentSpanId: string | null; timestamp: string; data: Record<string, unknown> }[];
 }
 
 export interface CarriedSessionState {
@@ -45,6 +57,9 @@ export interface CarriedSessionState {
   messageSeq: number;
   stats: SessionStats;
   createdAtMs: number;
+  /** Rows not yet written when the run rolled over. */
+  pending?: PendingProjection;
+  lastActivityMs?: number;
 }
 
 export interface SessionStats {
@@ -110,3 +125,8 @@ export const resetUpdate = defineUpdate<{ resetAt: string }, []>('reset');
 export const endSignal = defineSignal<[{ reason: string }]>('end');
 export const callbackSignal = defineSignal<[{ commandId: string; payload: unknown }]>('callback');
 export const stateQuery = defineQuery<SessionStateView>('state');
+/**
+ * Writes the projection rows the session holds now, so a read right after a reply sees its
+ * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
+ */
+export const flushUpdate = defineUpdate<void, []>('flush');

@@ -16,9 +16,10 @@ export interface RecordTurnInput {
   tenantId: string;
   projectId: string;
   sessionId: string;
+  /** The turn of rows that do not name their own (a write may hold several turns' rows). */
   turn: number;
-  messages: { seq: number; role: 'user' | 'assistant' | 'system'; agent: string | null; content: string; timestamp: string }[];
-  traceEvents: { seq: number; type: string; spanId: string; parentSpanId: string | null; timestamp: string; data: Record<string, unknown> }[];
+  messages: { seq: number; turn?: number; role: 'user' | 'assistant' | 'system'; agent: string | null; content: string; timestamp: string }[];
+  traceEvents: { seq: number; turn?: number; type: string; spanId: string; parentSpanId: string | null; timestamp: string; data: Record<string, unknown> }[];
   summary: Partial<Omit<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'createdAt' | 'lastActivityAt' | 'endedAt'>> & {
     lastActivityAt: string;
     endedAt?: string | null;
@@ -37,11 +38,11 @@ export function createRecordTurn(deps: { models: Models }) {
     const { models } = deps;
     const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
     if (input.messages.length > 0) {
-      const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, timestamp: new Date(m.timestamp) }));
+      const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, turn: m.turn ?? input.turn, timestamp: new Date(m.timestamp) }));
       await driverCollection(models.TranscriptMessage).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     if (input.traceEvents.length > 0) {
-      const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, timestamp: new Date(e.timestamp) }));
+      const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, turn: e.turn ?? input.turn, timestamp: new Date(e.timestamp) }));
       await driverCollection(models.TraceEvent).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;

@@ -26,8 +26,8 @@ import {
 import {
   computeSessionMetrics,
   deleteSession,
-  findSession,
-  findTenantSession,
+  findCurrentSession,
+  findCurrentTenantSession,
   getSessionDetail,
   listSessions,
   listSpanChildren,
@@ -135,7 +135,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZTracesResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
-      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
       const [{ total, events }, metrics] = await Promise.all([
         listTraceEvents(ctx.models, session, query),
         query.include === 'metrics' ? computeSessionMetrics(ctx.models, session) : Promise.resolve(undefined),
@@ -162,7 +162,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZSpanChildrenResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
-      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
       const { total, events } = await listSpanChildren(ctx.models, session, params.spanId, query);
       return {
         success: true,
@@ -185,7 +185,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZMetricsResponseSchema,
     async handler({ ctx, principal, project, params }) {
-      const session = await findSession(ctx.models, scopeOf(principal, project), params.id);
+      const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
       return { success: true, sessionId: session._id, metrics: await computeSessionMetrics(ctx.models, session) };
     },
   }),
@@ -200,7 +200,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZTranscriptResponseSchema,
     async handler({ ctx, principal, params, query }) {
-      const session = await findTenantSession(ctx.models, principal, params.id);
+      const session = await findCurrentTenantSession(ctx, principal, params.id);
       const { total, messages } = await listTranscript(ctx.models, session, query);
       return {
         success: true,

@@ -3,7 +3,10 @@
 // the transcript, trace and metrics reads. Every query carries tenantId (+ projectId); ids from
 // the URL never widen the scope. The chat route reuses `startSessionWorkflow` and the builders.
 import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { type Models } from '../../db/models';
+import { findOwned } from '../../db/owned';
 import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type Config } from '../../lib/config';
@@ -11,6 +14,7 @@ import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import {
   endSignal,
+  flushUpdate,
   resetUpdate,
   stateQuery,
   type SessionChannel,
@@ -46,6 +50,8 @@ export const END_GRACE_MS = 3_000;
 export const RESET_TIMEOUT_MS = 10_000;
 /** Metrics read at most this many trace events and transcript messages of one session. */
 export const MAX_METRIC_EVENTS = 10_000;
+/** How long a read waits for a running session to write the turns it holds. */
+export const FLUSH_TIMEOUT_MS = 5_000;
 
 const sessionNotFound = () => new ApiError('NOT_FOUND', 'Session not found');
 
@@ -94,7 +100,7 @@ export interface NewSessionInput {
 }
 
 /** The AgentSession's start input: a new session id, idle timeout from config, bundle by deployment or latest versions. */
-export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOUT_MS' | 'SESSION_MAX_HISTORY_EVENTS'>, input: NewSessionInput): SessionStartInput {
+export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOUT_MS' | 'SESSION_MAX_HISTORY_EVENTS' | 'SESSION_PROJECTION_FLUSH_MS'>, input: NewSessionInput): SessionStartInput {
   const deploymentId = input.deploymentId ?? null;
   return {
     sessionId: input.sessionId ?? randomUUID(),
@@ -108,6 +114,7 @@ export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOU
     bundleRef: deploymentId ? { kind: 'deployment', deploymentId } : { kind: 'latest_versions' },
     idleTimeoutMs: config.SESSION_IDLE_TIMEOUT_MS,
     maxHistoryEvents: config.SESSION_MAX_HISTORY_EVENTS,
+    projectionFlushMs: config.SESSION_PROJECTION_FLUSH_MS,
   };
 }
 
@@ -197,20 +204,53 @@ export async function startSessionWorkflow(ctx: AppContext, input: NewSessionInp
 
 /** The session of this tenant and project, or 404 "Session not found". */
 export async function findSession(models: Models, scope: SessionScope, sessionId: string): Promise<SessionDoc> {
-  const session = await models.Session.findOne({ _id: sessionId, ...scope }).lean();
+  const session = await findOwned(models.Session, sessionId, scope);
   if (!session) throw sessionNotFound();
   return session;
 }
 
 /** The session by id for tenant-wide routes (transcripts); a project-bound key sees its project only. */
 export async function findTenantSession(models: Models, principal: Principal, sessionId: string): Promise<SessionDoc> {
-  const session = await models.Session.findOne({
-    _id: sessionId,
+  const session = await findOwned(models.Session, sessionId, {
     tenantId: principal.tenantId,
     ...(principal.projectId ? { projectId: principal.projectId } : {}),
-  }).lean();
+  });
   if (!session) throw sessionNotFound();
   return session;
+}
+
+/**
+ * Asks a running session to write the projection rows it still holds (turns answered within
+ * SESSION_PROJECTION_FLUSH_MS), so a read right after a reply sees that turn. Returns whether
+ * anything was written. Nothing held, a closed workflow, or Temporal unavailable: the read goes
+ * on with what MongoDB has (logged), never failing because of it.
+ */
+export async function flushSessionProjection(ctx: AppContext, session: SessionDoc): Promise<boolean> {
+  if (session.status === 'ended') return false;
+  try {
+    const client = await ctx.temporal.client();
+    const handle = client.workflow.getHandle<AgentSessionWorkflow>(session.runtimeSessionId);
+    await withDeadline(client, FLUSH_TIMEOUT_MS, () => handle.executeUpdate(flushUpdate));
+    return true;
+  } catch (err) {
+    const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === 'NOTHING_PENDING') return false;
+    if (isWorkflowNotFound(err)) return false;
+    ctx.logger.warn({ err, sessionId: session._id }, 'session did not write its held turns; reading what MongoDB has');
+    return false;
+  }
+}
+
+/** findSession, after the session wrote what it held: for reads of transcripts and traces. */
+export async function findCurrentSession(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDoc> {
+  const session = await findSession(ctx.models, scope, sessionId);
+  return (await flushSessionProjection(ctx, session)) ? findSession(ctx.models, scope, sessionId) : session;
+}
+
+/** findTenantSession, after the session wrote what it held. */
+export async function findCurrentTenantSession(ctx: AppContext, principal: Principal, sessionId: string): Promise<SessionDoc> {
+  const session = await findTenantSession(ctx.models, principal, sessionId);
+  return (await flushSessionProjection(ctx, session)) ? findTenantSession(ctx.models, principal, sessionId) : session;
 }
 
 export async function listSessions(models: Models, scope: SessionScope, query: TListSessionsQuery) {
@@ -238,7 +278,7 @@ export interface SessionDetail {
  * read: the detail then says `live: false` and why.
  */
 export async function getSessionDetail(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDetail> {
-  const session = await findSession(ctx.models, scope, sessionId);
+  const session = await findCurrentSession(ctx, scope, sessionId);
   if (session.status === 'ended') return { session, live: null, liveUnavailableReason: 'ended' };
   let client;
   try {

@@ -4,6 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { flushProjection } from '../../support/projection';
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;
@@ -37,6 +38,7 @@ describe('a conversation', () => {
     expect(res.body.response).toContain('Hi! I can help');
     expect(res.body.state.agent).toBe('Support_Hub');
     sessionId = res.body.sessionId;
+    await flushProjection(stack.ctx, sessionId);
     const summary = await stack.ctx.models.Session.findById(sessionId).lean();
     expect(summary).toMatchObject({ tenantId: t.tenantId, projectId: t.projectId, agentName: 'Support_Hub', status: 'active', channel: 'api', messageCount: 2 });
   });
@@ -50,6 +52,7 @@ describe('a conversation', () => {
     const handoff = res.body.traceEvents.find((e: { type: string }) => e.type === 'handoff');
     expect(handoff.data).toEqual(expect.objectContaining({ fromAgent: 'Support_Hub', toAgent: 'Billing_Agent', reason: expect.any(String), timestamp: expect.any(String) }));
     expect(handoff.spanId).toEqual(expect.any(String));
+    await flushProjection(stack.ctx, sessionId);
     const summary = await stack.ctx.models.Session.findById(sessionId).lean();
     expect(summary?.handoffCount).toBe(1);
     expect(summary?.currentAgent).toBe('Billing_Agent');
@@ -73,6 +76,7 @@ describe('a conversation', () => {
   });
 
   it('keeps the transcript and the trace in MongoDB', async () => {
+    await flushProjection(stack.ctx, sessionId);
     const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user', 'assistant']);
     expect(messages[0]!.content).toBe('hello there');
@@ -102,6 +106,7 @@ describe('idempotency and ordering', () => {
     expect(a.status).toBe(200);
     expect(b.body.sessionId).toBe(a.body.sessionId);
     expect(b.body.response).toBe(a.body.response);
+    await flushProjection(stack.ctx, a.body.sessionId);
     expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId: a.body.sessionId, role: 'user' })).toBe(1);
   });
 
@@ -111,6 +116,7 @@ describe('idempotency and ordering', () => {
     const a = await chat({ sessionId: first.body.sessionId, message: 'what can you do?' }, { headers });
     const b = await chat({ sessionId: first.body.sessionId, message: 'what can you do?' }, { headers });
     expect(b.body).toEqual(a.body);
+    await flushProjection(stack.ctx, first.body.sessionId);
     expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId: first.body.sessionId, role: 'user' })).toBe(2);
   });
 
@@ -120,6 +126,7 @@ describe('idempotency and ordering', () => {
     const [a, b] = await Promise.all([chat({ sessionId, message: 'first of two' }), chat({ sessionId, message: 'second of two' })]);
     expect(a.status).toBe(200);
     expect(b.status).toBe(200);
+    await flushProjection(stack.ctx, sessionId);
     const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
     // user, agent, user, agent: each turn's reply directly follows its own message.
     const tail = messages.slice(2).map((m) => m.role);

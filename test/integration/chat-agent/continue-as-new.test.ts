@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { flushProjection } from '../../support/projection';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -50,6 +51,7 @@ it('rolls over to new runs and keeps the conversation, its counters and its retr
   const state = await handle.query<{ currentAgent: string; turnCount: number }>('state');
   expect(state.currentAgent).toBe('Billing_Agent');
   expect(state.turnCount).toBeGreaterThanOrEqual(10);
+  await flushProjection(stack.ctx, sessionId);
   const summary = await stack.ctx.models.Session.findById(sessionId).lean();
   expect(summary?.messageCount).toBe(20);
 
@@ -57,5 +59,6 @@ it('rolls over to new runs and keeps the conversation, its counters and its retr
   const users = await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId, role: 'user' });
   const again = await chat('INV-123458', sessionId, 'can-8');
   expect(again.status).toBe(200);
+  await flushProjection(stack.ctx, sessionId);
   expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId, role: 'user' })).toBe(users);
 });

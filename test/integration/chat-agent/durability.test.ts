@@ -9,6 +9,7 @@ import { freePort, startTemporalDevServer } from '../../../infra/processes';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { flushProjection } from '../../support/projection';
 import { startWorkerProcess } from '../../support/worker-process';
 
 jest.setTimeout(120_000);
@@ -91,6 +92,7 @@ FLOW:
       expect(res.body.response).toBe('Found sunny');
       expect(requests.length).toBe(2);
       const sessionId = res.body.sessionId;
+      await flushProjection(stack.ctx, sessionId);
       const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
       expect(messages.map((m) => [m.role, m.content])).toEqual([
         ['user', 'weather please'],
@@ -132,6 +134,7 @@ describe('a Temporal dev server restarted on its SQLite file', () => {
       expect(third.status).toBe(200);
       expect(third.body.state.agent).toBe('Billing_Agent');
       expect(third.body.response).toContain('Want a refund?');
+      await flushProjection(stack.ctx, sessionId);
       const summary = await stack.ctx.models.Session.findById(sessionId).lean();
       expect(summary?.messageCount).toBe(6);
     } finally {

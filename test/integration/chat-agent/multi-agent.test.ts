@@ -3,6 +3,7 @@
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { flushProjection } from '../../support/projection';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -48,6 +49,7 @@ it('fans out to two delegates in parallel and survives one failing', async () =>
   expect(childCall?.parentSpanId).toBe(flights.spanId);
   const hotelResult = events.find((e) => e.type === 'tool_result' && e.data.tool === 'search_hotels');
   expect(hotelResult?.data).toMatchObject({ success: false });
+  await flushProjection(stack.ctx, sessionId);
   const stored = await stack.ctx.models.TraceEvent.countDocuments({ sessionId, type: 'delegate' });
   expect(stored).toBe(2);
   const summary = await stack.ctx.models.Session.findById(sessionId).lean();
@@ -62,6 +64,7 @@ it('evaluates input guardrails and records the verdict', async () => {
     expect.arrayContaining([expect.objectContaining({ data: expect.objectContaining({ guardrail: 'no_card_numbers', passed: false, action: 'redact' }) })]),
   );
   expect(res.body.response).not.toContain('4111');
+  await flushProjection(stack.ctx, res.body.sessionId);
   const stored = await stack.ctx.models.TranscriptMessage.find({ sessionId: res.body.sessionId, role: 'user' }).lean();
   expect(stored.map((m) => m.content)).toEqual(['You charged my card [REDACTED] twice!']);
 });

@@ -5,6 +5,7 @@ import { seedDevProject } from '../../../infra/seed-project';
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { flushProjection } from '../../support/projection';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -58,6 +59,7 @@ it('turns a provider failure into an error reply and an error trace, not a lost 
   const error = res.body.traceEvents.find((e: { type: string }) => e.type === 'error');
   expect(error.data).toMatchObject({ agent: 'Support_Hub', kind: 'LLM_AUTH' });
   expect(res.body.response.length).toBeGreaterThan(0);
+  await flushProjection(stack.ctx, res.body.sessionId);
   const summary = await stack.ctx.models.Session.findById(res.body.sessionId).lean();
   expect(summary?.errorCount).toBeGreaterThanOrEqual(1);
 });
