@@ -3,7 +3,7 @@ import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
-import { runChatTurn } from './service';
+import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from './service';
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -19,17 +19,30 @@ export const chatAgentRoutes: AnyRoute[] = [
     body: ZChatAgentRequestSchema,
     errorStatuses: [404, 409, 410, 429, 503],
     response: ZChatAgentResponseSchema,
-    // The project is read while the tenant's rate limit is charged.
-    preload: ({ ctx, principal, body }) => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId }),
-    async handler({ ctx, principal, body, req, res, preloaded: project }) {
-      if (!project || (principal.projectId && principal.projectId !== project._id)) {
-        throw new ApiError('NOT_FOUND', 'Project not found or has no agents');
-      }
+    // The project, and a continuing session with its message charge, are looked up while the
+    // key is checked and the tenant charged; a refused request gets the message charge back.
+    preload: async ({ ctx, principal, body, req }) => {
+      const [project, existing] = await Promise.all([
+        findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId }),
+        // The response is only given its rate-limit headers here.
+        body.sessionId ? startExistingSessionTurn(ctx, principal, body.sessionId, req.res!) : null,
+      ]);
+      return { project, existing };
+    },
+    onRefused: ({ existing }, ctx) => refundSessionCharge(ctx, existing),
+    async handler({ ctx, principal, body, req, res, preloaded: { project, existing } }) {
       const key = req.headers['idempotency-key'];
-      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
-        throw new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-');
+      const refused = (error: ApiError) => {
+        refundSessionCharge(ctx, existing);
+        return error;
+      };
+      if (!project || (principal.projectId && principal.projectId !== project._id)) {
+        throw refused(new ApiError('NOT_FOUND', 'Project not found or has no agents'));
       }
-      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res });
+      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+        throw refused(new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-'));
+      }
+      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res, existing });
       const { traceEvents, ...rest } = result;
       const models = [...new Set(traceEvents.filter((e) => e.type === 'llm_call').map((e) => `${e.data.provider}:${e.data.model}`))];
       const offline = models.some((m) => m.startsWith('local:'));

@@ -12,6 +12,7 @@ import { ApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
+import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
@@ -66,16 +67,59 @@ export function toApiError(err: unknown): ApiError {
 /** Turns this API process is waiting on, per app (the QUEUE_FULL back-pressure). */
 const turnsInFlight = new WeakMap<AppContext, number>();
 
+/**
+ * A continuing session's lookups: the session read and its message-budget charge, started in the
+ * route's preload so they overlap the key check and the tenant charge.
+ */
+export interface ExistingSessionTurn {
+  session: SessionDoc | null;
+  /** The charge's refusal (429), or null when the message was charged. */
+  chargeError: unknown;
+  limiterKey: string;
+}
+
+export async function startExistingSessionTurn(ctx: AppContext, principal: Principal, sessionId: string, res: Response): Promise<ExistingSessionTurn> {
+  const limiterKey = `session:${sessionId}`;
+  const [session, chargeError] = await Promise.all([
+    findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }),
+    consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
+      () => null,
+      (err: unknown) => err,
+    ),
+  ]);
+  return { session, chargeError, limiterKey };
+}
+
+/** Hands a message's charge back: it was refused before it reached the session. */
+export function refundSessionCharge(ctx: AppContext, existing: ExistingSessionTurn | null | undefined): void {
+  if (existing && !existing.chargeError) void ctx.sessionMessageLimiter.reward(existing.limiterKey, 1).catch(() => undefined);
+}
+
 export interface ChatTurnOptions {
   principal: Principal;
   project: ProjectDoc;
   body: TChatAgentRequest;
   idempotencyKey: string | null;
   res: Response;
+  /** The continuing session's lookups when the route already started them. */
+  existing?: ExistingSessionTurn | null;
 }
 
+/** Runs one message; a message refused before it reached its session gets its charge back. */
 export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Promise<TurnResult> {
-  const { principal, project, body, res } = options;
+  let existing = options.existing ?? null;
+  let sent = false;
+  try {
+    if (options.body.sessionId && !existing) existing = await startExistingSessionTurn(ctx, options.principal, options.body.sessionId, options.res);
+    return await sendChatTurn(ctx, options, existing, () => (sent = true));
+  } catch (err) {
+    if (!sent) refundSessionCharge(ctx, existing);
+    throw err;
+  }
+}
+
+async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
+  const { principal, project, body } = options;
   validateMetadata(body.metadata);
   if (body.testContext && !hasPermission(principal, 'agent:write')) {
     throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
@@ -107,25 +151,15 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
 
   turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 0) + 1);
   try {
-    if (body.sessionId) {
-      // The session's message budget is charged while the session is looked up; a charge for
-      // a session that turns out missing or ended is handed back, as if it never happened.
-      const limiterKey = `session:${body.sessionId}`;
-      const [session, charged] = await Promise.all([
-        findOwned(ctx.models.Session, body.sessionId, { tenantId: principal.tenantId, projectId: project._id }),
-        consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
-          () => null,
-          (err: unknown) => err,
-        ),
-        settled,
-      ]);
+    if (existing) {
+      // A charge for a session that turns out missing or ended is handed back (runChatTurn).
       const client = await gate();
-      if (!session || session.status === 'ended') {
-        if (!charged) await ctx.sessionMessageLimiter.reward(limiterKey, 1).catch(() => undefined);
-        throw session ? new ApiError('CONFLICT', 'Session has ended; start a new session') : new ApiError('NOT_FOUND', 'Session not found');
-      }
-      if (charged) throw charged;
+      const session = existing.session?.projectId === project._id ? existing.session : null;
+      if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
+      if (existing.chargeError) throw existing.chargeError;
       const handle = client.workflow.getHandle(session.runtimeSessionId);
+      sending();
       return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
     }
 
@@ -134,7 +168,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
       ? uuidFromHash(`${principal.tenantId}:${project._id}:${options.idempotencyKey}`)
       : randomUUID();
     // Reads only, so they go out together; the active count matters only for a new session.
-    const [picked, existing, active] = await Promise.all([
+    const [picked, earlier, active] = await Promise.all([
       resolveSessionAgent(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body.agentId).then(
         (agent) => ({ agent }),
         (error: unknown) => ({ error }),
@@ -146,7 +180,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
     const client = await gate();
     if ('error' in picked) throw picked.error;
     const { agent } = picked;
-    if (!existing) checkSessionCapacity(ctx, active);
+    if (!earlier) checkSessionCapacity(ctx, active);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,
@@ -156,13 +190,14 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
       environment: body.environment ?? 'dev',
       sessionId,
     });
-    if (!existing) {
+    if (!earlier) {
       await createSessionRecord(ctx.models, start).catch((err: unknown) => {
         // A concurrent retry with the same Idempotency-Key created it first: same session.
         if ((err as { code?: number }).code !== 11000) throw err;
       });
     }
     const operation = sessionWithStartOperation(ctx.config, start, 'USE_EXISTING');
+    sending();
     return await client.withDeadline(deadline, () =>
       client.workflow.executeUpdateWithStart(turnUpdate, { args: [turn], updateId: clientMessageId, startWorkflowOperation: operation }),
     );
