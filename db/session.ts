@@ -1,6 +1,8 @@
 // Session summaries: the projection people list and search. The AgentSession workflow owns the
-// live state; an activity writes this document after every turn (absolute values, so a retried
-// write is harmless).
+// live state; an activity writes this document shortly after each turn (absolute values, so a
+// retried write is harmless). Invariant the chat API relies on: a session's project exists as
+// long as the session does (nothing deletes projects today; deleting one must delete or end its
+// sessions first).
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export const SESSION_STATUSES = ['active', 'ended'] as const;

@@ -22,11 +22,14 @@ export const chatAgentRoutes: AnyRoute[] = [
     // The project, and a continuing session with its message charge, are looked up while the
     // key is checked and the tenant charged; a refused request gets the message charge back.
     preload: async ({ ctx, principal, body, req }) => {
-      const [project, existing] = await Promise.all([
-        findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId }),
-        // The response is only given its rate-limit headers here.
-        body.sessionId ? startExistingSessionTurn(ctx, principal, body.sessionId, req.res!) : null,
-      ]);
+      const readProject = () => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId });
+      if (!body.sessionId) return { project: await readProject(), existing: null };
+      // The response is only given its rate-limit headers here.
+      const existing = await startExistingSessionTurn(ctx, principal, body.sessionId, req.res!);
+      // A session of this tenant in this project proves the project exists: projects are never
+      // deleted while they have sessions (db/session.ts). Otherwise the project decides the 404.
+      const session = existing.session;
+      const project = session?.projectId === body.projectId ? { _id: session.projectId, tenantId: session.tenantId } : await readProject();
       return { project, existing };
     },
     onRefused: ({ existing }, ctx) => refundSessionCharge(ctx, existing),

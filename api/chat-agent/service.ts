@@ -97,7 +97,8 @@ export function refundSessionCharge(ctx: AppContext, existing: ExistingSessionTu
 
 export interface ChatTurnOptions {
   principal: Principal;
-  project: ProjectDoc;
+  /** The project, already checked visible to the caller (only its ids are needed). */
+  project: Pick<ProjectDoc, '_id' | 'tenantId'>;
   body: TChatAgentRequest;
   idempotencyKey: string | null;
   res: Response;
