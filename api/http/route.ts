@@ -11,8 +11,8 @@ import { canSeeProject, hasPermission, type Permission, type Principal } from '.
 import { type ProjectDoc } from '../../db/project';
 import { findOwned } from '../../db/owned';
 import { type AppContext } from '../context';
-import { beginAuthentication } from '../middleware/auth';
-import { consumeRateLimit } from '../middleware/rate-limit';
+import { beginAuthentication, type Authentication } from '../middleware/auth';
+import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -40,7 +40,14 @@ export interface PreloadInput<P, Q, B> {
   params: P;
   query: Q;
   body: B;
+  /** Either confirmed, or the one this API key produced last time, still being confirmed. */
   principal: Principal;
+  /**
+   * Aborted as soon as the pipeline knows it will not hand this preload to the handler (the
+   * request is refused, or a changed credential made it preload again), possibly while the
+   * preload is still running: a preload checks it before it starts anything it would have to undo.
+   */
+  signal: AbortSignal;
   req: Request;
   ctx: AppContext;
 }
@@ -66,8 +73,10 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   responseHeaders?: Record<string, string>;
   /**
    * Lookups the handler needs, started alongside the rate-limit charge so their round trips
-   * overlap it. Runs only for an authenticated caller holding the permission with valid input,
-   * and must change nothing: the request may still be refused (429, 404) after it ran.
+   * overlap it. Runs only for a principal holding the permission with valid input: a known API
+   * key may still be being read (it can turn out revoked: 401). The request may still be
+   * refused (401, 429, 404) after it ran, so it must change nothing, or only what it undoes
+   * through `signal` or `onRefused`.
    */
   preload?(input: PreloadInput<P, Q, B>): Promise<L>;
   /**
@@ -225,6 +234,20 @@ function samePrincipal(a: Principal, b: Principal): boolean {
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId');
   return async (req: Request, res: Response): Promise<void> => {
+    // The key read and, for a key seen before, the tenant charge are the longest round trips:
+    // they are sent before anything else. A malformed credential is judged first all the same.
+    const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(tenantId), res));
+    let auth: Authentication | null = null;
+    let malformed: { error: unknown } | null = null;
+    if (route.auth !== 'public') {
+      try {
+        auth = beginAuthentication(ctx, req);
+      } catch (error) {
+        malformed = { error };
+      }
+    }
+    const earlyCharge = auth?.early ? charge(auth.early.tenantId) : null;
+
     // Parsing is synchronous; its errors wait their turn (after 401, 429, 403, 404 and 415).
     const mediaOk = !(route.body && hasBody(req) && !req.is(['application/json', 'application/*+json']));
     const params = parse(route.params, req.params, 'params');
@@ -233,15 +256,16 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     const inputOk = mediaOk && params.ok && query.ok && body.ok;
 
     // The lookups a principal allows, started together. Preloads not handed to the handler
-    // are given to `onRefused` once they settle.
-    const preloads: Promise<Outcome<unknown>>[] = [];
+    // have their signal aborted at once and are given to `onRefused` once they settle.
+    const preloads: { outcome: Promise<Outcome<unknown>>; refused: AbortController }[] = [];
     const startLookups = (principal: Principal | null) => {
       const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
-      const preload =
-        route.preload && principal && permitted && inputOk
-          ? settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, req, ctx }))
-          : null;
-      if (preload) preloads.push(preload);
+      let preload: Promise<Outcome<unknown>> | null = null;
+      if (route.preload && principal && permitted && inputOk) {
+        const refused = new AbortController();
+        preload = settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, signal: refused.signal, req, ctx }));
+        preloads.push({ outcome: preload, refused });
+      }
       return {
         permitted,
         project: hasProjectParam && permitted ? settle(loadVisibleProject(ctx, principal, req.params.projectId)) : null,
@@ -249,9 +273,10 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
       };
     };
     const refuseUnused = (used: Promise<Outcome<unknown>> | null) => {
-      if (!route.onRefused) return;
-      for (const preload of preloads) {
-        if (preload !== used) void preload.then((outcome) => outcome.ok && route.onRefused!(outcome.value, ctx));
+      for (const { outcome, refused } of preloads) {
+        if (outcome === used) continue;
+        refused.abort();
+        if (route.onRefused) void outcome.then((settled) => settled.ok && route.onRefused!(settled.value, ctx));
       }
     };
 
@@ -261,16 +286,15 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     let project: ProjectDoc | null;
     let preloaded: unknown;
     try {
-      if (route.auth === 'public') {
+      if (malformed) throw malformed.error;
+      if (!auth) {
         lookups = startLookups(null);
       } else {
         // A key this process has seen before lets the tenant charge and the lookups start while
         // the key itself is read; nothing is judged, and the handler does not run, before it is.
-        const auth = beginAuthentication(ctx, req);
         const confirmation = settle(auth.confirmed);
         const early = auth.early;
-        const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, `tenant:${tenantId}`, res));
-        const speculative = early ? { charged: charge(early.tenantId), lookups: startLookups(early) } : null;
+        const speculative = early ? { charged: earlyCharge!, lookups: startLookups(early) } : null;
         principal = unwrap(await confirmation);
         res.locals.principal = principal;
         // The key changed since it was last seen (permissions, project binding): look up again.

@@ -33,6 +33,38 @@ export async function ensureRateLimitIndexes(connection: Connection): Promise<vo
   await connection.dropCollection(LEGACY_RATE_LIMIT_COLLECTION).catch(() => undefined);
 }
 
+/** The tenant limiter's key for a tenant (every authenticated route charges it). */
+export function tenantRateLimitKey(tenantId: string): string {
+  return `tenant:${tenantId}`;
+}
+
+/**
+ * Keys this process saw refused, per limiter, with the time their window ends: lets a caller
+ * that would start something speculative (an upstream LLM call) skip it for a key that is
+ * certain to be refused, without a round trip. Memory only, bounded, never authoritative: the
+ * charge itself still decides.
+ */
+const KNOWN_OVER_LIMIT_MAX = 10_000;
+const knownOverLimit = new WeakMap<RateLimiterAbstract, Map<string, number>>();
+
+function rememberOverLimit(limiter: RateLimiterAbstract, key: string, msBeforeNext: number): void {
+  let known = knownOverLimit.get(limiter);
+  if (!known) knownOverLimit.set(limiter, (known = new Map()));
+  known.delete(key);
+  known.set(key, Date.now() + msBeforeNext);
+  if (known.size > KNOWN_OVER_LIMIT_MAX) known.delete(known.keys().next().value!);
+}
+
+/** True while `key` is in a window this process already saw refused. */
+export function isKnownOverLimit(limiter: RateLimiterAbstract, key: string): boolean {
+  const known = knownOverLimit.get(limiter);
+  const until = known?.get(key);
+  if (until === undefined) return false;
+  if (until > Date.now()) return true;
+  known!.delete(key);
+  return false;
+}
+
 function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLimiterRes): void {
   res.setHeader('X-RateLimit-Limit', String(limiter.points));
   res.setHeader('X-RateLimit-Remaining', String(Math.max(0, result.remainingPoints)));
@@ -56,6 +88,7 @@ export async function consumeRateLimit(
     if (rejection instanceof RateLimiterRes) {
       setHeaders(res, limiter, rejection);
       const retryAfterMs = Math.max(1, rejection.msBeforeNext);
+      rememberOverLimit(limiter, key, retryAfterMs);
       throw new ApiError('RATE_LIMIT_EXCEEDED', {
         message,
         extraBody: { retryAfterMs },
