@@ -1,7 +1,7 @@
 // LLM completion endpoints: POST /api/v1/chat/complete, POST /api/v1/chat/stream (SSE) and
 // GET /api/v1/chat/usage. Calling a provider from the API is DESIGN.md's one exception.
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { chatUsage, completeChat, lookUpCall, streamChat } from './service';
+import { chatUsage, completeChat, lookUpCall, lookUpStreamCall, streamChat } from './service';
 import {
   ZChatCompleteResponseSchema,
   ZChatRequestSchema,
@@ -36,7 +36,8 @@ export const chatRoutes: AnyRoute[] = [
     body: ZChatRequestSchema,
     response: ZChatStreamResponseSchema,
     errorStatuses: [404, 503],
-    preload: ({ ctx, principal, body }) => lookUpCall(ctx, principal, body),
+    // Starts the upstream call while the key is read and the tenant charged; see lookUpStreamCall.
+    preload: ({ ctx, principal, body, signal }) => lookUpStreamCall(ctx, principal, body, signal),
     async handler({ ctx, principal, body, req, res, preloaded }) {
       await streamChat(ctx, principal, body, req, res, preloaded);
       return RESPONSE_SENT;

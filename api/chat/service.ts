@@ -1,7 +1,9 @@
 // The LLM completion endpoints' work: check the project and the session rate limit, resolve
 // the model and credentials, call the provider (one payload or streamed as SSE), and record
 // every call in the usage ledger. The lookups run as the routes' preload, during the tenant
-// rate-limit charge, so the provider is called one round trip after authentication.
+// rate-limit charge, so the provider is called one round trip after authentication. The stream
+// endpoint goes further: its preload starts the upstream call itself (speculatively), and the
+// handler releases its output only once every check has passed.
 import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
@@ -9,7 +11,7 @@ import { findOwned } from '../../db/owned';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
-import { consumeRateLimit } from '../middleware/rate-limit';
+import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { isCredentialDecryptionError, llmRuntime, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
@@ -51,12 +53,14 @@ export async function lookUpCall(ctx: AppContext, principal: Principal, body: TC
   return { project, resolved };
 }
 
+const sessionRateLimitKey = (tenantId: string, sessionId: string) => `${tenantId}:${sessionId}`;
+
 /** Everything before the provider is called, from the preloaded lookups. */
 async function prepareCall(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<PreparedCall> {
   const { project, resolved } = lookups;
   if (!project) throw ApiError.notFound('Project');
   if (body.sessionId) {
-    await consumeRateLimit(ctx.sessionMessageLimiter, `${principal.tenantId}:${body.sessionId}`, res, 'Session message rate limit exceeded');
+    await consumeRateLimit(ctx.sessionMessageLimiter, sessionRateLimitKey(principal.tenantId, body.sessionId), res, 'Session message rate limit exceeded');
   }
   if ('error' in resolved) {
     if (isCredentialDecryptionError(resolved.error)) throw runtimeNotConfigured(resolved.error.message);
@@ -78,8 +82,7 @@ function toLlmRequest(body: TChatRequest, modelId: string, signal: AbortSignal):
 }
 
 /** Aborts the upstream call when the client closes the connection before the response ends. */
-function abortOnDisconnect(res: Response): { signal: AbortSignal; clientGone: () => boolean } {
-  const controller = new AbortController();
+function abortOnDisconnect(res: Response, controller = new AbortController()): { signal: AbortSignal; clientGone: () => boolean } {
   let gone = false;
   res.on('close', () => {
     if (res.writableFinished) return;
@@ -183,6 +186,79 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
   }
 }
 
+/**
+ * The stream endpoint's upstream call, started by its preload while the API key is still being
+ * read and the tenant charged, so the provider's time to first token overlaps those round
+ * trips. The first event is requested at once and held: nothing reaches the client until the
+ * handler takes the stream, which it does only after every check has passed. A request refused
+ * before that aborts it and records it as `aborted` (no tokens, no cost), never as `ok`.
+ */
+interface SpeculativeStream {
+  call: PreparedCall;
+  controller: AbortController;
+  /** performance.now() when the upstream request was started. */
+  started: number;
+  iterator: AsyncIterator<LlmStreamEvent>;
+  /** The first event, already requested; never an unhandled rejection. */
+  first: Promise<IteratorResult<LlmStreamEvent>>;
+  state: 'pending' | 'taken' | 'cancelled';
+}
+
+export interface StreamLookups extends CallLookups {
+  speculative: SpeculativeStream | null;
+}
+
+/**
+ * The stream route's preload: the lookups, then the upstream call when every check known in
+ * this process will pass: the project is visible, the model and credentials resolve, and neither
+ * the tenant nor the session is in a window this process already saw refused. `refused` fires
+ * when the pipeline refuses the request (revoked key, 429, …): nothing is started after that,
+ * and a started call is aborted.
+ */
+export async function lookUpStreamCall(ctx: AppContext, principal: Principal, body: TChatRequest, refused: AbortSignal): Promise<StreamLookups> {
+  const lookups = await lookUpCall(ctx, principal, body);
+  const { project, resolved } = lookups;
+  if (refused.aborted || !project || !resolved.ok) return { ...lookups, speculative: null };
+  if (isKnownOverLimit(ctx.rateLimiter, tenantRateLimitKey(principal.tenantId))) return { ...lookups, speculative: null };
+  if (body.sessionId && isKnownOverLimit(ctx.sessionMessageLimiter, sessionRateLimitKey(principal.tenantId, body.sessionId))) {
+    return { ...lookups, speculative: null };
+  }
+  const call: PreparedCall = { target: resolved.target, llm: resolved.llm, projectId: project._id };
+  const controller = new AbortController();
+  const started = performance.now();
+  const iterator = call.llm.stream(toLlmRequest(body, call.target.modelId, controller.signal))[Symbol.asyncIterator]();
+  const first = iterator.next();
+  first.catch(() => undefined);
+  const speculative: SpeculativeStream = { call, controller, started, iterator, first, state: 'pending' };
+  refused.addEventListener('abort', () => cancelSpeculative(ctx, principal, body, speculative), { once: true });
+  return { ...lookups, speculative };
+}
+
+/** Aborts a speculative call the handler never took, and records it once as `aborted`. */
+function cancelSpeculative(ctx: AppContext, principal: Principal, body: TChatRequest, speculative: SpeculativeStream): void {
+  if (speculative.state !== 'pending') return;
+  speculative.state = 'cancelled';
+  speculative.controller.abort(new Error('request refused before the stream opened'));
+  const latencyMs = elapsedSince(speculative.started);
+  void record(ctx, { principal, body, call: speculative.call, servedModel: null, usage: null, latencyMs, status: 'aborted' });
+}
+
+/** The speculative call's events, starting with the first one it already requested. */
+function resumeSpeculative(speculative: SpeculativeStream): AsyncIterable<LlmStreamEvent> {
+  const { iterator } = speculative;
+  let first: Promise<IteratorResult<LlmStreamEvent>> | null = speculative.first;
+  return {
+    [Symbol.asyncIterator]: () => ({
+      next: () => {
+        const next = first ?? iterator.next();
+        first = null;
+        return next;
+      },
+      return: (value?: unknown) => iterator.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined }),
+    }),
+  };
+}
+
 function streamEventData(event: Exclude<LlmStreamEvent, { type: 'finish' }>): Record<string, unknown> {
   const { type: _type, ...data } = event;
   return data;
@@ -192,20 +268,33 @@ function streamEventData(event: Exclude<LlmStreamEvent, { type: 'finish' }>): Re
  * Streams one completion as SSE. Errors before the stream opens (404, 429, 503) are thrown and
  * become JSON envelopes; once it is open, a failure is an `error` event and the end of the stream.
  */
-export async function streamChat(ctx: AppContext, principal: Principal, body: TChatRequest, req: Request, res: Response, lookups: CallLookups): Promise<void> {
-  const call = await prepareCall(ctx, principal, body, res, lookups);
-  if (req.socket.destroyed) return;
-  const { signal, clientGone } = abortOnDisconnect(res);
+export async function streamChat(ctx: AppContext, principal: Principal, body: TChatRequest, req: Request, res: Response, lookups: StreamLookups): Promise<void> {
+  const { speculative } = lookups;
+  let call: PreparedCall;
+  try {
+    call = await prepareCall(ctx, principal, body, res, lookups);
+  } catch (err) {
+    // Refused here (the session's rate limit): the speculative call never reaches the client.
+    if (speculative) cancelSpeculative(ctx, principal, body, speculative);
+    throw err;
+  }
+  if (req.socket.destroyed) {
+    if (speculative) cancelSpeculative(ctx, principal, body, speculative);
+    return;
+  }
+  if (speculative) speculative.state = 'taken';
+  const { signal, clientGone } = abortOnDisconnect(res, speculative?.controller);
   const sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);
   sse.open();
-  const started = performance.now();
+  const started = speculative?.started ?? performance.now();
   await sse.send('metadata', { modelId: call.target.modelId, provider: call.target.provider.provider, source: call.target.source });
+  const events = speculative ? resumeSpeculative(speculative) : call.llm.stream(toLlmRequest(body, call.target.modelId, signal));
 
   let usage: { inputTokens: number; outputTokens: number } | null = null;
   let finish: { finishReason: string; model: string } | null = null;
   let status: LlmCallStatus = 'ok';
   try {
-    for await (const event of call.llm.stream(toLlmRequest(body, call.target.modelId, signal))) {
+    for await (const event of events) {
       if (clientGone()) break;
       if (event.type === 'finish') {
         finish = { finishReason: event.finishReason, model: event.model };
