@@ -8,11 +8,13 @@ import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
+import { type ProjectDoc } from '../../db/project';
+import { memoizePerProject } from '../../lib/memoize-per-project';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
 import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
-import { isCredentialDecryptionError, llmRuntime, runtimeNotConfigured } from './llm-runtime';
+import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
 
@@ -24,6 +26,25 @@ interface PreparedCall {
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal, projectId: string) {
   const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
+  return project && canSeeProject(principal, project) ? project : null;
+}
+
+/**
+ * The completion endpoints' project reads, reused for PROJECT_LLM_TTL_MS like the project's LLM
+ * settings. Only `_id` and `tenantId` are used, and a project is never deleted or moved to
+ * another tenant, so a reused answer is the one a read would give; the principal's own project
+ * binding is still checked on every request. (Were project deletion added, a deleted project
+ * would stay usable here for at most that long, as its settings already do.)
+ */
+const projectReads = new WeakMap<AppContext, ReturnType<typeof memoizePerProject<ProjectDoc | null>>>();
+
+async function loadVisibleProjectReused(ctx: AppContext, principal: Principal, projectId: string) {
+  let reads = projectReads.get(ctx);
+  if (!reads) {
+    reads = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, id) => findOwned(ctx.models.Project, id, { tenantId }), 10_000);
+    projectReads.set(ctx, reads);
+  }
+  const project = await reads.get(principal.tenantId, projectId);
   return project && canSeeProject(principal, project) ? project : null;
 }
 
@@ -40,7 +61,7 @@ export interface CallLookups {
  */
 export async function lookUpCall(ctx: AppContext, principal: Principal, body: TChatRequest): Promise<CallLookups> {
   const [project, resolved] = await Promise.all([
-    loadVisibleProject(ctx, principal, body.projectId),
+    loadVisibleProjectReused(ctx, principal, body.projectId),
     llmRuntime(ctx)
       .resolve({
         tenantId: principal.tenantId,
