@@ -68,6 +68,9 @@ it('has histories from before and after each patch of the session workflow', () 
   // Recorded before idle-watchdog-v1 (the per-turn idle timer) and after it.
   expect(sessions.some((f) => patchIds(f).includes('local-activities-v1') && !patchIds(f).includes('idle-watchdog-v1'))).toBe(true);
   expect(sessions.some((f) => patchIds(f).includes('idle-watchdog-v1'))).toBe(true);
+  // Before deferred-projection-v1 (projection written in the turn) and after it (held, flushed).
+  expect(sessions.some((f) => patchIds(f).includes('idle-watchdog-v1') && !patchIds(f).includes('deferred-projection-v1'))).toBe(true);
+  expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1'))).toBe(true);
   // Every scenario of the recording script, from every recorded commit.
   for (const label of new Set(fixtures.map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(
