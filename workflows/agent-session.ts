@@ -262,7 +262,6 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       return;
     }
     // Runs recorded before deferral: one write per turn, before the reply.
-    const thread = activeThread();
     await (wf.patched(LOCAL_ACTIVITIES_PATCH) ? recordTurnLocally : recordTurn)({
       tenantId: input.tenantId,
       projectId: input.projectId,
@@ -270,20 +269,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       turn: trace.turn,
       messages: rows.map(({ turn: _turn, ...m }) => m),
       traceEvents: trace.events,
-      summary: {
-        currentAgent: thread?.agent ?? input.agentName,
-        runtimeStatus: ended ? 'ended' : (runtime?.status ?? 'active'),
-        status: ended ? 'ended' : 'active',
-        messageCount: stats.messageCount,
-        traceEventCount: stats.traceEventCount,
-        tokenCount: stats.tokenCount,
-        errorCount: stats.errorCount,
-        estimatedCost: stats.estimatedCost,
-        handoffCount: runtime?.handoffCount ?? stats.handoffCount,
-        durationMs: Date.now() - createdAtMs,
-        lastActivityAt: new Date().toISOString(),
-        ...(ended ? { endedAt: new Date().toISOString(), endReason: ended.reason } : {}),
-      },
+      summary: summary(),
     });
   }
 
