@@ -2,13 +2,13 @@
 // feature's routes (mounted and documented together), the OpenAPI document and the errors.
 import { isUtf8 } from 'node:buffer';
 import express, { type Express, type Router } from 'express';
-import pinoHttp from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import { ApiError } from '../lib/errors';
 import { type AppContext } from './context';
 import { type AnyRoute, mountRoutes, type MountedRoute } from './http/route';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
+import { requestLog } from './middleware/request-log';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
@@ -29,14 +29,7 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   app.set('query parser', 'simple');
 
   app.use(requestId);
-  app.use(
-    pinoHttp({
-      logger: ctx.logger,
-      genReqId: (_req, res) => String(res.getHeader('X-Request-Id')),
-      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
-    }),
-  );
+  app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
   app.use(
     express.json({
       limit: '1mb',
