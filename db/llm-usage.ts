@@ -3,6 +3,7 @@
 // `recordLlmUsage`). GET /api/v1/chat/usage sums it over an indexed, tenant-scoped range.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { newId } from '../lib/ids';
+import { driverCollection } from './driver-collection';
 
 export const LLM_USAGE_SOURCES = ['api', 'agent'] as const;
 export type LlmUsageSource = (typeof LLM_USAGE_SOURCES)[number];
@@ -81,8 +82,8 @@ export interface LlmUsageEntry {
  * the runtime's LLM activities for agent-session calls (`source: 'agent'`).
  */
 export async function recordLlmUsage(model: LlmUsageModel, entry: LlmUsageEntry): Promise<void> {
-  const doc = {
-    ...(entry.id ? { _id: entry.id } : {}),
+  const doc: LlmUsageDoc = {
+    _id: entry.id ?? newId(),
     tenantId: entry.tenantId,
     projectId: entry.projectId,
     sessionId: entry.sessionId ?? null,
@@ -99,7 +100,9 @@ export async function recordLlmUsage(model: LlmUsageModel, entry: LlmUsageEntry)
     createdAt: entry.createdAt ?? new Date(),
   };
   try {
-    await model.create(doc);
+    // Through the driver: every field is set above, and mongoose's document building and
+    // validation cost several times the CPU of the insert itself on this per-call path.
+    await driverCollection(model).insertOne(doc);
   } catch (err) {
     // The same id again: this call is already in the ledger.
     if (!(entry.id && (err as { code?: number }).code === 11000)) throw err;
