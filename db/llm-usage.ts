@@ -8,7 +8,10 @@ import { driverCollection } from './driver-collection';
 export const LLM_USAGE_SOURCES = ['api', 'agent'] as const;
 export type LlmUsageSource = (typeof LLM_USAGE_SOURCES)[number];
 
-/** `ok`: the call finished; `error`: the provider failed; `aborted`: the client went away. */
+/**
+ * `ok`: the call finished; `error`: the provider failed; `aborted`: the client went away, or the
+ * request was refused after its speculative upstream call had started (chat/stream).
+ */
 export const LLM_CALL_STATUSES = ['ok', 'error', 'aborted'] as const;
 export type LlmCallStatus = (typeof LLM_CALL_STATUSES)[number];
 
