@@ -72,8 +72,65 @@ function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLim
 }
 
 /**
+ * What this process last learned of each key's window from its own charges. With ample room left
+ * (more than a tenth of the limit, and more than 10, beyond the charges still on their way) and
+ * knowledge under a second old in the current window, a request is admitted at once while its
+ * charge is recorded; otherwise it waits for the shared count. Counts stay exact; this process
+ * never admits past the limit on its own, and replicas can overshoot only by what they admit
+ * within that second while the others spend the last tenth of the budget. The headers of a
+ * request admitted this way count from that knowledge, so with several replicas they can show a
+ * few more requests left than the shared count; near the limit every request waits and they
+ * are exact again.
+ */
+interface Headroom {
+  remaining: number;
+  resetAtMs: number;
+  learnedAtMs: number;
+  /** Charges admitted on this knowledge whose counts have not come back yet. */
+  unconfirmed: number;
+}
+const HEADROOM_FRESH_MS = 1_000;
+const HEADROOM_MAX = 10_000;
+const headrooms = new WeakMap<RateLimiterAbstract, Map<string, Headroom>>();
+
+function headroomOf(limiter: RateLimiterAbstract, key: string): Headroom {
+  let known = headrooms.get(limiter);
+  if (!known) headrooms.set(limiter, (known = new Map()));
+  let room = known.get(key);
+  if (!room) {
+    known.set(key, (room = { remaining: 0, resetAtMs: 0, learnedAtMs: 0, unconfirmed: 0 }));
+    if (known.size > HEADROOM_MAX) known.delete(known.keys().next().value!);
+  }
+  return room;
+}
+
+function learn(room: Headroom, result: RateLimiterRes): void {
+  const now = Date.now();
+  room.remaining = result.remainingPoints;
+  room.resetAtMs = now + result.msBeforeNext;
+  room.learnedAtMs = now;
+}
+
+function hasRoom(limiter: RateLimiterAbstract, room: Headroom): boolean {
+  const now = Date.now();
+  const margin = Math.max(10, Math.ceil(limiter.points / 10));
+  return now - room.learnedAtMs < HEADROOM_FRESH_MS && room.resetAtMs > now && room.remaining - room.unconfirmed > margin;
+}
+
+function overLimit(limiter: RateLimiterAbstract, key: string, rejection: RateLimiterRes, message: string): ApiError {
+  const retryAfterMs = Math.max(1, rejection.msBeforeNext);
+  rememberOverLimit(limiter, key, retryAfterMs);
+  return new ApiError('RATE_LIMIT_EXCEEDED', {
+    message,
+    extraBody: { retryAfterMs },
+    headers: { 'Retry-After': String(Math.ceil(retryAfterMs / 1000)) },
+  });
+}
+
+/**
  * Consumes one point for `key`; sets the rate-limit headers, and throws 429
- * RATE_LIMIT_EXCEEDED with `retryAfterMs` when the window is spent.
+ * RATE_LIMIT_EXCEEDED with `retryAfterMs` when the window is spent. With ample room known (see
+ * Headroom) it returns before the shared count answers.
  */
 export async function consumeRateLimit(
   limiter: RateLimiterAbstract,
@@ -81,19 +138,34 @@ export async function consumeRateLimit(
   res: Response,
   message = 'Rate limit exceeded',
 ): Promise<void> {
+  const room = headroomOf(limiter, key);
+  const charge = limiter.consume(key, 1);
+  if (hasRoom(limiter, room)) {
+    room.unconfirmed++;
+    res.setHeader('X-RateLimit-Limit', String(limiter.points));
+    res.setHeader('X-RateLimit-Remaining', String(Math.max(0, room.remaining - room.unconfirmed)));
+    res.setHeader('X-RateLimit-Reset', String(Math.ceil(room.resetAtMs / 1000)));
+    void charge
+      .then(
+        (result) => learn(room, result),
+        (rejection: unknown) => {
+          if (!(rejection instanceof RateLimiterRes)) return;
+          learn(room, rejection);
+          rememberOverLimit(limiter, key, Math.max(1, rejection.msBeforeNext));
+        },
+      )
+      .finally(() => room.unconfirmed--);
+    return;
+  }
   try {
-    const result = await limiter.consume(key, 1);
+    const result = await charge;
+    learn(room, result);
     setHeaders(res, limiter, result);
   } catch (rejection) {
     if (rejection instanceof RateLimiterRes) {
+      learn(room, rejection);
       setHeaders(res, limiter, rejection);
-      const retryAfterMs = Math.max(1, rejection.msBeforeNext);
-      rememberOverLimit(limiter, key, retryAfterMs);
-      throw new ApiError('RATE_LIMIT_EXCEEDED', {
-        message,
-        extraBody: { retryAfterMs },
-        headers: { 'Retry-After': String(Math.ceil(retryAfterMs / 1000)) },
-      });
+      throw overLimit(limiter, key, rejection, message);
     }
     // The counter store failed: fail open rather than take the API down with it.
     return;

@@ -7,7 +7,10 @@ let replicaB: TestStack;
 let t: SeededTenant;
 let other: SeededTenant;
 
+let roomy: TestStack;
+
 beforeAll(async () => {
+  roomy = await startTestStack({ env: { RATE_LIMIT_REQUESTS: '30', RATE_LIMIT_WINDOW_SECONDS: '60' } });
   replicaA = await startTestStack({ env: { RATE_LIMIT_REQUESTS: '4', RATE_LIMIT_WINDOW_SECONDS: '60' } });
   // A second replica on the same database shares the counters.
   replicaB = await startTestStack({ env: { RATE_LIMIT_REQUESTS: '4', MONGODB_URI: replicaA.config.MONGODB_URI } });
@@ -15,6 +18,7 @@ beforeAll(async () => {
   other = await seedTenant(replicaA.ctx);
 });
 afterAll(async () => {
+  await roomy.close();
   await replicaA.close();
   await replicaB.close();
 });
@@ -47,4 +51,35 @@ it('counts requests per tenant across replicas, then answers 429 with retryAfter
 
   // Another tenant has its own budget.
   expect((await a.get('/api/auth/me', { key: other.adminKey })).status).toBe(200);
+});
+
+it('admits requests with ample room before the shared count answers, counts them all, and stops exactly at the limit', async () => {
+  const api = client(roomy.baseUrl);
+  const tenant = await seedTenant(roomy.ctx);
+  const remaining: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const res = await api.get('/api/auth/me', { key: tenant.adminKey });
+    expect(res.status).toBe(200);
+    remaining.push(Number(res.headers.get('x-ratelimit-remaining')));
+  }
+  // One process alone sees its own count: the headers go 29, 28, ... 0.
+  expect(remaining).toEqual(Array.from({ length: 30 }, (_, i) => 29 - i));
+  const limited = await api.get('/api/auth/me', { key: tenant.adminKey });
+  expect(limited.status).toBe(429);
+  // Every charge reached the shared counter, including those not waited for.
+  const counters = await roomy.ctx.models.Tenant.db
+    .collection<{ _id: string; points: number }>('rate_limit_windows')
+    .find({ _id: { $regex: `^[^:]*:?tenant:${tenant.tenantId}@` } })
+    .toArray();
+  expect(counters.reduce((sum, c) => sum + c.points, 0)).toBe(31);
+});
+
+it('never admits past the limit within one process, even for a burst that arrives at once', async () => {
+  const api = client(roomy.baseUrl);
+  const tenant = await seedTenant(roomy.ctx);
+  // Learn the room first, then send the rest of the budget and more all at once.
+  expect((await api.get('/api/auth/me', { key: tenant.adminKey })).status).toBe(200);
+  const burst = await Promise.all(Array.from({ length: 40 }, () => api.get('/api/auth/me', { key: tenant.adminKey })));
+  expect(burst.filter((r) => r.status === 200)).toHaveLength(29);
+  expect(burst.filter((r) => r.status === 429)).toHaveLength(11);
 });
