@@ -73,24 +73,29 @@ function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLim
 
 /**
  * What this process last learned of each key's window from its own charges. With ample room left
- * (more than a tenth of the limit, and more than 10, beyond the charges still on their way) and
- * knowledge under a second old in the current window, a request is admitted at once while its
- * charge is recorded; otherwise it waits for the shared count. Counts stay exact; this process
- * never admits past the limit on its own, and replicas can overshoot only by what they admit
- * within that second while the others spend the last tenth of the budget. The headers of a
- * request admitted this way count from that knowledge, so with several replicas they can show a
- * few more requests left than the shared count; near the limit every request waits and they
- * are exact again.
+ * (more than a tenth of the limit, and more than 10, beyond the charges not yet counted) and
+ * knowledge under a second old in the current window, a request is admitted at once and its
+ * charge joins a batch written within BATCH_MS as one increment; otherwise it waits for the
+ * shared count (with any batched charges of the key in the same write). One process never
+ * admits past the limit on its own; replicas see each other's charges up to BATCH_MS late and
+ * can overshoot only by what they admit within a second while the others spend the last tenth
+ * of the budget; a crash loses at most BATCH_MS of uncounted charges. The headers of a request
+ * admitted this way count from that knowledge, so with several replicas they can show a few
+ * more requests left than the shared count; near the limit every request waits and they are
+ * exact again.
  */
 interface Headroom {
   remaining: number;
   resetAtMs: number;
   learnedAtMs: number;
-  /** Charges admitted on this knowledge whose counts have not come back yet. */
+  /** Charges admitted on this knowledge that the shared count has not seen yet. */
   unconfirmed: number;
+  /** Of those, the ones not yet sent (the next batch). */
+  batched: number;
 }
 const HEADROOM_FRESH_MS = 1_000;
 const HEADROOM_MAX = 10_000;
+const BATCH_MS = 100;
 const headrooms = new WeakMap<RateLimiterAbstract, Map<string, Headroom>>();
 
 function headroomOf(limiter: RateLimiterAbstract, key: string): Headroom {
@@ -98,8 +103,12 @@ function headroomOf(limiter: RateLimiterAbstract, key: string): Headroom {
   if (!known) headrooms.set(limiter, (known = new Map()));
   let room = known.get(key);
   if (!room) {
-    known.set(key, (room = { remaining: 0, resetAtMs: 0, learnedAtMs: 0, unconfirmed: 0 }));
-    if (known.size > HEADROOM_MAX) known.delete(known.keys().next().value!);
+    known.set(key, (room = { remaining: 0, resetAtMs: 0, learnedAtMs: 0, unconfirmed: 0, batched: 0 }));
+    if (known.size > HEADROOM_MAX) {
+      const [oldestKey, oldest] = known.entries().next().value!;
+      // Never drop charges that are still to be written.
+      if (oldest.unconfirmed === 0) known.delete(oldestKey);
+    }
   }
   return room;
 }
@@ -115,6 +124,30 @@ function hasRoom(limiter: RateLimiterAbstract, room: Headroom): boolean {
   const now = Date.now();
   const margin = Math.max(10, Math.ceil(limiter.points / 10));
   return now - room.learnedAtMs < HEADROOM_FRESH_MS && room.resetAtMs > now && room.remaining - room.unconfirmed > margin;
+}
+
+/** Takes the key's batched charges, to send with a charge being written now. */
+function takeBatch(room: Headroom): number {
+  const points = room.batched;
+  room.batched = 0;
+  return points;
+}
+
+/** Writes the key's batched charges as one increment (a refusal is only learned: they were admitted). */
+function flushBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): void {
+  const points = takeBatch(room);
+  if (points === 0) return;
+  limiter
+    .consume(key, points)
+    .then(
+      (result) => learn(room, result),
+      (rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) return;
+        learn(room, rejection);
+        rememberOverLimit(limiter, key, Math.max(1, rejection.msBeforeNext));
+      },
+    )
+    .finally(() => (room.unconfirmed -= points));
 }
 
 function overLimit(limiter: RateLimiterAbstract, key: string, rejection: RateLimiterRes, message: string): ApiError {
@@ -139,26 +172,18 @@ export async function consumeRateLimit(
   message = 'Rate limit exceeded',
 ): Promise<void> {
   const room = headroomOf(limiter, key);
-  const charge = limiter.consume(key, 1);
   if (hasRoom(limiter, room)) {
     room.unconfirmed++;
+    if (room.batched++ === 0) setTimeout(() => flushBatch(limiter, key, room), BATCH_MS).unref();
     res.setHeader('X-RateLimit-Limit', String(limiter.points));
     res.setHeader('X-RateLimit-Remaining', String(Math.max(0, room.remaining - room.unconfirmed)));
     res.setHeader('X-RateLimit-Reset', String(Math.ceil(room.resetAtMs / 1000)));
-    void charge
-      .then(
-        (result) => learn(room, result),
-        (rejection: unknown) => {
-          if (!(rejection instanceof RateLimiterRes)) return;
-          learn(room, rejection);
-          rememberOverLimit(limiter, key, Math.max(1, rejection.msBeforeNext));
-        },
-      )
-      .finally(() => room.unconfirmed--);
     return;
   }
+  // This charge is judged by the shared count, with any of the key's batched charges before it.
+  const earlier = takeBatch(room);
   try {
-    const result = await charge;
+    const result = await limiter.consume(key, 1 + earlier);
     learn(room, result);
     setHeaders(res, limiter, result);
   } catch (rejection) {
@@ -169,5 +194,7 @@ export async function consumeRateLimit(
     }
     // The counter store failed: fail open rather than take the API down with it.
     return;
+  } finally {
+    room.unconfirmed -= earlier;
   }
 }

@@ -83,3 +83,19 @@ it('never admits past the limit within one process, even for a burst that arrive
   expect(burst.filter((r) => r.status === 200)).toHaveLength(29);
   expect(burst.filter((r) => r.status === 429)).toHaveLength(11);
 });
+
+it('writes charges admitted without waiting to the shared count within a moment', async () => {
+  const api = client(roomy.baseUrl);
+  const tenant = await seedTenant(roomy.ctx);
+  for (let i = 0; i < 15; i++) expect((await api.get('/api/auth/me', { key: tenant.adminKey })).status).toBe(200);
+  const counted = async () =>
+    (
+      await roomy.ctx.models.Tenant.db
+        .collection<{ _id: string; points: number }>('rate_limit_windows')
+        .find({ _id: { $regex: `tenant:${tenant.tenantId}@` } })
+        .toArray()
+    ).reduce((sum, c) => sum + c.points, 0);
+  const deadline = Date.now() + 3000;
+  while ((await counted()) < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+  expect(await counted()).toBe(15);
+});
