@@ -8,6 +8,7 @@ import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { createApiKey } from '../../../api/tenancy/service';
 import { eventNames, openStream, type StreamResult } from './sse-client';
+import { eventually } from '../../support/eventually';
 
 const OPENAI_KEY = 'sk-openai-speculative-test-0003';
 // Per tenant and window; each test seeds its own tenant. A tenant spends one request on its
@@ -76,15 +77,6 @@ const scriptSecret = () => openai.script({ text: SECRET_TEXT, delayMs: 300 });
 
 async function ledger(tenantId: string, sessionId: string) {
   return stack.ctx.models.LlmUsage.find({ tenantId, sessionId }).lean();
-}
-
-async function eventually<T>(probe: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await sleep(25);
-  }
 }
 
 /** A refusal: the JSON envelope, no stream, no upstream text anywhere in the response. */

@@ -7,6 +7,7 @@ import { type FakeLlmServer } from '../../support/fake-openai';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { eventNames, openStream } from './sse-client';
+import { eventually } from '../../support/eventually';
 
 const OPENAI_KEY = 'sk-openai-stream-test-0001';
 const ANTHROPIC_KEY = 'sk-ant-stream-test-0002';
@@ -46,15 +47,6 @@ const userMessage = [{ role: 'user', content: 'Hello there' }];
 
 async function ledger(filter: Record<string, unknown> = {}) {
   return stack.ctx.models.LlmUsage.find({ tenantId: acme.tenantId, ...filter }).lean();
-}
-
-async function eventually<T>(probe: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }
 
 describe('a text reply', () => {

@@ -6,6 +6,7 @@ import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant } from '../../support/stack';
 import { client } from '../../support/http';
 import { startWorkerProcess } from '../../support/worker-process';
+import { eventually } from '../../support/eventually';
 
 jest.setTimeout(90_000);
 
@@ -17,15 +18,6 @@ async function setup(env: Record<string, string>, worker = true) {
   const chat = (json: Record<string, unknown>) => api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, ...json } });
   const stored = (sessionId: string) => stack.ctx.models.TranscriptMessage.countDocuments({ sessionId });
   return { stack, t, api, chat, stored };
-}
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('rows held for 30 s after a turn', () => {
@@ -95,7 +87,7 @@ describe('the default interval', () => {
     const first = await ctx.chat({ message: 'hello' });
     const sessionId = first.body.sessionId as string;
     await ctx.chat({ sessionId, message: 'what can you do?' });
-    const count = await eventually(() => ctx.stored(sessionId), (n) => n === 4);
+    const count = await eventually(() => ctx.stored(sessionId), (n) => n === 4, 10_000);
     expect(count).toBe(4);
     const summary = await eventually(
       () => ctx.stack.ctx.models.Session.findById(sessionId).lean(),
