@@ -8,6 +8,7 @@ import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
+import { driverCollection } from '../../db/driver-collection';
 import { type ProjectDoc } from '../../db/project';
 import { memoizePerProject } from '../../lib/memoize-per-project';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
@@ -304,7 +305,8 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
     return;
   }
   if (speculative) speculative.state = 'taken';
-  const { signal, clientGone } = abortOnDisconnect(res, speculative?.controller);
+  const controller = speculative?.controller ?? new AbortController();
+  const { signal, clientGone } = abortOnDisconnect(res, controller);
   const sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);
   sse.open();
   const started = speculative?.started ?? performance.now();
@@ -314,9 +316,10 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
   let usage: { inputTokens: number; outputTokens: number } | null = null;
   let finish: { finishReason: string; model: string } | null = null;
   let status: LlmCallStatus = 'ok';
+  const keyWatch = watchKeyWhileStreaming(ctx, principal, controller);
   try {
     for await (const event of events) {
-      if (clientGone()) break;
+      if (clientGone() || keyWatch.refused()) break;
       if (event.type === 'finish') {
         finish = { finishReason: event.finishReason, model: event.model };
         continue;
@@ -325,9 +328,15 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
       await sse.send(event.type, streamEventData(event));
     }
     if (clientGone()) status = 'aborted';
+    else if (keyWatch.refused()) {
+      status = 'aborted';
+      await sse.send('error', { error: keyWatch.refused(), code: 'UNAUTHORIZED', retryable: false });
+    }
   } catch (err) {
-    status = clientGone() ? 'aborted' : 'error';
-    if (status === 'error') {
+    status = clientGone() || keyWatch.refused() ? 'aborted' : 'error';
+    if (keyWatch.refused() && !clientGone()) {
+      await sse.send('error', { error: keyWatch.refused(), code: 'UNAUTHORIZED', retryable: false });
+    } else if (status === 'error') {
       if (err instanceof ProviderError) {
         await sse.send('error', { error: `LLM provider ${err.provider} failed: ${err.message}`, code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
       } else {
@@ -335,6 +344,8 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
         await sse.send('error', { error: 'Internal error', code: 'INTERNAL_ERROR', retryable: false });
       }
     }
+  } finally {
+    keyWatch.stop();
   }
   const latencyMs = elapsedSince(started);
   const estimatedCost = await record(ctx, { principal, body, call, servedModel: finish?.model ?? null, usage, latencyMs, status });
@@ -352,6 +363,37 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
     });
   }
   sse.end();
+}
+
+/**
+ * Revocation ends ongoing requests too (public API: "revocation is permanent and immediate, and
+ * ongoing requests with the key fail"): while an API key's stream runs, its key is read again
+ * every SSE_HEARTBEAT_MS; once it is revoked, expired or gone, the upstream call is aborted and
+ * the stream ends with an `error` event (code UNAUTHORIZED).
+ */
+function watchKeyWhileStreaming(ctx: AppContext, principal: Principal, controller: AbortController) {
+  let refusal: string | null = null;
+  const timer =
+    principal.kind === 'api_key'
+      ? setInterval(() => {
+          driverCollection(ctx.models.ApiKey)
+            .findOne({ _id: principal.subjectId }, { projection: { revokedAt: 1, expiresAt: 1 } })
+            .then((doc) => {
+              if (refusal) return;
+              if (!doc) refusal = 'API key has been deleted';
+              else if (doc.revokedAt) refusal = 'API key has been revoked';
+              else if (doc.expiresAt && new Date(doc.expiresAt).getTime() <= Date.now()) refusal = 'API key has expired';
+              if (refusal) controller.abort(new Error(refusal));
+            })
+            .catch(() => undefined);
+        }, ctx.config.SSE_HEARTBEAT_MS)
+      : null;
+  return {
+    refused: () => refusal,
+    stop: () => {
+      if (timer) clearInterval(timer);
+    },
+  };
 }
 
 function parseRangeStart(value: string | undefined): Date | undefined {
