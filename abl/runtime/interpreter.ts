@@ -127,7 +127,10 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
   }
 
   function startTurn(state: SessionRuntimeState, event: RuntimeEvent): AdvanceResult {
-    const snapshot = clone({ ...state, exec: null });
+    // The snapshot shares the caller's state instead of copying it: nothing mutates it (advance
+    // never changes its input, and `replay` works on a copy), and a copy per turn of every
+    // thread's history was measurable on the workflow thread.
+    const snapshot: SessionRuntimeState = { ...state, exec: null };
     const seed = Math.floor(options.random() * 0x100000000) >>> 0;
     return replay({ snapshot, event, journal: {}, outstanding: [], kinds: {}, emittedResponses: 0, emittedTrace: 0, nowMs: options.now(), seed });
   }
