@@ -10,6 +10,7 @@ import { canSeeProject, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
 import { driverCollection } from '../../db/driver-collection';
 import { type ProjectDoc } from '../../db/project';
+import { findVisibleProject } from '../http/route';
 import { memoizePerProject } from '../../lib/memoize-per-project';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
@@ -25,10 +26,6 @@ interface PreparedCall {
   projectId: string;
 }
 
-async function loadVisibleProject(ctx: AppContext, principal: Principal, projectId: string) {
-  const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
-  return project && canSeeProject(principal, project) ? project : null;
-}
 
 /**
  * The completion endpoints' project reads, reused for PROJECT_LLM_TTL_MS like the project's LLM
@@ -51,7 +48,7 @@ async function loadVisibleProjectReused(ctx: AppContext, principal: Principal, p
 
 /** The reads a call needs, as the route's preload: they overlap the tenant rate-limit charge. */
 export interface CallLookups {
-  project: Awaited<ReturnType<typeof loadVisibleProject>>;
+  project: ProjectDoc | null;
   resolved: ResolvedProjectLlm | { ok: false; error: unknown };
 }
 
@@ -413,7 +410,7 @@ export async function chatUsage(ctx: AppContext, principal: Principal, query: TC
   if (from && to && to.getTime() <= from.getTime()) {
     throw new ApiError('VALIDATION_ERROR', 'query.endDate: must not be before startDate');
   }
-  const project = await loadVisibleProject(ctx, principal, query.projectId);
+  const project = await findVisibleProject(ctx, principal, query.projectId);
   if (!project) throw ApiError.notFound('Project');
   const result = await summarizeLlmUsage(ctx.models.LlmUsage, {
     tenantId: principal.tenantId,

@@ -167,10 +167,15 @@ function hasBody(req: Request): boolean {
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
 }
 
-async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {
-  if (!principal || typeof projectId !== 'string') throw ApiError.notFound('Project');
+/** The project if the principal may see it (its tenant's, and its own when the key is project-bound), else null. */
+export async function findVisibleProject(ctx: AppContext, principal: Principal, projectId: string): Promise<ProjectDoc | null> {
   const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
-  if (!project || !canSeeProject(principal, project)) throw ApiError.notFound('Project');
+  return project && canSeeProject(principal, project) ? project : null;
+}
+
+async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {
+  const project = principal && typeof projectId === 'string' ? await findVisibleProject(ctx, principal, projectId) : null;
+  if (!project) throw ApiError.notFound('Project');
   return project;
 }
 
