@@ -1,10 +1,11 @@
-// A Server-Sent Events writer for one response: proxy-safe headers, one write per event (no
-// buffering, no compression), `: heartbeat` comments on a timer, and backpressure that never
-// waits on a client that is gone.
+// A Server-Sent Events writer for one response: proxy-safe headers, every event flushed as soon as
+// it is sent (no buffering across time, no compression), `: heartbeat` comments on a timer, and
+// backpressure that never waits on a client that is gone.
 import { type Response } from 'express';
 
 export class SseWriter {
   private heartbeat: NodeJS.Timeout | null = null;
+  private flushScheduled = false;
 
   constructor(
     private readonly res: Response,
@@ -25,7 +26,7 @@ export class SseWriter {
     // nginx and similar proxies buffer responses unless told not to.
     res.setHeader('X-Accel-Buffering', 'no');
     res.socket?.setNoDelay(true);
-    res.flushHeaders();
+    // No flushHeaders(): the headers leave with the first event, in the same packet.
     this.heartbeat = setInterval(() => {
       void this.write(': heartbeat\n\n');
     }, this.heartbeatMs);
@@ -46,9 +47,28 @@ export class SseWriter {
     this.heartbeat = null;
   }
 
+  /**
+   * Events sent in the same turn of the event loop (the headers and `metadata` with a first
+   * delta already waiting, or several deltas parsed from one upstream chunk) leave in one
+   * socket write: the socket is corked on the first of them and uncorked once the current I/O
+   * has been handled. Nothing waits for later data; a write costs a system call and a wake-up
+   * of the reader, which is what this saves.
+   */
+  private flushSoon(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    this.res.cork();
+    setImmediate(() => {
+      this.flushScheduled = false;
+      // end() has already uncorked everything, and the socket may now serve another response.
+      if (!this.res.writableEnded) this.res.uncork();
+    });
+  }
+
   private write(chunk: string): Promise<void> {
     const { res } = this;
     if (this.closed) return Promise.resolve();
+    this.flushSoon();
     if (res.write(chunk)) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {

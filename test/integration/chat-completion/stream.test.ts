@@ -161,6 +161,21 @@ describe('a long-running stream', () => {
     expect(heartbeats.some((h) => h.at > firstDelta && h.at < completeAt)).toBe(true);
   });
 
+  it('delivers each delta as the upstream sends it, never held for later ones', async () => {
+    // Writes are coalesced within one turn of the event loop; a delta must not wait for the next.
+    openai.script({ text: 'slow and steady', textChunks: ['slow', ' and', ' steady'], chunkDelayMs: 300 });
+    const res = await openStream(stack.baseUrl, { key, body: { projectId: acme.projectId, messages: userMessage, modelId: 'gpt-4o-mini' } });
+    const deltas = res.events.filter((e) => e.event === 'text_delta');
+    expect(deltas.map((e) => e.data.delta)).toEqual(['slow', ' and', ' steady']);
+    // 300 ms between upstream chunks: each delta reached the client well before the next one.
+    expect(deltas[1]!.at - deltas[0]!.at).toBeGreaterThan(150);
+    expect(deltas[2]!.at - deltas[1]!.at).toBeGreaterThan(150);
+    // The headers and metadata did not wait for the first token either (the upstream waits
+    // 300 ms before its first chunk too).
+    expect(res.events[0]!.event).toBe('metadata');
+    expect(deltas[0]!.at - res.events[0]!.at).toBeGreaterThan(150);
+  });
+
   it('aborts the upstream request when the client disconnects', async () => {
     openai.script({ text: Array.from({ length: 60 }, (_, i) => `word${i}`).join(' '), chunkDelayMs: 40 });
     const res = await openStream(stack.baseUrl, {
