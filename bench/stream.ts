@@ -1,8 +1,11 @@
 // Time to first token through POST /api/v1/chat/stream versus straight to the upstream, and the
 // added latency per streamed event. Prints figures; asserts nothing.
-//   node --import tsx bench/stream.ts [--iterations 200] [--events 200] [--limiter mongo|memory]
-// Starts its own pieces: FerretDB in a temp dir, the API app (Temporal is connected lazily and
-// not needed here) and the fake OpenAI-compatible server from test/support as the upstream.
+//   node --import tsx bench/stream.ts [--iterations 200] [--events 200] [--limiter mongo|memory] [--api process|inline] [--upstream-delay 20]
+// Starts its own pieces: FerretDB in a temp dir, the API (Temporal is connected lazily and not
+// needed here) and the fake OpenAI-compatible server from test/support as the upstream. The API
+// runs as its own process, as in production, so its event loop is not shared with the load
+// generator and the fake upstream; `--api inline` serves it from the bench process instead.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
@@ -15,14 +18,16 @@ import { createApp } from '../api/app';
 import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
-import { startFerretDb } from '../infra/processes';
+import { freePort, manage, ROOT, startFerretDb, waitForHttpOk, type ManagedProcess } from '../infra/processes';
 import { createLlmProvider } from '../providers/llm';
-import { startFakeOpenAI } from '../test/support/fake-openai';
+import { startFakeOpenAI, type FakeReply } from '../test/support/fake-openai';
+import { CpuMeter } from './support/cpu';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, events: { type: 'string', default: '200' }, limiter: { type: 'string', default: 'mongo' } } });
+const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, events: { type: 'string', default: '200' }, limiter: { type: 'string', default: 'mongo' }, api: { type: 'string', default: 'process' }, 'upstream-delay': { type: 'string', default: '20' } } });
 const ITERATIONS = Number(values.iterations);
 const EVENTS = Number(values.events);
 const WARMUP = 20;
+const UPSTREAM_DELAY_MS = Number(values['upstream-delay']);
 
 function stats(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -59,11 +64,40 @@ async function timeSse(res: Response, started: number, isDelta: (event: string |
   return { ttft: first - started, tail: last - first, deltas };
 }
 
+type RunningApi = { baseUrl: string; pid?: number; stop: () => Promise<void> };
+
+/** The API in the bench process, sharing its event loop with the client and the fake upstream. */
+async function serveInline(ctx: Awaited<ReturnType<typeof buildAppContext>>): Promise<RunningApi> {
+  const server = createServer(createApp(ctx));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stop: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** The API as its own process (`api/server.ts`), as it runs in production. */
+async function spawnApi(env: Record<string, string>): Promise<RunningApi> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', NODE_ENV: 'production' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const proc: ManagedProcess = manage('api', child);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitForHttpOk(`${baseUrl}/healthz`, 60_000);
+  return { baseUrl, pid: child.pid, stop: () => proc.stop() };
+}
+
 async function main() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-stream-'));
   const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
   const fake = await startFakeOpenAI();
-  const config = loadConfig({
+  const env = {
     MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/bench`,
     JWT_SECRET: 'b'.repeat(40),
     LOG_LEVEL: 'silent',
@@ -73,11 +107,11 @@ async function main() {
     SESSION_MESSAGES_PER_MINUTE: '1000000',
     ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
     LLM_TIER_BALANCED: 'local',
-  });
-  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
-  const server = createServer(createApp(ctx));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const ctx = await buildAppContext(loadConfig(env), createLogger({ level: 'silent' }));
+  const api = values.api === 'inline' ? await serveInline(ctx) : await spawnApi(env);
+  const { baseUrl, stop: stopApi } = api;
+  const cpu = new CpuMeter({ api: api.pid, mongo: ferret.process.child.pid });
 
   const tenant = await createTenant(ctx.models, { name: 'bench' });
   const project = await createProject(ctx.models, tenant._id, { name: 'Bench' });
@@ -129,7 +163,7 @@ async function main() {
     return timeSse(res, started, (event) => event === 'text_delta');
   };
 
-  const run = async (label: string, fn: () => Promise<Timing>, reply: { text: string }, iterations: number) => {
+  const run = async (label: string, fn: () => Promise<Timing>, reply: FakeReply, iterations: number) => {
     fake.reset();
     for (let i = 0; i < WARMUP + iterations; i += 1) fake.script(reply);
     const samples: Timing[] = [];
@@ -148,14 +182,30 @@ async function main() {
     ['provider layer (openai SDK) -> fake upstream', sdkDirect],
     ['POST /api/v1/chat/stream -> fake upstream', viaApi],
   ] as const) {
+    const before = cpu.snapshot();
     const result = await run(label, fn, shortReply, ITERATIONS);
+    const cpuPerCall = CpuMeter.perOp(before, cpu.snapshot(), WARMUP + ITERATIONS);
     ttft.push(result);
     console.log(fmt(label, stats(result.samples.map((s) => s.ttft))));
+    console.log(`${''.padEnd(44)} CPU per call (ms): ${cpuPerCall}`);
   }
   const sdkP50 = stats(ttft[1]!.samples.map((s) => s.ttft)).p50;
   const apiP50 = stats(ttft[2]!.samples.map((s) => s.ttft)).p50;
   const rawP50 = stats(ttft[0]!.samples.map((s) => s.ttft)).p50;
   console.log(`API adds ${(apiP50 - sdkP50).toFixed(2)} ms at p50 over the provider layer alone (${(apiP50 - rawP50).toFixed(2)} ms over raw HTTP)`);
+
+  // A real provider takes 100s of ms to its first token; the API's own checks (the key read
+  // above all) run while it thinks. With a small first-token delay the comparison shows what
+  // the API adds when its round trips overlap the provider's, as they do in production.
+  const thinking = { ...shortReply, delayMs: UPSTREAM_DELAY_MS };
+  console.log(`\nTime to first text_delta, upstream taking ${UPSTREAM_DELAY_MS} ms to its first token:`);
+  const slowSdk = await run('provider layer (openai SDK) -> fake upstream', sdkDirect, thinking, ITERATIONS);
+  const slowApi = await run('POST /api/v1/chat/stream -> fake upstream', viaApi, thinking, ITERATIONS);
+  const slowSdkStats = stats(slowSdk.samples.map((s) => s.ttft));
+  const slowApiStats = stats(slowApi.samples.map((s) => s.ttft));
+  console.log(fmt(slowSdk.label, slowSdkStats));
+  console.log(fmt(slowApi.label, slowApiStats));
+  console.log(`API adds ${(slowApiStats.p50 - slowSdkStats.p50).toFixed(2)} ms at p50 over the provider layer alone`);
 
   console.log(`\nPer-event relay cost (${EVENTS} text deltas, no upstream delay):`);
   const longIterations = Math.max(20, Math.floor(ITERATIONS / 4));
@@ -173,8 +223,7 @@ async function main() {
   const perEventUs = (((apiLast.p50 - apiFirst.p50) - (sdkLast.p50 - sdkFirst.p50)) / Math.max(1, EVENTS - 1)) * 1000;
   console.log(`API adds ${perEventUs.toFixed(1)} µs per event at p50 (first-to-last delta span, API minus provider layer, / ${EVENTS - 1})`);
 
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await stopApi();
   await closeAppContext(ctx);
   await fake.close();
   await ferret.process.stop();
