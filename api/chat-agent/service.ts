@@ -19,7 +19,8 @@ import { type AppContext } from '../context';
 import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
-import { sessionWithStartOperation } from '../sessions/workflow-client';
+import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
+import { isWorkflowNotFound, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
 
@@ -64,30 +65,46 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
 }
 
+/** The update was refused because the session's workflow is closed or the session has ended. */
+function sessionNoLongerRuns(err: unknown): boolean {
+  if (isWorkflowNotFound(err)) return true;
+  return err instanceof WorkflowUpdateFailedError && toApiError(err).code === 'CONFLICT';
+}
+
 /** Turns this API process is waiting on, per app (the QUEUE_FULL back-pressure). */
 const turnsInFlight = new WeakMap<AppContext, number>();
 
 /**
  * A continuing session's lookups: the session read and its message-budget charge, started in the
- * route's preload so they overlap the key check and the tenant charge.
+ * route's preload so they overlap the key check and the tenant charge. A session this process
+ * saw running is not read again (api/sessions/running-sessions.ts): its workflow judges the turn.
  */
 export interface ExistingSessionTurn {
-  session: SessionDoc | null;
+  session: Pick<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'status'> | null;
+  /** The session came from this process's memory, not from its record. */
+  remembered: boolean;
   /** The charge's refusal (429), or null when the message was charged. */
   chargeError: unknown;
   limiterKey: string;
 }
 
+async function readContinuingSession(ctx: AppContext, tenantId: string, sessionId: string): Promise<ExistingSessionTurn['session']> {
+  const session = await findOwned(ctx.models.Session, sessionId, { tenantId });
+  if (session && session.status !== 'ended') rememberRunningSession(ctx, tenantId, sessionId, session);
+  return session;
+}
+
 export async function startExistingSessionTurn(ctx: AppContext, principal: Principal, sessionId: string, res: Response): Promise<ExistingSessionTurn> {
   const limiterKey = `session:${sessionId}`;
+  const running = recallRunningSession(ctx, principal.tenantId, sessionId);
   const [session, chargeError] = await Promise.all([
-    findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }),
+    running ? { _id: sessionId, tenantId: principal.tenantId, projectId: running.projectId, status: 'active' as const } : readContinuingSession(ctx, principal.tenantId, sessionId),
     consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
       () => null,
       (err: unknown) => err,
     ),
   ]);
-  return { session, chargeError, limiterKey };
+  return { session, remembered: running !== null, chargeError, limiterKey };
 }
 
 /** Hands a message's charge back: it was refused before it reached the session. */
@@ -159,9 +176,19 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
       if (existing.chargeError) throw existing.chargeError;
-      const handle = client.workflow.getHandle(session.runtimeSessionId);
+      const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
       sending();
-      return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
+      try {
+        return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
+      } catch (err) {
+        if (!existing.remembered || !sessionNoLongerRuns(err)) throw err;
+        // Remembered as running, but ended or deleted since: the record decides, as if read first.
+        forgetRunningSession(ctx, principal.tenantId, session._id);
+        refundSessionCharge(ctx, existing);
+        const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
+        if (!record || record.projectId !== project._id) throw new ApiError('NOT_FOUND', 'Session not found');
+        throw new ApiError('CONFLICT', 'Session has ended; start a new session');
+      }
     }
 
     // A retried first message (same Idempotency-Key) lands in the same session.
@@ -199,9 +226,11 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
     }
     const operation = sessionWithStartOperation(ctx.config, start, 'USE_EXISTING');
     sending();
-    return await client.withDeadline(deadline, () =>
+    const result = await client.withDeadline(deadline, () =>
       client.workflow.executeUpdateWithStart(turnUpdate, { args: [turn], updateId: clientMessageId, startWorkflowOperation: operation }),
     );
+    rememberRunningSession(ctx, principal.tenantId, sessionId, { projectId: project._id });
+    return result;
   } catch (err) {
     if (err instanceof ApiError) throw err;
     throw toApiError(err);

@@ -2,6 +2,7 @@
 // MongoDB, the live state from the workflow's query, reset and delete through the workflow, and
 // the transcript, trace and metrics reads. Every query carries tenantId (+ projectId); ids from
 // the URL never widen the scope. The chat route reuses `startSessionWorkflow` and the builders.
+import { forgetRunningSession } from './running-sessions';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -344,6 +345,7 @@ export interface DeletedSession {
  */
 export async function deleteSession(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<DeletedSession> {
   await findSession(ctx.models, scope, sessionId);
+  forgetRunningSession(ctx, scope.tenantId, sessionId);
   const workflow = await endSessionWorkflow(ctx, sessionId, 'deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
   const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned)]);
