@@ -119,8 +119,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const raw = parsed.data;
-  if (raw.NODE_ENV === 'production' && raw.RATE_LIMIT_STORE === 'memory') {
-    // Allowed, but only as an explicit single-node choice; logged by the server at start.
-  }
+  // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
+  // API logs a warning about it at start (api/server.ts).
   return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };
 }
