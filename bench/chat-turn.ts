@@ -59,6 +59,8 @@ async function main() {
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
+    // The projection write delay can be tried from the environment (default 250 ms).
+    SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS,
   });
   const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
   const server = createServer(createApp(ctx));
