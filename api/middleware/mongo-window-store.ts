@@ -4,10 +4,10 @@
 // counters stay O(1) however many sessions have ever been limited. Windows are aligned to the
 // clock (every replica agrees on them). MongoDB drops old windows through a TTL index; stores
 // without TTL indexes get a sweep at most once a minute per process.
-// Charges of one window that arrive while another is in flight go out together as one `$inc` of
-// their sum, each learning its own count: fewer writes under load, and exact counts within a
-// process on FerretDB, whose updates are not atomic (concurrent `$inc`s of one document lose
-// increments there; MongoDB's `$inc` is atomic, so replicas count exactly on it).
+// Charges and refunds of one window that arrive while another is in flight go out together as one
+// `$inc` of their sum, each learning its own count: fewer writes under load, and exact counts
+// within a process on FerretDB, whose updates are not atomic (concurrent `$inc`s of one document
+// lose increments there; MongoDB's `$inc` is atomic, so replicas count exactly on it).
 import { type Connection, type mongo } from 'mongoose';
 import { RateLimiterRes, type RateLimiterStoreAbstract as StoreAbstractType } from 'rate-limiter-flexible';
 
@@ -80,6 +80,12 @@ export class MongoWindowLimiter extends RateLimiterStoreAbstract {
   }
 
   private async increment(id: string, points: number, expire: Date): Promise<WindowDoc> {
+    if (points <= 0) {
+      // A refund goes to the window it is made in; a window that has ended (or never held a
+      // charge) is not created for it.
+      const doc = await this.windows.findOneAndUpdate({ _id: id }, { $inc: { points } }, { returnDocument: 'after', includeResultMetadata: false });
+      return doc ?? { _id: id, points: 0, expire };
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         const doc = await this.windows.findOneAndUpdate(
@@ -125,11 +131,6 @@ export class MongoWindowLimiter extends RateLimiterStoreAbstract {
     if (forceExpire) {
       const doc = await this.windows.findOneAndUpdate({ _id: id }, { $set: { points, expire } }, { upsert: true, returnDocument: 'after', includeResultMetadata: false });
       return doc ?? { _id: id, points, expire };
-    }
-    if (points < 0) {
-      // A refund goes to the window the charge was made in; once that has ended, to none.
-      const doc = await this.windows.findOneAndUpdate({ _id: id }, { $inc: { points } }, { returnDocument: 'after', includeResultMetadata: false });
-      return doc ?? { _id: id, points: 0, expire };
     }
     const waiting = pendingCharges.get(id);
     if (waiting) return new Promise<WindowDoc>((resolve, reject) => waiting.push({ points, resolve, reject }));

@@ -227,6 +227,23 @@ it('gives points back with reward in the current window', async () => {
   expect((await charge(l, 'k')).res.remainingPoints).toBe(1);
 });
 
+it('counts exactly when refunds are not awaited and charges follow them at once', async () => {
+  // What a refused chat message does: its refund is sent without waiting, and the next message's
+  // charge is on its way right after. On FerretDB the two writes would lose one increment unless
+  // they are sent one after the other.
+  const prefix = unique('refund-race');
+  const l = limiter({ prefix, points: 100, durationSeconds: 60 });
+  await freshWindow(60_000, 5_000);
+  await charge(l, 'k');
+  const refunds: Promise<unknown>[] = [];
+  for (let i = 0; i < 20; i++) {
+    await charge(l, 'k');
+    refunds.push(l.reward('k', 1));
+  }
+  await Promise.all(refunds);
+  expect((await l.get('k'))!.consumedPoints).toBe(1);
+});
+
 it('sweeps windows that ended over a minute ago on the first charge, then not again within the minute', async () => {
   // Sweeps are once a minute per connection (a process's limiters share one): fresh connections
   // play processes that have not swept yet.
