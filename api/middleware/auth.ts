@@ -9,6 +9,7 @@ import { API_KEY_PATTERN } from '../../lib/ids';
 import { isPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ApiKeyDoc } from '../../db/api-key';
 import { driverCollection } from '../../db/driver-collection';
+import { FreshReads } from '../../lib/fresh-reads';
 import { type AppContext } from '../context';
 
 const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
@@ -38,8 +39,9 @@ function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
  * check reads the key by `_id`, the lookup FerretDB answers from its primary key, instead of
  * searching by hash) and the principal it last produced (so the request's other lookups can start
  * while the key is checked). Every request still reads the key: revocation, expiry and changed
- * permissions take effect on the next request. A key that fails the check is forgotten, so its
- * next requests start nothing early. Bounded; the oldest entries go first.
+ * permissions take effect on the next request. Concurrent requests of one key share a read, but
+ * only one that started after they arrived (lib/fresh-reads.ts). A key that fails the check is
+ * forgotten, so its next requests start nothing early. Bounded; the oldest entries go first.
  */
 interface KnownKey {
   keyId: string;
@@ -56,10 +58,19 @@ function knownKeysOf(ctx: AppContext): Map<string, KnownKey> {
   return known;
 }
 
-async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string | undefined): Promise<Principal> {
+/** Key reads by id, shared by the concurrent requests of one key (never with a read older than the request). */
+const keyReads = new WeakMap<AppContext, FreshReads<ApiKeyDoc | null>>();
+
+function readKeyById(ctx: AppContext, keyId: string): Promise<ApiKeyDoc | null> {
+  let reads = keyReads.get(ctx);
+  if (!reads) keyReads.set(ctx, (reads = new FreshReads()));
   // The driver directly: this read is on every request's critical path, and mongoose's query
   // building costs about a quarter of a millisecond on top of the round trip.
-  let doc: ApiKeyDoc | null = knownId ? await driverCollection(ctx.models.ApiKey).findOne({ _id: knownId }) : null;
+  return reads.read(keyId, () => driverCollection(ctx.models.ApiKey).findOne({ _id: keyId }));
+}
+
+async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string | undefined): Promise<Principal> {
+  let doc: ApiKeyDoc | null = knownId ? await readKeyById(ctx, knownId) : null;
   // Compare in constant time so no code path branches on key bytes.
   if (!doc || !safeEqual(doc.keyHash, keyHash)) doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
