@@ -22,6 +22,7 @@ import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { CpuMeter } from './support/cpu';
+import { jsonClient } from './support/json-client';
 
 const { values } = parseArgs({
   options: {
@@ -122,20 +123,22 @@ async function main() {
   // start, the session record): that happens before the clock starts, as the probes' starts do.
   const turns: number[] = [];
   const messages = ['hello', 'I have a question about my invoice', 'INV-123456', 'yes', 'thanks'];
+  const http = jsonClient(baseUrl);
+  const auth = { authorization: `Bearer ${credentials.apiKey}` };
   const chat = async (message: string, sessionId?: string): Promise<string> => {
-    const res = await fetch(`${baseUrl}/api/v1/chat/agent`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${credentials.apiKey}` },
-      body: JSON.stringify({
+    const res = await http.post(
+      '/api/v1/chat/agent',
+      {
         projectId: credentials.projectId,
         message,
         ...(sessionId ? { sessionId } : {}),
         // The sample's billing API is not reachable from here: answer its tool from the request.
         testContext: { toolMocks: [{ toolName: 'get_invoice', response: { id: 'INV-123456', amount: 120, status: 'open' } }] },
-      }),
-    });
-    const body = (await res.json()) as { sessionId?: string; error?: unknown };
-    if (!res.ok) throw new Error(`chat failed: ${res.status} ${JSON.stringify(body)}`);
+      },
+      auth,
+    );
+    const body = res.body as { sessionId?: string; error?: unknown };
+    if (res.status !== 200) throw new Error(`chat failed: ${res.status} ${JSON.stringify(body)}`);
     return body.sessionId!;
   };
   const sessionIds = await Promise.all(Array.from({ length: SESSIONS }, () => chat(messages[0]!)));
@@ -164,7 +167,7 @@ async function main() {
       const handle = client.workflow.getHandle(session.runtimeSessionId);
       for (let t = 0; t < TURNS; t++) {
         let started = performance.now();
-        await fetch(`${baseUrl}/api/auth/me`, { headers: { authorization: `Bearer ${credentials.apiKey}` } }).then((r) => r.arrayBuffer());
+        await http.get('/api/auth/me', auth);
         authOnly.push(performance.now() - started);
         started = performance.now();
         await handle.executeUpdate(turnUpdate, { args: [{ clientMessageId: `direct-${session._id}-${t}`, message: 'thanks' }] });
@@ -182,6 +185,7 @@ async function main() {
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
 
+  http.close();
   await stopWorker();
   server.close();
   await closeAppContext(ctx);
