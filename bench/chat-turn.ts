@@ -1,6 +1,6 @@
 // Chat-turn latency and throughput through the HTTP API with the offline `local` model, next to a
 // bare Temporal update round trip (the probe workflow's no-op update) on the same stack.
-//   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 10] [--worker process|inline]
+//   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 10] [--rounds 4] [--worker process|inline]
 // Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, API, worker).
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +21,7 @@ import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
 import { startWorkerProcess } from '../test/support/worker-process';
-import { CpuMeter } from './support/cpu';
+import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 
 const { values } = parseArgs({
@@ -29,10 +29,14 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '10' },
     turns: { type: 'string', default: '10' },
     worker: { type: 'string', default: 'process' },
+    rounds: { type: 'string', default: '4' },
   },
 });
 const SESSIONS = Number(values.sessions);
 const TURNS = Number(values.turns);
+// The bare and chat phases alternate in rounds, so a burst of load from elsewhere on the machine
+// falls on both rather than on whichever phase it happened to meet.
+const ROUNDS = Math.max(1, Math.min(Number(values.rounds), TURNS));
 
 function stats(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -105,20 +109,6 @@ async function main() {
       return client.workflow.getHandle(`probe-${s}`);
     }),
   );
-  const bareCpu = cpu.snapshot();
-  let wall = Date.now();
-  await Promise.all(
-    probes.map(async (handle) => {
-      for (let t = 0; t < TURNS; t++) {
-        const started = performance.now();
-        await handle.executeUpdate(pingUpdate, { args: [{ n: t }] });
-        bare.push(performance.now() - started);
-      }
-    }),
-  );
-  const bareWall = Date.now() - wall;
-  const bareCpuPerOp = CpuMeter.perOp(bareCpu, cpu.snapshot(), SESSIONS * TURNS);
-
   // Chat turns through the HTTP API. The first message of each session creates it (update-with-
   // start, the session record): that happens before the clock starts, as the probes' starts do.
   const turns: number[] = [];
@@ -142,26 +132,53 @@ async function main() {
     return body.sessionId!;
   };
   const sessionIds = await Promise.all(Array.from({ length: SESSIONS }, () => chat(messages[0]!)));
-  const chatCpu = cpu.snapshot();
-  wall = Date.now();
-  await Promise.all(
-    sessionIds.map(async (sessionId) => {
-      for (let t = 1; t < TURNS + 1; t++) {
-        const started = performance.now();
-        await chat(messages[t % messages.length]!, sessionId);
-        turns.push(performance.now() - started);
-      }
-    }),
-  );
-  const chatWall = Date.now() - wall;
-  const chatCpuPerOp = CpuMeter.perOp(chatCpu, cpu.snapshot(), SESSIONS * TURNS);
+
+  // Timed: TURNS operations per session in each phase, split over ROUNDS alternating rounds.
+  const bareCpuTotal: CpuSnapshot = {};
+  const chatCpuTotal: CpuSnapshot = {};
+  let bareWall = 0;
+  let chatWall = 0;
+  const turnsIn = (round: number) => Math.floor((TURNS * (round + 1)) / ROUNDS) - Math.floor((TURNS * round) / ROUNDS);
+  let sent = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const count = turnsIn(round);
+    let before = cpu.snapshot();
+    let wall = Date.now();
+    await Promise.all(
+      probes.map(async (handle) => {
+        for (let t = 0; t < count; t++) {
+          const started = performance.now();
+          await handle.executeUpdate(pingUpdate, { args: [{ n: t }] });
+          bare.push(performance.now() - started);
+        }
+      }),
+    );
+    bareWall += Date.now() - wall;
+    CpuMeter.accumulate(bareCpuTotal, before, cpu.snapshot());
+
+    before = cpu.snapshot();
+    wall = Date.now();
+    await Promise.all(
+      sessionIds.map(async (sessionId) => {
+        for (let t = 1; t <= count; t++) {
+          const started = performance.now();
+          await chat(messages[(sent + t) % messages.length]!, sessionId);
+          turns.push(performance.now() - started);
+        }
+      }),
+    );
+    chatWall += Date.now() - wall;
+    CpuMeter.accumulate(chatCpuTotal, before, cpu.snapshot());
+    sent += count;
+  }
+  const bareCpuPerOp = CpuMeter.perOp({}, bareCpuTotal, SESSIONS * TURNS);
+  const chatCpuPerOp = CpuMeter.perOp({}, chatCpuTotal, SESSIONS * TURNS);
 
   // Breakdown: an authenticated no-op request (the API's fixed cost), and the turn update sent
   // straight to a session's workflow (the runtime's cost without the HTTP edge).
   const authOnly: number[] = [];
   const direct: number[] = [];
   const sessions = await ctx.models.Session.find({ tenantId: credentials.tenantId }).limit(SESSIONS).lean();
-  wall = Date.now();
   await Promise.all(
     sessions.map(async (session) => {
       const handle = client.workflow.getHandle(session.runtimeSessionId);

@@ -29,6 +29,12 @@ export class CpuMeter {
     return snap;
   }
 
+  /** Adds the CPU spent between two snapshots to a running total (for phases timed in several rounds). */
+  static accumulate(total: CpuSnapshot, before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
+    for (const name of Object.keys(after)) total[name] = (total[name] ?? 0) + after[name]! - (before[name] ?? 0);
+    return total;
+  }
+
   /** CPU milliseconds per operation for each process between two snapshots. */
   static perOp(before: CpuSnapshot, after: CpuSnapshot, ops: number): string {
     const parts = Object.keys(after).map((name) => `${name} ${((after[name]! - (before[name] ?? 0)) / ops).toFixed(1)}`);
