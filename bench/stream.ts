@@ -21,7 +21,7 @@ import { createLogger } from '../lib/logger';
 import { freePort, manage, ROOT, startFerretDb, waitForHttpOk, type ManagedProcess } from '../infra/processes';
 import { createLlmProvider } from '../providers/llm';
 import { startFakeOpenAI, type FakeReply } from '../test/support/fake-openai';
-import { CpuMeter } from './support/cpu';
+import { CpuMeter, type CpuSnapshot } from './support/cpu';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, events: { type: 'string', default: '200' }, limiter: { type: 'string', default: 'mongo' }, api: { type: 'string', default: 'process' }, 'upstream-delay': { type: 'string', default: '20' } } });
 const ITERATIONS = Number(values.iterations);
@@ -174,20 +174,41 @@ async function main() {
     return { label, samples };
   };
 
-  console.log(`Node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}; ${ITERATIONS} iterations after ${WARMUP} warm-up, sequential`);
+  /**
+   * Runs the paths in turn, one call each per iteration (the order rotating), so that load from
+   * elsewhere on the machine falls on all of them alike; CPU is metered around each call.
+   */
+  const interleaved = async (paths: ReadonlyArray<readonly [string, () => Promise<Timing>]>, reply: FakeReply, iterations: number) => {
+    fake.reset();
+    const results = paths.map(([label]) => ({ label, samples: [] as Timing[], cpu: {} as CpuSnapshot }));
+    for (let i = 0; i < WARMUP + iterations; i += 1) {
+      for (let k = 0; k < paths.length; k += 1) {
+        const index = (i + k) % paths.length;
+        fake.script(reply);
+        const before = cpu.snapshot();
+        const timing = await paths[index]![1]();
+        if (i < WARMUP) continue;
+        CpuMeter.accumulate(results[index]!.cpu, before, cpu.snapshot());
+        results[index]!.samples.push(timing);
+      }
+    }
+    return results;
+  };
+
+  console.log(`Node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}; ${ITERATIONS} iterations after ${WARMUP} warm-up, sequential, the paths interleaved`);
   console.log('\nTime to first text_delta (short reply):');
-  const ttft = [];
-  for (const [label, fn] of [
-    ['raw HTTP -> fake upstream', rawDirect],
-    ['provider layer (openai SDK) -> fake upstream', sdkDirect],
-    ['POST /api/v1/chat/stream -> fake upstream', viaApi],
-  ] as const) {
-    const before = cpu.snapshot();
-    const result = await run(label, fn, shortReply, ITERATIONS);
-    const cpuPerCall = CpuMeter.perOp(before, cpu.snapshot(), WARMUP + ITERATIONS);
-    ttft.push(result);
-    console.log(fmt(label, stats(result.samples.map((s) => s.ttft))));
-    console.log(`${''.padEnd(44)} CPU per call (ms): ${cpuPerCall}`);
+  const ttft = await interleaved(
+    [
+      ['raw HTTP -> fake upstream', rawDirect],
+      ['provider layer (openai SDK) -> fake upstream', sdkDirect],
+      ['POST /api/v1/chat/stream -> fake upstream', viaApi],
+    ],
+    shortReply,
+    ITERATIONS,
+  );
+  for (const result of ttft) {
+    console.log(fmt(result.label, stats(result.samples.map((s) => s.ttft))));
+    console.log(`${''.padEnd(44)} CPU per call (ms): ${CpuMeter.perOp({}, result.cpu, ITERATIONS)}`);
   }
   const sdkP50 = stats(ttft[1]!.samples.map((s) => s.ttft)).p50;
   const apiP50 = stats(ttft[2]!.samples.map((s) => s.ttft)).p50;
@@ -199,12 +220,18 @@ async function main() {
   // the API adds when its round trips overlap the provider's, as they do in production.
   const thinking = { ...shortReply, delayMs: UPSTREAM_DELAY_MS };
   console.log(`\nTime to first text_delta, upstream taking ${UPSTREAM_DELAY_MS} ms to its first token:`);
-  const slowSdk = await run('provider layer (openai SDK) -> fake upstream', sdkDirect, thinking, ITERATIONS);
-  const slowApi = await run('POST /api/v1/chat/stream -> fake upstream', viaApi, thinking, ITERATIONS);
-  const slowSdkStats = stats(slowSdk.samples.map((s) => s.ttft));
-  const slowApiStats = stats(slowApi.samples.map((s) => s.ttft));
-  console.log(fmt(slowSdk.label, slowSdkStats));
-  console.log(fmt(slowApi.label, slowApiStats));
+  const [slowSdk, slowApi] = await interleaved(
+    [
+      ['provider layer (openai SDK) -> fake upstream', sdkDirect],
+      ['POST /api/v1/chat/stream -> fake upstream', viaApi],
+    ],
+    thinking,
+    ITERATIONS,
+  );
+  const slowSdkStats = stats(slowSdk!.samples.map((s) => s.ttft));
+  const slowApiStats = stats(slowApi!.samples.map((s) => s.ttft));
+  console.log(fmt(slowSdk!.label, slowSdkStats));
+  console.log(fmt(slowApi!.label, slowApiStats));
   console.log(`API adds ${(slowApiStats.p50 - slowSdkStats.p50).toFixed(2)} ms at p50 over the provider layer alone`);
 
   console.log(`\nPer-event relay cost (${EVENTS} text deltas, no upstream delay):`);
