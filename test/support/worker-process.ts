@@ -16,13 +16,18 @@ const PASSED_ON = [
   'TOOL_ALLOW_PRIVATE_NETWORKS',
 ] as const;
 
-export async function startWorkerProcess(config: Config): Promise<ManagedProcess> {
-  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'test' };
+/** The environment a child process needs to join the stack `config` describes. */
+export function childEnv(config: Config, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'test', ...extra };
   for (const name of PASSED_ON) {
     const value = config[name];
     if (value !== undefined) env[name] = String(value);
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  return env;
+}
+
+export async function startWorkerProcess(config: Config): Promise<ManagedProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env: childEnv(config), stdio: ['ignore', 'pipe', 'pipe'] });
   const proc = manage('worker', child);
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));

@@ -1,5 +1,6 @@
-// Crashes lose no turn: a worker killed in the middle of a turn, and a Temporal dev server
-// restarted on its SQLite file, both end with the turn answered once and the session intact.
+// Crashes lose no turn: a worker killed in the middle of a turn, an API process killed while its
+// client waits, and a Temporal dev server restarted on its SQLite file all end with the turn
+// answered once and the session intact.
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo } from 'node:net';
@@ -11,11 +12,39 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
 import { startWorkerProcess } from '../../support/worker-process';
+import { startApiProcess } from '../../support/api-process';
 
 jest.setTimeout(120_000);
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-durability-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** An agent whose one flow step calls `lookup` on the given port. */
+async function createSlowAgent(api: ReturnType<typeof client>, t: SeededTenant, port: number): Promise<void> {
+  const source = `AGENT: Slow_Agent
+GOAL: "Look the weather up."
+TOOLS:
+  lookup(q: string) -> {answer: string}
+    type: http
+    endpoint: "http://127.0.0.1:${port}/lookup"
+    method: GET
+    timeout: 3000
+FLOW:
+  steps: [fetch]
+  fetch:
+    REASONING: false
+    CALL: lookup(q = "weather")
+    AS: found
+    ON_SUCCESS:
+      RESPOND: "Found {{found.answer}}"
+    ON_FAIL:
+      RESPOND: "Lookup failed"
+`;
+  const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Slow_Agent', dslContent: source } });
+  expect(created.status).toBe(201);
+  const version = await api.post(`/api/projects/${t.projectId}/agents/Slow_Agent/versions`, { key: t.adminKey, json: {} });
+  expect(version.status).toBe(201);
+}
 
 describe('a worker killed mid-turn', () => {
   let stack: TestStack;
@@ -43,29 +72,7 @@ describe('a worker killed mid-turn', () => {
     stack = await startTestStack();
     t = await seedTenant(stack.ctx);
     const api = client(stack.baseUrl);
-    const source = `AGENT: Slow_Agent
-GOAL: "Look the weather up."
-TOOLS:
-  lookup(q: string) -> {answer: string}
-    type: http
-    endpoint: "http://127.0.0.1:${port}/lookup"
-    method: GET
-    timeout: 3000
-FLOW:
-  steps: [fetch]
-  fetch:
-    REASONING: false
-    CALL: lookup(q = "weather")
-    AS: found
-    ON_SUCCESS:
-      RESPOND: "Found {{found.answer}}"
-    ON_FAIL:
-      RESPOND: "Lookup failed"
-`;
-    const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Slow_Agent', dslContent: source } });
-    expect(created.status).toBe(201);
-    const version = await api.post(`/api/projects/${t.projectId}/agents/Slow_Agent/versions`, { key: t.adminKey, json: {} });
-    expect(version.status).toBe(201);
+    await createSlowAgent(api, t, port);
   });
   afterAll(async () => {
     toolServer.closeAllConnections();
@@ -103,6 +110,75 @@ FLOW:
       expect(results[0]!.data).toMatchObject({ tool: 'lookup', success: true });
     } finally {
       await second.stop();
+    }
+  });
+});
+
+describe('an API process killed while its client waits', () => {
+  let stack: TestStack;
+  let t: SeededTenant;
+  let toolServer: Server;
+  let toolCalls = 0;
+  let onToolCall: () => void = () => undefined;
+
+  beforeAll(async () => {
+    // The tool takes two seconds: the API process dies while the turn runs on the worker.
+    toolServer = createServer((req, res) => {
+      toolCalls += 1;
+      onToolCall();
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ answer: 'sunny' }));
+      }, 2_000);
+    });
+    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
+    stack = await startTestStack({ worker: true });
+    t = await seedTenant(stack.ctx);
+    await createSlowAgent(client(stack.baseUrl), t, (toolServer.address() as AddressInfo).port);
+  });
+  afterAll(async () => {
+    toolServer.closeAllConnections();
+    await new Promise((r) => toolServer.close(r));
+    await stack.close();
+  });
+
+  it('answers the retried message from the turn already running, once', async () => {
+    const first = await startApiProcess(stack.config);
+    const killed = new Promise<void>((resolve) => {
+      onToolCall = () => {
+        first.proc.child.kill('SIGKILL');
+        resolve();
+      };
+    });
+    const send = (baseUrl: string) =>
+      client(baseUrl).post('/api/v1/chat/agent', {
+        key: t.adminKey,
+        headers: { 'Idempotency-Key': 'weather-once' },
+        json: { projectId: t.projectId, message: 'weather please' },
+      });
+    const lost = send(first.baseUrl);
+    await killed;
+    // The client sees the connection drop, as it would in a crash or a redeploy.
+    await expect(lost).rejects.toThrow();
+    await first.proc.exited;
+
+    const second = await startApiProcess(stack.config);
+    try {
+      const res = await send(second.baseUrl);
+      expect(res.status).toBe(200);
+      expect(res.body.response).toBe('Found sunny');
+      expect(toolCalls).toBe(1);
+      const sessionId = res.body.sessionId;
+      await flushProjection(stack.ctx, sessionId);
+      const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
+      expect(messages.map((m) => [m.role, m.content])).toEqual([
+        ['user', 'weather please'],
+        ['assistant', 'Found sunny'],
+      ]);
+      const sessions = await stack.ctx.models.Session.find({ tenantId: t.tenantId }).lean();
+      expect(sessions.map((session) => [session._id, session.messageCount])).toEqual([[sessionId, 2]]);
+    } finally {
+      await second.proc.stop();
     }
   });
 });
