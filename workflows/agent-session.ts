@@ -23,6 +23,7 @@ import {
   type TurnUpdateInput,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
+import { parallelToolCallsOption } from './parallel-tool-calls';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -82,6 +83,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   // durable in history, so a crash before the write only delays it). Reads through the API ask
   // for a write first (`flush`), so they see every answered turn.
   const flushDelayMs = input.projectionFlushMs ?? DEFAULT_PROJECTION_FLUSH_MS;
+  const parallelToolCalls = parallelToolCallsOption();
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -281,7 +283,10 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const trace = new TurnTrace(++turnCount, traceSeq);
     const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
     // The session's own agent is the entry agent, whatever the project's manifest says.
-    const interpreter = createInterpreter({ ...compiled, entry_agent: input.agentName }, { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()) });
+    const interpreter = createInterpreter(
+      { ...compiled, entry_agent: input.agentName },
+      { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()), parallelToolCalls },
+    );
     const responses: string[] = [];
 
     const effects: EffectContext = {

@@ -87,7 +87,8 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
   }
 }
 
-async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_tool' }>): Promise<RuntimeEvent> {
+/** `before`: the previous call of the same batch; results are recorded in the order asked for. */
+async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_tool' }>, before: Promise<unknown>): Promise<RuntimeEvent> {
   const started = Date.now();
   const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, input: command.args });
   const mock = ctx.mocks.get(command.tool);
@@ -121,11 +122,13 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
     }
   }
   if (!event.ok) ctx.stats.errorCount++;
+  const durationMs = Date.now() - started;
+  await before;
   ctx.trace.add(
     'tool_result',
     event.ok
-      ? { agent: command.agent, tool: command.tool, success: true, durationMs: Date.now() - started, mocked: Boolean(mock), output: event.value }
-      : { agent: command.agent, tool: command.tool, success: false, durationMs: Date.now() - started, mocked: Boolean(mock), error: event.error },
+      ? { agent: command.agent, tool: command.tool, success: true, durationMs, mocked: Boolean(mock), output: event.value }
+      : { agent: command.agent, tool: command.tool, success: false, durationMs, mocked: Boolean(mock), error: event.error },
     callSpan,
   );
   return event;
@@ -176,12 +179,12 @@ function finishDelegateSpan(ctx: EffectContext, span: string, durationMs: number
   if (event) Object.assign(event.data, { duration_ms: durationMs, status, ...(error ? { error } : {}) });
 }
 
-export async function executeCommand(ctx: EffectContext, command: RuntimeCommand): Promise<RuntimeEvent | null> {
+export async function executeCommand(ctx: EffectContext, command: RuntimeCommand, before: Promise<unknown> = Promise.resolve()): Promise<RuntimeEvent | null> {
   switch (command.type) {
     case 'call_llm':
       return runLlm(ctx, command);
     case 'call_tool':
-      return runTool(ctx, command);
+      return runTool(ctx, command, before);
     case 'delegate': {
       const results = new Array<DelegateOutcome>(command.tasks.length);
       let next = 0;
@@ -211,8 +214,9 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
 }
 
 /**
- * Runs commands until the interpreter needs nothing more: results are fed back one by one, and
- * commands they produce join the next batch. Collects replies and trace drafts on the way.
+ * Runs commands until the interpreter needs nothing more: a batch runs concurrently (several
+ * delegations, or the tool calls of one LLM answer), results are fed back one by one in the
+ * batch's order, and commands they produce join the next batch. Collects replies and trace drafts.
  */
 export async function driveInterpreter(
   ctx: EffectContext,
@@ -225,7 +229,8 @@ export async function driveInterpreter(
   ctx.trace.addDrafts(result.trace);
   let batch = result.commands;
   while (batch.length > 0) {
-    const events = await Promise.all(batch.map((command) => executeCommand(ctx, command)));
+    let previous: Promise<unknown> = Promise.resolve();
+    const events = await Promise.all(batch.map((command) => (previous = executeCommand(ctx, command, previous))));
     batch = [];
     for (const event of events) {
       if (!event) continue;

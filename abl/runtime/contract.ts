@@ -165,4 +165,10 @@ export interface RuntimeOptions {
   random(): number;
   /** Tool names replaced by test mocks for this turn: the workflow answers them itself. */
   mockedTools?: ReadonlySet<string>;
+  /**
+   * Several ordinary tool calls in one LLM answer are issued together (parallel-tools.ts) instead
+   * of one after another. A function is asked only when an answer has such calls; it must give
+   * the same answer for the whole turn (the turn is replayed), e.g. a memoised `wf.patched`.
+   */
+  parallelToolCalls?: boolean | (() => boolean);
 }

@@ -18,6 +18,8 @@ import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
+import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
+import { batchable, Issued, parallelEnabled } from './parallel-tools';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
@@ -87,6 +89,8 @@ export class Turn {
   private recoverGoto: string | null = null;
   /** Gather fields whose last answer was invalid (for retry prompts). */
   private invalidFields = new Set<string>();
+  /** A batch of parallel tool calls being issued, or bound with the ids issued (toolBatch). */
+  private batch: { mode: 'issue' | 'bind'; ids: string[] } | null = null;
 
   constructor(
     private readonly compiled: CompilationOutput,
@@ -184,20 +188,25 @@ export class Turn {
   // ------------------------------------------------------------------ effects
 
   private effect(draft: CommandDraft, wait: PendingDraft | null): RuntimeEvent {
-    const id = `c${this.s.seq++}`;
+    const batch = this.batch;
+    const id = (batch?.mode === 'bind' ? batch.ids.shift() : undefined) ?? `c${this.s.seq++}`;
     const got = this.exec.journal[id];
-    if (got) return got;
-    const cmd = { ...draft, id } as RuntimeCommand;
-    this.kinds[id] = cmd.type;
-    if (!this.outstanding.includes(id)) {
-      this.outstanding.push(id);
-      this.commands.push(cmd);
+    // Issuing a batch: record the command (unless answered) and go on with the next call.
+    if (batch?.mode === 'issue') batch.ids.push(id);
+    else if (got) return got;
+    if (!got) {
+      const cmd = { ...draft, id } as RuntimeCommand;
+      this.kinds[id] = cmd.type;
+      if (!this.outstanding.includes(id)) {
+        this.outstanding.push(id);
+        this.commands.push(cmd);
+      }
     }
     if (wait) {
       this.s.status = 'suspended';
       this.s.pending = { ...wait, commandId: id } as PendingWait;
     }
-    throw new Suspend();
+    throw batch?.mode === 'issue' ? new Issued() : new Suspend();
   }
 
   // ------------------------------------------------------------------ helpers
@@ -588,17 +597,20 @@ export class Turn {
     if (entries.length > 0) this.runDelegates(th, entries, null);
   }
 
-  private runDelegates(th: ThreadState, entries: DelegateIR[], inputOverride: Record<string, Json> | null): DelegateOutcome[] | null {
+  /** `branches` (fan-out): per entry, the input merged over its INPUT and the task (the trace's PURPOSE). */
+  private runDelegates(th: ThreadState, entries: DelegateIR[], inputOverride: Record<string, Json> | null, branches?: FanOutBranch[]): DelegateOutcome[] | null {
     if (!this.constraintsOk(th, null, `delegate to ${entries.map((d) => d.agent).join(', ')}`)) return null;
     const all = this.agent(th).coordination.delegates;
     for (const d of entries) {
       const key = `${all.indexOf(d)}:${d.agent}`;
       if (!th.firedDelegates.includes(key)) th.firedDelegates.push(key);
     }
-    const tasks = entries.map((d) => {
+    const tasks = entries.map((d, i) => {
       const input: Record<string, Json> = {};
       for (const [k, e] of Object.entries(d.input)) input[k] = toJson(this.eval(th, e));
-      return { agent: d.agent, input: inputOverride ? { ...input, ...inputOverride } : input, timeoutMs: d.timeout_ms, purpose: d.purpose ?? '', returns: Object.keys(d.returns) };
+      const own = branches?.[i] ?? null;
+      const override = own ? own.input : inputOverride;
+      return { agent: d.agent, input: override ? { ...input, ...override } : input, timeoutMs: d.timeout_ms, purpose: own?.task ?? d.purpose ?? '', returns: Object.keys(d.returns) };
     });
     const ev = this.effect({ type: 'delegate', agent: th.agent, tasks }, null);
     const results = ev.type === 'delegate_result' ? ev.results : [];
@@ -633,7 +645,8 @@ export class Turn {
 
   /** Executes one tool call (constraints, then a call_tool or suspend_for_callback effect). */
   private invokeTool(th: ThreadState, tool: ToolIR, args: Record<string, Json>): ToolOutcome {
-    if (!this.constraintsOk(th, tool.name, `call ${tool.name}`)) {
+    // A batch checked the constraints when it issued the call (toolBatch).
+    if (this.batch?.mode !== 'bind' && !this.constraintsOk(th, tool.name, `call ${tool.name}`)) {
       return { ok: false, blocked: true, error: { kind: 'constraint', message: `The call to ${tool.name} was blocked by a constraint.` } };
     }
     const agent = this.agent(th);
@@ -1075,6 +1088,8 @@ export class Turn {
       if (d.when?.ast) continue;
       add(`delegate_to_${d.agent}`, d.purpose ?? d.when?.src ?? `Delegate a task to ${d.agent}`, { type: 'object', properties: {}, required: [] });
     }
+    const fanOut = fanOutToolSpec(agent);
+    if (fanOut) add(fanOut.name, fanOut.description, fanOut.parameters);
     if (agent.coordination.escalation) add('__escalate_to_human__', 'Pass the conversation to a human.', reasonParam);
     if (th.returnTo) add('__return_to_parent__', 'Return to the agent that handed this conversation over.', { type: 'object', properties: { message: { type: 'string' } }, required: [] });
     add('__complete__', 'The task is finished; optionally give a final message.', { type: 'object', properties: { message: { type: 'string' } }, required: [] });
@@ -1117,9 +1132,10 @@ export class Turn {
         return false;
       }
       this.pushHistory(th, { role: 'assistant', content: ev.content, toolCalls: ev.toolCalls });
-      for (const call of ev.toolCalls) {
-        const args = parseArgs(call.arguments);
-        const result = this.reasoningToolCall(th, agent, call.name, args, ev.content);
+      // The option is asked only for answers that qualify (the workflow's patch check).
+      const batched = batchable(agent, ev.toolCalls, this.options.mockedTools) && parallelEnabled(this.options) ? this.toolBatch(th, ev.toolCalls) : null;
+      for (const [i, call] of ev.toolCalls.entries()) {
+        const result = batched ? (batched[i] as Json) : this.reasoningToolCall(th, agent, call.name, parseArgs(call.arguments), ev.content);
         if (result === 'ended') return true;
         this.pushHistory(th, { role: 'tool', toolCallId: call.id, content: truncate(JSON.stringify(result) ?? 'null', TOOL_RESULT_CHARS) });
         if (!this.isActive(th)) return true;
@@ -1147,6 +1163,12 @@ export class Turn {
       if (this.escalate(th, text('reason') ?? 'The agent asked for a human') === 'stop') return 'ended';
       return { human: th.vars.human ?? null };
     }
+    if (name === FAN_OUT_TOOL) {
+      const plan = planFanOut(agent, args);
+      const branches = branchesOf(plan);
+      const outcomes = branches.length > 0 ? this.runDelegates(th, branches.map((b) => b.entry), null, branches) : [];
+      return fanOutResult(plan, outcomes);
+    }
     if (name.startsWith('delegate_to_')) {
       const to = name.slice('delegate_to_'.length);
       const entry = agent.coordination.delegates.find((d) => d.agent === to);
@@ -1162,6 +1184,42 @@ export class Turn {
     const out = this.invokeTool(th, tool, args);
     this.bindResult(th, tool, null, out);
     return out.ok ? preview(out.value, TOOL_RESULT_CHARS) : { error: out.error.message };
+  }
+
+  /**
+   * Ordinary tool calls of one answer, run in parallel (parallel-tools.ts). Issue: every call goes
+   * through invokeTool in order (constraints against the state before any result) and its command
+   * is recorded; the turn suspends until all are answered. Bind: with every result journaled,
+   * invokeTool runs again per call with the issued ids (no second constraint check) and the results
+   * are bound in call order. Both phases are the same on every replay, so ids and trace line up.
+   */
+  private toolBatch(th: ThreadState, calls: readonly { name: string; arguments: string }[]): Json[] {
+    const planned = calls.map((c) => ({ tool: this.toolOf(th, c.name) as ToolIR, args: parseArgs(c.arguments) }));
+    const ids: string[] = [];
+    const blocked = new Map<number, ToolOutcome>();
+    this.batch = { mode: 'issue', ids };
+    try {
+      planned.forEach((p, i) => {
+        try {
+          blocked.set(i, this.invokeTool(th, p.tool, p.args));
+        } catch (e) {
+          if (!(e instanceof Issued)) throw e;
+        }
+      });
+    } finally {
+      this.batch = null;
+    }
+    if (ids.some((id) => !this.exec.journal[id])) throw new Suspend();
+    this.batch = { mode: 'bind', ids: [...ids] };
+    try {
+      return planned.map((p, i) => {
+        const out = blocked.get(i) ?? this.invokeTool(th, p.tool, p.args);
+        this.bindResult(th, p.tool, null, out);
+        return out.ok ? preview(out.value, TOOL_RESULT_CHARS) : { error: out.error.message };
+      });
+    } finally {
+      this.batch = null;
+    }
   }
 }
 

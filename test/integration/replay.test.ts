@@ -16,6 +16,8 @@ interface Fixture {
   label: string;
   scenario: string;
   commit: string;
+  /** Recorded with `--only`: some scenarios of that code, not all. */
+  partial?: boolean;
   workflowId: string;
   history: { events: Array<Record<string, unknown>> };
 }
@@ -71,8 +73,12 @@ it('has histories from before and after each patch of the session workflow', () 
   // Before deferred-projection-v1 (projection written in the turn) and after it (held, flushed).
   expect(sessions.some((f) => patchIds(f).includes('idle-watchdog-v1') && !patchIds(f).includes('deferred-projection-v1'))).toBe(true);
   expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1'))).toBe(true);
-  // Every scenario of the recording script, from every recorded commit.
-  for (const label of new Set(fixtures.map((f) => f.label))) {
+  // An answer with two tool calls: sequential before parallel-tool-calls-v1, concurrent after.
+  const multiTool = sessions.filter((f) => f.scenario === 'parallel-tools');
+  expect(multiTool.some((f) => !patchIds(f).includes('parallel-tool-calls-v1'))).toBe(true);
+  expect(multiTool.some((f) => patchIds(f).includes('parallel-tool-calls-v1'))).toBe(true);
+  // Every scenario of the recording script, from every commit recorded in full.
+  for (const label of new Set(fixtures.filter((f) => !f.partial).map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(
       expect.arrayContaining(['continue-as-new-first-run', 'idle-timeout', 'reset', 'turns-handoff-tool']),
     );
@@ -96,6 +102,21 @@ it('fails a history the current code cannot have produced (the harness sees nond
     ),
   ) as Fixture['history'];
   expect(patchIds({ history: renamed })).toContain('idle-watchdog-v0');
+  const [result] = await replayAll([{ workflowId: source.workflowId, history: renamed }]);
+  expect(describeError(result)).toMatch(/nondetermin/i);
+});
+
+it('fails the concurrent tool calls of a run replayed as if recorded before parallel-tool-calls-v1', async () => {
+  // Without its marker the current code calls the tools one after another and must be caught
+  // diverging from the two activities the run scheduled together.
+  const source = fixtures.find((f) => f.scenario === 'parallel-tools' && patchIds(f).includes('parallel-tool-calls-v1'))!;
+  const renamed = JSON.parse(
+    JSON.stringify(source.history).replaceAll(
+      Buffer.from(JSON.stringify({ id: 'parallel-tool-calls-v1', deprecated: false })).toString('base64'),
+      Buffer.from(JSON.stringify({ id: 'parallel-tool-calls-v0', deprecated: false })).toString('base64'),
+    ),
+  ) as Fixture['history'];
+  expect(patchIds({ history: renamed })).toContain('parallel-tool-calls-v0');
   const [result] = await replayAll([{ workflowId: source.workflowId, history: renamed }]);
   expect(describeError(result)).toMatch(/nondetermin/i);
 });

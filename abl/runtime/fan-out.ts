@@ -1,0 +1,97 @@
+// The `__fan_out__` LLM tool (ABL.md §10, fan-out): a reasoning agent that can delegate asks for
+// several delegations at once. turn.ts runs them as one `delegate` command (parallel Delegation
+// child workflows, like FLOW-level fan-out); this module offers the tool, reads its arguments and
+// shapes the joined outcomes, failed branches included, into the tool result.
+import type { AgentIR, DelegateIR, Json } from '../ir';
+import type { DelegateOutcome } from './contract';
+import { toJson } from './values';
+
+export const FAN_OUT_TOOL = '__fan_out__';
+/** Branches beyond this are refused (reported as failed), not run. */
+export const MAX_FAN_OUT_TASKS = 8;
+
+export interface FanOutBranch {
+  entry: DelegateIR;
+  /** The LLM's `input` (merged over the entry's INPUT) plus `task` when given. */
+  input: Record<string, Json>;
+  task: string | null;
+}
+
+export interface FanOutPlan {
+  /** One slot per requested task, in the LLM's order: a branch to run, or why it was refused. */
+  slots: ({ kind: 'run'; branch: FanOutBranch } | { kind: 'refused'; agent: string; error: string })[];
+}
+
+/** DELEGATE entries the LLM may pick: those without an expression WHEN (as for `delegate_to_<A>`). */
+function targets(agent: AgentIR): DelegateIR[] {
+  return agent.coordination.delegates.filter((d) => !d.when?.ast);
+}
+
+/** The tool offered to a reasoning agent, or null when it has nothing to delegate to. */
+export function fanOutToolSpec(agent: AgentIR): { name: string; description: string; parameters: Json } | null {
+  const names = [...new Set(targets(agent).map((d) => d.agent))];
+  if (names.length === 0) return null;
+  return {
+    name: FAN_OUT_TOOL,
+    description: `Run several delegated tasks in parallel and get every result at once (failed ones are reported). Agents: ${names.join(', ')}.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        tasks: {
+          type: 'array',
+          maxItems: MAX_FAN_OUT_TASKS,
+          items: {
+            type: 'object',
+            properties: {
+              agent: { type: 'string', enum: names },
+              task: { type: 'string', description: 'What this agent should do.' },
+              input: { type: 'object', description: 'Values for the agent (merged over its DELEGATE INPUT).' },
+            },
+            required: ['agent'],
+          },
+        },
+      },
+      required: ['tasks'],
+    },
+  };
+}
+
+/** Reads `{tasks: [{agent (or target), task?, input?}]}`; unknown agents and extra tasks are refused. */
+export function planFanOut(agent: AgentIR, args: Record<string, Json>): FanOutPlan {
+  const raw = Array.isArray(args.tasks) ? args.tasks : [];
+  const allowed = targets(agent);
+  const slots: FanOutPlan['slots'] = raw.map((item, i) => {
+    const t = item && typeof item === 'object' && !Array.isArray(item) ? item : {};
+    const name = typeof t.agent === 'string' ? t.agent : typeof t.target === 'string' ? t.target : '';
+    if (i >= MAX_FAN_OUT_TASKS) return { kind: 'refused', agent: name, error: `At most ${MAX_FAN_OUT_TASKS} tasks run at once` };
+    const entry = allowed.find((d) => d.agent === name);
+    if (!entry) return { kind: 'refused', agent: name, error: `Cannot delegate to ${name || '(no agent)'}` };
+    const task = typeof t.task === 'string' && t.task ? t.task : null;
+    const extra = t.input && typeof t.input === 'object' && !Array.isArray(t.input) ? (toJson(t.input) as Record<string, Json>) : {};
+    return { kind: 'run', branch: { entry, input: task ? { ...extra, task } : extra, task } };
+  });
+  return { slots };
+}
+
+export function branchesOf(plan: FanOutPlan): FanOutBranch[] {
+  return plan.slots.flatMap((s) => (s.kind === 'run' ? [s.branch] : []));
+}
+
+/**
+ * The tool result: `[{agent, status, result | error, returns?}]` in the LLM's order; `outcomes`
+ * are those of `branchesOf(plan)` (null when a constraint blocked the delegation).
+ */
+export function fanOutResult(plan: FanOutPlan, outcomes: DelegateOutcome[] | null): Json {
+  if (plan.slots.length === 0) return { error: 'No tasks given: pass {"tasks": [{"agent": …, "task": …}]}.' };
+  if (outcomes === null) return { error: 'Delegation was blocked.' };
+  let next = 0;
+  return plan.slots.map((s): Json => {
+    if (s.kind === 'refused') return { agent: s.agent, status: 'failed', error: s.error };
+    const o = outcomes[next++];
+    if (!o) return { agent: s.branch.entry.agent, status: 'failed', error: 'No result returned' };
+    if (o.status === 'completed') {
+      return { agent: o.agent, status: o.status, result: o.response ?? '', ...(o.returns && Object.keys(o.returns).length ? { returns: o.returns } : {}) };
+    }
+    return { agent: o.agent, status: o.status, error: o.error?.message ?? o.status };
+  });
+}
