@@ -165,4 +165,10 @@ export interface RuntimeOptions {
   random(): number;
   /** Tool names replaced by test mocks for this turn: the workflow answers them itself. */
   mockedTools?: ReadonlySet<string>;
+  /**
+   * Rule checkpoints: `tool_input`/`tool_output`/`handoff` guardrails and `BEFORE returning
+   * results` constraints. On unless false; workflows pass false while replaying runs recorded
+   * before the checkpoints existed (patch `rule-checkpoints-v1`).
+   */
+  ruleCheckpoints?: boolean;
 }

@@ -12,8 +12,9 @@ import { renderTemplate } from '../template';
 import { allFieldsGathered, extractGatherValues } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
-  HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
+  GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
 } from '../ir';
+import { guardText, redactJson } from './checkpoints';
 import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
@@ -87,6 +88,10 @@ export class Turn {
   private recoverGoto: string | null = null;
   /** Gather fields whose last answer was invalid (for retry prompts). */
   private invalidFields = new Set<string>();
+  /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
+  private guardBlocks = 0;
+  /** True while a `BEFORE returning results` check runs (its own ON_FAIL reply is not re-checked). */
+  private returning = false;
 
   constructor(
     private readonly compiled: CompilationOutput,
@@ -303,6 +308,7 @@ export class Turn {
 
   /** Sends a reply (through the output guardrails) and records it. */
   private respond(th: ThreadState, text: string, guard = true): void {
+    if (guard && !this.resultsMayReturn(th)) return;
     let out = text;
     if (guard) {
       const g = this.guardrails(th, this.agent(th), 'output', text);
@@ -321,21 +327,84 @@ export class Turn {
 
   // ------------------------------------------------------------------ guardrails
 
-  guardrails(th: ThreadState, agent: AgentIR, kind: 'input' | 'output', text: string): { text: string; blocked: string | null } {
+  /**
+   * Runs the agent's guardrails of one kind on `text` (bound as `input` and `output`, plus
+   * `extra`). `patterns` are the redactions applied, for callers that redact JSON values too.
+   */
+  guardrails(
+    th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
+  ): { text: string; blocked: string | null; patterns: RegExp[] } {
     let current = text;
+    const patterns: RegExp[] = [];
     for (const g of agent.guardrails) {
       if (g.kind !== kind || !g.check?.ast) continue;
-      const passed = evaluateCondition(g.check.ast, this.scope(th, { input: current, output: current }), this.ctx);
+      const passed = evaluateCondition(g.check.ast, this.scope(th, { ...extra, input: current, output: current }), this.ctx);
       const fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
       this.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
       if (!fires) continue;
-      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that." };
+      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that.", patterns };
       if (g.action === 'redact') {
-        for (const re of redactionPatterns(g.check.ast)) current = current.replace(re, '[REDACTED]');
+        for (const re of redactionPatterns(g.check.ast)) {
+          patterns.push(re);
+          current = current.replace(re, '[REDACTED]');
+        }
       }
       // warn and the phase-2 actions only log.
     }
-    return { text: current, blocked: null };
+    return { text: current, blocked: null, patterns };
+  }
+
+  // ------------------------------------------------------------------ rule checkpoints
+
+  private get checkpointsOn(): boolean {
+    return this.options.ruleCheckpoints !== false;
+  }
+
+  /**
+   * `tool_input` / `tool_output` guardrails on a tool's arguments or result (`tool` and `args` or
+   * `result` are in scope). A block sends the guardrail's message and drops the operation.
+   */
+  private guardTool(th: ThreadState, kind: 'tool_input' | 'tool_output', tool: ToolIR, value: Json): { value: Json } | { blocked: ToolOutcome } {
+    if (!this.checkpointsOn) return { value };
+    const agent = this.agent(th);
+    if (!agent.guardrails.some((g) => g.kind === kind)) return { value };
+    const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
+    if (g.blocked === null) return { value: redactJson(value, g.patterns) };
+    this.guardBlocks++;
+    this.respond(th, this.render(th, g.blocked, { tool: tool.name }));
+    const what = kind === 'tool_input' ? 'call to' : 'result of';
+    return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was blocked by a guardrail.` } } };
+  }
+
+  /**
+   * `handoff` guardrails before a switch (the summary is `input`; `target` is in scope). Returns
+   * null when one blocks (its message is sent). A redaction is applied to the passed `vars` here;
+   * the returned patterns are for the history the target receives.
+   */
+  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): RegExp[] | null {
+    if (!this.checkpointsOn) return [];
+    const agent = this.agent(from);
+    if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];
+    const g = this.guardrails(from, agent, 'handoff', guardText(vars._handoff_summary ?? null), { target: to });
+    if (g.blocked !== null) {
+      this.guardBlocks++;
+      this.respond(from, this.render(from, g.blocked, { target: to }));
+      return null;
+    }
+    for (const [k, v] of Object.entries(vars)) vars[k] = redactJson(v, g.patterns);
+    return g.patterns;
+  }
+
+  /** `BEFORE returning results` constraints, before an agent reply is sent; false drops the reply. */
+  private resultsMayReturn(th: ThreadState): boolean {
+    if (!this.checkpointsOn || this.returning) return true;
+    if (!this.agent(th).constraints.some((c) => c.checkpoint.kind === 'before_returning')) return true;
+    this.returning = true;
+    try {
+      return this.constraintsOk(th, null, 'return results', true);
+    } finally {
+      this.returning = false;
+    }
   }
 
   // ------------------------------------------------------------------ gather
@@ -433,10 +502,12 @@ export class Turn {
   // ------------------------------------------------------------------ constraints
 
   /** Runs the constraints for a checkpoint; false when one failed (its ON_FAIL was applied). */
-  private constraintsOk(th: ThreadState, tool: string | null, operation: string): boolean {
+  private constraintsOk(th: ThreadState, tool: string | null, operation: string, returning = false): boolean {
     const agent = this.agent(th);
     for (const c of agent.constraints) {
-      const applies = c.checkpoint.kind === 'default' || (tool !== null && c.checkpoint.kind === 'before_tool' && c.checkpoint.tool === tool);
+      const applies = returning
+        ? c.checkpoint.kind === 'before_returning'
+        : c.checkpoint.kind === 'default' || (tool !== null && c.checkpoint.kind === 'before_tool' && c.checkpoint.tool === tool);
       if (!applies) continue;
       if (c.when && !this.cond(th, c.when)) continue;
       const v = this.cond(th, c.condition);
@@ -496,12 +567,15 @@ export class Turn {
       if (v !== null) vars[p] = v;
     }
     vars._handoff_summary = rule.context.summary ? this.render(from, rule.context.summary) : reason;
+    const redact = this.guardHandoff(from, rule.to, vars);
+    if (!redact) return false;
     const child = newThread(this.s, target, vars);
     const hist = rule.context.history;
     if (hist === 'full') child.history = clone(from.history);
     else if (typeof hist === 'object') child.history = clone(from.history.slice(-hist.last_n));
     else if (hist === 'summary_only') child.history = [{ role: 'system', content: `Handoff from ${from.agent}: ${String(vars._handoff_summary)}` }];
     child.history = child.history.filter((t) => t.role !== 'tool' && !t.toolCalls);
+    for (const t of child.history) t.content = redactJson(t.content, redact) as string;
     if (rule.return) {
       from.status = 'waiting';
       child.returnTo = from.id;
@@ -632,10 +706,13 @@ export class Turn {
   }
 
   /** Executes one tool call (constraints, then a call_tool or suspend_for_callback effect). */
-  private invokeTool(th: ThreadState, tool: ToolIR, args: Record<string, Json>): ToolOutcome {
+  private invokeTool(th: ThreadState, tool: ToolIR, rawArgs: Record<string, Json>): ToolOutcome {
     if (!this.constraintsOk(th, tool.name, `call ${tool.name}`)) {
       return { ok: false, blocked: true, error: { kind: 'constraint', message: `The call to ${tool.name} was blocked by a constraint.` } };
     }
+    const guarded = this.guardTool(th, 'tool_input', tool, rawArgs);
+    if ('blocked' in guarded) return guarded.blocked;
+    const args = guarded.value as Record<string, Json>;
     const agent = this.agent(th);
     // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
     const async = tool.binding.type === 'http' && !this.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
@@ -675,7 +752,11 @@ export class Turn {
       out = { ok: false, error: { kind: 'tool_error', message: `Unexpected ${ev.type} for ${tool.name}` } };
     }
     if (out.ok && (out.value === null || out.value === '')) out = { ok: false, error: { kind: 'tool_error', message: `${tool.name} returned an empty result` } };
-    if (!out.ok) this.error(th, out.error.kind, out.error.message);
+    if (out.ok) {
+      const seen = this.guardTool(th, 'tool_output', tool, out.value);
+      out = 'blocked' in seen ? seen.blocked : { ok: true, value: seen.value };
+    }
+    if (!out.ok && !out.blocked) this.error(th, out.error.kind, out.error.message);
     return out;
   }
 
@@ -1092,6 +1173,7 @@ export class Turn {
     const agent = this.agent(th);
     const max = step?.llm?.max_turns ?? agent.execution.max_reasoning_iterations;
     const tools = this.llmTools(th, agent, step);
+    const blocks = this.guardBlocks;
     for (let i = 0; i < max; i++) {
       const ev = this.effect({
         type: 'call_llm',
@@ -1123,6 +1205,8 @@ export class Turn {
         if (result === 'ended') return true;
         this.pushHistory(th, { role: 'tool', toolCallId: call.id, content: truncate(JSON.stringify(result) ?? 'null', TOOL_RESULT_CHARS) });
         if (!this.isActive(th)) return true;
+        // A guardrail blocked the call or handoff: its message is the reply.
+        if (this.guardBlocks !== blocks) return false;
       }
       if (step?.llm?.exit_when && this.cond(th, step.llm.exit_when)) return false;
     }

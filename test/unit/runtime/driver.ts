@@ -3,7 +3,7 @@
 
 import { compileProject, fixedContext, type CompilationOutput, type Json } from '../../../abl';
 import {
-  createInterpreter, type AdvanceResult, type Interpreter, type RuntimeCommand, type RuntimeEvent, type SessionRuntimeState, type TraceDraft,
+  createInterpreter, type AdvanceResult, type Interpreter, type RuntimeCommand, type RuntimeEvent, type RuntimeOptions, type SessionRuntimeState, type TraceDraft,
 } from '../../../abl/runtime';
 import { EXAMPLES_DIR, readProject } from '../abl/helpers';
 
@@ -36,9 +36,9 @@ export class Driver {
   open: RuntimeCommand[] = [];
   last!: AdvanceResult;
 
-  constructor(public responder: Responder, compiled: CompilationOutput = examples(), now = 1_700_000_000_000) {
+  constructor(public responder: Responder, compiled: CompilationOutput = examples(), now = 1_700_000_000_000, options: Partial<RuntimeOptions> = {}) {
     const ctx = fixedContext(now, 7);
-    this.interp = createInterpreter(compiled, { now: ctx.now, random: ctx.random });
+    this.interp = createInterpreter(compiled, { now: ctx.now, random: ctx.random, ...options });
   }
 
   private take(r: AdvanceResult): AdvanceResult {
