@@ -23,6 +23,7 @@ import {
   type TurnUpdateInput,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
+import { RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -281,7 +282,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const trace = new TurnTrace(++turnCount, traceSeq);
     const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
     // The session's own agent is the entry agent, whatever the project's manifest says.
-    const interpreter = createInterpreter({ ...compiled, entry_agent: input.agentName }, { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()) });
+    const interpreter = createInterpreter(
+      { ...compiled, entry_agent: input.agentName },
+      // Asked per turn: a session recorded before the checkpoints keeps them off while it replays.
+      { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()), ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH) },
+    );
     const responses: string[] = [];
 
     const effects: EffectContext = {

@@ -8,6 +8,7 @@ import type { DelegateOutcome } from '../abl/runtime/contract';
 import { createInterpreter, delegateOutcome } from '../abl/runtime';
 import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
+import { RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
@@ -44,7 +45,12 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
   const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
   const interpreter = createInterpreter(
     { ...compiled, entry_agent: input.agent },
-    { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(input.toolMocks.map((m) => m.toolName)) },
+    {
+      now: () => Date.now(),
+      random: () => Math.random(),
+      mockedTools: new Set(input.toolMocks.map((m) => m.toolName)),
+      ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
+    },
   );
   const ctx: EffectContext = {
     tenantId: input.tenantId,
