@@ -14,7 +14,7 @@ import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
 } from '../ir';
-import { guardText, redactJson } from './checkpoints';
+import { answersFirst, guardText, redactJson } from './checkpoints';
 import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
@@ -1163,7 +1163,7 @@ export class Turn {
   }
 
   private llmMessages(th: ThreadState, system: string): ChatTurn[] {
-    const hist = [...th.history];
+    const hist = answersFirst(th.history);
     while (hist.length && hist[0]?.role === 'tool') hist.shift();
     return [{ role: 'system', content: system }, ...hist];
   }

@@ -151,6 +151,19 @@ describe('tool_input guardrails', () => {
     expect(d.traceOf('error')).toEqual([]);
   });
 
+  test('the next LLM request has the blocked call answered right after the call', () => {
+    const d = clerk((id, n) => (n === 0 ? llmCall(id, 'lookup', { q: 'my secret plan' }) : llmText(id, 'Sure.')));
+    d.start(verified);
+    d.send('look up my plan');
+    d.send('ok, anything else?');
+    const next = d.commands.filter((c) => c.type === 'call_llm')[1];
+    const messages = next?.type === 'call_llm' ? next.request.messages : [];
+    const at = messages.findIndex((m) => m.toolCalls?.length);
+    expect(messages.slice(at + 1).map((m) => m.role)).toEqual(['tool', 'assistant', 'user']);
+    expect(messages[at + 1]).toMatchObject({ toolCallId: 'tc-c1' });
+    expect(messages[at + 2]?.content).toBe("I can't send secrets to lookup.");
+  });
+
   test('redact rewrites the arguments before the call; warn only records', () => {
     const d = clerk((id, n) => (n === 0 ? llmCall(id, 'lookup', { q: 'card 1234-5678 for the quarterly billing statement' }) : llmText(id, 'Done.')));
     d.start(verified);
