@@ -71,6 +71,10 @@ it('has histories from before and after each patch of the session workflow', () 
   // Before deferred-projection-v1 (projection written in the turn) and after it (held, flushed).
   expect(sessions.some((f) => patchIds(f).includes('idle-watchdog-v1') && !patchIds(f).includes('deferred-projection-v1'))).toBe(true);
   expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1'))).toBe(true);
+  // Before rule-checkpoints-v1 (tool/handoff guardrails off) and after it, sessions and children.
+  expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1') && !patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
+  expect(sessions.some((f) => patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
+  expect(fixtures.some((f) => f.scenario === 'delegation-child' && patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
   // Every scenario of the recording script, from every recorded commit.
   for (const label of new Set(fixtures.map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(
