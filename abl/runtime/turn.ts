@@ -90,7 +90,7 @@ export class Turn {
   private invalidFields = new Set<string>();
   /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
   private guardBlocks = 0;
-  /** True while a `BEFORE returning results` check runs (its own ON_FAIL reply is not re-checked). */
+  /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
   private returning = false;
 
   constructor(
@@ -321,6 +321,17 @@ export class Turn {
     this.pushHistory(th, { role: 'assistant', content: out });
   }
 
+  /** A refusal (constraint ON_FAIL, guardrail block): a reply, but no result to hold back. */
+  private refuse(th: ThreadState, text: string): void {
+    const was = this.returning;
+    this.returning = true;
+    try {
+      this.respond(th, text);
+    } finally {
+      this.returning = was;
+    }
+  }
+
   private message(th: ThreadState, key: string, fallback: string): string {
     return this.agent(th).messages[key] ?? fallback;
   }
@@ -371,7 +382,7 @@ export class Turn {
     const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
     if (g.blocked === null) return { value: redactJson(value, g.patterns) };
     this.guardBlocks++;
-    this.respond(th, this.render(th, g.blocked, { tool: tool.name }));
+    this.refuse(th, this.render(th, g.blocked, { tool: tool.name }));
     const what = kind === 'tool_input' ? 'call to' : 'result of';
     return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was blocked by a guardrail.` } } };
   }
@@ -388,7 +399,7 @@ export class Turn {
     const g = this.guardrails(from, agent, 'handoff', guardText(vars._handoff_summary ?? null), { target: to });
     if (g.blocked !== null) {
       this.guardBlocks++;
-      this.respond(from, this.render(from, g.blocked, { target: to }));
+      this.refuse(from, this.render(from, g.blocked, { target: to }));
       return null;
     }
     for (const [k, v] of Object.entries(vars)) vars[k] = redactJson(v, g.patterns);
@@ -520,12 +531,12 @@ export class Turn {
       this.decision(th, 'constraint', `blocked ${operation}: ${c.kind.toUpperCase()} ${c.condition.src}`);
       const f = c.on_fail;
       switch (f.kind) {
-        case 'message': this.respond(th, this.render(th, f.message)); break;
-        case 'block': this.respond(th, this.message(th, 'constraint_blocked', "Sorry, I can't do that.")); break;
+        case 'message': this.refuse(th, this.render(th, f.message)); break;
+        case 'block': this.refuse(th, this.message(th, 'constraint_blocked', "Sorry, I can't do that.")); break;
         case 'escalate': this.escalate(th, f.reason ?? `Constraint failed: ${c.condition.src}`); break;
         case 'handoff': this.handoff(th, syntheticHandoff(f.agent), this.input, `constraint ${c.condition.src}`); break;
         case 'recover':
-          if (f.respond) this.respond(th, this.render(th, f.respond));
+          if (f.respond) this.refuse(th, this.render(th, f.respond));
           for (const k of f.collect) this.clearVar(th, k);
           if (f.goto) this.recoverGoto = f.goto;
           break;

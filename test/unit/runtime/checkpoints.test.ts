@@ -255,6 +255,13 @@ describe('BEFORE returning results', () => {
     expect(JSON.stringify(d.state)).not.toContain('balance is 42');
   });
 
+  test('refusals are not held back: a guardrail block message still goes out', () => {
+    const d = clerk((id, n) => (n === 0 ? llmCall(id, 'lookup', { q: 'my secret plan' }) : llmText(id, 'never')));
+    d.start({ type: 'start', sessionVariables: { verified: false } });
+    expect(d.send('look up my plan')).toEqual(["I can't send secrets to lookup."]);
+    expect(d.traceOf('decision').filter((x) => x.decisionKind === 'constraint')).toEqual([]);
+  });
+
   test('the reply goes out once the constraint holds', () => {
     const d = clerk((id) => llmText(id, 'Your balance is 42.'));
     d.start(verified);
