@@ -38,6 +38,7 @@ export const MAX_HISTORY = 40;
 const TOOL_RESULT_CHARS = 2000;
 const MAX_HANDOFFS_PER_TURN = 5;
 const DEFAULT_ERROR = 'Sorry, something went wrong. Please try again.';
+const SKIPPED_AFTER_BLOCK: Json = { error: 'Not run: another call in this answer was blocked by a guardrail.' };
 
 type CommandDraft = RuntimeCommand extends infer C ? (C extends RuntimeCommand ? Omit<C, 'id'> : never) : never;
 type PendingDraft = PendingWait extends infer P ? (P extends PendingWait ? Omit<P, 'commandId'> : never) : never;
@@ -1212,13 +1213,14 @@ export class Turn {
       this.pushHistory(th, { role: 'assistant', content: ev.content, toolCalls: ev.toolCalls });
       for (const call of ev.toolCalls) {
         const args = parseArgs(call.arguments);
-        const result = this.reasoningToolCall(th, agent, call.name, args, ev.content);
+        // After a guardrail block the answer's other calls are answered without running.
+        const result = this.guardBlocks !== blocks ? SKIPPED_AFTER_BLOCK : this.reasoningToolCall(th, agent, call.name, args, ev.content);
         if (result === 'ended') return true;
         this.pushHistory(th, { role: 'tool', toolCallId: call.id, content: truncate(JSON.stringify(result) ?? 'null', TOOL_RESULT_CHARS) });
         if (!this.isActive(th)) return true;
-        // A guardrail blocked the call or handoff: its message is the reply.
-        if (this.guardBlocks !== blocks) return false;
       }
+      // A guardrail blocked a call or handoff: its message is the reply.
+      if (this.guardBlocks !== blocks) return false;
       if (step?.llm?.exit_when && this.cond(th, step.llm.exit_when)) return false;
     }
     this.error(th, 'max_reasoning_iterations', `Stopped after ${max} LLM iterations`);

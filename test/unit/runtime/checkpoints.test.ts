@@ -151,6 +151,25 @@ describe('tool_input guardrails', () => {
     expect(d.traceOf('error')).toEqual([]);
   });
 
+  test("after a block the answer's other calls are answered but not run", () => {
+    const two: RuntimeEvent[] = [];
+    const d = clerk((id, n) => {
+      if (n > 0) return llmText(id, 'should not be said');
+      const ev: RuntimeEvent = {
+        type: 'llm_result', commandId: id, ok: true, content: '',
+        toolCalls: [{ id: 'a', name: 'lookup', arguments: '{"q":"secret"}' }, { id: 'b', name: 'lookup', arguments: '{"q":"fine"}' }],
+      };
+      two.push(ev);
+      return ev;
+    });
+    d.start(verified);
+    expect(d.send('two lookups')).toEqual(["I can't send secrets to lookup."]);
+    expect(two).toHaveLength(1);
+    expect(d.commands.filter((c) => c.type === 'call_tool')).toEqual([]);
+    const history = d.state.threads.find((t) => t.agent === 'Clerk')?.history ?? [];
+    expect(history.filter((t) => t.role === 'tool').map((t) => [t.toolCallId, t.content.includes('blocked')])).toEqual([['a', true], ['b', true]]);
+  });
+
   test('the next LLM request has the blocked call answered right after the call', () => {
     const d = clerk((id, n) => (n === 0 ? llmCall(id, 'lookup', { q: 'my secret plan' }) : llmText(id, 'Sure.')));
     d.start(verified);
