@@ -24,6 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
+import { RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -285,7 +286,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     // The session's own agent is the entry agent, whatever the project's manifest says.
     const interpreter = createInterpreter(
       { ...compiled, entry_agent: input.agentName },
-      { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()), parallelToolCalls },
+      // Asked per turn: a session recorded before the checkpoints keeps them off while it replays.
+      { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(mocks.keys()), parallelToolCalls, ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH) },
     );
     const responses: string[] = [];
 

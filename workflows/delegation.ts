@@ -9,6 +9,7 @@ import { createInterpreter, delegateOutcome } from '../abl/runtime';
 import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
+import { RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
@@ -45,7 +46,13 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
   const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
   const interpreter = createInterpreter(
     { ...compiled, entry_agent: input.agent },
-    { now: () => Date.now(), random: () => Math.random(), mockedTools: new Set(input.toolMocks.map((m) => m.toolName)), parallelToolCalls: parallelToolCallsOption() },
+    {
+      now: () => Date.now(),
+      random: () => Math.random(),
+      mockedTools: new Set(input.toolMocks.map((m) => m.toolName)),
+      parallelToolCalls: parallelToolCallsOption(),
+      ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
+    },
   );
   const ctx: EffectContext = {
     tenantId: input.tenantId,

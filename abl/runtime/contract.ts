@@ -171,4 +171,10 @@ export interface RuntimeOptions {
    * the same answer for the whole turn (the turn is replayed), e.g. a memoised `wf.patched`.
    */
   parallelToolCalls?: boolean | (() => boolean);
+  /**
+   * Rule checkpoints: `tool_input`/`tool_output`/`handoff` guardrails and `BEFORE returning
+   * results` constraints. On unless false; workflows pass false while replaying runs recorded
+   * before the checkpoints existed (patch `rule-checkpoints-v1`).
+   */
+  ruleCheckpoints?: boolean;
 }

@@ -12,8 +12,9 @@ import { renderTemplate } from '../template';
 import { allFieldsGathered, extractGatherValues } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
-  HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
+  GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
 } from '../ir';
+import { answersFirst, guardText, redactJson } from './checkpoints';
 import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
@@ -39,6 +40,8 @@ export const MAX_HISTORY = 40;
 const TOOL_RESULT_CHARS = 2000;
 const MAX_HANDOFFS_PER_TURN = 5;
 const DEFAULT_ERROR = 'Sorry, something went wrong. Please try again.';
+const SKIPPED_AFTER_BLOCK: Json = { error: 'Not run: another call in this answer was blocked by a guardrail.' };
+const SKIPPED_IN_BATCH: ToolOutcome = { ok: false, blocked: true, error: { kind: 'guardrail', message: SKIPPED_AFTER_BLOCK.error as string } };
 
 type CommandDraft = RuntimeCommand extends infer C ? (C extends RuntimeCommand ? Omit<C, 'id'> : never) : never;
 type PendingDraft = PendingWait extends infer P ? (P extends PendingWait ? Omit<P, 'commandId'> : never) : never;
@@ -91,6 +94,10 @@ export class Turn {
   private invalidFields = new Set<string>();
   /** A batch of parallel tool calls being issued, or bound with the ids issued (toolBatch). */
   private batch: { mode: 'issue' | 'bind'; ids: string[] } | null = null;
+  /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
+  private guardBlocks = 0;
+  /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
+  private returning = false;
 
   constructor(
     private readonly compiled: CompilationOutput,
@@ -312,6 +319,7 @@ export class Turn {
 
   /** Sends a reply (through the output guardrails) and records it. */
   private respond(th: ThreadState, text: string, guard = true): void {
+    if (guard && !this.resultsMayReturn(th)) return;
     let out = text;
     if (guard) {
       const g = this.guardrails(th, this.agent(th), 'output', text);
@@ -324,27 +332,101 @@ export class Turn {
     this.pushHistory(th, { role: 'assistant', content: out });
   }
 
+  /** A refusal (constraint ON_FAIL, guardrail block): a reply, but no result to hold back. */
+  private refuse(th: ThreadState, text: string): void {
+    const was = this.returning;
+    this.returning = true;
+    try {
+      this.respond(th, text);
+    } finally {
+      this.returning = was;
+    }
+  }
+
   private message(th: ThreadState, key: string, fallback: string): string {
     return this.agent(th).messages[key] ?? fallback;
   }
 
   // ------------------------------------------------------------------ guardrails
 
-  guardrails(th: ThreadState, agent: AgentIR, kind: 'input' | 'output', text: string): { text: string; blocked: string | null } {
+  /**
+   * Runs the agent's guardrails of one kind on `text` (bound as `input` and `output`, plus
+   * `extra`). `patterns` are the redactions applied, for callers that redact JSON values too.
+   */
+  guardrails(
+    th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
+  ): { text: string; blocked: string | null; patterns: RegExp[] } {
     let current = text;
+    const patterns: RegExp[] = [];
     for (const g of agent.guardrails) {
       if (g.kind !== kind || !g.check?.ast) continue;
-      const passed = evaluateCondition(g.check.ast, this.scope(th, { input: current, output: current }), this.ctx);
+      const passed = evaluateCondition(g.check.ast, this.scope(th, { ...extra, input: current, output: current }), this.ctx);
       const fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
       this.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
       if (!fires) continue;
-      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that." };
+      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that.", patterns };
       if (g.action === 'redact') {
-        for (const re of redactionPatterns(g.check.ast)) current = current.replace(re, '[REDACTED]');
+        for (const re of redactionPatterns(g.check.ast)) {
+          patterns.push(re);
+          current = current.replace(re, '[REDACTED]');
+        }
       }
       // warn and the phase-2 actions only log.
     }
-    return { text: current, blocked: null };
+    return { text: current, blocked: null, patterns };
+  }
+
+  // ------------------------------------------------------------------ rule checkpoints
+
+  private get checkpointsOn(): boolean {
+    return this.options.ruleCheckpoints !== false;
+  }
+
+  /**
+   * `tool_input` / `tool_output` guardrails on a tool's arguments or result (`tool` and `args` or
+   * `result` are in scope). A block sends the guardrail's message and drops the operation.
+   */
+  private guardTool(th: ThreadState, kind: 'tool_input' | 'tool_output', tool: ToolIR, value: Json): { value: Json } | { blocked: ToolOutcome } {
+    if (!this.checkpointsOn) return { value };
+    const agent = this.agent(th);
+    if (!agent.guardrails.some((g) => g.kind === kind)) return { value };
+    const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
+    if (g.blocked === null) return { value: redactJson(value, g.patterns) };
+    this.guardBlocks++;
+    this.refuse(th, this.render(th, g.blocked, { tool: tool.name }));
+    const what = kind === 'tool_input' ? 'call to' : 'result of';
+    return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was blocked by a guardrail.` } } };
+  }
+
+  /**
+   * `handoff` guardrails before a switch (the summary is `input`; `target` is in scope). Returns
+   * null when one blocks (its message is sent). A redaction is applied to the passed `vars` here;
+   * the returned patterns are for the history the target receives.
+   */
+  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): RegExp[] | null {
+    if (!this.checkpointsOn) return [];
+    const agent = this.agent(from);
+    if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];
+    const g = this.guardrails(from, agent, 'handoff', guardText(vars._handoff_summary ?? null), { target: to });
+    if (g.blocked !== null) {
+      this.guardBlocks++;
+      this.refuse(from, this.render(from, g.blocked, { target: to }));
+      return null;
+    }
+    for (const [k, v] of Object.entries(vars)) vars[k] = redactJson(v, g.patterns);
+    return g.patterns;
+  }
+
+  /** `BEFORE returning results` constraints, before an agent reply is sent; false drops the reply. */
+  private resultsMayReturn(th: ThreadState): boolean {
+    if (!this.checkpointsOn || this.returning) return true;
+    if (!this.agent(th).constraints.some((c) => c.checkpoint.kind === 'before_returning')) return true;
+    this.returning = true;
+    try {
+      return this.constraintsOk(th, null, 'return results', true);
+    } finally {
+      this.returning = false;
+    }
   }
 
   // ------------------------------------------------------------------ gather
@@ -442,10 +524,12 @@ export class Turn {
   // ------------------------------------------------------------------ constraints
 
   /** Runs the constraints for a checkpoint; false when one failed (its ON_FAIL was applied). */
-  private constraintsOk(th: ThreadState, tool: string | null, operation: string): boolean {
+  private constraintsOk(th: ThreadState, tool: string | null, operation: string, returning = false): boolean {
     const agent = this.agent(th);
     for (const c of agent.constraints) {
-      const applies = c.checkpoint.kind === 'default' || (tool !== null && c.checkpoint.kind === 'before_tool' && c.checkpoint.tool === tool);
+      const applies = returning
+        ? c.checkpoint.kind === 'before_returning'
+        : c.checkpoint.kind === 'default' || (tool !== null && c.checkpoint.kind === 'before_tool' && c.checkpoint.tool === tool);
       if (!applies) continue;
       if (c.when && !this.cond(th, c.when)) continue;
       const v = this.cond(th, c.condition);
@@ -458,12 +542,12 @@ export class Turn {
       this.decision(th, 'constraint', `blocked ${operation}: ${c.kind.toUpperCase()} ${c.condition.src}`);
       const f = c.on_fail;
       switch (f.kind) {
-        case 'message': this.respond(th, this.render(th, f.message)); break;
-        case 'block': this.respond(th, this.message(th, 'constraint_blocked', "Sorry, I can't do that.")); break;
+        case 'message': this.refuse(th, this.render(th, f.message)); break;
+        case 'block': this.refuse(th, this.message(th, 'constraint_blocked', "Sorry, I can't do that.")); break;
         case 'escalate': this.escalate(th, f.reason ?? `Constraint failed: ${c.condition.src}`); break;
         case 'handoff': this.handoff(th, syntheticHandoff(f.agent), this.input, `constraint ${c.condition.src}`); break;
         case 'recover':
-          if (f.respond) this.respond(th, this.render(th, f.respond));
+          if (f.respond) this.refuse(th, this.render(th, f.respond));
           for (const k of f.collect) this.clearVar(th, k);
           if (f.goto) this.recoverGoto = f.goto;
           break;
@@ -505,12 +589,15 @@ export class Turn {
       if (v !== null) vars[p] = v;
     }
     vars._handoff_summary = rule.context.summary ? this.render(from, rule.context.summary) : reason;
+    const redact = this.guardHandoff(from, rule.to, vars);
+    if (!redact) return false;
     const child = newThread(this.s, target, vars);
     const hist = rule.context.history;
     if (hist === 'full') child.history = clone(from.history);
     else if (typeof hist === 'object') child.history = clone(from.history.slice(-hist.last_n));
     else if (hist === 'summary_only') child.history = [{ role: 'system', content: `Handoff from ${from.agent}: ${String(vars._handoff_summary)}` }];
     child.history = child.history.filter((t) => t.role !== 'tool' && !t.toolCalls);
+    for (const t of child.history) t.content = redactJson(t.content, redact) as string;
     if (rule.return) {
       from.status = 'waiting';
       child.returnTo = from.id;
@@ -644,11 +731,16 @@ export class Turn {
   }
 
   /** Executes one tool call (constraints, then a call_tool or suspend_for_callback effect). */
-  private invokeTool(th: ThreadState, tool: ToolIR, args: Record<string, Json>): ToolOutcome {
-    // A batch checked the constraints when it issued the call (toolBatch).
-    if (this.batch?.mode !== 'bind' && !this.constraintsOk(th, tool.name, `call ${tool.name}`)) {
+  private invokeTool(th: ThreadState, tool: ToolIR, rawArgs: Record<string, Json>): ToolOutcome {
+    // A batch checked the constraints and input guardrails when it issued the call (toolBatch);
+    // binding finds the call's result by its issued id, whatever the arguments.
+    const binding = this.batch?.mode === 'bind';
+    if (!binding && !this.constraintsOk(th, tool.name, `call ${tool.name}`)) {
       return { ok: false, blocked: true, error: { kind: 'constraint', message: `The call to ${tool.name} was blocked by a constraint.` } };
     }
+    const guarded: ReturnType<Turn['guardTool']> = binding ? { value: rawArgs } : this.guardTool(th, 'tool_input', tool, rawArgs);
+    if ('blocked' in guarded) return guarded.blocked;
+    const args = guarded.value as Record<string, Json>;
     const agent = this.agent(th);
     // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
     const async = tool.binding.type === 'http' && !this.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
@@ -688,7 +780,11 @@ export class Turn {
       out = { ok: false, error: { kind: 'tool_error', message: `Unexpected ${ev.type} for ${tool.name}` } };
     }
     if (out.ok && (out.value === null || out.value === '')) out = { ok: false, error: { kind: 'tool_error', message: `${tool.name} returned an empty result` } };
-    if (!out.ok) this.error(th, out.error.kind, out.error.message);
+    if (out.ok) {
+      const seen = this.guardTool(th, 'tool_output', tool, out.value);
+      out = 'blocked' in seen ? seen.blocked : { ok: true, value: seen.value };
+    }
+    if (!out.ok && !out.blocked) this.error(th, out.error.kind, out.error.message);
     return out;
   }
 
@@ -1097,7 +1193,7 @@ export class Turn {
   }
 
   private llmMessages(th: ThreadState, system: string): ChatTurn[] {
-    const hist = [...th.history];
+    const hist = answersFirst(th.history);
     while (hist.length && hist[0]?.role === 'tool') hist.shift();
     return [{ role: 'system', content: system }, ...hist];
   }
@@ -1107,6 +1203,7 @@ export class Turn {
     const agent = this.agent(th);
     const max = step?.llm?.max_turns ?? agent.execution.max_reasoning_iterations;
     const tools = this.llmTools(th, agent, step);
+    const blocks = this.guardBlocks;
     for (let i = 0; i < max; i++) {
       const ev = this.effect({
         type: 'call_llm',
@@ -1135,11 +1232,18 @@ export class Turn {
       // The option is asked only for answers that qualify (the workflow's patch check).
       const batched = batchable(agent, ev.toolCalls, this.options.mockedTools) && parallelEnabled(this.options) ? this.toolBatch(th, ev.toolCalls) : null;
       for (const [i, call] of ev.toolCalls.entries()) {
-        const result = batched ? (batched[i] as Json) : this.reasoningToolCall(th, agent, call.name, parseArgs(call.arguments), ev.content);
+        // After a guardrail block the answer's other calls are answered without running.
+        const result = batched
+          ? (batched[i] as Json)
+          : this.guardBlocks !== blocks
+            ? SKIPPED_AFTER_BLOCK
+            : this.reasoningToolCall(th, agent, call.name, parseArgs(call.arguments), ev.content);
         if (result === 'ended') return true;
         this.pushHistory(th, { role: 'tool', toolCallId: call.id, content: truncate(JSON.stringify(result) ?? 'null', TOOL_RESULT_CHARS) });
         if (!this.isActive(th)) return true;
       }
+      // A guardrail blocked a call or handoff: its message is the reply.
+      if (this.guardBlocks !== blocks) return false;
       if (step?.llm?.exit_when && this.cond(th, step.llm.exit_when)) return false;
     }
     this.error(th, 'max_reasoning_iterations', `Stopped after ${max} LLM iterations`);
@@ -1197,9 +1301,15 @@ export class Turn {
     const planned = calls.map((c) => ({ tool: this.toolOf(th, c.name) as ToolIR, args: parseArgs(c.arguments) }));
     const ids: string[] = [];
     const blocked = new Map<number, ToolOutcome>();
+    const guardBlocks = this.guardBlocks;
     this.batch = { mode: 'issue', ids };
     try {
       planned.forEach((p, i) => {
+        // After a guardrail block the answer's other calls are answered without running.
+        if (this.guardBlocks !== guardBlocks) {
+          blocked.set(i, SKIPPED_IN_BATCH);
+          return;
+        }
         try {
           blocked.set(i, this.invokeTool(th, p.tool, p.args));
         } catch (e) {

@@ -77,6 +77,10 @@ it('has histories from before and after each patch of the session workflow', () 
   const multiTool = sessions.filter((f) => f.scenario === 'parallel-tools');
   expect(multiTool.some((f) => !patchIds(f).includes('parallel-tool-calls-v1'))).toBe(true);
   expect(multiTool.some((f) => patchIds(f).includes('parallel-tool-calls-v1'))).toBe(true);
+  // Before rule-checkpoints-v1 (tool/handoff guardrails off) and after it, sessions and children.
+  expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1') && !patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
+  expect(sessions.some((f) => patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
+  expect(fixtures.some((f) => f.scenario === 'delegation-child' && patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
   // Every scenario of the recording script, from every commit recorded in full.
   for (const label of new Set(fixtures.filter((f) => !f.partial).map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(

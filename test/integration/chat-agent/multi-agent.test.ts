@@ -68,3 +68,88 @@ it('evaluates input guardrails and records the verdict', async () => {
   const stored = await stack.ctx.models.TranscriptMessage.find({ sessionId: res.body.sessionId, role: 'user' }).lean();
   expect(stored.map((m) => m.content)).toEqual(['You charged my card [REDACTED] twice!']);
 });
+
+it('runs tool_input and handoff guardrails: a blocked call or handoff does not happen', async () => {
+  const agents: Record<string, string> = {
+    Tool_Gate: `AGENT: Tool_Gate
+GOAL: "Look things up, never with secrets."
+TOOLS:
+  lookup(q: string) -> {answer: string}
+    type: sandbox
+    runtime: javascript
+    code: |
+      function main(p) { return { answer: p.q }; }
+GUARDRAILS:
+  no_secret_args:
+    kind: tool_input
+    check: not_matches_pattern(input, "secret")
+    action: block
+    message: "I can't send secrets to {{tool}}."
+FLOW:
+  steps: [ask, look]
+  ask:
+    REASONING: false
+    GATHER:
+      - q: required
+        prompt: "What should I look up?"
+    THEN: look
+  look:
+    REASONING: false
+    CALL: lookup
+      WITH:
+        q: q
+      AS: found
+    ON_SUCCESS:
+      RESPOND: "Found {{found.answer}}."
+`,
+    Vault_Agent: 'AGENT: Vault_Agent\nGOAL: "Guard the vault."\nON_START:\n  RESPOND: "Vault here."\n',
+    Gate_Hub: `AGENT: Gate_Hub
+GOAL: "Route requests; the vault is off limits."
+HANDOFF:
+  - TO: Vault_Agent
+    WHEN: intent == "vault"
+    RETURN: false
+GUARDRAILS:
+  vault_closed:
+    kind: handoff
+    check: target != "Vault_Agent"
+    action: block
+    message: "The vault is closed today."
+`,
+  };
+  for (const [name, dslContent] of Object.entries(agents)) {
+    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
+    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  }
+  const toolMocks = [{ toolName: 'lookup', response: { answer: 'mocked' } }];
+
+  const blockedCall = await chat({ agentId: 'Tool_Gate', message: 'my secret plan', testContext: { toolMocks } });
+  expect(blockedCall.status).toBe(200);
+  expect(blockedCall.body.response).toContain("I can't send secrets to lookup.");
+  expect(blockedCall.body.response).not.toContain('Found');
+  let events: Trace[] = blockedCall.body.traceEvents;
+  expect(events.filter((e) => e.type === 'tool_call')).toEqual([]);
+  expect(events.filter((e) => e.type === 'guardrail_eval').map((e) => e.data)).toEqual([
+    { guardrail: 'no_secret_args', kind: 'tool_input', passed: false, action: 'block', agent: 'Tool_Gate' },
+  ]);
+  // The same agent calls the tool when the guardrail passes.
+  const allowed = await chat({ agentId: 'Tool_Gate', message: 'the weather', testContext: { toolMocks } });
+  expect(allowed.body.response).toContain('Found mocked.');
+  events = allowed.body.traceEvents;
+  expect(events.filter((e) => e.type === 'tool_call').map((e) => e.data.input)).toEqual([{ q: 'the weather' }]);
+  expect(events.find((e) => e.type === 'guardrail_eval')?.data).toMatchObject({ kind: 'tool_input', passed: true });
+
+  const blockedHandoff = await chat({ agentId: 'Gate_Hub', message: 'open the vault', metadata: { intent: 'vault' } });
+  expect(blockedHandoff.status).toBe(200);
+  expect(blockedHandoff.body.response).toBe('The vault is closed today.');
+  expect(blockedHandoff.body.state.agent).toBe('Gate_Hub');
+  events = blockedHandoff.body.traceEvents;
+  expect(events.filter((e) => e.type === 'handoff')).toEqual([]);
+  expect(events.filter((e) => e.type === 'llm_call')).toEqual([]);
+  expect(events.filter((e) => e.type === 'guardrail_eval').map((e) => e.data)).toEqual([
+    { guardrail: 'vault_closed', kind: 'handoff', passed: false, action: 'block', agent: 'Gate_Hub' },
+  ]);
+  await flushProjection(stack.ctx, blockedHandoff.body.sessionId);
+  const stored = await stack.ctx.models.TraceEvent.countDocuments({ sessionId: blockedHandoff.body.sessionId, type: 'guardrail_eval' });
+  expect(stored).toBe(1);
+});

@@ -1,0 +1,9 @@
+// Workflow patch ids introduced for interpreter behaviour (see test/fixtures/histories/README.md).
+// Each is checked with `wf.patched(...)` by every workflow that drives the interpreter.
+
+/**
+ * tool_input / tool_output / handoff guardrails and `BEFORE returning results` constraints
+ * (`RuntimeOptions.ruleCheckpoints`). Runs recorded before them replay with the checkpoints off:
+ * a guardrail could otherwise block a tool call the history shows as made.
+ */
+export const RULE_CHECKPOINTS_PATCH = 'rule-checkpoints-v1';
