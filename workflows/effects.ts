@@ -124,8 +124,8 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
   if (!event.ok) ctx.stats.errorCount++;
   const durationMs = Date.now() - started;
   await before;
-  ctx.trace.add(
-    'tool_result',
+  ctx.trace.addToolResult(
+    command.id,
     event.ok
       ? { agent: command.agent, tool: command.tool, success: true, durationMs, mocked: Boolean(mock), output: event.value }
       : { agent: command.agent, tool: command.tool, success: false, durationMs, mocked: Boolean(mock), error: event.error },

@@ -1,5 +1,6 @@
 // Builds the trace events of one turn with deterministic span ids: every event of turn N hangs
-// under the turn's root span `tN`; a tool_result hangs under its tool_call.
+// under the turn's root span `tN`; a tool_result hangs under its tool_call. A tool_result's
+// output is replaced by what the interpreter's `tool_output` guardrails left of it.
 import type { TraceDraft } from '../abl/runtime/contract';
 import type { TraceEventOut } from './definitions';
 
@@ -7,6 +8,8 @@ export class TurnTrace {
   readonly events: (TraceEventOut & { seq: number })[] = [];
   readonly rootSpan: string;
   private local = 0;
+  /** The data of each tool_result event, by the command it answered. */
+  private readonly toolResults = new Map<string, Record<string, unknown>>();
 
   constructor(
     readonly turn: number,
@@ -31,8 +34,26 @@ export class TurnTrace {
     return spanId;
   }
 
+  /** A tool's result, which a later `tool_output_guarded` draft of its command may rewrite. */
+  addToolResult(commandId: string, data: Record<string, unknown>, parentSpanId: string): string {
+    this.toolResults.set(commandId, data);
+    return this.add('tool_result', data, parentSpanId);
+  }
+
   addDrafts(drafts: TraceDraft[]): void {
     for (const draft of drafts) {
+      if (draft.type === 'tool_output_guarded') {
+        const result = this.toolResults.get(draft.data.commandId);
+        if (!result) continue;
+        if (draft.data.blocked) {
+          delete result.output;
+          result.outputWithheld = 'blocked by a tool_output guardrail';
+        } else {
+          result.output = draft.data.output;
+          result.outputRedacted = true;
+        }
+        continue;
+      }
       const data: Record<string, unknown> = { ...draft.data };
       if (draft.type === 'handoff') data.timestamp = new Date().toISOString();
       this.add(draft.type, data);

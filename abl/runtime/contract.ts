@@ -138,7 +138,13 @@ export type TraceDraft =
   | { type: 'guardrail_eval'; data: { guardrail: string; kind: string; passed: boolean; action: string; agent: string } }
   | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
   | { type: 'error'; data: { agent: string; kind: string; message: string } }
-  | { type: 'response'; data: { agent: string; text: string } };
+  | { type: 'response'; data: { agent: string; text: string } }
+  /**
+   * Not an event of its own: what a `tool_output` guardrail left of a tool's result (redacted, or
+   * withheld when it blocked). The workflow applies it to the `tool_result` event it recorded for
+   * that command, so the stored trace never holds what the guardrail removed.
+   */
+  | { type: 'tool_output_guarded'; data: { commandId: string; output: Json; blocked: boolean } };
 
 export interface AdvanceResult {
   state: SessionRuntimeState;

@@ -153,3 +153,51 @@ GUARDRAILS:
   const stored = await stack.ctx.models.TraceEvent.countDocuments({ sessionId: blockedHandoff.body.sessionId, type: 'guardrail_eval' });
   expect(stored).toBe(1);
 });
+
+it('keeps what a tool_output guardrail redacts out of the stored trace and the response', async () => {
+  const dslContent = `AGENT: Mail_Lookup
+GOAL: "Look contacts up without showing addresses."
+TOOLS:
+  lookup(q: string) -> {answer: string}
+    type: sandbox
+    runtime: javascript
+    code: |
+      function main(p) { return { answer: p.q }; }
+GUARDRAILS:
+  no_addresses:
+    kind: tool_output
+    check: not_matches_pattern(output, "[a-z]+@[a-z]+\\\\.com")
+    action: redact
+FLOW:
+  steps: [ask, look]
+  ask:
+    REASONING: false
+    GATHER:
+      - q: required
+        prompt: "Who should I look up?"
+    THEN: look
+  look:
+    REASONING: false
+    CALL: lookup
+      WITH:
+        q: q
+      AS: found
+    ON_SUCCESS:
+      RESPOND: "Found {{found.answer}}."
+`;
+  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Mail_Lookup', dslContent } })).status).toBe(201);
+  expect((await api.post(`/api/projects/${t.projectId}/agents/Mail_Lookup/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  const toolMocks = [{ toolName: 'lookup', response: { answer: 'write to ann@example.com' } }];
+
+  const res = await chat({ agentId: 'Mail_Lookup', message: 'Ann', testContext: { toolMocks } });
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('Found write to [REDACTED].');
+  const result = (res.body.traceEvents as Trace[]).find((e) => e.type === 'tool_result');
+  expect(result?.data).toMatchObject({ tool: 'lookup', success: true, output: { answer: 'write to [REDACTED]' }, outputRedacted: true });
+  expect(JSON.stringify(res.body)).not.toContain('ann@example.com');
+
+  await flushProjection(stack.ctx, res.body.sessionId);
+  const stored = await stack.ctx.models.TraceEvent.find({ sessionId: res.body.sessionId }).lean();
+  expect(stored.find((e) => e.type === 'tool_result')?.data).toMatchObject({ output: { answer: 'write to [REDACTED]' }, outputRedacted: true });
+  expect(JSON.stringify(stored)).not.toContain('ann@example.com');
+});

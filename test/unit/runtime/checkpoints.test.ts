@@ -253,6 +253,9 @@ describe('tool_output guardrails', () => {
     expect(d.commands.filter((c) => c.type === 'call_llm')).toHaveLength(1);
     expect(JSON.stringify(d.state)).not.toContain('INTERNAL only');
     expect(d.traceOf('guardrail_eval').find((g) => g.guardrail === 'no_internal_results')).toMatchObject({ kind: 'tool_output', passed: false, action: 'block' });
+    // The workflow is told to withhold the result it recorded for that call.
+    const call = d.commands.find((c) => c.type === 'call_tool')!;
+    expect(d.traceOf('tool_output_guarded')).toEqual([{ commandId: call.id, output: null, blocked: true }]);
   });
 
   test('redact: the LLM and the variables get the redacted result', () => {
@@ -263,6 +266,15 @@ describe('tool_output guardrails', () => {
     expect(JSON.stringify(second)).toContain('write to [REDACTED]');
     expect(JSON.stringify(second)).not.toContain('ann@example.com');
     expect(d.vars().last_lookup_result).toEqual({ answer: 'write to [REDACTED]' });
+    const call = d.commands.find((c) => c.type === 'call_tool')!;
+    expect(d.traceOf('tool_output_guarded')).toEqual([{ commandId: call.id, output: { answer: 'write to [REDACTED]' }, blocked: false }]);
+  });
+
+  test('a result the guardrails leave alone is not rewritten', () => {
+    const d = clerk((id, n) => (n === 0 ? llmCall(id, 'lookup', { q: 'x' }) : llmText(id, 'Done.')), () => ({ answer: 'plain' }));
+    d.start(verified);
+    expect(d.send('look it up')).toEqual(['Done.']);
+    expect(d.traceOf('tool_output_guarded')).toEqual([]);
   });
 });
 
