@@ -20,7 +20,7 @@ import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isWorkflowNotFound, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
 
@@ -179,7 +179,9 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
       sending();
       try {
-        return await client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId }));
+        return await sendUpdateResendingDropped(deadline, () =>
+          client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId })),
+        );
       } catch (err) {
         if (!existing.remembered || !sessionNoLongerRuns(err)) throw err;
         // Remembered as running, but ended or deleted since: the record decides, as if read first.
@@ -224,10 +226,16 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
         if ((err as { code?: number }).code !== 11000) throw err;
       });
     }
-    const operation = sessionWithStartOperation(ctx.config, start, 'USE_EXISTING');
     sending();
-    const result = await client.withDeadline(deadline, () =>
-      client.workflow.executeUpdateWithStart(turnUpdate, { args: [turn], updateId: clientMessageId, startWorkflowOperation: operation }),
+    // A start operation is single-use: each send gets its own.
+    const result = await sendUpdateResendingDropped(deadline, () =>
+      client.withDeadline(deadline, () =>
+        client.workflow.executeUpdateWithStart(turnUpdate, {
+          args: [turn],
+          updateId: clientMessageId,
+          startWorkflowOperation: sessionWithStartOperation(ctx.config, start, 'USE_EXISTING'),
+        }),
+      ),
     );
     rememberRunningSession(ctx, principal.tenantId, sessionId, { projectId: project._id });
     return result;

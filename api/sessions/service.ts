@@ -36,6 +36,7 @@ import {
   STATE_QUERY_TIMEOUT_MS,
   TEMPORAL_CALL_TIMEOUT_MS,
   temporalClient,
+  sendUpdateResendingDropped,
   temporalErrorToApiError,
   withDeadline,
 } from './workflow-client';
@@ -366,7 +367,10 @@ export async function resetSession(ctx: AppContext, scope: SessionScope, session
   const client = await temporalClient(ctx);
   const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
   try {
-    return await withDeadline(client, RESET_TIMEOUT_MS, () => handle.executeUpdate(resetUpdate));
+    // One update id for every send: a dropped update (sendUpdateResendingDropped) never ran.
+    const updateId = randomUUID();
+    const deadline = Date.now() + RESET_TIMEOUT_MS;
+    return await sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(resetUpdate, { updateId })));
   } catch (err) {
     if (isWorkflowNotFound(err)) throw sessionEnded(err);
     throw temporalErrorToApiError(err);

@@ -79,6 +79,35 @@ export async function temporalClient(ctx: AppContext): Promise<Client> {
   }
 }
 
+/**
+ * The server dropped an update without running it because the workflow task that carried it
+ * failed. The common cause is benign: the update arrived while the workflow was finishing a task
+ * that continues it as new (or ends it), and the server refused that task (UnhandledCommand) so
+ * the workflow would see the update first. gRPC FAILED_PRECONDITION with this text.
+ */
+export function isDroppedUpdate(err: unknown): boolean {
+  return causes(err).some((e) => (e as { code?: unknown })?.code === 9 && /workflow task failure/i.test(String((e as Error)?.message ?? '')));
+}
+
+const DROPPED_UPDATE_BACKOFF_MS = [20, 50, 100, 200, 400, 800];
+
+/**
+ * Sends an update, and sends it again while the server drops it (isDroppedUpdate) and `deadline`
+ * (ms since the epoch) leaves room. `send` must use the same update id every time: the workflow
+ * runs an update id once, and remembers recent turns across continue-as-new.
+ */
+export async function sendUpdateResendingDropped<T>(deadline: number, send: () => Promise<T>, sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await send();
+    } catch (err) {
+      const wait = DROPPED_UPDATE_BACKOFF_MS[Math.min(attempt, DROPPED_UPDATE_BACKOFF_MS.length - 1)]!;
+      if (!isDroppedUpdate(err) || Date.now() + wait >= deadline) throw err;
+      await sleep(wait);
+    }
+  }
+}
+
 /** Runs `fn` with a deadline on every gRPC call it makes. Errors pass through unchanged. */
 export function withDeadline<T>(client: Client, timeoutMs: number, fn: () => Promise<T>): Promise<T> {
   return client.withDeadline(Date.now() + timeoutMs, fn);
