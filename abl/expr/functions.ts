@@ -97,15 +97,23 @@ export function mask(v: unknown, mode: unknown): string {
   return s.slice(0, keepStart) + '*'.repeat(s.length - keepStart - keepEnd) + (keepEnd > 0 ? s.slice(s.length - keepEnd) : '');
 }
 
+/** Number formats by currency code (building one costs more than formatting with it); null for unknown codes. */
+const currencyFormats = new Map<string, Intl.NumberFormat | null>();
+
 function formatCurrency(v: unknown, code: unknown): string {
   const n = toNumber(v);
   if (n === null) return '';
   const currency = str(code || 'USD').toUpperCase();
-  try {
-    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(n);
-  } catch {
-    return `${currency} ${n.toFixed(2)}`;
+  let format = currencyFormats.get(currency);
+  if (format === undefined) {
+    try {
+      format = new Intl.NumberFormat('en-US', { style: 'currency', currency });
+    } catch {
+      format = null;
+    }
+    if (currencyFormats.size < 500) currencyFormats.set(currency, format);
   }
+  return format ? format.format(n) : `${currency} ${n.toFixed(2)}`;
 }
 
 const ID_CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789';
