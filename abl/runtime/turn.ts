@@ -983,11 +983,12 @@ export class Turn {
     const action = d.action;
     if (action.kind === 'delegate') {
       // The delegation runs first so RESPOND can show its RETURNS / USE_RESULT; then the flow resumes.
+      // A constraint that blocks it has sent its ON_FAIL message instead, so RESPOND is skipped.
       const entry = agent.coordination.delegates.find((x) => x.agent === action.agent) ?? adHocDelegate(action.agent);
-      this.runDelegates(th, [entry], null);
+      const ran = this.runDelegates(th, [entry], null) !== null;
       if (!this.isActive(th)) return true;
-    }
-    if (d.respond) this.respond(th, this.render(th, d.respond));
+      if (ran && d.respond) this.respond(th, this.render(th, d.respond));
+    } else if (d.respond) this.respond(th, this.render(th, d.respond));
     switch (action.kind) {
       case 'goto':
         th.flow = { step: action.step, phase: 'enter', attempts: f.attempts };

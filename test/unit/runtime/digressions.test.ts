@@ -84,9 +84,9 @@ COMPLETE:
     RESPOND: "Soup."
 `;
 
-function project(): CompilationOutput {
+function project(extra = ''): CompilationOutput {
   const files: ProjectFile[] = [
-    { path: 'agents/Booker.agent.abl', content: BOOKER },
+    { path: 'agents/Booker.agent.abl', content: BOOKER + extra },
     { path: 'agents/Chef.agent.abl', content: CHEF },
   ];
   const compiled = compileProject(files);
@@ -94,7 +94,7 @@ function project(): CompilationOutput {
   return { ...compiled, entry_agent: 'Booker' };
 }
 
-function booker(digressions?: boolean, delegates: RuntimeCommand[] = []): Driver {
+function booker(digressions?: boolean, delegates: RuntimeCommand[] = [], extra = ''): Driver {
   const d = new Driver(
     scripted({
       delegate: (cmd): RuntimeEvent => {
@@ -102,7 +102,7 @@ function booker(digressions?: boolean, delegates: RuntimeCommand[] = []): Driver
         return { type: 'delegate_result', commandId: cmd.id, results: [{ agent: 'Chef', status: 'completed', response: 'Soup.', returns: { dish: 'soup' } }] };
       },
     }),
-    project(),
+    project(extra),
     1_700_000_000_000,
     digressions === undefined ? {} : { digressions },
   );
@@ -201,6 +201,13 @@ describe('flow digressions', () => {
     expect(delegates[0]).toMatchObject({ type: 'delegate', tasks: [{ agent: 'Chef', returns: ['dish'] }] });
     expect(d.traceOf('decision').map((x) => x.decisionKind)).toEqual(['digression', 'delegate']);
     expect(d.state.threads[0]?.flow).toMatchObject({ step: 'ask_name', phase: 'gather' });
+  });
+
+  test('a DELEGATE digression blocked by a constraint sends the ON_FAIL message, not RESPOND, and resumes', () => {
+    const delegates: RuntimeCommand[] = [];
+    const d = booker(undefined, delegates, '\nCONSTRAINTS:\n  - REQUIRE name IS SET\n    ON_FAIL: "Name first, please."\n');
+    expect(d.send('what is on the menu')).toEqual(['Name first, please.', 'What name is the booking under?']);
+    expect(delegates).toEqual([]);
   });
 
   test('a digression without an action answers and keeps waiting, without re-asking', () => {
