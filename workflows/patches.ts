@@ -7,3 +7,10 @@
  * a guardrail could otherwise block a tool call the history shows as made.
  */
 export const RULE_CHECKPOINTS_PATCH = 'rule-checkpoints-v1';
+
+/**
+ * Flow DIGRESSIONS / SUB_INTENTS / global_digressions (`RuntimeOptions.digressions`). Runs recorded
+ * before them replay with digressions off: a message the history shows filling a GATHER field or
+ * answering ON_INPUT would otherwise be taken by a digression.
+ */
+export const DIGRESSIONS_PATCH = 'digressions-v1';

@@ -183,4 +183,10 @@ export interface RuntimeOptions {
    * before the checkpoints existed (patch `rule-checkpoints-v1`).
    */
   ruleCheckpoints?: boolean;
+  /**
+   * Flow DIGRESSIONS / SUB_INTENTS / global_digressions take matching messages while a step waits
+   * for the user. On unless false; workflows pass false while replaying runs recorded before
+   * digressions ran (patch `digressions-v1`).
+   */
+  digressions?: boolean;
 }

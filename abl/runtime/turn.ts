@@ -19,6 +19,7 @@ import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
+import { actionText, findDigression } from './digressions';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued, parallelEnabled } from './parallel-tools';
 import {
@@ -48,6 +49,8 @@ type PendingDraft = PendingWait extends infer P ? (P extends PendingWait ? Omit<
 type ToolOutcome = { ok: true; value: Json } | { ok: false; error: RuntimeError; blocked?: boolean };
 type StepResult = { kind: 'wait' } | { kind: 'stop' } | { kind: 'go'; to: TransitionIR | null };
 
+/** Flow phases in which the step waits for the user, so a message may digress. */
+const WAITING_PHASES = new Set(['gather', 'input', 'reasoning']);
 const WAIT: StepResult = { kind: 'wait' };
 const STOP: StepResult = { kind: 'stop' };
 const go = (to: TransitionIR | null): StepResult => ({ kind: 'go', to });
@@ -170,6 +173,11 @@ export class Turn {
   /** Steps 3–7 and 9 of the per-turn order for one thread (re-entered after a handoff). */
   private agentTurn(th: ThreadState, input: string | null, delegated: boolean): void {
     const agent = this.agent(th);
+    // Digressions take the message before any gather extraction sees it (ABL.md §8).
+    if (input !== null && this.digress(th, agent, input)) {
+      if (this.isActive(th)) this.checkCompletion(th);
+      return;
+    }
     if (input !== null) this.extractTopGather(th, agent, input);
     // A flow waiting inside a step (GATHER, ON_INPUT) checks 4–6 at its next step transition instead,
     // so a trigger on a field being gathered fires once the step completes (ABL.md §15.2).
@@ -937,15 +945,68 @@ export class Turn {
       }
       this.decision(th, 'flow_transition', `${step.name} -> ${t.step}`);
       th.flow = { step: t.step, phase: 'enter', attempts: f.attempts };
-      // ABL.md §9: ESCALATE, HANDOFF and DELEGATE are checked again at every step transition.
-      if (this.checkEscalation(th) === 'stop' || !this.isActive(th)) return;
-      const h = this.selectHandoff(th);
-      if (h) {
-        this.handoff(th, h, null, `WHEN ${h.when.src}`);
-        return;
-      }
-      this.autoDelegates(th);
+      if (!this.transitionChecks(th)) return;
     }
+  }
+
+  /** ABL.md §9: ESCALATE, HANDOFF and DELEGATE are checked again at every step transition. False: the flow stops here. */
+  private transitionChecks(th: ThreadState): boolean {
+    if (this.checkEscalation(th) === 'stop' || !this.isActive(th)) return false;
+    const h = this.selectHandoff(th);
+    if (h) {
+      this.handoff(th, h, null, `WHEN ${h.when.src}`);
+      return false;
+    }
+    this.autoDelegates(th);
+    return true;
+  }
+
+  private get digressionsOn(): boolean {
+    return this.options.digressions !== false;
+  }
+
+  /**
+   * DIGRESSIONS, SUB_INTENTS and global_digressions (ABL.md §8) while the flow waits for the user
+   * in a step. True when one took the message: its CLEAR and RESPOND run, then its action.
+   */
+  private digress(th: ThreadState, agent: AgentIR, input: string): boolean {
+    const flow = agent.flow;
+    const f = th.flow;
+    if (!this.digressionsOn || !flow || !f || !WAITING_PHASES.has(f.phase)) return false;
+    const step = flow.steps[f.step];
+    if (!step) return false;
+    const m = findDigression(flow, step, input, (d) => this.cond(th, d.condition, { input }));
+    if (!m) return false;
+    const d = m.digression;
+    this.decision(th, 'digression', `${step.name}: ${d.intent} -> ${actionText(d)}`, `${m.source} matched "${m.phrase}"`);
+    for (const c of d.clear) this.clearVar(th, c);
+    const action = d.action;
+    if (action.kind === 'delegate') {
+      // The delegation runs first so RESPOND can show its RETURNS / USE_RESULT; then the flow resumes.
+      // A constraint that blocks it has sent its ON_FAIL message instead, so RESPOND is skipped.
+      const entry = agent.coordination.delegates.find((x) => x.agent === action.agent) ?? adHocDelegate(action.agent);
+      const ran = this.runDelegates(th, [entry], null) !== null;
+      if (!this.isActive(th)) return true;
+      if (ran && d.respond) this.respond(th, this.render(th, d.respond));
+    } else if (d.respond) this.respond(th, this.render(th, d.respond));
+    switch (action.kind) {
+      case 'goto':
+        th.flow = { step: action.step, phase: 'enter', attempts: f.attempts };
+        if (this.transitionChecks(th)) this.runFlow(th, null);
+        break;
+      case 'complete':
+        this.completeAgent(th, null);
+        break;
+      case 'resume':
+      case 'delegate':
+        // Back to where the step waited: a GATHER asks for its missing field again; ON_INPUT and a
+        // reasoning step just wait for the next message.
+        if (f.phase === 'gather' && step.gather) this.stepGather(th, step, null, false);
+        break;
+      default:
+        break;
+    }
+    return true;
   }
 
   private setFlowPhase(th: ThreadState, phase: string): void {

@@ -1,5 +1,6 @@
 // Multi-agent paths through the real runtime: parallel delegation (fan-out) with one failed
-// branch, and an input guardrail; each leaves the trace events the spec names.
+// branch, input and tool/handoff guardrails, and flow digressions (one delegating); each leaves
+// the trace events the spec names.
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -200,4 +201,91 @@ FLOW:
   const stored = await stack.ctx.models.TraceEvent.find({ sessionId: res.body.sessionId }).lean();
   expect(stored.find((e) => e.type === 'tool_result')?.data).toMatchObject({ output: { answer: 'write to [REDACTED]' }, outputRedacted: true });
   expect(JSON.stringify(stored)).not.toContain('ann@example.com');
+});
+
+it('takes flow digressions before gather extraction: resume, delegate and complete', async () => {
+  const agents: Record<string, string> = {
+    Menu_Chef: `AGENT: Menu_Chef
+GOAL: "Say the dish of the day."
+ON_START:
+  SET: dish = "soup"
+COMPLETE:
+  - WHEN: dish IS SET
+    RESPOND: "Soup."
+`,
+    Table_Booker: `AGENT: Table_Booker
+GOAL: "Book a table."
+DELEGATE:
+  - AGENT: Menu_Chef
+    RETURNS:
+      dish: dish
+FLOW:
+  steps: [ask_name, ask_size, done]
+  global_digressions:
+    - INTENT: "cancel"
+      KEYWORDS: [stop]
+      RESPOND: "Booking cancelled."
+      THEN: COMPLETE
+    - INTENT: "menu"
+      KEYWORDS: [menu]
+      DELEGATE: Menu_Chef
+      RESPOND: "Today: {{dish}}."
+  ask_name:
+    REASONING: false
+    GATHER:
+      - name: required
+        prompt: "What name is the booking under?"
+    THEN: ask_size
+  ask_size:
+    REASONING: false
+    GATHER:
+      - size: required
+        type: number
+        prompt: "How many people?"
+    DIGRESSIONS:
+      - INTENT: "hours"
+        KEYWORDS: [opening hours]
+        RESPOND: "Kitchen hours: 9 to 5."
+        RESUME: true
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Booked for {{size}}."
+`,
+  };
+  for (const [name, dslContent] of Object.entries(agents)) {
+    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
+    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  }
+  const digressions = (events: Trace[]) => events.filter((e) => e.type === 'decision' && e.data.decisionKind === 'digression').map((e) => e.data);
+
+  const first = await chat({ agentId: 'Table_Booker', message: 'Ada' });
+  expect(first.status).toBe(200);
+  expect(first.body.response).toContain('How many people?');
+  const sessionId = first.body.sessionId;
+
+  // "4" would fill size, but the step digression takes the message first and asks again.
+  const hours = await chat({ sessionId, message: 'What are your opening hours for 4 people?' });
+  expect(hours.status).toBe(200);
+  expect(hours.body.response).toContain('Kitchen hours: 9 to 5.');
+  expect(hours.body.response).toContain('How many people?');
+  expect(hours.body.response).not.toContain('Booked');
+  let events: Trace[] = hours.body.traceEvents;
+  expect(digressions(events)).toEqual([
+    expect.objectContaining({ decisionKind: 'digression', decision: 'ask_size: hours -> RESUME', agent: 'Table_Booker' }),
+  ]);
+  expect(events.filter((e) => e.type === 'state_change' && e.data.variable === 'size')).toEqual([]);
+
+  // A global digression delegating runs the Delegation child workflow, then resumes.
+  const menu = await chat({ sessionId, message: 'What is on the menu?' });
+  expect(menu.body.response).toContain('Today: soup.');
+  expect(menu.body.response).toContain('How many people?');
+  events = menu.body.traceEvents;
+  expect(digressions(events)).toEqual([expect.objectContaining({ decision: 'ask_size: menu -> DELEGATE Menu_Chef' })]);
+  expect(events.filter((e) => e.type === 'delegate').map((e) => e.data.toAgent)).toEqual(['Menu_Chef']);
+
+  const stop = await chat({ sessionId, message: 'Please stop' });
+  expect(stop.body.response).toContain('Booking cancelled.');
+  expect(stop.body.action.type).toBe('complete');
+  expect(digressions(stop.body.traceEvents)).toEqual([expect.objectContaining({ decision: 'ask_size: cancel -> COMPLETE' })]);
 });
