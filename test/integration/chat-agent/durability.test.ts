@@ -46,37 +46,53 @@ FLOW:
   expect(version.status).toBe(201);
 }
 
+/**
+ * The `lookup` tool: answers `{answer: 'sunny'}` after `delayMs(n)` for the n-th call (1-based),
+ * calling `onCall` first. Returns its port and a close function.
+ */
+async function startWeatherTool(delayMs: (n: number) => number, onCall: () => void): Promise<{ port: number; close: () => Promise<void> }> {
+  let calls = 0;
+  const server: Server = createServer((req, res) => {
+    calls += 1;
+    onCall();
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ answer: 'sunny' }));
+    }, delayMs(calls));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 describe('a worker killed mid-turn', () => {
   let stack: TestStack;
   let t: SeededTenant;
-  let toolServer: Server;
+  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
   const requests: number[] = [];
   let onFirstRequest: () => void = () => undefined;
 
   beforeAll(async () => {
     // The tool answers the first call only after a long pause (the worker dies meanwhile) and
     // every later call at once.
-    toolServer = createServer((req, res) => {
-      requests.push(Date.now());
-      const reply = () => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ answer: 'sunny' }));
-      };
-      if (requests.length === 1) {
-        onFirstRequest();
-        setTimeout(reply, 20_000);
-      } else reply();
-    });
-    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
-    const port = (toolServer.address() as AddressInfo).port;
+    tool = await startWeatherTool(
+      (n) => (n === 1 ? 20_000 : 0),
+      () => {
+        requests.push(Date.now());
+        if (requests.length === 1) onFirstRequest();
+      },
+    );
     stack = await startTestStack();
     t = await seedTenant(stack.ctx);
-    const api = client(stack.baseUrl);
-    await createSlowAgent(api, t, port);
+    await createSlowAgent(client(stack.baseUrl), t, tool.port);
   });
   afterAll(async () => {
-    toolServer.closeAllConnections();
-    await new Promise((r) => toolServer.close(r));
+    await tool.close();
     await stack.close();
   });
 
@@ -117,28 +133,25 @@ describe('a worker killed mid-turn', () => {
 describe('an API process killed while its client waits', () => {
   let stack: TestStack;
   let t: SeededTenant;
-  let toolServer: Server;
+  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
   let toolCalls = 0;
   let onToolCall: () => void = () => undefined;
 
   beforeAll(async () => {
     // The tool takes two seconds: the API process dies while the turn runs on the worker.
-    toolServer = createServer((req, res) => {
-      toolCalls += 1;
-      onToolCall();
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ answer: 'sunny' }));
-      }, 2_000);
-    });
-    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
+    tool = await startWeatherTool(
+      () => 2_000,
+      () => {
+        toolCalls += 1;
+        onToolCall();
+      },
+    );
     stack = await startTestStack({ worker: true });
     t = await seedTenant(stack.ctx);
-    await createSlowAgent(client(stack.baseUrl), t, (toolServer.address() as AddressInfo).port);
+    await createSlowAgent(client(stack.baseUrl), t, tool.port);
   });
   afterAll(async () => {
-    toolServer.closeAllConnections();
-    await new Promise((r) => toolServer.close(r));
+    await tool.close();
     await stack.close();
   });
 
