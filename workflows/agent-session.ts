@@ -24,7 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { DIGRESSIONS_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -286,7 +286,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     // The session's own agent is the entry agent, whatever the project's manifest says.
     const interpreter = createInterpreter(
       { ...compiled, entry_agent: input.agentName },
-      // Asked per turn: a session recorded before the checkpoints (or digressions) keeps them off while it replays.
+      // Asked per turn: a session recorded before the checkpoints (digressions, agent hooks) keeps them off while it replays.
       {
         now: () => Date.now(),
         random: () => Math.random(),
@@ -294,6 +294,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         parallelToolCalls,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
+        agentHooks: wf.patched(AGENT_HOOKS_PATCH),
       },
     );
     const responses: string[] = [];

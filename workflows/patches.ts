@@ -14,3 +14,10 @@ export const RULE_CHECKPOINTS_PATCH = 'rule-checkpoints-v1';
  * answering ON_INPUT would otherwise be taken by a digression.
  */
 export const DIGRESSIONS_PATCH = 'digressions-v1';
+
+/**
+ * HOOKS `before_agent` / `after_agent` (`RuntimeOptions.agentHooks`). Runs recorded before them
+ * replay with those hooks off: a hook's CALL would otherwise issue a tool call the history does
+ * not have, and its SET/RESPOND change what later turns see.
+ */
+export const AGENT_HOOKS_PATCH = 'agent-hooks-v1';

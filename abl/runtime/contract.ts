@@ -189,4 +189,10 @@ export interface RuntimeOptions {
    * digressions ran (patch `digressions-v1`).
    */
   digressions?: boolean;
+  /**
+   * `HOOKS.before_agent` / `after_agent` run when an agent becomes / stops being the active agent
+   * (agent-hooks.ts). On unless false; workflows pass false while replaying runs recorded before
+   * those hooks ran (patch `agent-hooks-v1`).
+   */
+  agentHooks?: boolean;
 }

@@ -14,6 +14,7 @@ import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
 } from '../ir';
+import { agentHook, type AgentHookPoint, type AgentHookTrigger } from './agent-hooks';
 import { answersFirst, guardText, redactJson } from './checkpoints';
 import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
@@ -128,6 +129,7 @@ export class Turn {
     const agent = this.agent(th);
     for (const [k, v] of Object.entries({ ...(ev.sessionVariables ?? {}), ...(ev.gatherValues ?? {}) })) this.setVar(th, k, v);
     if (ev.startAtStep && agent.flow?.steps[ev.startAtStep]) th.flow = { step: ev.startAtStep, phase: 'enter', attempts: {} };
+    this.runAgentHook(th, 'before_agent', this.s.mode === 'delegate' ? 'delegated' : 'session start');
     if (!ev.skipOnStart) this.lifecycle(th, agent.on_start);
     th.startedOnce = true;
     if (this.s.mode === 'delegate') {
@@ -599,6 +601,7 @@ export class Turn {
     vars._handoff_summary = rule.context.summary ? this.render(from, rule.context.summary) : reason;
     const redact = this.guardHandoff(from, rule.to, vars);
     if (!redact) return false;
+    if (this.runAgentHook(from, 'after_agent', `handoff to ${rule.to}`) && (from.status !== 'active' || !this.s.threads.includes(from))) return false;
     const child = newThread(this.s, target, vars);
     const hist = rule.context.history;
     if (hist === 'full') child.history = clone(from.history);
@@ -619,6 +622,7 @@ export class Turn {
     this.handoffs++;
     this.trace.push({ type: 'handoff', data: { fromAgent: from.agent, toAgent: rule.to, reason } });
     this.decision(from, 'handoff', rule.to, reason);
+    this.runAgentHook(child, 'before_agent', `handoff from ${from.agent}`);
     this.lifecycle(child, target.on_start);
     child.startedOnce = true;
     if (input !== null && child.history[child.history.length - 1]?.content !== input) this.pushHistory(child, { role: 'user', content: input });
@@ -646,6 +650,8 @@ export class Turn {
     let label: string | null = null;
     if (store?.kind === 'fact') this.s.memory[store.path] = toJson(this.eval(th, store.value));
     if (store?.kind === 'label') label = store.label;
+    // A hook that ended the agent itself (e.g. a constraint's ON_FAIL HANDOFF on its CALL) already moved on.
+    if (this.runAgentHook(th, 'after_agent', 'complete') && (th.status === 'completed' || !this.s.threads.includes(th))) return true;
     th.status = 'completed';
     if (th.flow) th.flow = { ...th.flow, phase: 'done' };
     this.decision(th, 'complete', label ?? 'completed');
@@ -665,6 +671,7 @@ export class Turn {
       parent.status = 'active';
       if (th.lastReply) this.pushHistory(parent, { role: 'assistant', content: `[${th.agent}] ${th.lastReply}` });
       this.decision(parent, 'return', `${th.agent} returned to ${parent.agent}`);
+      this.runAgentHook(parent, 'before_agent', `returned from ${th.agent}`);
       return true;
     }
     this.s.status = 'completed';
@@ -883,6 +890,15 @@ export class Turn {
       if (entries.length > 0) this.runDelegates(th, entries, null);
     }
     if (lc.respond) this.respond(th, this.render(th, lc.respond));
+  }
+
+  /** HOOKS before_agent / after_agent (agent-hooks.ts), traced as a `hook` decision. True when a block ran. */
+  private runAgentHook(th: ThreadState, point: AgentHookPoint, trigger: AgentHookTrigger): boolean {
+    const lc = agentHook(this.options, this.agent(th), point);
+    if (!lc) return false;
+    this.decision(th, 'hook', point, trigger);
+    this.lifecycle(th, lc);
+    return true;
   }
 
   private remember(): void {

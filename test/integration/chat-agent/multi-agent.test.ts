@@ -289,3 +289,61 @@ FLOW:
   expect(stop.body.action.type).toBe('complete');
   expect(digressions(stop.body.traceEvents)).toEqual([expect.objectContaining({ decision: 'ask_size: cancel -> COMPLETE' })]);
 });
+
+it('runs HOOKS before_agent/after_agent around a handoff and a COMPLETE (agent-hooks-v1)', async () => {
+  const agents: Record<string, string> = {
+    Hook_Vault: `AGENT: Hook_Vault
+GOAL: "Open the vault."
+HOOKS:
+  before_agent:
+    SET: vault_visits = 1
+    RESPOND: "Vault hook in (hub entered: {{hub_entered}})."
+  after_agent:
+    RESPOND: "Vault hook out."
+FLOW:
+  steps: [open]
+  open:
+    REASONING: false
+    RESPOND: "Vault open for visit {{vault_visits}}."
+    THEN: COMPLETE
+`,
+    Hook_Hub: `AGENT: Hook_Hub
+GOAL: "Route to the vault."
+HOOKS:
+  before_agent:
+    SET: hub_entered = true
+  after_agent:
+    RESPOND: "Passing you on."
+HANDOFF:
+  - TO: Hook_Vault
+    WHEN: intent == "vault"
+    CONTEXT:
+      pass: [hub_entered]
+    RETURN: false
+`,
+  };
+  for (const [name, dslContent] of Object.entries(agents)) {
+    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
+    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  }
+
+  const res = await chat({ agentId: 'Hook_Hub', message: 'open the vault', metadata: { intent: 'vault' } });
+  expect(res.status).toBe(200);
+  // Hub's after_agent, Vault's before_agent (seeing the variable Hub's before_agent set at session
+  // start), Vault's flow (seeing its before_agent SET), then Vault's after_agent on COMPLETE.
+  const replies = ['Passing you on.', 'Vault hook in (hub entered: true).', 'Vault open for visit 1.', 'Vault hook out.'];
+  expect(res.body.response).toBe(replies.join('\n\n'));
+  expect(res.body.action.type).toBe('complete');
+  const events: Trace[] = res.body.traceEvents;
+  const hooks = events.filter((e) => e.type === 'decision' && e.data.decisionKind === 'hook').map((e) => `${String(e.data.agent)} ${String(e.data.decision)} (${String(e.data.reasoning)})`);
+  expect(hooks).toEqual([
+    'Hook_Hub before_agent (session start)',
+    'Hook_Hub after_agent (handoff to Hook_Vault)',
+    'Hook_Vault before_agent (handoff from Hook_Hub)',
+    'Hook_Vault after_agent (complete)',
+  ]);
+  expect(events.filter((e) => e.type === 'state_change' && e.data.variable === 'hub_entered').map((e) => e.data)).toEqual([
+    expect.objectContaining({ agent: 'Hook_Hub', value: true }),
+  ]);
+  expect(events.filter((e) => e.type === 'handoff').map((e) => e.data)).toEqual([expect.objectContaining({ fromAgent: 'Hook_Hub', toAgent: 'Hook_Vault' })]);
+});
