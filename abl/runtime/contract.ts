@@ -189,4 +189,10 @@ export interface RuntimeOptions {
    * digressions ran (patch `digressions-v1`).
    */
   digressions?: boolean;
+  /**
+   * A flow step's GATHER `STRATEGY: llm|hybrid` asks the model (`call_llm`, purpose `extraction`);
+   * otherwise every strategy is the deterministic pattern one. On unless false; workflows pass
+   * false while replaying runs recorded before it (patch `gather-llm-v1`).
+   */
+  gatherLlm?: boolean;
 }
