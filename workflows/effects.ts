@@ -76,7 +76,9 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
       latencyMs: result.latencyMs,
       finishReason: result.finishReason,
       estimatedCost: result.estimatedCost,
-      ...(result.provider === 'local' ? { note: 'produced by the offline local model, not a real LLM' } : {}),
+      ...(result.provider === 'local'
+        ? { note: command.purpose === 'extraction' ? 'extracted by the offline local model (the deterministic pattern extractor), not a real LLM' : 'produced by the offline local model, not a real LLM' }
+        : {}),
     });
     return { type: 'llm_result', commandId: command.id, ok: true, content: result.content, toolCalls: result.toolCalls };
   } catch (err) {
