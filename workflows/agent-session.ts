@@ -24,7 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { DIGRESSIONS_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
+import { DIGRESSIONS_PATCH, GATHER_LLM_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -294,6 +294,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         parallelToolCalls,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
+        gatherLlm: wf.patched(GATHER_LLM_PATCH),
       },
     );
     const responses: string[] = [];

@@ -14,3 +14,10 @@ export const RULE_CHECKPOINTS_PATCH = 'rule-checkpoints-v1';
  * answering ON_INPUT would otherwise be taken by a digression.
  */
 export const DIGRESSIONS_PATCH = 'digressions-v1';
+
+/**
+ * GATHER `STRATEGY: llm|hybrid` in flow steps asks the model (`call_llm`, purpose `extraction`;
+ * `RuntimeOptions.gatherLlm`). Runs recorded before it replay with every strategy as `pattern`:
+ * the history has no extraction call where the new code would make one.
+ */
+export const GATHER_LLM_PATCH = 'gather-llm-v1';
