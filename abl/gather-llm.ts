@@ -28,7 +28,7 @@ export function extractionSchema(fields: readonly GatherFieldIR[], expecting: st
     if (en) p.enum = [...en.values];
     const pattern = f.validate.find((v): v is Extract<ValidationIR, { kind: 'pattern' }> => v.kind === 'pattern');
     if (pattern) p.pattern = pattern.pattern;
-    const rules = f.validate.filter((v): v is Extract<ValidationIR, { kind: 'llm' }> => v.kind === 'llm').map((v) => v.rule);
+    const rules = llmRules(f);
     const desc = [f.prompt, rules.length ? `Must satisfy: ${rules.join('; ')}` : null].filter(Boolean).join(' ');
     if (desc) p.description = desc;
     if (f.extraction_hints.length) p['x-extraction-hints'] = [...f.extraction_hints];
@@ -128,4 +128,43 @@ export function localExtractionAnswer(system: string, user: string): string | nu
   const expecting = typeof schema['x-expecting'] === 'string' ? schema['x-expecting'] : null;
   const ex = extractGatherValues(fields, user, { expecting });
   return JSON.stringify(ex.values);
+}
+
+// ------------------------------------------------------------------ LLM-judged validate rules
+
+export const VALIDATION_MARKER = 'ABL-GATHER-VALIDATION/1';
+
+/** A field's validate rules the model judges (any text that is not min/max/enum/email/pattern). */
+export function llmRules(field: Pick<GatherFieldIR, 'validate'>): string[] {
+  return field.validate.filter((v): v is Extract<ValidationIR, { kind: 'llm' }> => v.kind === 'llm').map((v) => v.rule);
+}
+
+/** The system and user messages asking whether `value` satisfies the field's LLM-judged rules. */
+export function validationMessages(field: Pick<GatherFieldIR, 'name' | 'type' | 'validate'>, value: unknown): { system: string; user: string } {
+  const system = [
+    VALIDATION_MARKER,
+    `Judge whether the value the user gave for the field "${field.name}" (type ${field.type}) satisfies every rule below.`,
+    'Answer with ONE JSON object and nothing else: {"valid": true or false, "reason": "<one short sentence>"}.',
+    'Rules:',
+    ...llmRules(field).map((r) => `- ${r}`),
+  ].join('\n');
+  return { system, user: (typeof value === 'string' ? value : JSON.stringify(value) ?? '').slice(0, MAX_TEXT) };
+}
+
+export type ParsedVerdict = { ok: true; valid: boolean; reason: string } | { ok: false; error: string };
+
+/** Reads `{"valid": bool, "reason": string}`; anything else is an error (the caller decides). */
+export function parseValidationAnswer(content: string, toolCalls: readonly { arguments: string }[] = []): ParsedVerdict {
+  const parsed = parseExtractionAnswer(content, toolCalls);
+  if (!parsed.ok) return parsed;
+  const valid = parsed.values.valid;
+  if (typeof valid !== 'boolean') return { ok: false, error: 'the answer has no boolean "valid"' };
+  const reason = typeof parsed.values.reason === 'string' ? parsed.values.reason : '';
+  return { ok: true, valid, reason };
+}
+
+/** The `local` model's verdict: it cannot judge free text, so it accepts, and says so. Null for other requests. */
+export function localValidationAnswer(system: string): string | null {
+  if (!system.startsWith(VALIDATION_MARKER)) return null;
+  return JSON.stringify({ valid: true, reason: 'Accepted without judging: the offline local model cannot judge free-text rules.' });
 }

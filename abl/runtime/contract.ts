@@ -119,7 +119,7 @@ export interface LlmRequestSpec {
 }
 
 export type RuntimeCommand =
-  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'routing'; request: LlmRequestSpec }
+  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'routing'; request: LlmRequestSpec }
   | { type: 'call_tool'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number; retries: number }
   | {
       type: 'delegate';

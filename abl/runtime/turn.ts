@@ -20,7 +20,7 @@ import type {
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
 import { actionText, findDigression } from './digressions';
-import { llmExtract, type ExtractionCall } from './gather-llm';
+import { gatherFromMessage, type ExtractionCall } from './gather-llm';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued, parallelEnabled } from './parallel-tools';
 import {
@@ -1104,20 +1104,15 @@ export class Turn {
     const invalid = new Set<string>();
     if (input !== null) {
       const expecting = answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
-      const llm = this.options.gatherLlm !== false && g.strategy !== 'pattern' ? g.strategy : null;
-      const ex = llm === 'llm' ? { values: {}, invalid: [] } : extractGatherValues(g.fields, input, { existing: th.vars, corrections: g.corrections, expecting });
+      const host = {
+        call: (d: ExtractionCall) => this.effect(d, null),
+        error: (kind: string, msg: string) => this.error(th, kind, msg),
+        decision: (kind: string, what: string, why: string) => this.decision(th, kind, what, why),
+      };
+      const ex = gatherFromMessage(host, this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false);
       for (const [k, v] of Object.entries(ex.values)) this.setVar(th, k, v);
-      for (const bad of ex.invalid) invalid.add(bad.field);
+      for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length;
-      if (llm) {
-        // hybrid: the model is asked only for the fields the pattern strategy left open.
-        const open = g.fields.filter((x) => !Object.hasOwn(ex.values, x.name) && (g.corrections || !isSetValue(th.vars[x.name])));
-        const host = { call: (d: ExtractionCall) => this.effect(d, null), error: (kind: string, msg: string) => this.error(th, kind, msg) };
-        const got = open.length > 0 ? llmExtract(host, this.agent(th), open, input, expecting ?? null) : null;
-        for (const [k, v] of Object.entries(got?.values ?? {})) this.setVar(th, k, v);
-        for (const bad of got?.invalid ?? []) invalid.add(bad.field);
-        extracted += Object.keys(got?.values ?? {}).length;
-      }
     }
     const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars);
     if (complete) {

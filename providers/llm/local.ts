@@ -1,7 +1,7 @@
 // The `local` model: a deterministic, offline stand-in for an LLM so a new user can talk to
 // agents with no API key. It is NOT a language model: it follows fixed rules (see docs), and
 // answers GATHER extraction requests with the same deterministic pattern extractor as `STRATEGY: pattern`.
-import { localExtractionAnswer } from '../../abl/gather-llm';
+import { localExtractionAnswer, localValidationAnswer } from '../../abl/gather-llm';
 import { ProviderError } from './errors';
 import {
   contentText,
@@ -127,16 +127,17 @@ interface LocalDecision {
 
 /**
  * The rules, applied in order: a GATHER extraction request → the pattern extractor's values as
- * JSON; tool result → summary; keyword match → tool call; else a reply.
+ * JSON (a validation request → accepted, saying it was not judged); tool result → summary; keyword match → tool call; else a reply.
  */
 export function decideLocalReply(req: Pick<LlmRequest, 'messages' | 'tools' | 'maxTokens'>): LocalDecision {
   const { messages } = req;
   const last = messages.at(-1);
 
-  // GATHER STRATEGY llm|hybrid (abl/gather-llm.ts): answered with the deterministic pattern extractor.
+  // GATHER STRATEGY llm|hybrid (abl/gather-llm.ts): answered with the deterministic pattern extractor;
+  // an LLM-judged validate rule cannot be judged offline, so the value is accepted.
   const system = messages.find((message) => message.role === 'system');
   if (system && last?.role === 'user') {
-    const extraction = localExtractionAnswer(contentText(system.content), contentText(last.content));
+    const extraction = localExtractionAnswer(contentText(system.content), contentText(last.content)) ?? localValidationAnswer(contentText(system.content));
     if (extraction !== null) return { content: extraction, toolCalls: [], finishReason: 'stop' };
   }
 

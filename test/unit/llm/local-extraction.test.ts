@@ -2,7 +2,7 @@
 // deterministic pattern extractor, so flows with STRATEGY llm|hybrid work in the offline dev stack.
 import { compileProject, type GatherFieldIR } from '../../../abl';
 import { extractGatherValues } from '../../../abl/gather';
-import { extractionMessages, parseExtractionAnswer } from '../../../abl/gather-llm';
+import { extractionMessages, parseExtractionAnswer, parseValidationAnswer, validationMessages } from '../../../abl/gather-llm';
 import { decideLocalReply, LocalProvider } from '../../../providers/llm/local';
 
 const AGENT = `AGENT: Intake
@@ -73,5 +73,14 @@ describe('local model: GATHER extraction requests', () => {
   it('answers other requests with its ordinary rules', () => {
     const reply = decideLocalReply({ messages: [{ role: 'system', content: 'GOAL: help' }, { role: 'user', content: 'amount is 5' }] });
     expect(reply.content).toContain('[local model]');
+  });
+});
+
+describe('local model: LLM-judged validation requests', () => {
+  it('accepts the value and says it did not judge the rule', () => {
+    const { system, user } = validationMessages({ name: 'pet', type: 'string', validate: [{ kind: 'llm', rule: 'sounds like a pet name' }] }, 'Rex');
+    const reply = decideLocalReply({ messages: [{ role: 'system', content: system }, { role: 'user', content: user }] });
+    const verdict = parseValidationAnswer(reply.content);
+    expect(verdict).toEqual({ ok: true, valid: true, reason: expect.stringContaining('offline local model') });
   });
 });

@@ -161,3 +161,85 @@ describe('GATHER STRATEGY: pattern and the default', () => {
     expect(d.vars()).not.toHaveProperty('guest');
   });
 });
+
+const judged = `AGENT: Namer
+GOAL: "Name a pet."
+FLOW:
+  steps: [ask, done]
+  ask:
+    REASONING: false
+    GATHER:
+      - pet: required
+        prompt: "Name your pet?"
+        retry_prompt: "That name won't do. Another one?"
+        max_retries: 1
+        validate: sounds like a real pet name
+    STRATEGY: pattern
+    THEN: done
+    ON_EXHAUSTED:
+      RESPOND: "Let's stop here."
+      THEN: COMPLETE
+  done:
+    REASONING: false
+    RESPOND: "Welcome, {{pet}}."
+`;
+
+function namer(answer: (cmd: LlmCommand) => RuntimeEvent, gatherLlm?: boolean): { d: Driver; calls: LlmCommand[] } {
+  const compiled = compileProject([{ path: 'agents/Namer.agent.abl', content: judged }]);
+  expect(compiled.diagnostics.filter((x) => x.severity === 'error')).toEqual([]);
+  const calls: LlmCommand[] = [];
+  const d = new Driver(scripted({ llm: (cmd) => (calls.push(cmd), answer(cmd)) }), { ...compiled, entry_agent: 'Namer' }, 1_700_000_000_000, gatherLlm === undefined ? {} : { gatherLlm });
+  return { d, calls };
+}
+const verdict = (valid: boolean, reason = 'because') => json({ valid, reason });
+
+describe('LLM-judged validate rules', () => {
+  it('asks the model to judge the value (purpose validation) and keeps a valid one', () => {
+    const { d, calls } = namer(verdict(true, 'a fine pet name'));
+    expect(d.start()).toEqual(['Name your pet?']);
+    expect(d.send('Biscuit')).toEqual(['Welcome, Biscuit.']);
+    expect(calls).toHaveLength(1);
+    const cmd = calls[0] as LlmCommand;
+    expect(cmd.purpose).toBe('validation');
+    expect(cmd.request.messages[0]?.content).toContain('- sounds like a real pet name');
+    expect(cmd.request.messages[1]).toEqual({ role: 'user', content: 'Biscuit' });
+    expect(d.traceOf('decision')).toContainEqual(expect.objectContaining({ decisionKind: 'validation', decision: 'pet: valid', reasoning: 'a fine pet name' }));
+  });
+
+  it('an invalid verdict behaves like a failed validation: retry_prompt, then max_retries', () => {
+    const { d, calls } = namer(verdict(false, 'not a name'));
+    d.start();
+    expect(d.send('asdfgh')).toEqual(["That name won't do. Another one?"]);
+    expect(d.vars()).not.toHaveProperty('pet');
+    expect(d.send('qwerty')).toEqual(["Let's stop here."]);
+    expect(calls.map((c) => c.purpose)).toEqual(['validation', 'validation']);
+    expect(d.traceOf('error')).toContainEqual(expect.objectContaining({ kind: 'validation_error' }));
+  });
+
+  it('an unreadable verdict accepts the value and records an error', () => {
+    const { d } = namer((cmd) => llmText(cmd.id, 'hmm, maybe'));
+    d.start();
+    expect(d.send('Rex')).toEqual(['Welcome, Rex.']);
+    expect(d.traceOf('error')).toEqual([expect.objectContaining({ kind: 'llm_validation_error' })]);
+  });
+
+  it('judges values the model extracted too (STRATEGY llm: extraction, then validation)', () => {
+    const compiled = compileProject([{ path: 'agents/Namer.agent.abl', content: judged.replace('STRATEGY: pattern', 'STRATEGY: llm') }]);
+    const calls: LlmCommand[] = [];
+    const d = new Driver(
+      scripted({ llm: (cmd) => (calls.push(cmd), cmd.purpose === 'extraction' ? json({ pet: 'Rex' })(cmd) : verdict(false)(cmd)) }),
+      { ...compiled, entry_agent: 'Namer' },
+    );
+    d.start();
+    expect(d.send('call him Rex')).toEqual(["That name won't do. Another one?"]);
+    expect(calls.map((c) => c.purpose)).toEqual(['extraction', 'validation']);
+    expect(d.vars()).not.toHaveProperty('pet');
+  });
+
+  it('with gatherLlm: false the rule is not judged and the value is kept', () => {
+    const { d, calls } = namer(verdict(false), false);
+    d.start();
+    expect(d.send('asdfgh')).toEqual(['Welcome, asdfgh.']);
+    expect(calls).toHaveLength(0);
+  });
+});
