@@ -1,6 +1,7 @@
 // GATHER STRATEGY: llm through the real API and Temporal, against an OpenAI-compatible model (a
 // fake that speaks the wire protocol): the flow step asks the model for its fields in one
-// extraction call (strict JSON answer, no tools), validates the answer and goes on.
+// extraction call (strict JSON answer, no tools), validates the answer (the LLM-judged rule in a
+// validation call) and goes on.
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -31,6 +32,8 @@ FLOW:
         prompt: "Which day?"
       - guest: required
         prompt: "Your name?"
+        retry_prompt: "Which name should the booking be under?"
+        validate: looks like a person's name
     STRATEGY: llm
     THEN: done
   done:
@@ -58,17 +61,21 @@ afterAll(async () => {
   await fake.close();
 });
 
+const chat = (message: string, sessionId?: string) =>
+  api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Booker', message, ...(sessionId ? { sessionId } : {}) } });
+
 it('extracts several fields from one message with one extraction call to the model', async () => {
   const before = fake.requests.length;
-  fake.script({ text: '{"party": "4", "day": "2025-03-14", "guest": "Ann Lee"}' });
+  fake.script([{ text: '{"party": "4", "day": "2025-03-14", "guest": "Ann Lee"}' }, { text: '{"valid": true, "reason": "a name"}' }]);
   const message = 'A table for four on the 14th of March 2025, under Ann Lee';
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Booker', message } });
+  const res = await chat(message);
   expect(res.status).toBe(200);
   expect(res.body.response).toContain('Booked 4 for Ann Lee on 2025-03-14.');
 
-  // One request reached the model: the extraction, with the schema and the user's text, no tools.
-  expect(fake.requests.length - before).toBe(1);
-  const body = fake.requests.at(-1)!.body as ChatBody;
+  // Two requests reached the model: the extraction (schema, the user's text, no tools), then the
+  // judging of guest's rule.
+  expect(fake.requests.length - before).toBe(2);
+  const body = fake.requests[before]!.body as ChatBody;
   expect(body.tools ?? []).toEqual([]);
   expect(body.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('ABL-GATHER-EXTRACTION/1') });
   expect(body.messages[0]!.content).toContain('"party":{"type":"number"');
@@ -76,8 +83,26 @@ it('extracts several fields from one message with one extraction call to the mod
 
   const events: Trace[] = res.body.traceEvents;
   const calls = events.filter((e) => e.type === 'llm_call');
-  expect(calls.map((e) => [e.data.agent, e.data.purpose, e.data.provider])).toEqual([['Booker', 'extraction', 'openai']]);
+  expect(calls.map((e) => [e.data.agent, e.data.purpose, e.data.provider])).toEqual([['Booker', 'extraction', 'openai'], ['Booker', 'validation', 'openai']]);
+  const judge = fake.requests[before + 1]!.body as ChatBody;
+  expect(judge.messages[0]!.content).toContain("- looks like a person's name");
+  expect(judge.messages.at(-1)).toEqual(expect.objectContaining({ role: 'user', content: 'Ann Lee' }));
   const changes = Object.fromEntries(events.filter((e) => e.type === 'state_change').map((e) => [e.data.variable, e.data.value]));
   // "4" from the model was coerced like a pattern value.
   expect(changes).toMatchObject({ party: 4, day: '2025-03-14', guest: 'Ann Lee' });
+});
+
+it('re-asks with the retry prompt when the model judges a value invalid', async () => {
+  fake.script([{ text: '{"party": 2, "day": "2025-03-15", "guest": "the window seat"}' }, { text: '{"valid": false, "reason": "not a name"}' }]);
+  const res = await chat('2 of us on 2025-03-15, the window seat');
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('Which name should the booking be under?');
+  const events: Trace[] = res.body.traceEvents;
+  expect(events.filter((e) => e.type === 'state_change').map((e) => e.data.variable)).toEqual(expect.not.arrayContaining(['guest']));
+  expect(events.find((e) => e.type === 'decision' && e.data.decisionKind === 'validation')?.data).toMatchObject({ decision: 'guest: invalid', reasoning: 'not a name' });
+
+  fake.script([{ text: '{"guest": "Bo Berg"}' }, { text: '{"valid": true, "reason": "a name"}' }]);
+  const next = await chat('Bo Berg', res.body.sessionId);
+  expect(next.status).toBe(200);
+  expect(next.body.response).toContain('Booked 2 for Bo Berg on 2025-03-15.');
 });
