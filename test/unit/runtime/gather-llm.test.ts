@@ -5,6 +5,7 @@
 import { compileProject, type CompilationOutput, type Json } from '../../../abl';
 import { EXTRACTION_MARKER } from '../../../abl/gather-llm';
 import type { RuntimeCommand, RuntimeEvent } from '../../../abl/runtime';
+import { decideLocalReply } from '../../../providers/llm/local';
 import { Driver, llmText, scripted } from './driver';
 
 type LlmCommand = Extract<RuntimeCommand, { type: 'call_llm' }>;
@@ -241,5 +242,19 @@ describe('LLM-judged validate rules', () => {
     d.start();
     expect(d.send('asdfgh')).toEqual(['Welcome, asdfgh.']);
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('with the offline local model answering', () => {
+  const local = (cmd: LlmCommand): RuntimeEvent =>
+    llmText(cmd.id, decideLocalReply({ messages: cmd.request.messages.map((m) => ({ role: m.role, content: m.content })) }).content);
+
+  it.each([['llm'], ['hybrid']])('STRATEGY %s gathers what the pattern strategy would', (strategy) => {
+    const { d, calls } = session(strategy, local);
+    d.start();
+    expect(d.send('party is 4, day is 2025-03-14')).toEqual(['Your name?']);
+    expect(d.send('Ann Lee')).toEqual(['Booked 4 for Ann Lee on 2025-03-14.']);
+    expect(calls.every((c) => c.purpose === 'extraction')).toBe(true);
+    expect(calls.length).toBe(strategy === 'llm' ? 2 : 1);
   });
 });
