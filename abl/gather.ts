@@ -4,6 +4,9 @@
 import { toRegExp } from './expr/values';
 import type { GatherFieldIR, GatherType, ValidationIR } from './ir';
 
+/** What extraction reads of a field. */
+export type ExtractableField = Pick<GatherFieldIR, 'name' | 'type' | 'required' | 'validate' | 'extraction_hints'>;
+
 export interface GatherValidation {
   ok: boolean;
   value: unknown;
@@ -146,7 +149,7 @@ function checkRule(rule: ValidationIR, value: unknown): string | null {
 
 const TYPE_RANK: Record<GatherType, number> = { email: 1, phone: 2, datetime: 3, date: 4, number: 5, boolean: 6, string: 7 };
 
-function labelRegex(field: GatherFieldIR): RegExp | null {
+function labelRegex(field: ExtractableField): RegExp | null {
   const labels = [field.name.replace(/[_.]/g, ' '), ...field.extraction_hints].map((l) => l.trim()).filter(Boolean);
   if (labels.length === 0) return null;
   const esc = labels.map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\s+/g, '[\\s_-]*'));
@@ -154,7 +157,7 @@ function labelRegex(field: GatherFieldIR): RegExp | null {
 }
 
 /** Finds a candidate value for a field in `text` (already stripped of consumed parts). */
-function candidate(field: GatherFieldIR, text: string): { raw: string; value?: unknown } | null {
+function candidate(field: ExtractableField, text: string): { raw: string; value?: unknown } | null {
   const pattern = field.validate.find((v): v is Extract<ValidationIR, { kind: 'pattern' }> => v.kind === 'pattern');
   if (pattern) {
     const m = searchPattern(pattern.pattern)?.exec(text);
@@ -185,12 +188,12 @@ function candidate(field: GatherFieldIR, text: string): { raw: string; value?: u
  * 2. typed values (email, phone, date, number, pattern, enum) in field order, each match consumed;
  * 3. when nothing else was found, the whole message for the plain string field the agent is expecting.
  */
-export function extractGatherValues(fields: readonly GatherFieldIR[], message: string, opts: ExtractOptions = {}): GatherExtraction {
+export function extractGatherValues(fields: readonly ExtractableField[], message: string, opts: ExtractOptions = {}): GatherExtraction {
   const existing = opts.existing ?? {};
   const out: GatherExtraction = { values: {}, invalid: [] };
   let rest = message.slice(0, 10_000);
   const open = fields.filter((f) => opts.corrections || existing[f.name] === undefined || existing[f.name] === null);
-  const accept = (f: GatherFieldIR, raw: string, value?: unknown): boolean => {
+  const accept = (f: ExtractableField, raw: string, value?: unknown): boolean => {
     const v = validateGatherValue(f, value ?? raw);
     if (v.ok) {
       out.values[f.name] = v.value;
@@ -210,7 +213,7 @@ export function extractGatherValues(fields: readonly GatherFieldIR[], message: s
     if (c && c.raw && after.indexOf(c.raw) <= 2 && accept(f, c.raw, c.value)) rest = rest.replace(m[0], ' ');
   }
   // 2. typed, most specific first so a date's digits are not taken as a number
-  const rank = (f: GatherFieldIR): number =>
+  const rank = (f: ExtractableField): number =>
     f.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum') ? 0 : TYPE_RANK[f.type];
   for (const f of [...open].sort((a, b) => rank(a) - rank(b))) {
     if (Object.hasOwn(out.values, f.name)) continue;

@@ -24,7 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, GATHER_LLM_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -295,6 +295,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),
+        gatherLlm: wf.patched(GATHER_LLM_PATCH),
       },
     );
     const responses: string[] = [];

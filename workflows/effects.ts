@@ -60,6 +60,11 @@ export function failureOf(err: unknown): { kind: string; message: string } {
   return { kind: 'error', message: err instanceof Error ? err.message : String(err) };
 }
 
+const LOCAL_NOTES: Partial<Record<Extract<RuntimeCommand, { type: 'call_llm' }>['purpose'], string>> = {
+  extraction: 'extracted by the offline local model (the deterministic pattern extractor), not a real LLM',
+  validation: 'accepted by the offline local model without judging the rule, not a real LLM',
+};
+
 async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {
   const started = Date.now();
   try {
@@ -76,7 +81,9 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
       latencyMs: result.latencyMs,
       finishReason: result.finishReason,
       estimatedCost: result.estimatedCost,
-      ...(result.provider === 'local' ? { note: 'produced by the offline local model, not a real LLM' } : {}),
+      ...(result.provider === 'local'
+        ? { note: LOCAL_NOTES[command.purpose] ?? 'produced by the offline local model, not a real LLM' }
+        : {}),
     });
     return { type: 'llm_result', commandId: command.id, ok: true, content: result.content, toolCalls: result.toolCalls };
   } catch (err) {

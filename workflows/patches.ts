@@ -21,3 +21,10 @@ export const DIGRESSIONS_PATCH = 'digressions-v1';
  * not have, and its SET/RESPOND change what later turns see.
  */
 export const AGENT_HOOKS_PATCH = 'agent-hooks-v1';
+
+/**
+ * GATHER `STRATEGY: llm|hybrid` in flow steps asks the model (`call_llm`, purpose `extraction`;
+ * `RuntimeOptions.gatherLlm`). Runs recorded before it replay with every strategy as `pattern`:
+ * the history has no extraction call where the new code would make one.
+ */
+export const GATHER_LLM_PATCH = 'gather-llm-v1';

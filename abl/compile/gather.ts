@@ -216,7 +216,8 @@ export function compileStepGather(ctx: CompileContext, node: ValueNode, step: Fi
   };
   return {
     fields: compileListGather(ctx, node, 'this step'),
-    strategy: ctx.oneOf(get('strategy'), ['llm', 'pattern', 'hybrid'] as const, 'STRATEGY') ?? 'hybrid',
+    // Default `pattern`: a step asks a model to extract only when its author writes STRATEGY llm|hybrid.
+    strategy: ctx.oneOf(get('strategy'), ['llm', 'pattern', 'hybrid'] as const, 'STRATEGY') ?? 'pattern',
     corrections: ctx.bool(get('corrections'), 'CORRECTIONS') ?? false,
     complete_when: ctx.expr(get('complete_when'), 'COMPLETE_WHEN'),
   };

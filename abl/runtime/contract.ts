@@ -119,7 +119,7 @@ export interface LlmRequestSpec {
 }
 
 export type RuntimeCommand =
-  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'routing'; request: LlmRequestSpec }
+  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'routing'; request: LlmRequestSpec }
   | { type: 'call_tool'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number; retries: number }
   | {
       type: 'delegate';
@@ -195,4 +195,10 @@ export interface RuntimeOptions {
    * those hooks ran (patch `agent-hooks-v1`).
    */
   agentHooks?: boolean;
+  /**
+   * A flow step's GATHER `STRATEGY: llm|hybrid` asks the model (`call_llm`, purpose `extraction`);
+   * otherwise every strategy is the deterministic pattern one. On unless false; workflows pass
+   * false while replaying runs recorded before it (patch `gather-llm-v1`).
+   */
+  gatherLlm?: boolean;
 }

@@ -21,6 +21,7 @@ import type {
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
 import { actionText, findDigression } from './digressions';
+import { gatherFromMessage, type ExtractionCall } from './gather-llm';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued, parallelEnabled } from './parallel-tools';
 import {
@@ -1119,9 +1120,14 @@ export class Turn {
     const invalid = new Set<string>();
     if (input !== null) {
       const expecting = answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
-      const ex = extractGatherValues(g.fields, input, { existing: th.vars, corrections: g.corrections, expecting });
+      const host = {
+        call: (d: ExtractionCall) => this.effect(d, null),
+        error: (kind: string, msg: string) => this.error(th, kind, msg),
+        decision: (kind: string, what: string, why: string) => this.decision(th, kind, what, why),
+      };
+      const ex = gatherFromMessage(host, this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false);
       for (const [k, v] of Object.entries(ex.values)) this.setVar(th, k, v);
-      for (const bad of ex.invalid) invalid.add(bad.field);
+      for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length;
     }
     const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars);

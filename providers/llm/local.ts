@@ -1,5 +1,7 @@
 // The `local` model: a deterministic, offline stand-in for an LLM so a new user can talk to
-// agents with no API key. It is NOT a language model: it follows three fixed rules (see docs).
+// agents with no API key. It is NOT a language model: it follows fixed rules (see docs), and
+// answers GATHER extraction requests with the same deterministic pattern extractor as `STRATEGY: pattern`.
+import { localExtractionAnswer, localValidationAnswer } from '../../abl/gather-llm';
 import { ProviderError } from './errors';
 import {
   contentText,
@@ -123,10 +125,21 @@ interface LocalDecision {
   finishReason: 'stop' | 'length' | 'tool_calls';
 }
 
-/** The three rules, applied in order: tool result → summary; keyword match → tool call; else a reply. */
+/**
+ * The rules, applied in order: a GATHER extraction request → the pattern extractor's values as
+ * JSON (a validation request → accepted, saying it was not judged); tool result → summary; keyword match → tool call; else a reply.
+ */
 export function decideLocalReply(req: Pick<LlmRequest, 'messages' | 'tools' | 'maxTokens'>): LocalDecision {
   const { messages } = req;
   const last = messages.at(-1);
+
+  // GATHER STRATEGY llm|hybrid (abl/gather-llm.ts): answered with the deterministic pattern extractor;
+  // an LLM-judged validate rule cannot be judged offline, so the value is accepted.
+  const system = messages.find((message) => message.role === 'system');
+  if (system && last?.role === 'user') {
+    const extraction = localExtractionAnswer(contentText(system.content), contentText(last.content)) ?? localValidationAnswer(contentText(system.content));
+    if (extraction !== null) return { content: extraction, toolCalls: [], finishReason: 'stop' };
+  }
 
   if (last?.role === 'tool') {
     const caller = messages

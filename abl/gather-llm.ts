@@ -1,0 +1,170 @@
+// GATHER's `llm` / `hybrid` strategies: the extraction request the interpreter sends as a
+// `call_llm` command (purpose `extraction`), the defensive parser for the model's answer, and the
+// deterministic answer the offline `local` model gives to such a request. Pure; no LLM here.
+//
+// Protocol (docs/runtime-interpreter.md): a strict JSON answer, no tools. The system message starts
+// with EXTRACTION_MARKER and holds a JSON Schema of the wanted fields; the user message is the
+// user's text. The model answers with one JSON object (field → value, fields it cannot find left
+// out). Works with every adapter of the provider layer, including ones without tool calling.
+
+import { extractGatherValues, validateGatherValue, type ExtractableField } from './gather';
+import type { GatherFieldIR, GatherType, Json, ValidationIR } from './ir';
+
+export const EXTRACTION_MARKER = 'ABL-GATHER-EXTRACTION/1';
+/** How much of the user's message is sent for extraction. */
+const MAX_TEXT = 4000;
+
+const FORMAT: Partial<Record<GatherType, string>> = { email: 'email', phone: 'phone', date: 'date', datetime: 'date-time' };
+const TYPE_OF_FORMAT: Record<string, GatherType> = { email: 'email', phone: 'phone', date: 'date', 'date-time': 'datetime' };
+
+/** JSON Schema of the answer: one optional property per field. */
+export function extractionSchema(fields: readonly GatherFieldIR[], expecting: string | null): Record<string, Json> {
+  const properties: Record<string, Json> = {};
+  for (const f of fields) {
+    const p: Record<string, Json> = { type: f.type === 'number' ? 'number' : f.type === 'boolean' ? 'boolean' : 'string' };
+    const format = FORMAT[f.type];
+    if (format) p.format = format;
+    const en = f.validate.find((v): v is Extract<ValidationIR, { kind: 'enum' }> => v.kind === 'enum');
+    if (en) p.enum = [...en.values];
+    const pattern = f.validate.find((v): v is Extract<ValidationIR, { kind: 'pattern' }> => v.kind === 'pattern');
+    if (pattern) p.pattern = pattern.pattern;
+    const rules = llmRules(f);
+    const desc = [f.prompt, rules.length ? `Must satisfy: ${rules.join('; ')}` : null].filter(Boolean).join(' ');
+    if (desc) p.description = desc;
+    if (f.extraction_hints.length) p['x-extraction-hints'] = [...f.extraction_hints];
+    properties[f.name] = p;
+  }
+  return { type: 'object', properties, additionalProperties: false, 'x-expecting': expecting };
+}
+
+/** The system and user messages of an extraction request. */
+export function extractionMessages(fields: readonly GatherFieldIR[], text: string, expecting: string | null): { system: string; user: string } {
+  const system = [
+    EXTRACTION_MARKER,
+    "Extract the values of the fields below from the user's message.",
+    'Answer with ONE JSON object and nothing else (no prose, no code fence): each key is a field name, each value of the',
+    'type the schema gives. Leave out every field the message does not state; never guess.',
+    ...(expecting ? [`The user was just asked for: ${expecting}.`] : []),
+    'Fields (JSON Schema of the answer):',
+    JSON.stringify(extractionSchema(fields, expecting)),
+  ].join('\n');
+  return { system, user: text.slice(0, MAX_TEXT) };
+}
+
+export type ParsedExtraction = { ok: true; values: Record<string, Json> } | { ok: false; error: string };
+
+/**
+ * Reads the model's answer: a JSON object in the content (a code fence or text around it is
+ * tolerated), or the arguments of a tool call when the model chose to answer with one.
+ */
+export function parseExtractionAnswer(content: string, toolCalls: readonly { arguments: string }[] = []): ParsedExtraction {
+  const candidates = [content, ...toolCalls.map((c) => c.arguments)];
+  let lastError = 'empty answer';
+  for (const raw of candidates) {
+    const text = (raw ?? '').trim();
+    if (!text) continue;
+    const start = text.indexOf('{');
+    const end = text.lastIndexOf('}');
+    if (start < 0 || end <= start) {
+      lastError = 'no JSON object in the answer';
+      continue;
+    }
+    try {
+      const v: unknown = JSON.parse(text.slice(start, end + 1));
+      if (v && typeof v === 'object' && !Array.isArray(v)) return { ok: true, values: v as Record<string, Json> };
+      lastError = 'the answer is not a JSON object';
+    } catch (err) {
+      lastError = `bad JSON: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+  return { ok: false, error: lastError };
+}
+
+/**
+ * Coerces and validates the answered values exactly like pattern-extracted ones. Keys that are not
+ * asked-for fields, and null/empty values, are ignored.
+ */
+export function acceptExtracted(fields: readonly GatherFieldIR[], values: Record<string, Json>): { values: Record<string, unknown>; invalid: Array<{ field: string; raw: string; error: string }> } {
+  const out: { values: Record<string, unknown>; invalid: Array<{ field: string; raw: string; error: string }> } = { values: {}, invalid: [] };
+  for (const f of fields) {
+    if (!Object.hasOwn(values, f.name)) continue;
+    const raw = values[f.name];
+    if (raw === null || raw === undefined || raw === '' || typeof raw === 'object') continue;
+    const v = validateGatherValue(f, raw);
+    if (v.ok) out.values[f.name] = v.value;
+    else out.invalid.push({ field: f.name, raw: String(raw), error: v.error ?? 'invalid' });
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ the offline model's answer
+
+function fieldFromSchema(name: string, p: Record<string, unknown>): ExtractableField {
+  const format = typeof p.format === 'string' ? p.format : '';
+  const type: GatherType = TYPE_OF_FORMAT[format] ?? (p.type === 'number' ? 'number' : p.type === 'boolean' ? 'boolean' : 'string');
+  const validate: ValidationIR[] = [];
+  if (Array.isArray(p.enum)) validate.push({ kind: 'enum', values: p.enum.map(String) });
+  if (typeof p.pattern === 'string') validate.push({ kind: 'pattern', pattern: p.pattern });
+  const hints = Array.isArray(p['x-extraction-hints']) ? p['x-extraction-hints'].map(String) : [];
+  return { name, type, required: true, validate, extraction_hints: hints };
+}
+
+/**
+ * The `local` model's answer to an extraction request: the deterministic pattern extractor run on
+ * the user's text, as the JSON object the protocol asks for. Null when `system` is not an
+ * extraction request.
+ */
+export function localExtractionAnswer(system: string, user: string): string | null {
+  if (!system.startsWith(EXTRACTION_MARKER)) return null;
+  const line = system.split('\n').find((l) => l.startsWith('{'));
+  let schema: Record<string, unknown>;
+  try {
+    schema = JSON.parse(line ?? '') as Record<string, unknown>;
+  } catch {
+    return '{}';
+  }
+  const props = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const fields = Object.entries(props).map(([name, p]) => fieldFromSchema(name, p ?? {}));
+  const expecting = typeof schema['x-expecting'] === 'string' ? schema['x-expecting'] : null;
+  const ex = extractGatherValues(fields, user, { expecting });
+  return JSON.stringify(ex.values);
+}
+
+// ------------------------------------------------------------------ LLM-judged validate rules
+
+export const VALIDATION_MARKER = 'ABL-GATHER-VALIDATION/1';
+
+/** A field's validate rules the model judges (any text that is not min/max/enum/email/pattern). */
+export function llmRules(field: Pick<GatherFieldIR, 'validate'>): string[] {
+  return field.validate.filter((v): v is Extract<ValidationIR, { kind: 'llm' }> => v.kind === 'llm').map((v) => v.rule);
+}
+
+/** The system and user messages asking whether `value` satisfies the field's LLM-judged rules. */
+export function validationMessages(field: Pick<GatherFieldIR, 'name' | 'type' | 'validate'>, value: unknown): { system: string; user: string } {
+  const system = [
+    VALIDATION_MARKER,
+    `Judge whether the value the user gave for the field "${field.name}" (type ${field.type}) satisfies every rule below.`,
+    'Answer with ONE JSON object and nothing else: {"valid": true or false, "reason": "<one short sentence>"}.',
+    'Rules:',
+    ...llmRules(field).map((r) => `- ${r}`),
+  ].join('\n');
+  return { system, user: (typeof value === 'string' ? value : JSON.stringify(value) ?? '').slice(0, MAX_TEXT) };
+}
+
+export type ParsedVerdict = { ok: true; valid: boolean; reason: string } | { ok: false; error: string };
+
+/** Reads `{"valid": bool, "reason": string}`; anything else is an error (the caller decides). */
+export function parseValidationAnswer(content: string, toolCalls: readonly { arguments: string }[] = []): ParsedVerdict {
+  const parsed = parseExtractionAnswer(content, toolCalls);
+  if (!parsed.ok) return parsed;
+  const valid = parsed.values.valid;
+  if (typeof valid !== 'boolean') return { ok: false, error: 'the answer has no boolean "valid"' };
+  const reason = typeof parsed.values.reason === 'string' ? parsed.values.reason : '';
+  return { ok: true, valid, reason };
+}
+
+/** The `local` model's verdict: it cannot judge free text, so it accepts, and says so. Null for other requests. */
+export function localValidationAnswer(system: string): string | null {
+  if (!system.startsWith(VALIDATION_MARKER)) return null;
+  return JSON.stringify({ valid: true, reason: 'Accepted without judging: the offline local model cannot judge free-text rules.' });
+}

@@ -1,0 +1,108 @@
+// GATHER STRATEGY: llm through the real API and Temporal, against an OpenAI-compatible model (a
+// fake that speaks the wire protocol): the flow step asks the model for its fields in one
+// extraction call (strict JSON answer, no tools), validates the answer (the LLM-judged rule in a
+// validation call) and goes on.
+import { startFakeOpenAI } from '../../support/fake-openai';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+
+jest.setTimeout(60_000);
+
+type Trace = { type: string; data: Record<string, unknown> };
+type ChatBody = { messages: { role: string; content: string }[]; tools?: unknown[] };
+
+let stack: TestStack;
+let t: SeededTenant;
+let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+let api: ReturnType<typeof client>;
+
+const booker = `AGENT: Booker
+GOAL: "Book a table."
+FLOW:
+  steps: [ask, done]
+  ask:
+    REASONING: false
+    GATHER:
+      - party: required
+        type: number
+        prompt: "How many people?"
+        validate: max(10)
+      - day: required
+        type: date
+        prompt: "Which day?"
+      - guest: required
+        prompt: "Your name?"
+        retry_prompt: "Which name should the booking be under?"
+        validate: looks like a person's name
+    STRATEGY: llm
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Booked {{party}} for {{guest}} on {{day}}."
+    THEN: COMPLETE
+`;
+
+beforeAll(async () => {
+  fake = await startFakeOpenAI({ apiKey: 'sk-gather' });
+  stack = await startTestStack({ worker: true });
+  t = await seedTenant(stack.ctx);
+  api = client(stack.baseUrl);
+  const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Booker', dslContent: booker } });
+  expect(created.status).toBe(201);
+  const version = await api.post(`/api/projects/${t.projectId}/agents/Booker/versions`, { key: t.adminKey, json: {} });
+  expect(version.status).toBe(201);
+  const cred = await api.put(`/api/projects/${t.projectId}/llm-credentials/openai`, { key: t.adminKey, json: { apiKey: 'sk-gather', baseURL: fake.baseURL } });
+  expect([200, 201]).toContain(cred.status);
+  const settings = await api.put(`/api/projects/${t.projectId}/llm-settings`, { key: t.adminKey, json: { defaultModel: 'openai:gpt-4o-mini' } });
+  expect(settings.status).toBe(200);
+});
+afterAll(async () => {
+  await stack.close();
+  await fake.close();
+});
+
+const chat = (message: string, sessionId?: string) =>
+  api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Booker', message, ...(sessionId ? { sessionId } : {}) } });
+
+it('extracts several fields from one message with one extraction call to the model', async () => {
+  const before = fake.requests.length;
+  fake.script([{ text: '{"party": "4", "day": "2025-03-14", "guest": "Ann Lee"}' }, { text: '{"valid": true, "reason": "a name"}' }]);
+  const message = 'A table for four on the 14th of March 2025, under Ann Lee';
+  const res = await chat(message);
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('Booked 4 for Ann Lee on 2025-03-14.');
+
+  // Two requests reached the model: the extraction (schema, the user's text, no tools), then the
+  // judging of guest's rule.
+  expect(fake.requests.length - before).toBe(2);
+  const body = fake.requests[before]!.body as ChatBody;
+  expect(body.tools ?? []).toEqual([]);
+  expect(body.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('ABL-GATHER-EXTRACTION/1') });
+  expect(body.messages[0]!.content).toContain('"party":{"type":"number"');
+  expect(body.messages.at(-1)).toEqual(expect.objectContaining({ role: 'user', content: message }));
+
+  const events: Trace[] = res.body.traceEvents;
+  const calls = events.filter((e) => e.type === 'llm_call');
+  expect(calls.map((e) => [e.data.agent, e.data.purpose, e.data.provider])).toEqual([['Booker', 'extraction', 'openai'], ['Booker', 'validation', 'openai']]);
+  const judge = fake.requests[before + 1]!.body as ChatBody;
+  expect(judge.messages[0]!.content).toContain("- looks like a person's name");
+  expect(judge.messages.at(-1)).toEqual(expect.objectContaining({ role: 'user', content: 'Ann Lee' }));
+  const changes = Object.fromEntries(events.filter((e) => e.type === 'state_change').map((e) => [e.data.variable, e.data.value]));
+  // "4" from the model was coerced like a pattern value.
+  expect(changes).toMatchObject({ party: 4, day: '2025-03-14', guest: 'Ann Lee' });
+});
+
+it('re-asks with the retry prompt when the model judges a value invalid', async () => {
+  fake.script([{ text: '{"party": 2, "day": "2025-03-15", "guest": "the window seat"}' }, { text: '{"valid": false, "reason": "not a name"}' }]);
+  const res = await chat('2 of us on 2025-03-15, the window seat');
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('Which name should the booking be under?');
+  const events: Trace[] = res.body.traceEvents;
+  expect(events.filter((e) => e.type === 'state_change').map((e) => e.data.variable)).toEqual(expect.not.arrayContaining(['guest']));
+  expect(events.find((e) => e.type === 'decision' && e.data.decisionKind === 'validation')?.data).toMatchObject({ decision: 'guest: invalid', reasoning: 'not a name' });
+
+  fake.script([{ text: '{"guest": "Bo Berg"}' }, { text: '{"valid": true, "reason": "a name"}' }]);
+  const next = await chat('Bo Berg', res.body.sessionId);
+  expect(next.status).toBe(200);
+  expect(next.body.response).toContain('Booked 2 for Bo Berg on 2025-03-15.');
+});
