@@ -220,6 +220,12 @@ export interface BranchIR {
 export interface StepGatherIR {
   fields: GatherFieldIR[];
   strategy: 'llm' | 'pattern' | 'hybrid';
+  /**
+   * The step wrote `STRATEGY:` itself. Absent in IR compiled before the default became `pattern`,
+   * where an unwritten strategy was stored as `hybrid`: the runtime treats such a `hybrid` as
+   * `pattern`, so versions saved back then make no extraction calls their authors never asked for.
+   */
+  strategy_authored?: boolean;
   corrections: boolean;
   /** null: all required fields set. */
   complete_when: ExprIR | null;

@@ -218,6 +218,7 @@ export function compileStepGather(ctx: CompileContext, node: ValueNode, step: Fi
     fields: compileListGather(ctx, node, 'this step'),
     // Default `pattern`: a step asks a model to extract only when its author writes STRATEGY llm|hybrid.
     strategy: ctx.oneOf(get('strategy'), ['llm', 'pattern', 'hybrid'] as const, 'STRATEGY') ?? 'pattern',
+    strategy_authored: get('strategy') !== null,
     corrections: ctx.bool(get('corrections'), 'CORRECTIONS') ?? false,
     complete_when: ctx.expr(get('complete_when'), 'COMPLETE_WHEN'),
   };

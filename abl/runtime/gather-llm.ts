@@ -25,6 +25,16 @@ export interface ExtractionHost {
  * value of a field with LLM-judged validate rules is then judged (one `validation` call per value);
  * a value judged invalid is dropped and its field reported invalid (its retry prompt follows).
  */
+/**
+ * The strategy a step runs, or null for `pattern`. A `hybrid` in IR compiled before the default
+ * became `pattern` (no `strategy_authored`) was most likely not written by anyone: pattern.
+ */
+export function effectiveStrategy(g: StepGatherIR): 'llm' | 'hybrid' | null {
+  if (g.strategy === 'llm') return 'llm';
+  if (g.strategy === 'hybrid' && g.strategy_authored === true) return 'hybrid';
+  return null;
+}
+
 export function gatherFromMessage(
   host: ExtractionHost,
   agent: AgentIR,
@@ -34,7 +44,7 @@ export function gatherFromMessage(
   expecting: string | null | undefined,
   llmOn: boolean,
 ): { values: Record<string, unknown>; invalid: string[] } {
-  const llm = llmOn && g.strategy !== 'pattern' ? g.strategy : null;
+  const llm = llmOn ? effectiveStrategy(g) : null;
   const ex = llm === 'llm' ? { values: {}, invalid: [] } : extractGatherValues(g.fields, input, { existing: vars, corrections: g.corrections, expecting });
   const values: Record<string, unknown> = { ...ex.values };
   const invalid = ex.invalid.map((x) => x.field);

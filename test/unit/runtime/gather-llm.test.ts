@@ -258,3 +258,35 @@ describe('with the offline local model answering', () => {
     expect(calls.length).toBe(strategy === 'llm' ? 2 : 1);
   });
 });
+
+describe('versions compiled before the default became pattern', () => {
+  /** The IR such a version stored: an unwritten STRATEGY was saved as `hybrid`, with no `strategy_authored`. */
+  function legacy(strategy: 'hybrid' | 'llm'): CompilationOutput {
+    const compiled = project(strategy);
+    const ask = compiled.agents.Booker!.flow!.steps.ask!;
+    delete ask.gather!.strategy_authored;
+    return compiled;
+  }
+
+  it('runs a stored hybrid as pattern: no extraction call anyone did not write', () => {
+    const calls: LlmCommand[] = [];
+    const d = new Driver(scripted({ llm: (cmd) => (calls.push(cmd), json({ guest: 'Ann' })(cmd)) }), legacy('hybrid'), 1_700_000_000_000);
+    d.start();
+    d.send('4 people');
+    expect(calls).toEqual([]);
+    expect(d.vars().party).toBe(4);
+  });
+
+  it('still honours a stored llm, which only an author could have written', () => {
+    const calls: LlmCommand[] = [];
+    const d = new Driver(scripted({ llm: (cmd) => (calls.push(cmd), json({ party: 4 })(cmd)) }), legacy('llm'), 1_700_000_000_000);
+    d.start();
+    d.send('four of us');
+    expect(calls.map((c) => c.purpose)).toEqual(['extraction']);
+  });
+
+  it('marks a written STRATEGY as authored, and an unwritten one as not', () => {
+    expect(project('hybrid').agents.Booker!.flow!.steps.ask!.gather).toMatchObject({ strategy: 'hybrid', strategy_authored: true });
+    expect(project(null).agents.Booker!.flow!.steps.ask!.gather).toMatchObject({ strategy: 'pattern', strategy_authored: false });
+  });
+});
