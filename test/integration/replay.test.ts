@@ -81,6 +81,12 @@ it('has histories from before and after each patch of the session workflow', () 
   expect(sessions.some((f) => patchIds(f).includes('deferred-projection-v1') && !patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
   expect(sessions.some((f) => patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
   expect(fixtures.some((f) => f.scenario === 'delegation-child' && patchIds(f).includes('rule-checkpoints-v1'))).toBe(true);
+  // Before and after digressions-v1, agent-hooks-v1 and gather-llm-v1 (asked together, sessions and children).
+  for (const patch of ['digressions-v1', 'agent-hooks-v1', 'gather-llm-v1']) {
+    expect(sessions.some((f) => patchIds(f).includes('rule-checkpoints-v1') && !patchIds(f).includes(patch))).toBe(true);
+    expect(sessions.some((f) => patchIds(f).includes(patch))).toBe(true);
+    expect(fixtures.some((f) => f.scenario === 'delegation-child' && patchIds(f).includes(patch))).toBe(true);
+  }
   // Every scenario of the recording script, from every commit recorded in full.
   for (const label of new Set(fixtures.filter((f) => !f.partial).map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(
