@@ -13,6 +13,7 @@ import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
 import { startWorkerProcess } from '../../support/worker-process';
 import { startApiProcess } from '../../support/api-process';
+import { publishAgent } from '../../support/agents';
 
 jest.setTimeout(120_000);
 
@@ -40,10 +41,7 @@ FLOW:
     ON_FAIL:
       RESPOND: "Lookup failed"
 `;
-  const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Slow_Agent', dslContent: source } });
-  expect(created.status).toBe(201);
-  const version = await api.post(`/api/projects/${t.projectId}/agents/Slow_Agent/versions`, { key: t.adminKey, json: {} });
-  expect(version.status).toBe(201);
+  await publishAgent(api, t, 'Slow_Agent', source);
 }
 
 /**

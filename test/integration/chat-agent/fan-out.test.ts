@@ -7,6 +7,7 @@ import { type AddressInfo } from 'node:net';
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { publishAgent, useFakeOpenAI } from '../../support/agents';
 
 jest.setTimeout(60_000);
 
@@ -98,15 +99,9 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   for (const [name, source] of [['Researcher', researcher(port)], ['Writer', writer], ['Fan_Hub', hub(port)]] as const) {
-    const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent: source } });
-    expect(created.status).toBe(201);
-    const version = await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} });
-    expect(version.status).toBe(201);
+    await publishAgent(api, t, name, source);
   }
-  const cred = await api.put(`/api/projects/${t.projectId}/llm-credentials/openai`, { key: t.adminKey, json: { apiKey: 'sk-fan-out', baseURL: fake.baseURL } });
-  expect([200, 201]).toContain(cred.status);
-  const settings = await api.put(`/api/projects/${t.projectId}/llm-settings`, { key: t.adminKey, json: { defaultModel: 'openai:gpt-4o-mini' } });
-  expect(settings.status).toBe(200);
+  await useFakeOpenAI(api, t, fake.baseURL, 'sk-fan-out');
 });
 afterAll(async () => {
   await stack.close();

@@ -5,6 +5,7 @@
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { publishAgent, useFakeOpenAI } from '../../support/agents';
 
 jest.setTimeout(60_000);
 
@@ -47,14 +48,8 @@ beforeAll(async () => {
   stack = await startTestStack({ worker: true });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
-  const created = await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Booker', dslContent: booker } });
-  expect(created.status).toBe(201);
-  const version = await api.post(`/api/projects/${t.projectId}/agents/Booker/versions`, { key: t.adminKey, json: {} });
-  expect(version.status).toBe(201);
-  const cred = await api.put(`/api/projects/${t.projectId}/llm-credentials/openai`, { key: t.adminKey, json: { apiKey: 'sk-gather', baseURL: fake.baseURL } });
-  expect([200, 201]).toContain(cred.status);
-  const settings = await api.put(`/api/projects/${t.projectId}/llm-settings`, { key: t.adminKey, json: { defaultModel: 'openai:gpt-4o-mini' } });
-  expect(settings.status).toBe(200);
+  await publishAgent(api, t, 'Booker', booker);
+  await useFakeOpenAI(api, t, fake.baseURL, 'sk-gather');
 });
 afterAll(async () => {
   await stack.close();

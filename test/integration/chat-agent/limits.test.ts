@@ -3,6 +3,7 @@
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
 
 const stacks: TestStack[] = [];
 afterAll(async () => {
@@ -71,8 +72,7 @@ FLOW:
       - ELSE:
         THEN: echo
 `;
-  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Meta_Agent', dslContent: source } })).status).toBe(201);
-  expect((await api.post(`/api/projects/${t.projectId}/agents/Meta_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  await publishAgent(api, t, 'Meta_Agent', source);
   const first = await chat({ agentId: 'Meta_Agent', message: 'hi', metadata: { plan: 'gold' } });
   expect(first.status).toBe(200);
   expect(first.body.response).toContain('Plan: gold.');
@@ -116,8 +116,7 @@ FLOW:
       - ELSE:
         THEN: show
 `;
-  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Context_Agent', dslContent: source } })).status).toBe(201);
-  expect((await api.post(`/api/projects/${t.projectId}/agents/Context_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  await publishAgent(api, t, 'Context_Agent', source);
   const res = await chat({
     agentId: 'Context_Agent',
     message: 'hi',
@@ -153,8 +152,7 @@ FLOW:
     REASONING: false
     RESPOND: "Done."
 `;
-  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Choice_Agent', dslContent: source } })).status).toBe(201);
-  expect((await api.post(`/api/projects/${t.projectId}/agents/Choice_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  await publishAgent(api, t, 'Choice_Agent', source);
   const first = await chat({ agentId: 'Choice_Agent', message: 'hi' });
   expect(first.status).toBe(200);
   expect(first.body.richContent).toEqual({ markdown: '**Shall I go on?**' });

@@ -5,6 +5,7 @@ import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
+import { publishAgent } from '../../support/agents';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -119,8 +120,7 @@ GUARDRAILS:
 `,
   };
   for (const [name, dslContent] of Object.entries(agents)) {
-    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
-    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+    await publishAgent(api, t, name, dslContent);
   }
   const toolMocks = [{ toolName: 'lookup', response: { answer: 'mocked' } }];
 
@@ -186,8 +186,7 @@ FLOW:
     ON_SUCCESS:
       RESPOND: "Found {{found.answer}}."
 `;
-  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Mail_Lookup', dslContent } })).status).toBe(201);
-  expect((await api.post(`/api/projects/${t.projectId}/agents/Mail_Lookup/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  await publishAgent(api, t, 'Mail_Lookup', dslContent);
   const toolMocks = [{ toolName: 'lookup', response: { answer: 'write to ann@example.com' } }];
 
   const res = await chat({ agentId: 'Mail_Lookup', message: 'Ann', testContext: { toolMocks } });
@@ -254,8 +253,7 @@ FLOW:
 `,
   };
   for (const [name, dslContent] of Object.entries(agents)) {
-    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
-    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+    await publishAgent(api, t, name, dslContent);
   }
   const digressions = (events: Trace[]) => events.filter((e) => e.type === 'decision' && e.data.decisionKind === 'digression').map((e) => e.data);
 
@@ -323,8 +321,7 @@ HANDOFF:
 `,
   };
   for (const [name, dslContent] of Object.entries(agents)) {
-    expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name, dslContent } })).status).toBe(201);
-    expect((await api.post(`/api/projects/${t.projectId}/agents/${name}/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+    await publishAgent(api, t, name, dslContent);
   }
 
   const res = await chat({ agentId: 'Hook_Hub', message: 'open the vault', metadata: { intent: 'vault' } });

@@ -6,6 +6,7 @@ import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
+import { useFakeOpenAI } from '../../support/agents';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -18,10 +19,7 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
   api = client(stack.baseUrl);
-  const cred = await api.put(`/api/projects/${t.projectId}/llm-credentials/openai`, { key: t.adminKey, json: { apiKey: 'sk-project-key', baseURL: fake.baseURL } });
-  expect([200, 201]).toContain(cred.status);
-  const settings = await api.put(`/api/projects/${t.projectId}/llm-settings`, { key: t.adminKey, json: { defaultModel: 'openai:gpt-4o-mini' } });
-  expect(settings.status).toBe(200);
+  await useFakeOpenAI(api, t, fake.baseURL, 'sk-project-key');
 });
 afterAll(async () => {
   await stack.close();

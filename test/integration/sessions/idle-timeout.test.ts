@@ -10,6 +10,7 @@ import { type AddressInfo } from 'node:net';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { createAgent } from './fixtures';
+import { publishAgent } from '../../support/agents';
 
 jest.setTimeout(45_000);
 
@@ -65,8 +66,7 @@ FLOW:
       - ELSE:
         THEN: more
 `;
-  expect((await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Slow_Agent', dslContent: slow } })).status).toBe(201);
-  expect((await api.post(`/api/projects/${t.projectId}/agents/Slow_Agent/versions`, { key: t.adminKey, json: {} })).status).toBe(201);
+  await publishAgent(api, t, 'Slow_Agent', slow);
 });
 afterAll(async () => {
   await stack.close();
