@@ -83,18 +83,7 @@ export function llmExtract(
   expecting: string | null,
 ): ReturnType<typeof acceptExtracted> {
   const { system, user } = extractionMessages(fields, text, expecting && fields.some((f) => f.name === expecting) ? expecting : null);
-  const ev = host.call({
-    type: 'call_llm',
-    agent: agent.metadata.name,
-    purpose: 'extraction',
-    request: {
-      model: agent.execution.model,
-      tier: 'fast',
-      temperature: 0,
-      messages: [{ role: 'system', content: system }, { role: 'user', content: user }],
-      tools: [],
-    },
-  });
+  const ev = askModel(host, agent, 'extraction', system, user);
   const none = { values: {}, invalid: [] };
   if (ev.type !== 'llm_result' || !ev.ok) {
     host.error('extraction_error', `Extraction call failed: ${ev.type === 'llm_result' && !ev.ok ? ev.error.message : `unexpected ${ev.type}`}`);
@@ -108,17 +97,12 @@ export function llmExtract(
   return acceptExtracted(fields, parsed.values);
 }
 
-/**
- * Asks the model whether `value` satisfies the field's LLM-judged validate rules. Null when the
- * call failed or its answer was unreadable (an `llm_validation_error` trace event): the value is
- * then accepted, since a broken judge must not make the field impossible to fill.
- */
-export function llmJudge(host: ExtractionHost, agent: AgentIR, field: GatherFieldIR, value: unknown): { valid: boolean; reason: string } | null {
-  const { system, user } = validationMessages(field, value);
-  const ev = host.call({
+/** One deterministic (temperature 0, no tools) call of the agent's model for GATHER's own purposes. */
+function askModel(host: ExtractionHost, agent: AgentIR, purpose: 'extraction' | 'validation', system: string, user: string) {
+  return host.call({
     type: 'call_llm',
     agent: agent.metadata.name,
-    purpose: 'validation',
+    purpose,
     request: {
       model: agent.execution.model,
       tier: 'fast',
@@ -127,6 +111,16 @@ export function llmJudge(host: ExtractionHost, agent: AgentIR, field: GatherFiel
       tools: [],
     },
   });
+}
+
+/**
+ * Asks the model whether `value` satisfies the field's LLM-judged validate rules. Null when the
+ * call failed or its answer was unreadable (an `llm_validation_error` trace event): the value is
+ * then accepted, since a broken judge must not make the field impossible to fill.
+ */
+export function llmJudge(host: ExtractionHost, agent: AgentIR, field: GatherFieldIR, value: unknown): { valid: boolean; reason: string } | null {
+  const { system, user } = validationMessages(field, value);
+  const ev = askModel(host, agent, 'validation', system, user);
   if (ev.type !== 'llm_result' || !ev.ok) {
     host.error('llm_validation_error', `Validation call for ${field.name} failed: ${ev.type === 'llm_result' && !ev.ok ? ev.error.message : `unexpected ${ev.type}`}; value accepted`);
     return null;
