@@ -798,7 +798,7 @@ export class Turn {
     if (out.ok && (out.value === null || out.value === '')) out = { ok: false, error: { kind: 'tool_error', message: `${tool.name} returned an empty result` } };
     if (out.ok) {
       const seen = this.guardTool(th, 'tool_output', tool, out.value);
-      const changed = 'blocked' in seen || JSON.stringify(seen.value) !== JSON.stringify(out.value);
+      const changed = 'blocked' in seen || (seen.value !== out.value && JSON.stringify(seen.value) !== JSON.stringify(out.value));
       // The workflow recorded the raw result in its tool_result event: have it keep only this.
       if (changed && ev.type === 'tool_result') {
         this.trace.push({ type: 'tool_output_guarded', data: { commandId: ev.commandId, output: 'blocked' in seen ? null : seen.value, blocked: 'blocked' in seen } });
