@@ -65,7 +65,8 @@ export function gatherFromMessage(
 /**
  * Judges each of `values` whose field has LLM-judged validate rules (one `validation` call per
  * value, a `validation` decision per verdict). A value judged invalid is dropped and its field
- * listed in `invalid`; a broken judge accepts the value (see llmJudge).
+ * listed in `invalid`; a broken judge accepts the value (see llmJudge). Used by step GATHER and by
+ * an agent's top-level GATHER.
  */
 export function judgeValues(
   host: ExtractionHost,
