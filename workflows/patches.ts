@@ -24,7 +24,8 @@ export const AGENT_HOOKS_PATCH = 'agent-hooks-v1';
 
 /**
  * GATHER `STRATEGY: llm|hybrid` in flow steps asks the model (`call_llm`, purpose `extraction`;
- * `RuntimeOptions.gatherLlm`). Runs recorded before it replay with every strategy as `pattern`:
- * the history has no extraction call where the new code would make one.
+ * `RuntimeOptions.gatherLlm`), and LLM-judged validate rules of step and top-level GATHER fields
+ * are judged (purpose `validation`). Runs recorded before it replay with every strategy as
+ * `pattern` and those rules ignored: the history has no such call where the new code would make one.
  */
 export const GATHER_LLM_PATCH = 'gather-llm-v1';

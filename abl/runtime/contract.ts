@@ -196,9 +196,11 @@ export interface RuntimeOptions {
    */
   agentHooks?: boolean;
   /**
-   * A flow step's GATHER `STRATEGY: llm|hybrid` asks the model (`call_llm`, purpose `extraction`);
-   * otherwise every strategy is the deterministic pattern one. On unless false; workflows pass
-   * false while replaying runs recorded before it (patch `gather-llm-v1`).
+   * A flow step's GATHER `STRATEGY: llm|hybrid` asks the model (`call_llm`, purpose `extraction`),
+   * and LLM-judged validate rules of step and top-level GATHER fields are judged (purpose
+   * `validation`); otherwise every strategy is the deterministic pattern one and those rules are
+   * ignored. On unless false; workflows pass false while replaying runs recorded before it (patch
+   * `gather-llm-v1`).
    */
   gatherLlm?: boolean;
 }

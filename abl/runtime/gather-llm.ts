@@ -19,13 +19,6 @@ export interface ExtractionHost {
 }
 
 /**
- * A step GATHER's values from one user message. `pattern` (or `llmOn` false: runs recorded before
- * gather-llm-v1): the deterministic extractor only. `llm`: one extraction call for the open fields.
- * `hybrid`: the extractor, then one extraction call for the fields it left open. With `llmOn`, each
- * value of a field with LLM-judged validate rules is then judged (one `validation` call per value);
- * a value judged invalid is dropped and its field reported invalid (its retry prompt follows).
- */
-/**
  * The strategy a step runs, or null for `pattern`. A `hybrid` in IR compiled before the default
  * became `pattern` (no `strategy_authored`) was most likely not written by anyone: pattern.
  */
@@ -35,6 +28,13 @@ export function effectiveStrategy(g: StepGatherIR): 'llm' | 'hybrid' | null {
   return null;
 }
 
+/**
+ * A step GATHER's values from one user message. `pattern` (or `llmOn` false: runs recorded before
+ * gather-llm-v1): the deterministic extractor only. `llm`: one extraction call for the open fields.
+ * `hybrid`: the extractor, then one extraction call for the fields it left open. With `llmOn`, each
+ * value of a field with LLM-judged validate rules is then judged (one `validation` call per value);
+ * a value judged invalid is dropped and its field reported invalid (its retry prompt follows).
+ */
 export function gatherFromMessage(
   host: ExtractionHost,
   agent: AgentIR,
@@ -57,18 +57,35 @@ export function gatherFromMessage(
       invalid.push(...got.invalid.map((x) => x.field));
     }
   }
-  if (llmOn) {
-    for (const f of g.fields) {
-      if (!Object.hasOwn(values, f.name) || llmRules(f).length === 0) continue;
-      const verdict = llmJudge(host, agent, f, values[f.name]);
-      if (!verdict) continue;
-      host.decision('validation', `${f.name}: ${verdict.valid ? 'valid' : 'invalid'}`, verdict.reason);
-      if (verdict.valid) continue;
-      delete values[f.name];
-      invalid.push(f.name);
-    }
+  if (!llmOn) return { values, invalid };
+  const judged = judgeValues(host, agent, g.fields, values);
+  return { values: judged.values, invalid: [...invalid, ...judged.invalid] };
+}
+
+/**
+ * Judges each of `values` whose field has LLM-judged validate rules (one `validation` call per
+ * value, a `validation` decision per verdict). A value judged invalid is dropped and its field
+ * listed in `invalid`; a broken judge accepts the value (see llmJudge). Used by step GATHER and by
+ * an agent's top-level GATHER.
+ */
+export function judgeValues(
+  host: ExtractionHost,
+  agent: AgentIR,
+  fields: readonly GatherFieldIR[],
+  values: Readonly<Record<string, unknown>>,
+): { values: Record<string, unknown>; invalid: string[] } {
+  const kept: Record<string, unknown> = { ...values };
+  const invalid: string[] = [];
+  for (const f of fields) {
+    if (!Object.hasOwn(kept, f.name) || llmRules(f).length === 0) continue;
+    const verdict = llmJudge(host, agent, f, kept[f.name]);
+    if (!verdict) continue;
+    host.decision('validation', `${f.name}: ${verdict.valid ? 'valid' : 'invalid'}`, verdict.reason);
+    if (verdict.valid) continue;
+    delete kept[f.name];
+    invalid.push(f.name);
   }
-  return { values, invalid };
+  return { values: kept, invalid };
 }
 
 /**

@@ -21,7 +21,7 @@ import type {
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
 import { actionText, findDigression } from './digressions';
-import { gatherFromMessage, type ExtractionCall } from './gather-llm';
+import { gatherFromMessage, judgeValues, type ExtractionCall, type ExtractionHost } from './gather-llm';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued, parallelEnabled } from './parallel-tools';
 import {
@@ -446,9 +446,21 @@ export class Turn {
     if (agent.gather.length === 0) return;
     const asked = agent.gather.some((f) => f.name === th.askedField) ? th.askedField ?? null : null;
     const ex = extractGatherValues(agent.gather, input, { existing: th.vars, expecting: asked });
-    for (const [k, v] of Object.entries(ex.values)) this.setVar(th, k, v);
     for (const bad of ex.invalid) this.invalidFields.add(bad.field);
-    if (asked && Object.hasOwn(ex.values, asked)) th.askedField = null;
+    // LLM-judged validate rules, as in a step GATHER: a value judged invalid is a failed validation.
+    const judged = this.options.gatherLlm !== false ? judgeValues(this.gatherHost(th), agent, agent.gather, ex.values) : { values: ex.values, invalid: [] };
+    for (const bad of judged.invalid) this.invalidFields.add(bad);
+    for (const [k, v] of Object.entries(judged.values)) this.setVar(th, k, v);
+    if (asked && Object.hasOwn(judged.values, asked)) th.askedField = null;
+  }
+
+  /** What the GATHER LLM calls need of the turn: journalled effects and trace drafts. */
+  private gatherHost(th: ThreadState): ExtractionHost {
+    return {
+      call: (d: ExtractionCall) => this.effect(d, null),
+      error: (kind: string, msg: string) => this.error(th, kind, msg),
+      decision: (kind: string, what: string, why: string) => this.decision(th, kind, what, why),
+    };
   }
 
   /** Reasoning agents ask for missing top-level GATHER fields deterministically. True when it asked. */
@@ -1120,12 +1132,7 @@ export class Turn {
     const invalid = new Set<string>();
     if (input !== null) {
       const expecting = answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
-      const host = {
-        call: (d: ExtractionCall) => this.effect(d, null),
-        error: (kind: string, msg: string) => this.error(th, kind, msg),
-        decision: (kind: string, what: string, why: string) => this.decision(th, kind, what, why),
-      };
-      const ex = gatherFromMessage(host, this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false);
+      const ex = gatherFromMessage(this.gatherHost(th), this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false);
       for (const [k, v] of Object.entries(ex.values)) this.setVar(th, k, v);
       for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length;

@@ -1,6 +1,7 @@
 // GATHER `STRATEGY: llm|hybrid` in a flow step: one `call_llm` (purpose `extraction`) for the
 // open fields, the answer parsed defensively and validated like pattern values, and that
-// `gatherLlm: false` (runs recorded before patch gather-llm-v1) keeps the pattern path.
+// `gatherLlm: false` (runs recorded before patch gather-llm-v1) keeps the pattern path; LLM-judged
+// validate rules (purpose `validation`) of a step GATHER and of an agent's top-level GATHER.
 
 import { compileProject, type CompilationOutput, type Json } from '../../../abl';
 import { EXTRACTION_MARKER } from '../../../abl/gather-llm';
@@ -242,6 +243,76 @@ describe('LLM-judged validate rules', () => {
     d.start();
     expect(d.send('asdfgh')).toEqual(['Welcome, asdfgh.']);
     expect(calls).toHaveLength(0);
+  });
+});
+
+const topJudged = `AGENT: Petter
+GOAL: "Talk about the user's pet."
+GATHER:
+  pet:
+    prompt: "Name your pet?"
+    retry_prompt: "That name won't do. Another one?"
+    validate: sounds like a real pet name
+`;
+
+/**
+ * A reasoning agent with a top-level GATHER field whose rule the model judges (asked for on the
+ * first message, not at start); reasoning calls answer with text.
+ */
+function petter(judge: (cmd: LlmCommand) => RuntimeEvent, gatherLlm?: boolean): { d: Driver; calls: LlmCommand[] } {
+  const compiled = compileProject([{ path: 'agents/Petter.agent.abl', content: topJudged }]);
+  expect(compiled.diagnostics.filter((x) => x.severity === 'error')).toEqual([]);
+  const calls: LlmCommand[] = [];
+  const d = new Driver(
+    scripted({ llm: (cmd) => (calls.push(cmd), cmd.purpose === 'validation' ? judge(cmd) : llmText(cmd.id, 'Lovely pet.')) }),
+    { ...compiled, entry_agent: 'Petter' },
+    1_700_000_000_000,
+    gatherLlm === undefined ? {} : { gatherLlm },
+  );
+  return { d, calls };
+}
+
+describe('LLM-judged validate rules of a top-level (agent) GATHER', () => {
+  it('judges the value (purpose validation) and stores a valid one', () => {
+    const { d, calls } = petter(verdict(true, 'a fine pet name'));
+    d.start();
+    expect(d.send('hello')).toEqual(['Name your pet?']);
+    expect(d.send('Biscuit')).toEqual(['Lovely pet.']);
+    expect(d.vars().pet).toBe('Biscuit');
+    expect(calls.map((c) => c.purpose)).toEqual(['validation', 'reasoning']);
+    const cmd = calls[0] as LlmCommand;
+    expect(cmd.agent).toBe('Petter');
+    expect(cmd.request.messages[0]?.content).toContain('- sounds like a real pet name');
+    expect(cmd.request.messages[1]).toEqual({ role: 'user', content: 'Biscuit' });
+    expect(d.traceOf('decision')).toContainEqual(expect.objectContaining({ decisionKind: 'validation', decision: 'pet: valid', reasoning: 'a fine pet name' }));
+  });
+
+  it('an invalid verdict leaves the field unset and asks again with the retry prompt', () => {
+    const { d, calls } = petter(verdict(false, 'not a name'));
+    d.start();
+    d.send('hello');
+    expect(d.send('asdfgh')).toEqual(["That name won't do. Another one?"]);
+    expect(d.vars()).not.toHaveProperty('pet');
+    expect(calls.map((c) => c.purpose)).toEqual(['validation']);
+    expect(d.traceOf('decision')).toContainEqual(expect.objectContaining({ decisionKind: 'validation', decision: 'pet: invalid', reasoning: 'not a name' }));
+  });
+
+  it('a broken judge accepts the value and records an llm_validation_error', () => {
+    const { d } = petter((cmd) => ({ type: 'llm_result', commandId: cmd.id, ok: false, error: { kind: 'timeout', message: 'timed out' } }));
+    d.start();
+    d.send('hello');
+    expect(d.send('Rex')).toEqual(['Lovely pet.']);
+    expect(d.vars().pet).toBe('Rex');
+    expect(d.traceOf('error')).toEqual([expect.objectContaining({ agent: 'Petter', kind: 'llm_validation_error', message: expect.stringContaining('timed out') })]);
+  });
+
+  it('with gatherLlm: false the rule is not judged and the value is kept', () => {
+    const { d, calls } = petter(verdict(false), false);
+    d.start();
+    d.send('hello');
+    expect(d.send('asdfgh')).toEqual(['Lovely pet.']);
+    expect(d.vars().pet).toBe('asdfgh');
+    expect(calls.map((c) => c.purpose)).toEqual(['reasoning']);
   });
 });
 
