@@ -1,6 +1,7 @@
 // Per-tenant request-rate limiting with counters in MongoDB, shared by API replicas.
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
+import { inFreshWindow } from '../support/rate-window';
 
 let replicaA: TestStack;
 let replicaB: TestStack;
@@ -9,15 +10,8 @@ let other: SeededTenant;
 
 let roomy: TestStack;
 
-/**
- * The counters are clock-aligned 60 s windows, and a window that ends mid-test hands out a fresh
- * budget (by design): start each test with at least 5 s of its window left.
- */
-async function freshWindow(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 5_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
-}
-beforeEach(freshWindow);
+// Each test counts up to a limit inside one 60 s window.
+beforeEach(() => inFreshWindow());
 
 beforeAll(async () => {
   roomy = await startTestStack({ env: { RATE_LIMIT_REQUESTS: '30', RATE_LIMIT_WINDOW_SECONDS: '60' } });

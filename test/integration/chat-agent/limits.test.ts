@@ -4,6 +4,7 @@ import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
+import { inFreshWindow } from '../../support/rate-window';
 
 const stacks: TestStack[] = [];
 afterAll(async () => {
@@ -29,6 +30,7 @@ it('answers 503 runtime not configured when no model resolves, and starts nothin
 });
 
 it('limits messages per session per minute with a 429 carrying retryAfterMs', async () => {
+  await inFreshWindow();
   const { chat } = await setup({ SESSION_MESSAGES_PER_MINUTE: '2' });
   const first = await chat({ message: 'hello' });
   const sessionId = first.body.sessionId;

@@ -9,6 +9,7 @@ import { sessionWorkflowId } from '../../../api/sessions/workflow-client';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
+import { inFreshWindow } from '../../support/rate-window';
 
 const BUDGET = 4;
 
@@ -49,6 +50,7 @@ async function charged(sessionId: string): Promise<number> {
 }
 
 it('answers 409 for a session ended elsewhere, and hands every refused message its charge back', async () => {
+  await inFreshWindow();
   const sessionId = await runningSession();
   await temporal.workflow.getHandle(sessionWorkflowId(sessionId)).signal(endSignal, { reason: 'ended by another replica' });
   await temporal.workflow.getHandle(sessionWorkflowId(sessionId)).result();

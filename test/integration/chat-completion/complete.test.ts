@@ -6,6 +6,7 @@ import { startFakeAnthropic } from '../../support/fake-anthropic';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { openStream } from './sse-client';
+import { inFreshWindow } from '../../support/rate-window';
 
 const OPENAI_KEY = 'sk-openai-complete-SECRET-7f3a9c';
 const ANTHROPIC_KEY = 'sk-ant-complete-SECRET-41be07';
@@ -206,6 +207,7 @@ describe('tenancy and permissions', () => {
 
 describe('session message rate limit', () => {
   it('allows SESSION_MESSAGES_PER_MINUTE messages per session, then 429 with retryAfterMs and headers', async () => {
+    await inFreshWindow();
     const body = { projectId: acme.projectId, messages, sessionId: 'sess-limit-1' };
     for (let i = 0; i < 3; i += 1) expect((await complete(body)).status).toBe(200);
     const limited = await complete(body);

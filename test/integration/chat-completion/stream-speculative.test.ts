@@ -9,6 +9,7 @@ import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '.
 import { createApiKey } from '../../../api/tenancy/service';
 import { eventNames, openStream, type StreamResult } from './sse-client';
 import { eventually } from '../../support/eventually';
+import { inFreshWindow } from '../../support/rate-window';
 
 const OPENAI_KEY = 'sk-openai-speculative-test-0003';
 // Per tenant and window; each test seeds its own tenant. A tenant spends one request on its
@@ -39,11 +40,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const userMessage = [{ role: 'user', content: 'Hello there' }];
 
 /** Rate-limit windows are aligned to the clock: start a test that counts early in one. */
-async function startOfWindow(windowMs: number): Promise<void> {
-  const left = windowMs - (Date.now() % windowMs);
-  if (left < 8000) await sleep(left + 50);
-}
-
 interface Caller {
   tenant: SeededTenant;
   key: string;
@@ -153,7 +149,7 @@ it('answers 403 with no output when a remembered key lost session:execute', asyn
 });
 
 it('answers 429 with no output when the tenant is over its limit, and starts nothing once it is known to be', async () => {
-  await startOfWindow(3600_000);
+  await inFreshWindow(3600_000, 8000);
   const caller = await warmCaller();
   // The credential and the warm-up spent two requests of the budget.
   for (let i = 2; i < TENANT_BUDGET; i++) expect(eventNames(await caller.stream()).at(-1)).toBe('complete');
@@ -173,7 +169,7 @@ it('answers 429 with no output when the tenant is over its limit, and starts not
 });
 
 it("answers 429 with no output when the session's message budget is spent", async () => {
-  await startOfWindow(60_000);
+  await inFreshWindow(60_000, 8000);
   const caller = await warmCaller();
   for (let i = 0; i < SESSION_BUDGET; i++) expect(eventNames(await caller.stream({ sessionId: 'chatty' })).at(-1)).toBe('complete');
   openai.reset();
