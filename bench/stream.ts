@@ -1,5 +1,7 @@
-// Time to first token through POST /api/v1/chat/stream versus straight to the upstream, and the
-// added latency per streamed event. Prints figures; asserts nothing.
+// Time to first token through POST /api/v1/chat/stream versus straight to the upstream (and
+// through a Node process that only forwards: one extra hop's floor), split into the way to the
+// upstream and the way back, and the added latency per streamed event. Prints figures; asserts
+// nothing.
 //   node --import tsx bench/stream.ts [--iterations 200] [--events 200] [--limiter mongo|memory] [--api process|inline] [--upstream-delay 20]
 // Starts its own pieces: FerretDB in a temp dir, the API (Temporal is connected lazily and not
 // needed here) and the fake OpenAI-compatible server from test/support as the upstream. The API
@@ -38,6 +40,9 @@ const fmt = (label: string, s: ReturnType<typeof stats>, unit = 'ms', digits = 2
   `${label.padEnd(44)} n=${s.n}  p50 ${s.p50.toFixed(digits)} ${unit}  p95 ${s.p95.toFixed(digits)} ${unit}  p99 ${s.p99.toFixed(digits)} ${unit}`;
 
 interface Timing {
+  /** performance.now() when the request was sent and when its first text delta arrived. */
+  startedAt: number;
+  firstAt: number;
   /** ms from sending the request to the first text delta. */
   ttft: number;
   /** ms from the first to the last text delta. */
@@ -61,7 +66,7 @@ async function timeSse(res: Response, started: number, isDelta: (event: string |
   });
   const decoder = new TextDecoder();
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-  return { ttft: first - started, tail: last - first, deltas };
+  return { startedAt: started, firstAt: first, ttft: first - started, tail: last - first, deltas };
 }
 
 type RunningApi = { baseUrl: string; pid?: number; stop: () => Promise<void> };
@@ -93,6 +98,21 @@ async function spawnApi(env: Record<string, string>): Promise<RunningApi> {
   return { baseUrl, pid: child.pid, stop: () => proc.stop() };
 }
 
+/** bench/support/pass-through-proxy.ts as its own process, forwarding to `upstreamUrl`. */
+async function spawnPassThroughProxy(upstreamUrl: string): Promise<RunningApi> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/support/pass-through-proxy.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`pass-through proxy exited with ${String(code)}`)));
+  });
+  const proc: ManagedProcess = manage('pass-through proxy', child);
+  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => proc.stop() };
+}
+
 async function main() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-stream-'));
   const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
@@ -111,7 +131,8 @@ async function main() {
   const ctx = await buildAppContext(loadConfig(env), createLogger({ level: 'silent' }));
   const api = values.api === 'inline' ? await serveInline(ctx) : await spawnApi(env);
   const { baseUrl, stop: stopApi } = api;
-  const cpu = new CpuMeter({ api: api.pid, mongo: ferret.process.child.pid });
+  const proxy = await spawnPassThroughProxy(fake.baseURL);
+  const cpu = new CpuMeter({ api: api.pid, mongo: ferret.process.child.pid, proxy: proxy.pid });
 
   const tenant = await createTenant(ctx.models, { name: 'bench' });
   const project = await createProject(ctx.models, tenant._id, { name: 'Bench' });
@@ -127,15 +148,18 @@ async function main() {
   const longReply = { text: Array.from({ length: EVENTS }, (_, i) => `w${i}`).join(' ') };
 
   // 1. Raw HTTP straight to the fake: the floor.
-  const rawDirect = async (): Promise<Timing> => {
+  const rawTo = (baseURL: string) => async (): Promise<Timing> => {
     const started = performance.now();
-    const res = await fetch(`${fake.baseURL}/chat/completions`, {
+    const res = await fetch(`${baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: 'Bearer sk-bench', 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'gpt-4o-mini', messages, stream: true, stream_options: { include_usage: true } }),
     });
     return timeSse(res, started, (_event, data) => data !== '[DONE]' && Boolean((JSON.parse(data) as { choices?: { delta?: { content?: string } }[] }).choices?.[0]?.delta?.content));
   };
+  const rawDirect = rawTo(fake.baseURL);
+  // 1b. The same through a Node process that forwards and checks nothing: one extra hop's floor.
+  const rawViaProxy = rawTo(proxy.baseUrl);
   // 2. The provider layer (real openai SDK) straight to the fake: what the API itself runs.
   const provider = createLlmProvider({ provider: 'openai', apiKey: 'sk-bench', baseURL: fake.baseURL });
   const sdkDirect = async (): Promise<Timing> => {
@@ -150,7 +174,7 @@ async function main() {
       last = now;
       deltas += 1;
     }
-    return { ttft: first - started, tail: last - first, deltas };
+    return { startedAt: started, firstAt: first, ttft: first - started, tail: last - first, deltas };
   };
   // 3. Through the API: auth, rate limit, project + settings + credential lookups, SSE relay.
   const viaApi = async (): Promise<Timing> => {
@@ -161,6 +185,16 @@ async function main() {
       body: JSON.stringify({ projectId: project._id, messages, modelId: 'gpt-4o-mini' }),
     });
     return timeSse(res, started, (event) => event === 'text_delta');
+  };
+
+  /**
+   * The way to the upstream (sending the request until the fake has read it) and the way back
+   * (the fake starting its answer until the first delta is parsed), from the fake's own clock,
+   * which is this process's: what the API adds before the provider is called and after it answers.
+   */
+  const legsOfLastCall = (timing: Timing) => {
+    const call = fake.requests.at(-1)!;
+    return { to: call.receivedAt - timing.startedAt, back: timing.firstAt - (call.respondedAt ?? Number.NaN) };
   };
 
   const run = async (label: string, fn: () => Promise<Timing>, reply: FakeReply, iterations: number) => {
@@ -180,7 +214,7 @@ async function main() {
    */
   const interleaved = async (paths: ReadonlyArray<readonly [string, () => Promise<Timing>]>, reply: FakeReply, iterations: number) => {
     fake.reset();
-    const results = paths.map(([label]) => ({ label, samples: [] as Timing[], cpu: {} as CpuSnapshot }));
+    const results = paths.map(([label]) => ({ label, samples: [] as Timing[], legs: [] as { to: number; back: number }[], cpu: {} as CpuSnapshot }));
     for (let i = 0; i < WARMUP + iterations; i += 1) {
       for (let k = 0; k < paths.length; k += 1) {
         const index = (i + k) % paths.length;
@@ -190,6 +224,7 @@ async function main() {
         if (i < WARMUP) continue;
         CpuMeter.accumulate(results[index]!.cpu, before, cpu.snapshot());
         results[index]!.samples.push(timing);
+        results[index]!.legs.push(legsOfLastCall(timing));
       }
     }
     return results;
@@ -200,20 +235,23 @@ async function main() {
   const ttft = await interleaved(
     [
       ['raw HTTP -> fake upstream', rawDirect],
+      ['raw HTTP -> pass-through proxy -> fake', rawViaProxy],
       ['provider layer (openai SDK) -> fake upstream', sdkDirect],
       ['POST /api/v1/chat/stream -> fake upstream', viaApi],
     ],
     shortReply,
     ITERATIONS,
   );
+  const legsLine = (legs: { to: number; back: number }[]) =>
+    `${''.padEnd(44)} p50 of the way there ${stats(legs.map((l) => l.to)).p50.toFixed(2)} ms, of the way back ${stats(legs.map((l) => l.back)).p50.toFixed(2)} ms`;
   for (const result of ttft) {
     console.log(fmt(result.label, stats(result.samples.map((s) => s.ttft))));
+    console.log(legsLine(result.legs));
     console.log(`${''.padEnd(44)} CPU per call (ms): ${CpuMeter.perOp({}, result.cpu, ITERATIONS)}`);
   }
-  const sdkP50 = stats(ttft[1]!.samples.map((s) => s.ttft)).p50;
-  const apiP50 = stats(ttft[2]!.samples.map((s) => s.ttft)).p50;
-  const rawP50 = stats(ttft[0]!.samples.map((s) => s.ttft)).p50;
+  const [rawP50, proxyP50, sdkP50, apiP50] = ttft.map((result) => stats(result.samples.map((s) => s.ttft)).p50) as [number, number, number, number];
   console.log(`API adds ${(apiP50 - sdkP50).toFixed(2)} ms at p50 over the provider layer alone (${(apiP50 - rawP50).toFixed(2)} ms over raw HTTP)`);
+  console.log(`A process that only forwards adds ${(proxyP50 - rawP50).toFixed(2)} ms at p50 over raw HTTP: one extra hop's floor on this machine`);
 
   // A real provider takes 100s of ms to its first token; the API's own checks (the key read
   // above all) run while it thinks. With a small first-token delay the comparison shows what
@@ -231,7 +269,9 @@ async function main() {
   const slowSdkStats = stats(slowSdk!.samples.map((s) => s.ttft));
   const slowApiStats = stats(slowApi!.samples.map((s) => s.ttft));
   console.log(fmt(slowSdk!.label, slowSdkStats));
+  console.log(legsLine(slowSdk!.legs));
   console.log(fmt(slowApi!.label, slowApiStats));
+  console.log(legsLine(slowApi!.legs));
   console.log(`API adds ${(slowApiStats.p50 - slowSdkStats.p50).toFixed(2)} ms at p50 over the provider layer alone`);
 
   console.log(`\nPer-event relay cost (${EVENTS} text deltas, no upstream delay):`);
@@ -251,6 +291,7 @@ async function main() {
   console.log(`API adds ${perEventUs.toFixed(1)} µs per event at p50 (first-to-last delta span, API minus provider layer, / ${EVENTS - 1})`);
 
   await stopApi();
+  await proxy.stop();
   await closeAppContext(ctx);
   await fake.close();
   await ferret.process.stop();

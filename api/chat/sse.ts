@@ -48,21 +48,27 @@ export class SseWriter {
   }
 
   /**
-   * Events sent in the same turn of the event loop (the headers and `metadata` with a first
+   * Events sent by one run of promise continuations (the headers and `metadata` with a first
    * delta already waiting, or several deltas parsed from one upstream chunk) leave in one
-   * socket write: the socket is corked on the first of them and uncorked once the current I/O
-   * has been handled. Nothing waits for later data; a write costs a system call and a wake-up
-   * of the reader, which is what this saves.
+   * socket write: the socket is corked on the first of them and uncorked by a tick, which Node
+   * runs as soon as those continuations are done. Nothing waits for later data; a write
+   * costs a system call and a wake-up of the reader, which is what this saves. (Uncorking on
+   * setImmediate instead held a first delta until the rest of the event loop's I/O had been
+   * handled: ~1.4 ms more to the first token with a thinking upstream, docs/performance.md.)
    */
   private flushSoon(): void {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     this.res.cork();
-    setImmediate(() => {
-      this.flushScheduled = false;
-      // end() has already uncorked everything, and the socket may now serve another response.
-      if (!this.res.writableEnded) this.res.uncork();
-    });
+    // A tick queued from a microtask runs once the whole microtask queue has drained, whether
+    // the first event was sent from a continuation or straight from an I/O callback.
+    queueMicrotask(() =>
+      process.nextTick(() => {
+        this.flushScheduled = false;
+        // end() has already uncorked everything, and the socket may now serve another response.
+        if (!this.res.writableEnded) this.res.uncork();
+      }),
+    );
   }
 
   private write(chunk: string): Promise<void> {

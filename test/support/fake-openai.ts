@@ -93,6 +93,10 @@ export interface RecordedRequest {
   aborted: boolean;
   /** Resolves when the response finished or the connection closed. */
   settled: Promise<void>;
+  /** performance.now() when the request's body had been read (for benches). */
+  receivedAt: number;
+  /** performance.now() when the response started, after any `delayMs` (undefined before that). */
+  respondedAt?: number;
 }
 
 export type ScriptItem = FakeReply | ((request: RecordedRequest) => FakeReply);
@@ -219,6 +223,7 @@ export async function startFakeLlmServer(protocol: FakeProtocol, options: FakeSe
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const raw = await readBody(req);
+    const receivedAt = performance.now();
     let body: unknown;
     try {
       body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
@@ -242,6 +247,7 @@ export async function startFakeLlmServer(protocol: FakeProtocol, options: FakeSe
       reply: {},
       aborted: false,
       settled,
+      receivedAt,
     };
     res.on('close', () => {
       if (!res.writableFinished) record.aborted = true;
@@ -269,6 +275,7 @@ export async function startFakeLlmServer(protocol: FakeProtocol, options: FakeSe
     }
     if (reply.delayMs) await sleep(reply.delayMs);
     if (res.destroyed) return;
+    record.respondedAt = performance.now();
 
     if (reply.error) {
       sendJson(res, reply.error.status, protocol.errorBody(reply.error), reply.error.headers);
