@@ -311,6 +311,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       mocks,
       messageMetadata: turn.metadata,
       childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
+      delegationChain: [],
     };
     const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses);
 

@@ -27,6 +27,8 @@ export interface DelegationInput {
   returns: string[] | null;
   toolMocks: NonNullable<TurnTestContext['toolMocks']>;
   parentAgent: string;
+  /** The agents above this child, outermost first (absent in runs started before it: the parent alone). */
+  chain?: string[];
   /** The parent's `delegate` span; the child's events hang under it. */
   rootSpan: string;
 }
@@ -67,6 +69,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     stats,
     mocks: new Map(input.toolMocks.map((m) => [m.toolName, m])),
     childIdPrefix: wf.workflowInfo().workflowId,
+    delegationChain: input.chain ?? [input.parentAgent],
   };
   const state = interpreter.initDelegateState(input.agent, input.input);
   const responses: string[] = [];

@@ -9,6 +9,7 @@ import type { Interpreter } from '../abl/runtime';
 import type { SessionStartInput, SessionStats, TurnTestContext } from './definitions';
 import type { TurnTrace } from './session-trace';
 import type { delegationWorkflow } from './delegation';
+import { DELEGATION_GUARDS_PATCH } from './patches';
 
 const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
 const { callLlm } = wf.proxyActivities<Activities>({ startToCloseTimeout: '90 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
@@ -48,6 +49,22 @@ export interface EffectContext {
   messageMetadata?: Record<string, unknown>;
   /** Unique prefix for child workflow ids started by this run. */
   childIdPrefix: string;
+  /**
+   * The agents that delegated down to this run, outermost first (empty in a session): a DELEGATE
+   * is refused when its agent is on it or the child would be deeper than MAX_DELEGATION_DEPTH.
+   */
+  delegationChain: readonly string[];
+}
+
+/** How deep delegated agents may nest (a session's own agent is depth 0). ABL.md §9. */
+export const MAX_DELEGATION_DEPTH = 10;
+
+/** Why a DELEGATE may not start its child, or null when it may. */
+export function delegationRefusal(chain: readonly string[], fromAgent: string, toAgent: string): string | null {
+  const path = [...chain, fromAgent];
+  if (path.includes(toAgent)) return `Delegation from ${fromAgent} to ${toAgent} refused: ${[...path, toAgent].join(' → ')} is a cycle`;
+  if (path.length > MAX_DELEGATION_DEPTH) return `Delegation from ${fromAgent} to ${toAgent} refused: it would nest delegated agents deeper than ${MAX_DELEGATION_DEPTH}`;
+  return null;
 }
 
 export function failureOf(err: unknown): { kind: string; message: string } {
@@ -145,6 +162,12 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
   const task = command.tasks[index]!;
   const started = Date.now();
   const span = ctx.trace.add('delegate', { fromAgent: command.agent, toAgent: task.agent, task: task.purpose, status: 'started' });
+  const refusal = delegationRefusal(ctx.delegationChain, command.agent, task.agent);
+  if (refusal && wf.patched(DELEGATION_GUARDS_PATCH)) {
+    ctx.stats.errorCount++;
+    finishDelegateSpan(ctx, span, 0, 'failed', refusal);
+    return { agent: task.agent, status: 'failed', error: { kind: 'delegation_refused', message: refusal } };
+  }
   try {
     const outcome = await wf.executeChild<typeof delegationWorkflow>('delegationWorkflow', {
       workflowId: `${ctx.childIdPrefix}/delegate-${command.id}-${index}`,
@@ -160,6 +183,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           // A turn's test mocks cover the whole turn, delegated agents included.
           toolMocks: [...ctx.mocks.values()],
           parentAgent: command.agent,
+          chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
         },
       ],

@@ -29,3 +29,11 @@ export const AGENT_HOOKS_PATCH = 'agent-hooks-v1';
  * `pattern` and those rules ignored: the history has no such call where the new code would make one.
  */
 export const GATHER_LLM_PATCH = 'gather-llm-v1';
+
+/**
+ * Delegation guards at run time (ABL.md §9: no self-delegation, no cycles, depth ≤ 10): a DELEGATE
+ * that would start a child deeper than MAX_DELEGATION_DEPTH, or one whose agent is already on the
+ * chain above it, fails without a child. Checked only when a guard refuses, so histories where no
+ * guard fires carry no marker; a run recorded before it replays starting the child it started.
+ */
+export const DELEGATION_GUARDS_PATCH = 'delegation-guards-v1';
