@@ -14,6 +14,7 @@ export interface ApiKeyDoc {
   permissions: string[];
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** Written by versions before api_key_usage (db/api-key-usage.ts) took it over; read only. */
   lastUsedAt: Date | null;
   createdBy: string | null;
   createdAt: Date;

@@ -5,6 +5,7 @@ import { agentModel } from './agent';
 import { agentVersionModel } from './agent-version';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
+import { apiKeyUsageModel } from './api-key-usage';
 import { projectModel } from './project';
 import { tenantModel } from './tenant';
 import { userModel } from './user';
@@ -22,6 +23,7 @@ export function createModels(connection: Connection) {
     Project: projectModel(connection),
     User: userModel(connection),
     ApiKey: apiKeyModel(connection),
+    ApiKeyUsage: apiKeyUsageModel(connection),
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),

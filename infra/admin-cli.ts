@@ -1,5 +1,6 @@
 // `npm run admin -- <command> [--flags]`: tenant management straight against MongoDB, using the
 // same service functions as the admin routes. MONGODB_URI defaults to the local dev stack.
+import { lastUsedTimes } from '../db/api-key-usage';
 import { parseArgs } from 'node:util';
 import { isApiError } from '../lib/errors';
 import { isPermission, type Permission } from '../lib/permissions';
@@ -70,10 +71,17 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
       });
       return { apiKey: presentApiKey(apiKey), key };
     }
-    case 'list-keys':
-      return (await models.ApiKey.find({ tenantId: need(flags, 'tenant') }).lean()).map(presentApiKey);
-    case 'revoke-key':
-      return presentApiKey(await revokeApiKey(models, need(flags, 'tenant'), need(flags, 'key-id')));
+    case 'list-keys': {
+      const tenantId = need(flags, 'tenant');
+      const keys = await models.ApiKey.find({ tenantId }).lean();
+      const lastUsed = await lastUsedTimes(models.ApiKeyUsage, tenantId, keys.map((k) => k._id));
+      return keys.map((k) => presentApiKey(k, lastUsed.get(k._id)));
+    }
+    case 'revoke-key': {
+      const tenantId = need(flags, 'tenant');
+      const doc = await revokeApiKey(models, tenantId, need(flags, 'key-id'));
+      return presentApiKey(doc, (await lastUsedTimes(models.ApiKeyUsage, tenantId, [doc._id])).get(doc._id));
+    }
     default:
       throw new Error(`unknown command "${command}"\n\n${USAGE}`);
   }

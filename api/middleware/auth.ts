@@ -76,11 +76,7 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
   if (doc.revokedAt) throw unauthorized('API key has been revoked');
   if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
-  const lastUsed = doc.lastUsedAt?.getTime() ?? 0;
-  if (Date.now() - lastUsed > 60_000) {
-    // Coarse last-used tracking, at most once a minute per key, off the request path.
-    ctx.models.ApiKey.updateOne({ _id: doc._id }, { $set: { lastUsedAt: new Date() } }).catch(() => undefined);
-  }
+  noteKeyUsed(ctx, doc);
   const principal: Principal = {
     kind: 'api_key',
     subjectId: doc._id,
@@ -93,6 +89,26 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
   known.set(keyHash, { keyId: doc._id, principal, expiresAt: doc.expiresAt?.getTime() ?? null });
   if (known.size > KNOWN_KEYS_MAX) known.delete(known.keys().next().value!);
   return principal;
+}
+
+/** When this process last wrote each key's last-used time (ms), so it writes at most once a minute. */
+const usageWrites = new WeakMap<AppContext, Map<string, number>>();
+
+/**
+ * Coarse last-used tracking, off the request path, in api_key_usage: never in the key document,
+ * which a revocation writes (db/api-key-usage.ts says why).
+ */
+function noteKeyUsed(ctx: AppContext, doc: ApiKeyDoc): void {
+  let written = usageWrites.get(ctx);
+  if (!written) usageWrites.set(ctx, (written = new Map()));
+  const now = Date.now();
+  if (now - (written.get(doc._id) ?? doc.lastUsedAt?.getTime() ?? 0) <= 60_000) return;
+  written.delete(doc._id);
+  written.set(doc._id, now);
+  if (written.size > KNOWN_KEYS_MAX) written.delete(written.keys().next().value!);
+  driverCollection(ctx.models.ApiKeyUsage)
+    .updateOne({ _id: doc._id }, { $set: { tenantId: doc.tenantId, lastUsedAt: new Date(now) } }, { upsert: true })
+    .catch(() => undefined);
 }
 
 function jwtKey(ctx: AppContext): Uint8Array {

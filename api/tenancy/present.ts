@@ -25,7 +25,8 @@ export const presentUser = (u: Omit<UserDoc, 'passwordHash'>) => ({
   createdAt: iso(u.createdAt)!,
 });
 
-export const presentApiKey = (k: ApiKeyDoc) => ({
+/** `lastUsed`: the key's time from api_key_usage, when it has one (db/api-key-usage.ts). */
+export const presentApiKey = (k: ApiKeyDoc, lastUsed?: Date) => ({
   id: k._id,
   name: k.name,
   keyPrefix: k.keyPrefix,
@@ -33,6 +34,6 @@ export const presentApiKey = (k: ApiKeyDoc) => ({
   permissions: k.permissions,
   expiresAt: iso(k.expiresAt),
   revokedAt: iso(k.revokedAt),
-  lastUsedAt: iso(k.lastUsedAt),
+  lastUsedAt: iso(lastUsed && (!k.lastUsedAt || lastUsed > k.lastUsedAt) ? lastUsed : k.lastUsedAt),
   createdAt: iso(k.createdAt)!,
 });

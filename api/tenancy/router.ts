@@ -18,6 +18,7 @@ import {
   ZTenantSchema,
   ZUserSchema,
 } from './schemas';
+import { lastUsedTimes } from '../../db/api-key-usage';
 import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
 
@@ -167,7 +168,8 @@ export const tenancyRoutes: AnyRoute[] = [
         ctx.models.ApiKey.countDocuments(filter),
         ctx.models.ApiKey.find(filter).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),
       ]);
-      return { success: true, total, apiKeys: keys.map(presentApiKey) };
+      const lastUsed = await lastUsedTimes(ctx.models.ApiKeyUsage, principal.tenantId, keys.map((k) => k._id));
+      return { success: true, total, apiKeys: keys.map((k) => presentApiKey(k, lastUsed.get(k._id))) };
     },
   }),
   defineRoute({
@@ -206,7 +208,8 @@ export const tenancyRoutes: AnyRoute[] = [
       const existing = await ctx.models.ApiKey.findOne({ _id: params.keyId, tenantId: principal.tenantId }).lean();
       if (!existing || (principal.projectId && existing.projectId !== principal.projectId)) throw ApiError.notFound('API key');
       const doc = await revokeApiKey(ctx.models, principal.tenantId, params.keyId);
-      return { success: true, apiKey: presentApiKey(doc) };
+      const lastUsed = await lastUsedTimes(ctx.models.ApiKeyUsage, principal.tenantId, [doc._id]);
+      return { success: true, apiKey: presentApiKey(doc, lastUsed.get(doc._id)) };
     },
   }),
 ];
