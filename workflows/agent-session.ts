@@ -24,7 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, GATHER_LLM_PATCH, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -85,6 +85,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   // for a write first (`flush`), so they see every answered turn.
   const flushDelayMs = input.projectionFlushMs ?? DEFAULT_PROJECTION_FLUSH_MS;
   const parallelToolCalls = parallelToolCallsOption();
+  const agentErrorTransitions = patchDecidedOnce(AGENT_ERROR_TRANSITIONS_PATCH);
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -292,6 +293,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         random: () => Math.random(),
         mockedTools: new Set(mocks.keys()),
         parallelToolCalls,
+        agentErrorTransitions,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),

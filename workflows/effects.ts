@@ -244,6 +244,19 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
   }
 }
 
+/** Interpreter errors that restate a failed effect, which was counted when it failed. */
+const RESTATED_EFFECT_ERRORS = new Set(['llm_error', 'delegate_failed']);
+
+/**
+ * The interpreter's trace drafts, into the turn's trace. Errors the interpreter raises itself
+ * (validation_error, max_flow_iterations, an unknown tool, …) count in the session's errorCount,
+ * as failed LLM calls, tool calls and delegations do.
+ */
+function addInterpreterTrace(ctx: EffectContext, drafts: AdvanceResult['trace']): void {
+  ctx.trace.addDrafts(drafts);
+  for (const draft of drafts) if (draft.type === 'error' && !RESTATED_EFFECT_ERRORS.has(draft.data.kind)) ctx.stats.errorCount++;
+}
+
 /**
  * Runs commands until the interpreter needs nothing more: a batch runs concurrently (several
  * delegations, or the tool calls of one LLM answer), results are fed back one by one in the
@@ -257,7 +270,7 @@ export async function driveInterpreter(
 ): Promise<AdvanceResult> {
   let result = first;
   responses.push(...result.responses);
-  ctx.trace.addDrafts(result.trace);
+  addInterpreterTrace(ctx, result.trace);
   let batch = result.commands;
   while (batch.length > 0) {
     let previous: Promise<unknown> = Promise.resolve();
@@ -267,7 +280,7 @@ export async function driveInterpreter(
       if (!event) continue;
       result = interpreter.advance(result.state, event);
       responses.push(...result.responses);
-      ctx.trace.addDrafts(result.trace);
+      addInterpreterTrace(ctx, result.trace);
       batch.push(...result.commands);
     }
   }

@@ -1,5 +1,6 @@
 // Workflow patch ids introduced for interpreter behaviour (see test/fixtures/histories/README.md).
 // Each is checked with `wf.patched(...)` by every workflow that drives the interpreter.
+import * as wf from '@temporalio/workflow';
 
 /**
  * tool_input / tool_output / handoff guardrails and `BEFORE returning results` constraints
@@ -37,3 +38,23 @@ export const GATHER_LLM_PATCH = 'gather-llm-v1';
  * guard fires carry no marker; a run recorded before it replays starting the child it started.
  */
 export const DELEGATION_GUARDS_PATCH = 'delegation-guards-v1';
+
+/**
+ * ON_ERROR's THEN outside a flow step, and `max_retries` of an agent-level GATHER field
+ * (`RuntimeOptions.agentErrorTransitions`): a reasoning agent's `llm_error` handler with THEN
+ * COMPLETE or ESCALATE now does that (it only responded before), and a top-level GATHER field is
+ * re-asked at most `max_retries` times before a `validation_error` (it was re-asked without
+ * limit). Asked only when one of these would happen, so histories where none does carry no marker.
+ */
+export const AGENT_ERROR_TRANSITIONS_PATCH = 'agent-error-transitions-v1';
+
+/**
+ * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
+ * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
+ * replaying an old run) turns true once replay reaches live execution, which would switch a turn
+ * begun on the old path to the new one halfway through.
+ */
+export function patchDecidedOnce(patchId: string): () => boolean {
+  let decided: boolean | undefined;
+  return () => (decided ??= wf.patched(patchId));
+}

@@ -23,6 +23,8 @@ export interface ThreadState {
   startedOnce: boolean;
   /** Agent-level GATHER field the agent last asked for (a plain answer fills it). */
   askedField?: string | null;
+  /** Answers in a row that did not fill `askedField` (its `max_retries` bounds them). */
+  askedRetries?: number;
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
   lastReply?: string | null;
 }
@@ -203,4 +205,12 @@ export interface RuntimeOptions {
    * `gather-llm-v1`).
    */
   gatherLlm?: boolean;
+  /**
+   * ON_ERROR's THEN (COMPLETE, ESCALATE) is carried out for errors raised outside a flow step (a
+   * reasoning agent's `llm_error`), and a top-level GATHER field stops being re-asked after
+   * `max_retries` failed answers (a `validation_error`). On unless false; a function is asked
+   * only when one of these would happen, and must give the same answer for the whole turn (patch
+   * `agent-error-transitions-v1`).
+   */
+  agentErrorTransitions?: boolean | (() => boolean);
 }

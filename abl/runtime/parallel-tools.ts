@@ -3,7 +3,6 @@
 // LLM's call order once every result is back. This module decides which answers qualify;
 // Turn.toolBatch (turn.ts) runs the two phases through the ordinary invokeTool path.
 import type { AgentIR } from '../ir';
-import type { RuntimeOptions } from './contract';
 
 /** Unwinds one tool call while a batch is being issued (its command is recorded, not awaited). */
 export class Issued {
@@ -29,8 +28,3 @@ export function batchable(agent: AgentIR, calls: readonly { name: string }[], mo
   });
 }
 
-/** Asks the option (a function only now, when an answer qualifies). */
-export function parallelEnabled(options: RuntimeOptions): boolean {
-  const o = options.parallelToolCalls;
-  return typeof o === 'function' ? o() : o === true;
-}

@@ -23,7 +23,8 @@ import type {
 import { actionText, findDigression } from './digressions';
 import { gatherFromMessage, judgeValues, type ExtractionCall, type ExtractionHost } from './gather-llm';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
-import { batchable, Issued, parallelEnabled } from './parallel-tools';
+import { batchable, Issued } from './parallel-tools';
+import { agentErrorTransitionsOn, parallelEnabled } from './options';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
@@ -463,11 +464,27 @@ export class Turn {
     };
   }
 
-  /** Reasoning agents ask for missing top-level GATHER fields deterministically. True when it asked. */
+  /**
+   * Reasoning agents ask for missing top-level GATHER fields deterministically. True when it
+   * asked (or answered otherwise). After `max_retries` answers that did not fill the field, it is
+   * a `validation_error` handled by the agent's ON_ERROR (else MESSAGES.error_default), and the
+   * field is asked afresh at the next message unless that handler ended the agent.
+   */
   private askTopGather(th: ThreadState, agent: AgentIR): boolean {
     const missing = agent.gather.find((f) => f.required && !isSetValue(th.vars[f.name]));
+    const retry = !!missing && th.askedField === missing.name && (this.invalidFields.has(missing.name) || this.input !== null);
+    if (!retry) delete th.askedRetries;
     if (!missing) return false;
-    const retry = th.askedField === missing.name && (this.invalidFields.has(missing.name) || this.input !== null);
+    if (retry) {
+      const n = (th.askedRetries ?? 0) + 1;
+      if (missing.max_retries !== null && n > missing.max_retries && agentErrorTransitionsOn(this.options)) {
+        delete th.askedRetries;
+        th.askedField = null;
+        this.error(th, 'validation_error', `No valid ${missing.name} after ${missing.max_retries} retries`);
+        return this.agentLevelError(th, 'validation_error') === 'stop';
+      }
+      th.askedRetries = n;
+    }
     this.respond(th, this.render(th, this.promptFor(missing, retry)));
     th.askedField = missing.name;
     return true;
@@ -869,6 +886,24 @@ export class Turn {
     const pick = (hs: ErrorHandlerIR[]): ErrorHandlerIR | undefined =>
       hs.find((h) => h.type === type) ?? (type === 'tool_timeout' ? hs.find((h) => h.type === 'tool_error' || h.type === 'timeout') : undefined);
     return pick(step?.on_error ?? []) ?? pick(this.agent(th).error_handlers);
+  }
+
+  /**
+   * ON_ERROR for an error outside a flow step (agent → MESSAGES.error_default), with its THEN
+   * carried out: COMPLETE ends the agent, ESCALATE escalates, HANDOFF hands off. 'continue' when
+   * the agent carries on (THEN: CONTINUE, or a BACKTRACK, which needs a flow).
+   */
+  private agentLevelError(th: ThreadState, type: string): 'continue' | 'stop' {
+    const r = this.handleError(th, null, type);
+    if (r.kind !== 'go' || !this.isActive(th)) return 'stop';
+    const t = r.to;
+    if (t?.kind !== 'complete' && t?.kind !== 'escalate') return 'continue';
+    // Runs recorded before patch agent-error-transitions-v1 only responded here.
+    if (!agentErrorTransitionsOn(this.options)) return 'stop';
+    this.decision(th, 'on_error', `${type} -> ${t.kind === 'complete' ? 'COMPLETE' : 'ESCALATE'}`);
+    if (t.kind === 'escalate' && this.escalate(th, t.reason ? this.render(th, t.reason) : `Escalation after ${type}`) === 'stop') return 'stop';
+    if (this.isActive(th)) this.completeAgent(th, null);
+    return 'stop';
   }
 
   /** ON_ERROR: step → agent → MESSAGES.error_default. */
@@ -1316,7 +1351,8 @@ export class Turn {
       if (ev.type !== 'llm_result' || !ev.ok) {
         const err = ev.type === 'llm_result' && !ev.ok ? ev.error : { kind: 'llm_error', message: `Unexpected ${ev.type}` };
         this.error(th, 'llm_error', err.message);
-        this.handleError(th, step, 'llm_error');
+        if (step) this.handleError(th, step, 'llm_error');
+        else this.agentLevelError(th, 'llm_error');
         return true;
       }
       if (ev.toolCalls.length === 0) {

@@ -1,0 +1,20 @@
+// Reading the interpreter's feature options, which a workflow may pass as functions so that its
+// patch check (`wf.patched`) is asked only when the feature would change what a turn does.
+import type { RuntimeOptions } from './contract';
+
+type LazyFlag = boolean | (() => boolean) | undefined;
+
+/** The flag's value; a function is called only now. `undefined` is `whenUnset`. */
+export function flagOn(flag: LazyFlag, whenUnset: boolean): boolean {
+  return typeof flag === 'function' ? flag() : (flag ?? whenUnset);
+}
+
+/** Several ordinary tool calls of one LLM answer are issued together. Off unless set. */
+export function parallelEnabled(options: RuntimeOptions): boolean {
+  return flagOn(options.parallelToolCalls, false);
+}
+
+/** ON_ERROR's THEN runs for errors outside a flow step, and agent-level GATHER has max_retries. On unless false. */
+export function agentErrorTransitionsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.agentErrorTransitions, true);
+}
