@@ -40,10 +40,11 @@ export const GATHER_LLM_PATCH = 'gather-llm-v1';
 export const DELEGATION_GUARDS_PATCH = 'delegation-guards-v1';
 
 /**
- * ON_ERROR's THEN outside a flow step, and `max_retries` of an agent-level GATHER field
+ * ON_ERROR's THEN after a model failure, and `max_retries` of an agent-level GATHER field
  * (`RuntimeOptions.agentErrorTransitions`): a reasoning agent's `llm_error` handler with THEN
- * COMPLETE or ESCALATE now does that (it only responded before), and a top-level GATHER field is
- * re-asked at most `max_retries` times before a `validation_error` (it was re-asked without
+ * COMPLETE or ESCALATE now does that (it only responded before), a failure in a flow's reasoning
+ * step goes where the handler says instead of on to the step's THEN, and a top-level GATHER field
+ * is re-asked at most `max_retries` times before a `validation_error` (it was re-asked without
  * limit). Asked only when one of these would happen, so histories where none does carry no marker.
  */
 export const AGENT_ERROR_TRANSITIONS_PATCH = 'agent-error-transitions-v1';

@@ -206,8 +206,8 @@ export interface RuntimeOptions {
    */
   gatherLlm?: boolean;
   /**
-   * ON_ERROR's THEN (COMPLETE, ESCALATE) is carried out for errors raised outside a flow step (a
-   * reasoning agent's `llm_error`), and a top-level GATHER field stops being re-asked after
+   * ON_ERROR's THEN is carried out after a model failure (`llm_error`) of a reasoning agent or of a
+   * flow's reasoning step, and a top-level GATHER field stops being re-asked after
    * `max_retries` failed answers (a `validation_error`). On unless false; a function is asked
    * only when one of these would happen, and must give the same answer for the whole turn (patch
    * `agent-error-transitions-v1`).

@@ -14,7 +14,7 @@ export function parallelEnabled(options: RuntimeOptions): boolean {
   return flagOn(options.parallelToolCalls, false);
 }
 
-/** ON_ERROR's THEN runs for errors outside a flow step, and agent-level GATHER has max_retries. On unless false. */
+/** ON_ERROR's THEN runs after model failures, and agent-level GATHER has max_retries. On unless false. */
 export function agentErrorTransitionsOn(options: RuntimeOptions): boolean {
   return flagOn(options.agentErrorTransitions, true);
 }

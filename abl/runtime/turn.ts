@@ -102,6 +102,8 @@ export class Turn {
   private batch: { mode: 'issue' | 'bind'; ids: string[] } | null = null;
   /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
   private guardBlocks = 0;
+  /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
+  private reasoningFailure: StepResult | null = null;
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
   private returning = false;
 
@@ -1103,8 +1105,13 @@ export class Turn {
       if (g !== 'done') return g;
     }
     if (step.reasoning && step.llm) {
+      this.reasoningFailure = null;
       const ended = this.runReasoning(th, phase === 'reasoning' || phase === 'gather_entry' ? input : null, step);
       if (!this.isActive(th)) return STOP;
+      // The model failed: ON_ERROR's THEN decides where the flow goes (before the patch, the step
+      // went on to its DELEGATE, CALL and THEN after the handler's RESPOND).
+      const failure = this.reasoningFailure as StepResult | null;
+      if (failure && agentErrorTransitionsOn(this.options)) return failure;
       if (!ended && step.llm.exit_when && !this.cond(th, step.llm.exit_when)) {
         this.setFlowPhase(th, 'reasoning');
         return WAIT;
@@ -1351,7 +1358,7 @@ export class Turn {
       if (ev.type !== 'llm_result' || !ev.ok) {
         const err = ev.type === 'llm_result' && !ev.ok ? ev.error : { kind: 'llm_error', message: `Unexpected ${ev.type}` };
         this.error(th, 'llm_error', err.message);
-        if (step) this.handleError(th, step, 'llm_error');
+        if (step) this.reasoningFailure = this.handleError(th, step, 'llm_error');
         else this.agentLevelError(th, 'llm_error');
         return true;
       }

@@ -1,8 +1,9 @@
-// Errors raised outside a flow step (patch agent-error-transitions-v1): a top-level GATHER field
-// is re-asked at most `max_retries` times before a `validation_error` goes to the agent's
-// ON_ERROR (else MESSAGES.error_default), and a reasoning agent's ON_ERROR THEN COMPLETE /
-// ESCALATE is carried out. With the option off (runs recorded before the patch) the old
-// behaviour stays: re-asking without limit, handlers that only respond.
+// ON_ERROR's THEN after model failures and top-level GATHER retries (patch
+// agent-error-transitions-v1): a top-level GATHER field is re-asked at most `max_retries` times
+// before a `validation_error` goes to the agent's ON_ERROR (else MESSAGES.error_default), a
+// reasoning agent's ON_ERROR THEN COMPLETE / ESCALATE is carried out, and a failure in a flow's
+// reasoning step goes where its handler says. With the option off (runs recorded before the patch)
+// the old behaviour stays: re-asking without limit, handlers that only respond, steps that go on.
 
 import { compileProject, type CompilationOutput } from '../../../abl';
 import type { RuntimeEvent } from '../../../abl/runtime';
@@ -137,5 +138,56 @@ describe("a reasoning agent's ON_ERROR THEN", () => {
     expect(d.send('INV-123456')).toEqual(['Our assistant is unavailable.']);
     expect(d.last.outcome).toBe('turn_complete');
     expect(asked).toBe(1);
+  });
+});
+
+describe("ON_ERROR's THEN for an llm_error in a flow's REASONING: true step", () => {
+  const advisor = (onError: string) => {
+    const compiled = compileProject([
+      {
+        path: 'agents/Advisor.agent.abl',
+        content: `AGENT: Advisor
+GOAL: "Advise, then wrap up."
+FLOW:
+  steps: [advise, wrap]
+  advise:
+    REASONING: true
+    GOAL: "Give one piece of advice"
+    RESPOND: "Let me think."
+    THEN: wrap
+  wrap:
+    REASONING: false
+    RESPOND: "Anything else?"
+${onError}MESSAGES:
+  error_default: "Sorry, I could not think that through."
+`,
+      },
+    ]);
+    expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    return { ...compiled, entry_agent: 'Advisor' };
+  };
+  /** The model fails its first `failures` calls, then answers. */
+  const flaky = (failures: number) => {
+    let calls = 0;
+    return (id: string): RuntimeEvent =>
+      ++calls <= failures ? { type: 'llm_result', commandId: id, ok: false, error: { kind: 'llm_error', message: 'provider down' } } : llmText(id, 'Save a little every month.');
+  };
+
+  it('without a handler: error_default, and the flow stays on the step for the next message', () => {
+    const d = session(advisor(''), undefined, flaky(1));
+    expect(d.start()).toEqual(['Let me think.', 'Sorry, I could not think that through.']);
+    expect(d.state.threads[0]?.flow?.step).toBe('advise');
+    expect(d.send('any advice?')).toEqual(['Let me think.', 'Save a little every month.', 'Anything else?']);
+  });
+
+  it('an agent handler with THEN: ESCALATE escalates instead of moving on', () => {
+    const d = session(advisor('ON_ERROR:\n  llm_error:\n    THEN: ESCALATE with REASON: "advice unavailable"\n'), undefined, flaky(1));
+    expect(d.start()).not.toContain('Anything else?');
+    expect(d.commands.filter((c) => c.type === 'escalate')).toEqual([expect.objectContaining({ reason: 'advice unavailable' })]);
+  });
+
+  it('with the option off the step goes on to its THEN, as before the patch', () => {
+    const d = session(advisor(''), false, flaky(1));
+    expect(d.start()).toEqual(['Let me think.', 'Sorry, I could not think that through.', 'Anything else?']);
   });
 });
