@@ -17,8 +17,11 @@ const MAX_TEXT = 4000;
 const FORMAT: Partial<Record<GatherType, string>> = { email: 'email', phone: 'phone', date: 'date', datetime: 'date-time' };
 const TYPE_OF_FORMAT: Record<string, GatherType> = { email: 'email', phone: 'phone', date: 'date', 'date-time': 'datetime' };
 
-/** JSON Schema of the answer: one optional property per field. */
-export function extractionSchema(fields: readonly GatherFieldIR[], expecting: string | null): Record<string, Json> {
+/** How many recent conversation lines an inference request carries. */
+const CONTEXT_LINES = 8;
+
+/** JSON Schema of the answer: one optional property per field (`x-infer` marks fields the model may infer). */
+export function extractionSchema(fields: readonly GatherFieldIR[], expecting: string | null, inferOn = false): Record<string, Json> {
   const properties: Record<string, Json> = {};
   for (const f of fields) {
     const p: Record<string, Json> = { type: f.type === 'number' ? 'number' : f.type === 'boolean' ? 'boolean' : 'string' };
@@ -32,21 +35,35 @@ export function extractionSchema(fields: readonly GatherFieldIR[], expecting: st
     const desc = [f.prompt, rules.length ? `Must satisfy: ${rules.join('; ')}` : null].filter(Boolean).join(' ');
     if (desc) p.description = desc;
     if (f.extraction_hints.length) p['x-extraction-hints'] = [...f.extraction_hints];
+    if (inferOn && f.infer) p['x-infer'] = true;
     properties[f.name] = p;
   }
   return { type: 'object', properties, additionalProperties: false, 'x-expecting': expecting };
 }
 
-/** The system and user messages of an extraction request. */
-export function extractionMessages(fields: readonly GatherFieldIR[], text: string, expecting: string | null): { system: string; user: string } {
+/**
+ * The system and user messages of an extraction request. With `context` (the conversation so far,
+ * one line per message), fields with `infer: true` may be inferred from it: the request says how
+ * to answer an inferred value, with a confidence.
+ */
+export function extractionMessages(fields: readonly GatherFieldIR[], text: string, expecting: string | null, context: readonly string[] | null = null): { system: string; user: string } {
+  const inferring = context !== null && fields.some((f) => f.infer);
   const system = [
     EXTRACTION_MARKER,
     "Extract the values of the fields below from the user's message.",
     'Answer with ONE JSON object and nothing else (no prose, no code fence): each key is a field name, each value of the',
-    'type the schema gives. Leave out every field the message does not state; never guess.',
+    `type the schema gives. Leave out every field the message does not state; never guess${inferring ? ', except as below' : ''}.`,
+    ...(inferring
+      ? [
+          'A field marked "x-infer" that the message does not state may be inferred from the message or the conversation',
+          'when they make it likely. Give such a value as {"value": <value>, "inferred": true, "confidence": <0 to 1>}.',
+          'Conversation so far (oldest first):',
+          ...context.slice(-CONTEXT_LINES).map((line) => `  ${line.slice(0, 300)}`),
+        ]
+      : []),
     ...(expecting ? [`The user was just asked for: ${expecting}.`] : []),
     'Fields (JSON Schema of the answer):',
-    JSON.stringify(extractionSchema(fields, expecting)),
+    JSON.stringify(extractionSchema(fields, expecting, inferring)),
   ].join('\n');
   return { system, user: text.slice(0, MAX_TEXT) };
 }
@@ -80,15 +97,41 @@ export function parseExtractionAnswer(content: string, toolCalls: readonly { arg
   return { ok: false, error: lastError };
 }
 
+/** A value the model inferred rather than read, with its confidence (0–1). */
+export interface InferredValue {
+  field: string;
+  value: unknown;
+  confidence: number;
+}
+
+export interface AcceptedExtraction {
+  values: Record<string, unknown>;
+  invalid: Array<{ field: string; raw: string; error: string }>;
+  /** Valid inferred values of `infer` fields (only when inference was asked for). */
+  inferred: InferredValue[];
+}
+
 /**
  * Coerces and validates the answered values exactly like pattern-extracted ones. Keys that are not
- * asked-for fields, and null/empty values, are ignored.
+ * asked-for fields, and null/empty values, are ignored. With `inferOn`, an `infer` field may be
+ * answered `{value, inferred, confidence}`: an inferred value goes to `inferred` (an invalid one is
+ * dropped: nobody said it), a value marked not inferred counts as stated.
  */
-export function acceptExtracted(fields: readonly GatherFieldIR[], values: Record<string, Json>): { values: Record<string, unknown>; invalid: Array<{ field: string; raw: string; error: string }> } {
-  const out: { values: Record<string, unknown>; invalid: Array<{ field: string; raw: string; error: string }> } = { values: {}, invalid: [] };
+export function acceptExtracted(fields: readonly GatherFieldIR[], values: Record<string, Json>, inferOn = false): AcceptedExtraction {
+  const out: AcceptedExtraction = { values: {}, invalid: [], inferred: [] };
   for (const f of fields) {
     if (!Object.hasOwn(values, f.name)) continue;
-    const raw = values[f.name];
+    let raw = values[f.name];
+    if (inferOn && f.infer && raw && typeof raw === 'object' && !Array.isArray(raw) && Object.hasOwn(raw, 'value')) {
+      const answer = raw as Record<string, Json>;
+      if (answer.inferred === true) {
+        const v = answer.value === null || answer.value === '' ? null : validateGatherValue(f, answer.value);
+        const confidence = typeof answer.confidence === 'number' && Number.isFinite(answer.confidence) ? Math.min(1, Math.max(0, answer.confidence)) : 0;
+        if (v?.ok) out.inferred.push({ field: f.name, value: v.value, confidence });
+        continue;
+      }
+      raw = answer.value ?? null;
+    }
     if (raw === null || raw === undefined || raw === '' || typeof raw === 'object') continue;
     const v = validateGatherValue(f, raw);
     if (v.ok) out.values[f.name] = v.value;

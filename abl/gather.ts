@@ -44,6 +44,14 @@ const DATE_PATTERNS = [
 const YES = /^(yes|y|yeah|yep|sure|ok|okay|true|confirm|correct)$/i;
 const NO = /^(no|n|nope|nah|false|wrong|incorrect)$/i;
 
+/** A reply to a yes/no question: true, false, or null when it is neither ("yes, that's right" is yes). */
+export function yesOrNo(text: string): boolean | null {
+  const first = /^\s*([a-z']+)/i.exec(text)?.[1] ?? '';
+  if (YES.test(first) || /^(right|exactly|yup)$/i.test(first)) return true;
+  if (NO.test(first) || /^not$/i.test(first)) return false;
+  return null;
+}
+
 function pad(n: number): string {
   return String(n).padStart(2, '0');
 }

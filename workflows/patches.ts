@@ -50,6 +50,14 @@ export const DELEGATION_GUARDS_PATCH = 'delegation-guards-v1';
 export const AGENT_ERROR_TRANSITIONS_PATCH = 'agent-error-transitions-v1';
 
 /**
+ * GATHER `infer` (`RuntimeOptions.gatherInfer`): an open field with `infer: true` may be inferred by
+ * the model in an extraction call that carries the conversation, then used, confirmed with the user
+ * or dropped by its `infer_confidence` / `infer_confirm`. Runs recorded before it never made that
+ * call. Asked only when such a field is open, so histories of agents without `infer` carry no marker.
+ */
+export const GATHER_INFER_PATCH = 'gather-infer-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

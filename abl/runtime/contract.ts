@@ -25,6 +25,10 @@ export interface ThreadState {
   askedField?: string | null;
   /** Answers in a row that did not fill `askedField` (its `max_retries` bounds them). */
   askedRetries?: number;
+  /** GATHER `infer` candidates awaiting the user's confirmation, by field. */
+  inferred?: Record<string, Json>;
+  /** Fields whose inferred value the user rejected (not inferred again). */
+  inferRejected?: string[];
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
   lastReply?: string | null;
 }
@@ -213,4 +217,11 @@ export interface RuntimeOptions {
    * `agent-error-transitions-v1`).
    */
   agentErrorTransitions?: boolean | (() => boolean);
+  /**
+   * GATHER `infer`: a field with `infer: true` that is still open may be inferred by the model (an
+   * extraction call, with the conversation), subject to `infer_confidence` and `infer_confirm`.
+   * Needs `gatherLlm`. On unless false; a function is asked only when a field could be inferred,
+   * and must give the same answer for the whole turn (patch `gather-infer-v1`).
+   */
+  gatherInfer?: boolean | (() => boolean);
 }

@@ -4,7 +4,9 @@
 // The request/answer protocol lives in abl/gather-llm.ts (shared with the offline `local` model).
 
 import { extractGatherValues } from '../gather';
-import { acceptExtracted, extractionMessages, llmRules, parseExtractionAnswer, parseValidationAnswer, validationMessages } from '../gather-llm';
+import {
+  acceptExtracted, extractionMessages, llmRules, parseExtractionAnswer, parseValidationAnswer, validationMessages, type AcceptedExtraction, type InferredValue,
+} from '../gather-llm';
 import type { AgentIR, GatherFieldIR, Json, StepGatherIR } from '../ir';
 import { isSetValue } from './values';
 import type { RuntimeCommand, RuntimeEvent } from './contract';
@@ -29,11 +31,54 @@ export function effectiveStrategy(g: StepGatherIR): 'llm' | 'hybrid' | null {
 }
 
 /**
+ * GATHER `infer` for one message: `context()` gives the conversation so far (one line per message),
+ * or null when inference is off (runs recorded before gather-infer-v1); it is called only when a
+ * field could be inferred. `skip`: fields not to infer (a candidate awaits confirmation, or the user
+ * rejected one).
+ */
+export interface InferenceInput {
+  context: () => readonly string[] | null;
+  skip: ReadonlySet<string>;
+}
+
+export interface GatheredFromMessage {
+  values: Record<string, unknown>;
+  invalid: string[];
+  /** Values the model inferred for `infer` fields (the caller applies infer_confidence / infer_confirm). */
+  inferred: InferredValue[];
+}
+
+/**
+ * Values of `fields` from one user message after the deterministic extractor found `ex`: with a
+ * strategy (`llm`, `hybrid`) one extraction call for the fields still open; without one, a call
+ * only when an `infer` field is open and inference is on (the model may then also read stated
+ * values of those fields). Inferable fields are marked in that call.
+ */
+function extractWithModel(
+  host: ExtractionHost,
+  agent: AgentIR,
+  fields: readonly GatherFieldIR[],
+  input: string,
+  open: (f: GatherFieldIR) => boolean,
+  expecting: string | null,
+  strategy: 'llm' | 'hybrid' | null,
+  infer: InferenceInput | null,
+): AcceptedExtraction {
+  const inferable = (f: GatherFieldIR) => f.infer && open(f) && !infer?.skip.has(f.name);
+  const context = infer && fields.some(inferable) ? infer.context() : null;
+  const asked = strategy ? fields.filter(open) : context ? fields.filter(inferable) : [];
+  if (asked.length === 0) return { values: {}, invalid: [], inferred: [] };
+  const got = llmExtract(host, agent, asked, input, expecting, context);
+  return { ...got, inferred: got.inferred.filter((x) => !infer?.skip.has(x.field)) };
+}
+
+/**
  * A step GATHER's values from one user message. `pattern` (or `llmOn` false: runs recorded before
  * gather-llm-v1): the deterministic extractor only. `llm`: one extraction call for the open fields.
- * `hybrid`: the extractor, then one extraction call for the fields it left open. With `llmOn`, each
- * value of a field with LLM-judged validate rules is then judged (one `validation` call per value);
- * a value judged invalid is dropped and its field reported invalid (its retry prompt follows).
+ * `hybrid`: the extractor, then one extraction call for the fields it left open. With `llmOn`, open
+ * `infer` fields may be inferred (see extractWithModel), and each value of a field with LLM-judged
+ * validate rules is judged (one `validation` call per value); a value judged invalid is dropped and
+ * its field reported invalid (its retry prompt follows).
  */
 export function gatherFromMessage(
   host: ExtractionHost,
@@ -43,23 +88,37 @@ export function gatherFromMessage(
   vars: Readonly<Record<string, Json>>,
   expecting: string | null | undefined,
   llmOn: boolean,
-): { values: Record<string, unknown>; invalid: string[] } {
+  infer: InferenceInput | null = null,
+): GatheredFromMessage {
   const llm = llmOn ? effectiveStrategy(g) : null;
   const ex = llm === 'llm' ? { values: {}, invalid: [] } : extractGatherValues(g.fields, input, { existing: vars, corrections: g.corrections, expecting });
   const values: Record<string, unknown> = { ...ex.values };
   const invalid = ex.invalid.map((x) => x.field);
-  if (llm) {
-    // hybrid: the model is asked only for the fields the pattern strategy left open.
-    const open = g.fields.filter((x) => !Object.hasOwn(values, x.name) && (g.corrections || !isSetValue(vars[x.name])));
-    if (open.length > 0) {
-      const got = llmExtract(host, agent, open, input, expecting ?? null);
-      Object.assign(values, got.values);
-      invalid.push(...got.invalid.map((x) => x.field));
-    }
-  }
-  if (!llmOn) return { values, invalid };
+  if (!llmOn) return { values, invalid, inferred: [] };
+  // hybrid: the model is asked only for the fields the pattern strategy left open.
+  const open = (x: GatherFieldIR) => !Object.hasOwn(values, x.name) && (g.corrections || !isSetValue(vars[x.name]));
+  const got = extractWithModel(host, agent, g.fields, input, open, expecting ?? null, llm, infer);
+  Object.assign(values, got.values);
+  invalid.push(...got.invalid.map((x) => x.field));
   const judged = judgeValues(host, agent, g.fields, values);
-  return { values: judged.values, invalid: [...invalid, ...judged.invalid] };
+  return { values: judged.values, invalid: [...invalid, ...judged.invalid], inferred: got.inferred };
+}
+
+/**
+ * An agent's top-level GATHER after the pattern extractor: open `infer` fields may be inferred
+ * (one extraction call; see extractWithModel). Only with inference on.
+ */
+export function inferTopLevel(
+  host: ExtractionHost,
+  agent: AgentIR,
+  input: string,
+  values: Readonly<Record<string, unknown>>,
+  vars: Readonly<Record<string, Json>>,
+  expecting: string | null,
+  infer: InferenceInput,
+): AcceptedExtraction {
+  const open = (x: GatherFieldIR) => !Object.hasOwn(values, x.name) && !isSetValue(vars[x.name]);
+  return extractWithModel(host, agent, agent.gather, input, open, expecting, null, infer);
 }
 
 /**
@@ -98,10 +157,11 @@ export function llmExtract(
   fields: readonly GatherFieldIR[],
   text: string,
   expecting: string | null,
-): ReturnType<typeof acceptExtracted> {
-  const { system, user } = extractionMessages(fields, text, expecting && fields.some((f) => f.name === expecting) ? expecting : null);
+  context: readonly string[] | null = null,
+): AcceptedExtraction {
+  const { system, user } = extractionMessages(fields, text, expecting && fields.some((f) => f.name === expecting) ? expecting : null, context);
   const ev = askModel(host, agent, 'extraction', system, user);
-  const none = { values: {}, invalid: [] };
+  const none = { values: {}, invalid: [], inferred: [] };
   if (ev.type !== 'llm_result' || !ev.ok) {
     host.error('extraction_error', `Extraction call failed: ${ev.type === 'llm_result' && !ev.ok ? ev.error.message : `unexpected ${ev.type}`}`);
     return none;
@@ -111,7 +171,7 @@ export function llmExtract(
     host.error('extraction_error', `Unreadable extraction answer (${parsed.error}); nothing extracted`);
     return none;
   }
-  return acceptExtracted(fields, parsed.values);
+  return acceptExtracted(fields, parsed.values, context !== null);
 }
 
 /** One deterministic (temperature 0, no tools) call of the agent's model for GATHER's own purposes. */

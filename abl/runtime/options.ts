@@ -18,3 +18,8 @@ export function parallelEnabled(options: RuntimeOptions): boolean {
 export function agentErrorTransitionsOn(options: RuntimeOptions): boolean {
   return flagOn(options.agentErrorTransitions, true);
 }
+
+/** GATHER `infer` fields may be inferred by the model. On unless false. */
+export function gatherInferOn(options: RuntimeOptions): boolean {
+  return flagOn(options.gatherInfer, true);
+}

@@ -21,10 +21,11 @@ import type {
   ThreadState, TraceDraft, TurnExecution,
 } from './contract';
 import { actionText, findDigression } from './digressions';
-import { gatherFromMessage, judgeValues, type ExtractionCall, type ExtractionHost } from './gather-llm';
+import { gatherFromMessage, inferTopLevel, judgeValues, type ExtractionCall, type ExtractionHost, type InferenceInput } from './gather-llm';
+import { answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip, type InferenceHooks } from './gather-infer';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued } from './parallel-tools';
-import { agentErrorTransitionsOn, parallelEnabled } from './options';
+import { agentErrorTransitionsOn, gatherInferOn, parallelEnabled } from './options';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
@@ -447,14 +448,31 @@ export class Turn {
 
   private extractTopGather(th: ThreadState, agent: AgentIR, input: string): void {
     if (agent.gather.length === 0) return;
-    const asked = agent.gather.some((f) => f.name === th.askedField) ? th.askedField ?? null : null;
+    const llmOn = this.options.gatherLlm !== false;
+    let asked = agent.gather.some((f) => f.name === th.askedField) ? th.askedField ?? null : null;
+    // A yes or no to "Just to confirm…" (GATHER infer) is not a value of the field.
+    const confirmation = asked ? answerInferred(th, input, this.inferHooks(th)) : 'none';
+    if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = asked = null;
     const ex = extractGatherValues(agent.gather, input, { existing: th.vars, expecting: asked });
     for (const bad of ex.invalid) this.invalidFields.add(bad.field);
+    const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), agent, input, ex.values, th.vars, asked, this.inference(th)) : null;
+    for (const bad of modelRead?.invalid ?? []) this.invalidFields.add(bad.field);
+    const values = { ...modelRead?.values, ...ex.values };
     // LLM-judged validate rules, as in a step GATHER: a value judged invalid is a failed validation.
-    const judged = this.options.gatherLlm !== false ? judgeValues(this.gatherHost(th), agent, agent.gather, ex.values) : { values: ex.values, invalid: [] };
+    const judged = llmOn ? judgeValues(this.gatherHost(th), agent, agent.gather, values) : { values, invalid: [] };
     for (const bad of judged.invalid) this.invalidFields.add(bad);
     for (const [k, v] of Object.entries(judged.values)) this.setVar(th, k, v);
+    applyInferred(th, agent.gather, modelRead?.inferred ?? [], this.inferHooks(th));
     if (asked && Object.hasOwn(judged.values, asked)) th.askedField = null;
+  }
+
+  /** GATHER `infer` for this message: the conversation, asked for only when a field could be inferred. */
+  private inference(th: ThreadState): InferenceInput {
+    return { context: () => (gatherInferOn(this.options) ? conversationLines(th) : null), skip: inferenceSkip(th) };
+  }
+
+  private inferHooks(th: ThreadState): InferenceHooks {
+    return { set: (name, value) => this.setVar(th, name, value), decision: (decision, reasoning) => this.decision(th, 'inference', decision, reasoning) };
   }
 
   /** What the GATHER LLM calls need of the turn: journalled effects and trace drafts. */
@@ -487,13 +505,14 @@ export class Turn {
       }
       th.askedRetries = n;
     }
-    this.respond(th, this.render(th, this.promptFor(missing, retry)));
+    this.respond(th, this.render(th, this.promptFor(th, missing, retry)));
     th.askedField = missing.name;
     return true;
   }
 
-  private promptFor(f: GatherFieldIR, retry: boolean): string {
-    return (retry ? f.retry_prompt : null) ?? f.prompt ?? `Please provide your ${f.name.replace(/_/g, ' ')}.`;
+  /** The question for a missing field: a confirmation when an inferred value awaits one. */
+  private promptFor(th: ThreadState, f: GatherFieldIR, retry: boolean): string {
+    return confirmationPrompt(th, f) ?? (retry ? f.retry_prompt : null) ?? f.prompt ?? `Please provide your ${f.name.replace(/_/g, ' ')}.`;
   }
 
   // ------------------------------------------------------------------ escalation
@@ -1172,12 +1191,17 @@ export class Turn {
     const key = `gather:${step.name}`;
     let extracted = 0;
     const invalid = new Set<string>();
+    let confirmation: ReturnType<typeof answerInferred> = 'none';
     if (input !== null) {
-      const expecting = answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
-      const ex = gatherFromMessage(this.gatherHost(th), this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false);
+      // A yes or no to "Just to confirm…" (GATHER infer) is not a value of the field.
+      confirmation = answering ? answerInferred(th, input, this.inferHooks(th)) : 'none';
+      if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = null;
+      const expecting =
+        confirmation === 'confirmed' || confirmation === 'rejected' ? null : answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
+      const ex = gatherFromMessage(this.gatherHost(th), this.agent(th), g, input, th.vars, expecting, this.options.gatherLlm !== false, this.inference(th));
       for (const [k, v] of Object.entries(ex.values)) this.setVar(th, k, v);
       for (const bad of ex.invalid) invalid.add(bad);
-      extracted = Object.keys(ex.values).length;
+      extracted = Object.keys(ex.values).length + applyInferred(th, g.fields, ex.inferred, this.inferHooks(th)) + (confirmation === 'confirmed' ? 1 : 0);
     }
     const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars);
     if (complete) {
@@ -1187,7 +1211,8 @@ export class Turn {
     }
     const missing = g.fields.find((x) => x.required && !isSetValue(th.vars[x.name])) ?? g.fields.find((x) => !isSetValue(th.vars[x.name]));
     if (!missing) return 'done';
-    const retry = answering && extracted === 0;
+    // After "no" to an inferred value the field is asked afresh, not as a failed answer.
+    const retry = answering && extracted === 0 && confirmation !== 'rejected';
     if (retry) {
       const n = (f.attempts[key] ?? 0) + 1;
       f.attempts[key] = n;
@@ -1199,7 +1224,7 @@ export class Turn {
         if (b) return this.branchActions(th, step, b.actions);
       }
     }
-    this.respond(th, this.render(th, this.promptFor(missing, retry || invalid.has(missing.name))));
+    this.respond(th, this.render(th, this.promptFor(th, missing, retry || invalid.has(missing.name))));
     th.askedField = missing.name;
     this.setFlowPhase(th, 'gather');
     return WAIT;

@@ -3,11 +3,11 @@
 // and its THEN: COMPLETE ends the session; the session workflow records patch
 // agent-error-transitions-v1 and replays. A reasoning agent whose model fails: ON_ERROR llm_error's
 // THEN: COMPLETE ends it, and the failure counts once in errorCount.
-import { Worker } from '@temporalio/worker';
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent, useFakeOpenAI } from '../../support/agents';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 
 jest.setTimeout(60_000);
 
@@ -73,14 +73,9 @@ it('stops re-asking after max_retries and carries out ON_ERROR validation_error'
   expect(detail.body.session).toMatchObject({ status: 'ended', endReason: 'completed', errorCount: 1 });
 
   // The patch is recorded where it changed the run, and the history replays with today's code.
-  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`);
-  const history = await handle.fetchHistory();
-  const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
-  const ids = markers.flatMap((e) =>
-    Object.values(e.markerRecordedEventAttributes?.details ?? {}).map((d) => JSON.parse(Buffer.from(d.payloads![0]!.data!).toString('utf8')) as { id: string }),
-  );
-  expect(ids.map((p) => p.id)).toContain('agent-error-transitions-v1');
-  await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! }, replayName: 'agent-errors' }, history, `session/${sessionId}`);
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('agent-error-transitions-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });
 
 const helper = `AGENT: Helper

@@ -1,0 +1,22 @@
+// A live session's workflow history in tests: the patch ids it recorded, and a replay of it with
+// today's workflow bundle (a nondeterminism error fails the test).
+import { Worker } from '@temporalio/worker';
+import { type TestStack } from './stack';
+
+type History = Awaited<ReturnType<ReturnType<Awaited<ReturnType<TestStack['ctx']['temporal']['client']>>['workflow']['getHandle']>['fetchHistory']>>;
+
+export async function sessionHistory(stack: TestStack, sessionId: string): Promise<History> {
+  return (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`).fetchHistory();
+}
+
+/** Patch ids recorded in a history (markers named core_patch carry `{ id, deprecated }`). */
+export function patchIdsIn(history: History): string[] {
+  return (history.events ?? [])
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+    .map((d) => (JSON.parse(Buffer.from(d.payloads![0]!.data!).toString('utf8')) as { id: string }).id);
+}
+
+export async function replayWithTodaysCode(history: History, workflowId: string): Promise<void> {
+  await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! }, replayName: workflowId }, history, workflowId);
+}
