@@ -24,7 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, DIGRESSIONS_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, DIGRESSIONS_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -87,6 +87,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const parallelToolCalls = parallelToolCallsOption();
   const agentErrorTransitions = patchDecidedOnce(AGENT_ERROR_TRANSITIONS_PATCH);
   const gatherInfer = patchDecidedOnce(GATHER_INFER_PATCH);
+  const branchGather = patchDecidedOnce(BRANCH_GATHER_PATCH);
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -296,6 +297,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         parallelToolCalls,
         agentErrorTransitions,
         gatherInfer,
+        branchGather,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),

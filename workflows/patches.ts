@@ -58,6 +58,14 @@ export const AGENT_ERROR_TRANSITIONS_PATCH = 'agent-error-transitions-v1';
 export const GATHER_INFER_PATCH = 'gather-infer-v1';
 
 /**
+ * A GATHER opened by a flow branch (ON_FAIL, ON_RESULT, …; `RuntimeOptions.branchGather`): the
+ * user's answer fills that GATHER and the branch's THEN follows, and a digression's RESUME asks its
+ * question again. Runs recorded before it gave the answer to the step's own GATHER (or to nothing)
+ * and went on with the step. Asked only when such an answer (or RESUME) arrives.
+ */
+export const BRANCH_GATHER_PATCH = 'branch-gather-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

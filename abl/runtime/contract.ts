@@ -15,7 +15,13 @@ export interface ThreadState {
   /** Conversation of this thread, bounded (oldest dropped first). */
   history: ChatTurn[];
   /** Current FLOW step and where inside it execution stands; null for reasoning agents. */
-  flow: { step: string; phase: string; attempts: Record<string, number> } | null;
+  flow: {
+    step: string;
+    phase: string;
+    attempts: Record<string, number>;
+    /** The branch of this step whose GATHER waits for the user (branch-gather.ts). */
+    branchGather?: { source: 'on_exhausted' | 'on_fail' | 'on_result' | 'on_success' | 'on_input'; index: number; soft: boolean };
+  } | null;
   /** Parent thread id when entered by HANDOFF with RETURN: true. */
   returnTo: string | null;
   /** Delegate entries that already fired (they fire once). */
@@ -224,4 +230,10 @@ export interface RuntimeOptions {
    * and must give the same answer for the whole turn (patch `gather-infer-v1`).
    */
   gatherInfer?: boolean | (() => boolean);
+  /**
+   * The answer to a GATHER opened by a flow branch fills that GATHER, then the branch's THEN
+   * follows (before, the answer went to the step's own GATHER, or nowhere, and the step went on).
+   * On unless false; a function is asked only when such an answer arrives (patch `branch-gather-v1`).
+   */
+  branchGather?: boolean | (() => boolean);
 }

@@ -23,3 +23,8 @@ export function agentErrorTransitionsOn(options: RuntimeOptions): boolean {
 export function gatherInferOn(options: RuntimeOptions): boolean {
   return flagOn(options.gatherInfer, true);
 }
+
+/** The answer to a branch's GATHER fills it and the branch's THEN follows. On unless false. */
+export function branchGatherOn(options: RuntimeOptions): boolean {
+  return flagOn(options.branchGather, true);
+}

@@ -25,7 +25,8 @@ import { gatherFromMessage, inferTopLevel, judgeValues, type ExtractionCall, typ
 import { answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip, type InferenceHooks } from './gather-infer';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued } from './parallel-tools';
-import { agentErrorTransitionsOn, gatherInferOn, parallelEnabled } from './options';
+import { agentErrorTransitionsOn, branchGatherOn, gatherInferOn, parallelEnabled } from './options';
+import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
@@ -1084,9 +1085,13 @@ export class Turn {
         break;
       case 'resume':
       case 'delegate':
-        // Back to where the step waited: a GATHER asks for its missing field again; ON_INPUT and a
-        // reasoning step just wait for the next message.
-        if (f.phase === 'gather' && step.gather) this.stepGather(th, step, null, false);
+        // Back to where the step waited: a GATHER (the step's, or the branch's that asked) asks for
+        // its missing field again; ON_INPUT and a reasoning step just wait for the next message.
+        if (f.phase === 'gather') {
+          const branch = f.branchGather ? branchOf(step, f.branchGather) : null;
+          if (branch?.gather && branchGatherOn(this.options)) this.stepGather(th, { ...step, gather: branch.gather }, null, false);
+          else if (step.gather) this.stepGather(th, step, null, false);
+        }
         break;
       default:
         break;
@@ -1100,6 +1105,13 @@ export class Turn {
 
   private runStep(th: ThreadState, step: FlowStepIR, from: string, input: string | null): StepResult {
     const f = th.flow as NonNullable<ThreadState['flow']>;
+    const branchRef = f.branchGather;
+    delete f.branchGather;
+    if (from === 'gather' && branchRef) {
+      const a = branchOf(step, branchRef);
+      // Runs recorded before branch-gather-v1 gave the answer to the step's own GATHER.
+      if (a && branchGatherOn(this.options)) return this.answerBranchGather(th, step, a, branchRef, input);
+    }
     if (from === 'input') return this.onInput(th, step, input ?? '');
     let phase = from;
     if (phase === 'enter') {
@@ -1270,10 +1282,31 @@ export class Turn {
     }
     if (a.gather) {
       const g = this.stepGather(th, { ...step, gather: a.gather }, null, false);
-      if (g !== 'done') return g;
+      if (g !== 'done') {
+        // Waiting for the user: remember which branch asked, so the answer fills its GATHER.
+        const ref = g.kind === 'wait' && th.flow?.phase === 'gather' ? locateBranch(step, a, soft) : null;
+        if (ref && th.flow) th.flow.branchGather = ref;
+        return g;
+      }
     }
     if (a.then) return go(a.then);
     return soft ? go(null) : go(step.then);
+  }
+
+  /** The user's answer to a branch's GATHER: once it is complete, the branch's THEN (or the step's way on). */
+  private answerBranchGather(th: ThreadState, step: FlowStepIR, a: ActionsIR, ref: BranchGatherRef, input: string | null): StepResult {
+    const g = this.stepGather(th, { ...step, gather: a.gather }, input, true);
+    if (g === 'done') {
+      if (a.then) return go(a.then);
+      if (ref.soft && step.on_input.length > 0) {
+        this.setFlowPhase(th, 'input');
+        return WAIT;
+      }
+      return go(step.then);
+    }
+    // Still asking (unless running out of retries moved the flow on, or another branch asked).
+    if (g.kind === 'wait' && th.flow?.phase === 'gather' && !th.flow.branchGather) th.flow.branchGather = ref;
+    return g;
   }
 
   private transform(th: ThreadState, t: NonNullable<FlowStepIR['transform']>): void {

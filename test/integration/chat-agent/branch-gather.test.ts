@@ -1,0 +1,74 @@
+// A GATHER opened by a flow's ON_FAIL branch, through the real API and Temporal: the tool fails
+// (a test mock), the branch asks for the order number, the answer fills it, and the branch's
+// THEN runs the call again with it. The session records patch branch-gather-v1 and replays.
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+
+jest.setTimeout(60_000);
+
+let stack: TestStack;
+let t: SeededTenant;
+let api: ReturnType<typeof client>;
+
+const shop = `AGENT: Shop
+GOAL: "Find an order."
+TOOLS:
+  lookup(order_id: string) -> object
+    description: "Find the order"
+FLOW:
+  steps: [find, done]
+  find:
+    REASONING: false
+    CALL: lookup(order_id)
+    ON_FAIL:
+      RESPOND: "I could not find it."
+      GATHER:
+        - order_id: required
+          prompt: "Which order number?"
+          retry_prompt: "Order numbers look like A-123. Which one?"
+          validate: pattern(^A-\\d+$)
+      THEN: find
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Order {{order_id}} is {{lookup.status}}."
+    THEN: COMPLETE
+`;
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: true });
+  t = await seedTenant(stack.ctx);
+  api = client(stack.baseUrl);
+  await publishAgent(api, t, 'Shop', shop);
+});
+afterAll(() => stack.close());
+
+type Trace = { type: string; data: Record<string, unknown> };
+
+const chat = (message: string, toolMocks: unknown[], sessionId?: string) =>
+  api.post('/api/v1/chat/agent', {
+    key: t.adminKey,
+    json: { projectId: t.projectId, agentId: 'Shop', message, testContext: { toolMocks }, ...(sessionId ? { sessionId } : {}) },
+  });
+
+it("takes the answer to an ON_FAIL branch's GATHER and follows the branch's THEN", async () => {
+  const first = await chat('where is my order?', [{ toolName: 'lookup', error: 'no order id' }]);
+  expect(first.status).toBe(200);
+  // The session's first turn runs the flow up to the branch's question, then reads the message as
+  // the answer to it: not an order number.
+  expect(first.body.response).toContain('Which order number?');
+  expect(first.body.response).toContain('Order numbers look like A-123. Which one?');
+  const sessionId = first.body.sessionId as string;
+
+  const second = await chat('A-42', [{ toolName: 'lookup', response: { status: 'shipped' } }], sessionId);
+  expect(second.status).toBe(200);
+  expect(second.body.response).toBe('Order A-42 is shipped.');
+  const calls = (second.body.traceEvents as Trace[]).filter((e) => e.type === 'tool_call');
+  expect(calls.map((c) => c.data.input)).toEqual([{ order_id: 'A-42' }]);
+
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('branch-gather-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
+});
