@@ -3,6 +3,7 @@
 // extraction call (strict JSON answer, no tools), validates the answer (the LLM-judged rule in a
 // validation call) and goes on.
 import { startFakeOpenAI } from '../../support/fake-openai';
+import { startFakeAnthropic } from '../../support/fake-anthropic';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent, useFakeOpenAI } from '../../support/agents';
@@ -100,4 +101,35 @@ it('re-asks with the retry prompt when the model judges a value invalid', async 
   const next = await chat('Bo Berg', res.body.sessionId);
   expect(next.status).toBe(200);
   expect(next.body.response).toContain('Booked 2 for Bo Berg on 2025-03-15.');
+});
+
+it('extracts and judges through the Anthropic adapter too (system text, strict JSON answer)', async () => {
+  const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-gather' });
+  try {
+    const other = await seedTenant(stack.ctx);
+    await publishAgent(api, other, 'Booker', booker);
+    const cred = await api.put(`/api/projects/${other.projectId}/llm-credentials/anthropic`, { key: other.adminKey, json: { apiKey: 'sk-ant-gather', baseURL: anthropic.baseURL } });
+    expect(cred.status).toBe(201);
+    const settings = await api.put(`/api/projects/${other.projectId}/llm-settings`, { key: other.adminKey, json: { defaultModel: 'anthropic:claude-test-1' } });
+    expect(settings.status).toBe(200);
+    // Anthropic's answers may wrap the object in prose or a code fence; both are read.
+    anthropic.script([{ text: 'Here you go:\n```json\n{"party": 3, "day": "2025-04-01", "guest": "Cy Ho"}\n```' }, { text: '{"valid": true, "reason": "a name"}' }]);
+    const res = await api.post('/api/v1/chat/agent', {
+      key: other.adminKey,
+      json: { projectId: other.projectId, agentId: 'Booker', message: 'Three of us on 1 April 2025, under Cy Ho' },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.response).toContain('Booked 3 for Cy Ho on 2025-04-01.');
+    expect(anthropic.requests).toHaveLength(2);
+    const [extraction, judging] = anthropic.requests.map((r) => r.body as { system?: unknown; messages: { role: string; content: unknown }[]; tools?: unknown[] });
+    expect(JSON.stringify(extraction!.system)).toContain('ABL-GATHER-EXTRACTION/1');
+    expect(extraction!.tools ?? []).toEqual([]);
+    expect(extraction!.messages).toEqual([expect.objectContaining({ role: 'user' })]);
+    expect(JSON.stringify(extraction!.messages[0]!.content)).toContain('Three of us on 1 April 2025, under Cy Ho');
+    expect(JSON.stringify(judging!.system)).toContain('ABL-GATHER-VALIDATION/1');
+    const calls = (res.body.traceEvents as Trace[]).filter((e) => e.type === 'llm_call');
+    expect(calls.map((e) => [e.data.purpose, e.data.provider])).toEqual([['extraction', 'anthropic'], ['validation', 'anthropic']]);
+  } finally {
+    await anthropic.close();
+  }
 });
