@@ -50,3 +50,19 @@ export function answersFirst(history: readonly ChatTurn[]): ChatTurn[] {
   });
   return out;
 }
+
+/**
+ * An LLM answer's tool calls with `patterns` redacted from their arguments (a copy: the answer
+ * itself is journalled). Arguments that are not JSON are redacted as text.
+ */
+export function redactToolCalls(calls: NonNullable<ChatTurn['toolCalls']>, patterns: readonly RegExp[]): NonNullable<ChatTurn['toolCalls']> {
+  return calls.map((call) => {
+    let args: Json;
+    try {
+      args = JSON.parse(call.arguments) as Json;
+    } catch {
+      return { ...call, arguments: redactJson(call.arguments, patterns) as string };
+    }
+    return { ...call, arguments: JSON.stringify(redactJson(args, patterns)) };
+  });
+}

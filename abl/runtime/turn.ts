@@ -15,7 +15,7 @@ import type {
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
 } from '../ir';
 import { agentHook, type AgentHookPoint, type AgentHookTrigger } from './agent-hooks';
-import { answersFirst, guardText, redactJson } from './checkpoints';
+import { answersFirst, guardText, redactJson, redactToolCalls } from './checkpoints';
 import type {
   ChatTurn, DelegateOutcome, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState,
   ThreadState, TraceDraft, TurnExecution,
@@ -104,6 +104,8 @@ export class Turn {
   private batch: { mode: 'issue' | 'bind'; ids: string[] } | null = null;
   /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
   private guardBlocks = 0;
+  /** Patterns `tool_input` guardrails redacted from tool arguments this turn (applied to the LLM's history too). */
+  private inputRedactions: RegExp[] = [];
   /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
   private reasoningFailure: StepResult | null = null;
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
@@ -407,7 +409,11 @@ export class Turn {
     const agent = this.agent(th);
     if (!agent.guardrails.some((g) => g.kind === kind)) return { value };
     const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
-    if (g.blocked === null) return { value: redactJson(value, g.patterns) };
+    if (g.blocked === null) {
+      const redacted = redactJson(value, g.patterns);
+      if (kind === 'tool_input' && g.patterns.length > 0 && JSON.stringify(redacted) !== JSON.stringify(value)) this.inputRedactions.push(...g.patterns);
+      return { value: redacted };
+    }
     this.guardBlocks++;
     this.refuse(th, this.render(th, g.blocked, { tool: tool.name }));
     const what = kind === 'tool_input' ? 'call to' : 'result of';
@@ -1424,7 +1430,9 @@ export class Turn {
         if (ev.content) this.respond(th, ev.content);
         return false;
       }
-      this.pushHistory(th, { role: 'assistant', content: ev.content, toolCalls: ev.toolCalls });
+      const asked: ChatTurn = { role: 'assistant', content: ev.content, toolCalls: ev.toolCalls };
+      this.pushHistory(th, asked);
+      const redactedBefore = this.inputRedactions.length;
       // The option is asked only for answers that qualify (the workflow's patch check).
       const batched = batchable(agent, ev.toolCalls, this.options.mockedTools) && parallelEnabled(this.options) ? this.toolBatch(th, ev.toolCalls) : null;
       for (const [i, call] of ev.toolCalls.entries()) {
@@ -1434,6 +1442,8 @@ export class Turn {
           : this.guardBlocks !== blocks
             ? SKIPPED_AFTER_BLOCK
             : this.reasoningToolCall(th, agent, call.name, parseArgs(call.arguments), ev.content);
+        // What a tool_input guardrail removed from the arguments leaves the LLM's history too.
+        if (this.inputRedactions.length > redactedBefore) asked.toolCalls = redactToolCalls(ev.toolCalls, this.inputRedactions.slice(redactedBefore));
         if (result === 'ended') return true;
         this.pushHistory(th, { role: 'tool', toolCallId: call.id, content: truncate(JSON.stringify(result) ?? 'null', TOOL_RESULT_CHARS) });
         if (!this.isActive(th)) return true;

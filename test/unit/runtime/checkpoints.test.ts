@@ -208,6 +208,12 @@ describe('tool_input guardrails', () => {
       ['no_cards_in_args', false, 'redact'],
       ['long_args', false, 'warn'],
     ]);
+    // The LLM's own history (sent back to it, kept in the session state) loses the number too.
+    const next = d.commands.filter((c) => c.type === 'call_llm')[1];
+    expect(JSON.stringify(next)).not.toContain('1234-5678');
+    expect(JSON.stringify(d.state)).not.toContain('1234-5678');
+    const asked = d.state.threads.find((t) => t.agent === 'Clerk')?.history.find((t) => t.toolCalls?.length);
+    expect(asked?.toolCalls?.[0]?.arguments).toBe(JSON.stringify({ q: 'card [REDACTED] for the quarterly billing statement' }));
   });
 
   test('in a flow a blocked CALL sends the message and stays on the step', () => {
@@ -239,6 +245,7 @@ describe('tool_input guardrails on calls run in parallel', () => {
     expect(d.send('two lookups')).toEqual(['Done.']);
     const calls = d.commands.filter((c) => c.type === 'call_tool');
     expect(calls.map((c) => c.type === 'call_tool' && c.args)).toEqual([{ q: 'card [REDACTED]' }, { q: 'weather' }]);
+    expect(JSON.stringify(d.state)).not.toContain('1234-5678');
     // Three tool_input guardrails per call, not again when the results are bound.
     expect(d.traceOf('guardrail_eval').filter((g) => g.kind === 'tool_input')).toHaveLength(6);
   });
