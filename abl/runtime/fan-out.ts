@@ -43,11 +43,11 @@ export function fanOutToolSpec(agent: AgentIR): { name: string; description: str
           items: {
             type: 'object',
             properties: {
-              agent: { type: 'string', enum: names },
+              target: { type: 'string', enum: names, description: 'The agent to delegate to.' },
               task: { type: 'string', description: 'What this agent should do.' },
               input: { type: 'object', description: 'Values for the agent (merged over its DELEGATE INPUT).' },
             },
-            required: ['agent'],
+            required: ['target'],
           },
         },
       },
@@ -56,13 +56,13 @@ export function fanOutToolSpec(agent: AgentIR): { name: string; description: str
   };
 }
 
-/** Reads `{tasks: [{agent (or target), task?, input?}]}`; unknown agents and extra tasks are refused. */
+/** Reads `{tasks: [{target (or agent), task?, input?}]}`; unknown agents and extra tasks are refused. */
 export function planFanOut(agent: AgentIR, args: Record<string, Json>): FanOutPlan {
   const raw = Array.isArray(args.tasks) ? args.tasks : [];
   const allowed = targets(agent);
   const slots: FanOutPlan['slots'] = raw.map((item, i) => {
     const t = item && typeof item === 'object' && !Array.isArray(item) ? item : {};
-    const name = typeof t.agent === 'string' ? t.agent : typeof t.target === 'string' ? t.target : '';
+    const name = typeof t.target === 'string' ? t.target : typeof t.agent === 'string' ? t.agent : '';
     if (i >= MAX_FAN_OUT_TASKS) return { kind: 'refused', agent: name, error: `At most ${MAX_FAN_OUT_TASKS} tasks run at once` };
     const entry = allowed.find((d) => d.agent === name);
     if (!entry) return { kind: 'refused', agent: name, error: `Cannot delegate to ${name || '(no agent)'}` };
@@ -78,20 +78,20 @@ export function branchesOf(plan: FanOutPlan): FanOutBranch[] {
 }
 
 /**
- * The tool result: `[{agent, status, result | error, returns?}]` in the LLM's order; `outcomes`
+ * The tool result: `[{target, status, result | error, returns?}]` in the LLM's order; `outcomes`
  * are those of `branchesOf(plan)` (null when a constraint blocked the delegation).
  */
 export function fanOutResult(plan: FanOutPlan, outcomes: DelegateOutcome[] | null): Json {
-  if (plan.slots.length === 0) return { error: 'No tasks given: pass {"tasks": [{"agent": …, "task": …}]}.' };
+  if (plan.slots.length === 0) return { error: 'No tasks given: pass {"tasks": [{"target": …, "task": …}]}.' };
   if (outcomes === null) return { error: 'Delegation was blocked.' };
   let next = 0;
   return plan.slots.map((s): Json => {
-    if (s.kind === 'refused') return { agent: s.agent, status: 'failed', error: s.error };
+    if (s.kind === 'refused') return { target: s.agent, status: 'failed', error: s.error };
     const o = outcomes[next++];
-    if (!o) return { agent: s.branch.entry.agent, status: 'failed', error: 'No result returned' };
+    if (!o) return { target: s.branch.entry.agent, status: 'failed', error: 'No result returned' };
     if (o.status === 'completed') {
-      return { agent: o.agent, status: o.status, result: o.response ?? '', ...(o.returns && Object.keys(o.returns).length ? { returns: o.returns } : {}) };
+      return { target: o.agent, status: o.status, result: o.response ?? '', ...(o.returns && Object.keys(o.returns).length ? { returns: o.returns } : {}) };
     }
-    return { agent: o.agent, status: o.status, error: o.error?.message ?? o.status };
+    return { target: o.agent, status: o.status, error: o.error?.message ?? o.status };
   });
 }

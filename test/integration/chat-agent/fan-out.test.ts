@@ -153,7 +153,7 @@ it('fans out to parallel Delegation children, joins them and reports the failed 
       toolCalls: [{
         id: 'call_f',
         name: '__fan_out__',
-        arguments: { tasks: [{ agent: 'Researcher', task: 'museums' }, { agent: 'Researcher', task: 'food' }, { agent: 'Writer', task: 'a poem' }] },
+        arguments: { tasks: [{ target: 'Researcher', task: 'museums' }, { target: 'Researcher', task: 'food' }, { target: 'Writer', task: 'a poem' }] },
       }],
     },
     { text: 'Here is your plan.' },
@@ -181,8 +181,8 @@ it('fans out to parallel Delegation children, joins them and reports the failed 
   const tool = (fake.requests[before + 1]!.body as ChatBody).messages.find((m) => m.role === 'tool')!;
   expect(tool.tool_call_id).toBe('call_f');
   expect(JSON.parse(tool.content)).toEqual([
-    { agent: 'Researcher', status: 'completed', result: 'Found facts about museums' },
-    { agent: 'Researcher', status: 'completed', result: 'Found facts about food' },
-    { agent: 'Writer', status: 'failed', error: expect.stringContaining('needs user input') },
+    { target: 'Researcher', status: 'completed', result: 'Found facts about museums' },
+    { target: 'Researcher', status: 'completed', result: 'Found facts about food' },
+    { target: 'Writer', status: 'failed', error: expect.stringContaining('needs user input') },
   ]);
 });

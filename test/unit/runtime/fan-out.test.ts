@@ -75,7 +75,7 @@ describe('__fan_out__', () => {
     d.start();
     d.send('hello');
     const fanOut = tools.find((t) => t.name === '__fan_out__');
-    expect(fanOut?.parameters).toMatchObject({ properties: { tasks: { items: { properties: { agent: { enum: ['Researcher', 'Writer'] } } } } } });
+    expect(fanOut?.parameters).toMatchObject({ properties: { tasks: { items: { properties: { target: { enum: ['Researcher', 'Writer'] } }, required: ['target'] } } } });
   });
 
   test('is not offered to an agent with nothing to delegate to', () => {
@@ -92,7 +92,7 @@ describe('__fan_out__', () => {
     const delegates: Extract<RuntimeCommand, { type: 'delegate' }>[] = [];
     const d = new Driver(
       scripted({
-        llm: llmThen([{ name: '__fan_out__', args: { tasks: [{ agent: 'Researcher', task: 'museums' }, { agent: 'Writer', task: 'a poem', input: { tone: 'dry' } }, { agent: 'Nobody' }] } }]),
+        llm: llmThen([{ name: '__fan_out__', args: { tasks: [{ target: 'Researcher', task: 'museums' }, { agent: 'Writer', task: 'a poem', input: { tone: 'dry' } }, { target: 'Nobody' }] } }]),
         delegate: (cmd) => {
           delegates.push(cmd);
           // The Researcher branch runs the real child; the Writer branch failed.
@@ -114,9 +114,9 @@ describe('__fan_out__', () => {
     // The tool result lists every branch in the LLM's order; the refused one never ran.
     const toolTurn = reply[0]!.replace(/^done: tc0=/, '');
     expect(JSON.parse(toolTurn)).toEqual([
-      { agent: 'Researcher', status: 'completed', result: 'Researcher did museums on travel', returns: { note: 'museums' } },
-      { agent: 'Writer', status: 'failed', error: 'timed out' },
-      { agent: 'Nobody', status: 'failed', error: 'Cannot delegate to Nobody' },
+      { target: 'Researcher', status: 'completed', result: 'Researcher did museums on travel', returns: { note: 'museums' } },
+      { target: 'Writer', status: 'failed', error: 'timed out' },
+      { target: 'Nobody', status: 'failed', error: 'Cannot delegate to Nobody' },
     ]);
     expect(d.vars().research_note).toBe('museums');
     expect(d.traceOf('error')).toEqual([expect.objectContaining({ kind: 'delegate_failed', message: 'Writer failed: timed out' })]);
