@@ -8,6 +8,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { publishAgent, useFakeOpenAI } from '../../support/agents';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { billingAgent } from '../../fixtures/agents/gather-and-errors';
 
 jest.setTimeout(60_000);
 
@@ -15,19 +16,9 @@ let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
 
-const billing = `AGENT: Billing
-GOAL: "Answer questions about one invoice."
-GATHER:
-  invoice_id:
-    prompt: "Invoice number?"
-    retry_prompt: "That is not an invoice number (INV-123456). Invoice number?"
-    validate: pattern(^INV-\\d{6}$)
-    max_retries: 2
-ON_ERROR:
-  validation_error:
-    RESPOND: "I could not read that invoice number; please contact billing by email."
-    THEN: COMPLETE
-`;
+const billing = billingAgent(
+  'ON_ERROR:\n  validation_error:\n    RESPOND: "I could not read that invoice number; please contact billing by email."\n    THEN: COMPLETE\n',
+);
 
 beforeAll(async () => {
   stack = await startTestStack({ worker: true });

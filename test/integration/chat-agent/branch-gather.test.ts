@@ -5,6 +5,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { ASK_ORDER_ON_FAIL, shopAgent } from '../../fixtures/agents/gather-and-errors';
 
 jest.setTimeout(60_000);
 
@@ -12,30 +13,7 @@ let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
 
-const shop = `AGENT: Shop
-GOAL: "Find an order."
-TOOLS:
-  lookup(order_id: string) -> object
-    description: "Find the order"
-FLOW:
-  steps: [find, done]
-  find:
-    REASONING: false
-    CALL: lookup(order_id)
-    ON_FAIL:
-      RESPOND: "I could not find it."
-      GATHER:
-        - order_id: required
-          prompt: "Which order number?"
-          retry_prompt: "Order numbers look like A-123. Which one?"
-          validate: pattern(^A-\\d+$)
-      THEN: find
-    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Order {{order_id}} is {{lookup.status}}."
-    THEN: COMPLETE
-`;
+const shop = shopAgent(ASK_ORDER_ON_FAIL);
 
 beforeAll(async () => {
   stack = await startTestStack({ worker: true });
@@ -64,7 +42,7 @@ it("takes the answer to an ON_FAIL branch's GATHER and follows the branch's THEN
 
   const second = await chat('A-42', [{ toolName: 'lookup', response: { status: 'shipped' } }], sessionId);
   expect(second.status).toBe(200);
-  expect(second.body.response).toBe('Order A-42 is shipped.');
+  expect(second.body.response).toBe('Found A-42.');
   const calls = (second.body.traceEvents as Trace[]).filter((e) => e.type === 'tool_call');
   expect(calls.map((c) => c.data.input)).toEqual([{ order_id: 'A-42' }]);
 

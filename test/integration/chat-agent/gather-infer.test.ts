@@ -7,6 +7,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { publishAgent, useFakeOpenAI } from '../../support/agents';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { flightsAgent } from '../../fixtures/agents/gather-and-errors';
 
 jest.setTimeout(60_000);
 
@@ -15,24 +16,7 @@ let t: SeededTenant;
 let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
 let api: ReturnType<typeof client>;
 
-const flights = `AGENT: Flights
-GOAL: "Book a flight."
-FLOW:
-  steps: [ask, done]
-  ask:
-    REASONING: false
-    GATHER:
-      - airport: required
-        prompt: "Which airport (three letters)?"
-        validate: pattern(^[A-Z]{3}$)
-        infer: true
-        infer_confidence: 0.7
-    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Flying to {{airport}}."
-    THEN: COMPLETE
-`;
+const flights = flightsAgent('        infer_confidence: 0.7\n');
 
 beforeAll(async () => {
   fake = await startFakeOpenAI({ apiKey: 'sk-infer' });

@@ -7,25 +7,11 @@
 
 import { compileProject, type CompilationOutput } from '../../../abl';
 import type { RuntimeEvent } from '../../../abl/runtime';
+import { billingAgent } from '../../fixtures/agents/gather-and-errors';
 import { Driver, llmText, scripted } from './driver';
 
 function agent(onError = '', maxRetries = 2): CompilationOutput {
-  const compiled = compileProject([
-    {
-      path: 'agents/Billing.agent.abl',
-      content: `AGENT: Billing
-GOAL: "Answer questions about one invoice."
-GATHER:
-  invoice_id:
-    prompt: "Invoice number?"
-    retry_prompt: "That is not an invoice number (INV-123456). Invoice number?"
-    validate: pattern(^INV-\\d{6}$)
-    max_retries: ${maxRetries}
-${onError}MESSAGES:
-  error_default: "Let's leave the invoice for now."
-`,
-    },
-  ]);
+  const compiled = compileProject([{ path: 'agents/Billing.agent.abl', content: billingAgent(onError, maxRetries) }]);
   expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   return { ...compiled, entry_agent: 'Billing' };
 }

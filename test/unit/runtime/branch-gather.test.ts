@@ -4,42 +4,14 @@
 // to the step's own GATHER (here: none) and the step went on.
 
 import { compileProject, type CompilationOutput, type Json } from '../../../abl';
+import { ASK_ORDER_ON_FAIL, shopAgent } from '../../fixtures/agents/gather-and-errors';
 import { Driver, scripted, toolFail, toolOk } from './driver';
 
 function shop(onFail: string, extra = ''): CompilationOutput {
-  const compiled = compileProject([
-    {
-      path: 'agents/Shop.agent.abl',
-      content: `AGENT: Shop
-GOAL: "Find an order."
-TOOLS:
-  lookup(order_id: string) -> object
-    description: "Find the order"
-FLOW:
-  steps: [find, done]
-  find:
-    REASONING: false
-    CALL: lookup(order_id)
-${onFail}${extra}    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Found {{order_id}}."
-`,
-    },
-  ]);
+  const compiled = compileProject([{ path: 'agents/Shop.agent.abl', content: shopAgent(onFail, extra) }]);
   expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   return { ...compiled, entry_agent: 'Shop' };
 }
-
-const askOnFail = `    ON_FAIL:
-      RESPOND: "I could not find it."
-      GATHER:
-        - order_id: required
-          prompt: "Which order number?"
-          retry_prompt: "Order numbers look like A-123. Which one?"
-          validate: pattern(^A-\\d+$)
-      THEN: find
-`;
 
 /** `lookup` fails until it is called with an order id, then finds it; every call's arguments are kept. */
 function session(compiled: CompilationOutput, branchGather?: boolean) {
@@ -55,7 +27,7 @@ function session(compiled: CompilationOutput, branchGather?: boolean) {
 
 describe('a GATHER opened by a flow branch', () => {
   it("fills the branch's field from the answer, then follows the branch's THEN", () => {
-    const { d, calls } = session(shop(askOnFail));
+    const { d, calls } = session(shop(ASK_ORDER_ON_FAIL));
     expect(d.start()).toEqual(['I could not find it.', 'Which order number?']);
     expect(d.send('A-42')).toEqual(['Found A-42.']);
     expect(calls).toEqual([{ order_id: null }, { order_id: 'A-42' }]);
@@ -63,7 +35,7 @@ describe('a GATHER opened by a flow branch', () => {
   });
 
   it("validates the answer with the branch field's rules and retry prompt", () => {
-    const { d, calls } = session(shop(askOnFail));
+    const { d, calls } = session(shop(ASK_ORDER_ON_FAIL));
     d.start();
     expect(d.send('the blue one')).toEqual(['Order numbers look like A-123. Which one?']);
     expect(calls).toHaveLength(1);
@@ -77,7 +49,7 @@ describe('a GATHER opened by a flow branch', () => {
         RESPOND: "I look orders up by their number."
         RESUME: true
 `;
-    const { d } = session(shop(askOnFail, digressions));
+    const { d } = session(shop(ASK_ORDER_ON_FAIL, digressions));
     d.start();
     expect(d.send('help')).toEqual(['I look orders up by their number.', 'Which order number?']);
     expect(d.send('A-9')).toEqual(['Found A-9.']);
@@ -115,7 +87,7 @@ FLOW:
   });
 
   it('with the option off (runs recorded before the patch) the answer is not taken, as before', () => {
-    const { d, calls } = session(shop(askOnFail), false);
+    const { d, calls } = session(shop(ASK_ORDER_ON_FAIL), false);
     d.start();
     // The answer never reaches order_id: the call is made again without it, fails, and asks again.
     expect(d.send('A-42')).toEqual(['I could not find it.', 'Which order number?']);

@@ -6,35 +6,13 @@
 import { compileProject, type CompilationOutput, type Json } from '../../../abl';
 import { acceptExtracted, EXTRACTION_MARKER } from '../../../abl/gather-llm';
 import type { RuntimeCommand, RuntimeEvent } from '../../../abl/runtime';
+import { flightsAgent } from '../../fixtures/agents/gather-and-errors';
 import { Driver, llmText, scripted } from './driver';
 
 type LlmCommand = Extract<RuntimeCommand, { type: 'call_llm' }>;
 
-const airportField = (props: string) => `      - airport: required
-        prompt: "Which airport (three letters)?"
-        retry_prompt: "Three letters, please: which airport?"
-        validate: pattern(^[A-Z]{3}$)
-        infer: true
-${props}`;
-
 function flight(props = ''): CompilationOutput {
-  const compiled = compileProject([
-    {
-      path: 'agents/Flights.agent.abl',
-      content: `AGENT: Flights
-GOAL: "Book a flight."
-FLOW:
-  steps: [ask, done]
-  ask:
-    REASONING: false
-    GATHER:
-${airportField(props)}    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Flying to {{airport}}."
-`,
-    },
-  ]);
+  const compiled = compileProject([{ path: 'agents/Flights.agent.abl', content: flightsAgent(props) }]);
   expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   return { ...compiled, entry_agent: 'Flights' };
 }
