@@ -63,8 +63,10 @@ function extractWithModel(
   expecting: string | null,
   strategy: 'llm' | 'hybrid' | null,
   infer: InferenceInput | null,
+  unset: (f: GatherFieldIR) => boolean,
 ): AcceptedExtraction {
-  const inferable = (f: GatherFieldIR) => f.infer && open(f) && !infer?.skip.has(f.name);
+  // Only a field nobody filled is inferred (with CORRECTIONS a filled one is still open to the strategy).
+  const inferable = (f: GatherFieldIR) => f.infer && open(f) && unset(f) && !infer?.skip.has(f.name);
   const context = infer && fields.some(inferable) ? infer.context() : null;
   const asked = strategy ? fields.filter(open) : context ? fields.filter(inferable) : [];
   if (asked.length === 0) return { values: {}, invalid: [], inferred: [] };
@@ -97,7 +99,7 @@ export function gatherFromMessage(
   if (!llmOn) return { values, invalid, inferred: [] };
   // hybrid: the model is asked only for the fields the pattern strategy left open.
   const open = (x: GatherFieldIR) => !Object.hasOwn(values, x.name) && (g.corrections || !isSetValue(vars[x.name]));
-  const got = extractWithModel(host, agent, g.fields, input, open, expecting ?? null, llm, infer);
+  const got = extractWithModel(host, agent, g.fields, input, open, expecting ?? null, llm, infer, (x) => !isSetValue(vars[x.name]));
   Object.assign(values, got.values);
   invalid.push(...got.invalid.map((x) => x.field));
   const judged = judgeValues(host, agent, g.fields, values);
@@ -118,7 +120,7 @@ export function inferTopLevel(
   infer: InferenceInput,
 ): AcceptedExtraction {
   const open = (x: GatherFieldIR) => !Object.hasOwn(values, x.name) && !isSetValue(vars[x.name]);
-  return extractWithModel(host, agent, agent.gather, input, open, expecting, null, infer);
+  return extractWithModel(host, agent, agent.gather, input, open, expecting, null, infer, open);
 }
 
 /**

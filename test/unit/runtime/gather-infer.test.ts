@@ -137,3 +137,17 @@ describe('reading an inference answer', () => {
     expect(acceptExtracted(fields, { airport: { value: 'cdg?', inferred: true, confidence: 0.9 } }, true)).toEqual({ values: {}, invalid: [], inferred: [] });
   });
 });
+
+describe('GATHER infer with CORRECTIONS', () => {
+  it('does not ask the model to infer a field that is already filled', () => {
+    // A second field after the airport, and CORRECTIONS: true (filled fields stay open to corrections).
+    const source = flightsAgent('      - traveller: required\n        prompt: "Your name?"\n').replace('    THEN: done\n  done:', '    CORRECTIONS: true\n    THEN: done\n  done:');
+    const compiled = compileProject([{ path: 'agents/Flights.agent.abl', content: source }]);
+    expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const { d, calls } = session({ ...compiled, entry_agent: 'Flights' }, inferred('CDG', 0.9));
+    d.start();
+    expect(d.send('airport: ORY')).toEqual(['Your name?']);
+    expect(d.send('Ann')).toEqual(['Flying to ORY.']);
+    expect(calls).toHaveLength(0);
+  });
+});
