@@ -2,7 +2,7 @@
 // fields out of one free-text message, coerces and validates them. Pure; no LLM.
 
 import { toRegExp } from './expr/values';
-import type { GatherFieldIR, GatherType, ValidationIR } from './ir';
+import type { AgentIR, ExprIR, GatherFieldIR, GatherType, ValidationIR } from './ir';
 
 /** What extraction reads of a field. */
 export type ExtractableField = Pick<GatherFieldIR, 'name' | 'type' | 'required' | 'validate' | 'extraction_hints'>;
@@ -242,6 +242,78 @@ export function extractGatherValues(fields: readonly ExtractableField[], message
 }
 
 /** True when every active required field has a value (`all_fields_gathered`). */
-export function allFieldsGathered(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>): boolean {
-  return fields.every((f) => !f.required || (values[f.name] !== undefined && values[f.name] !== null && values[f.name] !== ''));
+/** Whether a field is asked for and counts now: `active(f)` is false while it waits for its `depends_on` or `activation: {when}`. */
+export type FieldActive = (f: GatherFieldIR) => boolean;
+
+/**
+ * Every active required field is set. With field rules (`active` given), a field with a `default`
+ * does not hold completion up: it takes the default when the GATHER completes (applyDefaults).
+ */
+export function allFieldsGathered(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>, active?: FieldActive): boolean {
+  return fields.every((f) => !f.required || isGiven(values[f.name]) || (active !== undefined && (!active(f) || f.default !== undefined)));
+}
+
+/** The defaults of the unset active fields, taken when a GATHER completes. */
+export function pendingDefaults(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>, active: FieldActive): Array<[string, unknown]> {
+  return fields.filter((f) => f.default !== undefined && !isGiven(values[f.name]) && active(f)).map((f) => [f.name, f.default]);
+}
+
+function isGiven(v: unknown): boolean {
+  return v !== undefined && v !== null && v !== '';
+}
+
+/** True when a field uses activation rules, `depends_on` or a `default` (GATHER field rules). */
+export function usesFieldRules(f: GatherFieldIR): boolean {
+  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined;
+}
+
+/**
+ * A field's `depends_on` and `activation` (ABL.md §6): inactive while a field it depends on is
+ * unset (one with a `default` counts as set: it will have a value) or its `{when}` condition is
+ * false. `cond` evaluates that condition.
+ */
+export function fieldActivity(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>, cond: (when: ExprIR) => boolean): FieldActive {
+  const hasDefault = new Set(fields.filter((f) => f.default !== undefined).map((f) => f.name));
+  return (f) => f.depends_on.every((d) => isGiven(values[d]) || hasDefault.has(d)) && (typeof f.activation !== 'object' || cond(f.activation.when));
+}
+
+/**
+ * The field to ask for next among the unset active ones: required fields first, `activation:
+ * progressive` ones after every other required field, then the optional ones.
+ */
+export function nextFieldToAsk(fields: readonly GatherFieldIR[], values: Readonly<Record<string, unknown>>, active: FieldActive, optionalToo: boolean): GatherFieldIR | undefined {
+  // A field with a default is not asked: it takes the default if nobody gives a value.
+  const open = fields.filter((f) => !isGiven(values[f.name]) && f.default === undefined && active(f));
+  return (
+    open.find((f) => f.required && f.activation !== 'progressive') ??
+    open.find((f) => f.required) ??
+    (optionalToo ? open[0] : undefined)
+  );
+}
+
+const sensitiveByAgent = new WeakMap<AgentIR, ReadonlySet<string>>();
+
+/** Names of an agent's GATHER fields marked `sensitive: true` (top level, steps and their branches). */
+export function sensitiveFields(agent: AgentIR): ReadonlySet<string> {
+  let names = sensitiveByAgent.get(agent);
+  if (!names) {
+    const fields: GatherFieldIR[] = [...agent.gather];
+    for (const step of Object.values(agent.flow?.steps ?? {})) {
+      fields.push(...(step.gather?.fields ?? []), ...(step.on_exhausted?.gather?.fields ?? []));
+      for (const b of [...step.on_fail, ...step.on_result, ...step.on_success, ...step.on_input]) fields.push(...(b.actions.gather?.fields ?? []));
+    }
+    names = new Set(fields.filter((f) => f.sensitive).map((f) => f.name));
+    sensitiveByAgent.set(agent, names);
+  }
+  return names;
+}
+
+/** What traces and API views show instead of a sensitive field's value. */
+export const SENSITIVE_MASK = '[sensitive]';
+
+/** `vars` with the agent's sensitive fields masked (a copy when any is present). */
+export function maskSensitive(agent: AgentIR | undefined, vars: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const names = agent ? sensitiveFields(agent) : null;
+  if (!names || names.size === 0 || !Object.keys(vars).some((k) => names.has(k))) return vars as Record<string, unknown>;
+  return Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, names.has(k) && v !== null && v !== undefined ? SENSITIVE_MASK : v]));
 }

@@ -7,6 +7,7 @@ import type { Activities } from '../activities';
 import type { CompilationOutput, Json } from '../abl/ir';
 import type { AdvanceResult, SessionRuntimeState } from '../abl/runtime/contract';
 import { createInterpreter } from '../abl/runtime';
+import { maskSensitive } from '../abl/gather';
 import {
   callbackSignal,
   endSignal,
@@ -24,7 +25,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, DIGRESSIONS_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -88,6 +89,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const agentErrorTransitions = patchDecidedOnce(AGENT_ERROR_TRANSITIONS_PATCH);
   const gatherInfer = patchDecidedOnce(GATHER_INFER_PATCH);
   const branchGather = patchDecidedOnce(BRANCH_GATHER_PATCH);
+  const gatherFieldRules = patchDecidedOnce(GATHER_FIELD_RULES_PATCH);
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -119,7 +121,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       status: ended ? 'ended' : (runtime?.status ?? 'active'),
       currentAgent: thread?.agent ?? input.agentName,
       step: thread?.flow?.step ?? null,
-      gathered: (thread?.vars ?? {}) as Record<string, unknown>,
+      gathered: maskSensitive(thread ? bundle?.agents[thread.agent] : undefined, thread?.vars ?? {}),
       pending: runtime?.pending
         ? {
             kind: runtime.pending.kind,
@@ -298,6 +300,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         agentErrorTransitions,
         gatherInfer,
         branchGather,
+        gatherFieldRules,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),
@@ -364,7 +367,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         agent: thread?.agent ?? input.agentName,
         status: runtime.status,
         step: thread?.flow?.step ?? null,
-        variables: (thread?.vars ?? {}) as Record<string, unknown>,
+        variables: maskSensitive(thread ? compiled.agents[thread.agent] : undefined, thread?.vars ?? {}),
       },
       traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
       ...channelContent(compiled, thread?.agent, thread?.flow?.step),

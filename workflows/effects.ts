@@ -4,6 +4,7 @@
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompilationOutput, Json } from '../abl/ir';
+import { SENSITIVE_MASK } from '../abl/gather';
 import type { AdvanceResult, DelegateOutcome, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
 import type { Interpreter } from '../abl/runtime';
 import type { SessionStartInput, SessionStats, TurnTestContext } from './definitions';
@@ -111,10 +112,16 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
   }
 }
 
+/** A tool's arguments as the trace shows them: values of `sensitive` GATHER fields masked. */
+function maskArgs(args: Record<string, Json>, sensitive: readonly string[] | undefined): Record<string, Json> {
+  if (!sensitive?.length) return args;
+  return Object.fromEntries(Object.entries(args).map(([k, v]) => [k, sensitive.includes(k) ? SENSITIVE_MASK : v]));
+}
+
 /** `before`: the previous call of the same batch; results are recorded in the order asked for. */
 async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_tool' }>, before: Promise<unknown>): Promise<RuntimeEvent> {
   const started = Date.now();
-  const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, input: command.args });
+  const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, input: maskArgs(command.args, command.sensitiveArgs) });
   const mock = ctx.mocks.get(command.tool);
   let event: RuntimeEvent;
   if (mock) {

@@ -66,6 +66,14 @@ export const GATHER_INFER_PATCH = 'gather-infer-v1';
 export const BRANCH_GATHER_PATCH = 'branch-gather-v1';
 
 /**
+ * GATHER fields' `depends_on`, `activation` (`{when}`, `progressive`) and `default`
+ * (`RuntimeOptions.gatherFieldRules`): they decide which fields are asked and count toward
+ * completion, and a default fills a field nobody gave. Runs recorded before asked every field in
+ * order. Asked only for a GATHER whose fields use one of them.
+ */
+export const GATHER_FIELD_RULES_PATCH = 'gather-field-rules-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

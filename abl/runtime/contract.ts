@@ -132,7 +132,17 @@ export interface LlmRequestSpec {
 
 export type RuntimeCommand =
   | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'routing'; request: LlmRequestSpec }
-  | { type: 'call_tool'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number; retries: number }
+  | {
+      type: 'call_tool';
+      id: string;
+      agent: string;
+      tool: string;
+      args: Record<string, Json>;
+      timeoutMs: number;
+      retries: number;
+      /** Arguments holding a `sensitive` GATHER field's value: the tool gets them, traces show a mask. */
+      sensitiveArgs?: string[];
+    }
   | {
       type: 'delegate';
       id: string;
@@ -236,4 +246,10 @@ export interface RuntimeOptions {
    * On unless false; a function is asked only when such an answer arrives (patch `branch-gather-v1`).
    */
   branchGather?: boolean | (() => boolean);
+  /**
+   * GATHER fields' `depends_on` and `activation` (`{when}`, `progressive`) decide which fields are
+   * asked and count toward completion, and a `default` fills an unset active field. On unless
+   * false; a function is asked only for a GATHER whose fields use them (patch `gather-field-rules-v1`).
+   */
+  gatherFieldRules?: boolean | (() => boolean);
 }

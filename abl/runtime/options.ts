@@ -28,3 +28,8 @@ export function gatherInferOn(options: RuntimeOptions): boolean {
 export function branchGatherOn(options: RuntimeOptions): boolean {
   return flagOn(options.branchGather, true);
 }
+
+/** GATHER fields' `depends_on`, `activation` and `default` apply. On unless false. */
+export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
+  return flagOn(options.gatherFieldRules, true);
+}

@@ -9,7 +9,7 @@ import { evaluate, evaluateCondition, type Scope } from '../expr/evaluate';
 import type { EvalContext } from '../expr/context';
 import type { Expr } from '../expr/ast';
 import { renderTemplate } from '../template';
-import { allFieldsGathered, extractGatherValues } from '../gather';
+import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, type FieldActive } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
@@ -25,7 +25,7 @@ import { gatherFromMessage, inferTopLevel, judgeValues, type ExtractionCall, typ
 import { answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip, type InferenceHooks } from './gather-infer';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued } from './parallel-tools';
-import { agentErrorTransitionsOn, branchGatherOn, gatherInferOn, parallelEnabled } from './options';
+import { agentErrorTransitionsOn, branchGatherOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
 import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
@@ -270,7 +270,8 @@ export class Turn {
       if (Object.hasOwn(th.vars, name)) return th.vars[name];
       if (name === 'all_fields_gathered') {
         const stepFields = agent?.flow && th.flow ? agent.flow.steps[th.flow.step]?.gather?.fields ?? [] : [];
-        return allFieldsGathered([...(agent?.gather ?? []), ...stepFields], th.vars);
+        const fields = [...(agent?.gather ?? []), ...stepFields];
+        return allFieldsGathered(fields, th.vars, this.fieldRules(th, fields) ?? undefined);
       }
       return this.memoryRoot(name);
     };
@@ -311,7 +312,8 @@ export class Turn {
     if (persistent) this.s.memory[name] = v;
     else if (name.includes('.')) setPath(th.vars, name, v);
     else th.vars[name] = v;
-    this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: preview(v, 500) } });
+    const shown = agent && sensitiveFields(agent).has(name) && v !== null ? SENSITIVE_MASK : preview(v, 500);
+    this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: shown } });
   }
 
   private clearVar(th: ThreadState, name: string): void {
@@ -473,6 +475,21 @@ export class Turn {
     if (asked && Object.hasOwn(judged.values, asked)) th.askedField = null;
   }
 
+  /**
+   * GATHER field rules (`depends_on`, `activation`, `default`; ABL.md §6) for `fields`: which are
+   * active now, or null when none uses them or the run predates them (patch gather-field-rules-v1,
+   * asked only here).
+   */
+  private fieldRules(th: ThreadState, fields: readonly GatherFieldIR[]): FieldActive | null {
+    if (!fields.some(usesFieldRules) || !gatherFieldRulesOn(this.options)) return null;
+    return fieldActivity(fields, th.vars, (when) => this.cond(th, when));
+  }
+
+  /** The GATHER is complete: its unset active fields with a `default` take it. */
+  private applyDefaults(th: ThreadState, fields: readonly GatherFieldIR[], active: FieldActive): void {
+    for (const [name, value] of pendingDefaults(fields, th.vars, active)) this.setVar(th, name, value);
+  }
+
   /** GATHER `infer` for this message: the conversation, asked for only when a field could be inferred. */
   private inference(th: ThreadState): InferenceInput {
     return { context: () => (gatherInferOn(this.options) ? conversationLines(th) : null), skip: inferenceSkip(th) };
@@ -498,7 +515,10 @@ export class Turn {
    * field is asked afresh at the next message unless that handler ended the agent.
    */
   private askTopGather(th: ThreadState, agent: AgentIR): boolean {
-    const missing = agent.gather.find((f) => f.required && !isSetValue(th.vars[f.name]));
+    const rules = this.fieldRules(th, agent.gather);
+    const missing = rules ? nextFieldToAsk(agent.gather, th.vars, rules, false) : agent.gather.find((f) => f.required && !isSetValue(th.vars[f.name]));
+    // Nothing left to ask: the fields nobody gave take their defaults before the agent goes on.
+    if (rules && !missing) this.applyDefaults(th, agent.gather, rules);
     const retry = !!missing && th.askedField === missing.name && (this.invalidFields.has(missing.name) || this.input !== null);
     if (!retry) delete th.askedRetries;
     if (!missing) return false;
@@ -799,6 +819,14 @@ export class Turn {
 
   // ------------------------------------------------------------------ tools
 
+  /** Argument names whose value is that of one of the agent's `sensitive` GATHER fields. */
+  private sensitiveArgs(th: ThreadState, args: Record<string, Json>): string[] {
+    const names = sensitiveFields(this.agent(th));
+    if (names.size === 0) return [];
+    const secrets = new Set([...names].map((n) => th.vars[n]).filter(isSetValue).map((v) => JSON.stringify(v)));
+    return Object.keys(args).filter((k) => secrets.has(JSON.stringify(args[k])));
+  }
+
   private toolOf(th: ThreadState, name: string): ToolIR | undefined {
     return this.agent(th).tools.find((t) => t.name === name);
   }
@@ -829,6 +857,7 @@ export class Turn {
       this.s.status = 'active';
       this.s.pending = null;
     } else {
+      const sensitiveArgs = this.sensitiveArgs(th, args);
       ev = this.effect({
         type: 'call_tool',
         agent: th.agent,
@@ -836,6 +865,7 @@ export class Turn {
         args,
         timeoutMs: tool.timeout_ms || agent.execution.tool_timeout_ms,
         retries: tool.binding.type === 'http' ? tool.binding.retry : 0,
+        ...(sensitiveArgs.length > 0 ? { sensitiveArgs } : {}),
       }, null);
     }
     let out: ToolOutcome;
@@ -1221,13 +1251,17 @@ export class Turn {
       for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length + applyInferred(th, g.fields, ex.inferred, this.inferHooks(th)) + (confirmation === 'confirmed' ? 1 : 0);
     }
-    const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars);
+    const rules = this.fieldRules(th, g.fields);
+    const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars, rules ?? undefined);
     if (complete) {
+      if (rules) this.applyDefaults(th, g.fields, rules);
       delete f.attempts[key];
       th.askedField = null;
       return 'done';
     }
-    const missing = g.fields.find((x) => x.required && !isSetValue(th.vars[x.name])) ?? g.fields.find((x) => !isSetValue(th.vars[x.name]));
+    const missing = rules
+      ? nextFieldToAsk(g.fields, th.vars, rules, true)
+      : g.fields.find((x) => x.required && !isSetValue(th.vars[x.name])) ?? g.fields.find((x) => !isSetValue(th.vars[x.name]));
     if (!missing) return 'done';
     // After "no" to an inferred value the field is asked afresh, not as a failed answer.
     const retry = answering && extracted === 0 && confirmation !== 'rejected';
@@ -1354,9 +1388,11 @@ export class Turn {
     if (rules.length) lines.push('Rules you must respect:', ...rules);
     if (agent.gather.length) {
       lines.push('Information to collect:');
+      const sensitive = sensitiveFields(agent);
       for (const f of agent.gather) {
         const v = th.vars[f.name];
-        lines.push(`- ${f.name}${f.required ? '' : ' (optional)'}: ${isSetValue(v) ? JSON.stringify(v) : 'missing'}`);
+        const shown = !isSetValue(v) ? 'missing' : sensitive.has(f.name) ? 'given (sensitive, not shown)' : JSON.stringify(v);
+        lines.push(`- ${f.name}${f.required ? '' : ' (optional)'}: ${shown}`);
       }
     }
     if (typeof th.vars._handoff_summary === 'string') lines.push(`Context from the previous agent: ${th.vars._handoff_summary}`);
