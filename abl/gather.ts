@@ -262,9 +262,35 @@ function isGiven(v: unknown): boolean {
   return v !== undefined && v !== null && v !== '';
 }
 
-/** True when a field uses activation rules, `depends_on` or a `default` (GATHER field rules). */
+/** True when a field uses activation rules, `depends_on`, a `default` or a `range` (GATHER field rules). */
 export function usesFieldRules(f: GatherFieldIR): boolean {
-  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined;
+  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined || rangeBounds(f) !== null;
+}
+
+/** A number field's `range` as bounds: `[min, max]` or `{min, max}` (either may be left out). */
+function rangeBounds(f: GatherFieldIR): { min: number | null; max: number | null } | null {
+  if (f.type !== 'number' || f.range === null || typeof f.range !== 'object') return null;
+  const [min, max] = Array.isArray(f.range) ? f.range : [f.range.min, f.range.max];
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+  return num(min) === null && num(max) === null ? null : { min: num(min), max: num(max) };
+}
+
+const rangedFields = new WeakMap<readonly GatherFieldIR[], GatherFieldIR[]>();
+
+/** `fields` with each number field's `range` added to its validate rules as min/max. */
+export function withRanges(fields: readonly GatherFieldIR[]): readonly GatherFieldIR[] {
+  if (!fields.some((f) => rangeBounds(f) !== null)) return fields;
+  let out = rangedFields.get(fields);
+  if (!out) {
+    out = fields.map((f) => {
+      const b = rangeBounds(f);
+      if (!b) return f;
+      const rules: ValidationIR[] = [...(b.min !== null ? [{ kind: 'min' as const, value: b.min }] : []), ...(b.max !== null ? [{ kind: 'max' as const, value: b.max }] : [])];
+      return { ...f, validate: [...f.validate, ...rules] };
+    });
+    rangedFields.set(fields, out);
+  }
+  return out;
 }
 
 /**

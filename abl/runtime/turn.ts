@@ -9,7 +9,7 @@ import { evaluate, evaluateCondition, type Scope } from '../expr/evaluate';
 import type { EvalContext } from '../expr/context';
 import type { Expr } from '../expr/ast';
 import { renderTemplate } from '../template';
-import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, type FieldActive } from '../gather';
+import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, withRanges, type FieldActive } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
@@ -462,9 +462,10 @@ export class Turn {
     // A yes or no to "Just to confirm…" (GATHER infer) is not a value of the field.
     const confirmation = asked ? answerInferred(th, input, this.inferHooks(th)) : 'none';
     if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = asked = null;
-    const ex = extractGatherValues(agent.gather, input, { existing: th.vars, expecting: asked });
+    const fields = this.fieldRules(th, agent.gather) ? withRanges(agent.gather) : agent.gather;
+    const ex = extractGatherValues(fields, input, { existing: th.vars, expecting: asked });
     for (const bad of ex.invalid) this.invalidFields.add(bad.field);
-    const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), agent, input, ex.values, th.vars, asked, this.inference(th)) : null;
+    const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), { ...agent, gather: [...fields] }, input, ex.values, th.vars, asked, this.inference(th)) : null;
     for (const bad of modelRead?.invalid ?? []) this.invalidFields.add(bad.field);
     const values = { ...modelRead?.values, ...ex.values };
     // LLM-judged validate rules, as in a step GATHER: a value judged invalid is a failed validation.
@@ -1233,8 +1234,11 @@ export class Turn {
 
   /** Step GATHER: extract, then either done or ask (and wait). */
   private stepGather(th: ThreadState, step: FlowStepIR, input: string | null, answering: boolean): 'done' | StepResult {
-    const g = step.gather;
-    if (!g) return 'done';
+    const stated = step.gather;
+    if (!stated) return 'done';
+    const rules = this.fieldRules(th, stated.fields);
+    // With the field rules on, a number field's `range` validates like min/max.
+    const g = rules ? { ...stated, fields: withRanges(stated.fields) as GatherFieldIR[] } : stated;
     const f = th.flow as NonNullable<ThreadState['flow']>;
     const key = `gather:${step.name}`;
     let extracted = 0;
@@ -1251,7 +1255,6 @@ export class Turn {
       for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length + applyInferred(th, g.fields, ex.inferred, this.inferHooks(th)) + (confirmation === 'confirmed' ? 1 : 0);
     }
-    const rules = this.fieldRules(th, g.fields);
     const complete = g.complete_when?.ast ? this.cond(th, g.complete_when) : allFieldsGathered(g.fields, th.vars, rules ?? undefined);
     if (complete) {
       if (rules) this.applyDefaults(th, g.fields, rules);

@@ -160,3 +160,40 @@ FLOW:
     expect(prompts[0]).not.toContain('4321');
   });
 });
+
+describe('range on a number field', () => {
+  const party = project(
+    'agents/Party.agent.abl',
+    `AGENT: Party
+GOAL: "Book a table."
+FLOW:
+  steps: [ask, done]
+  ask:
+    REASONING: false
+    GATHER:
+      - guests: required
+        type: number
+        prompt: "How many guests?"
+        retry_prompt: "Between 1 and 8 guests, please. How many?"
+        range: [1, 8]
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Table for {{guests}}."
+`,
+    'Party',
+  );
+
+  it('rejects a value outside the range like a failed validation', () => {
+    const d = new Driver(scripted({}), party);
+    d.start();
+    expect(d.send('12')).toEqual(['Between 1 and 8 guests, please. How many?']);
+    expect(d.send('4')).toEqual(['Table for 4.']);
+  });
+
+  it('is not applied on runs recorded before the patch', () => {
+    const d = new Driver(scripted({}), party, 1_700_000_000_000, { gatherFieldRules: false });
+    d.start();
+    expect(d.send('12')).toEqual(['Table for 12.']);
+  });
+});
