@@ -36,7 +36,8 @@ export function extractionSchema(fields: readonly GatherFieldIR[], expecting: st
     if (desc) p.description = desc;
     if (f.extraction_hints.length) p['x-extraction-hints'] = [...f.extraction_hints];
     if (inferOn && f.infer) p['x-infer'] = true;
-    properties[f.name] = p;
+    // A list field is answered with an array of such values.
+    properties[f.name] = f.list ? { type: 'array', items: p, ...(p.description !== undefined ? { description: p.description } : {}) } : p;
   }
   return { type: 'object', properties, additionalProperties: false, 'x-expecting': expecting };
 }
@@ -132,7 +133,7 @@ export function acceptExtracted(fields: readonly GatherFieldIR[], values: Record
       }
       raw = answer.value ?? null;
     }
-    if (raw === null || raw === undefined || raw === '' || typeof raw === 'object') continue;
+    if (raw === null || raw === undefined || raw === '' || (typeof raw === 'object' && !(f.list && Array.isArray(raw)))) continue;
     const v = validateGatherValue(f, raw);
     if (v.ok) out.values[f.name] = v.value;
     else out.invalid.push({ field: f.name, raw: String(raw), error: v.error ?? 'invalid' });
@@ -142,14 +143,16 @@ export function acceptExtracted(fields: readonly GatherFieldIR[], values: Record
 
 // ------------------------------------------------------------------ the offline model's answer
 
-function fieldFromSchema(name: string, p: Record<string, unknown>): ExtractableField {
+function fieldFromSchema(name: string, schema: Record<string, unknown>): ExtractableField {
+  const list = schema.type === 'array' && !!schema.items && typeof schema.items === 'object';
+  const p = list ? (schema.items as Record<string, unknown>) : schema;
   const format = typeof p.format === 'string' ? p.format : '';
   const type: GatherType = TYPE_OF_FORMAT[format] ?? (p.type === 'number' ? 'number' : p.type === 'boolean' ? 'boolean' : 'string');
   const validate: ValidationIR[] = [];
   if (Array.isArray(p.enum)) validate.push({ kind: 'enum', values: p.enum.map(String) });
   if (typeof p.pattern === 'string') validate.push({ kind: 'pattern', pattern: p.pattern });
   const hints = Array.isArray(p['x-extraction-hints']) ? p['x-extraction-hints'].map(String) : [];
-  return { name, type, required: true, validate, extraction_hints: hints };
+  return { name, type, required: true, validate, extraction_hints: hints, list };
 }
 
 /**

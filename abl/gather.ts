@@ -5,7 +5,7 @@ import { toRegExp } from './expr/values';
 import type { AgentIR, ExprIR, GatherFieldIR, GatherType, ValidationIR } from './ir';
 
 /** What extraction reads of a field. */
-export type ExtractableField = Pick<GatherFieldIR, 'name' | 'type' | 'required' | 'validate' | 'extraction_hints'>;
+export type ExtractableField = Pick<GatherFieldIR, 'name' | 'type' | 'required' | 'validate' | 'extraction_hints'> & { list?: boolean };
 
 export interface GatherValidation {
   ok: boolean;
@@ -89,8 +89,32 @@ function searchPattern(pattern: string): RegExp | null {
   return toRegExp(pattern.replace(/^\^/, '').replace(/\$$/, ''));
 }
 
-/** Coerces a raw string to the field type and runs its validation rules. */
-export function validateGatherValue(field: Pick<GatherFieldIR, 'type' | 'validate'>, raw: unknown): GatherValidation {
+/** Splits a list answer: commas, semicolons, new lines and a final "and". */
+function listItems(raw: unknown): unknown[] {
+  if (Array.isArray(raw)) return raw;
+  return String(raw ?? '')
+    .split(/\s*(?:[,;\n]|\band\b)\s*/i)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+/**
+ * Coerces a raw value to the field type and runs its validation rules. A `list` field takes
+ * several values (an array, or text split on commas, semicolons, new lines and "and"), each
+ * coerced and validated like a single one; its value is the array.
+ */
+export function validateGatherValue(field: Pick<GatherFieldIR, 'type' | 'validate'> & { list?: boolean }, raw: unknown): GatherValidation {
+  if (field.list) {
+    const items = listItems(raw);
+    if (items.length === 0) return { ok: false, value: raw, error: 'expected at least one value' };
+    const values: unknown[] = [];
+    for (const item of items) {
+      const v = validateGatherValue({ type: field.type, validate: field.validate }, item);
+      if (!v.ok) return { ok: false, value: raw, error: `${String(item)}: ${v.error ?? 'invalid'}` };
+      values.push(v.value);
+    }
+    return { ok: true, value: values, error: null };
+  }
   let value: unknown = raw;
   const text = typeof raw === 'string' ? raw.trim() : raw;
   switch (field.type as GatherType) {
@@ -217,14 +241,18 @@ export function extractGatherValues(fields: readonly ExtractableField[], message
     const m = label?.exec(rest);
     if (!m) continue;
     const after = rest.slice(m.index + m[0].length);
-    const c = candidate(f, after) ?? (f.type === 'string' ? { raw: (/^[^,;.!?\n]+/.exec(after)?.[0] ?? '').trim() } : null);
+    // A list runs to the end of the sentence, commas included.
+    const c = f.list
+      ? { raw: (/^[^.!?\n]+/.exec(after)?.[0] ?? '').trim() }
+      : candidate(f, after) ?? (f.type === 'string' ? { raw: (/^[^,;.!?\n]+/.exec(after)?.[0] ?? '').trim() } : null);
     if (c && c.raw && after.indexOf(c.raw) <= 2 && accept(f, c.raw, c.value)) rest = rest.replace(m[0], ' ');
   }
   // 2. typed, most specific first so a date's digits are not taken as a number
   const rank = (f: ExtractableField): number =>
     f.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum') ? 0 : TYPE_RANK[f.type];
   for (const f of [...open].sort((a, b) => rank(a) - rank(b))) {
-    if (Object.hasOwn(out.values, f.name)) continue;
+    // A list is taken labelled or as the answer to its question, never one item at a time.
+    if (Object.hasOwn(out.values, f.name) || f.list) continue;
     const c = candidate(f, rest);
     if (c) accept(f, c.raw, c.value);
   }
@@ -234,7 +262,7 @@ export function extractGatherValues(fields: readonly ExtractableField[], message
     : opts.expecting;
   const target = open.find((f) => f.name === expecting);
   const nothingElse = Object.keys(out.values).length === 0 && out.invalid.length === 0;
-  if (nothingElse && target && target.type === 'string' && !target.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum')) {
+  if (nothingElse && target && (target.list || (target.type === 'string' && !target.validate.some((v) => v.kind === 'pattern' || v.kind === 'enum')))) {
     const text = message.replace(/\s+/g, ' ').trim();
     if (text) accept(target, text);
   }
@@ -264,7 +292,7 @@ function isGiven(v: unknown): boolean {
 
 /** True when a field uses activation rules, `depends_on`, a `default` or a `range` (GATHER field rules). */
 export function usesFieldRules(f: GatherFieldIR): boolean {
-  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined || rangeBounds(f) !== null;
+  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined || rangeBounds(f) !== null || f.list;
 }
 
 /** A number field's `range` as bounds: `[min, max]` or `{min, max}` (either may be left out). */
@@ -275,20 +303,29 @@ function rangeBounds(f: GatherFieldIR): { min: number | null; max: number | null
   return num(min) === null && num(max) === null ? null : { min: num(min), max: num(max) };
 }
 
-const rangedFields = new WeakMap<readonly GatherFieldIR[], GatherFieldIR[]>();
+const withRulesCache = new WeakMap<readonly GatherFieldIR[], GatherFieldIR[]>();
+const withoutRulesCache = new WeakMap<readonly GatherFieldIR[], GatherFieldIR[]>();
 
-/** `fields` with each number field's `range` added to its validate rules as min/max. */
-export function withRanges(fields: readonly GatherFieldIR[]): readonly GatherFieldIR[] {
-  if (!fields.some((f) => rangeBounds(f) !== null)) return fields;
-  let out = rangedFields.get(fields);
+function rangedField(f: GatherFieldIR): GatherFieldIR {
+  const b = rangeBounds(f);
+  if (!b) return f;
+  const rules: ValidationIR[] = [...(b.min !== null ? [{ kind: 'min' as const, value: b.min }] : []), ...(b.max !== null ? [{ kind: 'max' as const, value: b.max }] : [])];
+  return { ...f, validate: [...f.validate, ...rules] };
+}
+
+/**
+ * The fields as extraction and validation see them. With the field rules on, a number field's
+ * `range` is added to its validate rules as min/max; with them off (runs recorded before), `list`
+ * is dropped, so such a field takes one value as it did then.
+ */
+export function fieldsForRules(fields: readonly GatherFieldIR[], on: boolean): readonly GatherFieldIR[] {
+  const cache = on ? withRulesCache : withoutRulesCache;
+  const change = on ? (f: GatherFieldIR) => rangeBounds(f) !== null : (f: GatherFieldIR) => f.list;
+  if (!fields.some(change)) return fields;
+  let out = cache.get(fields);
   if (!out) {
-    out = fields.map((f) => {
-      const b = rangeBounds(f);
-      if (!b) return f;
-      const rules: ValidationIR[] = [...(b.min !== null ? [{ kind: 'min' as const, value: b.min }] : []), ...(b.max !== null ? [{ kind: 'max' as const, value: b.max }] : [])];
-      return { ...f, validate: [...f.validate, ...rules] };
-    });
-    rangedFields.set(fields, out);
+    out = fields.map((f) => (!change(f) ? f : on ? rangedField(f) : { ...f, list: false }));
+    cache.set(fields, out);
   }
   return out;
 }

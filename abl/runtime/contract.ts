@@ -248,7 +248,8 @@ export interface RuntimeOptions {
   branchGather?: boolean | (() => boolean);
   /**
    * GATHER fields' `depends_on` and `activation` (`{when}`, `progressive`) decide which fields are
-   * asked and count toward completion, and a `default` fills an unset active field. On unless
+   * asked and count toward completion, a `default` fills an unset active field, a number field's
+   * `range` validates and a `list` field takes several values. On unless
    * false; a function is asked only for a GATHER whose fields use them (patch `gather-field-rules-v1`).
    */
   gatherFieldRules?: boolean | (() => boolean);

@@ -9,7 +9,7 @@ import { evaluate, evaluateCondition, type Scope } from '../expr/evaluate';
 import type { EvalContext } from '../expr/context';
 import type { Expr } from '../expr/ast';
 import { renderTemplate } from '../template';
-import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, withRanges, type FieldActive } from '../gather';
+import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, fieldsForRules, type FieldActive } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
@@ -462,10 +462,10 @@ export class Turn {
     // A yes or no to "Just to confirm…" (GATHER infer) is not a value of the field.
     const confirmation = asked ? answerInferred(th, input, this.inferHooks(th)) : 'none';
     if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = asked = null;
-    const fields = this.fieldRules(th, agent.gather) ? withRanges(agent.gather) : agent.gather;
+    const fields = agent.gather.some(usesFieldRules) ? fieldsForRules(agent.gather, this.fieldRules(th, agent.gather) !== null) : agent.gather;
     const ex = extractGatherValues(fields, input, { existing: th.vars, expecting: asked });
     for (const bad of ex.invalid) this.invalidFields.add(bad.field);
-    const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), { ...agent, gather: [...fields] }, input, ex.values, th.vars, asked, this.inference(th)) : null;
+    const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), fields === agent.gather ? agent : { ...agent, gather: [...fields] }, input, ex.values, th.vars, asked, this.inference(th)) : null;
     for (const bad of modelRead?.invalid ?? []) this.invalidFields.add(bad.field);
     const values = { ...modelRead?.values, ...ex.values };
     // LLM-judged validate rules, as in a step GATHER: a value judged invalid is a failed validation.
@@ -1237,8 +1237,9 @@ export class Turn {
     const stated = step.gather;
     if (!stated) return 'done';
     const rules = this.fieldRules(th, stated.fields);
-    // With the field rules on, a number field's `range` validates like min/max.
-    const g = rules ? { ...stated, fields: withRanges(stated.fields) as GatherFieldIR[] } : stated;
+    // `range` and `list` as the field rules say (on, or off for runs recorded before them).
+    const fields = stated.fields.some(usesFieldRules) ? fieldsForRules(stated.fields, rules !== null) : stated.fields;
+    const g = fields === stated.fields ? stated : { ...stated, fields: [...fields] };
     const f = th.flow as NonNullable<ThreadState['flow']>;
     const key = `gather:${step.name}`;
     let extracted = 0;

@@ -6,6 +6,7 @@
 
 import { compileProject, type CompilationOutput } from '../../../abl';
 import { SENSITIVE_MASK } from '../../../abl/gather';
+import { localExtractionAnswer } from '../../../abl/gather-llm';
 import { Driver, llmText, scripted, toolOk } from './driver';
 
 function project(path: string, content: string, entry: string): CompilationOutput {
@@ -195,5 +196,76 @@ FLOW:
     const d = new Driver(scripted({}), party, 1_700_000_000_000, { gatherFieldRules: false });
     d.start();
     expect(d.send('12')).toEqual(['Table for 12.']);
+  });
+});
+
+describe('list fields', () => {
+  const pizza = (strategy = '') =>
+    project(
+      'agents/Pizza.agent.abl',
+      `AGENT: Pizza
+GOAL: "Take a pizza order."
+FLOW:
+  steps: [ask, done]
+  ask:
+    REASONING: false
+    GATHER:
+      - toppings: required
+        prompt: "Which toppings?"
+        retry_prompt: "We have ham, cheese and olives. Which ones?"
+        validate: enum(ham, cheese, olives)
+        list: true
+      - guests: required
+        prompt: "Names of the guests?"
+        list: true
+${strategy}    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Done."
+`,
+      'Pizza',
+    );
+
+  it('takes several values from the answer to its question, each validated', () => {
+    const d = new Driver(scripted({}), pizza());
+    expect(d.start()).toEqual(['Which toppings?']);
+    expect(d.send('ham, pineapple')).toEqual(['We have ham, cheese and olives. Which ones?']);
+    expect(d.send('ham, cheese and olives')).toEqual(['Names of the guests?']);
+    expect(d.vars().toppings).toEqual(['ham', 'cheese', 'olives']);
+    expect(d.send('Ann; Bo')).toEqual(['Done.']);
+    expect(d.vars().guests).toEqual(['Ann', 'Bo']);
+  });
+
+  it('takes a labelled list up to the end of the sentence', () => {
+    const d = new Driver(scripted({}), pizza());
+    d.start();
+    expect(d.send('guests: Ann, Bo and Cy. toppings: olives')).toEqual(['Done.']);
+    expect(d.vars()).toMatchObject({ guests: ['Ann', 'Bo', 'Cy'], toppings: ['olives'] });
+  });
+
+  it('is answered as an array through the model (the offline model included)', () => {
+    const calls: { system: string }[] = [];
+    const d = new Driver(
+      scripted({
+        llm: (cmd) => {
+          const system = cmd.request.messages[0]!.content;
+          calls.push({ system });
+          return llmText(cmd.id, localExtractionAnswer(system, cmd.request.messages[1]!.content) ?? '{}');
+        },
+      }),
+      pizza('    STRATEGY: llm\n'),
+    );
+    d.start();
+    d.send('ham and cheese');
+    expect(calls[0]!.system).toContain('"toppings":{"type":"array","items":{"type":"string"');
+    expect(d.vars().toppings).toEqual(['ham', 'cheese']);
+  });
+
+  it('takes one value on runs recorded before the patch', () => {
+    const d = new Driver(scripted({}), pizza(), 1_700_000_000_000, { gatherFieldRules: false });
+    d.start();
+    d.send('ham');
+    d.send('Ann, Bo');
+    expect(d.vars()).toMatchObject({ toppings: 'ham', guests: 'Ann, Bo' });
   });
 });
