@@ -290,9 +290,9 @@ function isGiven(v: unknown): boolean {
   return v !== undefined && v !== null && v !== '';
 }
 
-/** True when a field uses activation rules, `depends_on`, a `default` or a `range` (GATHER field rules). */
+/** True when a field uses activation rules, `depends_on`, a `default`, a `range`, `list` or `transient` (GATHER field rules). */
 export function usesFieldRules(f: GatherFieldIR): boolean {
-  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined || rangeBounds(f) !== null || f.list;
+  return f.depends_on.length > 0 || (f.activation !== 'required' && f.activation !== 'optional') || f.default !== undefined || rangeBounds(f) !== null || f.list || f.transient;
 }
 
 /** A number field's `range` as bounds: `[min, max]` or `{min, max}` (either may be left out). */

@@ -66,10 +66,10 @@ export const GATHER_INFER_PATCH = 'gather-infer-v1';
 export const BRANCH_GATHER_PATCH = 'branch-gather-v1';
 
 /**
- * GATHER fields' `depends_on`, `activation` (`{when}`, `progressive`), `default`, `range` and
- * `list` (`RuntimeOptions.gatherFieldRules`): they decide which fields are asked and count toward
+ * GATHER fields' `depends_on`, `activation` (`{when}`, `progressive`), `default`, `range`, `list`
+ * and `transient` (`RuntimeOptions.gatherFieldRules`): they decide which fields are asked and count toward
  * completion, a default fills a field nobody gave, a number range validates, a list takes several
- * values. Runs recorded before asked every field in order and ignored them. Asked only for a
+ * values, a transient one is cleared when its step is left. Runs recorded before asked every field in order and ignored them. Asked only for a
  * GATHER whose fields use one of them.
  */
 export const GATHER_FIELD_RULES_PATCH = 'gather-field-rules-v1';

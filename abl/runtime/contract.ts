@@ -249,7 +249,8 @@ export interface RuntimeOptions {
   /**
    * GATHER fields' `depends_on` and `activation` (`{when}`, `progressive`) decide which fields are
    * asked and count toward completion, a `default` fills an unset active field, a number field's
-   * `range` validates and a `list` field takes several values. On unless
+   * `range` validates, a `list` field takes several values and a `transient` one is cleared when its
+   * step is left. On unless
    * false; a function is asked only for a GATHER whose fields use them (patch `gather-field-rules-v1`).
    */
   gatherFieldRules?: boolean | (() => boolean);

@@ -486,6 +486,14 @@ export class Turn {
     return fieldActivity(fields, th.vars, (when) => this.cond(th, when));
   }
 
+  /** Leaving `step` for another step: the `transient` fields its GATHERs (the branches' too) collected are cleared. */
+  private forgetTransient(th: ThreadState, step: FlowStepIR): void {
+    const gathers = [step.gather, step.on_exhausted?.gather, ...[...step.on_fail, ...step.on_result, ...step.on_success, ...step.on_input].map((b) => b.actions.gather)];
+    const fields = gathers.flatMap((g) => g?.fields ?? []);
+    if (!fields.some((f) => f.transient) || !this.fieldRules(th, fields)) return;
+    for (const f of fields) if (f.transient) this.clearVar(th, f.name);
+  }
+
   /** The GATHER is complete: its unset active fields with a `default` take it. */
   private applyDefaults(th: ThreadState, fields: readonly GatherFieldIR[], active: FieldActive): void {
     for (const [name, value] of pendingDefaults(fields, th.vars, active)) this.setVar(th, name, value);
@@ -1067,6 +1075,7 @@ export class Turn {
         return;
       }
       this.decision(th, 'flow_transition', `${step.name} -> ${t.step}`);
+      this.forgetTransient(th, step);
       th.flow = { step: t.step, phase: 'enter', attempts: f.attempts };
       if (!this.transitionChecks(th)) return;
     }
@@ -1114,6 +1123,7 @@ export class Turn {
     } else if (d.respond) this.respond(th, this.render(th, d.respond));
     switch (action.kind) {
       case 'goto':
+        this.forgetTransient(th, step);
         th.flow = { step: action.step, phase: 'enter', attempts: f.attempts };
         if (this.transitionChecks(th)) this.runFlow(th, null);
         break;

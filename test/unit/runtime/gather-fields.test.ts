@@ -269,3 +269,48 @@ ${strategy}    THEN: done
     expect(d.vars()).toMatchObject({ toppings: 'ham', guests: 'Ann, Bo' });
   });
 });
+
+describe('transient fields', () => {
+  const otp = project(
+    'agents/Otp.agent.abl',
+    `AGENT: Otp
+GOAL: "Verify a code."
+TOOLS:
+  check_code(code: string) -> object
+    description: "Check the code"
+FLOW:
+  steps: [verify, done]
+  verify:
+    REASONING: false
+    GATHER:
+      - code: required
+        prompt: "The code we sent you?"
+        validate: pattern(^\\d{6}$)
+        transient: true
+    CALL: check_code(code)
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Verified."
+`,
+    'Otp',
+  );
+  const checked: unknown[] = [];
+  const responder = scripted({ tools: { check_code: (args, id) => (checked.push(args.code), toolOk(id, { ok: true })) } });
+
+  it('is used in its step, then cleared when the flow moves on', () => {
+    const d = new Driver(responder, otp);
+    d.start();
+    expect(d.send('123456')).toEqual(['Verified.']);
+    expect(checked).toContain('123456');
+    expect(d.vars()).not.toHaveProperty('code');
+    expect(d.traceOf('state_change').filter((c) => c.variable === 'code').map((c) => c.value)).toEqual(['123456', null]);
+  });
+
+  it('is kept on runs recorded before the patch', () => {
+    const d = new Driver(responder, otp, 1_700_000_000_000, { gatherFieldRules: false });
+    d.start();
+    d.send('654321');
+    expect(d.vars().code).toBe('654321');
+  });
+});
