@@ -72,11 +72,17 @@ export function answerInferred(th: ThreadState, input: string, hooks: InferenceH
   return 'other';
 }
 
-/** The question that asks the user to confirm a candidate, or null when `f` has none. */
-export function confirmationPrompt(th: ThreadState, f: GatherFieldIR): string | null {
+/**
+ * The question that asks the user to confirm a candidate, or null when `f` has none. `template`
+ * is the agent's `MESSAGES.confirm_inferred`, where `{{field}}` and `{{value}}` stand for the
+ * field (underscores as spaces) and the inferred value.
+ */
+export function confirmationPrompt(th: ThreadState, f: GatherFieldIR, template: string | null = null): string | null {
   if (!th.inferred || !Object.hasOwn(th.inferred, f.name)) return null;
   const value: Json | undefined = th.inferred[f.name];
   // The question is rendered as a template: a value must not add placeholders to it.
   const shown = (typeof value === 'string' ? value : JSON.stringify(value)).replace(/[{}]/g, '');
-  return `Just to confirm: your ${f.name.replace(/_/g, ' ')} is ${shown}. Is that right?`;
+  const label = f.name.replace(/_/g, ' ');
+  if (template) return template.replaceAll('{{field}}', label).replaceAll('{{value}}', shown);
+  return `Just to confirm: your ${label} is ${shown}. Is that right?`;
 }

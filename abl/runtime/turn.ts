@@ -548,7 +548,7 @@ export class Turn {
 
   /** The question for a missing field: a confirmation when an inferred value awaits one. */
   private promptFor(th: ThreadState, f: GatherFieldIR, retry: boolean): string {
-    return confirmationPrompt(th, f) ?? (retry ? f.retry_prompt : null) ?? f.prompt ?? `Please provide your ${f.name.replace(/_/g, ' ')}.`;
+    return confirmationPrompt(th, f, this.agent(th).messages.confirm_inferred ?? null) ?? (retry ? f.retry_prompt : null) ?? f.prompt ?? `Please provide your ${f.name.replace(/_/g, ' ')}.`;
   }
 
   // ------------------------------------------------------------------ escalation

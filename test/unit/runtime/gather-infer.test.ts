@@ -151,3 +151,14 @@ describe('GATHER infer with CORRECTIONS', () => {
     expect(calls).toHaveLength(0);
   });
 });
+
+describe('the confirmation question', () => {
+  it('comes from MESSAGES.confirm_inferred when the agent has one', () => {
+    const source = `${flightsAgent()}MESSAGES:\n  confirm_inferred: "You mean {{value}} as your {{field}}? (yes/no)"\n`;
+    const compiled = compileProject([{ path: 'agents/Flights.agent.abl', content: source }]);
+    expect(compiled.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const { d } = session({ ...compiled, entry_agent: 'Flights' }, inferred('CDG', 0.9));
+    d.start();
+    expect(d.send('I am flying to see the Eiffel Tower')).toEqual(['You mean CDG as your airport? (yes/no)']);
+  });
+});
