@@ -2,7 +2,7 @@
 // fields out of one free-text message, coerces and validates them. Pure; no LLM.
 
 import { toRegExp } from './expr/values';
-import type { AgentIR, ExprIR, GatherFieldIR, GatherType, ValidationIR } from './ir';
+import type { AgentIR, ExprIR, FlowStepIR, GatherFieldIR, GatherType, ValidationIR } from './ir';
 
 /** What extraction reads of a field. */
 export type ExtractableField = Pick<GatherFieldIR, 'name' | 'type' | 'required' | 'validate' | 'extraction_hints'> & { list?: boolean };
@@ -354,17 +354,19 @@ export function nextFieldToAsk(fields: readonly GatherFieldIR[], values: Readonl
   );
 }
 
+/** The fields of a flow step's own GATHER and of every GATHER in its branches. */
+export function stepGatherFields(step: FlowStepIR): GatherFieldIR[] {
+  const branches = [...step.on_fail, ...step.on_result, ...step.on_success, ...step.on_input].map((b) => b.actions);
+  return [step.gather, step.on_exhausted?.gather, ...branches.map((a) => a.gather)].flatMap((g) => g?.fields ?? []);
+}
+
 const sensitiveByAgent = new WeakMap<AgentIR, ReadonlySet<string>>();
 
 /** Names of an agent's GATHER fields marked `sensitive: true` (top level, steps and their branches). */
 export function sensitiveFields(agent: AgentIR): ReadonlySet<string> {
   let names = sensitiveByAgent.get(agent);
   if (!names) {
-    const fields: GatherFieldIR[] = [...agent.gather];
-    for (const step of Object.values(agent.flow?.steps ?? {})) {
-      fields.push(...(step.gather?.fields ?? []), ...(step.on_exhausted?.gather?.fields ?? []));
-      for (const b of [...step.on_fail, ...step.on_result, ...step.on_success, ...step.on_input]) fields.push(...(b.actions.gather?.fields ?? []));
-    }
+    const fields = [...agent.gather, ...Object.values(agent.flow?.steps ?? {}).flatMap(stepGatherFields)];
     names = new Set(fields.filter((f) => f.sensitive).map((f) => f.name));
     sensitiveByAgent.set(agent, names);
   }

@@ -9,7 +9,7 @@ import { evaluate, evaluateCondition, type Scope } from '../expr/evaluate';
 import type { EvalContext } from '../expr/context';
 import type { Expr } from '../expr/ast';
 import { renderTemplate } from '../template';
-import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, fieldsForRules, type FieldActive } from '../gather';
+import { allFieldsGathered, extractGatherValues, fieldActivity, nextFieldToAsk, pendingDefaults, SENSITIVE_MASK, sensitiveFields, usesFieldRules, fieldsForRules, stepGatherFields, type FieldActive } from '../gather';
 import type {
   ActionsIR, AgentIR, BranchIR, CallIR, CompilationOutput, DelegateIR, ErrorHandlerIR, ExprIR, FlowStepIR, GatherFieldIR,
   GuardrailIR, HandoffIR, Json, LifecycleIR, ToolIR, TransitionIR,
@@ -462,7 +462,7 @@ export class Turn {
     // A yes or no to "Just to confirm…" (GATHER infer) is not a value of the field.
     const confirmation = asked ? answerInferred(th, input, this.inferHooks(th)) : 'none';
     if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = asked = null;
-    const fields = agent.gather.some(usesFieldRules) ? fieldsForRules(agent.gather, this.fieldRules(th, agent.gather) !== null) : agent.gather;
+    const fields = this.gatherFields(th, agent.gather).fields;
     const ex = extractGatherValues(fields, input, { existing: th.vars, expecting: asked });
     for (const bad of ex.invalid) this.invalidFields.add(bad.field);
     const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), fields === agent.gather ? agent : { ...agent, gather: [...fields] }, input, ex.values, th.vars, asked, this.inference(th)) : null;
@@ -486,10 +486,18 @@ export class Turn {
     return fieldActivity(fields, th.vars, (when) => this.cond(th, when));
   }
 
+  /**
+   * A GATHER's fields as extraction and validation see them (`range` and `list` as the field rules
+   * say: on, or off for runs recorded before them), with those rules (null when off or unused).
+   */
+  private gatherFields(th: ThreadState, stated: readonly GatherFieldIR[]): { fields: readonly GatherFieldIR[]; rules: FieldActive | null } {
+    const rules = this.fieldRules(th, stated);
+    return { fields: stated.some(usesFieldRules) ? fieldsForRules(stated, rules !== null) : stated, rules };
+  }
+
   /** Leaving `step` for another step: the `transient` fields its GATHERs (the branches' too) collected are cleared. */
   private forgetTransient(th: ThreadState, step: FlowStepIR): void {
-    const gathers = [step.gather, step.on_exhausted?.gather, ...[...step.on_fail, ...step.on_result, ...step.on_success, ...step.on_input].map((b) => b.actions.gather)];
-    const fields = gathers.flatMap((g) => g?.fields ?? []);
+    const fields = stepGatherFields(step);
     if (!fields.some((f) => f.transient) || !this.fieldRules(th, fields)) return;
     for (const f of fields) if (f.transient) this.clearVar(th, f.name);
   }
@@ -1246,9 +1254,7 @@ export class Turn {
   private stepGather(th: ThreadState, step: FlowStepIR, input: string | null, answering: boolean): 'done' | StepResult {
     const stated = step.gather;
     if (!stated) return 'done';
-    const rules = this.fieldRules(th, stated.fields);
-    // `range` and `list` as the field rules say (on, or off for runs recorded before them).
-    const fields = stated.fields.some(usesFieldRules) ? fieldsForRules(stated.fields, rules !== null) : stated.fields;
+    const { fields, rules } = this.gatherFields(th, stated.fields);
     const g = fields === stated.fields ? stated : { ...stated, fields: [...fields] };
     const f = th.flow as NonNullable<ThreadState['flow']>;
     const key = `gather:${step.name}`;
