@@ -6,7 +6,7 @@ import { temporalConnectionSettings } from '../lib/temporal-options';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { type AppContext } from './context';
-import { createRateLimiter, ensureRateLimitIndexes } from './middleware/rate-limit';
+import { createRateLimiter, ensureRateLimitIndexes, writeBatchedCharges } from './middleware/rate-limit';
 import { TemporalGateway } from './temporal';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
@@ -40,6 +40,8 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
 }
 
 export async function closeAppContext(ctx: AppContext): Promise<void> {
+  // Charges admitted without waiting are written before the connection goes.
+  await writeBatchedCharges();
   await ctx.temporal.close();
   await ctx.models.connection.close();
 }

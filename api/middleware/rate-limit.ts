@@ -79,7 +79,8 @@ function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLim
  * shared count (with any batched charges of the key in the same write). One process never
  * admits past the limit on its own; replicas see each other's charges up to BATCH_MS late and
  * can overshoot only by what they admit within a second while the others spend the last tenth
- * of the budget; a crash loses at most BATCH_MS of uncounted charges. The headers of a request
+ * of the budget; a crash loses at most BATCH_MS of uncounted charges (a graceful stop writes
+ * them: writeBatchedCharges). The headers of a request
  * admitted this way count from that knowledge, so with several replicas they can show a few
  * more requests left than the shared count; near the limit every request waits and they are
  * exact again.
@@ -95,7 +96,13 @@ interface Headroom {
 }
 const HEADROOM_FRESH_MS = 1_000;
 const HEADROOM_MAX = 10_000;
-const BATCH_MS = 100;
+/**
+ * Half the knowledge's freshness: a key in steady use learns its count again well before what it
+ * knows goes stale, and a chat session that sends a message every few hundred milliseconds has
+ * one write for several messages instead of one each (100 ms meant a write per message; the
+ * shared-counter writes were then a tenth of a turn's CPU, docs/performance.md).
+ */
+const BATCH_MS = 500;
 const headrooms = new WeakMap<RateLimiterAbstract, Map<string, Headroom>>();
 
 function headroomOf(limiter: RateLimiterAbstract, key: string): Headroom {
@@ -133,11 +140,25 @@ function takeBatch(room: Headroom): number {
   return points;
 }
 
+/** Batches waiting for their timer, so that a graceful stop can write them at once. */
+const waitingBatches = new Map<Headroom, { limiter: RateLimiterAbstract; key: string; timer: NodeJS.Timeout }>();
+const batchWrites = new Set<Promise<void>>();
+
+function scheduleBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): void {
+  const timer = setTimeout(() => flushBatch(limiter, key, room), BATCH_MS).unref();
+  waitingBatches.set(room, { limiter, key, timer });
+}
+
 /** Writes the key's batched charges as one increment (a refusal is only learned: they were admitted). */
 function flushBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): void {
+  const waiting = waitingBatches.get(room);
+  if (waiting) {
+    clearTimeout(waiting.timer);
+    waitingBatches.delete(room);
+  }
   const points = takeBatch(room);
   if (points === 0) return;
-  limiter
+  const write: Promise<void> = limiter
     .consume(key, points)
     .then(
       (result) => learn(room, result),
@@ -147,7 +168,17 @@ function flushBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): 
         rememberOverLimit(limiter, key, Math.max(1, rejection.msBeforeNext));
       },
     )
-    .finally(() => (room.unconfirmed -= points));
+    .finally(() => {
+      room.unconfirmed -= points;
+      batchWrites.delete(write);
+    });
+  batchWrites.add(write);
+}
+
+/** Writes every batched charge now and waits for the writes: a graceful stop loses none. */
+export async function writeBatchedCharges(): Promise<void> {
+  for (const [room, { limiter, key }] of [...waitingBatches]) flushBatch(limiter, key, room);
+  await Promise.allSettled([...batchWrites]);
 }
 
 function overLimit(limiter: RateLimiterAbstract, key: string, rejection: RateLimiterRes, message: string): ApiError {
@@ -174,7 +205,7 @@ export async function consumeRateLimit(
   const room = headroomOf(limiter, key);
   if (hasRoom(limiter, room)) {
     room.unconfirmed++;
-    if (room.batched++ === 0) setTimeout(() => flushBatch(limiter, key, room), BATCH_MS).unref();
+    if (room.batched++ === 0) scheduleBatch(limiter, key, room);
     res.setHeader('X-RateLimit-Limit', String(limiter.points));
     res.setHeader('X-RateLimit-Remaining', String(Math.max(0, room.remaining - room.unconfirmed)));
     res.setHeader('X-RateLimit-Reset', String(Math.ceil(room.resetAtMs / 1000)));

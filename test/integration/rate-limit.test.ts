@@ -103,3 +103,17 @@ it('writes charges admitted without waiting to the shared count within a moment'
   while ((await counted()) < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   expect(await counted()).toBe(15);
 });
+
+it('writes the charges still waiting in a batch when the API stops gracefully', async () => {
+  // A second replica on roomy's database, stopped right after its requests were admitted.
+  const stopping = await startTestStack({ env: { RATE_LIMIT_REQUESTS: '30', RATE_LIMIT_WINDOW_SECONDS: '60', MONGODB_URI: roomy.config.MONGODB_URI } });
+  const tenant = await seedTenant(stopping.ctx);
+  const api = client(stopping.baseUrl);
+  for (let i = 0; i < 12; i++) expect((await api.get('/api/auth/me', { key: tenant.adminKey })).status).toBe(200);
+  await stopping.close();
+  const counters = await roomy.ctx.models.Tenant.db
+    .collection<{ _id: string; points: number }>('rate_limit_windows')
+    .find({ _id: { $regex: `tenant:${tenant.tenantId}@` } })
+    .toArray();
+  expect(counters.reduce((sum, c) => sum + c.points, 0)).toBe(12);
+});
