@@ -64,7 +64,7 @@ async function main() {
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
-    // The projection write delay can be tried from the environment (default 250 ms).
+    // The projection write delay can be tried from the environment (default 1000 ms).
     SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS,
   });
   const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));

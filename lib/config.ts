@@ -78,9 +78,11 @@ export const ConfigSchema = z.object({
   SESSION_MAX_HISTORY_EVENTS: positiveInt.default(8000),
   /**
    * How long after a turn its transcript, trace events and summary are written to MongoDB (turns
-   * finished by then go in the same write); 0 writes them before the reply.
+   * finished by then go in the same write); 0 writes them before the reply. A second lets a busy
+   * session share one write among several turns (docs/performance.md); reads through the API ask
+   * the session to write first, so only the session list can trail by it.
    */
-  SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(250),
+  SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),
