@@ -39,11 +39,16 @@ func main() {
 		os.Exit(1)
 	}
 
+	// WAL (FerretDB's default) with synchronous=NORMAL, as SQLite advises for WAL: a commit no
+	// longer waits for an fsync, and a crash of any process, FerretDB's included, still loses
+	// nothing; only the machine losing power can drop the last commits, which a dev store can afford.
+	sqliteURL := "file:" + dir + "/?_pragma=synchronous(normal)"
+
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: *listen},
 		Logger:    logger,
 		Handler:   "sqlite",
-		SQLiteURL: "file:" + dir + "/",
+		SQLiteURL: sqliteURL,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ferretdb-shim: %v\n", err)
