@@ -24,6 +24,7 @@ import {
 } from '../../workflows/definitions';
 import { type AppContext } from '../context';
 import { type LiveUnavailableReason } from './present';
+import { silentRuntime } from './silent-runtime';
 import { type TListSessionsQuery, type TTracesQuery } from './schemas';
 import {
   AGENT_SESSION_WORKFLOW_TYPE,
@@ -229,15 +230,22 @@ export async function findTenantSession(models: Models, principal: Principal, se
  */
 export async function flushSessionProjection(ctx: AppContext, session: SessionDoc): Promise<boolean> {
   if (session.status === 'ended') return false;
+  const silence = silentRuntime(ctx);
   try {
     const client = await ctx.temporal.client();
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(session.runtimeSessionId);
-    await withDeadline(client, FLUSH_TIMEOUT_MS, () => handle.executeUpdate(flushUpdate));
+    await withDeadline(client, silence.deadline(FLUSH_TIMEOUT_MS), () => handle.executeUpdate(flushUpdate));
+    silence.noteAnswered();
     return true;
   } catch (err) {
     const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === 'NOTHING_PENDING') return false;
+    if (cause instanceof ApplicationFailure && cause.type === 'NOTHING_PENDING') {
+      // The session's validator answered: a worker runs it.
+      silence.noteAnswered();
+      return false;
+    }
     if (isWorkflowNotFound(err)) return false;
+    if (isTemporalUnavailable(err)) silence.noteUnanswered();
     ctx.logger.warn({ err, sessionId: session._id }, 'session did not write its held turns; reading what MongoDB has');
     return false;
   }
@@ -291,10 +299,13 @@ export async function getSessionDetail(ctx: AppContext, scope: SessionScope, ses
   }
   try {
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
-    const live = await withDeadline(client, STATE_QUERY_TIMEOUT_MS, () => handle.query(stateQuery));
+    const silence = silentRuntime(ctx);
+    const live = await withDeadline(client, silence.deadline(STATE_QUERY_TIMEOUT_MS), () => handle.query(stateQuery));
+    silence.noteAnswered();
     return { session, live, liveUnavailableReason: null };
   } catch (err) {
     if (isWorkflowNotFound(err)) return { session, live: null, liveUnavailableReason: 'not_running' };
+    if (isTemporalUnavailable(err)) silentRuntime(ctx).noteUnanswered();
     ctx.logger.warn({ err, sessionId }, 'session state query failed; answering from MongoDB');
     return { session, live: null, liveUnavailableReason: isTemporalUnavailable(err) ? 'unreachable' : 'not_running' };
   }

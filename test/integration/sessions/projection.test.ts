@@ -7,6 +7,7 @@ import { startTestStack, seedTenant } from '../../support/stack';
 import { client } from '../../support/http';
 import { startWorkerProcess } from '../../support/worker-process';
 import { eventually } from '../../support/eventually';
+import { silentRuntime } from '../../../api/sessions/silent-runtime';
 
 jest.setTimeout(90_000);
 
@@ -133,6 +134,49 @@ describe('a worker killed while rows are held', () => {
       expect(await eventually(() => ctx.stored(sessionId), (n) => n === 2, 30_000)).toBe(2);
       const after = await ctx.api.get(`/api/v1/sessions/${sessionId}/transcripts`, { key: ctx.t.adminKey });
       expect(after.body.messages.map((m: { content: string }) => m.content)[0]).toBe('hello');
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('reads while no worker runs', () => {
+  let ctx: Awaited<ReturnType<typeof setup>>;
+  beforeAll(async () => (ctx = await setup({ SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
+  afterAll(() => ctx.stack.close());
+
+  it('answer from MongoDB, try only briefly once the session went unanswered, and are live again when a worker answers', async () => {
+    const first = await startWorkerProcess(ctx.stack.config);
+    const res = await ctx.chat({ message: 'hello' });
+    expect(res.status).toBe(200);
+    const sessionId = res.body.sessionId as string;
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const memory = silentRuntime(ctx.stack.ctx);
+    expect(memory.isSilent()).toBe(false);
+
+    const detailPath = `/api/projects/${ctx.t.projectId}/sessions/${sessionId}`;
+    const detail = await ctx.api.get(detailPath, { key: ctx.t.adminKey });
+    expect(detail.status).toBe(200);
+    expect(detail.body.session).toMatchObject({ status: 'active', live: false, liveUnavailableReason: 'unreachable' });
+    // The held turn is not in MongoDB yet, and this process now remembers the silence.
+    expect(detail.body.session.messageCount).toBe(0);
+    expect(memory.isSilent()).toBe(true);
+    const transcript = await ctx.api.get(`/api/v1/sessions/${sessionId}/transcripts`, { key: ctx.t.adminKey });
+    expect(transcript.status).toBe(200);
+    expect(transcript.body.messages).toEqual([]);
+    expect(memory.isSilent()).toBe(true);
+
+    const second = await startWorkerProcess(ctx.stack.config);
+    try {
+      // The session moves to the new worker once the dead one's sticky queue times out (10 s).
+      const live = await eventually(
+        async () => (await ctx.api.get(detailPath, { key: ctx.t.adminKey })).body.session,
+        (s) => s?.live === true,
+        40_000,
+      );
+      expect(live).toMatchObject({ live: true, liveUnavailableReason: null, messageCount: 2 });
+      expect(memory.isSilent()).toBe(false);
     } finally {
       await second.stop();
     }
