@@ -111,19 +111,25 @@ describe('SESSION_PROJECTION_FLUSH_MS=0', () => {
   });
 });
 
+/** A turn answered by a worker that is then killed (SIGKILL) while the turn's rows are held. */
+async function heldTurnThenWorkerKilled(ctx: Awaited<ReturnType<typeof setup>>): Promise<string> {
+  const first = await startWorkerProcess(ctx.stack.config);
+  const res = await ctx.chat({ message: 'hello' });
+  expect(res.status).toBe(200);
+  const sessionId = res.body.sessionId as string;
+  expect(await ctx.stored(sessionId)).toBe(0);
+  first.child.kill('SIGKILL');
+  await first.exited;
+  return sessionId;
+}
+
 describe('a worker killed while rows are held', () => {
   let ctx: Awaited<ReturnType<typeof setup>>;
   beforeAll(async () => (ctx = await setup({ SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
   afterAll(() => ctx.stack.close());
 
   it('loses nothing: the next worker rebuilds the held rows from history and writes them', async () => {
-    const first = await startWorkerProcess(ctx.stack.config);
-    const res = await ctx.chat({ message: 'hello' });
-    expect(res.status).toBe(200);
-    const sessionId = res.body.sessionId as string;
-    expect(await ctx.stored(sessionId)).toBe(0);
-    first.child.kill('SIGKILL');
-    await first.exited;
+    const sessionId = await heldTurnThenWorkerKilled(ctx);
     const second = await startWorkerProcess(ctx.stack.config);
     try {
       // The read asks the session to write; the server hands the session to the new worker once
@@ -146,12 +152,7 @@ describe('reads while no worker runs', () => {
   afterAll(() => ctx.stack.close());
 
   it('answer from MongoDB, try only briefly once the session went unanswered, and are live again when a worker answers', async () => {
-    const first = await startWorkerProcess(ctx.stack.config);
-    const res = await ctx.chat({ message: 'hello' });
-    expect(res.status).toBe(200);
-    const sessionId = res.body.sessionId as string;
-    first.child.kill('SIGKILL');
-    await first.exited;
+    const sessionId = await heldTurnThenWorkerKilled(ctx);
     const memory = silentRuntime(ctx.stack.ctx);
     expect(memory.isSilent()).toBe(false);
 
@@ -170,9 +171,11 @@ describe('reads while no worker runs', () => {
     const second = await startWorkerProcess(ctx.stack.config);
     try {
       // The session moves to the new worker once the dead one's sticky queue times out (10 s).
+      // The first read it answers may be the live-state query after a flush that just missed, so
+      // wait for a read that also has the held turn written.
       const live = await eventually(
         async () => (await ctx.api.get(detailPath, { key: ctx.t.adminKey })).body.session,
-        (s) => s?.live === true,
+        (s) => s?.live === true && s.messageCount === 2,
         40_000,
       );
       expect(live).toMatchObject({ live: true, liveUnavailableReason: null, messageCount: 2 });
