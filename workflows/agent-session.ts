@@ -252,9 +252,13 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       .catch(() => undefined);
   }
 
-  /** Records a turn's rows: held for the next write, or written now on runs before deferral. */
-  async function persist(trace: TurnTrace, messages: NewMessage[]) {
-    lastActivityMs = Date.now();
+  /**
+   * Records a turn's rows: held for the next write, or written now on runs before deferral. The
+   * session's end is not activity: `lastActivityAt` stays at the last turn (or reset), and
+   * `endedAt` says when it ended.
+   */
+  async function persist(trace: TurnTrace, messages: NewMessage[], activity = true) {
+    if (activity) lastActivityMs = Date.now();
     const rows = messages.map((m) => ({ ...m, seq: ++messageSeq, turn: trace.turn, timestamp: new Date().toISOString() }));
     if (deferProjection) {
       pending.messages.push(...rows);
@@ -433,7 +437,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const trace = new TurnTrace(++turnCount, traceSeq);
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
-  await persist(trace, []);
+  await persist(trace, [], false);
   if (deferProjection) await flush();
   return { status: 'ended', reason };
 }

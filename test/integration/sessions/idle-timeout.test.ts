@@ -104,6 +104,8 @@ async function workflow(id: string) {
 /** What an idle end leaves: summary, trace event, workflow result, and 409 for a further message. */
 async function expectEndedByIdleTimeout(id: string, session: Record<string, unknown>) {
   expect(session).toMatchObject({ status: 'ended', endReason: 'idle_timeout', live: false });
+  // Ending is not activity: the last activity is still the last message.
+  expect(Date.parse(session.lastActivityAt as string)).toBe(await lastMessageAt(id));
   const traces = await api.get(`${detailPath(id)}/traces?limit=200`, { key: t.adminKey });
   expect(traces.status).toBe(200);
   const events = traces.body.traceEvents as { type: string; data: Record<string, unknown> }[];
