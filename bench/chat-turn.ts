@@ -38,12 +38,12 @@ const TURNS = Number(values.turns);
 // falls on both rather than on whichever phase it happened to meet.
 const ROUNDS = Math.max(1, Math.min(Number(values.rounds), TURNS));
 // A turn leaves work behind it: its projection rows are written up to SESSION_PROJECTION_FLUSH_MS
-// later and its rate-limit charges within 500 ms. After each phase the bench waits that long
-// untimed and counts the CPU spent meanwhile to the phase that left it, so no phase is charged
-// for another's work; the long default phases (20 turns per session) keep the untimed tail small
-// next to the steady state, where such work overlaps the turns.
-const SETTLE_MS = Number(process.env.SESSION_PROJECTION_FLUSH_MS || 1000) + 500 + 250;
-const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+// later and its rate-limit charges within 500 ms. After each phase the bench waits that long (and
+// a little more) untimed and counts the CPU spent meanwhile to the phase that left it, so no phase
+// is charged for another's work; the long default phases (20 turns per session) keep the untimed
+// tail small next to the steady state, where such work overlaps the turns.
+const RATE_LIMIT_BATCH_MS = 500;
+const SETTLE_MARGIN_MS = 250;
 
 function stats(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -75,6 +75,7 @@ async function main() {
     SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS,
   });
   const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const settle = () => new Promise((resolve) => setTimeout(resolve, config.SESSION_PROJECTION_FLUSH_MS + RATE_LIMIT_BATCH_MS + SETTLE_MARGIN_MS));
   const server = createServer(createApp(ctx));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

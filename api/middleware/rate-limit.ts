@@ -80,10 +80,9 @@ function setHeaders(res: Response, limiter: RateLimiterAbstract, result: RateLim
  * admits past the limit on its own; replicas see each other's charges up to BATCH_MS late and
  * can overshoot only by what they admit within a second while the others spend the last tenth
  * of the budget; a crash loses at most BATCH_MS of uncounted charges (a graceful stop writes
- * them: writeBatchedCharges). The headers of a request
- * admitted this way count from that knowledge, so with several replicas they can show a few
- * more requests left than the shared count; near the limit every request waits and they are
- * exact again.
+ * them: writeBatchedCharges). The headers of a request admitted this way count from that
+ * knowledge, so with several replicas they can show a few more requests left than the shared
+ * count; near the limit every request waits and they are exact again.
  */
 interface Headroom {
   remaining: number;

@@ -297,15 +297,15 @@ export async function getSessionDetail(ctx: AppContext, scope: SessionScope, ses
     ctx.logger.warn({ err, sessionId }, 'Temporal unreachable; answering the session detail from MongoDB');
     return { session, live: null, liveUnavailableReason: 'unreachable' };
   }
+  const silence = silentRuntime(ctx);
   try {
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
-    const silence = silentRuntime(ctx);
     const live = await withDeadline(client, silence.deadline(STATE_QUERY_TIMEOUT_MS), () => handle.query(stateQuery));
     silence.noteAnswered();
     return { session, live, liveUnavailableReason: null };
   } catch (err) {
     if (isWorkflowNotFound(err)) return { session, live: null, liveUnavailableReason: 'not_running' };
-    if (isTemporalUnavailable(err)) silentRuntime(ctx).noteUnanswered();
+    if (isTemporalUnavailable(err)) silence.noteUnanswered();
     ctx.logger.warn({ err, sessionId }, 'session state query failed; answering from MongoDB');
     return { session, live: null, liveUnavailableReason: isTemporalUnavailable(err) ? 'unreachable' : 'not_running' };
   }
