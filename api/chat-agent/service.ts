@@ -17,7 +17,7 @@ import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
 import { llmRuntime } from '../chat/llm-runtime';
-import { consumeRateLimit } from '../middleware/rate-limit';
+import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -109,7 +109,7 @@ export async function startExistingSessionTurn(ctx: AppContext, principal: Princ
 
 /** Hands a message's charge back: it was refused before it reached the session. */
 export function refundSessionCharge(ctx: AppContext, existing: ExistingSessionTurn | null | undefined): void {
-  if (existing && !existing.chargeError) void ctx.sessionMessageLimiter.reward(existing.limiterKey, 1).catch(() => undefined);
+  if (existing && !existing.chargeError) void refundRateLimit(ctx.sessionMessageLimiter, existing.limiterKey).catch(() => undefined);
 }
 
 export interface ChatTurnOptions {

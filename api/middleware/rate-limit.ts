@@ -144,6 +144,8 @@ const waitingBatches = new Map<Headroom, { limiter: RateLimiterAbstract; key: st
 const batchWrites = new Set<Promise<void>>();
 
 function scheduleBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): void {
+  // A timer still waiting for this key (its batch emptied by refunds since) writes this one too.
+  if (waitingBatches.has(room)) return;
   const timer = setTimeout(() => flushBatch(limiter, key, room), BATCH_MS).unref();
   waitingBatches.set(room, { limiter, key, timer });
 }
@@ -178,6 +180,21 @@ function flushBatch(limiter: RateLimiterAbstract, key: string, room: Headroom): 
 export async function writeBatchedCharges(): Promise<void> {
   for (const [room, { limiter, key }] of [...waitingBatches]) flushBatch(limiter, key, room);
   await Promise.allSettled([...batchWrites]);
+}
+
+/**
+ * Hands one charge of `key` back. A charge still waiting in this process's batch is simply taken
+ * out of it (no write, and never a refund that reaches the shared count before its charge does,
+ * which a window rolling over in between would lose); otherwise the refund is written.
+ */
+export async function refundRateLimit(limiter: RateLimiterAbstract, key: string): Promise<void> {
+  const room = headrooms.get(limiter)?.get(key);
+  if (room && room.batched > 0) {
+    room.batched--;
+    room.unconfirmed--;
+    return;
+  }
+  await limiter.reward(key, 1);
 }
 
 function overLimit(limiter: RateLimiterAbstract, key: string, rejection: RateLimiterRes, message: string): ApiError {
