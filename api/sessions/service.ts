@@ -224,43 +224,61 @@ export async function findTenantSession(models: Models, principal: Principal, se
 
 /**
  * Asks a running session to write the projection rows it still holds (turns answered within
- * SESSION_PROJECTION_FLUSH_MS), so a read right after a reply sees that turn. Returns whether
- * anything was written. Nothing held, a closed workflow, or Temporal unavailable: the read goes
- * on with what MongoDB has (logged), never failing because of it.
+ * SESSION_PROJECTION_FLUSH_MS), so a read right after a reply sees that turn. Says whether
+ * anything was written, nothing was held (or the workflow is closed), or the session did not
+ * answer (no worker, Temporal unavailable): the read then goes on with what MongoDB has (logged),
+ * never failing because of it.
  */
-export async function flushSessionProjection(ctx: AppContext, session: SessionDoc): Promise<boolean> {
-  if (session.status === 'ended') return false;
+export type FlushOutcome = 'written' | 'nothing_held' | 'unanswered';
+
+export async function flushSessionProjection(ctx: AppContext, session: SessionDoc): Promise<FlushOutcome> {
+  if (session.status === 'ended') return 'nothing_held';
   const silence = silentRuntime(ctx);
   try {
     const client = await ctx.temporal.client();
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(session.runtimeSessionId);
     await withDeadline(client, silence.deadline(FLUSH_TIMEOUT_MS), () => handle.executeUpdate(flushUpdate));
     silence.noteAnswered();
-    return true;
+    return 'written';
   } catch (err) {
     const cause = err instanceof WorkflowUpdateFailedError ? err.cause : undefined;
     if (cause instanceof ApplicationFailure && cause.type === 'NOTHING_PENDING') {
       // The session's validator answered: a worker runs it.
       silence.noteAnswered();
-      return false;
+      return 'nothing_held';
     }
-    if (isWorkflowNotFound(err)) return false;
+    if (isWorkflowNotFound(err)) return 'nothing_held';
     if (isTemporalUnavailable(err)) silence.noteUnanswered();
     ctx.logger.warn({ err, sessionId: session._id }, 'session did not write its held turns; reading what MongoDB has');
-    return false;
+    return 'unanswered';
   }
+}
+
+/**
+ * Reads a session record (which decides the 404), asks the session to write what it holds, and
+ * reads the record again when that changed it. After a silence, flushes sent by earlier reads may
+ * have been delivered since and written the held rows themselves, so the record is read again
+ * whenever the session answered.
+ */
+async function readAfterFlush(
+  ctx: AppContext,
+  read: () => Promise<SessionDoc>,
+  afterSilence = silentRuntime(ctx).isSilent(),
+): Promise<{ session: SessionDoc; flushed: FlushOutcome }> {
+  const session = await read();
+  const flushed = await flushSessionProjection(ctx, session);
+  const changed = flushed === 'written' || (afterSilence && flushed === 'nothing_held' && session.status !== 'ended');
+  return { session: changed ? await read() : session, flushed };
 }
 
 /** findSession, after the session wrote what it held: for reads of transcripts and traces. */
 export async function findCurrentSession(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDoc> {
-  const session = await findSession(ctx.models, scope, sessionId);
-  return (await flushSessionProjection(ctx, session)) ? findSession(ctx.models, scope, sessionId) : session;
+  return (await readAfterFlush(ctx, () => findSession(ctx.models, scope, sessionId))).session;
 }
 
 /** findTenantSession, after the session wrote what it held. */
 export async function findCurrentTenantSession(ctx: AppContext, principal: Principal, sessionId: string): Promise<SessionDoc> {
-  const session = await findTenantSession(ctx.models, principal, sessionId);
-  return (await flushSessionProjection(ctx, session)) ? findTenantSession(ctx.models, principal, sessionId) : session;
+  return (await readAfterFlush(ctx, () => findTenantSession(ctx.models, principal, sessionId))).session;
 }
 
 export async function listSessions(models: Models, scope: SessionScope, query: TListSessionsQuery) {
@@ -285,10 +303,15 @@ export interface SessionDetail {
 /**
  * The stored summary plus, for an active session, the workflow's `state` query answered within
  * STATE_QUERY_TIMEOUT_MS. Temporal down, a silent worker or a closed workflow never fail the
- * read: the detail then says `live: false` and why.
+ * read: the detail then says `live: false` and why. When the query is answered after the flush
+ * was not (a worker just came back), the session is asked to write again, so the stored counters
+ * match the live state.
  */
 export async function getSessionDetail(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDetail> {
-  const session = await findCurrentSession(ctx, scope, sessionId);
+  const read = () => findSession(ctx.models, scope, sessionId);
+  const first = await readAfterFlush(ctx, read);
+  let session = first.session;
+  const flushed = first.flushed;
   if (session.status === 'ended') return { session, live: null, liveUnavailableReason: 'ended' };
   let client;
   try {
@@ -302,6 +325,9 @@ export async function getSessionDetail(ctx: AppContext, scope: SessionScope, ses
     const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
     const live = await withDeadline(client, silence.deadline(STATE_QUERY_TIMEOUT_MS), () => handle.query(stateQuery));
     silence.noteAnswered();
+    // Answered after its flush was not: the first flush may have been delivered since, so the
+    // record is read again once a second one is answered.
+    if (flushed === 'unanswered') ({ session } = await readAfterFlush(ctx, read, true));
     return { session, live, liveUnavailableReason: null };
   } catch (err) {
     if (isWorkflowNotFound(err)) return { session, live: null, liveUnavailableReason: 'not_running' };
