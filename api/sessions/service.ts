@@ -256,18 +256,19 @@ export async function flushSessionProjection(ctx: AppContext, session: SessionDo
 
 /**
  * Reads a session record (which decides the 404), asks the session to write what it holds, and
- * reads the record again when that changed it. After a silence, flushes sent by earlier reads may
- * have been delivered since and written the held rows themselves, so the record is read again
- * whenever the session answered.
+ * reads the record again when that wrote something. With `rereadWhenAnswered`, also when the
+ * session answered that it held nothing: rows may have been written between the two by someone
+ * else (its own timer, or, after a silence, a flush sent by an earlier read and delivered late).
+ * That is the default while this process remembers a silence.
  */
 async function readAfterFlush(
   ctx: AppContext,
   read: () => Promise<SessionDoc>,
-  afterSilence = silentRuntime(ctx).isSilent(),
+  rereadWhenAnswered = silentRuntime(ctx).isSilent(),
 ): Promise<{ session: SessionDoc; flushed: FlushOutcome }> {
   const session = await read();
   const flushed = await flushSessionProjection(ctx, session);
-  const changed = flushed === 'written' || (afterSilence && flushed === 'nothing_held' && session.status !== 'ended');
+  const changed = flushed === 'written' || (rereadWhenAnswered && flushed === 'nothing_held' && session.status !== 'ended');
   return { session: changed ? await read() : session, flushed };
 }
 
@@ -309,7 +310,10 @@ export interface SessionDetail {
  */
 export async function getSessionDetail(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDetail> {
   const read = () => findSession(ctx.models, scope, sessionId);
-  const first = await readAfterFlush(ctx, read);
+  // The detail shows the record's counters next to the live state, so the record is read again
+  // whenever the session answered: its own timer-driven write may have landed between the first
+  // read and this flush, which then finds nothing held.
+  const first = await readAfterFlush(ctx, read, true);
   let session = first.session;
   const flushed = first.flushed;
   if (session.status === 'ended') return { session, live: null, liveUnavailableReason: 'ended' };
