@@ -3,6 +3,7 @@
 import { lastUsedTimes } from '../db/api-key-usage';
 import { parseArgs } from 'node:util';
 import { isApiError } from '../lib/errors';
+import { ApiKeyCacheMs } from '../lib/config';
 import { isPermission, type Permission } from '../lib/permissions';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes, type Models } from '../db/models';
@@ -23,7 +24,9 @@ Commands:
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import admin
-Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack).`;
+Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
+  API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API
+  process refuses the key.`;
 
 type Flags = Record<string, string | undefined>;
 
@@ -79,7 +82,7 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
     }
     case 'revoke-key': {
       const tenantId = need(flags, 'tenant');
-      const doc = await revokeApiKey(models, tenantId, need(flags, 'key-id'));
+      const doc = await revokeApiKey(models, tenantId, need(flags, 'key-id'), ApiKeyCacheMs.parse(process.env.API_KEY_CACHE_MS || undefined));
       return presentApiKey(doc, (await lastUsedTimes(models.ApiKeyUsage, tenantId, [doc._id])).get(doc._id));
     }
     default:

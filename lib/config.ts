@@ -9,6 +9,14 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/**
+ * How long an API process may answer from what it read about an API key (ms); 0 reads the key on
+ * every request. A revocation through the API or the admin CLI waits this long before it returns,
+ * so it is in force on every API process once it has returned (docs/auth-and-tenancy.md). The CLI
+ * reads it too, so it must be set alike for both.
+ */
+export const ApiKeyCacheMs = z.coerce.number().int().min(0).max(10_000).default(1000);
+
 export const ConfigSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -32,6 +40,7 @@ export const ConfigSchema = z.object({
   JWT_TTL_SECONDS: positiveInt.default(3600),
 
   PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  API_KEY_CACHE_MS: ApiKeyCacheMs,
 
   RATE_LIMIT_STORE: z.enum(['mongo', 'memory']).default('mongo'),
   RATE_LIMIT_REQUESTS: positiveInt.default(100),

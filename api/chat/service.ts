@@ -8,13 +8,13 @@ import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
-import { driverCollection } from '../../db/driver-collection';
 import { type ProjectDoc } from '../../db/project';
 import { findVisibleProject } from '../http/route';
 import { memoizePerProject } from '../../lib/memoize-per-project';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
+import { apiKeyRefusal } from '../middleware/auth';
 import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
@@ -313,7 +313,7 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
   let usage: { inputTokens: number; outputTokens: number } | null = null;
   let finish: { finishReason: string; model: string } | null = null;
   let status: LlmCallStatus = 'ok';
-  const keyWatch = watchKeyWhileStreaming(ctx, principal, controller);
+  const keyWatch = watchKeyWhileStreaming(ctx, principal, req, controller);
   try {
     for await (const event of events) {
       if (clientGone() || keyWatch.refused()) break;
@@ -364,26 +364,25 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
 
 /**
  * Revocation ends ongoing requests too (public API: "revocation is permanent and immediate, and
- * ongoing requests with the key fail"): while an API key's stream runs, its key is read again
- * every SSE_HEARTBEAT_MS; once it is revoked, expired or gone, the upstream call is aborted and
- * the stream ends with an `error` event (code UNAUTHORIZED).
+ * ongoing requests with the key fail"): while an API key's stream runs, its key is checked every
+ * half API_KEY_CACHE_MS (every SSE_HEARTBEAT_MS when that is shorter, or when keys are read on
+ * every request), through the same per-process knowledge as requests, so a thousand streams of
+ * one key cost no more reads than one. Once the key is revoked, expired or gone, the upstream
+ * call is aborted and the stream ends with an `error` event (code UNAUTHORIZED).
  */
-function watchKeyWhileStreaming(ctx: AppContext, principal: Principal, controller: AbortController) {
+function watchKeyWhileStreaming(ctx: AppContext, principal: Principal, req: Request, controller: AbortController) {
   let refusal: string | null = null;
+  const { API_KEY_CACHE_MS: cacheMs, SSE_HEARTBEAT_MS: heartbeatMs } = ctx.config;
+  const every = cacheMs > 0 ? Math.min(heartbeatMs, Math.max(1, Math.floor(cacheMs / 2))) : heartbeatMs;
   const timer =
     principal.kind === 'api_key'
       ? setInterval(() => {
-          driverCollection(ctx.models.ApiKey)
-            .findOne({ _id: principal.subjectId }, { projection: { revokedAt: 1, expiresAt: 1 } })
-            .then((doc) => {
-              if (refusal) return;
-              if (!doc) refusal = 'API key has been deleted';
-              else if (doc.revokedAt) refusal = 'API key has been revoked';
-              else if (doc.expiresAt && new Date(doc.expiresAt).getTime() <= Date.now()) refusal = 'API key has expired';
-              if (refusal) controller.abort(new Error(refusal));
-            })
-            .catch(() => undefined);
-        }, ctx.config.SSE_HEARTBEAT_MS)
+          void apiKeyRefusal(ctx, req).then((reason) => {
+            if (refusal || !reason) return;
+            refusal = reason;
+            controller.abort(new Error(refusal));
+          });
+        }, every)
       : null;
   return {
     refused: () => refusal,

@@ -3,7 +3,7 @@
 // public widget keys and sandbox JWTs: each is one more resolver in `resolveCredential`.
 import { type Request } from 'express';
 import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
-import { ApiError } from '../../lib/errors';
+import { ApiError, isApiError } from '../../lib/errors';
 import { safeEqual, sha256Hex } from '../../lib/crypto';
 import { API_KEY_PATTERN } from '../../lib/ids';
 import { isPermission, type Permission, type Principal } from '../../lib/permissions';
@@ -35,19 +35,28 @@ function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
 }
 
 /**
- * What this process learned about API keys, by key hash: the key's id (it never changes, so the
+ * What this process learned about API keys, by key hash: the key's id (it never changes, so a
  * check reads the key by `_id`, the lookup FerretDB answers from its primary key, instead of
- * searching by hash) and the principal it last produced (so the request's other lookups can start
- * while the key is checked). Every request still reads the key: revocation, expiry and changed
- * permissions take effect on the next request. Concurrent requests of one key share a read, but
- * only one that started after they arrived (lib/fresh-reads.ts). A key that fails the check is
- * forgotten, so its next requests start nothing early. Bounded; the oldest entries go first.
+ * searching by hash), the principal it produced and when the read behind it began. For
+ * API_KEY_CACHE_MS after that moment a request is answered from the entry without a read; from
+ * half that age on, a request also starts one re-read in the background, so a key in steady use
+ * is never waited for. A revocation through the API or the CLI waits API_KEY_CACHE_MS before it
+ * returns (api/tenancy/service.ts), so once it has returned, every entry any process holds comes
+ * from a read that began after the revocation was written, and the key is refused everywhere.
+ * A key that fails a check is forgotten. Concurrent reads of one key are shared, but never with
+ * a read that began before the request (lib/fresh-reads.ts). Bounded; the oldest entries go first.
  */
 interface KnownKey {
   keyId: string;
+  tenantId: string;
   principal: Principal;
-  /** When the key expires (ms since the epoch), or null: an expired key is not offered early. */
+  /** When the key expires (ms since the epoch), or null: an expired key is read again, and refused. */
   expiresAt: number | null;
+  /** performance.now() when the request behind this entry asked for its read (the read began later). */
+  askedAt: number;
+  /** When the key was last used as far as the database said (ms since the epoch), or 0. */
+  storedLastUsedAt: number;
+  refreshing: boolean;
 }
 const KNOWN_KEYS_MAX = 10_000;
 const knownKeys = new WeakMap<AppContext, Map<string, KnownKey>>();
@@ -64,19 +73,19 @@ const keyReads = new WeakMap<AppContext, FreshReads<ApiKeyDoc | null>>();
 function readKeyById(ctx: AppContext, keyId: string): Promise<ApiKeyDoc | null> {
   let reads = keyReads.get(ctx);
   if (!reads) keyReads.set(ctx, (reads = new FreshReads()));
-  // The driver directly: this read is on every request's critical path, and mongoose's query
-  // building costs about a quarter of a millisecond on top of the round trip.
+  // The driver directly: mongoose's query building costs about a quarter of a millisecond on top
+  // of the round trip.
   return reads.read(keyId, () => driverCollection(ctx.models.ApiKey).findOne({ _id: keyId }));
 }
 
 async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string | undefined): Promise<Principal> {
+  const askedAt = performance.now();
   let doc: ApiKeyDoc | null = knownId ? await readKeyById(ctx, knownId) : null;
   // Compare in constant time so no code path branches on key bytes.
   if (!doc || !safeEqual(doc.keyHash, keyHash)) doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
   if (doc.revokedAt) throw unauthorized('API key has been revoked');
   if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
-  noteKeyUsed(ctx, doc);
   const principal: Principal = {
     kind: 'api_key',
     subjectId: doc._id,
@@ -84,11 +93,41 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
     projectId: doc.projectId,
     permissions: toPermissions(doc.permissions),
   };
+  const entry: KnownKey = {
+    keyId: doc._id,
+    tenantId: doc.tenantId,
+    principal,
+    expiresAt: doc.expiresAt?.getTime() ?? null,
+    askedAt,
+    storedLastUsedAt: doc.lastUsedAt?.getTime() ?? 0,
+    refreshing: false,
+  };
+  noteKeyUsed(ctx, entry);
   const known = knownKeysOf(ctx);
+  // A read that began earlier than the one behind the entry held never replaces it.
+  const held = known.get(keyHash);
+  if (held && held.askedAt > askedAt) return principal;
   known.delete(keyHash);
-  known.set(keyHash, { keyId: doc._id, principal, expiresAt: doc.expiresAt?.getTime() ?? null });
+  known.set(keyHash, entry);
   if (known.size > KNOWN_KEYS_MAX) known.delete(known.keys().next().value!);
   return principal;
+}
+
+/** The entry when this request may be answered from it: young enough and not expired. */
+function answerableFrom(ctx: AppContext, known: KnownKey): boolean {
+  if (known.expiresAt !== null && known.expiresAt <= Date.now()) return false;
+  return performance.now() - known.askedAt < ctx.config.API_KEY_CACHE_MS;
+}
+
+/** From half the entry's allowed age on, one re-read runs in the background; a refusal forgets the key. */
+function refreshWhenAgeing(ctx: AppContext, keyHash: string, known: KnownKey): void {
+  if (known.refreshing || performance.now() - known.askedAt < ctx.config.API_KEY_CACHE_MS / 2) return;
+  known.refreshing = true;
+  resolveApiKey(ctx, keyHash, known.keyId)
+    .catch(() => knownKeysOf(ctx).delete(keyHash))
+    .finally(() => {
+      known.refreshing = false;
+    });
 }
 
 /** When this process last wrote each key's last-used time (ms), so it writes at most once a minute. */
@@ -98,16 +137,16 @@ const usageWrites = new WeakMap<AppContext, Map<string, number>>();
  * Coarse last-used tracking, off the request path, in api_key_usage: never in the key document,
  * which a revocation writes (db/api-key-usage.ts says why).
  */
-function noteKeyUsed(ctx: AppContext, doc: ApiKeyDoc): void {
+function noteKeyUsed(ctx: AppContext, key: Pick<KnownKey, 'keyId' | 'tenantId' | 'storedLastUsedAt'>): void {
   let written = usageWrites.get(ctx);
   if (!written) usageWrites.set(ctx, (written = new Map()));
   const now = Date.now();
-  if (now - (written.get(doc._id) ?? doc.lastUsedAt?.getTime() ?? 0) <= 60_000) return;
-  written.delete(doc._id);
-  written.set(doc._id, now);
+  if (now - (written.get(key.keyId) ?? key.storedLastUsedAt) <= 60_000) return;
+  written.delete(key.keyId);
+  written.set(key.keyId, now);
   if (written.size > KNOWN_KEYS_MAX) written.delete(written.keys().next().value!);
   driverCollection(ctx.models.ApiKeyUsage)
-    .updateOne({ _id: doc._id }, { $set: { tenantId: doc.tenantId, lastUsedAt: new Date(now) } }, { upsert: true })
+    .updateOne({ _id: key.keyId }, { $set: { tenantId: key.tenantId, lastUsedAt: new Date(now) } }, { upsert: true })
     .catch(() => undefined);
 }
 
@@ -147,7 +186,7 @@ export interface Authentication {
    * start read-only lookups early. Nothing may be changed on its word before `confirmed`.
    */
   early: Principal | null;
-  /** The principal as the credential stands now; rejects with 401. */
+  /** The principal as the credential stands (see KnownKey for how fresh); rejects with 401. */
   confirmed: Promise<Principal>;
 }
 
@@ -160,6 +199,11 @@ export function beginAuthentication(ctx: AppContext, req: Request): Authenticati
   const keyHash = sha256Hex(credential.value);
   const knownKeys = knownKeysOf(ctx);
   const known = knownKeys.get(keyHash);
+  if (known && answerableFrom(ctx, known)) {
+    refreshWhenAgeing(ctx, keyHash, known);
+    noteKeyUsed(ctx, known);
+    return { early: known.principal, confirmed: Promise.resolve(known.principal) };
+  }
   const confirmed = resolveApiKey(ctx, keyHash, known?.keyId).catch((err: unknown) => {
     // Revoked, expired, deleted, or the read failed: nothing starts early for it any more.
     knownKeys.delete(keyHash);
@@ -167,6 +211,19 @@ export function beginAuthentication(ctx: AppContext, req: Request): Authenticati
   });
   const usable = known && (known.expiresAt === null || known.expiresAt > Date.now());
   return { early: usable ? known.principal : null, confirmed };
+}
+
+/**
+ * Why the request's API key would be refused now, or null while it is accepted (or cannot be
+ * checked: a failed read refuses nothing here). For work that outlives the start of its request.
+ */
+export async function apiKeyRefusal(ctx: AppContext, req: Request): Promise<string | null> {
+  try {
+    await beginAuthentication(ctx, req).confirmed;
+    return null;
+  } catch (err) {
+    return isApiError(err) && err.code === 'UNAUTHORIZED' ? err.message : null;
+  }
 }
 
 /** Resolves the request's credential, or throws 401. */

@@ -198,7 +198,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/api-keys/:keyId',
-    summary: 'Revoke an API key (takes effect at once)',
+    summary: 'Revoke an API key (in force on every API process when this returns)',
     tags: ['Tenancy'],
     auth: 'admin',
     params: ZKeyIdParam,
@@ -207,7 +207,7 @@ export const tenancyRoutes: AnyRoute[] = [
     async handler({ ctx, principal, params }) {
       const existing = await ctx.models.ApiKey.findOne({ _id: params.keyId, tenantId: principal.tenantId }).lean();
       if (!existing || (principal.projectId && existing.projectId !== principal.projectId)) throw ApiError.notFound('API key');
-      const doc = await revokeApiKey(ctx.models, principal.tenantId, params.keyId);
+      const doc = await revokeApiKey(ctx.models, principal.tenantId, params.keyId, ctx.config.API_KEY_CACHE_MS);
       const lastUsed = await lastUsedTimes(ctx.models.ApiKeyUsage, principal.tenantId, [doc._id]);
       return { success: true, apiKey: presentApiKey(doc, lastUsed.get(doc._id)) };
     },

@@ -1,5 +1,6 @@
 // Tenant management: tenants, projects, users and API keys. Used by the admin routes, the
 // admin CLI and the dev seed, so all three behave the same.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../lib/errors';
 import { hashPassword, sha256Hex } from '../../lib/crypto';
 import { newApiKey, slugify } from '../../lib/ids';
@@ -89,10 +90,17 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
   return { key, apiKey: doc.toObject() };
 }
 
-export async function revokeApiKey(models: Models, tenantId: string, keyId: string) {
-  // Idempotent: revoking twice keeps the first revocation time.
+/**
+ * Revokes a key, then waits `inForceAfterMs` (the API processes' API_KEY_CACHE_MS) before it
+ * returns: by then no API process answers for the key from a read older than the revocation
+ * (api/middleware/auth.ts), so every request that starts after this returns is refused.
+ */
+export async function revokeApiKey(models: Models, tenantId: string, keyId: string, inForceAfterMs: number) {
+  // Idempotent: revoking twice keeps the first revocation time (and waits again, in case the
+  // first call was cut off before its wait was over).
   await models.ApiKey.updateOne({ _id: keyId, tenantId, revokedAt: null }, { $set: { revokedAt: new Date() } });
   const doc = await models.ApiKey.findOne({ _id: keyId, tenantId }).lean();
   if (!doc) throw ApiError.notFound('API key');
+  if (inForceAfterMs > 0) await sleep(inForceAfterMs);
   return doc;
 }

@@ -1,8 +1,10 @@
 // API keys this API process has already seen (api/middleware/auth.ts remembers hash -> key id
 // and the principal it produced; api/http/route.ts starts the tenant charge and the lookups with
-// that principal while the key is re-read by _id). Whatever was remembered, every request must be
-// judged on the key as it stands now: revoked, expired, deleted, rotated, narrowed or re-bound
-// keys take effect on the very next request, and nothing of another tenant becomes visible.
+// that principal while the key is re-read by _id). Here API_KEY_CACHE_MS is 0, so every request
+// re-reads its key, as each request does once what was read has aged past that window
+// (auth-key-window.test.ts covers the window). Whatever was remembered, a request that reads must
+// be judged on the key as it stands: revoked, expired, deleted, rotated, narrowed or re-bound keys
+// take effect on that request, and nothing of another tenant becomes visible.
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../lib/crypto';
 import { type Permission } from '../../lib/permissions';
@@ -17,7 +19,7 @@ let stack: TestStack;
 let api: ReturnType<typeof client>;
 
 beforeAll(async () => {
-  stack = await startTestStack({ env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '60' } });
+  stack = await startTestStack({ env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '60', API_KEY_CACHE_MS: '0' } });
   api = client(stack.baseUrl);
 });
 afterAll(() => stack.close());

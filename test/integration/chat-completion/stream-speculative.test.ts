@@ -25,7 +25,9 @@ let openai: FakeLlmServer;
 beforeAll(async () => {
   [stack, openai] = await Promise.all([
     startTestStack({
-      env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '3600', SESSION_MESSAGES_PER_MINUTE: String(SESSION_BUDGET) },
+      // Every request re-reads its key (as it does once what was read is older than the window),
+      // so changes made straight in the database meet a speculative start on the next request.
+      env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '3600', SESSION_MESSAGES_PER_MINUTE: String(SESSION_BUDGET), API_KEY_CACHE_MS: '0' },
     }),
     startFakeOpenAI({ apiKey: OPENAI_KEY }),
   ]);

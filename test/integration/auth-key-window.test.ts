@@ -1,0 +1,94 @@
+// How long an API process answers for an API key from what it read (API_KEY_CACHE_MS,
+// api/middleware/auth.ts), and why a revocation is still in force everywhere once it returns:
+// the revocation waits out the window, so each replica's knowledge of the key is then younger
+// than the revocation. Two replicas share one database, each with its own knowledge.
+import { createApiKey } from '../../api/tenancy/service';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
+import { client } from '../support/http';
+import { eventually } from '../support/eventually';
+
+const WINDOW_MS = 1500;
+
+let replicaA: TestStack;
+let replicaB: TestStack;
+
+beforeAll(async () => {
+  replicaA = await startTestStack({ env: { API_KEY_CACHE_MS: String(WINDOW_MS) } });
+  replicaB = await startTestStack({ env: { API_KEY_CACHE_MS: String(WINDOW_MS), MONGODB_URI: replicaA.config.MONGODB_URI } });
+});
+afterAll(async () => {
+  await replicaA.close();
+  await replicaB.close();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function mintKey(t: SeededTenant, options: { expiresAt?: Date } = {}) {
+  const { key, apiKey } = await createApiKey(replicaA.ctx.models, t.tenantId, { name: 'windowed', permissions: ['agent:read'], ...options });
+  return { key, id: apiKey._id };
+}
+
+it('refuses a key on every replica once its revocation through the API has returned', async () => {
+  const t = await seedTenant(replicaA.ctx);
+  const { key, id } = await mintKey(t);
+  const [a, b] = [client(replicaA.baseUrl), client(replicaB.baseUrl)];
+  // Both replicas have just read the key: each could answer for it from memory for the window.
+  expect((await a.get('/api/auth/me', { key })).status).toBe(200);
+  expect((await b.get('/api/auth/me', { key })).status).toBe(200);
+
+  const started = performance.now();
+  const revoke = await a.delete(`/api/api-keys/${id}`, { key: t.adminKey });
+  expect(revoke.status).toBe(200);
+  // It waited out the window, so no replica still holds a read from before the revocation.
+  expect(performance.now() - started).toBeGreaterThanOrEqual(WINDOW_MS);
+  for (const api of [b, a]) {
+    const res = await api.get('/api/auth/me', { key });
+    expect(res.status).toBe(401);
+    expect(res.body.error).toEqual({ code: 'UNAUTHORIZED', message: expect.stringMatching(/revoked/) });
+  }
+});
+
+it('answers from what it read within the window, so a change made straight in the database applies once the window has passed', async () => {
+  const t = await seedTenant(replicaA.ctx);
+  const { key, id } = await mintKey(t);
+  const api = client(replicaB.baseUrl);
+  const readAt = performance.now();
+  expect((await api.get('/api/auth/me', { key })).status).toBe(200);
+  await replicaA.ctx.models.ApiKey.updateOne({ _id: id }, { $set: { revokedAt: new Date() } });
+  const changedAt = performance.now();
+  // Answered from memory, with no read, while what was read is young (a stalled machine may
+  // have let it age; then this request reads, and is refused, which the next lines accept too).
+  const remembered = await api.get('/api/auth/me', { key });
+  if (performance.now() - readAt < WINDOW_MS / 2) expect(remembered.status).toBe(200);
+  await sleep(Math.max(0, WINDOW_MS - (performance.now() - changedAt)) + 50);
+  expect((await api.get('/api/auth/me', { key })).status).toBe(401);
+});
+
+it('refuses a key in steady use once it changed: use never extends the window', async () => {
+  const t = await seedTenant(replicaA.ctx);
+  const { key, id } = await mintKey(t);
+  const api = client(replicaB.baseUrl);
+  expect((await api.get('/api/auth/me', { key })).status).toBe(200);
+  await replicaA.ctx.models.ApiKey.updateOne({ _id: id }, { $set: { revokedAt: new Date() } });
+  // A request every 50 ms: each finds an answer younger than the window, and from half its age
+  // on starts a re-read; the re-read's refusal is what ends the remembered answer.
+  const refused = await eventually(
+    () => api.get('/api/auth/me', { key }).then((res) => res.status),
+    (status) => status === 401,
+    WINDOW_MS * 3,
+    50,
+  );
+  expect(refused).toBe(401);
+  expect((await api.get('/api/auth/me', { key })).status).toBe(401);
+});
+
+it('refuses a remembered key the moment its expiry passes, without waiting for the window', async () => {
+  const t = await seedTenant(replicaA.ctx);
+  const { key } = await mintKey(t, { expiresAt: new Date(Date.now() + 400) });
+  const api = client(replicaB.baseUrl);
+  expect((await api.get('/api/auth/me', { key })).status).toBe(200);
+  await sleep(500);
+  const res = await api.get('/api/auth/me', { key });
+  expect(res.status).toBe(401);
+  expect(res.body.error.message).toMatch(/expired/);
+});
