@@ -1,5 +1,6 @@
 // Time to first token through POST /api/v1/chat/stream versus straight to the upstream (and
-// through a Node process that only forwards: one extra hop's floor), split into the way to the
+// through a Node process that only forwards: one extra hop's floor; and through a bare Express
+// relay over the provider layer: the floor of the endpoint's design), split into the way to the
 // upstream and the way back, and the added latency per streamed event. Prints figures; asserts
 // nothing.
 //   node --import tsx bench/stream.ts [--iterations 200] [--events 200] [--limiter mongo|memory] [--api process|inline] [--upstream-delay 20]
@@ -98,18 +99,18 @@ async function spawnApi(env: Record<string, string>): Promise<RunningApi> {
   return { baseUrl, pid: child.pid, stop: () => proc.stop() };
 }
 
-/** bench/support/pass-through-proxy.ts as its own process, forwarding to `upstreamUrl`. */
-async function spawnPassThroughProxy(upstreamUrl: string): Promise<RunningApi> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/support/pass-through-proxy.ts'], {
+/** A bench/support server (the pass-through proxy, the bare relay) as its own process, in front of `upstreamUrl`. */
+async function spawnInFrontOf(upstreamUrl: string, script: string): Promise<RunningApi> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...process.env, UPSTREAM_URL: upstreamUrl, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    child.once('exit', (code) => reject(new Error(`pass-through proxy exited with ${String(code)}`)));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${String(code)}`)));
   });
-  const proc: ManagedProcess = manage('pass-through proxy', child);
+  const proc: ManagedProcess = manage(path.basename(script, '.ts'), child);
   return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => proc.stop() };
 }
 
@@ -131,8 +132,9 @@ async function main() {
   const ctx = await buildAppContext(loadConfig(env), createLogger({ level: 'silent' }));
   const api = values.api === 'inline' ? await serveInline(ctx) : await spawnApi(env);
   const { baseUrl, stop: stopApi } = api;
-  const proxy = await spawnPassThroughProxy(fake.baseURL);
-  const cpu = new CpuMeter({ api: api.pid, mongo: ferret.process.child.pid, proxy: proxy.pid });
+  const proxy = await spawnInFrontOf(fake.baseURL, 'bench/support/pass-through-proxy.ts');
+  const relay = await spawnInFrontOf(fake.baseURL, 'bench/support/bare-relay.ts');
+  const cpu = new CpuMeter({ api: api.pid, mongo: ferret.process.child.pid, proxy: proxy.pid, relay: relay.pid });
 
   const tenant = await createTenant(ctx.models, { name: 'bench' });
   const project = await createProject(ctx.models, tenant._id, { name: 'Bench' });
@@ -175,6 +177,16 @@ async function main() {
       deltas += 1;
     }
     return { startedAt: started, firstAt: first, ttft: first - started, tail: last - first, deltas };
+  };
+  // 2b. A bare Express relay over the provider layer, checking nothing: the design's floor.
+  const viaBareRelay = async (): Promise<Timing> => {
+    const started = performance.now();
+    const res = await fetch(`${relay.baseUrl}/relay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages, modelId: 'gpt-4o-mini' }),
+    });
+    return timeSse(res, started, (event) => event === 'text_delta');
   };
   // 3. Through the API: auth, rate limit, project + settings + credential lookups, SSE relay.
   const viaApi = async (): Promise<Timing> => {
@@ -237,6 +249,7 @@ async function main() {
       ['raw HTTP -> fake upstream', rawDirect],
       ['raw HTTP -> pass-through proxy -> fake', rawViaProxy],
       ['provider layer (openai SDK) -> fake upstream', sdkDirect],
+      ['bare Express relay -> provider layer -> fake', viaBareRelay],
       ['POST /api/v1/chat/stream -> fake upstream', viaApi],
     ],
     shortReply,
@@ -249,9 +262,12 @@ async function main() {
     console.log(legsLine(result.legs));
     console.log(`${''.padEnd(44)} CPU per call (ms): ${CpuMeter.perOp({}, result.cpu, ITERATIONS)}`);
   }
-  const [rawP50, proxyP50, sdkP50, apiP50] = ttft.map((result) => stats(result.samples.map((s) => s.ttft)).p50) as [number, number, number, number];
+  const [rawP50, proxyP50, sdkP50, relayP50, apiP50] = ttft.map((result) => stats(result.samples.map((s) => s.ttft)).p50) as [number, number, number, number, number];
   console.log(`API adds ${(apiP50 - sdkP50).toFixed(2)} ms at p50 over the provider layer alone (${(apiP50 - rawP50).toFixed(2)} ms over raw HTTP)`);
   console.log(`A process that only forwards adds ${(proxyP50 - rawP50).toFixed(2)} ms at p50 over raw HTTP: one extra hop's floor on this machine`);
+  console.log(
+    `A bare Express relay over the provider layer adds ${(relayP50 - sdkP50).toFixed(2)} ms at p50 over the provider layer alone: the design's floor; the API's own checks add ${(apiP50 - relayP50).toFixed(2)} ms over it`,
+  );
 
   // A real provider takes 100s of ms to its first token; the API's own checks (the key read
   // above all) run while it thinks. With a small first-token delay the comparison shows what
@@ -292,6 +308,7 @@ async function main() {
 
   await stopApi();
   await proxy.stop();
+  await relay.stop();
   await closeAppContext(ctx);
   await fake.close();
   await ferret.process.stop();
