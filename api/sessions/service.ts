@@ -256,20 +256,16 @@ export async function flushSessionProjection(ctx: AppContext, session: SessionDo
 
 /**
  * Reads a session record (which decides the 404), asks the session to write what it holds, and
- * reads the record again when that wrote something. With `rereadWhenAnswered`, also when the
- * session answered that it held nothing: rows may have been written between the two by someone
- * else (its own timer, or, after a silence, a flush sent by an earlier read and delivered late).
- * That is the default while this process remembers a silence.
+ * reads the record again whenever the running session answered, even that it held nothing: its
+ * own timer-driven write (or, after a silence, a flush sent by an earlier read and delivered
+ * late) may have landed between the first read and the flush. The rows read afterwards are then
+ * never ahead of the record's counters. One primary-key read; an ended session is read once.
  */
-async function readAfterFlush(
-  ctx: AppContext,
-  read: () => Promise<SessionDoc>,
-  rereadWhenAnswered = silentRuntime(ctx).isSilent(),
-): Promise<{ session: SessionDoc; flushed: FlushOutcome }> {
+async function readAfterFlush(ctx: AppContext, read: () => Promise<SessionDoc>): Promise<{ session: SessionDoc; flushed: FlushOutcome }> {
   const session = await read();
   const flushed = await flushSessionProjection(ctx, session);
-  const changed = flushed === 'written' || (rereadWhenAnswered && flushed === 'nothing_held' && session.status !== 'ended');
-  return { session: changed ? await read() : session, flushed };
+  const answered = flushed === 'written' || (flushed === 'nothing_held' && session.status !== 'ended');
+  return { session: answered ? await read() : session, flushed };
 }
 
 /** findSession, after the session wrote what it held: for reads of transcripts and traces. */
@@ -310,10 +306,7 @@ export interface SessionDetail {
  */
 export async function getSessionDetail(ctx: AppContext, scope: SessionScope, sessionId: string): Promise<SessionDetail> {
   const read = () => findSession(ctx.models, scope, sessionId);
-  // The detail shows the record's counters next to the live state, so the record is read again
-  // whenever the session answered: its own timer-driven write may have landed between the first
-  // read and this flush, which then finds nothing held.
-  const first = await readAfterFlush(ctx, read, true);
+  const first = await readAfterFlush(ctx, read);
   let session = first.session;
   const flushed = first.flushed;
   if (session.status === 'ended') return { session, live: null, liveUnavailableReason: 'ended' };
@@ -331,7 +324,7 @@ export async function getSessionDetail(ctx: AppContext, scope: SessionScope, ses
     silence.noteAnswered();
     // Answered after its flush was not: the first flush may have been delivered since, so the
     // record is read again once a second one is answered.
-    if (flushed === 'unanswered') ({ session } = await readAfterFlush(ctx, read, true));
+    if (flushed === 'unanswered') ({ session } = await readAfterFlush(ctx, read));
     return { session, live, liveUnavailableReason: null };
   } catch (err) {
     if (isWorkflowNotFound(err)) return { session, live: null, liveUnavailableReason: 'not_running' };
