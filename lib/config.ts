@@ -47,6 +47,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
 
   REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+  /**
+   * How long a graceful stop (SIGTERM, SIGINT) lets requests in flight finish (ms). Chat streams
+   * still running then end with a retryable `error` event and are recorded; other requests still
+   * running are cut. The process exits at the latest 1.5 s later.
+   */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(8000),
 
   /** Master key for secrets at rest (base64, 32 bytes); tenant keys are derived from it. */
   ENCRYPTION_KEY: z

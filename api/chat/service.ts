@@ -19,6 +19,7 @@ import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middl
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
+import { runningStreams } from './running-streams';
 
 interface PreparedCall {
   target: RuntimeTarget;
@@ -313,10 +314,18 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
   let usage: { inputTokens: number; outputTokens: number } | null = null;
   let finish: { finishReason: string; model: string } | null = null;
   let status: LlmCallStatus = 'ok';
-  const keyWatch = watchKeyWhileStreaming(ctx, principal, req, controller);
+  // The server may end the stream itself: its key revoked, or the process stopping.
+  let endedBy: ServerEnd | null = null;
+  const endStream = (reason: ServerEnd) => {
+    if (endedBy) return;
+    endedBy = reason;
+    controller.abort(new Error(reason.error));
+  };
+  const keyWatch = watchKeyWhileStreaming(ctx, principal, req, (refusal) => endStream({ error: refusal, code: 'UNAUTHORIZED', retryable: false }));
+  const untrack = runningStreams(ctx).add(() => endStream(SHUTTING_DOWN));
   try {
     for await (const event of events) {
-      if (clientGone() || keyWatch.refused()) break;
+      if (clientGone() || endedBy) break;
       if (event.type === 'finish') {
         finish = { finishReason: event.finishReason, model: event.model };
         continue;
@@ -325,14 +334,14 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
       await sse.send(event.type, streamEventData(event));
     }
     if (clientGone()) status = 'aborted';
-    else if (keyWatch.refused()) {
+    else if (endedBy) {
       status = 'aborted';
-      await sse.send('error', { error: keyWatch.refused(), code: 'UNAUTHORIZED', retryable: false });
+      await sse.send('error', endedBy);
     }
   } catch (err) {
-    status = clientGone() || keyWatch.refused() ? 'aborted' : 'error';
-    if (keyWatch.refused() && !clientGone()) {
-      await sse.send('error', { error: keyWatch.refused(), code: 'UNAUTHORIZED', retryable: false });
+    status = clientGone() || endedBy ? 'aborted' : 'error';
+    if (endedBy && !clientGone()) {
+      await sse.send('error', endedBy);
     } else if (status === 'error') {
       if (err instanceof ProviderError) {
         await sse.send('error', { error: `LLM provider ${err.provider} failed: ${err.message}`, code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
@@ -344,23 +353,41 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
   } finally {
     keyWatch.stop();
   }
-  const latencyMs = elapsedSince(started);
-  const estimatedCost = await record(ctx, { principal, body, call, servedModel: finish?.model ?? null, usage, latencyMs, status });
-  if (status === 'ok') {
-    const inputTokens = usage?.inputTokens ?? 0;
-    const outputTokens = usage?.outputTokens ?? 0;
-    await sse.send('complete', {
-      inputTokens,
-      outputTokens,
-      totalTokens: inputTokens + outputTokens,
-      estimatedCost,
-      latencyMs,
-      finishReason: finish?.finishReason ?? null,
-      model: finish?.model || call.target.modelId,
-    });
+  try {
+    const latencyMs = elapsedSince(started);
+    const estimatedCost = await record(ctx, { principal, body, call, servedModel: finish?.model ?? null, usage, latencyMs, status });
+    if (status === 'ok') {
+      const inputTokens = usage?.inputTokens ?? 0;
+      const outputTokens = usage?.outputTokens ?? 0;
+      await sse.send('complete', {
+        inputTokens,
+        outputTokens,
+        totalTokens: inputTokens + outputTokens,
+        estimatedCost,
+        latencyMs,
+        finishReason: finish?.finishReason ?? null,
+        model: finish?.model || call.target.modelId,
+      });
+    }
+    sse.end();
+  } finally {
+    untrack();
   }
-  sse.end();
 }
+
+/** How the server ends a stream it will not finish: the `error` event's data. */
+interface ServerEnd {
+  error: string;
+  code: 'UNAUTHORIZED' | 'SERVICE_UNAVAILABLE';
+  retryable: boolean;
+}
+
+/** A graceful stop's end for the streams still running when its grace period is over. */
+const SHUTTING_DOWN: ServerEnd = {
+  error: 'The API is restarting; send the request again',
+  code: 'SERVICE_UNAVAILABLE',
+  retryable: true,
+};
 
 /**
  * Revocation ends ongoing requests too (public API: "revocation is permanent and immediate, and
@@ -368,24 +395,20 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
  * half API_KEY_CACHE_MS (every SSE_HEARTBEAT_MS when that is shorter, or when keys are read on
  * every request), through the same per-process knowledge as requests, so a thousand streams of
  * one key cost no more reads than one. Once the key is revoked, expired or gone, the upstream
- * call is aborted and the stream ends with an `error` event (code UNAUTHORIZED).
+ * call is aborted and the stream ends with an `error` event (code UNAUTHORIZED): `onRefused`.
  */
-function watchKeyWhileStreaming(ctx: AppContext, principal: Principal, req: Request, controller: AbortController) {
-  let refusal: string | null = null;
+function watchKeyWhileStreaming(ctx: AppContext, principal: Principal, req: Request, onRefused: (refusal: string) => void) {
   const { API_KEY_CACHE_MS: cacheMs, SSE_HEARTBEAT_MS: heartbeatMs } = ctx.config;
   const every = cacheMs > 0 ? Math.min(heartbeatMs, Math.max(1, Math.floor(cacheMs / 2))) : heartbeatMs;
   const timer =
     principal.kind === 'api_key'
       ? setInterval(() => {
-          void apiKeyRefusal(ctx, req).then((reason) => {
-            if (refusal || !reason) return;
-            refusal = reason;
-            controller.abort(new Error(refusal));
+          void apiKeyRefusal(ctx, req).then((refusal) => {
+            if (refusal) onRefused(refusal);
           });
         }, every)
       : null;
   return {
-    refused: () => refusal,
     stop: () => {
       if (timer) clearInterval(timer);
     },

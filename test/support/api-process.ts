@@ -10,9 +10,10 @@ export interface ApiProcess {
   proc: ManagedProcess;
 }
 
-export async function startApiProcess(config: Config): Promise<ApiProcess> {
+/** `extraEnv` sets what `config` does not pass on (e.g. SHUTDOWN_GRACE_MS). */
+export async function startApiProcess(config: Config, extraEnv: Record<string, string> = {}): Promise<ApiProcess> {
   const port = await freePort();
-  const env = childEnv(config, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' });
+  const env = childEnv(config, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...extraEnv });
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   const proc = manage('api', child);
   const baseUrl = `http://127.0.0.1:${port}`;

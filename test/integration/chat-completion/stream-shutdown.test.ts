@@ -1,0 +1,89 @@
+// A graceful stop of the API process (SIGTERM, as a redeploy sends) with chat streams running:
+// a stream that ends within SHUTDOWN_GRACE_MS finishes normally; one still running then ends with
+// a retryable `error` event, its upstream call aborted and the call on record as `aborted`. Either
+// way the process then exits cleanly (code 0), without waiting out kept-alive connections.
+import { startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
+import { client } from '../../support/http';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startApiProcess } from '../../support/api-process';
+import { eventNames, openStream } from './sse-client';
+import { eventually } from '../../support/eventually';
+
+const OPENAI_KEY = 'sk-openai-shutdown-test-0005';
+
+let stack: TestStack;
+let openai: FakeLlmServer;
+let tenant: SeededTenant;
+
+beforeAll(async () => {
+  [stack, openai] = await Promise.all([startTestStack(), startFakeOpenAI({ apiKey: OPENAI_KEY })]);
+  tenant = await seedTenant(stack.ctx);
+  const put = await client(stack.baseUrl).put(`/api/projects/${tenant.projectId}/llm-credentials/openai`, {
+    key: tenant.adminKey,
+    json: { apiKey: OPENAI_KEY, baseURL: openai.baseURL },
+  });
+  expect(put.status).toBe(201);
+});
+afterAll(async () => {
+  await Promise.all([stack.close(), openai.close()]);
+});
+beforeEach(() => openai.reset());
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(' ');
+
+/** Opens a stream on `baseUrl` and sends the API process SIGTERM once the first delta arrives. */
+function streamThenStop(api: Awaited<ReturnType<typeof startApiProcess>>, sessionId: string) {
+  let signalled = false;
+  return openStream(api.baseUrl, {
+    key: tenant.adminKey,
+    body: { projectId: tenant.projectId, messages: [{ role: 'user', content: 'Tell me a story' }], modelId: 'gpt-4o-mini', sessionId },
+    onEvent: (event) => {
+      if (event.event === 'text_delta' && !signalled) {
+        signalled = true;
+        api.proc.child.kill('SIGTERM');
+      }
+    },
+  });
+}
+
+const ledger = (sessionId: string) =>
+  eventually(
+    () => stack.ctx.models.LlmUsage.find({ tenantId: tenant.tenantId, sessionId }).lean(),
+    (rows) => rows.length > 0,
+  );
+
+it('lets a stream that ends within the grace period finish, then exits cleanly at once', async () => {
+  const api = await startApiProcess(stack.config, { SHUTDOWN_GRACE_MS: '60000' });
+  openai.script({ text: words(20), chunkDelayMs: 50 });
+  const res = await streamThenStop(api, 'finishes-during-stop');
+  expect(res.status).toBe(200);
+  expect(eventNames(res).at(-1)).toBe('complete');
+  expect(res.events.filter((e) => e.event === 'text_delta').map((e) => e.data.delta).join('')).toBe(words(20));
+  // Closed as soon as nothing runs, not held open by the stream's kept-alive connection until the
+  // client drops it (fetch does after about 4 s; browsers and proxies keep connections far longer)
+  // or the grace period is over (a minute here). A clean exit takes a fraction of a second.
+  const exit = await Promise.race([api.proc.exited, sleep(3_000).then(() => 'still running')]);
+  if (exit === 'still running') await api.proc.stop(100);
+  expect(exit).toBe(0);
+  expect((await ledger('finishes-during-stop')).map((r) => r.status)).toEqual(['ok']);
+});
+
+it('ends a stream still running when the grace period is over with a retryable error, on record', async () => {
+  const api = await startApiProcess(stack.config, { SHUTDOWN_GRACE_MS: '300' });
+  openai.script({ text: words(60), chunkDelayMs: 100 });
+  const res = await streamThenStop(api, 'cut-by-stop');
+  expect(res.status).toBe(200);
+  const names = eventNames(res);
+  expect(names).not.toContain('complete');
+  expect(names.at(-1)).toBe('error');
+  expect(res.events.at(-1)!.data).toEqual({ error: 'The API is restarting; send the request again', code: 'SERVICE_UNAVAILABLE', retryable: true });
+  expect(res.ended).toBe(true);
+  // Well before the 6 s the upstream would have taken.
+  expect(res.events.filter((e) => e.event === 'text_delta').length).toBeLessThan(30);
+  const upstream = openai.requests[0]!;
+  await upstream.settled;
+  expect(upstream.aborted).toBe(true);
+  expect(await api.proc.exited).toBe(0);
+  expect((await ledger('cut-by-stop')).map((r) => r.status)).toEqual(['aborted']);
+});
