@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
-import { runningStreams } from './chat/running-streams';
+import { runningCalls } from './chat/running-calls';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -28,19 +28,22 @@ async function main(): Promise<void> {
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();
+    // Provider calls get the grace period to finish, then end with a retryable error, on record;
+    // the database stays open until they are.
+    const callsEnded = runningCalls(ctx).drain(graceMs);
     // A response that finishes after close() leaves its kept-alive connection open until the
     // keep-alive timeout, and close() waits for every connection: close them as they go idle.
     const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
     server.close(() => {
       clearInterval(closeIdle);
-      closeAppContext(ctx).then(
-        () => process.exit(0),
-        () => process.exit(1),
-      );
+      callsEnded
+        .then(() => closeAppContext(ctx))
+        .then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
     });
     server.closeIdleConnections();
-    // Streams get the grace period to finish, then end with a retryable error event, on record.
-    void runningStreams(ctx).drain(graceMs);
     // Other requests still running after it are cut (an agent turn goes on in its workflow; the
     // client's retry with the same Idempotency-Key gets its answer).
     setTimeout(() => server.closeAllConnections(), graceMs + 500).unref();

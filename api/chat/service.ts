@@ -19,7 +19,7 @@ import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middl
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
-import { runningStreams } from './running-streams';
+import { runningCalls } from './running-calls';
 
 interface PreparedCall {
   target: RuntimeTarget;
@@ -183,7 +183,13 @@ const elapsedSince = (started: number): number => Math.round(performance.now() -
 
 export async function completeChat(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<TChatCompleteResponse> {
   const call = await prepareCall(ctx, principal, body, res, lookups);
-  const { signal, clientGone } = abortOnDisconnect(res);
+  const controller = new AbortController();
+  const { signal, clientGone } = abortOnDisconnect(res, controller);
+  let stopped = false;
+  const untrack = runningCalls(ctx).add(() => {
+    stopped = true;
+    controller.abort(new Error(SHUTTING_DOWN.error));
+  });
   const started = performance.now();
   try {
     const result = await call.llm.complete(toLlmRequest(body, call.target.modelId, signal));
@@ -199,10 +205,13 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
       latencyMs,
     };
   } catch (err) {
-    const status: LlmCallStatus = clientGone() ? 'aborted' : 'error';
+    const status: LlmCallStatus = clientGone() || stopped ? 'aborted' : 'error';
     await record(ctx, { principal, body, call, servedModel: null, usage: null, latencyMs: elapsedSince(started), status });
+    if (stopped) throw new ApiError('SERVICE_UNAVAILABLE', SHUTTING_DOWN.error);
     if (err instanceof ProviderError) throw providerFailure(err);
     throw err;
+  } finally {
+    untrack();
   }
 }
 
@@ -322,7 +331,7 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
     controller.abort(new Error(reason.error));
   };
   const keyWatch = watchKeyWhileStreaming(ctx, principal, req, (refusal) => endStream({ error: refusal, code: 'UNAUTHORIZED', retryable: false }));
-  const untrack = runningStreams(ctx).add(() => endStream(SHUTTING_DOWN));
+  const untrack = runningCalls(ctx).add(() => endStream(SHUTTING_DOWN));
   try {
     for await (const event of events) {
       if (clientGone() || endedBy) break;
@@ -382,7 +391,7 @@ interface ServerEnd {
   retryable: boolean;
 }
 
-/** A graceful stop's end for the streams still running when its grace period is over. */
+/** A graceful stop's end for the calls still running when its grace period is over (a 503 for /complete). */
 const SHUTTING_DOWN: ServerEnd = {
   error: 'The API is restarting; send the request again',
   code: 'SERVICE_UNAVAILABLE',

@@ -1,15 +1,15 @@
-// The registry a graceful stop drains (api/chat/running-streams.ts): streams that end within the
+// The registry a graceful stop drains (api/chat/running-calls.ts): streams that end within the
 // grace period are left alone, the rest are stopped, and the drain returns once all have ended.
-import { RunningStreams } from '../../../api/chat/running-streams';
+import { RunningCalls } from '../../../api/chat/running-calls';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 it('returns at once with nothing running', async () => {
-  await new RunningStreams().drain(10_000);
+  await new RunningCalls().drain(10_000);
 });
 
 it('lets streams that end within the grace period end on their own', async () => {
-  const streams = new RunningStreams();
+  const streams = new RunningCalls();
   const stop = jest.fn();
   const ended = streams.add(stop);
   setTimeout(ended, 20);
@@ -19,7 +19,7 @@ it('lets streams that end within the grace period end on their own', async () =>
 });
 
 it('stops the streams still running after the grace period and waits until they have ended', async () => {
-  const streams = new RunningStreams();
+  const streams = new RunningCalls();
   const order: string[] = [];
   const quick = streams.add(() => order.push('quick stopped'));
   setTimeout(() => {
@@ -40,7 +40,7 @@ it('stops the streams still running after the grace period and waits until they 
 });
 
 it('stops a stream that starts once the stop is under way', async () => {
-  const streams = new RunningStreams();
+  const streams = new RunningCalls();
   const first = streams.add(() => first());
   await streams.drain(0);
   const late = jest.fn();

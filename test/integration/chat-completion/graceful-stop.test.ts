@@ -1,7 +1,8 @@
-// A graceful stop of the API process (SIGTERM, as a redeploy sends) with chat streams running:
+// A graceful stop of the API process (SIGTERM, as a redeploy sends) with provider calls running:
 // a stream that ends within SHUTDOWN_GRACE_MS finishes normally; one still running then ends with
-// a retryable `error` event, its upstream call aborted and the call on record as `aborted`. Either
-// way the process then exits cleanly (code 0), without waiting out kept-alive connections.
+// a retryable `error` event, and a /chat/complete call with a 503, their upstream calls aborted and
+// the calls on record as `aborted`. Either way the process then exits cleanly (code 0), without
+// waiting out kept-alive connections.
 import { startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -86,4 +87,26 @@ it('ends a stream still running when the grace period is over with a retryable e
   expect(upstream.aborted).toBe(true);
   expect(await api.proc.exited).toBe(0);
   expect((await ledger('cut-by-stop')).map((r) => r.status)).toEqual(['aborted']);
+});
+
+it('answers a completion still running when the grace period is over with 503, on record', async () => {
+  const api = await startApiProcess(stack.config, { SHUTDOWN_GRACE_MS: '300' });
+  openai.script({ text: 'Much later.', delayMs: 5_000 });
+  const pending = client(api.baseUrl).post('/api/v1/chat/complete', {
+    key: tenant.adminKey,
+    json: { projectId: tenant.projectId, messages: [{ role: 'user', content: 'Take your time' }], modelId: 'gpt-4o-mini', sessionId: 'complete-cut-by-stop' },
+  });
+  await eventually(
+    async () => openai.requests.length,
+    (n) => n > 0,
+  );
+  api.proc.child.kill('SIGTERM');
+  const res = await pending;
+  expect(res.status).toBe(503);
+  expect(res.body).toEqual({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The API is restarting; send the request again' } });
+  const upstream = openai.requests[0]!;
+  await upstream.settled;
+  expect(upstream.aborted).toBe(true);
+  expect(await api.proc.exited).toBe(0);
+  expect((await ledger('complete-cut-by-stop')).map((r) => r.status)).toEqual(['aborted']);
 });
