@@ -23,6 +23,10 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
+    // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
+    // once: a cancelled tool call may already have reached its server, and its retry on another
+    // worker would call it again. Past the grace period they are cancelled and retried elsewhere.
+    shutdownGraceTime: options.deps.config.SHUTDOWN_GRACE_MS,
     ...DEFAULT_WORKER_TUNING,
     ...options.tuning,
   });

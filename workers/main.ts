@@ -1,5 +1,6 @@
 // Worker process entry: connects to Temporal and MongoDB and runs until SIGINT/SIGTERM, which
-// the Temporal runtime turns into a graceful shutdown (in-flight tasks finish first).
+// the Temporal runtime turns into a graceful shutdown (activities in flight get
+// SHUTDOWN_GRACE_MS to finish, workers/create-worker.ts).
 import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';

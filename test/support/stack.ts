@@ -60,6 +60,8 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
     LLM_TIER_POWERFUL: 'local',
     // Tool fakes listen on loopback; the SSRF test turns this off again.
     TOOL_ALLOW_PRIVATE_NETWORKS: 'true',
+    // Bounds how long a test's worker waits for its activities in flight when the test ends.
+    SHUTDOWN_GRACE_MS: '2000',
     ...overrides,
   });
 }

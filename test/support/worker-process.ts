@@ -14,6 +14,7 @@ const PASSED_ON = [
   'LLM_TIER_BALANCED',
   'LLM_TIER_POWERFUL',
   'TOOL_ALLOW_PRIVATE_NETWORKS',
+  'SHUTDOWN_GRACE_MS',
 ] as const;
 
 /** The environment a child process needs to join the stack `config` describes. */

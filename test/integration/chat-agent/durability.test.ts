@@ -1,6 +1,7 @@
 // Crashes lose no turn: a worker killed in the middle of a turn, an API process killed while its
 // client waits, and a Temporal dev server restarted on its SQLite file all end with the turn
-// answered once and the session intact.
+// answered once and the session intact. A worker stopped gracefully (a redeploy) lets its tool
+// call finish instead of cancelling it, so the tool is not called twice.
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo } from 'node:net';
@@ -122,6 +123,59 @@ describe('a worker killed mid-turn', () => {
       const results = await stack.ctx.models.TraceEvent.find({ sessionId, type: 'tool_result' }).lean();
       expect(results).toHaveLength(1);
       expect(results[0]!.data).toMatchObject({ tool: 'lookup', success: true });
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('a worker stopped gracefully mid-turn', () => {
+  let stack: TestStack;
+  let t: SeededTenant;
+  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
+  let toolCalls = 0;
+  let onToolCall: () => void = () => undefined;
+
+  beforeAll(async () => {
+    // Every call takes 1.5 s: the worker is told to stop while the first one runs.
+    tool = await startWeatherTool(
+      () => 1_500,
+      () => {
+        toolCalls += 1;
+        onToolCall();
+      },
+    );
+    stack = await startTestStack();
+    t = await seedTenant(stack.ctx);
+    await createSlowAgent(client(stack.baseUrl), t, tool.port);
+  });
+  afterAll(async () => {
+    await tool.close();
+    await stack.close();
+  });
+
+  it('lets its tool call finish within SHUTDOWN_GRACE_MS, so the tool is called once', async () => {
+    const first = await startWorkerProcess({ ...stack.config, SHUTDOWN_GRACE_MS: 8_000 });
+    const stopping = new Promise<void>((resolve) => {
+      onToolCall = () => {
+        first.child.kill('SIGTERM');
+        resolve();
+      };
+    });
+    const reply = client(stack.baseUrl).post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message: 'weather please' } });
+    await stopping;
+    expect(await first.exited).toBe(0);
+    // The rest of the turn runs on the next worker.
+    const second = await startWorkerProcess(stack.config);
+    try {
+      const res = await reply;
+      expect(res.status).toBe(200);
+      expect(res.body.response).toBe('Found sunny');
+      expect(toolCalls).toBe(1);
+      const sessionId = res.body.sessionId;
+      await flushProjection(stack.ctx, sessionId);
+      const results = await stack.ctx.models.TraceEvent.find({ sessionId, type: 'tool_result' }).lean();
+      expect(results.map((r) => r.data)).toEqual([expect.objectContaining({ tool: 'lookup', success: true })]);
     } finally {
       await second.stop();
     }
