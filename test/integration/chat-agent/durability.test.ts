@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort, startTemporalDevServer } from '../../../infra/processes';
 import { seedDevProject } from '../../../infra/seed-project';
-import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack, type TestStackOptions } from '../../support/stack';
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
 import { startWorkerProcess } from '../../support/worker-process';
@@ -67,6 +67,37 @@ async function startWeatherTool(delayMs: (n: number) => number, onCall: () => vo
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/**
+ * For one describe block: a stack (started with `options`), a tenant, and Slow_Agent over a
+ * `lookup` tool that answers every call after `delayMs`, counting calls and calling `onToolCall`.
+ */
+function slowToolFixture(delayMs: number, options: TestStackOptions = {}) {
+  const fixture = {
+    stack: undefined as unknown as TestStack,
+    t: undefined as unknown as SeededTenant,
+    toolCalls: 0,
+    onToolCall: (): void => undefined,
+  };
+  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
+  beforeAll(async () => {
+    tool = await startWeatherTool(
+      () => delayMs,
+      () => {
+        fixture.toolCalls += 1;
+        fixture.onToolCall();
+      },
+    );
+    fixture.stack = await startTestStack(options);
+    fixture.t = await seedTenant(fixture.stack.ctx);
+    await createSlowAgent(client(fixture.stack.baseUrl), fixture.t, tool.port);
+  });
+  afterAll(async () => {
+    await tool.close();
+    await fixture.stack.close();
+  });
+  return fixture;
 }
 
 describe('a worker killed mid-turn', () => {
@@ -130,51 +161,30 @@ describe('a worker killed mid-turn', () => {
 });
 
 describe('a worker stopped gracefully mid-turn', () => {
-  let stack: TestStack;
-  let t: SeededTenant;
-  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
-  let toolCalls = 0;
-  let onToolCall: () => void = () => undefined;
-
-  beforeAll(async () => {
-    // Every call takes 1.5 s: the worker is told to stop while the first one runs.
-    tool = await startWeatherTool(
-      () => 1_500,
-      () => {
-        toolCalls += 1;
-        onToolCall();
-      },
-    );
-    stack = await startTestStack();
-    t = await seedTenant(stack.ctx);
-    await createSlowAgent(client(stack.baseUrl), t, tool.port);
-  });
-  afterAll(async () => {
-    await tool.close();
-    await stack.close();
-  });
+  // Every call takes 1.5 s: the worker is told to stop while the first one runs.
+  const f = slowToolFixture(1_500);
 
   it('lets its tool call finish within SHUTDOWN_GRACE_MS, so the tool is called once', async () => {
-    const first = await startWorkerProcess({ ...stack.config, SHUTDOWN_GRACE_MS: 8_000 });
+    const first = await startWorkerProcess({ ...f.stack.config, SHUTDOWN_GRACE_MS: 8_000 });
     const stopping = new Promise<void>((resolve) => {
-      onToolCall = () => {
+      f.onToolCall = () => {
         first.child.kill('SIGTERM');
         resolve();
       };
     });
-    const reply = client(stack.baseUrl).post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message: 'weather please' } });
+    const reply = client(f.stack.baseUrl).post('/api/v1/chat/agent', { key: f.t.adminKey, json: { projectId: f.t.projectId, message: 'weather please' } });
     await stopping;
     expect(await first.exited).toBe(0);
     // The rest of the turn runs on the next worker.
-    const second = await startWorkerProcess(stack.config);
+    const second = await startWorkerProcess(f.stack.config);
     try {
       const res = await reply;
       expect(res.status).toBe(200);
       expect(res.body.response).toBe('Found sunny');
-      expect(toolCalls).toBe(1);
+      expect(f.toolCalls).toBe(1);
       const sessionId = res.body.sessionId;
-      await flushProjection(stack.ctx, sessionId);
-      const results = await stack.ctx.models.TraceEvent.find({ sessionId, type: 'tool_result' }).lean();
+      await flushProjection(f.stack.ctx, sessionId);
+      const results = await f.stack.ctx.models.TraceEvent.find({ sessionId, type: 'tool_result' }).lean();
       expect(results.map((r) => r.data)).toEqual([expect.objectContaining({ tool: 'lookup', success: true })]);
     } finally {
       await second.stop();
@@ -183,43 +193,22 @@ describe('a worker stopped gracefully mid-turn', () => {
 });
 
 describe('an API process killed while its client waits', () => {
-  let stack: TestStack;
-  let t: SeededTenant;
-  let tool: Awaited<ReturnType<typeof startWeatherTool>>;
-  let toolCalls = 0;
-  let onToolCall: () => void = () => undefined;
-
-  beforeAll(async () => {
-    // The tool takes two seconds: the API process dies while the turn runs on the worker.
-    tool = await startWeatherTool(
-      () => 2_000,
-      () => {
-        toolCalls += 1;
-        onToolCall();
-      },
-    );
-    stack = await startTestStack({ worker: true });
-    t = await seedTenant(stack.ctx);
-    await createSlowAgent(client(stack.baseUrl), t, tool.port);
-  });
-  afterAll(async () => {
-    await tool.close();
-    await stack.close();
-  });
+  // The tool takes two seconds: the API process dies while the turn runs on the worker.
+  const f = slowToolFixture(2_000, { worker: true });
 
   it('answers the retried message from the turn already running, once', async () => {
-    const first = await startApiProcess(stack.config);
+    const first = await startApiProcess(f.stack.config);
     const killed = new Promise<void>((resolve) => {
-      onToolCall = () => {
+      f.onToolCall = () => {
         first.proc.child.kill('SIGKILL');
         resolve();
       };
     });
     const send = (baseUrl: string) =>
       client(baseUrl).post('/api/v1/chat/agent', {
-        key: t.adminKey,
+        key: f.t.adminKey,
         headers: { 'Idempotency-Key': 'weather-once' },
-        json: { projectId: t.projectId, message: 'weather please' },
+        json: { projectId: f.t.projectId, message: 'weather please' },
       });
     const lost = send(first.baseUrl);
     await killed;
@@ -227,20 +216,20 @@ describe('an API process killed while its client waits', () => {
     await expect(lost).rejects.toThrow();
     await first.proc.exited;
 
-    const second = await startApiProcess(stack.config);
+    const second = await startApiProcess(f.stack.config);
     try {
       const res = await send(second.baseUrl);
       expect(res.status).toBe(200);
       expect(res.body.response).toBe('Found sunny');
-      expect(toolCalls).toBe(1);
+      expect(f.toolCalls).toBe(1);
       const sessionId = res.body.sessionId;
-      await flushProjection(stack.ctx, sessionId);
-      const messages = await stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
+      await flushProjection(f.stack.ctx, sessionId);
+      const messages = await f.stack.ctx.models.TranscriptMessage.find({ sessionId }).sort({ seq: 1 }).lean();
       expect(messages.map((m) => [m.role, m.content])).toEqual([
         ['user', 'weather please'],
         ['assistant', 'Found sunny'],
       ]);
-      const sessions = await stack.ctx.models.Session.find({ tenantId: t.tenantId }).lean();
+      const sessions = await f.stack.ctx.models.Session.find({ tenantId: f.t.tenantId }).lean();
       expect(sessions.map((session) => [session._id, session.messageCount])).toEqual([[sessionId, 2]]);
     } finally {
       await second.proc.stop();
