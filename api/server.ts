@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
-import { runningCalls } from './chat/running-calls';
+import { runningCalls } from './running-calls';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);

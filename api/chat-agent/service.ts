@@ -21,6 +21,7 @@ import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
 
@@ -123,16 +124,38 @@ export interface ChatTurnOptions {
   existing?: ExistingSessionTurn | null;
 }
 
-/** Runs one message; a message refused before it reached its session gets its charge back. */
+const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restarting; retry with the same Idempotency-Key');
+
+/**
+ * Runs one message; a message refused before it reached its session gets its charge back. A
+ * graceful stop of this process (api/running-calls.ts) answers a turn still running at the end of
+ * its grace period with 503: the turn goes on in its workflow, and a retry with the same
+ * Idempotency-Key gets its answer. A message not yet sent by then is not sent at all.
+ */
 export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Promise<TurnResult> {
   let existing = options.existing ?? null;
   let sent = false;
+  let stopped = false;
+  let stop!: (err: ApiError) => void;
+  const stoppedEarly = new Promise<never>((_, reject) => (stop = reject));
+  stoppedEarly.catch(() => undefined);
+  const untrack = runningCalls(ctx).add(() => {
+    stopped = true;
+    stop(restarting());
+  });
   try {
     if (options.body.sessionId && !existing) existing = await startExistingSessionTurn(ctx, options.principal, options.body.sessionId, options.res);
-    return await sendChatTurn(ctx, options, existing, () => (sent = true));
+    const turn = sendChatTurn(ctx, options, existing, () => {
+      if (stopped) throw restarting();
+      sent = true;
+    });
+    turn.catch(() => undefined);
+    return await Promise.race([turn, stoppedEarly]);
   } catch (err) {
     if (!sent) refundSessionCharge(ctx, existing);
     throw err;
+  } finally {
+    untrack();
   }
 }
 

@@ -19,7 +19,7 @@ import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middl
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
-import { runningCalls } from './running-calls';
+import { runningCalls } from '../running-calls';
 
 interface PreparedCall {
   target: RuntimeTarget;

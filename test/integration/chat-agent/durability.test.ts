@@ -1,7 +1,9 @@
 // Crashes lose no turn: a worker killed in the middle of a turn, an API process killed while its
 // client waits, and a Temporal dev server restarted on its SQLite file all end with the turn
 // answered once and the session intact. A worker stopped gracefully (a redeploy) lets its tool
-// call finish instead of cancelling it, so the tool is not called twice.
+// call finish instead of cancelling it, so the tool is not called twice; an API process stopped
+// gracefully answers a turn still running after its grace period with 503, and the retry gets
+// the turn's answer.
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { type AddressInfo } from 'node:net';
@@ -234,6 +236,41 @@ describe('an API process killed while its client waits', () => {
     } finally {
       await second.proc.stop();
     }
+  });
+});
+
+describe('an API process stopped gracefully while its client waits', () => {
+  // The tool takes 2.5 s (inside its 3 s timeout), far past the API's grace period.
+  const f = slowToolFixture(2_500, { worker: true });
+
+  it('answers 503 once the grace period is over, and the retry gets the answer of the same turn', async () => {
+    const first = await startApiProcess(f.stack.config, { SHUTDOWN_GRACE_MS: '300' });
+    const stopping = new Promise<void>((resolve) => {
+      f.onToolCall = () => {
+        first.proc.child.kill('SIGTERM');
+        resolve();
+      };
+    });
+    const send = (baseUrl: string) =>
+      client(baseUrl).post('/api/v1/chat/agent', {
+        key: f.t.adminKey,
+        headers: { 'Idempotency-Key': 'weather-across-a-restart' },
+        json: { projectId: f.t.projectId, message: 'weather please' },
+      });
+    const cut = send(first.baseUrl);
+    await stopping;
+    const res = await cut;
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({
+      success: false,
+      error: { code: 'SERVICE_UNAVAILABLE', message: 'The API is restarting; retry with the same Idempotency-Key' },
+    });
+    expect(await first.proc.exited).toBe(0);
+
+    const retried = await send(f.stack.baseUrl);
+    expect(retried.status).toBe(200);
+    expect(retried.body.response).toBe('Found sunny');
+    expect(f.toolCalls).toBe(1);
   });
 });
 

@@ -1,8 +1,9 @@
-// The provider calls an API process is serving on /chat/stream and /chat/complete, so that a
-// graceful stop lets them finish and ends the ones still running at the end of its grace period
-// cleanly (an `error` event or a 503 the client can retry on) with the call on record in the
-// usage ledger, instead of a cut connection, and only then closes the database connection.
-import { type AppContext } from '../context';
+// The long calls an API process is serving (provider calls on /chat/stream and /chat/complete,
+// agent turns on /chat/agent), so that a graceful stop lets them finish and ends the ones still
+// running at the end of its grace period cleanly (an `error` event or a 503 the client can retry
+// on; a provider call on record in the usage ledger) instead of a cut connection, and only then
+// closes the database connection.
+import { type AppContext } from './context';
 
 interface Tracked {
   stop: () => void;
