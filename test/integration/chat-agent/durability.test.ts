@@ -102,6 +102,17 @@ function slowToolFixture(delayMs: number, options: TestStackOptions = {}) {
   return fixture;
 }
 
+type SlowToolFixture = ReturnType<typeof slowToolFixture>;
+
+/** The fixture tenant's weather question to the API at `baseUrl`, with an Idempotency-Key. */
+function askWeather(f: SlowToolFixture, baseUrl: string, idempotencyKey: string) {
+  return client(baseUrl).post('/api/v1/chat/agent', {
+    key: f.t.adminKey,
+    headers: { 'Idempotency-Key': idempotencyKey },
+    json: { projectId: f.t.projectId, message: 'weather please' },
+  });
+}
+
 describe('a worker killed mid-turn', () => {
   let stack: TestStack;
   let t: SeededTenant;
@@ -206,12 +217,7 @@ describe('an API process killed while its client waits', () => {
         resolve();
       };
     });
-    const send = (baseUrl: string) =>
-      client(baseUrl).post('/api/v1/chat/agent', {
-        key: f.t.adminKey,
-        headers: { 'Idempotency-Key': 'weather-once' },
-        json: { projectId: f.t.projectId, message: 'weather please' },
-      });
+    const send = (baseUrl: string) => askWeather(f, baseUrl, 'weather-once');
     const lost = send(first.baseUrl);
     await killed;
     // The client sees the connection drop, as it would in a crash or a redeploy.
@@ -251,12 +257,7 @@ describe('an API process stopped gracefully while its client waits', () => {
         resolve();
       };
     });
-    const send = (baseUrl: string) =>
-      client(baseUrl).post('/api/v1/chat/agent', {
-        key: f.t.adminKey,
-        headers: { 'Idempotency-Key': 'weather-across-a-restart' },
-        json: { projectId: f.t.projectId, message: 'weather please' },
-      });
+    const send = (baseUrl: string) => askWeather(f, baseUrl, 'weather-across-a-restart');
     const cut = send(first.baseUrl);
     await stopping;
     const res = await cut;
