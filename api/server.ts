@@ -28,8 +28,8 @@ async function main(): Promise<void> {
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();
-    // Provider calls get the grace period to finish, then end with a retryable error, on record;
-    // the database stays open until they are.
+    // Provider calls and agent turns get the grace period to finish, then end with a retryable
+    // error (provider calls on record); the database stays open until they have ended.
     const callsEnded = runningCalls(ctx).drain(graceMs);
     // A response that finishes after close() leaves its kept-alive connection open until the
     // keep-alive timeout, and close() waits for every connection: close them as they go idle.
@@ -44,8 +44,7 @@ async function main(): Promise<void> {
         );
     });
     server.closeIdleConnections();
-    // Other requests still running after it are cut (an agent turn goes on in its workflow; the
-    // client's retry with the same Idempotency-Key gets its answer).
+    // Any other request still running after it is cut.
     setTimeout(() => server.closeAllConnections(), graceMs + 500).unref();
   };
   process.on('SIGINT', () => stop('SIGINT'));

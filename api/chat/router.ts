@@ -36,7 +36,7 @@ export const chatRoutes: AnyRoute[] = [
     body: ZChatRequestSchema,
     response: ZChatStreamResponseSchema,
     errorStatuses: [404, 503],
-    // Starts the upstream call while the key is read and the tenant charged; see lookUpStreamCall.
+    // Starts the upstream call while the key is confirmed and the tenant charged; see lookUpStreamCall.
     preload: ({ ctx, principal, body, signal }) => lookUpStreamCall(ctx, principal, body, signal),
     async handler({ ctx, principal, body, req, res, preloaded }) {
       await streamChat(ctx, principal, body, req, res, preloaded);

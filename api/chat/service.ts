@@ -217,8 +217,8 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
 
 /**
  * The stream endpoint's upstream call, started by its preload while the API key is still being
- * read and the tenant charged, so the provider's time to first token overlaps those round
- * trips. The first event is requested at once and held: nothing reaches the client until the
+ * confirmed (read again, when what this process knows of it has aged out) and the tenant charged,
+ * so the provider's time to first token overlaps those round trips. The first event is requested at once and held: nothing reaches the client until the
  * handler takes the stream, which it does only after every check has passed. A request refused
  * before that aborts it and records it as `aborted` (no tokens, no cost), never as `ok`.
  */

@@ -239,8 +239,8 @@ function samePrincipal(a: Principal, b: Principal): boolean {
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId');
   return async (req: Request, res: Response): Promise<void> => {
-    // The key read and, for a key seen before, the tenant charge are the longest round trips:
-    // they are sent before anything else. A malformed credential is judged first all the same.
+    // The key read (when what this process knows of the key has aged out) and, for a key seen
+    // before, the tenant charge are the longest round trips: they are sent before anything else. A malformed credential is judged first all the same.
     const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(tenantId), res));
     let auth: Authentication | null = null;
     let malformed: { error: unknown } | null = null;
@@ -296,7 +296,8 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
         lookups = startLookups(null);
       } else {
         // A key this process has seen before lets the tenant charge and the lookups start while
-        // the key itself is read; nothing is judged, and the handler does not run, before it is.
+        // the key itself is read (or at once, when it was read within API_KEY_CACHE_MS); nothing
+        // is judged, and the handler does not run, before it is confirmed.
         const confirmation = settle(auth.confirmed);
         const early = auth.early;
         const speculative = early ? { charged: earlyCharge!, lookups: startLookups(early) } : null;
