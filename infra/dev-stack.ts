@@ -1,6 +1,8 @@
 // `npm start`: runs the whole stack locally. Starts the Temporal dev server (SQLite under
 // .data/, Web UI on 8233) and FerretDB (data under .data/) unless TEMPORAL_ADDRESS or
-// MONGODB_URI point elsewhere, seeds the dev tenant, then runs the API and the worker.
+// MONGODB_URI point elsewhere, serves the sample back-end the seeded agents' tools call (on
+// loopback, the one private destination the dev tools may reach), seeds the dev tenant, then
+// runs the API and the worker.
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -18,6 +20,7 @@ import {
   waitForHttpOk,
   type ManagedProcess,
 } from './processes';
+import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from './sample-backend';
 import { ensureDevTenant } from './seed';
 import { seedDevProject } from './seed-project';
 
@@ -40,12 +43,14 @@ async function requireFreePort(port: number, what: string, variable: string): Pr
 
 async function main(): Promise<void> {
   const started: ManagedProcess[] = [];
+  let backend: SampleBackend | null = null;
   let shuttingDown = false;
   const shutdown = async (code: number) => {
     if (shuttingDown) return;
     shuttingDown = true;
     log('stopping…');
     for (const proc of [...started].reverse()) await proc.stop();
+    await backend?.close();
     log('stopped');
     process.exit(code);
   };
@@ -92,6 +97,14 @@ async function main(): Promise<void> {
       env.MONGODB_URI = `${ferret.uri.replace(/\/$/, '')}/switchboard`;
     }
     await requireFreePort(apiPort, 'API', 'PORT');
+    // The seeded tools are written with this address, so it stays put across starts.
+    const backendPort = envNumber('SAMPLE_BACKEND_PORT', 3010);
+    await requireFreePort(backendPort, 'sample back-end', 'SAMPLE_BACKEND_PORT');
+    backend = await startSampleBackend(backendPort);
+    log(`serving the sample back-end on ${backend.url}`);
+    // Exactly the sample back-end is let through the tools' private-address refusal; private
+    // networks as a whole stay refused.
+    Object.assign(env, sampleBackendToolEnv(backend));
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
@@ -101,7 +114,7 @@ async function main(): Promise<void> {
     await syncIndexes(models);
     const baseUrl = `http://localhost:${apiPort}`;
     const { credentials, created } = await ensureDevTenant(models, path.join(DATA_DIR, 'dev-credentials.json'), baseUrl);
-    const seeded = await seedDevProject(models, credentials);
+    const seeded = await seedDevProject(models, credentials, { sampleBackendUrl: backend.url });
     await models.connection.close();
 
     for (const [name, entry] of [
@@ -127,6 +140,7 @@ async function main(): Promise<void> {
       `  API reference  ${baseUrl}/docs   (OpenAPI: ${baseUrl}/openapi.json)`,
       env.TEMPORAL_UI_URL ? `  Temporal UI    ${env.TEMPORAL_UI_URL}` : `  Temporal       ${config.TEMPORAL_ADDRESS}`,
       `  MongoDB        ${config.MONGODB_URI}`,
+      `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       '',
       `Dev credentials (${created ? 'created' : 'reused'}): .data/dev-credentials.json`,
       `  tenantId   ${credentials.tenantId}`,

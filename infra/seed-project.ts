@@ -1,10 +1,12 @@
 // Seeds the dev project with the sample project of examples/support-desk: tool files, agent
 // drafts and a first version 1.0.0 of each agent. Runs once: a project that already has agents
-// is left alone, so agents deleted or edited in dev stay that way across restarts.
+// is left alone, so agents deleted or edited in dev stay that way across restarts. Given the
+// sample back-end's URL, the tools call it instead of the published example.com hosts.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { importProjectFiles } from '../api/agents/import';
 import { type Models } from '../db/models';
+import { pointAtSampleBackend } from './sample-backend';
 import { type DevCredentials } from './seed';
 
 export const SAMPLE_PROJECT_DIR = path.resolve(__dirname, '..', 'examples', 'support-desk');
@@ -24,11 +26,19 @@ export function readProjectDir(dir: string): Record<string, string> {
   return files;
 }
 
+export interface SeedOptions {
+  dir?: string;
+  /** The sample back-end (infra/sample-backend.ts) the seeded tools call; unset keeps the published URLs. */
+  sampleBackendUrl?: string;
+}
+
 /** Returns the names of the agents present in the dev project after seeding. */
-export async function seedDevProject(models: Models, credentials: Pick<DevCredentials, 'tenantId' | 'projectId'>, dir = SAMPLE_PROJECT_DIR): Promise<string[]> {
+export async function seedDevProject(models: Models, credentials: Pick<DevCredentials, 'tenantId' | 'projectId'>, options: SeedOptions = {}): Promise<string[]> {
   const scope = { tenantId: credentials.tenantId, projectId: credentials.projectId };
   if (!(await models.Agent.exists(scope))) {
-    await importProjectFiles(models, scope, readProjectDir(dir), { mode: 'create-missing', fallbackDomain: 'dev', createdBy: 'seed' });
+    const files = readProjectDir(options.dir ?? SAMPLE_PROJECT_DIR);
+    const seeded = options.sampleBackendUrl ? pointAtSampleBackend(files, options.sampleBackendUrl) : files;
+    await importProjectFiles(models, scope, seeded, { mode: 'create-missing', fallbackDomain: 'dev', createdBy: 'seed' });
   }
   const agents = await models.Agent.find(scope).select({ name: 1 }).sort({ name: 1 }).lean();
   return agents.map((a) => a.name);

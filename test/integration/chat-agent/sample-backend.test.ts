@@ -1,0 +1,68 @@
+// The seeded sample project against the dev stack's sample back-end, through the real API and
+// worker: a new user's billing conversation ends in the invoice and a refund from the back-end,
+// an unknown invoice takes the agent's ON_FAIL path, and a trip plan fans out to flights and
+// hotels. The back-end is started and allowed exactly as infra/dev-stack.ts does it.
+import { seedDevProject } from '../../../infra/seed-project';
+import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+import { client } from '../../support/http';
+
+let backend: SampleBackend;
+let stack: TestStack;
+let t: SeededTenant;
+
+beforeAll(async () => {
+  backend = await startSampleBackend(0);
+  // Only the dev stack's tool settings: the sample back-end is the one private destination allowed.
+  stack = await startTestStack({ worker: true, env: sampleBackendToolEnv(backend) });
+  t = await seedTenant(stack.ctx);
+  await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId }, { sampleBackendUrl: backend.url });
+});
+afterAll(async () => {
+  await stack.close();
+  await backend.close();
+});
+
+function conversation() {
+  const api = client(stack.baseUrl);
+  let sessionId: string | undefined;
+  return async (message: string) => {
+    const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message, ...(sessionId ? { sessionId } : {}) } });
+    expect(res.status).toBe(200);
+    sessionId = res.body.sessionId;
+    return res.body as { response: string; state: { agent: string }; traceEvents: { type: string; data: Record<string, unknown> }[] };
+  };
+}
+
+it('finds the invoice on the sample back-end and refunds it, after a not-found invoice takes the ON_FAIL path', async () => {
+  const say = conversation();
+  await say('hello');
+  const asked = await say('I have a question about my invoice');
+  expect(asked.state.agent).toBe('Billing_Agent');
+  expect(asked.response).toContain('What is the invoice number?');
+
+  const unknown = await say('INV-999999');
+  expect(unknown.response).toContain("I couldn't find that invoice.");
+
+  const found = await say('INV-123456');
+  expect(found.response).toContain('INV-123456: $120.00, open. Want a refund?');
+  const result = found.traceEvents.find((e) => e.type === 'tool_result');
+  expect(result?.data).toMatchObject({ tool: 'get_invoice', success: true, mocked: false, output: { id: 'INV-123456', amount: 120, status: 'open' } });
+
+  expect((await say('yes')).response).toContain('How much should be refunded?');
+  expect((await say('50')).response).toContain("What's the reason?");
+  const refunded = await say('charged twice');
+  expect(refunded.response).toContain('Refund RF-123456-5000 is approved.');
+});
+
+it('plans a trip with flights and hotels from the sample back-end', async () => {
+  const say = conversation();
+  await say('hello');
+  const planning = await say('I want to plan a trip');
+  expect(planning.state.agent).toBe('Trip_Planner');
+  await say('Lisbon');
+  await say('2026-05-01');
+  const plan = await say('2026-05-08');
+  expect(plan.response).toContain('Flights: Round trip to Lisbon, 2026-05-01 to 2026-05-08 from $240');
+  expect(plan.response).toContain('Hotels: Harbor Inn, Alfama Suites and Tagus Lodge in Lisbon');
+});
