@@ -9,6 +9,7 @@ import type { SessionStartInput } from '../workflows/definitions';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
+import { capToolResult } from './tools/result-cap';
 import { Context } from '@temporalio/activity';
 
 export interface ActivityDeps {
@@ -46,10 +47,23 @@ export function createActivities(deps: ActivityDeps) {
 
     async callTool(input: CallToolInput): Promise<Json> {
       const secrets = await deps.resolveToolSecrets({ tenantId: input.tenantId, projectId: input.projectId, toolName: input.tool.name });
-      return runHttpTool(
+      const result = await runHttpTool(
         { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
-        { allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS, signal: Context.current().cancellationSignal },
+        {
+          allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
+          signal: Context.current().cancellationSignal,
+          maxResponseBytes: deps.config.TOOL_RESPONSE_MAX_BYTES,
+        },
       );
+      // What this returns is written to workflow history: only a bounded cut of a large result.
+      const capped = capToolResult(result, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES);
+      if (capped.truncated) {
+        deps.logger.warn(
+          { tenantId: input.tenantId, projectId: input.projectId, tool: input.tool.name, resultBytes: capped.originalBytes, maxBytes: deps.config.TOOL_RESULT_HISTORY_MAX_BYTES },
+          'tool result truncated to TOOL_RESULT_HISTORY_MAX_BYTES',
+        );
+      }
+      return capped.value;
     },
   };
 }

@@ -87,6 +87,13 @@ export const ConfigSchema = z.object({
 
   /** Allow HTTP tools to reach private and loopback addresses (tests and local dev only). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** Largest tool response body read (bytes); a longer one fails the call (TOOL_RESPONSE_TOO_LARGE). */
+  TOOL_RESPONSE_MAX_BYTES: positiveInt.default(1024 * 1024),
+  /**
+   * Largest tool result kept in a session (bytes of JSON): larger results are cut, with markers,
+   * before they reach workflow history, the agent, traces and remembered turns.
+   */
+  TOOL_RESULT_HISTORY_MAX_BYTES: z.coerce.number().int().min(1024).max(2 * 1024 * 1024).default(64 * 1024),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */

@@ -1,9 +1,11 @@
 // Runs an ABL `http` tool: builds the request from the binding (endpoint placeholders, headers,
 // query, body), enforces the timeout and SSRF policy, and classifies failures so Temporal retries
-// only what can succeed later (4xx is final; 5xx, 429, timeouts and network errors retry).
+// only what can succeed later (4xx is final; 5xx, 429, timeouts and network errors retry). The
+// body is read up to TOOL_RESPONSE_MAX_BYTES; a longer one fails the call.
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 import { fixedContext, renderTemplate } from '../../abl';
+import { readBodyCapped } from './response-body';
 import { assertPublicDestination, BlockedDestinationError } from './ssrf';
 
 export interface HttpToolInput {
@@ -51,7 +53,13 @@ export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { 
   return { url, init: { method: binding.method, headers, body } };
 }
 
-export async function runHttpTool(input: HttpToolInput, options: { allowPrivate: boolean; signal?: AbortSignal }): Promise<Json> {
+/** The default of TOOL_RESPONSE_MAX_BYTES. */
+export const DEFAULT_RESPONSE_MAX_BYTES = 1024 * 1024;
+
+export async function runHttpTool(
+  input: HttpToolInput,
+  options: { allowPrivate: boolean; signal?: AbortSignal; maxResponseBytes?: number },
+): Promise<Json> {
   const binding = input.tool.binding;
   if (binding.type !== 'http') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an http tool`, 'TOOL_UNSUPPORTED');
   const { url, init } = buildHttpRequest(binding, input);
@@ -75,7 +83,8 @@ export async function runHttpTool(input: HttpToolInput, options: { allowPrivate:
     if (timeout.aborted) throw ApplicationFailure.retryable(`Tool ${input.tool.name} timed out after ${input.timeoutMs} ms`, 'TOOL_TIMEOUT');
     throw ApplicationFailure.retryable(`Tool ${input.tool.name}: ${(err as Error).message}`, 'TOOL_NETWORK');
   }
-  const text = await res.text();
+  const maxBytes = options.maxResponseBytes ?? DEFAULT_RESPONSE_MAX_BYTES;
+  const { text, overflow } = await readBodyCapped(res, maxBytes);
   if (res.status >= 300 && res.status < 400) {
     // Redirects are not followed: the target could be a private address the SSRF check never saw.
     throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} answered a redirect (HTTP ${res.status}), which tools do not follow`, 'TOOL_REDIRECT');
@@ -86,6 +95,10 @@ export async function runHttpTool(input: HttpToolInput, options: { allowPrivate:
       throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: text.slice(0, 500) });
     }
     throw ApplicationFailure.retryable(message, 'TOOL_HTTP_5XX', { status: res.status });
+  }
+  if (overflow) {
+    // Final: the same request would answer the same size again.
+    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} answered more than ${maxBytes} bytes (TOOL_RESPONSE_MAX_BYTES)`, 'TOOL_RESPONSE_TOO_LARGE', { maxBytes });
   }
   if (!text.trim()) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} returned an empty result`, 'TOOL_EMPTY_RESULT');
   try {
