@@ -22,7 +22,7 @@ import {
 } from './processes';
 import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from './sample-backend';
 import { ensureDevTenant } from './seed';
-import { seedDevProject } from './seed-project';
+import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
 
 // SWITCHBOARD_DATA_DIR moves the data (the stack tests run a second stack beside yours).
 const DATA_DIR = path.resolve(process.env.SWITCHBOARD_DATA_DIR ?? path.join(ROOT, '.data'));
@@ -115,6 +115,13 @@ async function main(): Promise<void> {
     const baseUrl = `http://localhost:${apiPort}`;
     const { credentials, created } = await ensureDevTenant(models, path.join(DATA_DIR, 'dev-credentials.json'), baseUrl);
     const seeded = await seedDevProject(models, credentials, { sampleBackendUrl: backend.url });
+    const stale = await toolFilesOffSampleBackend(models, credentials, backend.url);
+    if (stale.length > 0) {
+      log(
+        `the dev project's tool files ${stale.join(', ')} do not call the sample back-end at ${backend.url} (seeded before it, ` +
+          'or for another SAMPLE_BACKEND_PORT): their calls fail. Delete the data directory to seed again (docs/agents.md)',
+      );
+    }
     await models.connection.close();
 
     for (const [name, entry] of [

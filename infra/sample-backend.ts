@@ -45,6 +45,17 @@ export function pointAtSampleBackend(files: Record<string, string>, backendUrl: 
   return Object.fromEntries(Object.entries(files).map(([file, content]) => [file, content.replace(published, (_, host: string) => `"${origin}/${host}`)]));
 }
 
+/**
+ * Whether a tool file calls one of the sample hosts somewhere other than `backendUrl`: on its
+ * published example.com URL (seeded before the sample back-end existed) or on another port.
+ */
+export function callsSampleHostElsewhere(content: string, backendUrl: string): boolean {
+  const hosts = SAMPLE_HOSTS.join('|');
+  const sampleUrls = content.match(new RegExp(`"(https://(${hosts})\\.example\\.com|http://127\\.0\\.0\\.1:\\d+/(${hosts}))(?=[/"])`, 'g')) ?? [];
+  const origin = backendUrl.replace(/\/+$/, '');
+  return sampleUrls.some((url) => !url.startsWith(`"${origin}/`));
+}
+
 type Handler = (req: { params: string[]; query: URLSearchParams; body: Record<string, unknown> }) => { status: number; body: unknown };
 
 const notFound = (message: string) => ({ status: 404, body: { error: { code: 'NOT_FOUND', message } } });

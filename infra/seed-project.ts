@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { importProjectFiles } from '../api/agents/import';
 import { type Models } from '../db/models';
-import { pointAtSampleBackend } from './sample-backend';
+import { callsSampleHostElsewhere, pointAtSampleBackend } from './sample-backend';
 import { type DevCredentials } from './seed';
 
 export const SAMPLE_PROJECT_DIR = path.resolve(__dirname, '..', 'examples', 'support-desk');
@@ -42,4 +42,13 @@ export async function seedDevProject(models: Models, credentials: Pick<DevCreden
   }
   const agents = await models.Agent.find(scope).select({ name: 1 }).sort({ name: 1 }).lean();
   return agents.map((a) => a.name);
+}
+
+/**
+ * The project's tool files that call a sample host somewhere other than the sample back-end at
+ * `backendUrl` (seeded before it existed, or for another SAMPLE_BACKEND_PORT), by name.
+ */
+export async function toolFilesOffSampleBackend(models: Models, credentials: Pick<DevCredentials, 'tenantId' | 'projectId'>, backendUrl: string): Promise<string[]> {
+  const files = await models.ToolFile.find({ tenantId: credentials.tenantId, projectId: credentials.projectId }).select({ name: 1, dslContent: 1 }).sort({ name: 1 }).lean();
+  return files.filter((f) => callsSampleHostElsewhere(f.dslContent, backendUrl)).map((f) => f.name);
 }

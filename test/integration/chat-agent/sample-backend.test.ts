@@ -2,7 +2,7 @@
 // worker: a new user's billing conversation ends in the invoice and a refund from the back-end,
 // an unknown invoice takes the agent's ON_FAIL path, and a trip plan fans out to flights and
 // hotels. The back-end is started and allowed exactly as infra/dev-stack.ts does it.
-import { seedDevProject } from '../../../infra/seed-project';
+import { seedDevProject, toolFilesOffSampleBackend } from '../../../infra/seed-project';
 import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -65,4 +65,11 @@ it('plans a trip with flights and hotels from the sample back-end', async () => 
   const plan = await say('2026-05-08');
   expect(plan.response).toContain('Flights: Round trip to Lisbon, 2026-05-01 to 2026-05-08 from $240');
   expect(plan.response).toContain('Hotels: Harbor Inn, Alfama Suites and Tagus Lodge in Lisbon');
+});
+
+it('finds the tool files of a project seeded without the sample back-end, so the dev stack can say so', async () => {
+  expect(await toolFilesOffSampleBackend(stack.ctx.models, t, backend.url)).toEqual([]);
+  const older = { tenantId: t.tenantId, projectId: t.otherProjectId };
+  await seedDevProject(stack.ctx.models, older);
+  expect(await toolFilesOffSampleBackend(stack.ctx.models, older, backend.url)).toEqual(['billing-api', 'travel']);
 });

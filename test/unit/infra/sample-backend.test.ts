@@ -4,7 +4,7 @@
 import { compileProject, type ToolIR } from '../../../abl';
 import { buildHttpRequest } from '../../../activities/tools/http-tool';
 import { readProjectDir, SAMPLE_PROJECT_DIR } from '../../../infra/seed-project';
-import { pointAtSampleBackend, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
+import { callsSampleHostElsewhere, pointAtSampleBackend, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
 
 let backend: SampleBackend;
 beforeAll(async () => {
@@ -102,4 +102,12 @@ it('answers unknown records with 404 and impossible requests with a 4xx the agen
   expect(rejected.body.decision).toBe('rejected');
   const unknownRoute = await fetch(`${backend.url}/billing/v2/customers`);
   expect(unknownRoute.status).toBe(404);
+});
+
+it('tells tool files that call the sample hosts elsewhere from those that call this back-end', () => {
+  const billing = published['tools/billing-api.tools.abl']!;
+  expect(callsSampleHostElsewhere(billing, backend.url)).toBe(true);
+  expect(callsSampleHostElsewhere(pointAtSampleBackend({ f: billing }, backend.url).f!, backend.url)).toBe(false);
+  expect(callsSampleHostElsewhere(pointAtSampleBackend({ f: billing }, 'http://127.0.0.1:1').f!, backend.url)).toBe(true);
+  expect(callsSampleHostElsewhere('TOOLS:\n  base_url: "https://api.acme.com/v1"\n', backend.url)).toBe(false);
 });
