@@ -65,8 +65,8 @@ export async function beginLoginAttempt(ctx: AppContext, req: Request, email: st
   ];
   const charges = await Promise.allSettled(budgets.map(([limiter, key]) => limiter.consume(key)));
   const refusals = charges.flatMap((charge) => (charge.status === 'rejected' && charge.reason instanceof RateLimiterRes ? [charge.reason] : []));
-  const failedStores = charges.filter((charge) => charge.status === 'rejected' && !(charge.reason instanceof RateLimiterRes));
-  if (failedStores.length > 0) ctx.logger.warn('Login rate-limit store failed; the attempt is not counted');
+  const storeFailure = charges.find((charge) => charge.status === 'rejected' && !(charge.reason instanceof RateLimiterRes));
+  if (storeFailure) ctx.logger.warn({ err: (storeFailure as PromiseRejectedResult).reason }, 'Login rate-limit store failed; the attempt is not counted');
   const giveBack = (limiter: RateLimiterAbstract, key: string) => limiter.reward(key, 1).catch(() => undefined);
   if (refusals.length > 0) {
     await Promise.all(budgets.map(([limiter, key], i) => (charges[i]!.status === 'fulfilled' ? giveBack(limiter, key) : undefined)));
