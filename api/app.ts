@@ -25,7 +25,8 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  // Whose X-Forwarded-For gives req.ip, which the login throttle counts by (TRUST_PROXY).
+  app.set('trust proxy', ctx.config.TRUST_PROXY);
   app.set('query parser', 'simple');
 
   app.use(requestId);

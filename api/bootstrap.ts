@@ -24,9 +24,16 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
   });
   const loginLimiter = createRateLimiter({
     store: config.RATE_LIMIT_STORE,
-    points: 20,
-    durationSeconds: 15 * 60,
+    points: config.LOGIN_FAILURES_PER_IP_EMAIL,
+    durationSeconds: config.LOGIN_WINDOW_SECONDS,
     keyPrefix: 'login',
+    connection,
+  });
+  const loginIpLimiter = createRateLimiter({
+    store: config.RATE_LIMIT_STORE,
+    points: config.LOGIN_FAILURES_PER_IP,
+    durationSeconds: config.LOGIN_WINDOW_SECONDS,
+    keyPrefix: 'login-ip',
     connection,
   });
   const sessionMessageLimiter = createRateLimiter({
@@ -36,7 +43,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
     keyPrefix: 'session-msg',
     connection,
   });
-  return { config, models, temporal, logger, rateLimiter, loginLimiter, sessionMessageLimiter };
+  return { config, models, temporal, logger, rateLimiter, loginLimiter, loginIpLimiter, sessionMessageLimiter };
 }
 
 export async function closeAppContext(ctx: AppContext): Promise<void> {

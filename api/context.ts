@@ -12,7 +12,10 @@ export interface AppContext {
   temporal: TemporalGateway;
   logger: Logger;
   rateLimiter: RateLimiterAbstract;
+  /** Failed logins per client address and email (api/auth/login-throttle.ts). */
   loginLimiter: RateLimiterAbstract;
+  /** Failed logins per client address, whatever the email. */
+  loginIpLimiter: RateLimiterAbstract;
   /** Messages per session per minute (SESSION_MESSAGES_PER_MINUTE). */
   sessionMessageLimiter: RateLimiterAbstract;
 }

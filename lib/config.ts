@@ -2,6 +2,7 @@
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
 import { parsePriceTable } from '../providers/llm/pricing';
+import { TrustProxySchema } from './trust-proxy';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -24,6 +25,8 @@ export const ConfigSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   PUBLIC_BASE_URL: z.url().optional(),
+  /** Whose X-Forwarded-For gives the client's address (lib/trust-proxy.ts); loopback by default. */
+  TRUST_PROXY: TrustProxySchema,
 
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI'),
 
@@ -45,6 +48,11 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_STORE: z.enum(['mongo', 'memory']).default('mongo'),
   RATE_LIMIT_REQUESTS: positiveInt.default(100),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
+  /** Failed logins per client address and email per window (api/auth/login-throttle.ts). */
+  LOGIN_FAILURES_PER_IP_EMAIL: positiveInt.default(10),
+  /** Failed logins per client address (an IPv6 client: its /64) per window, whatever the email. */
+  LOGIN_FAILURES_PER_IP: positiveInt.default(100),
+  LOGIN_WINDOW_SECONDS: positiveInt.default(900),
 
   REQUEST_TIMEOUT_MS: positiveInt.default(30000),
   /**
@@ -143,6 +151,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const raw = parsed.data;
+  if (raw.NODE_ENV === 'production' && raw.TRUST_PROXY === true) {
+    // Every client could then pick its own address, and no per-address limit would hold.
+    throw new ConfigError(['TRUST_PROXY: true trusts any X-Forwarded-For; in production give a hop count or the proxies\' addresses']);
+  }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).
   return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };

@@ -4,7 +4,7 @@ import { ApiError } from '../../lib/errors';
 import { verifyPassword } from '../../lib/crypto';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { issueUserToken } from '../middleware/auth';
-import { consumeRateLimit } from '../middleware/rate-limit';
+import { beginLoginAttempt } from './login-throttle';
 
 // A fixed hash to spend the same scrypt time when the email is unknown (no user enumeration).
 const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -14,7 +14,10 @@ export const authRoutes: AnyRoute[] = [
     method: 'post',
     path: '/api/auth/login',
     summary: 'Exchange email and password for a JWT',
-    description: 'Returns a bearer token valid for JWT_TTL_SECONDS. 20 attempts per 15 minutes per email and IP.',
+    description:
+      'Returns a bearer token valid for JWT_TTL_SECONDS. Failed attempts are limited per client address and email ' +
+      '(LOGIN_FAILURES_PER_IP_EMAIL, 10 by default) and per client address (LOGIN_FAILURES_PER_IP, 100) in each ' +
+      'LOGIN_WINDOW_SECONDS (900); past either, 429 with Retry-After. A successful login forgives its address the failures with that email.',
     tags: ['Auth'],
     auth: 'public',
     body: z.object({ email: z.email().max(320), password: z.string().min(1).max(256) }),
@@ -25,12 +28,13 @@ export const authRoutes: AnyRoute[] = [
       tokenType: z.literal('Bearer'),
       expiresAt: z.string(),
     }),
-    async handler({ ctx, req, res, body }) {
+    async handler({ ctx, req, body }) {
       const email = body.email.toLowerCase();
-      await consumeRateLimit(ctx.loginLimiter, `login:${req.ip}:${email}`, res, 'Too many login attempts');
+      const attempt = await beginLoginAttempt(ctx, req, email);
       const user = await ctx.models.User.findOne({ email }).lean();
       const ok = await verifyPassword(body.password, user?.passwordHash ?? DUMMY_HASH);
       if (!user || !ok || user.disabledAt) throw new ApiError('UNAUTHORIZED', 'Invalid email or password');
+      await attempt.succeeded();
       const { token, expiresAt } = await issueUserToken(ctx, user._id, user.tenantId);
       return { success: true, token, tokenType: 'Bearer', expiresAt: expiresAt.toISOString() };
     },

@@ -332,7 +332,7 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     if (project && req.method !== 'GET') notifyProjectWrite(ctx, project);
     if (result === RESPONSE_SENT || res.headersSent) return;
     for (const [name, value] of Object.entries(route.responseHeaders ?? {})) res.setHeader(name, value);
-    // A handler may pick another status itself (readiness answers 503 with a body).
+    // A handler may pick another status itself (a PUT that created answers 201).
     if (res.statusCode === 200) res.status(route.successStatus ?? 200);
     res.json(result);
   };

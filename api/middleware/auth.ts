@@ -1,6 +1,7 @@
 // Turns the request's credential into a Principal: `Authorization: Bearer <JWT|API key>` or
-// `X-API-Key: <API key>`. No credential or a bad one is 401. Room is left for SDK tokens,
-// public widget keys and sandbox JWTs: each is one more resolver in `resolveCredential`.
+// `X-API-Key: <API key>`. No credential, a bad one, or two that differ is 401. Room is left for
+// SDK tokens, public widget keys and sandbox JWTs: each is one more source in CREDENTIAL_SOURCES
+// and one more resolver, and falls under the one-credential rule with the others.
 import { type Request } from 'express';
 import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
 import { ApiError, isApiError } from '../../lib/errors';
@@ -16,18 +17,73 @@ const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
 
 type Credential = { type: 'api_key'; value: string } | { type: 'jwt'; value: string };
 
-/** Reads the credential from headers without judging it. Returns null when none was sent. */
+/** A header that can carry a credential, and how one line of it is read. */
+interface CredentialSource {
+  /** Lower case, as Node names headers. */
+  header: string;
+  /** The header's name as documented, for messages. */
+  label: string;
+  /** The credentials one line carries (none when it is empty); throws 401 when it is unreadable. */
+  read(line: string): Credential[];
+}
+
+/**
+ * Every place a credential can be sent. A request is judged on all of them together, so a
+ * credential in one header can never be silently ignored for another in a different one.
+ */
+const CREDENTIAL_SOURCES: readonly CredentialSource[] = [
+  {
+    header: 'authorization',
+    label: 'Authorization',
+    read(line) {
+      if (line.length === 0) return [];
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(line);
+      if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
+      const token = match[1];
+      return [token.startsWith('abl_') ? { type: 'api_key', value: token } : { type: 'jwt', value: token }];
+    },
+  },
+  {
+    header: 'x-api-key',
+    label: 'X-API-Key',
+    // A list-valued field may reach us folded into one comma-separated line by a proxy (RFC 9110
+    // §5.3); a key never holds a comma, so each item is a credential of its own.
+    read: (line) =>
+      line
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0)
+        .map((value) => ({ type: 'api_key', value })),
+  },
+];
+
+function sameCredential(a: Credential, b: Credential): boolean {
+  // Both come from the caller, so nothing secret is compared; constant time all the same.
+  return a.type === b.type && safeEqual(a.value, b.value);
+}
+
+/**
+ * Reads every credential the request carries, from every source and every repetition of a
+ * header (Node keeps only the first of repeated `Authorization` headers in `req.headers`, hence
+ * `headersDistinct`), without judging whether it is valid. Returns null when none was sent. Two
+ * that are not the same credential are 401 whichever of them is valid: the caller meant one of
+ * them, and we cannot know which. The same key sent twice is accepted.
+ */
 export function readCredential(req: Request): Credential | null {
-  const header = req.headers.authorization;
-  const apiKeyHeader = req.headers['x-api-key'];
-  if (typeof header === 'string' && header.length > 0) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
-    const token = match[1];
-    return token.startsWith('abl_') ? { type: 'api_key', value: token } : { type: 'jwt', value: token };
+  const found: { credential: Credential; label: string }[] = [];
+  for (const source of CREDENTIAL_SOURCES) {
+    for (const line of req.headersDistinct[source.header] ?? []) {
+      for (const credential of source.read(line)) found.push({ credential, label: source.label });
+    }
   }
-  if (typeof apiKeyHeader === 'string' && apiKeyHeader.length > 0) return { type: 'api_key', value: apiKeyHeader };
-  return null;
+  const first = found[0];
+  if (!first) return null;
+  if (found.some(({ credential }) => !sameCredential(first.credential, credential))) {
+    const labels = [...new Set(found.map(({ label }) => label))];
+    const where = labels.length === 1 ? `several ${labels[0]} values` : labels.join(' and ');
+    throw unauthorized(`Conflicting credentials: ${where} carry different credentials; send exactly one`);
+  }
+  return first.credential;
 }
 
 function toPermissions(values: readonly string[]): ReadonlySet<Permission> {

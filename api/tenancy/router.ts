@@ -1,10 +1,8 @@
 // Tenant-management routes: operators create tenants (platform token); tenant admins manage
 // projects, users and API keys of their own tenant. Not in the spec; see docs/tenancy.md.
-import { type Request } from 'express';
 import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
-import { safeEqual } from '../../lib/crypto';
-import { type AppContext } from '../context';
+import { requirePlatformAdmin } from '../middleware/platform-admin';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
@@ -21,15 +19,6 @@ import {
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
-
-function requirePlatformAdmin(ctx: AppContext, req: Request): void {
-  const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
-  const given = req.headers['x-platform-admin-token'];
-  if (!expected) throw new ApiError('SERVICE_UNAVAILABLE', 'Tenant management is disabled: PLATFORM_ADMIN_TOKEN is not set');
-  if (typeof given !== 'string' || !safeEqual(given, expected)) {
-    throw new ApiError('UNAUTHORIZED', 'A valid X-Platform-Admin-Token header is required');
-  }
-}
 
 const ZCreatedKey = z.object({
   success: z.literal(true),
@@ -51,7 +40,7 @@ export const tenancyRoutes: AnyRoute[] = [
     errorStatuses: [401, 409, 503],
     response: z.object({ success: z.literal(true), tenant: ZTenantSchema, project: ZProjectSchema, apiKey: ZApiKeySchema, key: z.string() }),
     async handler({ ctx, req, body }) {
-      requirePlatformAdmin(ctx, req);
+      requirePlatformAdmin(ctx, req, 'Tenant management');
       const tenant = await createTenant(ctx.models, body);
       const project = await createProject(ctx.models, tenant._id, { name: body.projectName });
       const { key, apiKey } = await createApiKey(ctx.models, tenant._id, { name: 'admin', permissions: ['admin'] });
@@ -68,7 +57,7 @@ export const tenancyRoutes: AnyRoute[] = [
     errorStatuses: [401, 503],
     response: z.object({ success: z.literal(true), total: z.number(), tenants: z.array(ZTenantSchema) }),
     async handler({ ctx, req, query }) {
-      requirePlatformAdmin(ctx, req);
+      requirePlatformAdmin(ctx, req, 'Tenant management');
       const [total, tenants] = await Promise.all([
         ctx.models.Tenant.countDocuments({}),
         ctx.models.Tenant.find({}).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),

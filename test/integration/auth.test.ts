@@ -1,4 +1,5 @@
 // Authentication and authorization against the real stack: 401 / 403 / 404-for-other-tenant / 200.
+import { request as httpRequest } from 'node:http';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
 
@@ -68,6 +69,80 @@ describe('credentials', () => {
     const docs = await stack.ctx.models.ApiKey.find({ tenantId: acme.tenantId }).lean();
     expect(JSON.stringify(docs)).not.toContain(key);
     expect(key).toMatch(/^abl_[0-9a-f]{48}$/);
+  });
+});
+
+/** A GET whose headers may repeat (fetch folds repeated headers into one line; node:http does not). */
+function getWithHeaderLines(path: string, headers: Record<string, string | string[]>): Promise<{ status: number; body: { error?: { code: string; message: string } } }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${stack.baseUrl}${path}`, { headers }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('two credentials in one request', () => {
+  const unknownKey = `abl_${'0'.repeat(48)}`;
+  const conflict = { success: false, error: { code: 'UNAUTHORIZED', message: expect.stringMatching(/^Conflicting credentials: .* carry different credentials/) } };
+
+  it('refuses a valid Bearer key with an invalid X-API-Key, even when the key was just served alone', async () => {
+    // The key is known to this process now: the refusal must come before any shortcut for known keys.
+    expect((await api.get('/api/auth/me', { key: acme.adminKey })).status).toBe(200);
+    const res = await api.get('/api/auth/me', { key: acme.adminKey, headers: { 'x-api-key': unknownKey } });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(conflict);
+    expect(res.body.error.message).toContain('Authorization and X-API-Key');
+  });
+
+  it('refuses an invalid Bearer key with a valid X-API-Key', async () => {
+    const res = await api.get('/api/auth/me', { key: unknownKey, headers: { 'x-api-key': acme.adminKey } });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(conflict);
+  });
+
+  it('refuses two different valid keys, of one tenant or of two', async () => {
+    const narrow = await acme.keyWith(['agent:read']);
+    const sameTenant = await api.get(`/api/projects/${acme.projectId}`, { key: narrow, headers: { 'x-api-key': acme.adminKey } });
+    expect(sameTenant.status).toBe(401);
+    expect(sameTenant.body).toEqual(conflict);
+    const twoTenants = await api.get(`/api/projects/${acme.projectId}`, { key: acme.adminKey, headers: { 'x-api-key': globex.adminKey } });
+    expect(twoTenants.status).toBe(401);
+    expect(twoTenants.body).toEqual(conflict);
+  });
+
+  it('refuses a JWT together with an API key', async () => {
+    const { email, password } = await acme.user(['admin']);
+    const { body } = await api.post('/api/auth/login', { json: { email, password } });
+    expect((await api.get('/api/auth/me', { token: body.token })).status).toBe(200);
+    const res = await api.get('/api/auth/me', { token: body.token, headers: { 'x-api-key': acme.adminKey } });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual(conflict);
+  });
+
+  it('accepts the same key sent twice', async () => {
+    const res = await api.get(`/api/projects/${acme.projectId}`, { key: acme.adminKey, headers: { 'x-api-key': acme.adminKey } });
+    expect(res.status).toBe(200);
+    const repeated = await getWithHeaderLines('/api/auth/me', { 'x-api-key': [acme.adminKey, acme.adminKey], authorization: `Bearer ${acme.adminKey}` });
+    expect(repeated.status).toBe(200);
+  });
+
+  it('judges every line of a repeated header', async () => {
+    // Node keeps only the first Authorization line in req.headers: the second must not be ignored.
+    const authorization = await getWithHeaderLines('/api/auth/me', { authorization: [`Bearer ${acme.adminKey}`, `Bearer ${unknownKey}`] });
+    expect(authorization.status).toBe(401);
+    expect(authorization.body.error!.message).toContain('several Authorization values');
+    const apiKey = await getWithHeaderLines('/api/auth/me', { 'x-api-key': [acme.adminKey, globex.adminKey] });
+    expect(apiKey.status).toBe(401);
+    expect(apiKey.body.error!.message).toContain('several X-API-Key values');
+    // A proxy may fold the lines into one, comma-separated.
+    const folded = await api.get('/api/auth/me', { headers: { 'x-api-key': `${acme.adminKey}, ${unknownKey}` } });
+    expect(folded.status).toBe(401);
+    expect(folded.body.error.message).toMatch(/^Conflicting credentials/);
+    expect((await api.get('/api/auth/me', { headers: { 'x-api-key': `${acme.adminKey}, ${acme.adminKey}` } })).status).toBe(200);
   });
 });
 

@@ -112,5 +112,5 @@ it('reports liveness and readiness', async () => {
   expect((await api.get('/healthz')).body).toEqual({ status: 'ok' });
   const ready = await api.get('/readyz');
   expect(ready.status).toBe(200);
-  expect(ready.body).toEqual({ status: 'ready', checks: { mongodb: { ok: true }, temporal: { ok: true } } });
+  expect(ready.body).toEqual({ status: 'ready' });
 });

@@ -147,7 +147,7 @@ describe('bootstrap', () => {
 describe('readiness follows MongoDB', () => {
 
 
-  it('answers 503 naming MongoDB while it is down, and 200 again when it returns', async () => {
+  it('answers 503 while MongoDB is down, naming it to the operator only, and 200 again when it returns', async () => {
     const dataDir = path.join(tmp, 'ferret-ready');
     const port = await freePort();
     let ferret = await startFerretDb({ dataDir, port });
@@ -158,9 +158,12 @@ describe('readiness follows MongoDB', () => {
       await ferret.process.stop();
       const down = await api.get('/readyz');
       expect(down.status).toBe(503);
-      expect(down.body.status).toBe('not_ready');
-      expect(down.body.checks.mongodb).toEqual({ ok: false, error: expect.any(String) });
-      expect(down.body.checks.temporal).toEqual({ ok: true });
+      expect(down.body).toEqual({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'Not ready' } });
+      const report = await api.get('/api/admin/readiness', { headers: { 'x-platform-admin-token': stack.config.PLATFORM_ADMIN_TOKEN! } });
+      expect(report.body.status).toBe('not_ready');
+      expect(report.body.checks.mongodb).toEqual({ ok: false, error: expect.any(String) });
+      expect(report.body.checks.temporal).toEqual({ ok: true });
+      expect(down.text).not.toContain(report.body.checks.mongodb.error);
       expect((await api.get('/healthz')).status).toBe(200);
 
       ferret = await startFerretDb({ dataDir, port });

@@ -12,6 +12,10 @@ it('applies documented defaults', () => {
     RATE_LIMIT_STORE: 'mongo',
     RATE_LIMIT_REQUESTS: 100,
     RATE_LIMIT_WINDOW_SECONDS: 60,
+    LOGIN_FAILURES_PER_IP_EMAIL: 10,
+    LOGIN_FAILURES_PER_IP: 100,
+    LOGIN_WINDOW_SECONDS: 900,
+    TRUST_PROXY: ['loopback'],
     SSE_HEARTBEAT_MS: 15000,
     PUBLIC_BASE_URL: 'http://localhost:3000',
   });

@@ -1,0 +1,105 @@
+// Readiness: the public probe says only ready or not; the reason goes to the logs and to the
+// operator's report (GET /api/admin/readiness), never to anonymous callers.
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { createApp } from '../../api/app';
+import { buildAppContext, closeAppContext } from '../../api/bootstrap';
+import { type AppContext } from '../../api/context';
+import { freePort } from '../../infra/processes';
+import { startTestStack, seedTenant, testConfig, type TestStack } from '../support/stack';
+import { client } from '../support/http';
+
+let up: TestStack;
+
+beforeAll(async () => {
+  up = await startTestStack();
+});
+afterAll(() => up.close());
+
+const operator = (stack: { config: { PLATFORM_ADMIN_TOKEN?: string } }) => ({ 'x-platform-admin-token': stack.config.PLATFORM_ADMIN_TOKEN! });
+
+describe('with every dependency up', () => {
+  it('answers ready publicly with nothing else', async () => {
+    const res = await client(up.baseUrl).get('/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ready' });
+  });
+
+  it('shows the checks to the operator', async () => {
+    const res = await client(up.baseUrl).get('/api/admin/readiness', { headers: operator(up) });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, status: 'ready', checks: { mongodb: { ok: true }, temporal: { ok: true } } });
+  });
+
+  it('refuses the report without the operator token, also to a tenant admin', async () => {
+    const api = client(up.baseUrl);
+    const anonymous = await api.get('/api/admin/readiness');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error.code).toBe('UNAUTHORIZED');
+    const tenant = await seedTenant(up.ctx);
+    expect((await api.get('/api/admin/readiness', { key: tenant.adminKey })).status).toBe(401);
+    expect((await api.get('/api/admin/readiness', { headers: { 'x-platform-admin-token': 'x'.repeat(48) } })).status).toBe(401);
+  });
+
+  it('documents both routes', async () => {
+    const doc = await client(up.baseUrl).get('/openapi.json');
+    expect(Object.keys(doc.body.paths['/readyz'].get.responses)).toEqual(expect.arrayContaining(['200', '503']));
+    const report = doc.body.paths['/api/admin/readiness'].get;
+    expect(Object.keys(report.responses)).toEqual(expect.arrayContaining(['200', '401', '503']));
+    expect(report.responses['200'].content['application/json'].schema.properties.checks).toBeDefined();
+  });
+});
+
+describe('with Temporal unreachable', () => {
+  let ctx: AppContext;
+  let server: Server;
+  let baseUrl: string;
+  let temporalAddress: string;
+  const logLines: string[] = [];
+
+  beforeAll(async () => {
+    // Nothing listens there: the Temporal check fails with the connection error.
+    temporalAddress = `127.0.0.1:${await freePort()}`;
+    const config = testConfig({ TEMPORAL_ADDRESS: temporalAddress });
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logLines.push(chunk.toString());
+        done();
+      },
+    });
+    ctx = await buildAppContext(config, pino({ level: 'info' }, sink));
+    server = createServer(createApp(ctx));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeAppContext(ctx);
+  });
+
+  it('answers 503 publicly with no detail, and gives the reason to the logs and the operator', async () => {
+    const api = client(baseUrl);
+    const down = await api.get('/readyz');
+    expect(down.status).toBe(503);
+    expect(down.body).toEqual({ success: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'Not ready' } });
+
+    const report = await api.get('/api/admin/readiness', { headers: operator(ctx) });
+    expect(report.status).toBe(200);
+    expect(report.body).toEqual({
+      success: true,
+      status: 'not_ready',
+      checks: { mongodb: { ok: true }, temporal: { ok: false, error: expect.any(String) } },
+    });
+    const reason: string = report.body.checks.temporal.error;
+    expect(reason.length).toBeGreaterThan(0);
+    // The public answer carries neither the reason nor which dependency failed.
+    expect(down.text).not.toContain(reason);
+    expect(down.text).not.toMatch(/temporal|mongo/i);
+
+    const logged = logLines.map((line) => JSON.parse(line) as { msg: string; checks?: { temporal: { error?: string } } });
+    expect(logged).toContainEqual(expect.objectContaining({ msg: expect.stringContaining('not ready'), checks: expect.objectContaining({ temporal: { ok: false, error: expect.any(String) } }) }));
+  });
+});
