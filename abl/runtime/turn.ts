@@ -27,6 +27,7 @@ import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, typ
 import { batchable, Issued } from './parallel-tools';
 import { agentErrorTransitionsOn, branchGatherOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
 import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
+import type { SafeRegex } from '../regex';
 import {
   clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
@@ -105,7 +106,7 @@ export class Turn {
   /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
   private guardBlocks = 0;
   /** Patterns `tool_input` guardrails redacted from tool arguments this turn (applied to the LLM's history too). */
-  private inputRedactions: RegExp[] = [];
+  private inputRedactions: SafeRegex[] = [];
   /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
   private reasoningFailure: StepResult | null = null;
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
@@ -375,9 +376,9 @@ export class Turn {
    */
   guardrails(
     th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
-  ): { text: string; blocked: string | null; patterns: RegExp[] } {
+  ): { text: string; blocked: string | null; patterns: SafeRegex[] } {
     let current = text;
-    const patterns: RegExp[] = [];
+    const patterns: SafeRegex[] = [];
     for (const g of agent.guardrails) {
       if (g.kind !== kind || !g.check?.ast) continue;
       const passed = evaluateCondition(g.check.ast, this.scope(th, { ...extra, input: current, output: current }), this.ctx);
@@ -388,7 +389,7 @@ export class Turn {
       if (g.action === 'redact') {
         for (const re of redactionPatterns(g.check.ast)) {
           patterns.push(re);
-          current = current.replace(re, '[REDACTED]');
+          current = re.replaceAll(current, '[REDACTED]');
         }
       }
       // warn and the phase-2 actions only log.
@@ -427,7 +428,7 @@ export class Turn {
    * null when one blocks (its message is sent). A redaction is applied to the passed `vars` here;
    * the returned patterns are for the history the target receives.
    */
-  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): RegExp[] | null {
+  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): SafeRegex[] | null {
     if (!this.checkpointsOn) return [];
     const agent = this.agent(from);
     if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];

@@ -7,8 +7,8 @@ describe('examples/support-desk', () => {
   const files = readProject(EXAMPLES_DIR);
   const out = compileProject(files);
 
-  it('compiles with no errors and no warnings', () => {
-    expect(formatDiagnostics(out.diagnostics, files)).toBe('');
+  it('compiles with no errors, and warns only that the sandbox demo tools cannot run yet', () => {
+    expect(formatDiagnostics(out.diagnostics.filter((d) => d.code !== 'W415'), files)).toBe('');
     expect(out.ok).toBe(true);
   });
 
