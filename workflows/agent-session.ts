@@ -25,7 +25,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, CODE_UNIT_SORT_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -90,6 +90,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const gatherInfer = patchDecidedOnce(GATHER_INFER_PATCH);
   const branchGather = patchDecidedOnce(BRANCH_GATHER_PATCH);
   const gatherFieldRules = patchDecidedOnce(GATHER_FIELD_RULES_PATCH);
+  const codeUnitSort = patchDecidedOnce(CODE_UNIT_SORT_PATCH);
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -305,6 +306,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         gatherInfer,
         branchGather,
         gatherFieldRules,
+        codeUnitSort,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),

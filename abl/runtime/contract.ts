@@ -254,4 +254,10 @@ export interface RuntimeOptions {
    * false; a function is asked only for a GATHER whose fields use them (patch `gather-field-rules-v1`).
    */
   gatherFieldRules?: boolean | (() => boolean);
+  /**
+   * TRANSFORM `sort_by` orders text by UTF-16 code units, the same on every worker; before, it used
+   * `localeCompare` with the worker's default locale. On unless false; a function is asked only when
+   * a sort compares values that are not both numbers (patch `code-unit-sort-v1`).
+   */
+  codeUnitSort?: boolean | (() => boolean);
 }

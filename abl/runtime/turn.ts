@@ -25,11 +25,11 @@ import { gatherFromMessage, inferTopLevel, judgeValues, type ExtractionCall, typ
 import { answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip, type InferenceHooks } from './gather-infer';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued } from './parallel-tools';
-import { agentErrorTransitionsOn, branchGatherOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
+import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
 import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
 import type { SafeRegex } from '../regex';
 import {
-  clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
+  clone, compareCodeUnits, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
 
 /** Unwinds the turn: an effect has no result yet. */
@@ -1385,10 +1385,15 @@ export class Turn {
     if (t.sort_by) {
       const { field, order } = t.sort_by;
       const get = (x: unknown): unknown => (x && typeof x === 'object' ? (x as Record<string, unknown>)[field] : undefined);
+      let codeUnits: boolean | undefined;
+      const text = (x: string, y: string): number => {
+        codeUnits ??= codeUnitSortOn(this.options);
+        return codeUnits ? compareCodeUnits(x, y) : x.localeCompare(y);
+      };
       out = [...out].sort((a, b) => {
         const x = get(a);
         const y = get(b);
-        const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x ?? '').localeCompare(String(y ?? ''));
+        const c = typeof x === 'number' && typeof y === 'number' ? x - y : text(String(x ?? ''), String(y ?? ''));
         return order === 'desc' ? -c : c;
       });
     }

@@ -5,6 +5,11 @@ import type { Expr } from '../expr/ast';
 import type { Json, ParamIR, TypeIR } from '../ir';
 import { safeRegex, SafeRegex } from '../regex';
 
+/** Code-unit order of two strings: the same on every worker, whatever its locale (unlike localeCompare). */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** Coerces any evaluation result to JSON: undefined → null, SafeRegex → source, non-finite → null. */
 export function toJson(v: unknown, depth = 0): Json {
   if (v === null || v === undefined) return null;
