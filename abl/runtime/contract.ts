@@ -126,6 +126,10 @@ export interface LlmRequestSpec {
   tier: 'fast' | 'balanced' | 'powerful';
   temperature?: number;
   maxTokens?: number;
+  /** EXECUTION.fallback_model: tried once when the model fails with a retryable error or is unavailable. */
+  fallbackModel?: string;
+  /** EXECUTION.llm_timeout: how long one model call may take. */
+  timeoutMs?: number;
   messages: ChatTurn[];
   tools: { name: string; description: string; parameters: Json }[];
 }

@@ -29,7 +29,7 @@ import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, gatherFieldRul
 import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
 import type { SafeRegex } from '../regex';
 import {
-  clone, compareCodeUnits, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
+  clone, compareCodeUnits, identifiers, isSetValue, llmLimits, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
 
 /** Unwinds the turn: an effect has no result yet. */
@@ -1477,6 +1477,7 @@ export class Turn {
           tier: 'balanced',
           ...(agent.execution.temperature !== null ? { temperature: agent.execution.temperature } : {}),
           ...(agent.execution.max_tokens !== null ? { maxTokens: agent.execution.max_tokens } : {}),
+          ...llmLimits(agent),
           messages: this.llmMessages(th, this.systemPrompt(th, agent, step)),
           tools,
         },

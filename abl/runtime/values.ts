@@ -2,8 +2,15 @@
 // paths and JSON-schema generation for LLM tool specs.
 
 import type { Expr } from '../expr/ast';
-import type { Json, ParamIR, TypeIR } from '../ir';
+import type { AgentIR, Json, ParamIR, TypeIR } from '../ir';
+import type { LlmRequestSpec } from './contract';
 import { safeRegex, SafeRegex } from '../regex';
+
+/** The EXECUTION settings every LLM request of `agent` carries: its timeout and fallback model. */
+export function llmLimits(agent: AgentIR): Pick<LlmRequestSpec, 'fallbackModel' | 'timeoutMs'> {
+  const { fallback_model: fallback, llm_timeout_ms: timeoutMs } = agent.execution;
+  return { timeoutMs, ...(fallback ? { fallbackModel: fallback } : {}) };
+}
 
 /** Code-unit order of two strings: the same on every worker, whatever its locale (unlike localeCompare). */
 export function compareCodeUnits(a: string, b: string): number {
