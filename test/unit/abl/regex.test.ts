@@ -56,6 +56,8 @@ describe('JavaScript syntax on the linear-time matcher', () => {
   it('replaces every match literally, empty matches included', () => {
     expect(SafeRegex.compile('\\d+').replaceAll('a1b22c', '[$1]')).toBe('a[$1]b[$1]c');
     expect(SafeRegex.compile('x*').replaceAll('ab', '-')).toBe('ab'.replace(/x*/g, '-'));
+    // Offsets are UTF-16 positions, as in JavaScript strings.
+    expect(SafeRegex.compile('\\d+').replaceAll('\u{1F600}\u00e9 12 \u00f63', '#')).toBe('\u{1F600}\u00e9 # \u00f6#');
   });
 
   it('tells invalid patterns from unsupported ones', () => {
