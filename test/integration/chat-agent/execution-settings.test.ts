@@ -32,6 +32,8 @@ beforeAll(async () => {
   api = client(stack.baseUrl);
   await useFakeOpenAI(api, t, fake.baseURL, 'sk-exec');
   await publishAgent(api, t, 'Fallback_Agent', agent('Fallback_Agent', '  model: openai:gpt-primary\n  fallback_model: openai:gpt-backup\n  llm_timeout: 2s'));
+  // The project has no Anthropic credential: the model cannot be reached at all.
+  await publishAgent(api, t, 'Unconfigured_Agent', agent('Unconfigured_Agent', '  model: anthropic:claude-3-5-haiku\n  fallback_model: openai:gpt-backup'));
   await publishAgent(api, t, 'Timeout_Agent', agent('Timeout_Agent', '  model: openai:gpt-primary\n  llm_timeout: 2s'));
   await publishAgent(api, t, 'Quick_Agent', agent('Quick_Agent', '  session_idle_timeout: 2s'));
   await publishAgent(api, t, 'Plain_Agent', agent('Plain_Agent', '  temperature: 0'));
@@ -70,6 +72,16 @@ describe('fallback_model', () => {
     expect(fake.requests[0]!.aborted).toBe(true);
     const llm = (res.body.traceEvents as Trace[]).find((e) => e.type === 'llm_call')!;
     expect(llm.data).toMatchObject({ model: 'gpt-backup', fallbackFrom: { model: 'openai:gpt-primary', reason: 'LLM_TIMEOUT' } });
+  });
+
+  it('answers with the fallback model when the model is not configured for the project', async () => {
+    fake.script([{ text: 'Configured backup.' }]);
+    const res = await chat('Unconfigured_Agent', 'Hello?');
+    expect(res.status).toBe(200);
+    expect(res.body.response).toBe('Configured backup.');
+    expect(modelsAsked()).toEqual(['gpt-backup']);
+    const llm = (res.body.traceEvents as Trace[]).find((e) => e.type === 'llm_call')!;
+    expect(llm.data).toMatchObject({ model: 'gpt-backup', fallbackFrom: { model: 'anthropic:claude-3-5-haiku', reason: 'SERVICE_UNAVAILABLE' } });
   });
 
   it('does not use the fallback when the request itself is refused', async () => {
