@@ -77,6 +77,7 @@ export const DIAGNOSTICS = {
   E307: def('error', 'Invalid regular expression', 'Invalid regular expression /{pattern}/: {detail}.', 'Fix the pattern.'),
   E308: def('error', 'Invalid SET assignment', 'Cannot read the assignment "{src}".', 'Write "variable = expression" (the target may be dotted, e.g. user.tier = "gold").'),
   E309: def('error', 'Wrong number of arguments', '{name}() takes {expected} argument(s), found {found}.', 'Pass {expected} argument(s).'),
+  E310: def('error', 'Regular expression not supported', 'The regular expression /{pattern}/ cannot be matched in linear time: {detail}.', 'Rewrite it without backreferences (\\1, \\k<name>) and lookaround ((?=, (?!, (?<=, (?<!), with counted repetitions of at most 1000 in all and at most 2000 characters (docs/abl.md, "Regular expressions").'),
 
   // Tools (E4xx)
   E400: def('error', 'Invalid tool signature', 'Cannot read the tool signature "{src}": {detail}.', 'Write name(param: type, other: type = default) -> ReturnType.'),
@@ -92,6 +93,7 @@ export const DIAGNOSTICS = {
   E412: def('error', 'Duplicate parameter', 'Parameter "{name}" is declared twice in tool "{tool}".', 'Rename or remove one of them.'),
   E413: def('error', 'Import of a non-library file', '"{file}" is not a tool library (it does not start with TOOLS:).', 'Import from a tools/*.tools.abl file.'),
   E414: def('error', 'Invalid import', 'Cannot read the import "{src}".', 'Write FROM "../tools/x.tools.abl" USE: a, b  or  file: "../tools/x.tools.abl" [a, b].'),
+  W415: def('warning', 'Tool kind not executed yet', 'Tool "{name}" is {what}, which the runtime cannot execute yet: a call to it fails with a tool_error unless a test mock answers it.', 'Bind it to an HTTP endpoint (type: http or async_webhook), or keep it for tests with tool mocks (docs/abl.md, "Not yet supported").'),
 
   // GATHER (E45x)
   E450: def('error', 'Duplicate gather field', 'Gather field "{name}" is declared more than once in {where}.', 'Remove or rename the duplicate.'),

@@ -2,6 +2,7 @@
 // fields out of one free-text message, coerces and validates them. Pure; no LLM.
 
 import { toRegExp } from './expr/values';
+import type { SafeRegex } from './regex';
 import type { AgentIR, ExprIR, FlowStepIR, GatherFieldIR, GatherType, ValidationIR } from './ir';
 
 /** What extraction reads of a field. */
@@ -84,7 +85,7 @@ function parseNumber(raw: string): number | null {
   return Number.isFinite(n) ? n : null;
 }
 
-function searchPattern(pattern: string): RegExp | null {
+function searchPattern(pattern: string): SafeRegex | null {
   // Anchors make sense for a whole value, not for a search inside a sentence.
   return toRegExp(pattern.replace(/^\^/, '').replace(/\$$/, ''));
 }

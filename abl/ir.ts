@@ -377,7 +377,8 @@ export interface AgentIR {
     max_tokens: number | null;
     tool_timeout_ms: number;
     llm_timeout_ms: number;
-    session_idle_timeout_ms: number;
+    /** Null when not written: the platform's SESSION_IDLE_TIMEOUT_MS applies. */
+    session_idle_timeout_ms: number | null;
     max_reasoning_iterations: number;
     max_flow_iterations: number;
     other: Record<string, Json>;

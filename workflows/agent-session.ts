@@ -25,7 +25,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, AGENT_IDLE_TIMEOUT_PATCH, BRANCH_GATHER_PATCH, CODE_UNIT_SORT_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -90,6 +90,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const gatherInfer = patchDecidedOnce(GATHER_INFER_PATCH);
   const branchGather = patchDecidedOnce(BRANCH_GATHER_PATCH);
   const gatherFieldRules = patchDecidedOnce(GATHER_FIELD_RULES_PATCH);
+  const codeUnitSort = patchDecidedOnce(CODE_UNIT_SORT_PATCH);
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -190,6 +191,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
   bundle = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  const agentIdleTimeouts = Object.values(bundle.agents).some((a) => typeof a.execution.session_idle_timeout_ms === 'number') && wf.patched(AGENT_IDLE_TIMEOUT_PATCH);
+  /** How long the session may stay idle: the active agent's session_idle_timeout, else the platform's. */
+  const idleTimeoutMs = (): number => {
+    const own = agentIdleTimeouts ? bundle?.agents[activeThread()?.agent ?? input.agentName]?.execution.session_idle_timeout_ms : null;
+    return typeof own === 'number' && own > 0 ? own : input.idleTimeoutMs;
+  };
 
   type NewMessage = { role: 'user' | 'assistant'; agent: string | null; content: string };
 
@@ -305,6 +312,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         gatherInfer,
         branchGather,
         gatherFieldRules,
+        codeUnitSort,
         ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
         digressions: wf.patched(DIGRESSIONS_PATCH),
         agentHooks: wf.patched(AGENT_HOOKS_PATCH),
@@ -407,12 +415,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     // left since the last turn, and ends the session once a whole idle period has passed.
     const watchIdle = async () => {
       while (!ended) {
-        const remaining = idleSinceMs + input.idleTimeoutMs - Date.now();
+        const remaining = idleSinceMs + idleTimeoutMs() - Date.now();
         if (remaining <= 0 && inFlight === 0) {
           ended ??= { reason: 'idle_timeout' };
           return;
         }
-        await wf.sleep(remaining > 0 ? remaining : input.idleTimeoutMs);
+        await wf.sleep(remaining > 0 ? remaining : idleTimeoutMs());
       }
     };
     void watchIdle();

@@ -5,7 +5,7 @@ import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompilationOutput, Json } from '../abl/ir';
 import { SENSITIVE_MASK } from '../abl/gather';
-import type { AdvanceResult, DelegateOutcome, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
+import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
 import type { Interpreter } from '../abl/runtime';
 import type { SessionStartInput, SessionStats, TurnTestContext } from './definitions';
 import type { TurnTrace } from './session-trace';
@@ -13,7 +13,8 @@ import type { delegationWorkflow } from './delegation';
 import { DELEGATION_GUARDS_PATCH } from './patches';
 
 const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
-const { callLlm } = wf.proxyActivities<Activities>({ startToCloseTimeout: '90 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
+const LLM_RETRY = { ...RETRY, maximumAttempts: 5 } as const;
+const { callLlm } = wf.proxyActivities<Activities>({ startToCloseTimeout: '90 seconds', retry: LLM_RETRY });
 // The offline model answers in well under a millisecond: as a local activity it costs no
 // task-queue hop, and a crash merely re-runs a free, deterministic call.
 const { callLlmIfLocal } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
@@ -34,6 +35,17 @@ function toolActivity(timeoutMs: number, retries: number) {
     startToCloseTimeout: timeoutMs + 5_000,
     retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
   }).callTool;
+}
+
+/**
+ * A model call's activity lives as long as the agent's llm_timeout lets the call run (twice when a
+ * fallback model may follow) plus a margin: the activity enforces the timeout itself, and a worker
+ * that dies mid-call is noticed soon after.
+ */
+function llmActivity(request: LlmRequestSpec) {
+  if (!request.timeoutMs) return callLlm;
+  const calls = request.fallbackModel ? 2 : 1;
+  return wf.proxyActivities<Activities>({ startToCloseTimeout: request.timeoutMs * calls + 5_000, retry: LLM_RETRY }).callLlm;
 }
 
 const MAX_DELEGATIONS_AT_ONCE = 4;
@@ -87,7 +99,7 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
   const started = Date.now();
   try {
     const input = { tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request };
-    const result = (wf.patched(LOCAL_ACTIVITIES_PATCH) ? await callLlmIfLocal(input) : null) ?? (await callLlm(input));
+    const result = (wf.patched(LOCAL_ACTIVITIES_PATCH) ? await callLlmIfLocal(input) : null) ?? (await llmActivity(command.request)(input));
     ctx.stats.tokenCount += result.usage.totalTokens;
     ctx.stats.estimatedCost += result.estimatedCost ?? 0;
     ctx.trace.add('llm_call', {
@@ -99,6 +111,7 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
       latencyMs: result.latencyMs,
       finishReason: result.finishReason,
       estimatedCost: result.estimatedCost,
+      ...(result.fallbackFrom ? { fallbackFrom: result.fallbackFrom } : {}),
       ...(result.provider === 'local'
         ? { note: LOCAL_NOTES[command.purpose] ?? 'produced by the offline local model, not a real LLM' }
         : {}),

@@ -75,6 +75,20 @@ export const BRANCH_GATHER_PATCH = 'branch-gather-v1';
 export const GATHER_FIELD_RULES_PATCH = 'gather-field-rules-v1';
 
 /**
+ * TRANSFORM `sort_by` orders text by code units (`RuntimeOptions.codeUnitSort`), the same on every
+ * worker. Runs recorded before it sorted with `localeCompare` in the worker's default locale and replay
+ * that way. Asked only when a sort compares values that are not both numbers.
+ */
+export const CODE_UNIT_SORT_PATCH = 'code-unit-sort-v1';
+
+/**
+ * EXECUTION `session_idle_timeout`: the session ends after the active agent's own idle time instead
+ * of the platform's SESSION_IDLE_TIMEOUT_MS. Runs recorded before it armed their idle timers with the
+ * platform's value. Asked once per run, only when an agent of the project sets it.
+ */
+export const AGENT_IDLE_TIMEOUT_PATCH = 'agent-idle-timeout-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

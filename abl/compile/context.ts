@@ -8,6 +8,7 @@ import { lookupFunction } from '../expr/functions';
 import { parseExpression } from '../expr/parser';
 import type { ExprIR, IRLoc, Json } from '../ir';
 import { parseTemplate } from '../template';
+import { patternProblem } from '../regex';
 
 /** Key aliases (ABL.md §14), applied to lower-cased keys. `on_failure` → `on_fail` only in steps. */
 const ALIASES: Record<string, string> = {
@@ -205,13 +206,14 @@ export class CompileContext {
     }
     if (parsed.usesImplies && !opts.implies) this.report('E304', at);
     walkExpr(parsed.ast, (e) => {
-      if (e.type === 'Regex') {
-        try {
-          new RegExp(e.pattern, e.flags);
-        } catch (err) {
-          this.report('E307', col(e.pos), { pattern: e.pattern, detail: err instanceof Error ? err.message : 'invalid' });
-        }
-      }
+      // Regex literals, and string literals used as patterns, must suit the linear-time matcher.
+      const pattern =
+        e.type === 'Regex' ? { text: e.pattern, flags: e.flags, pos: e.pos }
+        : e.type === 'Binary' && e.op === 'MATCHES' && e.right.type === 'Literal' && typeof e.right.value === 'string' ? { text: e.right.value, flags: '', pos: e.right.pos }
+        : e.type === 'Call' && /^(NOT_)?MATCHES_PATTERN$/i.test(e.name) && e.args[1]?.type === 'Literal' && typeof e.args[1].value === 'string' ? { text: e.args[1].value, flags: '', pos: e.args[1].pos }
+        : null;
+      const problem = pattern ? patternProblem(pattern.text, pattern.flags) : null;
+      if (pattern && problem) this.report(problem.kind === 'invalid' ? 'E307' : 'E310', col(pattern.pos), { pattern: pattern.text, detail: problem.detail });
     });
     return { src, ast: parsed.ast };
   }

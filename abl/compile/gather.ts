@@ -3,6 +3,7 @@
 import type { Loc, MapNode, ValueNode } from '../ast';
 import type { GatherFieldIR, GatherType, Json, StepGatherIR, ValidationIR } from '../ir';
 import { pairValue, toJson, type CompileContext, type Fields } from './context';
+import { patternProblem } from '../regex';
 
 const TYPES: readonly GatherType[] = ['string', 'number', 'boolean', 'date', 'datetime', 'email', 'phone'];
 const FIELD_KEYS = [
@@ -64,13 +65,10 @@ function compileValidate(ctx: CompileContext, name: string, node: ValueNode | nu
       continue;
     }
     for (const r of rules) {
-      if (r.kind === 'pattern') {
-        try {
-          new RegExp(r.pattern);
-        } catch (e) {
-          ctx.report('E452', loc, { name, detail: `invalid pattern /${r.pattern}/ (${e instanceof Error ? e.message : 'invalid'})` });
-        }
-      }
+      if (r.kind !== 'pattern') continue;
+      const problem = patternProblem(r.pattern);
+      if (problem?.kind === 'invalid') ctx.report('E452', loc, { name, detail: `invalid pattern /${r.pattern}/ (${problem.detail})` });
+      else if (problem) ctx.report('E310', loc, { pattern: r.pattern, detail: problem.detail });
     }
     out.push(...rules);
   }

@@ -47,7 +47,7 @@ export function compileExecution(ctx: CompileContext, node: ValueNode | null): A
     max_tokens: ctx.num(g('max_tokens'), 'max_tokens'),
     tool_timeout_ms: ctx.duration(g('tool_timeout'), 'tool_timeout', 'ms') ?? 30000,
     llm_timeout_ms: ctx.duration(g('llm_timeout'), 'llm_timeout', 'ms') ?? 30000,
-    session_idle_timeout_ms: ctx.duration(g('session_idle_timeout'), 'session_idle_timeout', 'ms') ?? 1800000,
+    session_idle_timeout_ms: ctx.duration(g('session_idle_timeout'), 'session_idle_timeout', 'ms'),
     max_reasoning_iterations: ctx.num(g('max_reasoning_iterations'), 'max_reasoning_iterations') ?? 10,
     max_flow_iterations: ctx.num(g('max_flow_iterations'), 'max_flow_iterations') ?? 100,
     other,

@@ -2,6 +2,7 @@
 
 import type { Expr } from './ast';
 import type { EvalContext } from './context';
+import { SafeRegex } from '../regex';
 import { lookupFunction } from './functions';
 import {
   compare, containsValue, getMember, isEmpty, isSet, looseEquals, looseNotEquals, toNumber, toRegExp, toText, truthy,
@@ -86,7 +87,7 @@ class Evaluator {
 
   /** Regex values never leak out of expressions: they become their source text. */
   private plain(v: unknown): unknown {
-    return v instanceof RegExp ? v.source : v;
+    return v instanceof SafeRegex ? v.source : v;
   }
 
   private binary(e: Extract<Expr, { type: 'Binary' }>): unknown {
@@ -131,7 +132,7 @@ class Evaluator {
   }
 
   private matches(subject: unknown, pattern: unknown): boolean {
-    const re = pattern instanceof RegExp ? pattern : typeof pattern === 'string' ? toRegExp(pattern) : null;
+    const re = pattern instanceof SafeRegex ? pattern : typeof pattern === 'string' ? toRegExp(pattern) : null;
     if (!re || subject === null || subject === undefined) return false;
     const m = re.exec(toText(subject));
     if (!m) return false;

@@ -1,4 +1,5 @@
 // Value semantics shared by the evaluator, functions and templates (ABL.md §4 "Semantics").
+import { safeRegex, type SafeRegex } from '../regex';
 
 const NUMERIC = /^\s*-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/;
 
@@ -126,19 +127,7 @@ export function getMember(obj: unknown, key: string | number): unknown {
   return undefined;
 }
 
-const regexCache = new Map<string, RegExp | null>();
-
-/** Compiles (and caches) a regular expression; null when invalid. */
-export function toRegExp(pattern: string, flags = ''): RegExp | null {
-  const key = `${flags}/${pattern}`;
-  if (regexCache.has(key)) return regexCache.get(key) ?? null;
-  let re: RegExp | null = null;
-  try {
-    re = new RegExp(pattern, flags.replace(/[gy]/g, ''));
-  } catch {
-    re = null;
-  }
-  if (regexCache.size > 500) regexCache.clear();
-  regexCache.set(key, re);
-  return re;
+/** Compiles (and caches) a tenant regular expression for the linear-time matcher; null when unusable. */
+export function toRegExp(pattern: string, flags = ''): SafeRegex | null {
+  return safeRegex(pattern, flags);
 }

@@ -3,6 +3,7 @@
 // call's answer next to the call in the history sent to the LLM.
 import type { Json } from '../ir';
 import type { ChatTurn } from './contract';
+import type { SafeRegex } from '../regex';
 
 /** What a guardrail's `input`/`output` is for a JSON value: a string as is, anything else as JSON. */
 export function guardText(v: Json): string {
@@ -10,11 +11,11 @@ export function guardText(v: Json): string {
 }
 
 /** Replaces the patterns' matches with `[REDACTED]` in every string inside `v` (keys untouched). */
-export function redactJson(v: Json, patterns: readonly RegExp[]): Json {
+export function redactJson(v: Json, patterns: readonly SafeRegex[]): Json {
   if (patterns.length === 0) return v;
   if (typeof v === 'string') {
     let out = v;
-    for (const re of patterns) out = out.replace(re, '[REDACTED]');
+    for (const re of patterns) out = re.replaceAll(out, '[REDACTED]');
     return out;
   }
   if (Array.isArray(v)) return v.map((x) => redactJson(x, patterns));
@@ -55,7 +56,7 @@ export function answersFirst(history: readonly ChatTurn[]): ChatTurn[] {
  * An LLM answer's tool calls with `patterns` redacted from their arguments (a copy: the answer
  * itself is journalled). Arguments that are not JSON are redacted as text.
  */
-export function redactToolCalls(calls: NonNullable<ChatTurn['toolCalls']>, patterns: readonly RegExp[]): NonNullable<ChatTurn['toolCalls']> {
+export function redactToolCalls(calls: NonNullable<ChatTurn['toolCalls']>, patterns: readonly SafeRegex[]): NonNullable<ChatTurn['toolCalls']> {
   return calls.map((call) => {
     let args: Json;
     try {

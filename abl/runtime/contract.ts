@@ -126,6 +126,10 @@ export interface LlmRequestSpec {
   tier: 'fast' | 'balanced' | 'powerful';
   temperature?: number;
   maxTokens?: number;
+  /** EXECUTION.fallback_model: tried once when the model fails with a retryable error or is unavailable. */
+  fallbackModel?: string;
+  /** EXECUTION.llm_timeout: how long one model call may take. */
+  timeoutMs?: number;
   messages: ChatTurn[];
   tools: { name: string; description: string; parameters: Json }[];
 }
@@ -254,4 +258,10 @@ export interface RuntimeOptions {
    * false; a function is asked only for a GATHER whose fields use them (patch `gather-field-rules-v1`).
    */
   gatherFieldRules?: boolean | (() => boolean);
+  /**
+   * TRANSFORM `sort_by` orders text by UTF-16 code units, the same on every worker; before, it used
+   * `localeCompare` with the worker's default locale. On unless false; a function is asked only when
+   * a sort compares values that are not both numbers (patch `code-unit-sort-v1`).
+   */
+  codeUnitSort?: boolean | (() => boolean);
 }

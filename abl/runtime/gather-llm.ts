@@ -8,7 +8,7 @@ import {
   acceptExtracted, extractionMessages, llmRules, parseExtractionAnswer, parseValidationAnswer, validationMessages, type AcceptedExtraction, type InferredValue,
 } from '../gather-llm';
 import type { AgentIR, GatherFieldIR, Json, StepGatherIR } from '../ir';
-import { isSetValue } from './values';
+import { isSetValue, llmLimits } from './values';
 import type { RuntimeCommand, RuntimeEvent } from './contract';
 
 export type ExtractionCall = Omit<Extract<RuntimeCommand, { type: 'call_llm' }>, 'id'>;
@@ -186,6 +186,7 @@ function askModel(host: ExtractionHost, agent: AgentIR, purpose: 'extraction' | 
       model: agent.execution.model,
       tier: 'fast',
       temperature: 0,
+      ...llmLimits(agent),
       messages: [{ role: 'system', content: system }, { role: 'user', content: user }],
       tools: [],
     },

@@ -29,6 +29,11 @@ export function branchGatherOn(options: RuntimeOptions): boolean {
   return flagOn(options.branchGather, true);
 }
 
+/** TRANSFORM sort_by compares text by code units, not by the worker's locale. On unless false. */
+export function codeUnitSortOn(options: RuntimeOptions): boolean {
+  return flagOn(options.codeUnitSort, true);
+}
+
 /** GATHER fields' `depends_on`, `activation` and `default` apply. On unless false. */
 export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
   return flagOn(options.gatherFieldRules, true);

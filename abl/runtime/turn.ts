@@ -25,10 +25,11 @@ import { gatherFromMessage, inferTopLevel, judgeValues, type ExtractionCall, typ
 import { answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip, type InferenceHooks } from './gather-infer';
 import { branchesOf, FAN_OUT_TOOL, fanOutResult, fanOutToolSpec, planFanOut, type FanOutBranch } from './fan-out';
 import { batchable, Issued } from './parallel-tools';
-import { agentErrorTransitionsOn, branchGatherOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
+import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, gatherFieldRulesOn, gatherInferOn, parallelEnabled } from './options';
 import { branchOf, locateBranch, type BranchGatherRef } from './branch-gather';
+import type { SafeRegex } from '../regex';
 import {
-  clone, identifiers, isSetValue, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
+  clone, compareCodeUnits, identifiers, isSetValue, llmLimits, lowerInputComparisons, paramsSchema, preview, redactionPatterns, setPath, toJson, truncate,
 } from './values';
 
 /** Unwinds the turn: an effect has no result yet. */
@@ -105,7 +106,7 @@ export class Turn {
   /** Operations blocked by a tool or handoff guardrail this turn (the reasoning loop stops on one). */
   private guardBlocks = 0;
   /** Patterns `tool_input` guardrails redacted from tool arguments this turn (applied to the LLM's history too). */
-  private inputRedactions: RegExp[] = [];
+  private inputRedactions: SafeRegex[] = [];
   /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
   private reasoningFailure: StepResult | null = null;
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
@@ -375,9 +376,9 @@ export class Turn {
    */
   guardrails(
     th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
-  ): { text: string; blocked: string | null; patterns: RegExp[] } {
+  ): { text: string; blocked: string | null; patterns: SafeRegex[] } {
     let current = text;
-    const patterns: RegExp[] = [];
+    const patterns: SafeRegex[] = [];
     for (const g of agent.guardrails) {
       if (g.kind !== kind || !g.check?.ast) continue;
       const passed = evaluateCondition(g.check.ast, this.scope(th, { ...extra, input: current, output: current }), this.ctx);
@@ -388,7 +389,7 @@ export class Turn {
       if (g.action === 'redact') {
         for (const re of redactionPatterns(g.check.ast)) {
           patterns.push(re);
-          current = current.replace(re, '[REDACTED]');
+          current = re.replaceAll(current, '[REDACTED]');
         }
       }
       // warn and the phase-2 actions only log.
@@ -427,7 +428,7 @@ export class Turn {
    * null when one blocks (its message is sent). A redaction is applied to the passed `vars` here;
    * the returned patterns are for the history the target receives.
    */
-  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): RegExp[] | null {
+  private guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): SafeRegex[] | null {
     if (!this.checkpointsOn) return [];
     const agent = this.agent(from);
     if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];
@@ -1384,10 +1385,15 @@ export class Turn {
     if (t.sort_by) {
       const { field, order } = t.sort_by;
       const get = (x: unknown): unknown => (x && typeof x === 'object' ? (x as Record<string, unknown>)[field] : undefined);
+      let codeUnits: boolean | undefined;
+      const text = (x: string, y: string): number => {
+        codeUnits ??= codeUnitSortOn(this.options);
+        return codeUnits ? compareCodeUnits(x, y) : x.localeCompare(y);
+      };
       out = [...out].sort((a, b) => {
         const x = get(a);
         const y = get(b);
-        const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x ?? '').localeCompare(String(y ?? ''));
+        const c = typeof x === 'number' && typeof y === 'number' ? x - y : text(String(x ?? ''), String(y ?? ''));
         return order === 'desc' ? -c : c;
       });
     }
@@ -1471,6 +1477,7 @@ export class Turn {
           tier: 'balanced',
           ...(agent.execution.temperature !== null ? { temperature: agent.execution.temperature } : {}),
           ...(agent.execution.max_tokens !== null ? { maxTokens: agent.execution.max_tokens } : {}),
+          ...llmLimits(agent),
           messages: this.llmMessages(th, this.systemPrompt(th, agent, step)),
           tools,
         },

@@ -2,16 +2,29 @@
 // paths and JSON-schema generation for LLM tool specs.
 
 import type { Expr } from '../expr/ast';
-import type { Json, ParamIR, TypeIR } from '../ir';
+import type { AgentIR, Json, ParamIR, TypeIR } from '../ir';
+import type { LlmRequestSpec } from './contract';
+import { safeRegex, SafeRegex } from '../regex';
 
-/** Coerces any evaluation result to JSON: undefined → null, RegExp → source, non-finite → null. */
+/** The EXECUTION settings every LLM request of `agent` carries: its timeout and fallback model. */
+export function llmLimits(agent: AgentIR): Pick<LlmRequestSpec, 'fallbackModel' | 'timeoutMs'> {
+  const { fallback_model: fallback, llm_timeout_ms: timeoutMs } = agent.execution;
+  return { timeoutMs, ...(fallback ? { fallbackModel: fallback } : {}) };
+}
+
+/** Code-unit order of two strings: the same on every worker, whatever its locale (unlike localeCompare). */
+export function compareCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Coerces any evaluation result to JSON: undefined → null, SafeRegex → source, non-finite → null. */
 export function toJson(v: unknown, depth = 0): Json {
   if (v === null || v === undefined) return null;
   if (typeof v === 'string' || typeof v === 'boolean') return v;
   if (typeof v === 'number') return Number.isFinite(v) ? v : null;
   if (depth > 40) return null;
   if (Array.isArray(v)) return v.map((x) => toJson(x, depth + 1));
-  if (v instanceof RegExp) return v.source;
+  if (v instanceof SafeRegex) return v.source;
   if (typeof v === 'object') {
     const out: { [k: string]: Json } = {};
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
@@ -122,27 +135,25 @@ export function paramsSchema(params: readonly ParamIR[]): Json {
 }
 
 const PII_PATTERNS = [
-  /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g,
-  /\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b/g,
-  /\b\d{3}-\d{2}-\d{4}\b/g,
-  /\+?\d[\d\s().-]{7,}\d/g,
-];
+  /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/,
+  /\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b/,
+  /\b\d{3}-\d{2}-\d{4}\b/,
+  /\+?\d[\d\s().-]{7,}\d/,
+].map((re) => SafeRegex.compile(re.source));
 
 /** Patterns a redacting guardrail removes: the regexes of its pattern helpers, or PII. */
-export function redactionPatterns(check: Expr): RegExp[] {
-  const out: RegExp[] = [];
+export function redactionPatterns(check: Expr): SafeRegex[] {
+  const out: SafeRegex[] = [];
   const visit = (x: Expr): void => {
     if (x.type === 'Call') {
       const name = x.name.toUpperCase();
       const arg = x.args[1];
       if ((name === 'MATCHES_PATTERN' || name === 'NOT_MATCHES_PATTERN') && arg?.type === 'Literal' && typeof arg.value === 'string') {
-        try {
-          out.push(new RegExp(arg.value, 'g'));
-        } catch {
-          // an invalid pattern redacts nothing
-        }
+        // An invalid or unsupported pattern redacts nothing.
+        const re = safeRegex(arg.value);
+        if (re) out.push(re);
       } else if (name === 'CONTAINS_PII') {
-        out.push(...PII_PATTERNS.map((r) => new RegExp(r.source, r.flags)));
+        out.push(...PII_PATTERNS);
       }
       x.args.forEach(visit);
     } else if (x.type === 'Binary' || x.type === 'In') {

@@ -4,9 +4,12 @@
 // `callLlmIfLocal` is the same call for the offline `local` model only, meant to run as a local
 // activity (no task-queue hop): it answers null when the model resolves to a real provider, whose
 // calls stay regular activities (TEMPORAL.md §7: long, paid calls must not re-run on a crash).
+// The agent's EXECUTION settings apply here: `llm_timeout` bounds each provider call, and
+// `fallback_model` answers once when the model fails with a retryable error or is unavailable.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatTurn, LlmRequestSpec } from '../../abl/runtime/contract';
 import { LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
+import { startDeadline } from '../../providers/llm/deadline';
 
 export interface LlmTarget {
   provider: LlmProvider;
@@ -56,6 +59,8 @@ export interface CallLlmResult {
   usage: { inputTokens: number; outputTokens: number; totalTokens: number };
   estimatedCost: number | null;
   latencyMs: number;
+  /** Set when the agent's fallback_model answered: the model that failed and why. */
+  fallbackFrom?: { model: string; reason: string };
 }
 
 function toChatMessage(turn: ChatTurn): ChatMessage {
@@ -82,37 +87,83 @@ function usageIdOfCurrentActivity(): string | undefined {
 
 type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage };
 
-async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput): Promise<LlmTarget> {
+async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput, model: string | null = input.request.model): Promise<LlmTarget> {
   const target = await deps.resolveLlm({
     tenantId: input.tenantId,
     projectId: input.projectId,
-    modelId: input.request.model,
+    modelId: model,
     tier: input.request.tier,
   });
   if (!target) {
     throw ApplicationFailure.nonRetryable(
-      `Runtime not configured: no model or credentials for tier "${input.request.tier}"${input.request.model ? ` / model "${input.request.model}"` : ''}`,
+      `Runtime not configured: no model or credentials for tier "${input.request.tier}"${model ? ` / model "${model}"` : ''}`,
       'SERVICE_UNAVAILABLE',
     );
   }
   return target;
 }
 
+/** A failure another model may not have: the provider is overloaded, slow, unreachable or not configured. */
+function fallbackHelps(err: unknown): boolean {
+  if (err instanceof ProviderError) return err.retryable;
+  return err instanceof ApplicationFailure && err.type === 'SERVICE_UNAVAILABLE';
+}
+
 export function createCallLlm(deps: CallLlmDeps) {
   return async function callLlm(input: CallLlmInput): Promise<CallLlmResult> {
-    return callTarget(deps, input, await resolveTarget(deps, input));
+    const fallback = input.request.fallbackModel;
+    try {
+      return await callTarget(deps, input, await resolveTarget(deps, input));
+    } catch (err) {
+      if (!fallback || fallback === input.request.model || !fallbackHelps(err)) throw asFailure(err);
+      const reason = err instanceof ProviderError ? `LLM_${err.kind.toUpperCase()}` : 'SERVICE_UNAVAILABLE';
+      try {
+        const result = await callTarget(deps, input, await resolveTarget(deps, input, fallback));
+        return { ...result, fallbackFrom: { model: input.request.model ?? input.request.tier, reason } };
+      } catch (fallbackErr) {
+        throw asFailure(fallbackErr);
+      }
+    }
   };
 }
 
 export function createCallLlmIfLocal(deps: CallLlmDeps) {
   return async function callLlmIfLocal(input: CallLlmInput): Promise<CallLlmResult | null> {
-    const target = await resolveTarget(deps, input);
-    return target.providerName === LOCAL_PROVIDER_NAME ? callTarget(deps, input, target) : null;
+    let target: LlmTarget;
+    try {
+      target = await resolveTarget(deps, input);
+    } catch (err) {
+      // An unavailable model with a fallback is the regular activity's to handle.
+      if (input.request.fallbackModel && fallbackHelps(err)) return null;
+      throw err;
+    }
+    if (target.providerName !== LOCAL_PROVIDER_NAME) return null;
+    try {
+      return await callTarget(deps, input, target);
+    } catch (err) {
+      throw asFailure(err);
+    }
   };
 }
 
+/** Provider errors as ApplicationFailures whose type says whether a retry can help. */
+function asFailure(err: unknown): unknown {
+  if (err instanceof ProviderError) {
+    return ApplicationFailure.create({
+      message: err.message,
+      type: `LLM_${err.kind.toUpperCase()}`,
+      nonRetryable: !err.retryable,
+      nextRetryDelay: err.retryAfterMs,
+    });
+  }
+  return err;
+}
+
+/** One provider call, bounded by the agent's llm_timeout; throws ProviderError on failure. */
 async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTarget): Promise<CallLlmResult> {
   const started = Date.now();
+  const cancelled = Context.current().cancellationSignal;
+  const deadline = input.request.timeoutMs ? startDeadline(input.request.timeoutMs, cancelled) : null;
   try {
     const result = await target.provider.complete({
       model: target.modelId,
@@ -120,8 +171,9 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
       tools: input.request.tools.length > 0 ? (input.request.tools as never) : undefined,
       temperature: input.request.temperature,
       maxTokens: input.request.maxTokens,
-      signal: Context.current().cancellationSignal,
+      signal: deadline?.signal ?? cancelled,
     });
+    deadline?.clear();
     const latencyMs = Date.now() - started;
     const id = usageIdOfCurrentActivity();
     const { estimatedCost } = await deps.recordUsage({
@@ -138,14 +190,16 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
     });
     return { ...result, provider: target.providerName, estimatedCost, latencyMs };
   } catch (err) {
-    if (err instanceof ProviderError) {
-      throw ApplicationFailure.create({
-        message: err.message,
-        type: `LLM_${err.kind.toUpperCase()}`,
-        nonRetryable: !err.retryable,
-        nextRetryDelay: err.retryAfterMs,
+    if (deadline?.timedOut()) {
+      throw new ProviderError(`${target.providerName}: no answer within the agent's llm_timeout (${input.request.timeoutMs} ms)`, {
+        kind: 'timeout',
+        provider: target.providerName,
+        retryable: true,
+        cause: err,
       });
     }
     throw err;
+  } finally {
+    deadline?.clear();
   }
 }

@@ -55,6 +55,7 @@ const cases: Case[] = [
   { name: 'template syntax', files: A('ON_START:\n  RESPOND: "{{#if x}}hi"\n'), code: 'E305', line: 4, column: 13, message: /\{\{#if\}\} is never closed/ },
   { name: 'unknown filter', files: A('ON_START:\n  RESPOND: "{{name | shout}}"\n'), code: 'W306', line: 4, column: 15, message: /Unknown filter "shout"/ },
   { name: 'invalid regex', files: A('COMPLETE:\n  - WHEN: x matches /(/\n'), code: 'E307', line: 4, column: 21, message: /Invalid regular expression/ },
+  { name: 'regex the linear-time matcher cannot run', files: A('COMPLETE:\n  - WHEN: x matches /(a)\\1/\n'), code: 'E310', line: 4, column: 21, message: /cannot be matched in linear time: it uses a backreference/ },
   { name: 'invalid SET', files: A('ON_START:\n  SET: 5 = x\n'), code: 'E308', line: 4, column: 8, message: /Cannot read the assignment "5 = x"/ },
   { name: 'wrong arity', files: A('COMPLETE:\n  - WHEN: UPPER(a, b) == "X"\n'), code: 'E309', line: 4, column: 11, message: /UPPER\(\) takes 1 argument\(s\), found 2/ },
   // tools
@@ -71,6 +72,7 @@ const cases: Case[] = [
   { name: 'duplicate parameter', files: A('TOOLS:\n  t(a: string, a: number)\n'), code: 'E412', line: 4, column: 3, message: /Parameter "a" is declared twice in tool "t"/ },
   { name: 'import of an agent file', files: A('TOOLS:\n  FROM "./B.agent.abl" USE: a\n', [other('B')]), code: 'E413', line: 4, column: 3, message: /is not a tool library/ },
   { name: 'invalid import', files: A('TOOLS:\n  file: ../tools/x.tools.abl\n'), code: 'E414', line: 4, column: 3, message: /Cannot read the import/ },
+  { name: 'tool kind not executed yet', files: A('TOOLS:\n  t()\n    type: mcp\n    server: "crm"\n'), code: 'W415', line: 5, column: 11, message: /Tool "t" is an MCP tool, which the runtime cannot execute yet/ },
   // gather
   { name: 'duplicate gather field', files: A('FLOW:\n' + step('s', 'REASONING: false\nGATHER:\n  - a: required\n  - a: optional')), code: 'E450', line: 8, column: 9, message: /Gather field "a" is declared more than once/ },
   { name: 'invalid gather type', files: A('GATHER:\n  a:\n    type: colour\n'), code: 'E451', line: 5, column: 11, message: /unknown type "colour"/ },
