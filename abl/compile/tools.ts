@@ -177,6 +177,8 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     const what = { contract: 'contract-only (no type)', sandbox: 'a sandbox tool', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }
+  // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
+  if (binding.type === 'http' && binding.async) ctx.report('W416', typeNode?.loc ?? item.loc, { name: sig.name });
 
   // parameters: extra metadata per param
   const paramsNode = get('parameters');

@@ -1,14 +1,14 @@
 // The examples/support-desk project compiles cleanly and has the shape the seed and runtime rely on.
 
-import { compileProject, formatDiagnostics } from '../../../abl';
+import { compileProject } from '../../../abl';
 import { EXAMPLES_DIR, readProject } from './helpers';
 
 describe('examples/support-desk', () => {
   const files = readProject(EXAMPLES_DIR);
   const out = compileProject(files);
 
-  it('compiles with no errors and no warnings', () => {
-    expect(formatDiagnostics(out.diagnostics, files)).toBe('');
+  it('compiles with no errors, and warns only that the async KYC tool is not run yet', () => {
+    expect(out.diagnostics.map((d) => `${d.code} ${d.path}`)).toEqual(['W416 agents/Onboarding_Agent.agent.abl']);
     expect(out.ok).toBe(true);
   });
 
