@@ -48,7 +48,11 @@ export function createActivities(deps: ActivityDeps) {
       const secrets = await deps.resolveToolSecrets({ tenantId: input.tenantId, projectId: input.projectId, toolName: input.tool.name });
       return runHttpTool(
         { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
-        { allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS, signal: Context.current().cancellationSignal },
+        {
+          allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
+          allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
+          signal: Context.current().cancellationSignal,
+        },
       );
     },
   };

@@ -2,12 +2,23 @@
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
 import { parsePriceTable } from '../providers/llm/pricing';
+import { parseDestinationList } from './net/destination';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const positiveInt = z.coerce.number().int().positive();
+
+/** Comma-separated `host:port` entries, kept in the canonical form requests are matched in. */
+const destinationList = z.string().transform((value, ctx) => {
+  try {
+    return parseDestinationList(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
 
 /**
  * How long an API process may answer from what it read about an API key (ms); 0 reads the key on
@@ -85,8 +96,12 @@ export const ConfigSchema = z.object({
     .optional(),
   SSE_HEARTBEAT_MS: positiveInt.default(15000),
 
-  /** Allow HTTP tools to reach private and loopback addresses (tests and local dev only). */
+  /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  /** `host:port` services HTTP tools may reach although their address is private (docs/runtime.md). */
+  TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /** `host:port` services per-project LLM base URLs may point at although private (docs/llm-settings.md). */
+  LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */
@@ -136,6 +151,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     );
   }
   const raw = parsed.data;
+  if (raw.NODE_ENV === 'production' && raw.TOOL_ALLOW_PRIVATE_NETWORKS) {
+    // The blanket switch would let any tenant's tool reach internal services and cloud metadata.
+    throw new ConfigError([
+      'TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production; list the internal services tools may reach in TOOL_ALLOWED_PRIVATE_DESTINATIONS (host:port) instead',
+    ]);
+  }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).
   return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };
