@@ -51,6 +51,7 @@ export function createActivities(deps: ActivityDeps) {
         { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
         {
           allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
+          allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
           signal: Context.current().cancellationSignal,
           maxResponseBytes: deps.config.TOOL_RESPONSE_MAX_BYTES,
         },

@@ -128,6 +128,8 @@ async function main() {
     SESSION_MESSAGES_PER_MINUTE: '1000000',
     ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
     LLM_TIER_BALANCED: 'local',
+    // The project's base URL is the fake on loopback.
+    LLM_ALLOWED_PRIVATE_DESTINATIONS: new URL(fake.baseURL).host,
   };
   const ctx = await buildAppContext(loadConfig(env), createLogger({ level: 'silent' }));
   const api = values.api === 'inline' ? await serveInline(ctx) : await spawnApi(env);

@@ -3,12 +3,23 @@
 import { z } from 'zod';
 import { parsePriceTable } from '../providers/llm/pricing';
 import { TrustProxySchema } from './trust-proxy';
+import { parseDestinationList } from './net/destination';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const positiveInt = z.coerce.number().int().positive();
+
+/** Comma-separated `host:port` entries, kept in the canonical form requests are matched in. */
+const destinationList = z.string().transform((value, ctx) => {
+  try {
+    return parseDestinationList(value);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
 
 /**
  * How long an API process may answer from what it read about an API key (ms); 0 reads the key on
@@ -93,7 +104,7 @@ export const ConfigSchema = z.object({
     .optional(),
   SSE_HEARTBEAT_MS: positiveInt.default(15000),
 
-  /** Allow HTTP tools to reach private and loopback addresses (tests and local dev only). */
+  /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Largest tool response body read (bytes); a longer one fails the call (TOOL_RESPONSE_TOO_LARGE). */
   TOOL_RESPONSE_MAX_BYTES: positiveInt.default(1024 * 1024),
@@ -102,6 +113,10 @@ export const ConfigSchema = z.object({
    * before they reach workflow history, the agent, traces and remembered turns.
    */
   TOOL_RESULT_HISTORY_MAX_BYTES: z.coerce.number().int().min(1024).max(2 * 1024 * 1024).default(64 * 1024),
+  /** `host:port` services HTTP tools may reach although their address is private (docs/runtime.md). */
+  TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /** `host:port` services per-project LLM base URLs may point at although private (docs/llm-settings.md). */
+  LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */
@@ -154,6 +169,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.NODE_ENV === 'production' && raw.TRUST_PROXY === true) {
     // Every client could then pick its own address, and no per-address limit would hold.
     throw new ConfigError(['TRUST_PROXY: true trusts any X-Forwarded-For; in production give a hop count or the proxies\' addresses']);
+  }
+  if (raw.NODE_ENV === 'production' && raw.TOOL_ALLOW_PRIVATE_NETWORKS) {
+    // The blanket switch would let any tenant's tool reach internal services and cloud metadata.
+    throw new ConfigError([
+      'TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production; list the internal services tools may reach in TOOL_ALLOWED_PRIVATE_DESTINATIONS (host:port) instead',
+    ]);
   }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).

@@ -19,6 +19,7 @@ import { type ActivityDeps } from '../activities';
 import { createLoadCompiledProject } from '../activities/persistence/load-compiled-project';
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
+import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
 
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
 export const PROJECT_LLM_TTL_MS = 5_000;
@@ -28,7 +29,12 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
   const encryptor = config.ENCRYPTION_KEY ? new Encryptor(config.ENCRYPTION_KEY) : null;
   const settings = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => getProjectLlmSettings(models.LlmSettings, tenantId, projectId));
   const credentials = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => loadDecryptedLlmCredentials(models.LlmCredential, encryptor, tenantId, projectId));
-  const resolveProject = createProjectLlmResolver({ loadSettings: settings.get, loadCredentials: credentials.get, platform: platformLlmConfig(config) });
+  const resolveProject = createProjectLlmResolver({
+    loadSettings: settings.get,
+    loadCredentials: credentials.get,
+    platform: platformLlmConfig(config),
+    projectBaseUrlFetch: destinationGuard(llmDestinationPolicy(config)).fetch,
+  });
   // The agent's EXECUTION.model (a model id or tier) wins, then the project default, then the
   // balanced tier.
   const resolveLlm: ResolveLlmTarget = async (query) => {

@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 import { fixedContext, renderTemplate } from '../../abl';
 import { readBodyCapped } from './response-body';
-import { assertPublicDestination, BlockedDestinationError } from './ssrf';
+import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
 
 export interface HttpToolInput {
   tool: ToolIR;
@@ -56,30 +56,39 @@ export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { 
 /** The default of TOOL_RESPONSE_MAX_BYTES. */
 export const DEFAULT_RESPONSE_MAX_BYTES = 1024 * 1024;
 
-export async function runHttpTool(
-  input: HttpToolInput,
-  options: { allowPrivate: boolean; signal?: AbortSignal; maxResponseBytes?: number },
-): Promise<Json> {
+export interface HttpToolOptions {
+  /** Every destination allowed (TOOL_ALLOW_PRIVATE_NETWORKS; never in production). */
+  allowPrivate: boolean;
+  /** `host:port` keys allowed although private (TOOL_ALLOWED_PRIVATE_DESTINATIONS). */
+  allowedPrivateDestinations?: readonly string[];
+  /** Name resolution for the checked connection; tests inject one. @default dns.lookup */
+  resolve?: Resolve;
+  signal?: AbortSignal;
+  /** Largest response body read (TOOL_RESPONSE_MAX_BYTES). @default DEFAULT_RESPONSE_MAX_BYTES */
+  maxResponseBytes?: number;
+}
+
+export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
   const binding = input.tool.binding;
   if (binding.type !== 'http') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an http tool`, 'TOOL_UNSUPPORTED');
   const { url, init } = buildHttpRequest(binding, input);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: unsupported URL scheme ${url.protocol}`, 'TOOL_BAD_REQUEST');
   }
-  if (!options.allowPrivate) {
-    try {
-      await assertPublicDestination(url);
-    } catch (err) {
-      if (err instanceof BlockedDestinationError) throw ApplicationFailure.nonRetryable(err.message, 'TOOL_BLOCKED');
-      throw ApplicationFailure.retryable(`Tool ${input.tool.name}: cannot resolve ${url.hostname}`, 'TOOL_NETWORK');
-    }
-  }
+  // SSRF protection: the guard's connections go only to addresses its own resolution checked.
+  const guard = destinationGuard({
+    allowPrivateNetworks: options.allowPrivate,
+    allowedPrivateDestinations: options.allowedPrivateDestinations ?? [],
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
   const timeout = AbortSignal.timeout(input.timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   let res: Response;
   try {
-    res = await fetch(url, { ...init, signal, redirect: 'manual' });
+    res = await guard.fetch(url, { ...init, signal, redirect: 'manual' });
   } catch (err) {
+    const blocked = blockedDestinationOf(err);
+    if (blocked) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: ${blocked.message}`, 'TOOL_BLOCKED');
     if (timeout.aborted) throw ApplicationFailure.retryable(`Tool ${input.tool.name} timed out after ${input.timeoutMs} ms`, 'TOOL_TIMEOUT');
     throw ApplicationFailure.retryable(`Tool ${input.tool.name}: ${(err as Error).message}`, 'TOOL_NETWORK');
   }

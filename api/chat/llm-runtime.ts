@@ -20,6 +20,7 @@ import {
 import { type AppContext } from '../context';
 import { onProjectWrite } from '../http/route';
 import { memoizePerProject } from '../../lib/memoize-per-project';
+import { destinationGuard, llmDestinationPolicy } from '../../lib/net/destination';
 
 /** How long a project's LLM settings and decrypted credentials are reused. @default 5000 */
 export const PROJECT_LLM_TTL_MS = 5_000;
@@ -50,6 +51,7 @@ export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
     loadSettings: settings.get,
     loadCredentials: credentials.get,
     platform: platformLlmConfig(ctx.config),
+    projectBaseUrlFetch: destinationGuard(llmDestinationPolicy(ctx.config)).fetch,
   });
   const priceTable = priceTableFromConfig(ctx.config.LLM_PRICE_TABLE);
   const runtime: ApiLlmRuntime = {

@@ -5,6 +5,7 @@ import { ApiError } from '../../lib/errors';
 import { deleteLlmCredential, listLlmCredentials, upsertLlmCredential, type LlmCredentialMetadata } from '../../db/llm-credential';
 import { getProjectLlmSettings, putProjectLlmSettings, type ProjectLlmSettings } from '../../db/llm-settings';
 import { effectiveTierMap, platformLlmConfig } from '../../providers/llm';
+import { assertDestinationLiteral, blockedDestinationOf, llmDestinationPolicy } from '../../lib/net/destination';
 import { type AppContext } from '../context';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
@@ -25,6 +26,20 @@ function presentSettings(ctx: AppContext, settings: ProjectLlmSettings) {
     effectiveTiers: { fast: tiers.fast ?? null, balanced: tiers.balanced ?? null, powerful: tiers.powerful ?? null },
     updatedAt: settings.updatedAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * Refuses now a base URL whose host is a non-public address literal (or `localhost`); a name is
+ * judged at each call, by the resolution the call connects with.
+ */
+function assertBaseUrlDestination(ctx: AppContext, baseURL: string): void {
+  try {
+    assertDestinationLiteral(new URL(baseURL), llmDestinationPolicy(ctx.config));
+  } catch (err) {
+    const blocked = blockedDestinationOf(err);
+    if (!blocked) throw err;
+    throw new ApiError('VALIDATION_ERROR', `body.baseURL: ${blocked.message}; use a public address`);
+  }
 }
 
 function presentCredential(credential: LlmCredentialMetadata) {
@@ -89,6 +104,7 @@ export const llmSettingsRoutes: AnyRoute[] = [
     response: z.object({ success: z.literal(true), credential: ZLlmCredentialSchema }),
     errorStatuses: [503],
     async handler({ ctx, project, params, body, res }) {
+      if (body.baseURL) assertBaseUrlDestination(ctx, body.baseURL);
       const encryptor = requireEncryptor(ctx);
       const { created, credential } = await upsertLlmCredential(
         ctx.models.LlmCredential,

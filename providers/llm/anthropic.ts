@@ -32,6 +32,8 @@ export interface AnthropicOptions {
   /** Anthropic requires max_tokens; used when the request has none. @default 4096 */
   defaultMaxTokens?: number;
   defaultHeaders?: Record<string, string>;
+  /** The fetch the SDK sends with, e.g. one that enforces destination rules (lib/net/destination). */
+  fetch?: typeof globalThis.fetch;
 }
 
 export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
@@ -149,6 +151,7 @@ export class AnthropicProvider implements LlmProvider {
       // No span export from inside activities unless the app wires OpenTelemetry itself.
       openTelemetry: false,
       ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
     });
   }
 

@@ -12,6 +12,7 @@ import {
   APIError as OpenAIAPIError,
   APIUserAbortError as OpenAIUserAbortError,
 } from 'openai';
+import { blockedDestinationOf, DESTINATION_BLOCKED } from '../../lib/net/destination';
 
 export const PROVIDER_ERROR_KINDS = [
   'auth',
@@ -178,6 +179,17 @@ export function toProviderError(err: unknown, provider: string, context: Classif
     signal?.aborted === true
   ) {
     return new ProviderError(`${provider}: request aborted`, { kind: 'aborted', provider, retryable: false, cause: err });
+  }
+  const blocked = blockedDestinationOf(err);
+  if (blocked) {
+    // The project's base URL points at a refused address: the caller's configuration, not an outage.
+    return new ProviderError(`${provider}: ${blocked.message}; the base URL must be a public address`, {
+      kind: 'bad_request',
+      provider,
+      retryable: false,
+      code: DESTINATION_BLOCKED,
+      cause: err,
+    });
   }
   if (err instanceof OpenAIConnectionTimeoutError || err instanceof AnthropicConnectionTimeoutError) {
     return new ProviderError(`${provider}: request timed out`, { kind: 'timeout', provider, retryable: true, cause: err });

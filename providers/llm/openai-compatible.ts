@@ -38,6 +38,8 @@ export interface OpenAICompatibleOptions {
   maxTokensParam?: 'max_tokens' | 'max_completion_tokens';
   /** Extra headers on every request (e.g. an Azure `api-key`, an org id, a gateway token). */
   defaultHeaders?: Record<string, string>;
+  /** The fetch the SDK sends with, e.g. one that enforces destination rules (lib/net/destination). */
+  fetch?: typeof globalThis.fetch;
 }
 
 const PLACEHOLDER_API_KEY = 'no-api-key-configured';
@@ -121,6 +123,7 @@ export class OpenAICompatibleProvider implements LlmProvider {
       timeout: this.timeoutMs + SDK_TIMEOUT_SLACK_MS,
       maxRetries: 0,
       ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
     });
   }
 

@@ -14,6 +14,8 @@ export interface LlmProviderConfig {
   baseURL?: string;
   /** Per-request timeout. @default 60000 */
   timeoutMs?: number;
+  /** Ignored by `local`. Set for project base URLs: a fetch that enforces the destination rules. */
+  fetch?: typeof globalThis.fetch;
 }
 
 export function createLlmProvider(config: LlmProviderConfig): LlmProvider {
@@ -22,6 +24,7 @@ export function createLlmProvider(config: LlmProviderConfig): LlmProvider {
     ...(config.apiKey !== undefined ? { apiKey: config.apiKey } : {}),
     ...(config.baseURL !== undefined ? { baseURL: config.baseURL } : {}),
     ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {}),
+    ...(config.fetch !== undefined ? { fetch: config.fetch } : {}),
   };
   switch (provider) {
     case 'openai':

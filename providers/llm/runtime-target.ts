@@ -166,7 +166,7 @@ export class LlmProviderCache {
 
   get(config: LlmProviderConfig): LlmProvider {
     const keyHash = config.apiKey === undefined ? '' : createHash('sha256').update(config.apiKey).digest('base64url');
-    const key = [config.provider, config.baseURL ?? '', config.timeoutMs ?? '', keyHash].join('\u0000');
+    const key = [config.provider, config.baseURL ?? '', config.timeoutMs ?? '', keyHash, config.fetch ? 'guarded' : ''].join('\u0000');
     const cached = this.clients.get(key);
     if (cached) {
       // Refresh recency: Map iteration order is insertion order.
@@ -190,6 +190,11 @@ export interface ProjectLlmResolverDeps {
   loadCredentials(tenantId: string, projectId: string): Promise<readonly ProjectLlmCredential[]>;
   platform: PlatformLlmConfig;
   cache?: LlmProviderCache;
+  /**
+   * The fetch for calls to a base URL a project set (not the operator's *_BASE_URL): one that
+   * enforces the destination rules (lib/net/destination), so a tenant cannot aim calls inside.
+   */
+  projectBaseUrlFetch?: typeof globalThis.fetch;
 }
 
 export interface ProjectLlmQuery extends RuntimeTargetRequest {
@@ -213,6 +218,9 @@ export function createProjectLlmResolver(deps: ProjectLlmResolverDeps) {
     ]);
     const result = resolveRuntimeTarget({ request: query, settings, credentials, platform: deps.platform });
     if (!result.ok) return result;
-    return { ok: true, target: result.target, llm: cache.get(result.target.provider) };
+    const { target } = result;
+    const guarded = target.credentialSource === 'project' && target.provider.baseURL !== undefined && deps.projectBaseUrlFetch !== undefined;
+    const provider = guarded ? { ...target.provider, fetch: deps.projectBaseUrlFetch } : target.provider;
+    return { ok: true, target: { ...target, provider }, llm: cache.get(provider) };
   };
 }

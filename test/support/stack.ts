@@ -31,6 +31,11 @@ export interface TestStackOptions {
   worker?: boolean;
   /** Override the Mongo URI (a dedicated FerretDB, e.g. for readiness tests). */
   mongoUri?: string;
+  /**
+   * The test's own servers on loopback (URLs) that HTTP tools or project LLM base URLs may reach.
+   * The destination rules stay on for everything else, as in production.
+   */
+  allowPrivate?: { tools?: string[]; llm?: string[] };
 }
 
 export interface TestStack {
@@ -58,16 +63,30 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
-    // Tool fakes listen on loopback; the SSRF test turns this off again.
-    TOOL_ALLOW_PRIVATE_NETWORKS: 'true',
     // Bounds how long a test's worker waits for its activities in flight when the test ends.
     SHUTDOWN_GRACE_MS: '2000',
     ...overrides,
   });
 }
 
+/** `host:port` of each URL, as TOOL_/LLM_ALLOWED_PRIVATE_DESTINATIONS list them. */
+export function destinationList(urls: string[] = []): string {
+  return urls
+    .map((u) => new URL(u))
+    .map((u) => `${u.hostname}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`)
+    .join(',');
+}
+
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
-  const config = testConfig(options.env, options.mongoUri);
+  const allow = options.allowPrivate ?? {};
+  const config = testConfig(
+    {
+      ...(allow.tools ? { TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.tools) } : {}),
+      ...(allow.llm ? { LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.llm) } : {}),
+      ...options.env,
+    },
+    options.mongoUri,
+  );
   // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
   const ctx = await buildAppContext(config, createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));

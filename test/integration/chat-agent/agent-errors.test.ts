@@ -21,7 +21,8 @@ const billing = billingAgent(
 );
 
 beforeAll(async () => {
-  stack = await startTestStack({ worker: true });
+  fake = await startFakeOpenAI({ apiKey: 'sk-errors' });
+  stack = await startTestStack({ worker: true, allowPrivate: { llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Billing', billing);
@@ -78,7 +79,7 @@ ON_ERROR:
 `;
 
 it("carries out a reasoning agent's ON_ERROR llm_error THEN and counts the failure once", async () => {
-  fake = await startFakeOpenAI({ apiKey: 'sk-errors' });
+  if (!fake) throw new Error('the fake provider did not start');
   const other = await seedTenant(stack.ctx);
   await publishAgent(api, other, 'Helper', helper);
   await useFakeOpenAI(api, other, fake.baseURL, 'sk-errors');

@@ -91,7 +91,7 @@ function slowToolFixture(delayMs: number, options: TestStackOptions = {}) {
         fixture.onToolCall();
       },
     );
-    fixture.stack = await startTestStack(options);
+    fixture.stack = await startTestStack({ ...options, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
     fixture.t = await seedTenant(fixture.stack.ctx);
     await createSlowAgent(client(fixture.stack.baseUrl), fixture.t, tool.port);
   });
@@ -130,7 +130,7 @@ describe('a worker killed mid-turn', () => {
         if (requests.length === 1) onFirstRequest();
       },
     );
-    stack = await startTestStack();
+    stack = await startTestStack({ allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
     t = await seedTenant(stack.ctx);
     await createSlowAgent(client(stack.baseUrl), t, tool.port);
   });

@@ -95,7 +95,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
   const port = (toolServer.address() as AddressInfo).port;
   fake = await startFakeOpenAI({ apiKey: 'sk-fan-out' });
-  stack = await startTestStack({ worker: true });
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [`http://127.0.0.1:${port}`], llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   for (const [name, source] of [['Researcher', researcher(port)], ['Writer', writer], ['Fan_Hub', hub(port)]] as const) {

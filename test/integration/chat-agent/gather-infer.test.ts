@@ -20,7 +20,7 @@ const flights = flightsAgent('        infer_confidence: 0.7\n');
 
 beforeAll(async () => {
   fake = await startFakeOpenAI({ apiKey: 'sk-infer' });
-  stack = await startTestStack({ worker: true });
+  stack = await startTestStack({ worker: true, allowPrivate: { llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Flights', flights);

@@ -16,6 +16,7 @@ type ChatBody = { messages: { role: string; content: string }[]; tools?: unknown
 let stack: TestStack;
 let t: SeededTenant;
 let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+let anthropic: Awaited<ReturnType<typeof startFakeAnthropic>>;
 let api: ReturnType<typeof client>;
 
 const booker = `AGENT: Booker
@@ -45,8 +46,8 @@ FLOW:
 `;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI({ apiKey: 'sk-gather' });
-  stack = await startTestStack({ worker: true });
+  [fake, anthropic] = await Promise.all([startFakeOpenAI({ apiKey: 'sk-gather' }), startFakeAnthropic({ apiKey: 'sk-ant-gather' })]);
+  stack = await startTestStack({ worker: true, allowPrivate: { llm: [fake.baseURL, anthropic.baseURL] } });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Booker', booker);
@@ -55,6 +56,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.close();
   await fake.close();
+  await anthropic.close();
 });
 
 const chat = (message: string, sessionId?: string) =>
@@ -104,32 +106,27 @@ it('re-asks with the retry prompt when the model judges a value invalid', async 
 });
 
 it('extracts and judges through the Anthropic adapter too (system text, strict JSON answer)', async () => {
-  const anthropic = await startFakeAnthropic({ apiKey: 'sk-ant-gather' });
-  try {
-    const other = await seedTenant(stack.ctx);
-    await publishAgent(api, other, 'Booker', booker);
-    const cred = await api.put(`/api/projects/${other.projectId}/llm-credentials/anthropic`, { key: other.adminKey, json: { apiKey: 'sk-ant-gather', baseURL: anthropic.baseURL } });
-    expect(cred.status).toBe(201);
-    const settings = await api.put(`/api/projects/${other.projectId}/llm-settings`, { key: other.adminKey, json: { defaultModel: 'anthropic:claude-test-1' } });
-    expect(settings.status).toBe(200);
-    // Anthropic's answers may wrap the object in prose or a code fence; both are read.
-    anthropic.script([{ text: 'Here you go:\n```json\n{"party": 3, "day": "2025-04-01", "guest": "Cy Ho"}\n```' }, { text: '{"valid": true, "reason": "a name"}' }]);
-    const res = await api.post('/api/v1/chat/agent', {
-      key: other.adminKey,
-      json: { projectId: other.projectId, agentId: 'Booker', message: 'Three of us on 1 April 2025, under Cy Ho' },
-    });
-    expect(res.status).toBe(200);
-    expect(res.body.response).toContain('Booked 3 for Cy Ho on 2025-04-01.');
-    expect(anthropic.requests).toHaveLength(2);
-    const [extraction, judging] = anthropic.requests.map((r) => r.body as { system?: unknown; messages: { role: string; content: unknown }[]; tools?: unknown[] });
-    expect(JSON.stringify(extraction!.system)).toContain('ABL-GATHER-EXTRACTION/1');
-    expect(extraction!.tools ?? []).toEqual([]);
-    expect(extraction!.messages).toEqual([expect.objectContaining({ role: 'user' })]);
-    expect(JSON.stringify(extraction!.messages[0]!.content)).toContain('Three of us on 1 April 2025, under Cy Ho');
-    expect(JSON.stringify(judging!.system)).toContain('ABL-GATHER-VALIDATION/1');
-    const calls = (res.body.traceEvents as Trace[]).filter((e) => e.type === 'llm_call');
-    expect(calls.map((e) => [e.data.purpose, e.data.provider])).toEqual([['extraction', 'anthropic'], ['validation', 'anthropic']]);
-  } finally {
-    await anthropic.close();
-  }
+  const other = await seedTenant(stack.ctx);
+  await publishAgent(api, other, 'Booker', booker);
+  const cred = await api.put(`/api/projects/${other.projectId}/llm-credentials/anthropic`, { key: other.adminKey, json: { apiKey: 'sk-ant-gather', baseURL: anthropic.baseURL } });
+  expect(cred.status).toBe(201);
+  const settings = await api.put(`/api/projects/${other.projectId}/llm-settings`, { key: other.adminKey, json: { defaultModel: 'anthropic:claude-test-1' } });
+  expect(settings.status).toBe(200);
+  // Anthropic's answers may wrap the object in prose or a code fence; both are read.
+  anthropic.script([{ text: 'Here you go:\n```json\n{"party": 3, "day": "2025-04-01", "guest": "Cy Ho"}\n```' }, { text: '{"valid": true, "reason": "a name"}' }]);
+  const res = await api.post('/api/v1/chat/agent', {
+    key: other.adminKey,
+    json: { projectId: other.projectId, agentId: 'Booker', message: 'Three of us on 1 April 2025, under Cy Ho' },
+  });
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('Booked 3 for Cy Ho on 2025-04-01.');
+  expect(anthropic.requests).toHaveLength(2);
+  const [extraction, judging] = anthropic.requests.map((r) => r.body as { system?: unknown; messages: { role: string; content: unknown }[]; tools?: unknown[] });
+  expect(JSON.stringify(extraction!.system)).toContain('ABL-GATHER-EXTRACTION/1');
+  expect(extraction!.tools ?? []).toEqual([]);
+  expect(extraction!.messages).toEqual([expect.objectContaining({ role: 'user' })]);
+  expect(JSON.stringify(extraction!.messages[0]!.content)).toContain('Three of us on 1 April 2025, under Cy Ho');
+  expect(JSON.stringify(judging!.system)).toContain('ABL-GATHER-VALIDATION/1');
+  const calls = (res.body.traceEvents as Trace[]).filter((e) => e.type === 'llm_call');
+  expect(calls.map((e) => [e.data.purpose, e.data.provider])).toEqual([['extraction', 'anthropic'], ['validation', 'anthropic']]);
 });

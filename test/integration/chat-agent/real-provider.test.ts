@@ -15,7 +15,7 @@ let api: ReturnType<typeof client>;
 
 beforeAll(async () => {
   fake = await startFakeOpenAI({ apiKey: 'sk-project-key' });
-  stack = await startTestStack({ worker: true });
+  stack = await startTestStack({ worker: true, allowPrivate: { llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
   api = client(stack.baseUrl);

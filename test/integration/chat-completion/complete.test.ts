@@ -21,11 +21,8 @@ let key: string;
 const responses: string[] = [];
 
 beforeAll(async () => {
-  [stack, openai, anthropic] = await Promise.all([
-    startTestStack({ env: { SESSION_MESSAGES_PER_MINUTE: '3' } }),
-    startFakeOpenAI({ apiKey: OPENAI_KEY }),
-    startFakeAnthropic({ apiKey: ANTHROPIC_KEY }),
-  ]);
+  [openai, anthropic] = await Promise.all([startFakeOpenAI({ apiKey: OPENAI_KEY }), startFakeAnthropic({ apiKey: ANTHROPIC_KEY })]);
+  stack = await startTestStack({ env: { SESSION_MESSAGES_PER_MINUTE: '3' }, allowPrivate: { llm: [openai.baseURL, anthropic.baseURL] } });
   api = client(stack.baseUrl);
   acme = await seedTenant(stack.ctx, 'acme-complete');
   globex = await seedTenant(stack.ctx, 'globex-complete');

@@ -17,7 +17,8 @@ let openai: FakeLlmServer;
 let tenant: SeededTenant;
 
 beforeAll(async () => {
-  [stack, openai] = await Promise.all([startTestStack(), startFakeOpenAI({ apiKey: OPENAI_KEY })]);
+  openai = await startFakeOpenAI({ apiKey: OPENAI_KEY });
+  stack = await startTestStack({ allowPrivate: { llm: [openai.baseURL] } });
   tenant = await seedTenant(stack.ctx);
   const put = await client(stack.baseUrl).put(`/api/projects/${tenant.projectId}/llm-credentials/openai`, {
     key: tenant.adminKey,

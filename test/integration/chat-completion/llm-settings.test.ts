@@ -23,7 +23,7 @@ const messages = [{ role: 'user', content: 'hi' }];
 beforeAll(async () => {
   [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
   [stack, noEncryption] = await Promise.all([
-    startTestStack({ env: { OPENAI_API_KEY: PLATFORM_OPENAI_KEY, OPENAI_BASE_URL: openai.baseURL } }),
+    startTestStack({ env: { OPENAI_API_KEY: PLATFORM_OPENAI_KEY, OPENAI_BASE_URL: openai.baseURL }, allowPrivate: { llm: [openai.baseURL, anthropic.baseURL] } }),
     startTestStack({ env: { ENCRYPTION_KEY: '' } }),
   ]);
   api = client(stack.baseUrl);

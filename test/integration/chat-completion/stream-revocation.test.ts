@@ -15,7 +15,8 @@ let stack: TestStack;
 let openai: FakeLlmServer;
 
 beforeAll(async () => {
-  [stack, openai] = await Promise.all([startTestStack({ env: { SSE_HEARTBEAT_MS: '100' } }), startFakeOpenAI({ apiKey: OPENAI_KEY })]);
+  openai = await startFakeOpenAI({ apiKey: OPENAI_KEY });
+  stack = await startTestStack({ env: { SSE_HEARTBEAT_MS: '100' }, allowPrivate: { llm: [openai.baseURL] } });
 });
 afterAll(async () => {
   await Promise.all([stack.close(), openai.close()]);

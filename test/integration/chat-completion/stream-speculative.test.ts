@@ -23,14 +23,13 @@ let api: ReturnType<typeof client>;
 let openai: FakeLlmServer;
 
 beforeAll(async () => {
-  [stack, openai] = await Promise.all([
-    startTestStack({
-      // Every request re-reads its key (as it does once what was read is older than the window),
-      // so changes made straight in the database meet a speculative start on the next request.
-      env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '3600', SESSION_MESSAGES_PER_MINUTE: String(SESSION_BUDGET), API_KEY_CACHE_MS: '0' },
-    }),
-    startFakeOpenAI({ apiKey: OPENAI_KEY }),
-  ]);
+  openai = await startFakeOpenAI({ apiKey: OPENAI_KEY });
+  stack = await startTestStack({
+    allowPrivate: { llm: [openai.baseURL] },
+    // Every request re-reads its key (as it does once what was read is older than the window),
+    // so changes made straight in the database meet a speculative start on the next request.
+    env: { RATE_LIMIT_REQUESTS: String(TENANT_BUDGET), RATE_LIMIT_WINDOW_SECONDS: '3600', SESSION_MESSAGES_PER_MINUTE: String(SESSION_BUDGET), API_KEY_CACHE_MS: '0' },
+  });
   api = client(stack.baseUrl);
 });
 afterAll(async () => {

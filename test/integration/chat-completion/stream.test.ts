@@ -21,11 +21,8 @@ let anthropic: FakeLlmServer;
 let key: string;
 
 beforeAll(async () => {
-  [stack, openai, anthropic] = await Promise.all([
-    startTestStack({ env: { SSE_HEARTBEAT_MS: '100' } }),
-    startFakeOpenAI({ apiKey: OPENAI_KEY }),
-    startFakeAnthropic({ apiKey: ANTHROPIC_KEY }),
-  ]);
+  [openai, anthropic] = await Promise.all([startFakeOpenAI({ apiKey: OPENAI_KEY }), startFakeAnthropic({ apiKey: ANTHROPIC_KEY })]);
+  stack = await startTestStack({ env: { SSE_HEARTBEAT_MS: '100' }, allowPrivate: { llm: [openai.baseURL, anthropic.baseURL] } });
   api = client(stack.baseUrl);
   acme = await seedTenant(stack.ctx, 'acme-stream');
   globex = await seedTenant(stack.ctx, 'globex-stream');

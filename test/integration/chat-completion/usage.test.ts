@@ -20,7 +20,8 @@ const messages = [{ role: 'user', content: 'hi' }];
 const price = (input: number, output: number, inPerM: number, outPerM: number) => (input * inPerM + output * outPerM) / 1e6;
 
 beforeAll(async () => {
-  [stack, openai, anthropic] = await Promise.all([startTestStack(), startFakeOpenAI(), startFakeAnthropic()]);
+  [openai, anthropic] = await Promise.all([startFakeOpenAI(), startFakeAnthropic()]);
+  stack = await startTestStack({ allowPrivate: { llm: [openai.baseURL, anthropic.baseURL] } });
   api = client(stack.baseUrl);
   acme = await seedTenant(stack.ctx, 'acme-usage');
   globex = await seedTenant(stack.ctx, 'globex-usage');

@@ -34,7 +34,11 @@ beforeAll(async () => {
     }, IDLE_MS + 800);
   });
   await new Promise<void>((resolve) => toolServer.listen(0, '127.0.0.1', resolve));
-  stack = await startTestStack({ worker: true, env: { SESSION_IDLE_TIMEOUT_MS: String(IDLE_MS) } });
+  stack = await startTestStack({
+    worker: true,
+    env: { SESSION_IDLE_TIMEOUT_MS: String(IDLE_MS) },
+    allowPrivate: { tools: [`http://127.0.0.1:${(toolServer.address() as AddressInfo).port}`] },
+  });
   api = client(stack.baseUrl);
   t = await seedTenant(stack.ctx, 'idle-sessions');
   await createAgent(stack.baseUrl, t.adminKey, t.projectId, 'Idle_Agent');

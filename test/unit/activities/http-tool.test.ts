@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { compileProject, type ToolIR } from '../../../abl';
-import { isPrivateAddress } from '../../../activities/tools/ssrf';
+import { isPublicAddress } from '../../../lib/net/destination';
 import { buildHttpRequest, runHttpTool } from '../../../activities/tools/http-tool';
 
 function toolFrom(source: string): ToolIR {
@@ -71,9 +71,9 @@ it('refuses loopback and private destinations unless allowed', async () => {
     nonRetryable: true,
   });
   for (const ip of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fd00::1', '::ffff:127.0.0.1']) {
-    expect(isPrivateAddress(ip)).toBe(true);
+    expect(isPublicAddress(ip)).toBe(false);
   }
-  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPrivateAddress(ip)).toBe(false);
+  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700::1111']) expect(isPublicAddress(ip)).toBe(true);
 });
 
 it('classifies 4xx and redirects as final and 5xx as retryable', async () => {

@@ -52,3 +52,26 @@ it('rejects an invalid LLM price table at start instead of pricing with the wron
   expect(() => loadConfig({ ...minimal, LLM_PRICE_TABLE: 'not json' })).toThrow(/LLM_PRICE_TABLE/);
   expect(loadConfig({ ...minimal, LLM_PRICE_TABLE: '{"gpt-x": {"inputPerMillion": 1, "outputPerMillion": 2}}' }).LLM_PRICE_TABLE).toBeDefined();
 });
+
+it('refuses the blanket private-network switch for tools in production, and allows it elsewhere', () => {
+  expect(() => loadConfig({ ...minimal, NODE_ENV: 'production', TOOL_ALLOW_PRIVATE_NETWORKS: 'true' })).toThrow(
+    /TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production/,
+  );
+  expect(loadConfig({ ...minimal, NODE_ENV: 'production', TOOL_ALLOW_PRIVATE_NETWORKS: 'false' }).TOOL_ALLOW_PRIVATE_NETWORKS).toBe(false);
+  expect(loadConfig({ ...minimal, NODE_ENV: 'development', TOOL_ALLOW_PRIVATE_NETWORKS: 'true' }).TOOL_ALLOW_PRIVATE_NETWORKS).toBe(true);
+});
+
+it('reads the private destinations allowed for tools and LLM base URLs as canonical host:port keys, in production too', () => {
+  const config = loadConfig({
+    ...minimal,
+    NODE_ENV: 'production',
+    TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4010, Billing.Internal:8443,[::1]:80',
+    LLM_ALLOWED_PRIVATE_DESTINATIONS: '[::ffff:10.0.0.5]:11434',
+  });
+  expect(config.TOOL_ALLOWED_PRIVATE_DESTINATIONS).toEqual(['127.0.0.1:4010', 'billing.internal:8443', '[::1]:80']);
+  expect(config.LLM_ALLOWED_PRIVATE_DESTINATIONS).toEqual(['[::ffff:a00:5]:11434']);
+  expect(loadConfig(minimal)).toMatchObject({ TOOL_ALLOWED_PRIVATE_DESTINATIONS: [], LLM_ALLOWED_PRIVATE_DESTINATIONS: [] });
+  for (const bad of ['127.0.0.1', 'http://127.0.0.1:80', 'host:0', 'host:1:2', 'host/path:80']) {
+    expect(() => loadConfig({ ...minimal, TOOL_ALLOWED_PRIVATE_DESTINATIONS: bad })).toThrow(/TOOL_ALLOWED_PRIVATE_DESTINATIONS: .* is not host:port/);
+  }
+});
