@@ -27,7 +27,7 @@ ${execution}
 beforeAll(async () => {
   fake = await startFakeOpenAI({ apiKey: 'sk-exec' });
   // The platform keeps idle sessions for ten minutes; only Quick_Agent says otherwise.
-  stack = await startTestStack({ worker: true, env: { SESSION_IDLE_TIMEOUT_MS: '600000' } });
+  stack = await startTestStack({ worker: true, allowPrivate: { llm: [fake.baseURL] }, env: { SESSION_IDLE_TIMEOUT_MS: '600000' } });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await useFakeOpenAI(api, t, fake.baseURL, 'sk-exec');

@@ -47,7 +47,8 @@ beforeAll(async () => {
     res.end(body);
   });
   await new Promise<void>((r) => tools.listen(0, '127.0.0.1', r));
-  stack = await startTestStack({ worker: true, env: { TOOL_RESPONSE_MAX_BYTES: String(RESPONSE_MAX), TOOL_RESULT_HISTORY_MAX_BYTES: String(HISTORY_MAX) } });
+  const toolsUrl = `http://127.0.0.1:${(tools.address() as AddressInfo).port}`;
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [toolsUrl] }, env: { TOOL_RESPONSE_MAX_BYTES: String(RESPONSE_MAX), TOOL_RESULT_HISTORY_MAX_BYTES: String(HISTORY_MAX) } });
   t = await seedTenant(stack.ctx);
   const api = client(stack.baseUrl);
   await publishAgent(api, t, 'Report_Agent', agent('Report_Agent', '/report'));
