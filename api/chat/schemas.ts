@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { MODEL_TIERS, parseModelId } from '../../providers/llm';
 import '../openapi/registry';
+import { ZSessionId } from '../sessions/schemas';
 
 const ZTextPart = z.object({ type: z.literal('text'), text: z.string() });
 const ZImagePart = z.object({
@@ -43,7 +44,7 @@ export const ZChatRequestSchema = z
   .object({
     projectId: z.string().min(1).max(64).describe('Project (CUID) the call is billed to; invisible or unknown projects are 404'),
     messages: z.array(ZChatMessageSchema).min(1).max(1000),
-    sessionId: z.string().min(1).max(128).optional().describe('Used for the per-session message rate limit and recorded with the usage'),
+    sessionId: ZSessionId.optional().describe('Used for the per-session message rate limit and recorded with the usage'),
     tools: z.array(ZToolDefinitionSchema).max(128).optional(),
     modelId: z
       .string()

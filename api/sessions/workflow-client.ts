@@ -9,6 +9,7 @@ import type { agentSession } from '../../workflows/agent-session';
 import { type SessionStartInput } from '../../workflows/definitions';
 import { AgentNameKey, ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
+import { SESSION_ID_PATTERN } from './schemas';
 
 /** The AgentSession workflow function's type (type-only import: the API never loads workflow code). */
 export type AgentSessionWorkflow = typeof agentSession;
@@ -20,7 +21,14 @@ export const TEMPORAL_CALL_TIMEOUT_MS = 5_000;
 /** Bound on the live-state query of the detail route: past it the detail answers from MongoDB. */
 export const STATE_QUERY_TIMEOUT_MS = 2_000;
 
-export const sessionWorkflowId = (sessionId: string): string => `session/${sessionId}`;
+/**
+ * The workflow id of a session. Only ids this service issued (UUIDs) may name a workflow: a
+ * caller's id is looked up first and never reaches Temporal, and this keeps it that way.
+ */
+export function sessionWorkflowId(sessionId: string): string {
+  if (!SESSION_ID_PATTERN.test(sessionId)) throw new Error('sessionWorkflowId: not a session id this service issued');
+  return `session/${sessionId}`;
+}
 
 const TEMPORAL_TRANSPORT_ERRORS = new Set(['ServiceError', 'TransportError', 'ConnectionError', 'WorkflowUpdateRPCTimeoutOrCancelledError']);
 /** gRPC codes that mean "Temporal did not answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE. */
