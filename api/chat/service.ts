@@ -19,6 +19,7 @@ import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middl
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
+import { toFinishReason } from './finish-reason';
 import { runningCalls } from '../running-calls';
 
 interface PreparedCall {
@@ -198,9 +199,10 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
     return {
       success: true,
       content: result.content,
-      toolCalls: result.toolCalls,
+      ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}),
       model: result.model || call.target.modelId,
-      finishReason: result.finishReason,
+      finishReason: toFinishReason(result.finishReason),
+      providerFinishReason: result.finishReason,
       usage: { ...result.usage, estimatedCost },
       latencyMs,
     };
@@ -374,7 +376,8 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
         totalTokens: inputTokens + outputTokens,
         estimatedCost,
         latencyMs,
-        finishReason: finish?.finishReason ?? null,
+        finishReason: finish ? toFinishReason(finish.finishReason) : null,
+        providerFinishReason: finish?.finishReason ?? null,
         model: finish?.model || call.target.modelId,
       });
     }
