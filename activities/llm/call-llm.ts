@@ -1,12 +1,14 @@
 // The agent runtime's LLM call: resolves the model for the tenant and project, calls the provider
 // (the SDKs' own retries are off, so Temporal's retry policy decides), records usage, and turns
-// provider errors into ApplicationFailures whose type says whether a retry can help.
+// provider errors into ApplicationFailures whose type says whether a retry can help (and whose
+// message is caller-safe: the provider's own text goes to the worker's log).
 // `callLlmIfLocal` is the same call for the offline `local` model only, meant to run as a local
 // activity (no task-queue hop): it answers null when the model resolves to a real provider, whose
 // calls stay regular activities (TEMPORAL.md §7: long, paid calls must not re-run on a crash).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatTurn, LlmRequestSpec } from '../../abl/runtime/contract';
 import { LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
+import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
 
 export interface LlmTarget {
   provider: LlmProvider;
@@ -80,7 +82,9 @@ function usageIdOfCurrentActivity(): string | undefined {
   return run ? `${run.workflowId}:${run.runId}:${info.isLocal ? 'la' : 'a'}${info.activityId}` : undefined;
 }
 
-type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage };
+/** Where a provider failure's detail goes: the failure itself carries only a caller-safe message. */
+type FailureLog = { warn(fields: Record<string, unknown>, message: string): void };
+type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage; logger?: FailureLog };
 
 async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput): Promise<LlmTarget> {
   const target = await deps.resolveLlm({
@@ -139,8 +143,11 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
     return { ...result, provider: target.providerName, estimatedCost, latencyMs };
   } catch (err) {
     if (err instanceof ProviderError) {
+      // The failure's message reaches workflow history, traces and the caller's reply: it says
+      // what kind of failure it was, never the provider's own text, which goes to the log.
+      deps.logger?.warn({ sessionId: input.sessionId, agent: input.agent, activityId: Context.current().info.activityId, ...providerErrorLogFields(err) }, 'LLM provider call failed');
       throw ApplicationFailure.create({
-        message: err.message,
+        message: publicProviderMessage(err),
         type: `LLM_${err.kind.toUpperCase()}`,
         nonRetryable: !err.retryable,
         nextRetryDelay: err.retryAfterMs,

@@ -9,7 +9,7 @@ import { createApp } from '../../api/app';
 import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
 import { loadConfig, type Config } from '../../lib/config';
-import { createLogger } from '../../lib/logger';
+import { createLogger, type Logger } from '../../lib/logger';
 import { createApiKey, createProject, createTenant, createUser } from '../../api/tenancy/service';
 import { type Permission } from '../../lib/permissions';
 import { createSwitchboardWorker } from '../../workers/create-worker';
@@ -31,6 +31,8 @@ export interface TestStackOptions {
   worker?: boolean;
   /** Override the Mongo URI (a dedicated FerretDB, e.g. for readiness tests). */
   mongoUri?: string;
+  /** The API's and the worker's logger (e.g. one that records lines for a test to read). */
+  logger?: Logger;
 }
 
 export interface TestStack {
@@ -69,7 +71,7 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const config = testConfig(options.env, options.mongoUri);
   // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
-  const ctx = await buildAppContext(config, createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
+  const ctx = await buildAppContext(config, options.logger ?? createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
