@@ -22,10 +22,12 @@ export const REDACT_PATHS = [
   'token',
 ];
 
-export function createLogger(options: { level: string; name?: string }): Logger {
-  return pino({
+/** `destination` defaults to stdout; tests pass a stream to read what was logged. */
+export function createLogger(options: { level: string; name?: string }, destination?: pino.DestinationStream): Logger {
+  const settings = {
     name: options.name ?? 'switchboard',
     level: options.level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-  });
+  };
+  return destination ? pino(settings, destination) : pino(settings);
 }

@@ -1,6 +1,7 @@
 // The agent runtime's LLM call: resolves the model for the tenant and project, calls the provider
 // (the SDKs' own retries are off, so Temporal's retry policy decides), records usage, and turns
-// provider errors into ApplicationFailures whose type says whether a retry can help.
+// provider errors into ApplicationFailures whose type says whether a retry can help (and whose
+// message is caller-safe: the provider's own text goes to the worker's log).
 // `callLlmIfLocal` is the same call for the offline `local` model only, meant to run as a local
 // activity (no task-queue hop): it answers null when the model resolves to a real provider, whose
 // calls stay regular activities (TEMPORAL.md §7: long, paid calls must not re-run on a crash).
@@ -10,6 +11,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatTurn, LlmRequestSpec } from '../../abl/runtime/contract';
 import { LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
 import { startDeadline } from '../../providers/llm/deadline';
+import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
 
 export interface LlmTarget {
   provider: LlmProvider;
@@ -85,7 +87,9 @@ function usageIdOfCurrentActivity(): string | undefined {
   return run ? `${run.workflowId}:${run.runId}:${info.isLocal ? 'la' : 'a'}${info.activityId}` : undefined;
 }
 
-type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage };
+/** Where a provider failure's detail goes: the failure itself carries only a caller-safe message. */
+type FailureLog = { warn(fields: Record<string, unknown>, message: string): void };
+type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage; logger?: FailureLog };
 
 async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput, model: string | null = input.request.model): Promise<LlmTarget> {
   const target = await deps.resolveLlm({
@@ -146,11 +150,15 @@ export function createCallLlmIfLocal(deps: CallLlmDeps) {
   };
 }
 
-/** Provider errors as ApplicationFailures whose type says whether a retry can help. */
+/**
+ * Provider errors as ApplicationFailures whose type says whether a retry can help. Their message
+ * reaches workflow history, traces and the caller's reply: it says what kind of failure it was,
+ * never the provider's own text (logged by callTarget).
+ */
 function asFailure(err: unknown): unknown {
   if (err instanceof ProviderError) {
     return ApplicationFailure.create({
-      message: err.message,
+      message: publicProviderMessage(err),
       type: `LLM_${err.kind.toUpperCase()}`,
       nonRetryable: !err.retryable,
       nextRetryDelay: err.retryAfterMs,
@@ -190,15 +198,21 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
     });
     return { ...result, provider: target.providerName, estimatedCost, latencyMs };
   } catch (err) {
-    if (deadline?.timedOut()) {
-      throw new ProviderError(`${target.providerName}: no answer within the agent's llm_timeout (${input.request.timeoutMs} ms)`, {
-        kind: 'timeout',
-        provider: target.providerName,
-        retryable: true,
-        cause: err,
-      });
+    const failure =
+      deadline?.timedOut() && !(err instanceof ProviderError && err.kind === 'timeout')
+        ? new ProviderError(`${target.providerName}: no answer within the agent's llm_timeout (${input.request.timeoutMs} ms)`, {
+            kind: 'timeout',
+            provider: target.providerName,
+            retryable: true,
+            cause: err,
+          })
+        : err;
+    if (failure instanceof ProviderError) {
+      // The provider's own text goes to the log only; asFailure gives history, traces and the
+      // caller's reply a description of the kind of failure.
+      deps.logger?.warn({ sessionId: input.sessionId, agent: input.agent, activityId: Context.current().info.activityId, ...providerErrorLogFields(failure) }, 'LLM provider call failed');
     }
-    throw err;
+    throw failure;
   } finally {
     deadline?.clear();
   }

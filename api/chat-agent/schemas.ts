@@ -1,6 +1,7 @@
 // Request and response schemas of POST /api/v1/chat/agent.
 import { z } from 'zod';
 import '../openapi/registry';
+import { ZSessionId } from '../sessions/schemas';
 
 /** Limits on per-turn metadata (the spec says "validated server side"; these are ours). */
 export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 50, maxDepth: 5 } as const;
@@ -14,7 +15,7 @@ const ZToolMock = z.object({
 export const ZChatAgentRequestSchema = z.object({
   projectId: z.string().min(1).max(64).describe('Project holding the agents'),
   message: z.string().min(1).max(32_000).describe('The user message'),
-  sessionId: z.uuid().optional().describe('Resume this session; omit to create one'),
+  sessionId: ZSessionId.optional().describe('Resume this session; omit to create one. An unknown id is 404 (a caller cannot name a new session)'),
   deploymentId: z.string().min(1).max(64).optional(),
   environment: z.enum(['dev', 'staging', 'production']).optional(),
   agentId: z.string().min(1).max(200).optional().describe('Agent for the first turn: id, name or `<domain>/<name>` path'),

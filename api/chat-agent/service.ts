@@ -8,7 +8,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { ApiError } from '../../lib/errors';
+import { ApiError, isApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
@@ -20,7 +20,7 @@ import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { isTemporalUnavailable, isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
@@ -45,25 +45,52 @@ export function validateMetadata(metadata: Record<string, unknown> | undefined):
   if (problem) throw new ApiError('VALIDATION_ERROR', `Invalid message metadata: body.metadata ${problem}`);
 }
 
-/** Maps a failed update (validator rejection or ApplicationFailure) onto the API's errors. */
+/**
+ * The ApplicationFailure type the Temporal server gives an accepted update whose workflow closed
+ * before the update completed (server `update.acceptedUpdateCompletedWorkflowFailure`).
+ */
+export const UPDATE_OUTLIVED_WORKFLOW = 'AcceptedUpdateCompletedWorkflow';
+
+const sessionEnded = () => new ApiError('CONFLICT', 'Session has ended; start a new session');
+
+/** The first ApplicationFailure in a failure's cause chain (an activity's failure sits under ActivityFailure). */
+function applicationFailureIn(err: unknown): ApplicationFailure | null {
+  for (let current = err, depth = 0; current && depth < 8; current = (current as { cause?: unknown }).cause, depth++) {
+    if (current instanceof ApplicationFailure) return current;
+  }
+  return null;
+}
+
+/**
+ * Maps a failed turn onto the API's errors by error class and failure type alone, never by
+ * message text: an ApplicationFailure whose type is one of our codes keeps it (the workflow's
+ * validator and activities speak our table, with messages written for callers); an update
+ * outlived by its workflow, or a workflow that is gone, is an ended session; Temporal not
+ * answering is 503; anything else is a 500 whose detail stays in the log.
+ */
 export function toApiError(err: unknown): ApiError {
+  if (isApiError(err)) return err;
   if (err instanceof WorkflowUpdateFailedError) {
-    const cause = err.cause;
-    if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return new ApiError(cause.type, cause.message);
-    const message = cause?.message ?? err.message;
-    if (/has ended/.test(message)) return new ApiError('CONFLICT', 'Session has ended; start a new session');
-    if (cause instanceof ApplicationFailure && cause.type === null) return new ApiError('BAD_REQUEST', message);
+    const failure = applicationFailureIn(err.cause);
+    if (failure && isErrorCode(failure.type)) return new ApiError(failure.type, failure.message);
+    if (failure?.type === UPDATE_OUTLIVED_WORKFLOW) return sessionEnded();
     return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
   }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
     return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
   }
-  if (err instanceof WorkflowNotFoundError) return new ApiError('CONFLICT', 'Session has ended; start a new session');
-  const message = err instanceof Error ? err.message : String(err);
-  if (/deadline|UNAVAILABLE|connect/i.test(message)) {
-    return new ApiError('SERVICE_UNAVAILABLE', 'The runtime is unavailable; retry with the same Idempotency-Key');
+  if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
+  if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
+}
+
+/** The MongoDB driver's classes for "the database did not answer" (by name: jest realms break instanceof). */
+const DATABASE_UNAVAILABLE = new Set(['MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError', 'MongoTopologyClosedError']);
+
+function isDatabaseUnavailable(err: unknown): boolean {
+  return DATABASE_UNAVAILABLE.has((err as Error | null)?.name ?? '');
 }
 
 /** The update was refused because the session's workflow is closed or the session has ended. */
@@ -263,7 +290,6 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
     rememberRunningSession(ctx, principal.tenantId, sessionId, { projectId: project._id });
     return result;
   } catch (err) {
-    if (err instanceof ApiError) throw err;
     throw toApiError(err);
   } finally {
     turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 1) - 1);

@@ -3,6 +3,8 @@
 import { z } from 'zod';
 import { MODEL_TIERS, parseModelId } from '../../providers/llm';
 import '../openapi/registry';
+import { FINISH_REASONS } from './finish-reason';
+import { ZSessionId } from '../sessions/schemas';
 
 const ZTextPart = z.object({ type: z.literal('text'), text: z.string() });
 const ZImagePart = z.object({
@@ -43,7 +45,7 @@ export const ZChatRequestSchema = z
   .object({
     projectId: z.string().min(1).max(64).describe('Project (CUID) the call is billed to; invisible or unknown projects are 404'),
     messages: z.array(ZChatMessageSchema).min(1).max(1000),
-    sessionId: z.string().min(1).max(128).optional().describe('Used for the per-session message rate limit and recorded with the usage'),
+    sessionId: ZSessionId.optional().describe('Used for the per-session message rate limit and recorded with the usage'),
     tools: z.array(ZToolDefinitionSchema).max(128).optional(),
     modelId: z
       .string()
@@ -70,9 +72,16 @@ export const ZChatCompleteResponseSchema = z
   .object({
     success: z.literal(true),
     content: z.string(),
-    toolCalls: z.array(z.object({ id: z.string(), name: z.string(), arguments: z.string().describe('JSON text') })),
+    toolCalls: z
+      .array(z.object({ id: z.string(), name: z.string(), arguments: z.string().describe('JSON text') }))
+      .min(1)
+      .optional()
+      .describe('The tool calls the model made; present only when there are any'),
     model: z.string().describe('The model that served the call, as the provider reported it'),
-    finishReason: z.string().describe('The provider\'s stop reason, e.g. `stop`, `end_turn`, `tool_calls`, `max_tokens`'),
+    finishReason: z
+      .enum(FINISH_REASONS)
+      .describe('Why the model stopped, the same for every provider: `end_turn`, `max_tokens`, `tool_use`, `stop_sequence`, `content_filter` or `other`'),
+    providerFinishReason: z.string().describe('The provider\'s own stop reason, e.g. `stop`, `length`, `end_turn` (`unknown` when it gave none)'),
     usage: ZUsage,
     latencyMs: z.number(),
   })
@@ -82,7 +91,7 @@ export type TChatCompleteResponse = z.infer<typeof ZChatCompleteResponseSchema>;
 export const ZChatStreamResponseSchema = z
   .string()
   .describe(
-    'text/event-stream: named events `metadata`, `text_delta`, `tool_call_start`, `tool_call_delta`, `tool_call_end`, `usage`, `error`, `complete`, each with one JSON data line; `: heartbeat` comments every SSE_HEARTBEAT_MS',
+    'text/event-stream: named events `metadata`, `text_delta`, `tool_call_start`, `tool_call_delta`, `tool_call_end`, `usage`, `error`, `complete` (with `finishReason` and `providerFinishReason` as in /chat/complete), each with one JSON data line; `: heartbeat` comments every SSE_HEARTBEAT_MS',
   );
 
 const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);

@@ -13,12 +13,14 @@ import { findVisibleProject } from '../http/route';
 import { memoizePerProject } from '../../lib/memoize-per-project';
 import { recordLlmUsage, summarizeLlmUsage, type LlmCallStatus, type LlmUsageSummary } from '../../db/llm-usage';
 import { ProviderError, type LlmProvider, type LlmRequest, type LlmStreamEvent, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
+import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
 import { type AppContext } from '../context';
 import { apiKeyRefusal } from '../middleware/auth';
 import { consumeRateLimit, isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
 import { type TChatCompleteResponse, type TChatRequest, type TChatUsageQuery } from './schemas';
 import { SseWriter } from './sse';
+import { toFinishReason } from './finish-reason';
 import { runningCalls } from '../running-calls';
 
 interface PreparedCall {
@@ -112,9 +114,17 @@ function abortOnDisconnect(res: Response, controller = new AbortController()): {
   return { signal: controller.signal, clientGone: () => gone };
 }
 
-/** A provider failure on the non-streamed path, as an API error. */
+/**
+ * Logs a provider failure's detail (the provider's own text, its request id) with this request's
+ * id: the caller is told only what publicProviderMessage says.
+ */
+function logProviderFailure(ctx: AppContext, res: Response, err: ProviderError): void {
+  ctx.logger.warn({ requestId: res.locals.requestId, ...providerErrorLogFields(err) }, 'LLM provider call failed');
+}
+
+/** A provider failure on the non-streamed path, as an API error with a caller-safe message. */
 function providerFailure(err: ProviderError): ApiError {
-  const message = `LLM provider ${err.provider} failed: ${err.message}`;
+  const message = publicProviderMessage(err);
   switch (err.kind) {
     case 'bad_request':
     case 'not_found':
@@ -198,9 +208,10 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
     return {
       success: true,
       content: result.content,
-      toolCalls: result.toolCalls,
+      ...(result.toolCalls.length > 0 ? { toolCalls: result.toolCalls } : {}),
       model: result.model || call.target.modelId,
-      finishReason: result.finishReason,
+      finishReason: toFinishReason(result.finishReason),
+      providerFinishReason: result.finishReason,
       usage: { ...result.usage, estimatedCost },
       latencyMs,
     };
@@ -208,7 +219,10 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
     const status: LlmCallStatus = clientGone() || stopped ? 'aborted' : 'error';
     await record(ctx, { principal, body, call, servedModel: null, usage: null, latencyMs: elapsedSince(started), status });
     if (stopped) throw new ApiError('SERVICE_UNAVAILABLE', SHUTTING_DOWN.error);
-    if (err instanceof ProviderError) throw providerFailure(err);
+    if (err instanceof ProviderError) {
+      logProviderFailure(ctx, res, err);
+      throw providerFailure(err);
+    }
     throw err;
   } finally {
     untrack();
@@ -353,9 +367,10 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
       await sse.send('error', endedBy);
     } else if (status === 'error') {
       if (err instanceof ProviderError) {
-        await sse.send('error', { error: `LLM provider ${err.provider} failed: ${err.message}`, code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
+        logProviderFailure(ctx, res, err);
+        await sse.send('error', { error: publicProviderMessage(err), code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
       } else {
-        ctx.logger.error({ err }, 'chat stream failed');
+        ctx.logger.error({ err, requestId: res.locals.requestId }, 'chat stream failed');
         await sse.send('error', { error: 'Internal error', code: 'INTERNAL_ERROR', retryable: false });
       }
     }
@@ -374,7 +389,8 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
         totalTokens: inputTokens + outputTokens,
         estimatedCost,
         latencyMs,
-        finishReason: finish?.finishReason ?? null,
+        finishReason: finish ? toFinishReason(finish.finishReason) : null,
+        providerFinishReason: finish?.finishReason ?? null,
         model: finish?.model || call.target.modelId,
       });
     }

@@ -4,7 +4,7 @@
 // read-only `preload` run together (one round trip of latency, not three); their outcomes are
 // still judged in the documented order: 429, 403, 404, 415, 400.
 import { type OpenAPIRegistry, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
-import { type Request, type Response, type Router } from 'express';
+import { type NextFunction, type Request, type Response, type Router } from 'express';
 import { type z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, hasPermission, type Permission, type Principal } from '../../lib/permissions';
@@ -68,6 +68,12 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   body?: z.ZodType<B>;
   successStatus?: number;
   response: z.ZodType;
+  /**
+   * Values of a path parameter that are literal sub-paths, not ids (e.g. `sessions/export`
+   * beside `sessions/:id`): such a request is passed on untouched, to the literal's own route
+   * wherever it is mounted, or to the unknown-route 404, so a `:param` route can never swallow it.
+   */
+  reservedParams?: Record<string, readonly string[]>;
   /** Statuses besides the success one worth listing in the docs. */
   errorStatuses?: number[];
   responseHeaders?: Record<string, string>;
@@ -235,10 +241,17 @@ function samePrincipal(a: Principal, b: Principal): boolean {
   );
 }
 
+/** Express matches paths case-insensitively, so a reserved name is recognised in any case. */
+function isReserved(values: readonly string[], value: unknown): boolean {
+  return typeof value === 'string' && values.some((v) => v.toLowerCase() === value.toLowerCase());
+}
+
 /** Express handler that runs one route's pipeline: auth → rate limit → permission → project → input. */
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId');
-  return async (req: Request, res: Response): Promise<void> => {
+  const reserved = Object.entries(route.reservedParams ?? {});
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    if (reserved.some(([name, values]) => isReserved(values, req.params[name]))) return next();
     // The key read (when what this process knows of the key has aged out) and, for a key seen
     // before, the tenant charge are the longest round trips: they are sent before anything else. A malformed credential is judged first all the same.
     const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(tenantId), res));
@@ -348,9 +361,21 @@ export function mountRoutes(router: Router, registry: OpenAPIRegistry, ctx: AppC
   return routes.map((route) => {
     router[route.method](route.path, toExpressHandler(ctx, route));
     registerInOpenApi(registry, route);
-    const pattern = new RegExp(
-      '^' + route.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '[^/]+') + '/?$',
-    );
-    return { method: route.method, pattern };
+    return { method: route.method, pattern: pathPattern(route) };
   });
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A literal matched in any letter case (`export` → `[eE][xX]…`). */
+const anyCase = (text: string) =>
+  [...text].map((c) => (c.toLowerCase() !== c.toUpperCase() ? `[${c.toLowerCase()}${c.toUpperCase()}]` : escapeRegExp(c))).join('');
+
+/** The paths a route answers, for 405 detection: a reserved parameter value is not one of them. */
+export function pathPattern(route: Pick<AnyRoute, 'path' | 'reservedParams'>): RegExp {
+  const source = escapeRegExp(route.path).replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, (_match, name: string) => {
+    const reserved = route.reservedParams?.[name] ?? [];
+    return reserved.length > 0 ? `(?!(?:${reserved.map(anyCase).join('|')})(?:/|$))[^/]+` : '[^/]+';
+  });
+  return new RegExp(`^${source}/?$`);
 }

@@ -55,13 +55,17 @@ export function errorHandler(logger: Logger) {
   };
 }
 
-/** Unknown path: 404. Known path, other method: 405 with `Allow`. */
+/**
+ * Unknown path: 404. Known path, other method: 405 with `Allow`. A path whose route let the
+ * request through (a reserved parameter value, see `reservedParams`) is unknown too: 404.
+ */
 export function notFoundHandler(routes: () => MountedRoute[]) {
   return (req: Request, res: Response, next: NextFunction): void => {
     const allowed = routes()
       .filter((r) => r.pattern.test(req.path))
       .map((r) => r.method.toUpperCase());
-    if (allowed.length > 0) {
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    if (allowed.length > 0 && !allowed.includes(method)) {
       res.setHeader('Allow', [...new Set(allowed)].join(', '));
       next(new ApiError('METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed on ${req.path}`));
       return;

@@ -1,11 +1,13 @@
 // Session routes: the spec's "Sessions and traces" table (create, list, detail, delete, reset,
-// traces, span children, metrics) and the transcript route (docs/sessions-api.md).
+// traces, span children, metrics) and the transcript route (docs/sessions-api.md). The spec's
+// literal sub-paths beside `:id` (RESERVED_SESSION_SUBPATHS) are never read as session ids.
 import { type ProjectDoc } from '../../db/project';
 import { type Principal } from '../../lib/permissions';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
 import {
+  RESERVED_SESSION_SUBPATHS,
   ZCreateSessionRequestSchema,
   ZCreateSessionResponseSchema,
   ZDeleteSessionResponseSchema,
@@ -40,6 +42,8 @@ import {
 } from './service';
 
 const TAGS = ['Sessions'];
+/** `sessions/generations` and `sessions/export` are routes of their own, never session ids. */
+const RESERVED = { id: RESERVED_SESSION_SUBPATHS };
 const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
 export const sessionRoutes: AnyRoute[] = [
@@ -81,6 +85,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id',
+    reservedParams: RESERVED,
     summary: 'Get a session: its summary plus the live state of its workflow',
     tags: TAGS,
     auth: 'session:read',
@@ -95,6 +100,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/projects/:projectId/sessions/:id',
+    reservedParams: RESERVED,
     summary: 'End the session workflow and delete the session, its trace events and transcript',
     tags: TAGS,
     auth: 'session:execute',
@@ -113,6 +119,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/sessions/:id/reset',
+    reservedParams: RESERVED,
     summary: 'Restart the conversation (history stays in traces and transcripts)',
     tags: TAGS,
     auth: 'session:execute',
@@ -127,6 +134,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces',
+    reservedParams: RESERVED,
     summary: "The session's trace events in order, optionally filtered, with metrics on request",
     tags: TAGS,
     auth: 'session:read',
@@ -154,6 +162,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces/:spanId/children',
+    reservedParams: RESERVED,
     summary: 'Child events of a span (events whose parentSpanId is the span)',
     tags: TAGS,
     auth: 'session:read',
@@ -178,6 +187,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/metrics',
+    reservedParams: RESERVED,
     summary: 'Session metrics: latency per turn, tokens per LLM call, tool and guardrail rates',
     tags: TAGS,
     auth: 'session:read',

@@ -3,10 +3,32 @@ import { z } from 'zod';
 import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
 import '../openapi/registry';
 
-/** Session ids are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
+/** Ids this service issues are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
 export const SESSION_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
-export const ZSessionId = z.string().regex(SESSION_ID_PATTERN, 'must be a session id (a UUID)').describe('Session id (a UUID)');
+/** Longest session id a request may name (docs/errors.md, "Ids"). */
+export const SESSION_ID_MAX_LENGTH = 128;
+
+/**
+ * A session id as a caller names it. The spec types it as a string, so anything a caller could
+ * have been given as an id is looked up (an unknown one is 404); only absurd input is 400: empty,
+ * longer than SESSION_ID_MAX_LENGTH, or holding control characters. A looked-up id never reaches
+ * Temporal: only the id of a stored session (one we issued) names a workflow.
+ */
+export const ZSessionId = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(SESSION_ID_MAX_LENGTH, `must be at most ${SESSION_ID_MAX_LENGTH} characters`)
+  // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+  .regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters')
+  .describe(`Session id (this service issues UUIDs); an unknown id is 404. At most ${SESSION_ID_MAX_LENGTH} characters, no control characters`);
+
+/**
+ * Literal sub-paths of `/api/projects/:projectId/sessions/` in the spec (core-api.md, "Sessions
+ * and traces"). They are never session ids: a route with `:id` there passes them on (its
+ * `reservedParams`), so they reach their own route, or the unknown-route 404 until it exists.
+ */
+export const RESERVED_SESSION_SUBPATHS = ['generations', 'export'] as const;
 
 const ZProjectId = z.string().min(1).max(64).describe('Project id (a CUID)');
 

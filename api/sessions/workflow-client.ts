@@ -9,6 +9,7 @@ import type { agentSession } from '../../workflows/agent-session';
 import { type SessionStartInput } from '../../workflows/definitions';
 import { AgentNameKey, ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
+import { SESSION_ID_PATTERN } from './schemas';
 
 /** The AgentSession workflow function's type (type-only import: the API never loads workflow code). */
 export type AgentSessionWorkflow = typeof agentSession;
@@ -20,7 +21,14 @@ export const TEMPORAL_CALL_TIMEOUT_MS = 5_000;
 /** Bound on the live-state query of the detail route: past it the detail answers from MongoDB. */
 export const STATE_QUERY_TIMEOUT_MS = 2_000;
 
-export const sessionWorkflowId = (sessionId: string): string => `session/${sessionId}`;
+/**
+ * The workflow id of a session. Only ids this service issued (UUIDs) may name a workflow: a
+ * caller's id is looked up first and never reaches Temporal, and this keeps it that way.
+ */
+export function sessionWorkflowId(sessionId: string): string {
+  if (!SESSION_ID_PATTERN.test(sessionId)) throw new Error('sessionWorkflowId: not a session id this service issued');
+  return `session/${sessionId}`;
+}
 
 const TEMPORAL_TRANSPORT_ERRORS = new Set(['ServiceError', 'TransportError', 'ConnectionError', 'WorkflowUpdateRPCTimeoutOrCancelledError']);
 /** gRPC codes that mean "Temporal did not answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE. */
@@ -79,14 +87,27 @@ export async function temporalClient(ctx: AppContext): Promise<Client> {
   }
 }
 
+/** The gRPC status detail of the server's WorkflowNotReady error (google.rpc.Status details' type URL). */
+const WORKFLOW_NOT_READY_DETAIL = 'temporal.api.errordetails.v1.WorkflowNotReadyFailure';
+
+/** Whether a gRPC error's status details (`grpc-status-details-bin`) hold a detail of this type. */
+function hasStatusDetail(err: unknown, typeName: string): boolean {
+  const metadata = (err as { metadata?: { get?: (key: string) => unknown[] } })?.metadata;
+  const raw = typeof metadata?.get === 'function' ? metadata.get('grpc-status-details-bin') : undefined;
+  // The detail is a protobuf Any, whose type URL is stored as plain UTF-8 bytes.
+  return (raw ?? []).some((value) => Buffer.isBuffer(value) && value.includes(`type.googleapis.com/${typeName}`));
+}
+
 /**
  * The server dropped an update without running it because the workflow task that carried it
  * failed. The common cause is benign: the update arrived while the workflow was finishing a task
  * that continues it as new (or ends it), and the server refused that task (UnhandledCommand) so
- * the workflow would see the update first. gRPC FAILED_PRECONDITION with this text.
+ * the workflow would see the update first. The server says so with gRPC FAILED_PRECONDITION and
+ * a WorkflowNotReady status detail ("not ready yet: try again"), which is what is checked: the
+ * error's type, never its message.
  */
 export function isDroppedUpdate(err: unknown): boolean {
-  return causes(err).some((e) => (e as { code?: unknown })?.code === 9 && /workflow task failure/i.test(String((e as Error)?.message ?? '')));
+  return causes(err).some((e) => (e as { code?: unknown })?.code === 9 && hasStatusDetail(e, WORKFLOW_NOT_READY_DETAIL));
 }
 
 const DROPPED_UPDATE_BACKOFF_MS = [20, 50, 100, 200, 400, 800];

@@ -9,7 +9,7 @@ import { createApp } from '../../api/app';
 import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
 import { loadConfig, type Config } from '../../lib/config';
-import { createLogger } from '../../lib/logger';
+import { createLogger, type Logger } from '../../lib/logger';
 import { createApiKey, createProject, createTenant, createUser } from '../../api/tenancy/service';
 import { type Permission } from '../../lib/permissions';
 import { createSwitchboardWorker } from '../../workers/create-worker';
@@ -36,6 +36,8 @@ export interface TestStackOptions {
    * The destination rules stay on for everything else, as in production.
    */
   allowPrivate?: { tools?: string[]; llm?: string[] };
+  /** The API's and the worker's logger (e.g. one that records lines for a test to read). */
+  logger?: Logger;
 }
 
 export interface TestStack {
@@ -88,7 +90,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     options.mongoUri,
   );
   // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
-  const ctx = await buildAppContext(config, createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
+  const ctx = await buildAppContext(config, options.logger ?? createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -62,9 +62,9 @@ describe('OpenAI-compatible provider', () => {
     expect(res.body).toEqual({
       success: true,
       content: 'Sunny.',
-      toolCalls: [],
       model: 'gpt-4o-mini',
-      finishReason: 'stop',
+      finishReason: 'end_turn',
+      providerFinishReason: 'stop',
       usage: { inputTokens: 1000, outputTokens: 500, totalTokens: 1500, estimatedCost: expect.any(Number) },
       latencyMs: expect.any(Number),
     });
@@ -72,11 +72,12 @@ describe('OpenAI-compatible provider', () => {
     expect(openai.requests[0]!.body).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.3, max_tokens: 100, messages });
   });
 
-  it('returns tool calls with finishReason tool_calls', async () => {
+  it('returns tool calls with finishReason tool_use (the provider said tool_calls)', async () => {
     openai.script({ toolCalls: [{ id: 'call_abc', name: 'get_weather', arguments: { city: 'Lima' } }] });
     const res = await complete({ projectId: acme.projectId, messages, modelId: 'openai:gpt-4.1-mini', tools });
     expect(res.status).toBe(200);
-    expect(res.body.finishReason).toBe('tool_calls');
+    expect(res.body.finishReason).toBe('tool_use');
+    expect(res.body.providerFinishReason).toBe('tool_calls');
     expect(res.body.toolCalls).toEqual([{ id: 'call_abc', name: 'get_weather', arguments: '{"city":"Lima"}' }]);
   });
 
@@ -103,6 +104,7 @@ describe('Anthropic provider', () => {
       toolCalls: [{ id: 'toolu_1', name: 'get_weather', arguments: '{"city":"Rome"}' }],
       model: 'claude-future-9',
       finishReason: 'tool_use',
+      providerFinishReason: 'tool_use',
       usage: { inputTokens: 80, outputTokens: 25, totalTokens: 105, estimatedCost: null },
     });
     const upstream = anthropic.requests[0]!.body as Record<string, unknown>;
@@ -152,7 +154,8 @@ describe('validation', () => {
     expect(res.status).toBe(200);
     const low = await complete({ ...base, temperature: 0, maxTokens: 1 });
     expect(low.status).toBe(200);
-    expect(low.body.finishReason).toBe('length');
+    expect(low.body.finishReason).toBe('max_tokens');
+    expect(low.body.providerFinishReason).toBe('length');
   });
 
   it('accepts the full message shape: name, tool_calls, tool results, image parts', async () => {

@@ -113,7 +113,7 @@ it('still streams every event, in order, from a remembered key (the speculative 
   expect(eventNames(res)).toEqual(['metadata', 'text_delta', 'text_delta', 'text_delta', 'text_delta', 'usage', 'complete']);
   expect(res.events[0]!.data).toEqual({ modelId: 'gpt-4o-mini', provider: 'openai', source: 'request' });
   expect(res.events.filter((e) => e.event === 'text_delta').map((e) => e.data.delta)).toEqual(['The', ' quick', ' brown', ' fox']);
-  expect(res.events.at(-1)!.data).toMatchObject({ inputTokens: 120, outputTokens: 40, totalTokens: 160, finishReason: 'stop' });
+  expect(res.events.at(-1)!.data).toMatchObject({ inputTokens: 120, outputTokens: 40, totalTokens: 160, finishReason: 'end_turn' });
 
   expect(openai.requests.length).toBe(1);
   expect(openai.requests[0]!.body).toMatchObject({ model: 'gpt-4o-mini', temperature: 0.3, messages: userMessage });

@@ -65,7 +65,7 @@ describe('a text reply', () => {
     expect(res.events.filter((e) => e.event === 'text_delta').map((e) => e.data.delta)).toEqual(['The', ' quick', ' brown', ' fox']);
     expect(res.events[5]!.data).toEqual({ inputTokens: 1200, outputTokens: 400 });
     const complete = res.events[6]!.data;
-    expect(complete).toMatchObject({ inputTokens: 1200, outputTokens: 400, totalTokens: 1600, finishReason: 'stop' });
+    expect(complete).toMatchObject({ inputTokens: 1200, outputTokens: 400, totalTokens: 1600, finishReason: 'end_turn', providerFinishReason: 'stop' });
     // gpt-4o-mini: $0.15 / $0.60 per million tokens.
     expect(complete.estimatedCost).toBeCloseTo((1200 * 0.15 + 400 * 0.6) / 1e6, 12);
     expect(complete.latencyMs).toEqual(expect.any(Number));
@@ -114,7 +114,7 @@ describe('tool calls', () => {
       ['tool_call_delta', { id: 'call_w1', arguments: 'is"}' }],
       ['tool_call_end', { id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }],
     ]);
-    expect(res.events.at(-1)!.data.finishReason).toBe('tool_calls');
+    expect(res.events.at(-1)!.data).toMatchObject({ finishReason: 'tool_use', providerFinishReason: 'tool_calls' });
     expect(openai.requests[0]!.body).toMatchObject({ tools: [{ type: 'function', function: { name: 'get_weather' } }] });
   });
 

@@ -211,10 +211,10 @@ describe('GET /api/projects/:projectId/sessions/:id', () => {
     expect(res.body.session).toMatchObject({ status: 'active', live: false, liveUnavailableReason: 'not_running' });
   });
 
-  it('answers 400 for an id that is not a session id', async () => {
+  it('looks up an id that is not a UUID: unknown is 404 (test/integration/sessions/session-ids.test.ts has the rules)', async () => {
     const res = await api.get(`${sessionsPath(acme.projectId)}/not-a-uuid`, { key: acme.adminKey });
-    expect(res.status).toBe(400);
-    expect(res.body.error.code).toBe('VALIDATION_ERROR');
+    expect(res.status).toBe(404);
+    expect(res.body.error).toEqual({ code: 'NOT_FOUND', message: 'Session not found' });
   });
 });
 

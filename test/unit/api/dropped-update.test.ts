@@ -3,18 +3,32 @@
 import { ServiceError } from '@temporalio/client';
 import { isDroppedUpdate, sendUpdateResendingDropped } from '../../../api/sessions/workflow-client';
 
-/** What the client throws: the server's gRPC status wrapped in a ServiceError. */
-function grpcError(code: number, details: string): ServiceError {
-  const cause = Object.assign(new Error(`${code} ${details}`), { code, details });
+/** Protobuf bytes of a length-delimited field. */
+const field = (number: number, bytes: Buffer) => Buffer.concat([Buffer.from([(number << 3) | 2, bytes.length]), bytes]);
+
+/** `grpc-status-details-bin`: a google.rpc.Status whose one detail is an Any of this type. */
+function statusDetails(code: number, typeName: string): Buffer {
+  const any = field(1, Buffer.from(`type.googleapis.com/${typeName}`));
+  return Buffer.concat([Buffer.from([0x08, code]), field(3, any)]);
+}
+
+/** What the client throws: the server's gRPC status (with its metadata) wrapped in a ServiceError. */
+function grpcError(code: number, details: string, detailType?: string): ServiceError {
+  const metadata = { get: (key: string) => (key === 'grpc-status-details-bin' && detailType ? [statusDetails(code, detailType)] : []) };
+  const cause = Object.assign(new Error(`${code} ${details}`), { code, details, metadata });
   return new ServiceError('Workflow Update failed', { cause });
 }
-const dropped = () => grpcError(9, 'FAILED_PRECONDITION: Unable to perform workflow execution update due to unexpected workflow task failure.');
+const NOT_READY = 'temporal.api.errordetails.v1.WorkflowNotReadyFailure';
+const dropped = () => grpcError(9, 'FAILED_PRECONDITION: Unable to perform workflow execution update due to unexpected workflow task failure.', NOT_READY);
 const noSleep = async () => undefined;
 
-it('recognises a dropped update and nothing else', () => {
+it('recognises a dropped update by its gRPC code and status detail, and nothing else', () => {
   expect(isDroppedUpdate(dropped())).toBe(true);
-  expect(isDroppedUpdate(grpcError(9, 'FAILED_PRECONDITION: workflow execution already completed'))).toBe(false);
-  expect(isDroppedUpdate(grpcError(14, 'UNAVAILABLE: unexpected workflow task failure'))).toBe(false);
+  // The type decides, not the words: any message with the detail, none without it.
+  expect(isDroppedUpdate(grpcError(9, 'FAILED_PRECONDITION: Workflow task is not scheduled yet.', NOT_READY))).toBe(true);
+  expect(isDroppedUpdate(grpcError(9, 'FAILED_PRECONDITION: unexpected workflow task failure'))).toBe(false);
+  expect(isDroppedUpdate(grpcError(9, 'FAILED_PRECONDITION: workflow execution already completed', 'temporal.api.errordetails.v1.WorkflowExecutionAlreadyStartedFailure'))).toBe(false);
+  expect(isDroppedUpdate(grpcError(14, 'UNAVAILABLE: unexpected workflow task failure', NOT_READY))).toBe(false);
   expect(isDroppedUpdate(new Error('unexpected workflow task failure'))).toBe(false);
 });
 
