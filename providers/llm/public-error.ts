@@ -1,6 +1,7 @@
 // What callers may be told about a provider failure, and what only the logs get. A provider's
 // own error text can echo keys, prompts, account details or internal host names, so callers get
 // a fixed description of the failure's kind; the text goes to logs with the provider's request id.
+import { DESTINATION_BLOCKED } from '../../lib/net/destination';
 import { type ProviderError, type ProviderErrorKind } from './errors';
 
 const WHAT_HAPPENED: Partial<Record<ProviderErrorKind, string>> = {
@@ -18,6 +19,10 @@ const WHAT_HAPPENED: Partial<Record<ProviderErrorKind, string>> = {
 
 /** A caller-safe message: the provider's name, what kind of failure, and the HTTP status. */
 export function publicProviderMessage(err: ProviderError): string {
+  // The project's own base URL was refused before any request left: say so, it is theirs to fix.
+  if (err.code === DESTINATION_BLOCKED) {
+    return `The LLM provider ${err.provider} was not called: its base URL points at a private, loopback or other non-public address, and non-public addresses are refused (docs/llm-settings.md)`;
+  }
   const status = err.status !== undefined ? ` (HTTP ${err.status})` : '';
   return `The LLM provider ${err.provider} ${WHAT_HAPPENED[err.kind] ?? 'failed'}${status}`;
 }
