@@ -3,7 +3,7 @@
 // reconciliation that repairs a count left wrong by a process dying mid-way.
 import { randomUUID } from 'node:crypto';
 import { seedDevProject } from '../../../infra/seed-project';
-import { readCapacity, reconcileSessionCapacity } from '../../../db/session-capacity';
+import { readCapacity, reconcileSessionCapacity, releaseSessionSlot } from '../../../db/session-capacity';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -74,6 +74,19 @@ describe('ending a session', () => {
     expect(deleted.status).toBe(200);
     expect(await counted(stack, t)).toEqual({ active: 0, slots: 0 });
     expect((await chat({ message: 'hello' })).status).toBe(200);
+  });
+
+  it('gives a place back once, however many paths see the session end at the same time', async () => {
+    const { stack, t, chat } = await setup({ MAX_CONCURRENT_SESSIONS: '3' });
+    const sessions = await Promise.all([chat({ message: 'hello' }), chat({ message: 'hello' })]);
+    expect(sessions.map((r) => r.status)).toEqual([200, 200]);
+    const sessionId = sessions[0]!.body.sessionId as string;
+    const released = await Promise.all(Array.from({ length: 5 }, () => releaseSessionSlot(stack.ctx.models, { tenantId: t.tenantId, sessionId })));
+    expect(released.filter(Boolean)).toHaveLength(1);
+    expect(await counted(stack, t)).toEqual({ active: 1, slots: 1 });
+    // Another tenant's slot id is not this tenant's.
+    expect(await releaseSessionSlot(stack.ctx.models, { tenantId: 'another-tenant', sessionId: sessions[1]!.body.sessionId as string })).toBe(false);
+    expect(await counted(stack, t)).toEqual({ active: 1, slots: 1 });
   });
 
   it('frees its place when the session ends on its own (idle timeout), once', async () => {
