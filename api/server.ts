@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
 import { runningCalls } from './running-calls';
+import { startCapacityReconciler } from './sessions/capacity-reconciler';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -19,12 +20,14 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   ctx.logger.info({ port }, `API listening on http://${config.HOST}:${port}`);
+  const stopReconciler = startCapacityReconciler(ctx);
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     ctx.logger.info({ signal }, 'API shutting down');
+    stopReconciler();
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();

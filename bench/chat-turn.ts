@@ -1,7 +1,13 @@
 // Chat-turn latency and throughput through the HTTP API with the offline `local` model, next to a
 // bare Temporal update round trip (the probe workflow's no-op update) on the same stack.
 //   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 60] [--rounds 3] [--worker process|inline]
+//     [--first-turns 20] [--active-sessions 10000]
 // Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, API, worker).
+// Then first turns (the message that starts a session) one at a time, each after the previous
+// one's held writes, in a tenant of its own, with
+// no active session and again after --active-sessions active session records were written
+// straight into MongoDB, each next to a bare update-with-start of a probe workflow (the floor);
+// --first-turns 0 skips them.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,6 +27,10 @@ import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
 import { startWorkerProcess } from '../test/support/worker-process';
+import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { driverCollection } from '../db/driver-collection';
+import { readCapacity, reconcileSessionCapacity } from '../db/session-capacity';
+import { type SessionDoc } from '../db/session';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 
@@ -30,9 +40,13 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '60' },
     worker: { type: 'string', default: 'process' },
     rounds: { type: 'string', default: '3' },
+    'first-turns': { type: 'string', default: '20' },
+    'active-sessions': { type: 'string', default: '10000' },
   },
 });
 const SESSIONS = Number(values.sessions);
+const FIRST_TURNS = Number(values['first-turns']);
+const ACTIVE_SESSIONS = Number(values['active-sessions']);
 const TURNS = Number(values.turns);
 // The bare and chat phases alternate in rounds, so a burst of load from elsewhere on the machine
 // falls on both rather than on whichever phase it happened to meet.
@@ -211,6 +225,68 @@ async function main() {
   process.stdout.write(
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
+
+  if (FIRST_TURNS > 0) {
+    // First turns in a tenant of its own: the session's start (capacity claim, record, workflow
+    // start with the turn) is what is timed. One at a time, each followed by a bare
+    // update-with-start of a new probe workflow, so both see the same machine.
+    const tenant = await createTenant(ctx.models, { name: 'First turns' });
+    const project = await createProject(ctx.models, tenant._id, { name: 'First turns' });
+    const { key } = await createApiKey(ctx.models, tenant._id, { name: 'bench', permissions: ['admin'] });
+    await seedDevProject(ctx.models, { tenantId: tenant._id, projectId: project._id });
+    const firstTurnPhase = async (label: string) => {
+      const first: number[] = [];
+      const floor: number[] = [];
+      const written: number[] = [];
+      for (let i = 0; i < FIRST_TURNS; i++) {
+        let started = performance.now();
+        const res = await http.post('/api/v1/chat/agent', { projectId: project._id, message: messages[0] }, { authorization: `Bearer ${key}` });
+        if (res.status !== 200) throw new Error(`first turn failed: ${res.status} ${JSON.stringify(res.body)}`);
+        const answered = performance.now();
+        first.push(answered - started);
+        started = performance.now();
+        const op = new WithStartWorkflowOperation('probeWorkflow', { workflowId: `first-probe-${label}-${i}`, taskQueue: 'bench', workflowIdConflictPolicy: 'USE_EXISTING' });
+        await client.workflow.executeUpdateWithStart(pingUpdate, { args: [{ n: 0 }], startWorkflowOperation: op });
+        floor.push(performance.now() - started);
+        // The turn's held projection write (its summary update finds the session by id, tenant and
+        // project: on FerretDB a scan of the sessions collection) lands before the next first turn,
+        // so each is timed alone and the phases compare starts, not writes. Polled by `_id` alone
+        // (the bench's own look, not the product's): the cheapest read FerretDB has.
+        const sessionId = (res.body as { sessionId: string }).sessionId;
+        for (;;) {
+          const doc = await driverCollection(ctx.models.Session).findOne({ _id: sessionId }, { projection: { messageCount: 1 } });
+          if ((doc?.messageCount ?? 0) > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        written.push(performance.now() - answered - config.SESSION_PROJECTION_FLUSH_MS);
+        await settle();
+      }
+      return { first: stats(first), floor: stats(floor), written: stats(written) };
+    };
+    const line = (label: string, r: Awaited<ReturnType<typeof firstTurnPhase>>) =>
+      `first turn, ${label.padEnd(24)} n=${r.first.n}  p50 ${r.first.p50.toFixed(1)} ms  p95 ${r.first.p95.toFixed(1)} ms; bare update-with-start p50 ${r.floor.p50.toFixed(1)} ms  p95 ${r.floor.p95.toFixed(1)} ms; held write seen ${r.written.p50.toFixed(0)} ms after its timer (p50)`;
+    const empty = await firstTurnPhase('empty');
+    process.stdout.write(`${line('0 active sessions', empty)}\n`);
+
+    // ACTIVE_SESSIONS active session records written straight into MongoDB, then counted by the
+    // reconciliation, as a deployment that predates the count has them counted.
+    const writtenAt = new Date();
+    const records: SessionDoc[] = Array.from({ length: ACTIVE_SESSIONS }, (_, i) => {
+      const id = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+      return {
+        _id: id, tenantId: tenant._id, projectId: project._id, agentId: null, agentName: 'Support_Hub', currentAgent: 'Support_Hub',
+        status: 'active', runtimeStatus: 'active', channel: 'api', environment: 'dev', deploymentId: null, runtimeSessionId: `session/${id}`,
+        messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, durationMs: 0, handoffCount: 0,
+        createdAt: writtenAt, lastActivityAt: writtenAt, endedAt: null, endReason: null,
+      };
+    });
+    for (let i = 0; i < records.length; i += 1000) await driverCollection(ctx.models.Session).insertMany(records.slice(i, i + 1000));
+    await reconcileSessionCapacity(ctx.models, tenant._id);
+    const counted = await readCapacity(ctx.models, tenant._id);
+    const full = await firstTurnPhase('full');
+    process.stdout.write(`${line(`${counted.active} active sessions`, full)}\n`);
+    process.stdout.write(`first turn p50 with ${counted.active} active sessions / with 0: ${(full.first.p50 / empty.first.p50).toFixed(2)} (target within 20 %)\n`);
+  }
 
   http.close();
   await stopWorker();

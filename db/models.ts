@@ -15,6 +15,9 @@ import { transcriptMessageModel } from './transcript-message';
 import { llmCredentialModel } from './llm-credential';
 import { llmSettingsModel } from './llm-settings';
 import { llmUsageModel } from './llm-usage';
+import { sessionCapacityHeadModel } from './session-capacity-head';
+import { sessionCapacityRevisionModel } from './session-capacity-revision';
+import { sessionSlotModel } from './session-slot';
 
 export function createModels(connection: Connection) {
   return {
@@ -33,6 +36,9 @@ export function createModels(connection: Connection) {
     LlmCredential: llmCredentialModel(connection),
     LlmSettings: llmSettingsModel(connection),
     LlmUsage: llmUsageModel(connection),
+    SessionCapacityHead: sessionCapacityHeadModel(connection),
+    SessionCapacityRevision: sessionCapacityRevisionModel(connection),
+    SessionSlot: sessionSlotModel(connection),
   };
 }
 

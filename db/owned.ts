@@ -1,9 +1,11 @@
-// Reads one tenant-owned document by id. The query filter is the lone `_id`: the one filter
-// FerretDB (the dev and test store) answers from its primary key, where any other filter scans
-// the whole collection. Ownership is compared here, so another tenant's document, or one outside
-// the expected scope (a project, a session's project), reads as missing, exactly as if the
-// filter had held it. It reads through the driver: these reads sit on every request's path, and
-// mongoose's query building costs more CPU than the round trip.
+// Reads one tenant-owned document by id. The filter carries the tenant and the expected scope (a
+// project, a session's project) next to the id, so another tenant's document, or one outside the
+// scope, is never returned by the store: ownership does not rest on a comparison after the read.
+// MongoDB serves `{ _id, tenantId, ... }` from the `_id` index and checks the other fields on the
+// one document it finds. FerretDB (the dev and test store) hands SQLite only a lone `_id` equality
+// and filters anything else in Go over the whole collection: docs/performance.md has the cost.
+// It reads through the driver: these reads sit on every request's path, and mongoose's query
+// building costs more CPU than the round trip.
 import { type Model, type mongo } from 'mongoose';
 import { driverCollection } from './driver-collection';
 
@@ -14,10 +16,5 @@ export async function findOwned<T extends Owned>(
   id: string,
   scope: { tenantId: string } & Partial<Record<Exclude<keyof T, '_id' | 'tenantId'>, unknown>>,
 ): Promise<T | null> {
-  const doc = (await driverCollection(model).findOne({ _id: id } as mongo.Filter<T>)) as T | null;
-  if (!doc) return null;
-  for (const [field, expected] of Object.entries(scope)) {
-    if ((doc as Record<string, unknown>)[field] !== expected) return null;
-  }
-  return doc;
+  return (await driverCollection(model).findOne({ ...scope, _id: id } as mongo.Filter<T>)) as T | null;
 }

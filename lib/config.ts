@@ -131,6 +131,12 @@ export const ConfigSchema = z.object({
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),
+  /**
+   * How often each API process recomputes every tenant's active-session count from the session
+   * records (ms); 0 turns it off. The count is exact without it: it repairs what a process that
+   * died in the middle of a start or an end left behind (docs/runtime.md, "Session capacity").
+   */
+  SESSION_CAPACITY_RECONCILE_MS: z.coerce.number().int().min(0).default(5 * 60 * 1000),
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
 });
 

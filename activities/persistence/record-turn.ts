@@ -3,11 +3,11 @@
 // writes nothing twice. Short MongoDB work: the session workflow runs it as a local activity.
 // The writes stay sequential: on FerretDB (SQLite) concurrent writes measured no faster. They go
 // through the driver's collections (the input is already typed; mongoose's document building and
-// validation cost more CPU than the writes), and the summary is addressed by `_id` alone: the
-// session id is a UUID this workflow owns, and a lone `_id` equality is the one filter FerretDB
-// answers from its primary key instead of scanning the collection.
+// validation cost more CPU than the writes). The summary update's filter carries the session's
+// tenant and project next to its id, as every query on tenant data does.
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
+import { releaseSessionSlot } from '../../db/session-capacity';
 import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type TranscriptMessageDoc } from '../../db/transcript-message';
@@ -47,7 +47,7 @@ export function createRecordTurn(deps: { models: Models }) {
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;
     await driverCollection(models.Session).updateOne(
-      { _id: input.sessionId },
+      { _id: input.sessionId, tenantId: input.tenantId, projectId: input.projectId },
       {
         $set: {
           ...rest,
@@ -56,5 +56,8 @@ export function createRecordTurn(deps: { models: Models }) {
         },
       },
     );
+    // The session's last write: its place in the tenant's active-session count goes back. Only
+    // the call that deletes the session's slot decrements, so a retried write changes nothing.
+    if (input.summary.status === 'ended') await releaseSessionSlot(models, { tenantId: input.tenantId, sessionId: input.sessionId });
   };
 }

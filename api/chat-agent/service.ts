@@ -18,7 +18,14 @@ import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflo
 import { type AppContext } from '../context';
 import { llmRuntime } from '../chat/llm-runtime';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
-import { buildSessionStartInput, checkSessionCapacity, countActiveSessions, createSessionRecord, resolveSessionAgent } from '../sessions/service';
+import {
+  buildSessionStartInput,
+  claimSessionCapacity,
+  createSessionRecord,
+  giveBackUnstartedSession,
+  releaseSessionCapacity,
+  resolveSessionAgent,
+} from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isTemporalUnavailable, isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
@@ -247,20 +254,19 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
     const sessionId = options.idempotencyKey
       ? uuidFromHash(`${principal.tenantId}:${project._id}:${options.idempotencyKey}`)
       : randomUUID();
-    // Reads only, so they go out together; the active count matters only for a new session.
-    const [picked, earlier, active] = await Promise.all([
+    // Reads only, so they go out together. A fresh random id names no session yet: only a
+    // retried Idempotency-Key can find an earlier one.
+    const [picked, earlier] = await Promise.all([
       resolveSessionAgent(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body.agentId).then(
         (agent) => ({ agent }),
         (error: unknown) => ({ error }),
       ),
-      findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }),
-      countActiveSessions(ctx, principal.tenantId),
+      options.idempotencyKey ? findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }) : null,
       settled,
     ]);
     const client = await gate();
     if ('error' in picked) throw picked.error;
     const { agent } = picked;
-    if (!earlier) checkSessionCapacity(ctx, active);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,
@@ -270,10 +276,14 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       environment: body.environment ?? 'dev',
       sessionId,
     });
+    // A new session takes its place in the tenant's count (429 at the cap) before its record.
+    const claimed = !earlier && (await claimSessionCapacity(ctx, start)) === 'acquired';
     if (!earlier) {
-      await createSessionRecord(ctx.models, start).catch((err: unknown) => {
+      await createSessionRecord(ctx.models, start).catch(async (err: unknown) => {
         // A concurrent retry with the same Idempotency-Key created it first: same session.
-        if ((err as { code?: number }).code !== 11000) throw err;
+        if ((err as { code?: number }).code === 11000) return;
+        if (claimed) await releaseSessionCapacity(ctx, start);
+        throw err;
       });
     }
     sending();
@@ -286,7 +296,10 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
           startWorkflowOperation: sessionWithStartOperation(ctx.config, start, 'USE_EXISTING'),
         }),
       ),
-    );
+    ).catch(async (err: unknown) => {
+      if (claimed) await giveBackUnstartedSession(ctx, start);
+      throw err;
+    });
     rememberRunningSession(ctx, principal.tenantId, sessionId, { projectId: project._id });
     return result;
   } catch (err) {

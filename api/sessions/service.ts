@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
+import { acquireSessionSlot, releaseSessionSlot } from '../../db/session-capacity';
 import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type Config } from '../../lib/config';
@@ -145,9 +146,13 @@ export async function createSessionRecord(models: Models, start: SessionStartInp
   return doc.toObject();
 }
 
-/** Removes a session record written for a workflow that never started. */
+/**
+ * Removes a session record written for a workflow that never started, and gives its place in the
+ * tenant's active-session count back.
+ */
 export async function discardSessionRecord(models: Models, start: Pick<SessionStartInput, 'tenantId' | 'sessionId'>): Promise<void> {
   await models.Session.deleteOne({ _id: start.sessionId, tenantId: start.tenantId });
+  await releaseSessionSlot(models, start, 'give_back');
 }
 
 export interface StartedSession {
@@ -157,38 +162,69 @@ export interface StartedSession {
 }
 
 /**
- * Creates a session: the summary record, then the AgentSession workflow (`session/<id>`,
- * conflict policy FAIL, search attributes). When the start fails the record is removed again,
- * so no session is listed without a workflow; Temporal down or silent → 503.
+ * Counts a new session against the tenant's MAX_CONCURRENT_SESSIONS (db/session-capacity.ts):
+ * 429 "Concurrent session limit exceeded" when that many are active. Every way of starting a
+ * session claims its place before writing the session record; a start that fails afterwards
+ * gives it back. 'already_held': a concurrent start of the same session id claimed it.
  */
-/**
- * Refuses a new session when the tenant already has MAX_CONCURRENT_SESSIONS active ones
- * (429 "Concurrent session limit exceeded"); every way of starting a session checks it.
- */
-export async function assertSessionCapacity(ctx: AppContext, tenantId: string): Promise<void> {
-  checkSessionCapacity(ctx, await countActiveSessions(ctx, tenantId));
-}
-
-export function countActiveSessions(ctx: AppContext, tenantId: string): Promise<number> {
-  return ctx.models.Session.countDocuments({ tenantId, status: 'active' });
-}
-
-/** Throws 429 when `active` sessions already fill the tenant's cap. */
-export function checkSessionCapacity(ctx: AppContext, active: number): void {
-  if (active >= ctx.config.MAX_CONCURRENT_SESSIONS) {
+export async function claimSessionCapacity(ctx: AppContext, start: Pick<SessionStartInput, 'tenantId' | 'sessionId'>): Promise<'acquired' | 'already_held'> {
+  const outcome = await acquireSessionSlot(ctx.models, { ...start, cap: ctx.config.MAX_CONCURRENT_SESSIONS });
+  if (outcome === 'full') {
     throw new ApiError('RATE_LIMIT_EXCEEDED', {
       message: 'Concurrent session limit exceeded',
       extraBody: { retryAfterMs: 60_000 },
       headers: { 'Retry-After': '60' },
     });
   }
+  return outcome;
 }
 
+/** Gives a claimed place back after a start failed before writing its record. */
+export async function releaseSessionCapacity(ctx: AppContext, start: Pick<SessionStartInput, 'tenantId' | 'sessionId'>): Promise<void> {
+  await releaseSessionSlot(ctx.models, start, 'give_back').catch((err: unknown) =>
+    ctx.logger.warn({ err, sessionId: start.sessionId }, 'could not give back the capacity of an unstarted session; the reconciliation will'),
+  );
+}
+
+/**
+ * After a failed first turn: a session whose workflow never started gives its record and its
+ * place back. One whose workflow did start keeps both, and gives its place back when it ends.
+ * When Temporal cannot say, both stay (the record remains listed as active).
+ */
+export async function giveBackUnstartedSession(ctx: AppContext, start: Pick<SessionStartInput, 'tenantId' | 'sessionId'>): Promise<void> {
+  try {
+    const client = await ctx.temporal.client();
+    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(sessionWorkflowId(start.sessionId)).describe());
+  } catch (err) {
+    // No such workflow, or no such namespace: nothing was started either way.
+    if (!isWorkflowNotFound(err) && (err as Error)?.name !== 'NamespaceNotFoundError') {
+      ctx.logger.warn({ err, sessionId: start.sessionId }, 'could not tell whether a failed first turn started its session; it stays counted');
+      return;
+    }
+    await discardSessionRecord(ctx.models, start).catch((cleanupErr: unknown) =>
+      ctx.logger.warn({ err: cleanupErr, sessionId: start.sessionId }, 'could not remove the record of an unstarted session'),
+    );
+  }
+}
+
+/**
+ * Creates a session: its place in the tenant's count, the summary record, then the AgentSession
+ * workflow (`session/<id>`, conflict policy FAIL, search attributes). When the start fails the
+ * record is removed again and the place given back, so no session is listed without a workflow;
+ * Temporal down or silent → 503.
+ */
 export async function startSessionWorkflow(ctx: AppContext, input: NewSessionInput): Promise<StartedSession> {
-  await assertSessionCapacity(ctx, input.tenantId);
   const start = buildSessionStartInput(ctx.config, input);
-  const client = await temporalClient(ctx);
-  const session = await createSessionRecord(ctx.models, start);
+  await claimSessionCapacity(ctx, start);
+  let client: Awaited<ReturnType<typeof temporalClient>>;
+  let session: SessionDoc;
+  try {
+    client = await temporalClient(ctx);
+    session = await createSessionRecord(ctx.models, start);
+  } catch (err) {
+    await releaseSessionCapacity(ctx, start);
+    throw err;
+  }
   try {
     const handle = await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
       client.workflow.start<AgentSessionWorkflow>(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(ctx.config, start)),
@@ -385,6 +421,9 @@ export async function deleteSession(ctx: AppContext, scope: SessionScope, sessio
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
   const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned)]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
+  // A session still active when deleted (its workflow terminated) gives its place back here; one
+  // that ended gave it back already, and this finds no slot.
+  await releaseSessionSlot(ctx.models, { tenantId: scope.tenantId, sessionId });
   return { sessionId, traceEvents: traces.deletedCount, messages: messages.deletedCount, workflow };
 }
 
