@@ -5,6 +5,7 @@ import { verifyPassword } from '../../lib/crypto';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { issueUserToken } from '../middleware/auth';
 import { consumeRateLimit } from '../middleware/rate-limit';
+import { ZEmail } from '../http/schemas';
 
 // A fixed hash to spend the same scrypt time when the email is unknown (no user enumeration).
 const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -13,11 +14,13 @@ export const authRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/auth/login',
+    operationId: 'login',
     summary: 'Exchange email and password for a JWT',
     description: 'Returns a bearer token valid for JWT_TTL_SECONDS. 20 attempts per 15 minutes per email and IP.',
     tags: ['Auth'],
     auth: 'public',
-    body: z.object({ email: z.email().max(320), password: z.string().min(1).max(256) }),
+    bodyExample: { email: 'ada@example.com', password: 'correct horse battery staple' },
+    body: z.object({ email: ZEmail, password: z.string().min(1).max(256) }),
     errorStatuses: [401, 429],
     response: z.object({
       success: z.literal(true),
@@ -38,6 +41,7 @@ export const authRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/auth/me',
+    operationId: 'getCurrentPrincipal',
     summary: 'Who the credential belongs to',
     tags: ['Auth'],
     auth: 'authenticated',

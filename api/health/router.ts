@@ -9,6 +9,7 @@ export const healthRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/healthz',
+    operationId: 'getHealth',
     summary: 'Liveness: the process is up',
     tags: ['Health'],
     auth: 'public',
@@ -20,6 +21,7 @@ export const healthRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/readyz',
+    operationId: 'getReadiness',
     summary: 'Readiness: Temporal and MongoDB answer (503 with the reason otherwise)',
     tags: ['Health'],
     auth: 'public',

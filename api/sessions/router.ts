@@ -2,7 +2,7 @@
 // traces, span children, metrics) and the transcript route (docs/sessions-api.md).
 import { type ProjectDoc } from '../../db/project';
 import { type Principal } from '../../lib/permissions';
-import { defineRoute, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
 import {
@@ -40,17 +40,28 @@ import {
 } from './service';
 
 const TAGS = ['Sessions'];
+
+/** The operations on one session, for links from whatever created it (here and POST /api/v1/chat/agent). */
+export function sessionLinks(projectId: string, id: string) {
+  return {
+    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'resetSession', 'deleteSession'], { projectId, id }),
+    ...linksTo(['getSessionTranscript'], { id }),
+  };
+}
 const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
 export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/sessions',
+    operationId: 'createSession',
     summary: 'Create a session with an agent and start its workflow',
     tags: TAGS,
     auth: 'session:execute',
     params: ZProjectIdParam,
     body: ZCreateSessionRequestSchema,
+    links: sessionLinks('$request.path.projectId', '$response.body#/session/id'),
+    bodyExample: { agentId: 'Support_Hub', channel: 'api', environment: 'dev' },
     successStatus: 201,
     errorStatuses: [404, 503],
     response: ZCreateSessionResponseSchema,
@@ -67,6 +78,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions',
+    operationId: 'listSessions',
     summary: "List the project's sessions, newest first",
     tags: TAGS,
     auth: 'session:read',
@@ -81,6 +93,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id',
+    operationId: 'getSession',
     summary: 'Get a session: its summary plus the live state of its workflow',
     tags: TAGS,
     auth: 'session:read',
@@ -95,6 +108,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/projects/:projectId/sessions/:id',
+    operationId: 'deleteSession',
     summary: 'End the session workflow and delete the session, its trace events and transcript',
     tags: TAGS,
     auth: 'session:execute',
@@ -113,6 +127,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/sessions/:id/reset',
+    operationId: 'resetSession',
     summary: 'Restart the conversation (history stays in traces and transcripts)',
     tags: TAGS,
     auth: 'session:execute',
@@ -127,12 +142,18 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces',
+    operationId: 'listSessionTraces',
     summary: "The session's trace events in order, optionally filtered, with metrics on request",
     tags: TAGS,
     auth: 'session:read',
     params: ZSessionParams,
     query: ZTracesQuery,
     errorStatuses: [404],
+    links: linksTo(['listSpanChildren'], {
+      projectId: '$request.path.projectId',
+      id: '$request.path.id',
+      spanId: '$response.body#/traceEvents/0/spanId',
+    }),
     response: ZTracesResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
       const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
@@ -154,6 +175,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces/:spanId/children',
+    operationId: 'listSpanChildren',
     summary: 'Child events of a span (events whose parentSpanId is the span)',
     tags: TAGS,
     auth: 'session:read',
@@ -178,6 +200,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/metrics',
+    operationId: 'getSessionMetrics',
     summary: 'Session metrics: latency per turn, tokens per LLM call, tool and guardrail rates',
     tags: TAGS,
     auth: 'session:read',
@@ -192,6 +215,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/v1/sessions/:id/transcripts',
+    operationId: 'getSessionTranscript',
     summary: "The session's transcript messages in order",
     tags: TAGS,
     auth: 'session:read',

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { safeEqual } from '../../lib/crypto';
 import { type AppContext } from '../context';
-import { defineRoute, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZApiKeySchema,
@@ -41,9 +41,12 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/admin/tenants',
+    operationId: 'createTenant',
     summary: 'Create a tenant with a first project and an admin API key',
     tags: ['Tenancy'],
     auth: 'public',
+    security: 'platformAdmin',
+    bodyExample: { name: 'Acme', slug: 'acme', projectName: 'Support' },
     body: ZCreateTenantRequestSchema.extend({
       projectName: z.string().trim().min(1).max(200).default('Default').describe('Name of the first project'),
     }),
@@ -61,9 +64,11 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/admin/tenants',
+    operationId: 'listTenants',
     summary: 'List tenants',
     tags: ['Tenancy'],
     auth: 'public',
+    security: 'platformAdmin',
     query: ZPaginationQuery,
     errorStatuses: [401, 503],
     response: z.object({ success: z.literal(true), total: z.number(), tenants: z.array(ZTenantSchema) }),
@@ -79,6 +84,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects',
+    operationId: 'listProjects',
     summary: "List the caller's projects",
     tags: ['Tenancy'],
     auth: 'authenticated',
@@ -96,10 +102,16 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects',
+    operationId: 'createProject',
     summary: 'Create a project',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateProjectRequestSchema,
+    links: linksTo(
+      ['getProject', 'listAgents', 'createAgent', 'listToolFiles', 'getLlmSettings', 'putLlmSettings', 'listLlmCredentials', 'listSessions', 'createSession'],
+      { projectId: '$response.body#/project/id' },
+    ),
+    bodyExample: { name: 'Support', slug: 'support', description: 'Customer support agents' },
     successStatus: 201,
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), project: ZProjectSchema }),
@@ -112,6 +124,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId',
+    operationId: 'getProject',
     summary: 'Get a project',
     tags: ['Tenancy'],
     auth: 'authenticated',
@@ -124,6 +137,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/users',
+    operationId: 'listUsers',
     summary: "List the tenant's users",
     tags: ['Tenancy'],
     auth: 'admin',
@@ -141,10 +155,12 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/users',
+    operationId: 'createUser',
     summary: 'Create a user who can log in for a JWT',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateUserRequestSchema,
+    bodyExample: { email: 'ada@example.com', password: 'correct horse battery staple', name: 'Ada', permissions: ['agent:read', 'session:execute'] },
     successStatus: 201,
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), user: ZUserSchema }),
@@ -157,6 +173,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/api-keys',
+    operationId: 'listApiKeys',
     summary: "List the tenant's API keys (never the keys themselves)",
     tags: ['Tenancy'],
     auth: 'admin',
@@ -175,10 +192,15 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/api-keys',
+    operationId: 'createApiKey',
     summary: 'Create an API key (the key is shown once)',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
+    links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
+    // `projectId` names a project that is not this tenant's (or not the key's own).
+    errorStatuses: [404],
+    bodyExample: { name: 'web widget', permissions: ['session:execute'], expiresAt: '2030-01-01T00:00:00Z' },
     successStatus: 201,
     response: ZCreatedKey,
     async handler({ ctx, principal, body }) {
@@ -198,6 +220,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/api-keys/:keyId',
+    operationId: 'revokeApiKey',
     summary: 'Revoke an API key (in force on every API process when this returns)',
     tags: ['Tenancy'],
     auth: 'admin',

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../../lib/permissions';
 import '../openapi/registry';
+import { ZDateTime, ZEmail } from '../http/schemas';
 
 const ZSlug = z
   .string()
@@ -38,7 +39,7 @@ export const ZCreateProjectRequestSchema = z.object({
 });
 
 export const ZCreateUserRequestSchema = z.object({
-  email: z.email().max(320),
+  email: ZEmail,
   password: z.string().min(12, 'must be at least 12 characters').max(256),
   name: z.string().max(200).nullable().optional(),
   permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
@@ -58,7 +59,7 @@ export const ZCreateApiKeyRequestSchema = z.object({
   name: z.string().trim().min(1).max(200).describe('A label to tell keys apart'),
   projectId: z.string().min(1).max(64).nullable().optional().describe('Bind the key to one project'),
   permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
-  expiresAt: z.iso.datetime({ offset: true }).nullable().optional().describe('ISO 8601; the key stops working then'),
+  expiresAt: ZDateTime.nullable().optional().describe('ISO 8601; the key stops working then'),
 });
 
 export const ZApiKeySchema = z
