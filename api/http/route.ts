@@ -163,6 +163,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported content type',
   422: 'Unprocessable',
   429: 'Rate limited',
+  431: 'Request line or headers over the 16 KB limit (answered by the HTTP server, with no body)',
   503: 'A backend dependency is unavailable',
 };
 
@@ -244,6 +245,8 @@ export function documentedErrorStatuses(route: AnyRoute): number[] {
   if (route.body || route.query || route.params) statuses.add(400);
   // Any body is parsed before the route runs: too large, or not JSON.
   if (route.body) statuses.add(413).add(415);
+  // Node's HTTP server refuses a request line and headers over 16 KB before any route runs.
+  statuses.add(431);
   return [...statuses].sort((a, b) => a - b);
 }
 
@@ -270,6 +273,10 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
     };
   }
   for (const status of documentedErrorStatuses(route)) {
+    if (status === 431) {
+      responses[status] = { description: STATUS_TEXT[status]! };
+      continue;
+    }
     const example = STATUS_EXAMPLE[status];
     responses[status] = {
       description: STATUS_TEXT[status] ?? 'Error',

@@ -198,8 +198,9 @@ export const tenancyRoutes: AnyRoute[] = [
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
-    // `projectId` names a project that is not this tenant's (or not the key's own).
-    errorStatuses: [404],
+    // 404: `projectId` names a project that is not this tenant's (or not the key's own);
+    // 422: `expiresAt` is already past.
+    errorStatuses: [404, 422],
     bodyExample: { name: 'web widget', permissions: ['session:execute'], expiresAt: '2030-01-01T00:00:00Z' },
     successStatus: 201,
     response: ZCreatedKey,
