@@ -107,7 +107,10 @@ export function schemathesisArgs(options: FuzzOptions, where: { configFile: stri
 
 export interface FuzzSummary {
   ok: boolean;
+  /** The closing line, in the plain form CI reads: `fuzz: N passed, N failed, N skipped`. */
   line: string;
+  /** How to reproduce it: the seed, the bounds, the time and where the report is. */
+  detail: string;
 }
 
 function count(xml: string, attribute: string): number {
@@ -116,20 +119,22 @@ function count(xml: string, attribute: string): number {
   return match ? Number(match[1]) : 0;
 }
 
-/** One line: passed or FAILED, with what was tested, the seed to reproduce it and where the report is. */
+/**
+ * The verdict from the JUnit report (one test per operation, one for the stateful run) and the
+ * exit code: a run that failed without a failing test (an interrupted or crashed schemathesis)
+ * counts as one failure, so the line never reads as a pass when the exit code says otherwise.
+ */
 export function summarize(junitXml: string | null, exitCode: number | null, options: FuzzOptions, seconds: number): FuzzSummary {
-  const where = `seed ${options.seed}, max ${options.maxExamples} examples, ${seconds} s; report in ${options.reportDir}`;
-  if (junitXml === null) {
-    return { ok: false, line: `fuzz: FAILED: schemathesis exited ${exitCode ?? 'on a signal'} without a report (${where})` };
-  }
-  const operations = count(junitXml, 'tests');
-  const failures = count(junitXml, 'failures');
-  const errors = count(junitXml, 'errors');
-  const skipped = count(junitXml, 'skipped');
-  const ok = exitCode === 0 && failures === 0 && errors === 0;
-  const verdict = ok ? 'passed' : 'FAILED';
+  const tests = junitXml === null ? 0 : count(junitXml, 'tests');
+  const skipped = junitXml === null ? 0 : count(junitXml, 'skipped');
+  let failed = junitXml === null ? 0 : count(junitXml, 'failures') + count(junitXml, 'errors');
+  if (exitCode !== 0 && failed === 0) failed = 1;
+  const passed = Math.max(0, tests - skipped - (junitXml === null ? 0 : count(junitXml, 'failures') + count(junitXml, 'errors')));
+  const ok = exitCode === 0 && failed === 0;
+  const how = junitXml === null ? `schemathesis exited ${exitCode ?? 'on a signal'} without a report` : `schemathesis exit ${exitCode ?? 'signal'}`;
   return {
     ok,
-    line: `fuzz: ${verdict}: ${operations} tests (operations and the stateful run), ${failures} failed, ${errors} errors, ${skipped} skipped; schemathesis exit ${exitCode ?? 'signal'} (${where})`,
+    line: `fuzz: ${passed} passed, ${failed} failed, ${skipped} skipped`,
+    detail: `${ok ? 'passed' : 'FAILED'}: ${how}; seed ${options.seed}, max ${options.maxExamples} examples, ${seconds} s; report in ${options.reportDir}`,
   };
 }

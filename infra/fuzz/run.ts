@@ -49,6 +49,13 @@ interface Seeded {
   projectId: string;
   apiKey: string;
   agentNames: string[];
+  /** A key the fuzzer may revoke (it authenticates with `apiKey`, which is never offered). */
+  spareKeyId: string;
+}
+
+interface SeededSession {
+  sessionId: string;
+  spanIds: string[];
 }
 
 /**
@@ -56,7 +63,7 @@ interface Seeded {
  * to the generator as likely values of `projectId` and agent names so that the examples, coverage
  * and fuzzing phases reach the logic behind the 404s (the stateful phase gets there by links).
  */
-function writeRunConfig(file: string, seeded: Seeded): void {
+function writeRunConfig(file: string, seeded: Seeded, session: SeededSession): void {
   const list = (values: string[]) => `[${values.map((v) => JSON.stringify(v)).join(', ')}]`;
   const generated = [
     '',
@@ -65,12 +72,21 @@ function writeRunConfig(file: string, seeded: Seeded): void {
     `values = ${list([seeded.projectId])}`,
     '[dictionaries.agents]',
     `values = ${list(seeded.agentNames)}`,
+    '[dictionaries.keys]',
+    `values = ${list([seeded.spareKeyId])}`,
+    '[dictionaries.sessions]',
+    `values = ${list([session.sessionId])}`,
+    '[dictionaries.spans]',
+    `values = ${list(session.spanIds)}`,
     '[parameters]',
     '"path.projectId" = { dictionary = "projects", probability = 0.8 }',
     '"query.projectId" = { dictionary = "projects", probability = 0.8 }',
     '"body.projectId" = { dictionary = "projects", probability = 0.8 }',
     '"path.agentName" = { dictionary = "agents", probability = 0.5 }',
     '"body.agentId" = { dictionary = "agents", probability = 0.8 }',
+    '"path.keyId" = { dictionary = "keys", probability = 0.5 }',
+    '"path.id" = { dictionary = "sessions", probability = 0.7 }',
+    '"path.spanId" = { dictionary = "spans", probability = 0.7 }',
     '',
   ];
   writeFileSync(file, readFileSync(CONFIG_FILE, 'utf8') + generated.join('\n'));
@@ -83,12 +99,29 @@ async function seed(mongoUri: string): Promise<Seeded> {
     const tenant = await createTenant(models, { name: 'Fuzz', slug: 'fuzz' });
     const project = await createProject(models, tenant._id, { name: 'Fuzz', slug: 'fuzz' });
     const { key } = await createApiKey(models, tenant._id, { name: 'fuzz admin', permissions: ['admin'] });
+    const spare = await createApiKey(models, tenant._id, { name: 'fuzz spare', permissions: ['agent:read'] });
     // The sample agents give sessions, chat turns and versions real agents to run.
     const agentNames = await seedDevProject(models, { tenantId: tenant._id, projectId: project._id });
-    return { projectId: project._id, apiKey: key, agentNames };
+    return { projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id };
   } finally {
     await models.connection.close();
   }
+}
+
+/** One conversation through the real API and worker, so session routes have a session and spans to read. */
+async function seedSession(baseUrl: string, seeded: Seeded): Promise<SeededSession> {
+  const headers = { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' };
+  const turn = await fetch(`${baseUrl}/api/v1/chat/agent`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ projectId: seeded.projectId, message: 'I have a question about my invoice' }),
+  });
+  const answer = (await turn.json()) as { sessionId?: string };
+  if (!turn.ok || !answer.sessionId) throw new Error(`seeding a session failed: ${turn.status} ${JSON.stringify(answer)}`);
+  const traces = await fetch(`${baseUrl}/api/projects/${seeded.projectId}/sessions/${answer.sessionId}/traces?limit=200`, { headers });
+  const events = ((await traces.json()) as { traceEvents?: { spanId: string; parentSpanId: string | null }[] }).traceEvents ?? [];
+  const parents = [...new Set(events.map((e) => e.parentSpanId).filter((id): id is string => id !== null))];
+  return { sessionId: answer.sessionId, spanIds: parents.length > 0 ? parents : events.map((e) => e.spanId).slice(0, 5) };
 }
 
 function runSchemathesis(options: FuzzOptions, url: string, configFile: string, env: Record<string, string>): Promise<number | null> {
@@ -129,7 +162,7 @@ async function main(): Promise<number> {
     mkdirSync(options.reportDir, { recursive: true });
     const logFile = path.join(options.reportDir, 'stack.log');
     const configFile = path.join(options.reportDir, 'schemathesis.toml');
-    writeRunConfig(configFile, seeded);
+
     for (const [name, entry] of [
       ['worker', 'workers/main.ts'],
       ['api', 'api/server.ts'],
@@ -139,6 +172,7 @@ async function main(): Promise<number> {
     }
     const alive = () => started.every((p) => p.child.exitCode === null);
     await waitForHttpOk(`${baseUrl}/readyz`, 120_000, alive);
+    writeRunConfig(configFile, seeded, await seedSession(baseUrl, seeded));
     log(`stack ready in ${Math.round((Date.now() - began) / 1000)} s at ${baseUrl} (logs: ${path.relative(ROOT, logFile)})`);
 
     const fuzzStarted = Date.now();
@@ -149,6 +183,7 @@ async function main(): Promise<number> {
     const seconds = Math.round((Date.now() - fuzzStarted) / 1000);
     const junit = path.join(options.reportDir, 'junit.xml');
     const summary = summarize(existsSync(junit) ? readFileSync(junit, 'utf8') : null, code, options, seconds);
+    log(summary.detail);
     process.stdout.write(summary.line + '\n');
     return summary.ok ? 0 : 1;
   } finally {

@@ -30,10 +30,12 @@ describe('summarize', () => {
   const report = (failures: number, errors: number) =>
     `<?xml version="1.0"?><testsuites disabled="0" errors="${errors}" failures="${failures}" tests="48" time="90"><testsuite name="schemathesis" tests="48"></testsuite></testsuites>`;
 
-  it('passes only with exit 0 and no failures or errors', () => {
-    expect(summarize(report(0, 0), 0, options, 90)).toEqual({ ok: true, line: expect.stringMatching(/^fuzz: passed: 48 tests .*0 failed, 0 errors.*seed 14/) });
-    expect(summarize(report(2, 0), 1, options, 90)).toMatchObject({ ok: false, line: expect.stringContaining('FAILED: 48 tests') });
-    expect(summarize(report(0, 1), 1, options, 90).ok).toBe(false);
-    expect(summarize(null, null, options, 240)).toMatchObject({ ok: false, line: expect.stringContaining('without a report') });
+  it('passes only with exit 0 and no failures or errors, in the plain closing form', () => {
+    expect(summarize(report(0, 0), 0, options, 90)).toEqual({ ok: true, line: 'fuzz: 48 passed, 0 failed, 0 skipped', detail: expect.stringMatching(/^passed: .*seed 14/) });
+    expect(summarize(report(2, 0), 1, options, 90)).toMatchObject({ ok: false, line: 'fuzz: 46 passed, 2 failed, 0 skipped' });
+    expect(summarize(report(0, 1), 1, options, 90)).toMatchObject({ ok: false, line: 'fuzz: 47 passed, 1 failed, 0 skipped' });
+    // A non-zero exit without a failing test is still a failure.
+    expect(summarize(report(0, 0), 2, options, 90)).toMatchObject({ ok: false, line: 'fuzz: 48 passed, 1 failed, 0 skipped' });
+    expect(summarize(null, null, options, 240)).toMatchObject({ ok: false, line: 'fuzz: 0 passed, 1 failed, 0 skipped', detail: expect.stringContaining('without a report') });
   });
 });
