@@ -28,6 +28,14 @@ export const ZOffsetQuery = queryInt(0, MAX_OFFSET, 0).describe('Items to skip')
  */
 export const NOT_BLANK_PATTERN = /[^\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]/;
 
+/**
+ * Text that must not be blank, stored trimmed. The bounds and the pattern apply to the text as
+ * sent (so the document states them exactly); the spaces around it are then removed.
+ */
+export function trimmedText(max: number) {
+  return z.string().min(1).max(max).regex(NOT_BLANK_PATTERN, 'must not be blank').trim();
+}
+
 /** E-mail addresses as the API checks them (zod's rule, stated as the document's pattern). */
 export const ZEmail = z.string().max(320).regex(z.regexes.email, 'must be an e-mail address such as ada@example.com');
 

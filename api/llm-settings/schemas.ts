@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MODEL_ID_PATTERN, MODEL_OR_TIER_PATTERN } from '../../providers/llm';
 import { CREDENTIAL_PROVIDERS } from '../../db/llm-credential';
 import '../openapi/registry';
+import { trimmedText } from '../http/schemas';
 
 const ZModelId = z
   .string()
@@ -52,7 +53,7 @@ export const ZProviderParam = z.object({
 
 export const ZPutLlmCredentialRequestSchema = z
   .object({
-    apiKey: z.string().trim().min(1).max(4096).describe('Stored encrypted; never returned'),
+    apiKey: trimmedText(4096).describe('Stored encrypted; never returned'),
     baseURL: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional().describe('OpenAI-compatible endpoint or Anthropic proxy; omit for the public API'),
   })
   .strict()

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
 import '../openapi/registry';
-import { ZLimitQuery, ZOffsetQuery } from '../http/schemas';
+import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
 /** Session ids are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
 export const SESSION_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -24,9 +24,10 @@ export const SESSION_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
 export const ZCreateSessionRequestSchema = z.object({
   agentId: z
     .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-    .trim()
     .min(1, 'must not be empty')
     .max(200)
+    .regex(NOT_BLANK_PATTERN, 'must not be empty')
+    .trim()
     .describe('Agent id, agent path `<domain>/<agent-name>`, or agent name'),
   channel: z.enum(CREATABLE_CHANNELS).default('api').describe('`api` (default) or `web_debug` for a Studio test session'),
   environment: z.enum(SESSION_ENVIRONMENTS).default('dev').describe('Environment the session runs in (default `dev`)'),

@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors';
 import { safeEqual } from '../../lib/crypto';
 import { type AppContext } from '../context';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
-import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
+import { trimmedText, ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZApiKeySchema,
   ZCreateApiKeyRequestSchema,
@@ -48,7 +48,7 @@ export const tenancyRoutes: AnyRoute[] = [
     security: 'platformAdmin',
     bodyExample: { name: 'Acme', slug: 'acme', projectName: 'Support' },
     body: ZCreateTenantRequestSchema.extend({
-      projectName: z.string().trim().min(1).max(200).default('Default').describe('Name of the first project'),
+      projectName: trimmedText(200).default('Default').describe('Name of the first project'),
     }),
     successStatus: 201,
     errorStatuses: [401, 409, 503],

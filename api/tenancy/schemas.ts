@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../../lib/permissions';
 import '../openapi/registry';
-import { ZDateTime, ZEmail } from '../http/schemas';
+import { trimmedText, ZDateTime, ZEmail } from '../http/schemas';
 
 const ZSlug = z
   .string()
@@ -13,7 +13,7 @@ const ZSlug = z
 export const ZPermission = z.enum(PERMISSIONS).describe('A permission; `admin` implies all others');
 
 export const ZCreateTenantRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200).describe('Display name'),
+  name: trimmedText(200).describe('Display name'),
   slug: ZSlug.optional().describe('Unique slug; derived from the name when omitted'),
 });
 
@@ -33,7 +33,7 @@ export const ZProjectSchema = z
   .openapi('Project');
 
 export const ZCreateProjectRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200),
+  name: trimmedText(200),
   slug: ZSlug.optional(),
   description: z.string().max(2000).nullable().optional(),
 });
@@ -56,7 +56,7 @@ export const ZUserSchema = z
   .openapi('User');
 
 export const ZCreateApiKeyRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200).describe('A label to tell keys apart'),
+  name: trimmedText(200).describe('A label to tell keys apart'),
   projectId: z.string().min(1).max(64).nullable().optional().describe('Bind the key to one project'),
   permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
   expiresAt: ZDateTime.nullable().optional().describe('ISO 8601; the key stops working then'),

@@ -148,6 +148,18 @@ describe('the contract the fuzzer checks', () => {
     expect(res.status).toBe(400);
   });
 
+  it('states that names must not be blank (a pattern), and refuses a blank one as documented', async () => {
+    const schema = (operations.get('POST /api/projects')!.requestBody!.content['application/json'] as unknown as { schema: { properties: Record<string, { pattern?: string; minLength?: number }> } }).schema;
+    expect(schema.properties.name).toMatchObject({ minLength: 1, pattern: expect.any(String) });
+    expect(new RegExp(schema.properties.name!.pattern!).test(' ')).toBe(false);
+    const blank = await api.post('/api/api-keys', { key: t.adminKey, json: { name: ' ', permissions: ['agent:read'] } });
+    expect(blank.status).toBe(400);
+    expect(blank.body.error.message).toContain('body.name: must not be blank');
+    const padded = await api.post('/api/api-keys', { key: t.adminKey, json: { name: '  widget ', permissions: ['agent:read'] } });
+    expect(padded.status).toBe(201);
+    expect(padded.body.apiKey.name).toBe('widget');
+  });
+
   it('answers a well-formed expiry already past with 422, as documented, not 400', async () => {
     const res = await api.post('/api/api-keys', { key: t.adminKey, json: { name: 'k', permissions: ['agent:read'], expiresAt: '1887-12-31T22:49:35Z' } });
     expect(res.status).toBe(422);
