@@ -4,7 +4,9 @@
 //      lock because npm records no other-platform optional packages in it);
 //   2. the pinned Go tools, built from source into .tools/bin (Temporal CLI, the FerretDB shim,
 //      LiveKit server). Builds are cached per version in ~/.cache/switchboard/tools (override
-//      with SWITCHBOARD_TOOLS_CACHE) so a fresh clone on the same machine only copies them.
+//      with SWITCHBOARD_TOOLS_CACHE) so a fresh clone on the same machine only copies them;
+//   3. with --fuzz, schemathesis and its pinned dependencies (infra/fuzz/requirements.txt) in a
+//      Python virtual environment at .tools/venv, never system-wide (needs python3 >= 3.10).
 // Plain Node with no dependencies: it runs before `npm ci`.
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
@@ -148,11 +150,39 @@ async function ensureTool(tool) {
   log(`${tool.label} ready at .tools/bin/${tool.name}`);
 }
 
+const VENV = path.join(ROOT, '.tools', 'venv');
+const FUZZ_REQUIREMENTS = path.join(ROOT, 'infra', 'fuzz', 'requirements.txt');
+
+/** The fuzzer's virtual environment: created with python3's venv, refreshed when the pins change. */
+function ensureFuzzVenv() {
+  const stamp = path.join(VENV, '.switchboard-requirements');
+  const want = sha256([FUZZ_REQUIREMENTS]);
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === want) return;
+  const python = process.env.PYTHON || 'python3';
+  const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
+  const [major, minor] = (version.stdout || '').trim().split('.').map(Number);
+  if (version.status !== 0 || major !== 3 || minor < 10) {
+    throw new Error(`the fuzzer needs python3 >= 3.10 with the venv module (set PYTHON to use another interpreter)`);
+  }
+  if (!fs.existsSync(path.join(VENV, 'bin', 'python'))) {
+    log('creating the fuzzer virtual environment in .tools/venv…');
+    const res = spawnSync(python, ['-m', 'venv', VENV], { stdio: 'inherit' });
+    if (res.status !== 0) throw new Error('python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)');
+  }
+  log('installing schemathesis (infra/fuzz/requirements.txt) into .tools/venv…');
+  const pip = path.join(VENV, 'bin', 'pip');
+  const res = spawnSync(pip, ['install', '--disable-pip-version-check', '--quiet', '--requirement', FUZZ_REQUIREMENTS], { stdio: 'inherit' });
+  if (res.status !== 0) throw new Error('pip install of infra/fuzz/requirements.txt failed');
+  fs.writeFileSync(stamp, want);
+}
+
 async function main() {
   ensureNodeVersion();
   ensureNpmDependencies();
-  const only = process.argv.includes('--test') ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
+  const stackOnly = process.argv.includes('--test') || process.argv.includes('--fuzz');
+  const only = stackOnly ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
   for (const tool of only) await ensureTool(tool);
+  if (process.argv.includes('--fuzz')) ensureFuzzVenv();
 }
 
 main().catch((err) => {

@@ -1,7 +1,7 @@
 // Agent routes: the spec's Agents table (tenant discovery, project agents, draft saving) plus
 // creating and deleting agents, validating drafts, versions and tool files (docs/agents.md).
 import { z } from 'zod';
-import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZAgentParams,
@@ -60,6 +60,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/agents',
+    operationId: 'listTenantAgents',
     summary: "List the caller's agents across projects",
     description: 'A project-bound credential sees only its project. `projectId` narrows the list to one project.',
     tags: TAGS,
@@ -75,13 +76,15 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/agents/:name',
+    operationId: 'getTenantAgent',
     summary: 'Get an agent with its draft, by name',
-    description: 'When the name exists in several visible projects, `projectId` is required (400 otherwise).',
+    description:
+      'When the name exists in several visible projects and no `projectId` is given, the answer is 409 `CONFLICT` with `error.details.projectIds`.',
     tags: TAGS,
     auth: 'authenticated',
     params: z.object({ name: ZAgentName }),
     query: ZTenantAgentQuery,
-    errorStatuses: [404],
+    errorStatuses: [404, 409],
     responseHeaders: { 'Cache-Control': 'private, max-age=300' },
     response: z.object({ success: z.literal(true), agent: ZTenantAgentDetailSchema }),
     async handler({ ctx, principal, params, query }) {
@@ -92,6 +95,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/agents',
+    operationId: 'listAgents',
     summary: "List a project's agents",
     tags: TAGS,
     auth: 'agent:read',
@@ -105,11 +109,20 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/agents',
+    operationId: 'createAgent',
     summary: 'Create an agent (draft only; no version)',
     tags: TAGS,
     auth: 'agent:write',
     params: ZProjectIdParam,
     body: ZCreateAgentRequestSchema,
+    links: {
+      ...linksTo(['getAgent', 'deleteAgent', 'saveAgentDraft', 'validateAgentDraft', 'createAgentVersion', 'listAgentVersions'], {
+        projectId: '$request.path.projectId',
+        agentName: '$response.body#/agent/name',
+      }),
+      ...linksTo(['getTenantAgent'], { name: '$response.body#/agent/name', projectId: '$request.path.projectId' }),
+    },
+    bodyExample: { name: 'Order_Helper', description: 'Answers order questions', dslContent: 'AGENT: Order_Helper\nGOAL: "Answer questions about orders"\n' },
     successStatus: 201,
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), agent: ZProjectAgentDetailSchema }),
@@ -127,6 +140,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/agents/:agentName',
+    operationId: 'getAgent',
     summary: 'Get a project agent with its draft',
     tags: TAGS,
     auth: 'agent:read',
@@ -141,6 +155,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/projects/:projectId/agents/:agentName',
+    operationId: 'deleteAgent',
     summary: 'Delete an agent and its versions',
     description: 'Refused with 409 while a deployment has one of its versions active.',
     tags: TAGS,
@@ -156,11 +171,13 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'put',
     path: '/api/projects/:projectId/agents/:agentName/dsl',
+    operationId: 'saveAgentDraft',
     summary: "Save an agent's draft (no compilation, no version)",
     tags: TAGS,
     auth: 'agent:write',
     params: ZAgentParams,
     body: ZSaveDraftRequestSchema,
+    bodyExample: { dslContent: 'AGENT: Order_Helper\nGOAL: "Answer questions about orders and refunds"\n' },
     errorStatuses: [404],
     response: z.object({ success: z.literal(true), updatedAt: z.string() }),
     async handler({ ctx, project, params, body }) {
@@ -171,12 +188,15 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/agents/:agentName/validate',
+    operationId: 'validateAgentDraft',
     summary: 'Compile a draft without saving it and return its diagnostics',
     description: 'Checks `dslContent` (or the saved draft) as this agent, against the project\'s tool files and other agents.',
     tags: TAGS,
     auth: 'agent:read',
     params: ZAgentParams,
     body: ZValidateRequestSchema,
+    bodyOptional: true,
+    bodyExample: { dslContent: 'AGENT: Helper\nGOAL: "Answer questions about orders"\n' },
     errorStatuses: [404],
     response: z.object({ success: z.literal(true), valid: z.boolean(), diagnostics: z.array(ZDiagnosticSchema) }),
     async handler({ ctx, project, params, body }) {
@@ -187,6 +207,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/agents/:agentName/versions',
+    operationId: 'createAgentVersion',
     summary: "Compile the agent's draft into a new immutable version",
     description:
       '201 with the new version; 422 `UNPROCESSABLE_ENTITY` with `error.details.diagnostics` when the draft has errors; ' +
@@ -196,7 +217,15 @@ export const agentRoutes: AnyRoute[] = [
     auth: 'agent:write',
     params: ZAgentParams,
     body: ZCreateVersionRequestSchema,
+    links: linksTo(['getAgentVersion'], {
+      projectId: '$request.path.projectId',
+      agentName: '$request.path.agentName',
+      version: '$response.body#/version/version',
+    }),
+    bodyOptional: true,
+    bodyExample: { version: '1.1.0', changelog: 'Asks for the order number first' },
     successStatus: 201,
+    alsoSuccess: [200],
     errorStatuses: [404, 409, 422],
     response: z.object({
       success: z.literal(true),
@@ -220,6 +249,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/agents/:agentName/versions',
+    operationId: 'listAgentVersions',
     summary: "List an agent's versions, newest first (without IR)",
     tags: TAGS,
     auth: 'agent:read',
@@ -241,6 +271,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/agents/:agentName/versions/:version',
+    operationId: 'getAgentVersion',
     summary: 'Get one version with its IR and source snapshot',
     tags: TAGS,
     auth: 'agent:read',
@@ -255,6 +286,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/tools',
+    operationId: 'listToolFiles',
     summary: "List a project's tool library files",
     tags: TAGS,
     auth: 'agent:read',
@@ -268,6 +300,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/tools/:name',
+    operationId: 'getToolFile',
     summary: 'Get a tool library file',
     tags: TAGS,
     auth: 'agent:read',
@@ -282,12 +315,16 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'put',
     path: '/api/projects/:projectId/tools/:name',
+    operationId: 'putToolFile',
     summary: 'Create or replace a tool library file (tools/<name>.tools.abl)',
     description: '201 when created, 200 when replaced. Saved without compilation; versions compile it.',
     tags: TAGS,
     auth: 'agent:write',
     params: ZToolParams,
     body: ZPutToolRequestSchema,
+    links: linksTo(['getToolFile', 'deleteToolFile'], { projectId: '$request.path.projectId', name: '$request.path.name' }),
+    bodyExample: { dslContent: 'TOOLS:\n  base_url: "https://orders.example.com"\n\n  get_order(order_id: string) -> {id: string, status: string}\n    type: http\n    endpoint: "/orders/{order_id}"\n    method: GET\n    description: "Fetch one order"\n' },
+    alsoSuccess: [201],
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), created: z.boolean(), tool: ZToolFileSchema }),
     async handler({ ctx, principal, project, params, body, res }) {
@@ -299,6 +336,7 @@ export const agentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/projects/:projectId/tools/:name',
+    operationId: 'deleteToolFile',
     summary: 'Delete a tool library file',
     description: 'Existing versions keep their snapshot; the next version of an agent importing it fails to compile.',
     tags: TAGS,

@@ -1,6 +1,7 @@
 // Request and response schemas of the agent, version and tool-file routes (docs/agents.md).
 import { z } from 'zod';
 import '../openapi/registry';
+import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
 /** Per-field cap on ABL source: half the 1 MB body limit, so a JSON-escaped file still fits. */
 export const MAX_DSL_BYTES = 512 * 1024;
@@ -19,9 +20,10 @@ export const ZAgentName = z
 
 export const ZDslContent = z
   .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-  .refine((s) => s.trim().length > 0, 'must not be empty')
+  .max(MAX_DSL_BYTES)
+  .regex(NOT_BLANK_PATTERN, 'must not be empty')
   .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_DSL_BYTES, `must be at most ${MAX_DSL_BYTES} bytes (512 KB)`)
-  .describe('ABL source (UTF-8, at most 512 KB)');
+  .describe('ABL source: not blank, at most 512 KB of UTF-8 (so at most 524288 characters)');
 
 const ZDomain = z
   .string()
@@ -45,12 +47,12 @@ export const ZToolParams = z.object({
 
 export const ZTenantAgentsQuery = z.object({
   projectId: z.string().min(1).max(64).optional().describe('Only this project'),
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
-  offset: z.coerce.number().int().min(0).default(0).describe('Items to skip'),
+  limit: ZLimitQuery,
+  offset: ZOffsetQuery,
 });
 
 export const ZTenantAgentQuery = z.object({
-  projectId: z.string().min(1).max(64).optional().describe('Required when the name exists in several projects'),
+  projectId: z.string().min(1).max(64).optional().describe('The project to look in; without it a name that exists in several visible projects is a 409'),
 });
 
 export const ZCreateAgentRequestSchema = z.object({

@@ -51,7 +51,8 @@ export async function findTenantAgentByName(models: Models, principal: Principal
   const found = await models.Agent.find(filter).select({ name: 1, projectId: 1, dslContent: 1 }).sort({ projectId: 1 }).limit(2).lean();
   if (found.length === 0) throw ApiError.notFound('Agent');
   if (found.length > 1) {
-    throw new ApiError('BAD_REQUEST', {
+    // A well-formed request the current state cannot answer: 409, not a 400.
+    throw new ApiError('CONFLICT', {
       message: `Agent "${name}" exists in several projects; pass ?projectId= to choose one`,
       details: { projectIds: found.map((a) => a.projectId) },
     });

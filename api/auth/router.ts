@@ -5,6 +5,7 @@ import { verifyPassword } from '../../lib/crypto';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { issueUserToken } from '../middleware/auth';
 import { beginLoginAttempt } from './login-throttle';
+import { ZEmail } from '../http/schemas';
 
 // A fixed hash to spend the same scrypt time when the email is unknown (no user enumeration).
 const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -13,6 +14,7 @@ export const authRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/auth/login',
+    operationId: 'login',
     summary: 'Exchange email and password for a JWT',
     description:
       'Returns a bearer token valid for JWT_TTL_SECONDS. Failed attempts are limited per client address and email ' +
@@ -20,7 +22,8 @@ export const authRoutes: AnyRoute[] = [
       'LOGIN_WINDOW_SECONDS (900); past either, 429 with Retry-After. A successful login forgives its address the failures with that email.',
     tags: ['Auth'],
     auth: 'public',
-    body: z.object({ email: z.email().max(320), password: z.string().min(1).max(256) }),
+    bodyExample: { email: 'ada@example.com', password: 'correct horse battery staple' },
+    body: z.object({ email: ZEmail, password: z.string().min(1).max(256) }),
     errorStatuses: [401, 429],
     response: z.object({
       success: z.literal(true),
@@ -42,6 +45,7 @@ export const authRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/auth/me',
+    operationId: 'getCurrentPrincipal',
     summary: 'Who the credential belongs to',
     tags: ['Auth'],
     auth: 'authenticated',

@@ -2,6 +2,7 @@
 import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
+import { sessionLinks } from '../sessions/router';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
 import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from './service';
 
@@ -11,12 +12,15 @@ export const chatAgentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/v1/chat/agent',
+    operationId: 'chatWithAgent',
     summary: "Send a message to a project's agents",
     description:
       'Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session).',
     tags: ['Chat'],
     auth: 'session:execute',
     body: ZChatAgentRequestSchema,
+    links: sessionLinks('$request.body#/projectId', '$response.body#/sessionId'),
+    bodyExample: { projectId: 'jqmvff06cp7cvm69y75r2r1x', message: 'I have a question about my invoice' },
     errorStatuses: [404, 409, 410, 429, 503],
     response: ZChatAgentResponseSchema,
     // The project, and a continuing session with its message charge, are looked up while the

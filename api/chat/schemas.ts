@@ -1,7 +1,8 @@
 // Zod schemas of the LLM completion endpoints (POST /api/v1/chat/complete, /chat/stream,
 // GET /api/v1/chat/usage), following the spec's "Agent-backed chat" section.
 import { z } from 'zod';
-import { MODEL_TIERS, parseModelId } from '../../providers/llm';
+import { MODEL_ID_PATTERN, MODEL_TIERS } from '../../providers/llm';
+import { ISO_DATE_PATTERN, ISO_DATETIME_PATTERN } from '../http/schemas';
 import '../openapi/registry';
 import { FINISH_REASONS } from './finish-reason';
 import { ZSessionId } from '../sessions/schemas';
@@ -51,7 +52,7 @@ export const ZChatRequestSchema = z
       .string()
       .min(1)
       .max(200)
-      .refine((v) => parseModelId(v) !== undefined, 'names no known provider; write provider:model (openai:, anthropic:, local)')
+      .regex(MODEL_ID_PATTERN, 'names no known provider; write provider:model (openai:, anthropic:, local)')
       .optional()
       .describe('Overrides the project default model, e.g. `gpt-4.1-mini`, `anthropic:claude-haiku-4-5`, `local`'),
     tier: z.enum(MODEL_TIERS).optional(),
@@ -88,13 +89,24 @@ export const ZChatCompleteResponseSchema = z
   .openapi('ChatCompleteResponse');
 export type TChatCompleteResponse = z.infer<typeof ZChatCompleteResponseSchema>;
 
+/** The named events of /chat/stream, in the order they can come (docs/chat-api.md). */
+export const CHAT_STREAM_EVENTS = ['metadata', 'text_delta', 'tool_call_start', 'tool_call_delta', 'tool_call_end', 'usage', 'error', 'complete'] as const;
+
+/** One Server-Sent Event of the stream (an OpenAPI 3.1 event-stream schema describes each event). */
 export const ZChatStreamResponseSchema = z
-  .string()
+  .object({
+    event: z.enum(CHAT_STREAM_EVENTS),
+    data: z.string().describe('One JSON document'),
+  })
   .describe(
     'text/event-stream: named events `metadata`, `text_delta`, `tool_call_start`, `tool_call_delta`, `tool_call_end`, `usage`, `error`, `complete` (with `finishReason` and `providerFinishReason` as in /chat/complete), each with one JSON data line; `: heartbeat` comments every SSE_HEARTBEAT_MS',
-  );
+  )
+  .openapi('ChatStreamEvent', { example: { event: 'text_delta', data: '{"delta":"Hello"}' } });
 
-const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()]);
+const isoDate = z.union([
+  z.string().regex(ISO_DATETIME_PATTERN, 'must be an ISO 8601 date or date-time with an offset'),
+  z.string().regex(ISO_DATE_PATTERN, 'must be an ISO 8601 date or date-time with an offset'),
+]);
 
 export const ZChatUsageQuerySchema = z
   .object({

@@ -454,9 +454,8 @@ function parseRangeEnd(value: string | undefined): Date | undefined {
 export async function chatUsage(ctx: AppContext, principal: Principal, query: TChatUsageQuery): Promise<{ success: true } & Partial<LlmUsageSummary>> {
   const from = parseRangeStart(query.startDate);
   const to = parseRangeEnd(query.endDate);
-  if (from && to && to.getTime() <= from.getTime()) {
-    throw new ApiError('VALIDATION_ERROR', 'query.endDate: must not be before startDate');
-  }
+  // An end before the start is an empty period (zero usage), not a malformed request: each date
+  // is valid on its own, and the document cannot state a rule between two parameters.
   const project = await findVisibleProject(ctx, principal, query.projectId);
   if (!project) throw ApiError.notFound('Project');
   const result = await summarizeLlmUsage(ctx.models.LlmUsage, {

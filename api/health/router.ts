@@ -15,6 +15,7 @@ export const healthRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/healthz',
+    operationId: 'getHealth',
     summary: 'Liveness: the process is up',
     tags: ['Health'],
     auth: 'public',
@@ -26,6 +27,7 @@ export const healthRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/readyz',
+    operationId: 'getReadiness',
     summary: 'Readiness: Temporal and MongoDB answer',
     description:
       'Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. ' +
@@ -43,12 +45,14 @@ export const healthRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/admin/readiness',
+    operationId: 'getReadinessReport',
     summary: 'Readiness with the reason of each failed check (operators)',
     description:
       'Requires `X-Platform-Admin-Token`; answers 200 with the report whether or not the API is ready ' +
       '(503 only when PLATFORM_ADMIN_TOKEN is unset). The errors can name internal hosts.',
     tags: ['Health'],
     auth: 'public',
+    security: 'platformAdmin',
     errorStatuses: [401, 503],
     response: z.object({
       success: z.literal(true),

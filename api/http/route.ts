@@ -55,10 +55,28 @@ export interface PreloadInput<P, Q, B> {
 /** Returned by a handler that wrote the response itself (streams, files). */
 export const RESPONSE_SENT = Symbol('response-sent');
 
+/**
+ * An OpenAPI link from a success response to an operation that uses what it returned, so a
+ * client (and the fuzzer's stateful phase) can chain calls: `{ operationId, parameters }` with
+ * runtime expressions such as `$response.body#/project/id` or `$request.path.projectId`.
+ */
+export interface RouteLink {
+  operationId: string;
+  parameters: Record<string, string>;
+  description?: string;
+}
+
+/** Links, one per operation (named after it), that all take the same parameters. */
+export function linksTo(operationIds: string[], parameters: Record<string, string>): Record<string, RouteLink> {
+  return Object.fromEntries(operationIds.map((operationId) => [operationId, { operationId, parameters }]));
+}
+
 export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L = undefined> {
   method: HttpMethod;
   /** Express-style path, e.g. `/api/projects/:projectId/agents`. */
   path: string;
+  /** Stable camelCase name of the operation in the OpenAPI document (and the links to it). */
+  operationId: string;
   summary: string;
   description?: string;
   tags: string[];
@@ -67,6 +85,10 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
   successStatus?: number;
+  /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
+  alsoSuccess?: number[];
+  /** Media type of the success body; JSON unless the route streams (`text/event-stream`). */
+  responseContentType?: 'application/json' | 'text/event-stream';
   response: z.ZodType;
   /**
    * Values of a path parameter that are literal sub-paths, not ids (e.g. `sessions/export`
@@ -74,6 +96,17 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
    * wherever it is mounted, or to the unknown-route 404, so a `:param` route can never swallow it.
    */
   reservedParams?: Record<string, readonly string[]>;
+  /** A request body the documentation shows (and the fuzzer's examples phase sends). */
+  bodyExample?: unknown;
+  /**
+   * True when the route takes no body at all as `{}` (every field optional). Otherwise a
+   * request without a body is a 400, like a body missing a required field.
+   */
+  bodyOptional?: boolean;
+  /** `platformAdmin`: the route takes the X-Platform-Admin-Token instead of a tenant credential. */
+  security?: 'platformAdmin';
+  /** Links from the success response to the operations that use its ids. */
+  links?: Record<string, RouteLink>;
   /** Statuses besides the success one worth listing in the docs. */
   errorStatuses?: number[];
   responseHeaders?: Record<string, string>;
@@ -124,6 +157,8 @@ function notifyProjectWrite(ctx: AppContext, project: ProjectDoc): void {
 }
 
 const STATUS_TEXT: Record<number, string> = {
+  200: 'Success',
+  201: 'Created',
   400: 'Invalid request',
   401: 'Missing or invalid credential',
   403: 'The credential lacks the permission',
@@ -134,6 +169,7 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'Unsupported content type',
   422: 'Unprocessable',
   429: 'Rate limited',
+  431: 'Request line or headers over the 16 KB limit (answered by the HTTP server, with no body)',
   503: 'A backend dependency is unavailable',
 };
 
@@ -189,43 +225,91 @@ function toOpenApiPath(path: string): string {
   return path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 }
 
+/** The code each documented error status answers with, for the documentation's examples. */
+const STATUS_EXAMPLE: Record<number, { code: string; message: string }> = {
+  400: { code: 'VALIDATION_ERROR', message: 'body.name: Too small: expected string to have >=1 characters' },
+  401: { code: 'UNAUTHORIZED', message: 'A valid API key or bearer token is required' },
+  403: { code: 'FORBIDDEN', message: "This credential lacks the 'agent:write' permission" },
+  404: { code: 'NOT_FOUND', message: 'Project not found' },
+  409: { code: 'CONFLICT', message: 'Already exists' },
+  410: { code: 'GONE', message: 'The session has ended' },
+  413: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds the 1 MB limit' },
+  415: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request body must be application/json' },
+  422: { code: 'UNPROCESSABLE_ENTITY', message: 'The draft has errors' },
+  429: { code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' },
+  503: { code: 'SERVICE_UNAVAILABLE', message: 'A backend dependency is unavailable' },
+  504: { code: 'GATEWAY_TIMEOUT', message: 'The provider did not answer in time' },
+};
+
+/** Every error status a route can answer with, from what its definition says it does. */
+export function documentedErrorStatuses(route: AnyRoute): number[] {
+  const statuses = new Set<number>(route.errorStatuses ?? []);
+  if (route.security === 'platformAdmin') statuses.add(401);
+  else if (route.auth !== 'public') statuses.add(401).add(429);
+  if (route.auth !== 'public' && route.auth !== 'authenticated') statuses.add(403);
+  if (route.path.includes(':projectId')) statuses.add(404);
+  if (route.body || route.query || route.params) statuses.add(400);
+  // Any body is parsed before the route runs: too large, or not JSON.
+  if (route.body) statuses.add(413).add(415);
+  // Node's HTTP server refuses a request line and headers over 16 KB before any route runs.
+  statuses.add(431);
+  return [...statuses].sort((a, b) => a - b);
+}
+
 function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
-  const success = route.successStatus ?? 200;
-  const errorStatuses = new Set<number>(route.errorStatuses ?? []);
-  if (route.auth !== 'public') errorStatuses.add(401).add(429);
-  if (route.auth !== 'public' && route.auth !== 'authenticated') errorStatuses.add(403);
-  if (route.path.includes(':projectId')) errorStatuses.add(404);
-  if (route.body || route.query || route.params) errorStatuses.add(400);
-  const responses: Record<string, ResponseConfig> = {
-    [success]: {
-      description: 'Success',
-      content: { 'application/json': { schema: route.response } },
-      ...(route.responseHeaders
-        ? {
-            headers: Object.fromEntries(
-              Object.entries(route.responseHeaders).map(([name, value]) => [name, { schema: { type: 'string', example: value } }]),
-            ),
-          }
-        : {}),
-    },
-  };
-  for (const status of [...errorStatuses].sort()) {
+  const contentType = route.responseContentType ?? 'application/json';
+  const headers = route.responseHeaders
+    ? Object.fromEntries(Object.entries(route.responseHeaders).map(([name, value]) => [name, { schema: { type: 'string' as const, example: value } }]))
+    : undefined;
+  const links = route.links
+    ? Object.fromEntries(
+        Object.entries(route.links).map(([name, link]) => [
+          name,
+          { operationId: link.operationId, parameters: link.parameters, ...(link.description ? { description: link.description } : {}) },
+        ]),
+      )
+    : undefined;
+  const responses: Record<string, ResponseConfig> = {};
+  for (const status of [route.successStatus ?? 200, ...(route.alsoSuccess ?? [])]) {
+    responses[status] = {
+      description: STATUS_TEXT[status] ?? 'Success',
+      content: { [contentType]: { schema: route.response } },
+      ...(headers ? { headers } : {}),
+      ...(links ? { links } : {}),
+    };
+  }
+  for (const status of documentedErrorStatuses(route)) {
+    if (status === 431) {
+      responses[status] = { description: STATUS_TEXT[status]! };
+      continue;
+    }
+    const example = STATUS_EXAMPLE[status];
     responses[status] = {
       description: STATUS_TEXT[status] ?? 'Error',
-      content: { 'application/json': { schema: ZErrorResponseSchema } },
+      content: {
+        'application/json': { schema: ZErrorResponseSchema, ...(example ? { example: { success: false, error: example } } : {}) },
+      },
     };
   }
   registry.registerPath({
     method: route.method,
     path: toOpenApiPath(route.path),
+    operationId: route.operationId,
     summary: route.summary,
     description: route.description,
     tags: route.tags,
-    security: route.auth === 'public' ? [] : undefined,
+    security: route.security === 'platformAdmin' ? [{ platformAdmin: [] }] : route.auth === 'public' ? [] : undefined,
     request: {
       params: route.params as AnyObject | undefined as never,
       query: route.query as AnyObject | undefined as never,
-      body: route.body ? { content: { 'application/json': { schema: route.body } }, required: true } : undefined,
+      body: route.body
+        ? {
+            content: {
+              'application/json': { schema: route.body, ...(route.bodyExample !== undefined ? { example: route.bodyExample } : {}) },
+            },
+            required: !route.bodyOptional,
+          }
+        : undefined,
     },
     responses,
   });
@@ -270,7 +354,11 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     const mediaOk = !(route.body && hasBody(req) && !req.is(['application/json', 'application/*+json']));
     const params = parse(route.params, req.params, 'params');
     const query = parse(route.query, req.query, 'query');
-    const body = route.body ? parse(route.body, req.body ?? {}, 'body') : ({ ok: true, value: undefined } as const);
+    const body: Outcome<unknown> = !route.body
+      ? { ok: true, value: undefined }
+      : !route.bodyOptional && !hasBody(req)
+        ? { ok: false, error: new ApiError('VALIDATION_ERROR', 'body: is required (a JSON object)') }
+        : parse(route.body, req.body ?? {}, 'body');
     const inputOk = mediaOk && params.ok && query.ok && body.ok;
 
     // The lookups a principal allows, started together. Preloads not handed to the handler

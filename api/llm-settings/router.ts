@@ -7,7 +7,7 @@ import { getProjectLlmSettings, putProjectLlmSettings, type ProjectLlmSettings }
 import { effectiveTierMap, platformLlmConfig } from '../../providers/llm';
 import { assertDestinationLiteral, blockedDestinationOf, llmDestinationPolicy } from '../../lib/net/destination';
 import { type AppContext } from '../context';
-import { defineRoute, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import { requireEncryptor } from '../chat/llm-runtime';
 import {
@@ -55,6 +55,7 @@ export const llmSettingsRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/llm-settings',
+    operationId: 'getLlmSettings',
     summary: "A project's LLM settings and the tier map its calls use",
     tags: ['LLM settings'],
     auth: 'agent:read',
@@ -68,11 +69,13 @@ export const llmSettingsRoutes: AnyRoute[] = [
   defineRoute({
     method: 'put',
     path: '/api/projects/:projectId/llm-settings',
+    operationId: 'putLlmSettings',
     summary: "Replace a project's LLM settings",
     tags: ['LLM settings'],
     auth: 'agent:write',
     params: ZProjectIdParam,
     body: ZPutLlmSettingsRequestSchema,
+    bodyExample: { defaultModel: 'balanced', tierOverrides: { fast: 'openai:gpt-4.1-mini' } },
     response: ZLlmSettingsResponseSchema,
     async handler({ ctx, project, body }) {
       const settings = await putProjectLlmSettings(ctx.models.LlmSettings, { tenantId: project!.tenantId, projectId: project!._id }, body);
@@ -82,6 +85,7 @@ export const llmSettingsRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/llm-credentials',
+    operationId: 'listLlmCredentials',
     summary: "A project's provider credentials (metadata only; keys are never returned)",
     tags: ['LLM settings'],
     auth: 'credential:read',
@@ -95,12 +99,16 @@ export const llmSettingsRoutes: AnyRoute[] = [
   defineRoute({
     method: 'put',
     path: '/api/projects/:projectId/llm-credentials/:provider',
+    operationId: 'putLlmCredential',
     summary: "Set (create or replace) a project's credential for a provider",
     description: 'The key is encrypted with the tenant key (AES-256-GCM) and never returned. 201 when created, 200 when replaced.',
     tags: ['LLM settings'],
     auth: 'credential:write',
     params: ZProviderParam,
     body: ZPutLlmCredentialRequestSchema,
+    links: linksTo(['deleteLlmCredential'], { projectId: '$request.path.projectId', provider: '$request.path.provider' }),
+    bodyExample: { apiKey: 'sk-your-provider-key', baseURL: null },
+    alsoSuccess: [201],
     response: z.object({ success: z.literal(true), credential: ZLlmCredentialSchema }),
     errorStatuses: [503],
     async handler({ ctx, project, params, body, res }) {
@@ -119,6 +127,7 @@ export const llmSettingsRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/projects/:projectId/llm-credentials/:provider',
+    operationId: 'deleteLlmCredential',
     summary: "Remove a project's credential for a provider (calls fall back to the platform credential)",
     tags: ['LLM settings'],
     auth: 'credential:write',

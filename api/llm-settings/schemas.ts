@@ -1,22 +1,21 @@
 // Zod schemas of the per-project LLM settings and provider credential routes (docs/llm-settings.md).
 import { z } from 'zod';
-import { isModelTier, parseModelId } from '../../providers/llm';
+import { MODEL_ID_PATTERN, MODEL_OR_TIER_PATTERN } from '../../providers/llm';
 import { CREDENTIAL_PROVIDERS } from '../../db/llm-credential';
 import '../openapi/registry';
+import { trimmedText } from '../http/schemas';
 
 const ZModelId = z
   .string()
-  .trim()
   .min(1)
   .max(200)
-  .refine((v) => parseModelId(v) !== undefined, 'names no known provider; write provider:model (openai:, anthropic:, local)');
+  .regex(MODEL_ID_PATTERN, 'names no known provider; write provider:model (openai:, anthropic:, local)');
 
 const ZModelOrTier = z
   .string()
-  .trim()
   .min(1)
   .max(200)
-  .refine((v) => isModelTier(v.toLowerCase()) || parseModelId(v) !== undefined, 'must be a tier (fast, balanced, powerful) or a model id with a known provider');
+  .regex(MODEL_OR_TIER_PATTERN, 'must be a tier (fast, balanced, powerful) or a model id with a known provider');
 
 const ZTierModels = z.object({
   fast: z.string().nullable(),
@@ -54,7 +53,7 @@ export const ZProviderParam = z.object({
 
 export const ZPutLlmCredentialRequestSchema = z
   .object({
-    apiKey: z.string().trim().min(1).max(4096).describe('Stored encrypted; never returned'),
+    apiKey: trimmedText(4096).describe('Stored encrypted; never returned'),
     baseURL: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional().describe('OpenAI-compatible endpoint or Anthropic proxy; omit for the public API'),
   })
   .strict()

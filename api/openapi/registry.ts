@@ -2,6 +2,7 @@
 // built from the same zod schemas the routes parse with, so it cannot drift from the code.
 import { extendZodWithOpenApi, OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
+import { addResponseExamples } from './examples';
 
 extendZodWithOpenApi(z);
 
@@ -28,7 +29,7 @@ export function createOpenApiRegistry(): OpenAPIRegistry {
 }
 
 export function generateOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
-  return new OpenApiGeneratorV31(registry.definitions).generateDocument({
+  const document = new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: '3.1.0',
     info: {
       title: 'Switchboard API',
@@ -39,4 +40,6 @@ export function generateOpenApiDocument(registry: OpenAPIRegistry, serverUrl: st
     servers: [{ url: serverUrl }],
     security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
   });
+  addResponseExamples(document as Parameters<typeof addResponseExamples>[0]);
+  return document;
 }

@@ -3,7 +3,7 @@
 // literal sub-paths beside `:id` (RESERVED_SESSION_SUBPATHS) are never read as session ids.
 import { type ProjectDoc } from '../../db/project';
 import { type Principal } from '../../lib/permissions';
-import { defineRoute, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
 import {
@@ -44,17 +44,28 @@ import {
 const TAGS = ['Sessions'];
 /** `sessions/generations` and `sessions/export` are routes of their own, never session ids. */
 const RESERVED = { id: RESERVED_SESSION_SUBPATHS };
+
+/** The operations on one session, for links from whatever created it (here and POST /api/v1/chat/agent). */
+export function sessionLinks(projectId: string, id: string) {
+  return {
+    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'resetSession', 'deleteSession'], { projectId, id }),
+    ...linksTo(['getSessionTranscript'], { id }),
+  };
+}
 const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
 export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/sessions',
+    operationId: 'createSession',
     summary: 'Create a session with an agent and start its workflow',
     tags: TAGS,
     auth: 'session:execute',
     params: ZProjectIdParam,
     body: ZCreateSessionRequestSchema,
+    links: sessionLinks('$request.path.projectId', '$response.body#/session/id'),
+    bodyExample: { agentId: 'Support_Hub', channel: 'api', environment: 'dev' },
     successStatus: 201,
     errorStatuses: [404, 503],
     response: ZCreateSessionResponseSchema,
@@ -71,6 +82,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/sessions',
+    operationId: 'listSessions',
     summary: "List the project's sessions, newest first",
     tags: TAGS,
     auth: 'session:read',
@@ -86,6 +98,7 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id',
     reservedParams: RESERVED,
+    operationId: 'getSession',
     summary: 'Get a session: its summary plus the live state of its workflow',
     tags: TAGS,
     auth: 'session:read',
@@ -101,6 +114,7 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'delete',
     path: '/api/projects/:projectId/sessions/:id',
     reservedParams: RESERVED,
+    operationId: 'deleteSession',
     summary: 'End the session workflow and delete the session, its trace events and transcript',
     tags: TAGS,
     auth: 'session:execute',
@@ -120,6 +134,7 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'post',
     path: '/api/projects/:projectId/sessions/:id/reset',
     reservedParams: RESERVED,
+    operationId: 'resetSession',
     summary: 'Restart the conversation (history stays in traces and transcripts)',
     tags: TAGS,
     auth: 'session:execute',
@@ -135,12 +150,18 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces',
     reservedParams: RESERVED,
+    operationId: 'listSessionTraces',
     summary: "The session's trace events in order, optionally filtered, with metrics on request",
     tags: TAGS,
     auth: 'session:read',
     params: ZSessionParams,
     query: ZTracesQuery,
     errorStatuses: [404],
+    links: linksTo(['listSpanChildren'], {
+      projectId: '$request.path.projectId',
+      id: '$request.path.id',
+      spanId: '$response.body#/traceEvents/0/spanId',
+    }),
     response: ZTracesResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
       const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
@@ -163,6 +184,7 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/traces/:spanId/children',
     reservedParams: RESERVED,
+    operationId: 'listSpanChildren',
     summary: 'Child events of a span (events whose parentSpanId is the span)',
     tags: TAGS,
     auth: 'session:read',
@@ -188,6 +210,7 @@ export const sessionRoutes: AnyRoute[] = [
     method: 'get',
     path: '/api/projects/:projectId/sessions/:id/metrics',
     reservedParams: RESERVED,
+    operationId: 'getSessionMetrics',
     summary: 'Session metrics: latency per turn, tokens per LLM call, tool and guardrail rates',
     tags: TAGS,
     auth: 'session:read',
@@ -202,6 +225,7 @@ export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/v1/sessions/:id/transcripts',
+    operationId: 'getSessionTranscript',
     summary: "The session's transcript messages in order",
     tags: TAGS,
     auth: 'session:read',

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
 import '../openapi/registry';
+import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
 /** Ids this service issues are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
 export const SESSION_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -45,9 +46,10 @@ export const SESSION_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
 export const ZCreateSessionRequestSchema = z.object({
   agentId: z
     .string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') })
-    .trim()
     .min(1, 'must not be empty')
     .max(200)
+    .regex(NOT_BLANK_PATTERN, 'must not be empty')
+    .trim()
     .describe('Agent id, agent path `<domain>/<agent-name>`, or agent name'),
   channel: z.enum(CREATABLE_CHANNELS).default('api').describe('`api` (default) or `web_debug` for a Studio test session'),
   environment: z.enum(SESSION_ENVIRONMENTS).default('dev').describe('Environment the session runs in (default `dev`)'),
@@ -66,8 +68,8 @@ export const ZCreatedSessionSchema = z
 export const ZCreateSessionResponseSchema = z.object({ success: z.literal(true), session: ZCreatedSessionSchema });
 
 export const ZListSessionsQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
-  offset: z.coerce.number().int().min(0).default(0).describe('Items to skip'),
+  limit: ZLimitQuery,
+  offset: ZOffsetQuery,
   status: z.enum(SESSION_STATUSES).optional().describe('`active` or `ended`'),
   channel: z.enum(SESSION_CHANNELS).optional().describe('`api`, `web_debug` or `voice`'),
 });
@@ -75,8 +77,11 @@ export type TListSessionsQuery = z.infer<typeof ZListSessionsQuery>;
 
 export const ZSessionListItemSchema = z
   .object({
-    id: z.string(),
-    runtimeSessionId: z.string().describe('Temporal workflow id, `session/<id>`'),
+    id: z.string().describe('Session id (a UUID)').openapi({ example: '8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b' }),
+    runtimeSessionId: z
+      .string()
+      .describe('Temporal workflow id, `session/<id>`')
+      .openapi({ example: 'session/8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b' }),
     agentName: z.string().describe('Agent the session started with'),
     status: z.enum(SESSION_STATUSES),
     channel: z.enum(SESSION_CHANNELS),
@@ -148,8 +153,8 @@ export const ZResetSessionResponseSchema = z.object({
 });
 
 export const ZTranscriptQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
-  offset: z.coerce.number().int().min(0).default(0).describe('Messages to skip'),
+  limit: ZLimitQuery,
+  offset: ZOffsetQuery.describe('Messages to skip'),
 });
 
 export const ZTranscriptMessageSchema = z
@@ -172,19 +177,17 @@ export const ZTranscriptResponseSchema = z.object({
   messages: z.array(ZTranscriptMessageSchema),
 });
 
-const ZEventType = z
-  .string()
-  .max(64)
-  .regex(/^[a-z_]+$/, 'must be an event type such as llm_call');
+/** 1 to 20 event types separated by commas (spaces around them allowed), each 1-64 of a-z and _. */
+const EVENT_TYPES_PATTERN = /^ *[a-z_]{1,64} *(?:, *[a-z_]{1,64} *){0,19}$/;
 
 export const ZTracesQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(200).default(50).describe('Page size (max 200)'),
-  offset: z.coerce.number().int().min(0).default(0).describe('Events to skip'),
+  limit: ZLimitQuery,
+  offset: ZOffsetQuery.describe('Events to skip'),
   eventType: z
     .string()
-    .max(400)
-    .transform((s) => s.split(',').map((t) => t.trim()).filter(Boolean))
-    .pipe(z.array(ZEventType).min(1).max(20))
+    .max(1400)
+    .regex(EVENT_TYPES_PATTERN, 'must be 1-20 event types such as llm_call, separated by commas')
+    .transform((s) => s.split(',').map((t) => t.trim()))
     .optional()
     .describe('Only these event types (comma-separated), e.g. `llm_call,tool_call`'),
   decisionKind: z.string().min(1).max(64).optional().describe('Only `decision` events of this kind (`data.decisionKind`)'),

@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { requirePlatformAdmin } from '../middleware/platform-admin';
-import { defineRoute, type AnyRoute } from '../http/route';
-import { ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
+import { trimmedText, ZPaginationQuery, ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZApiKeySchema,
   ZCreateApiKeyRequestSchema,
@@ -30,11 +30,14 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/admin/tenants',
+    operationId: 'createTenant',
     summary: 'Create a tenant with a first project and an admin API key',
     tags: ['Tenancy'],
     auth: 'public',
+    security: 'platformAdmin',
+    bodyExample: { name: 'Acme', slug: 'acme', projectName: 'Support' },
     body: ZCreateTenantRequestSchema.extend({
-      projectName: z.string().trim().min(1).max(200).default('Default').describe('Name of the first project'),
+      projectName: trimmedText(200).default('Default').describe('Name of the first project'),
     }),
     successStatus: 201,
     errorStatuses: [401, 409, 503],
@@ -50,9 +53,11 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/admin/tenants',
+    operationId: 'listTenants',
     summary: 'List tenants',
     tags: ['Tenancy'],
     auth: 'public',
+    security: 'platformAdmin',
     query: ZPaginationQuery,
     errorStatuses: [401, 503],
     response: z.object({ success: z.literal(true), total: z.number(), tenants: z.array(ZTenantSchema) }),
@@ -68,6 +73,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects',
+    operationId: 'listProjects',
     summary: "List the caller's projects",
     tags: ['Tenancy'],
     auth: 'authenticated',
@@ -85,10 +91,16 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects',
+    operationId: 'createProject',
     summary: 'Create a project',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateProjectRequestSchema,
+    links: linksTo(
+      ['getProject', 'listAgents', 'createAgent', 'listToolFiles', 'getLlmSettings', 'putLlmSettings', 'listLlmCredentials', 'listSessions', 'createSession'],
+      { projectId: '$response.body#/project/id' },
+    ),
+    bodyExample: { name: 'Support', slug: 'support', description: 'Customer support agents' },
     successStatus: 201,
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), project: ZProjectSchema }),
@@ -101,6 +113,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/projects/:projectId',
+    operationId: 'getProject',
     summary: 'Get a project',
     tags: ['Tenancy'],
     auth: 'authenticated',
@@ -113,6 +126,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/users',
+    operationId: 'listUsers',
     summary: "List the tenant's users",
     tags: ['Tenancy'],
     auth: 'admin',
@@ -130,10 +144,12 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/users',
+    operationId: 'createUser',
     summary: 'Create a user who can log in for a JWT',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateUserRequestSchema,
+    bodyExample: { email: 'ada@example.com', password: 'correct horse battery staple', name: 'Ada', permissions: ['agent:read', 'session:execute'] },
     successStatus: 201,
     errorStatuses: [409],
     response: z.object({ success: z.literal(true), user: ZUserSchema }),
@@ -146,6 +162,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/api/api-keys',
+    operationId: 'listApiKeys',
     summary: "List the tenant's API keys (never the keys themselves)",
     tags: ['Tenancy'],
     auth: 'admin',
@@ -164,10 +181,16 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/api-keys',
+    operationId: 'createApiKey',
     summary: 'Create an API key (the key is shown once)',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
+    links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
+    // 404: `projectId` names a project that is not this tenant's (or not the key's own);
+    // 422: `expiresAt` is already past.
+    errorStatuses: [404, 422],
+    bodyExample: { name: 'web widget', permissions: ['session:execute'], expiresAt: '2030-01-01T00:00:00Z' },
     successStatus: 201,
     response: ZCreatedKey,
     async handler({ ctx, principal, body }) {
@@ -187,6 +210,7 @@ export const tenancyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/api-keys/:keyId',
+    operationId: 'revokeApiKey',
     summary: 'Revoke an API key (in force on every API process when this returns)',
     tags: ['Tenancy'],
     auth: 'admin',

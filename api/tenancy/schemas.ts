@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { PERMISSIONS } from '../../lib/permissions';
 import '../openapi/registry';
+import { trimmedText, ZDateTime, ZEmail } from '../http/schemas';
 
 const ZSlug = z
   .string()
@@ -12,7 +13,7 @@ const ZSlug = z
 export const ZPermission = z.enum(PERMISSIONS).describe('A permission; `admin` implies all others');
 
 export const ZCreateTenantRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200).describe('Display name'),
+  name: trimmedText(200).describe('Display name'),
   slug: ZSlug.optional().describe('Unique slug; derived from the name when omitted'),
 });
 
@@ -32,13 +33,13 @@ export const ZProjectSchema = z
   .openapi('Project');
 
 export const ZCreateProjectRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200),
+  name: trimmedText(200),
   slug: ZSlug.optional(),
   description: z.string().max(2000).nullable().optional(),
 });
 
 export const ZCreateUserRequestSchema = z.object({
-  email: z.email().max(320),
+  email: ZEmail,
   password: z.string().min(12, 'must be at least 12 characters').max(256),
   name: z.string().max(200).nullable().optional(),
   permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
@@ -55,10 +56,10 @@ export const ZUserSchema = z
   .openapi('User');
 
 export const ZCreateApiKeyRequestSchema = z.object({
-  name: z.string().trim().min(1).max(200).describe('A label to tell keys apart'),
+  name: trimmedText(200).describe('A label to tell keys apart'),
   projectId: z.string().min(1).max(64).nullable().optional().describe('Bind the key to one project'),
   permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
-  expiresAt: z.iso.datetime({ offset: true }).nullable().optional().describe('ISO 8601; the key stops working then'),
+  expiresAt: ZDateTime.nullable().optional().describe('ISO 8601; the key stops working then'),
 });
 
 export const ZApiKeySchema = z

@@ -74,7 +74,8 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
     if (!project) throw ApiError.notFound('Project');
   }
   if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
-    throw new ApiError('VALIDATION_ERROR', 'body.expiresAt: must be in the future');
+    // Well formed, but unusable now: a 422, since whether it is past depends on the clock.
+    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
   }
   const key = newApiKey();
   const doc = await models.ApiKey.create({

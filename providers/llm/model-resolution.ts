@@ -48,6 +48,27 @@ export function inferProvider(model: string): LlmProviderName | undefined {
   return undefined;
 }
 
+/** `abc` → `[Aa][Bb][Cc]`: a case-insensitive literal every regular-expression dialect reads alike. */
+function anyCase(word: string): string {
+  return [...word].map((c) => (/[a-z]/.test(c) ? `[${c.toUpperCase()}${c}]` : c)).join('');
+}
+
+const MODEL_CHARS = '[!-~]'; // printable ASCII, no space
+const MODEL_ID_SOURCE =
+  `(?:${anyCase('openai')}|${anyCase('anthropic')}):${MODEL_CHARS}+` +
+  `|${anyCase('local')}:${MODEL_CHARS}*|local` +
+  `|(?:${anyCase('gpt-')}|${anyCase('chatgpt-')}|[Oo][0-9]|${anyCase('claude-')})${MODEL_CHARS}*`;
+
+/**
+ * The model ids the API takes, as one pattern for the OpenAPI document: a known provider
+ * prefix, or a name whose provider can be inferred (see inferProvider); printable ASCII without
+ * spaces. Every id it matches parses with parseModelId.
+ */
+export const MODEL_ID_PATTERN = new RegExp(`^(?:${MODEL_ID_SOURCE})$`);
+
+/** A tier name (any case) or a model id (MODEL_ID_PATTERN). */
+export const MODEL_OR_TIER_PATTERN = new RegExp(`^(?:${MODEL_TIERS.map(anyCase).join('|')}|${MODEL_ID_SOURCE})$`);
+
 /**
  * `openai:gpt-4o-mini` → { openai, gpt-4o-mini }; `claude-sonnet-4-5` → { anthropic, … }.
  * Only a known provider name counts as a prefix, so `openai:llama3.1:8b` keeps its own colon.

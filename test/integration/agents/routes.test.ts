@@ -282,12 +282,12 @@ describe('tenant discovery: /api/agents', () => {
     expect(missing.headers.get('cache-control')).not.toBe('private, max-age=300');
   });
 
-  it('asks for projectId when a name exists in several projects', async () => {
+  it('answers 409 with the projects when a name exists in several projects and no projectId is given', async () => {
     await create('Twin', 'AGENT: Twin\nGOAL: "a"\n');
     await create('Twin', 'AGENT: Twin\nGOAL: "b"\n', acme.otherProjectId);
     const ambiguous = await api.get('/api/agents/Twin', { key: acme.adminKey });
-    expect(ambiguous.status).toBe(400);
-    expect(ambiguous.body.error.code).toBe('BAD_REQUEST');
+    expect(ambiguous.status).toBe(409);
+    expect(ambiguous.body.error.code).toBe('CONFLICT');
     expect(ambiguous.body.error.details.projectIds.sort()).toEqual([acme.projectId, acme.otherProjectId].sort());
     const chosen = await api.get(`/api/agents/Twin?projectId=${acme.otherProjectId}`, { key: acme.adminKey });
     expect(chosen.status).toBe(200);

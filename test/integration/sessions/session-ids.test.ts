@@ -166,6 +166,7 @@ describe('reserved sub-paths beside sessions/:id', () => {
       defineRoute({
         method: 'get',
         path: `/api/projects/:projectId/sessions/${name}`,
+        operationId: `testSessions_${name}`,
         summary: `test stand-in for sessions/${name}`,
         tags: ['Test'],
         auth: 'session:read',
