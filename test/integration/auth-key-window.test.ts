@@ -54,8 +54,11 @@ it('answers from what it read within the window, so a change made straight in th
   const api = client(replicaB.baseUrl);
   // The API runs in this process and ages what it read by performance.now(): hold that clock
   // still, so the answer read below is as young as can be however slow the machine, then move
-  // it past the window.
-  const now = performance.now();
+  // it to the end of the window. The clock is held on a whole millisecond: the API computes the
+  // age as (now + WINDOW_MS) - now, which for a fractional `now` just below a power of two
+  // (e.g. 16000.123456789) rounds to a hair under WINDOW_MS, so the window would not have passed.
+  // Which `now` a run got depended on how long the stack took to start: it failed under load.
+  const now = Math.ceil(performance.now());
   let clock = now;
   const frozen = jest.spyOn(performance, 'now').mockImplementation(() => clock);
   try {
