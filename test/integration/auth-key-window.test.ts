@@ -21,8 +21,6 @@ afterAll(async () => {
   await replicaB.close();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function mintKey(t: SeededTenant, options: { expiresAt?: Date } = {}) {
   const { key, apiKey } = await createApiKey(replicaA.ctx.models, t.tenantId, { name: 'windowed', permissions: ['agent:read'], ...options });
   return { key, id: apiKey._id };
@@ -54,8 +52,11 @@ it('answers from what it read within the window, so a change made straight in th
   const api = client(replicaB.baseUrl);
   // The API runs in this process and ages what it read by performance.now(): hold that clock
   // still, so the answer read below is as young as can be however slow the machine, then move
-  // it past the window.
-  const now = performance.now();
+  // it to the end of the window. The clock is held on a whole millisecond: the API computes the
+  // age as (now + WINDOW_MS) - now, which for a fractional `now` just below a power of two
+  // (e.g. 16000.123456789) rounds to a hair under WINDOW_MS, so the window would not have passed.
+  // Which `now` a run got depended on how long the stack took to start: it failed under load.
+  const now = Math.ceil(performance.now());
   let clock = now;
   const frozen = jest.spyOn(performance, 'now').mockImplementation(() => clock);
   try {
@@ -92,11 +93,23 @@ it('refuses a key in steady use once it changed: use never extends the window', 
 
 it('refuses a remembered key the moment its expiry passes, without waiting for the window', async () => {
   const t = await seedTenant(replicaA.ctx);
-  const { key } = await mintKey(t, { expiresAt: new Date(Date.now() + 400) });
+  // Both clocks the API reads are held: Date.now() (the expiry) and performance.now() (the
+  // window). The key is remembered before its expiry however slow the machine, and the expiry
+  // then passes while the window is nowhere near over.
+  let wallClock = Date.now();
+  const expiresAt = wallClock + 1000;
+  const { key } = await mintKey(t, { expiresAt: new Date(expiresAt) });
   const api = client(replicaB.baseUrl);
-  expect((await api.get('/api/auth/me', { key })).status).toBe(200);
-  await sleep(500);
-  const res = await api.get('/api/auth/me', { key });
-  expect(res.status).toBe(401);
-  expect(res.body.error.message).toMatch(/expired/);
+  const frozenWindow = jest.spyOn(performance, 'now').mockReturnValue(Math.ceil(performance.now()));
+  const frozenWall = jest.spyOn(Date, 'now').mockImplementation(() => wallClock);
+  try {
+    expect((await api.get('/api/auth/me', { key })).status).toBe(200);
+    wallClock = expiresAt;
+    const res = await api.get('/api/auth/me', { key });
+    expect(res.status).toBe(401);
+    expect(res.body.error.message).toMatch(/expired/);
+  } finally {
+    frozenWall.mockRestore();
+    frozenWindow.mockRestore();
+  }
 });

@@ -24,7 +24,8 @@
  * `finishReason`, `model`, `error` (HTTP status + provider-shaped body + headers such as
  * `retry-after`), `delayMs` (before responding), `chunkDelayMs` (before every SSE chunk) and
  * `failAfterChunks` (destroy the socket after N SSE chunks: a mid-stream failure) and
- * `streamError` (the provider's in-stream error event after N chunks).
+ * `streamError` (the provider's in-stream error event after N chunks) and `hold` (never finish:
+ * for a call the client is expected to give up on, whatever the machine's speed).
  * Items are used once, in order; when the queue is empty the default reply is used
  * (`DEFAULT_FAKE_TEXT`, or `options.defaultReply`).
  *
@@ -79,6 +80,11 @@ export interface FakeReply {
   streamError?: { afterChunks: number; type: string; message?: string; code?: string };
   /** Extra response headers. */
   headers?: Record<string, string>;
+  /**
+   * Never finish the response, until the client goes away: `true` sends nothing at all;
+   * `{ afterChunks }` streams that many SSE chunks first (a non-streamed reply sends nothing).
+   */
+  hold?: true | { afterChunks: number };
 }
 
 export interface RecordedRequest {
@@ -273,6 +279,7 @@ export async function startFakeLlmServer(protocol: FakeProtocol, options: FakeSe
       sendJson(res, 401, protocol.errorBody(error));
       return;
     }
+    if (reply.hold === true || (reply.hold && !stream)) return;
     if (reply.delayMs) await sleep(reply.delayMs);
     if (res.destroyed) return;
     record.respondedAt = performance.now();
@@ -296,6 +303,7 @@ export async function startFakeLlmServer(protocol: FakeProtocol, options: FakeSe
     const frames = protocol.streamFrames(record, reply);
     let sent = 0;
     for (const frame of frames) {
+      if (reply.hold && sent >= reply.hold.afterChunks) return;
       if (reply.failAfterChunks !== undefined && sent >= reply.failAfterChunks) {
         res.socket?.destroy();
         return;

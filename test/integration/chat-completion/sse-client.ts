@@ -1,6 +1,7 @@
 // Reads POST /api/v1/chat/stream with fetch and parses it with a real SSE parser
 // (eventsource-parser), recording events, comments and when each arrived.
 import { createParser } from 'eventsource-parser';
+import { fetch as undiciFetch, type Dispatcher } from 'undici';
 
 export interface ReceivedEvent {
   event: string;
@@ -26,17 +27,21 @@ export interface StreamOptions {
   body: unknown;
   /** Called per event; return true to abort the request from the client side. */
   onEvent?: (event: ReceivedEvent) => boolean | void;
+  /** The connection pool to send through (e.g. one that keeps idle connections open). */
+  dispatcher?: Dispatcher;
 }
 
 export async function openStream(baseUrl: string, options: StreamOptions): Promise<StreamResult> {
   const controller = new AbortController();
   const started = Date.now();
-  const res = await fetch(`${baseUrl}/api/v1/chat/stream`, {
+  const init = {
     method: 'POST',
     headers: { authorization: `Bearer ${options.key}`, 'content-type': 'application/json' },
     body: JSON.stringify(options.body),
     signal: controller.signal,
-  });
+  };
+  // undici's own fetch for a pool of its own: the global fetch is another copy of undici.
+  const res = (options.dispatcher ? await undiciFetch(`${baseUrl}/api/v1/chat/stream`, { ...init, dispatcher: options.dispatcher }) : await fetch(`${baseUrl}/api/v1/chat/stream`, init)) as Response;
   const result: StreamResult = { status: res.status, headers: res.headers, events: [], comments: [], json: null, ended: false };
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     result.json = await res.json();

@@ -53,13 +53,33 @@ it('passes other failures through at once', async () => {
   expect(sends).toBe(1);
 });
 
-it('gives up with the dropped error once the deadline leaves no room', async () => {
-  let sends = 0;
-  await expect(sendUpdateResendingDropped(Date.now() + 60, async () => {
-    sends += 1;
-    throw dropped();
-  }, (ms) => new Promise((r) => setTimeout(r, ms)))).rejects.toThrow('Workflow Update failed');
-  // 20 ms and then 50 ms of backoff: the third wait would pass the deadline.
-  expect(sends).toBeGreaterThanOrEqual(2);
-  expect(sends).toBeLessThanOrEqual(3);
+// The backoff is judged on a fake clock: Date.now() and setTimeout only move when the test
+// moves them, so what is sent when does not depend on how busy the machine is.
+describe('on a fake clock', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  /** Runs a send that is always dropped against `budgetMs`; returns when each send happened (ms after the start). */
+  async function alwaysDropped(budgetMs: number) {
+    const start = Date.now();
+    const sentAt: number[] = [];
+    const outcome = sendUpdateResendingDropped(start + budgetMs, async () => {
+      sentAt.push(Date.now() - start);
+      throw dropped();
+    });
+    const refused = expect(outcome).rejects.toThrow('Workflow Update failed');
+    await jest.runAllTimersAsync();
+    await refused;
+    return { sentAt, elapsed: Date.now() - start };
+  }
+
+  it('gives up with the dropped error once the deadline leaves no room', async () => {
+    // 20 ms of backoff fits in 60; the next wait, 50 ms, would pass the deadline: no third send.
+    expect(await alwaysDropped(60)).toEqual({ sentAt: [0, 20], elapsed: 20 });
+  });
+
+  it('backs off 20, 50, 100, 200, 400 ms between sends, and never waits past the deadline', async () => {
+    // After the sixth send the next wait (800 ms) would end at 1570 ms, past the 1000 ms deadline.
+    expect(await alwaysDropped(1000)).toEqual({ sentAt: [0, 20, 70, 170, 370, 770], elapsed: 770 });
+  });
 });
