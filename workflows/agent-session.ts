@@ -24,8 +24,8 @@ import {
   type TurnUpdateInput,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
-import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, AGENT_IDLE_TIMEOUT_PATCH, BRANCH_GATHER_PATCH, CODE_UNIT_SORT_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { interpreterFlags, runFlags } from './interpreter-flags';
+import { AGENT_IDLE_TIMEOUT_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -85,12 +85,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   // durable in history, so a crash before the write only delays it). Reads through the API ask
   // for a write first (`flush`), so they see every answered turn.
   const flushDelayMs = input.projectionFlushMs ?? DEFAULT_PROJECTION_FLUSH_MS;
-  const parallelToolCalls = parallelToolCallsOption();
-  const agentErrorTransitions = patchDecidedOnce(AGENT_ERROR_TRANSITIONS_PATCH);
-  const gatherInfer = patchDecidedOnce(GATHER_INFER_PATCH);
-  const branchGather = patchDecidedOnce(BRANCH_GATHER_PATCH);
-  const gatherFieldRules = patchDecidedOnce(GATHER_FIELD_RULES_PATCH);
-  const codeUnitSort = patchDecidedOnce(CODE_UNIT_SORT_PATCH);
+  const flags = runFlags();
   const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
   const deferProjection = heldProjection && flushDelayMs > 0;
   const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
@@ -302,21 +297,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     // The session's own agent is the entry agent, whatever the project's manifest says.
     const interpreter = createInterpreter(
       { ...compiled, entry_agent: input.agentName },
-      // Asked per turn: a session recorded before the checkpoints (digressions, agent hooks) keeps them off while it replays.
+      // The run-wide flags, and those asked per turn: a session recorded before the checkpoints (digressions, agent hooks, GATHER LLM) keeps them off while it replays.
       {
         now: () => Date.now(),
         random: () => Math.random(),
         mockedTools: new Set(mocks.keys()),
-        parallelToolCalls,
-        agentErrorTransitions,
-        gatherInfer,
-        branchGather,
-        gatherFieldRules,
-        codeUnitSort,
-        ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
-        digressions: wf.patched(DIGRESSIONS_PATCH),
-        agentHooks: wf.patched(AGENT_HOOKS_PATCH),
-        gatherLlm: wf.patched(GATHER_LLM_PATCH),
+        ...interpreterFlags(flags),
       },
     );
     const responses: string[] = [];

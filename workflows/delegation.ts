@@ -8,8 +8,7 @@ import type { DelegateOutcome } from '../abl/runtime/contract';
 import { createInterpreter, delegateOutcome } from '../abl/runtime';
 import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
-import { parallelToolCallsOption } from './parallel-tool-calls';
-import { AGENT_ERROR_TRANSITIONS_PATCH, AGENT_HOOKS_PATCH, BRANCH_GATHER_PATCH, CODE_UNIT_SORT_PATCH, DIGRESSIONS_PATCH, GATHER_FIELD_RULES_PATCH, GATHER_INFER_PATCH, GATHER_LLM_PATCH, patchDecidedOnce, RULE_CHECKPOINTS_PATCH } from './patches';
+import { interpreterFlags, runFlags } from './interpreter-flags';
 import { TurnTrace } from './session-trace';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
@@ -52,16 +51,8 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
       now: () => Date.now(),
       random: () => Math.random(),
       mockedTools: new Set(input.toolMocks.map((m) => m.toolName)),
-      parallelToolCalls: parallelToolCallsOption(),
-      agentErrorTransitions: patchDecidedOnce(AGENT_ERROR_TRANSITIONS_PATCH),
-      gatherInfer: patchDecidedOnce(GATHER_INFER_PATCH),
-      branchGather: patchDecidedOnce(BRANCH_GATHER_PATCH),
-      gatherFieldRules: patchDecidedOnce(GATHER_FIELD_RULES_PATCH),
-      codeUnitSort: patchDecidedOnce(CODE_UNIT_SORT_PATCH),
-      ruleCheckpoints: wf.patched(RULE_CHECKPOINTS_PATCH),
-      digressions: wf.patched(DIGRESSIONS_PATCH),
-      agentHooks: wf.patched(AGENT_HOOKS_PATCH),
-      gatherLlm: wf.patched(GATHER_LLM_PATCH),
+      // One interpreter for the child's whole run: every flag is decided once.
+      ...interpreterFlags(runFlags()),
     },
   );
   const ctx: EffectContext = {
