@@ -16,7 +16,6 @@ import {
   stateQuery,
   turnUpdate,
   type CarriedSessionState,
-  type PendingProjection,
   type SessionStartInput,
   type SessionStateView,
   type SessionStats,
@@ -25,6 +24,7 @@ import {
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
+import { ProjectionWriter } from './projection-writer';
 import { AGENT_IDLE_TIMEOUT_PATCH } from './patches';
 import { TurnTrace } from './session-trace';
 
@@ -36,19 +36,10 @@ const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
-// Persistence must not give up quickly: a turn is not answered before its projection is written.
-const PERSIST_RETRY = { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 30 } as const;
-const { recordTurn } = wf.proxyActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
-// A few idempotent MongoDB writes: as a local activity the turn finishes in the same workflow
-// task, with no activity task round trip through the server.
-const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
 
 const RECENT_TURNS_KEPT = 20;
 /** Runs started before this marker keep an idle timer per turn when they replay. */
 const IDLE_WATCHDOG_PATCH = 'idle-watchdog-v1';
-/** Runs started before this marker wrote each turn's projection before replying. */
-const DEFERRED_PROJECTION_PATCH = 'deferred-projection-v1';
-const DEFAULT_PROJECTION_FLUSH_MS = 250;
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
 
 /**
@@ -76,23 +67,21 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   let runtime: SessionRuntimeState | null = carried?.runtime ?? null;
   let turnCount = carried?.turnCount ?? 0;
   let traceSeq = carried?.traceSeq ?? 0;
-  let messageSeq = carried?.messageSeq ?? 0;
   const stats: SessionStats = carried?.stats ?? emptyStats();
   const recentTurns = carried?.recentTurns ?? [];
   const createdAtMs = carried?.createdAtMs ?? Date.now();
-  // The reply does not wait for MongoDB: each turn's rows are held here and written shortly
-  // after, several turns at once when they come fast (the turn results themselves are already
-  // durable in history, so a crash before the write only delays it). Reads through the API ask
-  // for a write first (`flush`), so they see every answered turn.
-  const flushDelayMs = input.projectionFlushMs ?? DEFAULT_PROJECTION_FLUSH_MS;
   const flags = runFlags();
-  const heldProjection = wf.patched(DEFERRED_PROJECTION_PATCH);
-  const deferProjection = heldProjection && flushDelayMs > 0;
-  const pending: PendingProjection = carried?.pending ?? { messages: [], traceEvents: [] };
-  let lastActivityMs = carried?.lastActivityMs ?? Date.now();
-  let writing = 0;
-  let writes: Promise<void> = Promise.resolve();
-  let flushArmed = false;
+  // Each turn's transcript rows, trace events and the summary, written after the reply
+  // (projection-writer.ts). Created here: it asks its patch marker where the session always has.
+  const projection = new ProjectionWriter({
+    tenantId: input.tenantId,
+    projectId: input.projectId,
+    sessionId: input.sessionId,
+    flushDelayMs: input.projectionFlushMs,
+    carried,
+    currentTurn: () => turnCount,
+    summary,
+  });
   let bundle: CompilationOutput | null = null;
   let ended: { reason: string } | null = null;
   let inFlight = 0;
@@ -158,9 +147,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       },
     },
   );
-  wf.setHandler(flushUpdate, () => flush(), {
+  wf.setHandler(flushUpdate, () => projection.flush(), {
     validator: () => {
-      if (pending.messages.length === 0 && pending.traceEvents.length === 0 && writing === 0) {
+      if (projection.idle) {
         throw wf.ApplicationFailure.nonRetryable('Nothing to write', 'NOTHING_PENDING');
       }
     },
@@ -174,7 +163,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         trace.add('state_change', { variable: '_session', value: 'reset' });
         traceSeq = trace.nextSeq;
         stats.traceEventCount += trace.events.length;
-        await persist(trace, []);
+        await projection.record(trace, []);
         return { resetAt: new Date().toISOString() };
       }),
     {
@@ -193,9 +182,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     return typeof own === 'number' && own > 0 ? own : input.idleTimeoutMs;
   };
 
-  type NewMessage = { role: 'user' | 'assistant'; agent: string | null; content: string };
-
-  function summary() {
+  /** The session's summary row as it stands, for the projection writer. */
+  function summary(lastActivityMs: number) {
     const thread = activeThread();
     return {
       currentAgent: thread?.agent ?? input.agentName,
@@ -211,80 +199,6 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       lastActivityAt: new Date(lastActivityMs).toISOString(),
       ...(ended ? { endedAt: new Date().toISOString(), endReason: ended.reason } : {}),
     };
-  }
-
-  /** Writes the held rows and the summary as they stand; writes run one at a time, in order. */
-  function flush(): Promise<void> {
-    writing++;
-    writes = writes.then(async () => {
-      const messages = pending.messages.splice(0);
-      const traceEvents = pending.traceEvents.splice(0);
-      try {
-        await recordTurnLocally({
-          tenantId: input.tenantId,
-          projectId: input.projectId,
-          sessionId: input.sessionId,
-          turn: turnCount,
-          messages,
-          traceEvents,
-          summary: summary(),
-        });
-      } catch (err) {
-        // Retries are exhausted (MongoDB down for minutes): keep the rows and try again later.
-        pending.messages.unshift(...messages);
-        pending.traceEvents.unshift(...traceEvents);
-        wf.log.warn('Session projection write failed; retrying later', { error: String(err) });
-        armFlush();
-      } finally {
-        writing--;
-      }
-    });
-    return writes;
-  }
-
-  function armFlush(): void {
-    if (flushArmed) return;
-    flushArmed = true;
-    void wf
-      .sleep(flushDelayMs)
-      .then(() => {
-        flushArmed = false;
-        return flush();
-      })
-      .catch(() => undefined);
-  }
-
-  /**
-   * Records a turn's rows: held for the next write, or written now on runs before deferral. The
-   * session's end is not activity: `lastActivityAt` stays at the last turn (or reset), and
-   * `endedAt` says when it ended.
-   */
-  async function persist(trace: TurnTrace, messages: NewMessage[], activity = true) {
-    if (activity) lastActivityMs = Date.now();
-    const rows = messages.map((m) => ({ ...m, seq: ++messageSeq, turn: trace.turn, timestamp: new Date().toISOString() }));
-    if (deferProjection) {
-      pending.messages.push(...rows);
-      pending.traceEvents.push(...trace.events.map((e) => ({ ...e, turn: trace.turn })));
-      armFlush();
-      return;
-    }
-    if (heldProjection) {
-      // projectionFlushMs 0: written before the reply.
-      pending.messages.push(...rows);
-      pending.traceEvents.push(...trace.events.map((e) => ({ ...e, turn: trace.turn })));
-      await flush();
-      return;
-    }
-    // Runs recorded before deferral: one write per turn, before the reply.
-    await (wf.patched(LOCAL_ACTIVITIES_PATCH) ? recordTurnLocally : recordTurn)({
-      tenantId: input.tenantId,
-      projectId: input.projectId,
-      sessionId: input.sessionId,
-      turn: trace.turn,
-      messages: rows.map(({ turn: _turn, ...m }) => m),
-      traceEvents: trace.events,
-      summary: summary(),
-    });
   }
 
   async function runTurn(turn: TurnUpdateInput): Promise<TurnResult> {
@@ -351,7 +265,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     stats.messageCount += response ? 2 : 1;
     stats.traceEventCount += trace.events.length;
     traceSeq = trace.nextSeq;
-    await persist(trace, [
+    await projection.record(trace, [
       // What the agents saw: input guardrails' redactions apply to the stored transcript too.
       { role: 'user', agent: null, content: result.userText ?? turn.message },
       ...(response ? [{ role: 'assistant' as const, agent: thread?.agent ?? null, content: response }] : []),
@@ -378,7 +292,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
   const rollOver = async () => {
-    if (deferProjection) await flush();
+    if (projection.deferred) await projection.flush();
     await wf.condition(wf.allHandlersFinished);
     // Rows of turns answered during that write go along (the next run writes them).
     const next: CarriedSessionState = {
@@ -386,15 +300,15 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       turnCount,
       recentTurns,
       traceSeq,
-      messageSeq,
+      messageSeq: projection.messageSeq,
       stats,
       createdAtMs,
-      ...(deferProjection ? { pending, lastActivityMs } : {}),
+      ...projection.handOver(),
     };
     await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
   };
 
-  if (deferProjection && (pending.messages.length > 0 || pending.traceEvents.length > 0)) armFlush();
+  projection.resume();
 
   if (wf.patched(IDLE_WATCHDOG_PATCH)) {
     // One timer per idle period, not one per turn: when it fires it re-arms for whatever is
@@ -431,7 +345,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const trace = new TurnTrace(++turnCount, traceSeq);
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
-  await persist(trace, [], false);
-  if (deferProjection) await flush();
+  await projection.record(trace, [], false);
+  if (projection.deferred) await projection.flush();
   return { status: 'ended', reason };
 }
