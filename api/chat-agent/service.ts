@@ -27,7 +27,7 @@ import {
   resolveSessionAgent,
 } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isTemporalUnavailable, isWorkflowNotFound, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
@@ -73,7 +73,7 @@ function applicationFailureIn(err: unknown): ApplicationFailure | null {
  * message text: an ApplicationFailure whose type is one of our codes keeps it (the workflow's
  * validator and activities speak our table, with messages written for callers); an update
  * outlived by its workflow, or a workflow that is gone, is an ended session; Temporal not
- * answering is 503; anything else is a 500 whose detail stays in the log.
+ * answering, or its namespace missing, is 503; anything else is a 500 whose detail stays in the log.
  */
 export function toApiError(err: unknown): ApiError {
   if (isApiError(err)) return err;
@@ -86,6 +86,8 @@ export function toApiError(err: unknown): ApiError {
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
     return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
   }
+  // Before "workflow not found": a missing namespace is also gRPC NOT_FOUND.
+  if (isNamespaceMissing(err)) return runtimeNotConfigured(err);
   if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
   if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });

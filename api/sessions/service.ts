@@ -32,6 +32,7 @@ import {
   type AgentSessionWorkflow,
   isTemporalUnavailable,
   isWorkflowAlreadyStarted,
+  isNamespaceMissing,
   isWorkflowNotFound,
   sessionStartOptions,
   sessionWorkflowId,
@@ -197,7 +198,7 @@ export async function giveBackUnstartedSession(ctx: AppContext, start: Pick<Sess
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(sessionWorkflowId(start.sessionId)).describe());
   } catch (err) {
     // No such workflow, or no such namespace: nothing was started either way.
-    if (!isWorkflowNotFound(err) && (err as Error)?.name !== 'NamespaceNotFoundError') {
+    if (!isWorkflowNotFound(err) && !isNamespaceMissing(err)) {
       ctx.logger.warn({ err, sessionId: start.sessionId }, 'could not tell whether a failed first turn started its session; it stays counted');
       return;
     }

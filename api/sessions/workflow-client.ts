@@ -49,6 +49,11 @@ export function isWorkflowNotFound(err: unknown): boolean {
   return causes(err).some((e) => (e as Error)?.name === 'WorkflowNotFoundError' || (e as { code?: number })?.code === 5);
 }
 
+/** The configured Temporal namespace does not exist: the runtime is not configured, nothing can start. */
+export function isNamespaceMissing(err: unknown): boolean {
+  return causes(err).some((e) => (e as Error)?.name === 'NamespaceNotFoundError');
+}
+
 export function isWorkflowAlreadyStarted(err: unknown): boolean {
   return causes(err).some((e) => (e as Error)?.name === 'WorkflowExecutionAlreadyStartedError');
 }
@@ -72,10 +77,16 @@ export function temporalErrorToApiError(err: unknown, what = 'Session runtime'):
       return new ApiError(failure.type, { message: failure.message ?? 'Request failed', cause: err });
     }
   }
+  if (isNamespaceMissing(err)) return runtimeNotConfigured(err);
   if (isTemporalUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', { message: `${what} is unavailable; retry shortly`, cause: err });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
+}
+
+/** 503 for a deployment whose Temporal namespace is missing (the spec's "runtime not configured"). */
+export function runtimeNotConfigured(cause: unknown): ApiError {
+  return new ApiError('SERVICE_UNAVAILABLE', { message: 'Session runtime is not configured: its Temporal namespace does not exist', cause });
 }
 
 /** The Temporal client, or 503 when no connection can be made. */

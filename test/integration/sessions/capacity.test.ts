@@ -112,13 +112,13 @@ describe('a start that fails after claiming its place', () => {
     // A namespace Temporal does not know: the connection works, every start is refused.
     const { stack, t, api, chat } = await setup({ MAX_CONCURRENT_SESSIONS: '1', TEMPORAL_NAMESPACE: `missing-${randomUUID()}` }, false);
     const turn = await chat({ message: 'hello' });
-    expect(turn.status).not.toBe(200);
-    expect(turn.status).not.toBe(429);
+    expect(turn.status).toBe(503);
+    expect(turn.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.stringMatching(/namespace does not exist/) });
     expect(await counted(stack, t)).toEqual({ active: 0, slots: 0 });
     expect(await stack.ctx.models.Session.countDocuments({ tenantId: t.tenantId })).toBe(0);
     const created = await api.post(`/api/projects/${t.projectId}/sessions`, { key: t.adminKey, json: { agentId: 'Support_Hub' } });
-    expect(created.status).not.toBe(201);
-    expect(created.status).not.toBe(429);
+    expect(created.status).toBe(503);
+    expect(created.body.error.code).toBe('SERVICE_UNAVAILABLE');
     expect(await counted(stack, t)).toEqual({ active: 0, slots: 0 });
     expect(await stack.ctx.models.Session.countDocuments({ tenantId: t.tenantId })).toBe(0);
   });
