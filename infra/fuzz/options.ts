@@ -138,3 +138,14 @@ export function summarize(junitXml: string | null, exitCode: number | null, opti
     detail: `${ok ? 'passed' : 'FAILED'}: ${how}; seed ${options.seed}, max ${options.maxExamples} examples, ${seconds} s; report in ${options.reportDir}`,
   };
 }
+
+/**
+ * schemathesis closes with pytest's banner (`===== 2 warnings in 58.78s =====`), which a reader
+ * of test output takes for a pytest run that executed no test. Its rule lines are redrawn with
+ * dashes so that the only closing line is ours.
+ */
+export function relabelRuleLine(line: string): string {
+  const rule = /^=+ (.*) =+$/.exec(line);
+  if (rule) return `--- ${rule[1]} ---`;
+  return /^=+$/.test(line) ? line.replace(/=/g, '-') : line;
+}

@@ -6,13 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { connectMongo } from '../../db/connection';
 import { createModels, syncIndexes } from '../../db/models';
 import { newSecretToken } from '../../lib/ids';
 import { createApiKey, createProject, createTenant } from '../../api/tenancy/service';
 import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
 import { seedDevProject } from '../seed-project';
-import { parseFuzzOptions, schemathesisArgs, summarize, type FuzzOptions } from './options';
+import { parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize, type FuzzOptions } from './options';
 
 const SCHEMATHESIS = path.join(ROOT, '.tools', 'venv', 'bin', 'schemathesis');
 const CONFIG_FILE = path.join(ROOT, 'infra', 'fuzz', 'schemathesis.toml');
@@ -127,13 +128,21 @@ async function seedSession(baseUrl: string, seeded: Seeded): Promise<SeededSessi
 function runSchemathesis(options: FuzzOptions, url: string, configFile: string, env: Record<string, string>): Promise<number | null> {
   const args = schemathesisArgs(options, { configFile, schemaUrl: `${url}/openapi.json` });
   log(`schemathesis ${args.join(' ')}`);
-  const child = spawn(SCHEMATHESIS, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+  const child = spawn(SCHEMATHESIS, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const relayed = new Promise<void>((resolve) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => process.stdout.write(relabelRuleLine(line) + '\n'));
+    lines.once('close', resolve);
+  });
   const proc = manage('schemathesis', child);
   const timer = setTimeout(() => {
     log(`schemathesis still running after ${options.timeoutSeconds} s (FUZZ_TIMEOUT_SECONDS): stopping it`);
     void proc.stop(5000);
   }, options.timeoutSeconds * 1000);
-  return proc.exited.finally(() => clearTimeout(timer));
+  return proc.exited.then(async (code) => {
+    await relayed;
+    return code;
+  }).finally(() => clearTimeout(timer));
 }
 
 async function main(): Promise<number> {

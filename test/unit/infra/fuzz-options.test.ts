@@ -1,6 +1,6 @@
 // `npm run fuzz` options: CI's fixed defaults, overrides by flag or FUZZ_* variable, and the
 // one-line verdict read from schemathesis' JUnit report.
-import { FUZZ_DEFAULTS, parseFuzzOptions, schemathesisArgs, summarize } from '../../../infra/fuzz/options';
+import { FUZZ_DEFAULTS, parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize } from '../../../infra/fuzz/options';
 
 describe('parseFuzzOptions', () => {
   it('uses the fixed seed and bounded examples by default', () => {
@@ -37,5 +37,14 @@ describe('summarize', () => {
     // A non-zero exit without a failing test is still a failure.
     expect(summarize(report(0, 0), 2, options, 90)).toMatchObject({ ok: false, line: 'fuzz: 48 passed, 1 failed, 0 skipped' });
     expect(summarize(null, null, options, 240)).toMatchObject({ ok: false, line: 'fuzz: 0 passed, 1 failed, 0 skipped', detail: expect.stringContaining('without a report') });
+  });
+});
+
+describe('relabelRuleLine', () => {
+  it("redraws schemathesis's pytest-style banners so no pytest closing line is printed", () => {
+    expect(relabelRuleLine('============================= 2 warnings in 58.78s =============================')).toBe('--- 2 warnings in 58.78s ---');
+    expect(relabelRuleLine('=================================== SUMMARY ====================================')).toBe('--- SUMMARY ---');
+    expect(relabelRuleLine('==========')).toBe('----------');
+    expect(relabelRuleLine('  3896 generated, 3896 passed, 139 skipped')).toBe('  3896 generated, 3896 passed, 139 skipped');
   });
 });
