@@ -1,0 +1,77 @@
+// ESCALATE: the triggers checked at each turn and step transition, and the escalation itself
+// (a human task effect; the turn waits for its resolution, then ON_HUMAN_COMPLETE applies).
+
+import type { Json } from '../ir';
+import type { ThreadState } from './contract';
+import { toJson, truncate } from './values';
+import type { TurnContext } from './turn-context';
+import { syntheticHandoff } from './handoff';
+
+export class Escalation {
+  constructor(private readonly t: TurnContext) {}
+
+  checkEscalation(th: ThreadState): 'continue' | 'stop' {
+    const esc = this.t.agent(th).coordination.escalation;
+    if (!esc) return 'continue';
+    for (const t of esc.triggers) {
+      if (t.when.ast && this.t.cond(th, t.when)) {
+        return this.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalation: ${t.when.src}`, t.priority, t.tags);
+      }
+    }
+    return 'continue';
+  }
+
+  /** Creates a human task, suspends, and applies on_human_complete once it is resolved. */
+  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = []): 'continue' | 'stop' {
+    if (this.t.s.mode === 'delegate') this.t.delegation.failDelegate({ kind: 'escalation', message: `Delegated agent escalated: ${reason}` });
+    const agent = this.t.agent(th);
+    const esc = agent.coordination.escalation;
+    const context: Record<string, Json> = {};
+    for (const k of esc?.context_for_human ?? []) {
+      if (k === 'conversation_history') context[k] = th.history.slice(-10).map((t) => `${t.role}: ${truncate(t.content, 300)}`);
+      else context[k] = toJson(this.t.eval(th, { type: 'Ident', name: k, pos: 0 }));
+    }
+    this.t.decision(th, 'escalate', reason);
+    // The user hears something even when nothing else was said this turn.
+    if (this.t.responses.length === 0) this.t.guards.respond(th, this.t.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
+    th.status = 'escalated';
+    const ev = this.t.effect({ type: 'escalate', agent: th.agent, reason, priority, tags, context }, { kind: 'human_task', reason });
+    th.status = 'active';
+    this.t.s.status = 'active';
+    this.t.s.pending = null;
+    let human: Record<string, Json>;
+    if (ev.type === 'human_resolved') {
+      const r = ev.resolution;
+      const fields = r.fields && typeof r.fields === 'object' && !Array.isArray(r.fields) ? r.fields : {};
+      const decision = typeof r.decision === 'string' ? r.decision : null;
+      human = {
+        ...fields,
+        ...r,
+        decision,
+        notes: r.notes ?? null,
+        resolved: true,
+        approved: typeof r.approved === 'boolean' ? r.approved : decision === 'approved',
+        rejected: typeof r.rejected === 'boolean' ? r.rejected : decision === 'rejected',
+      };
+    } else {
+      human = { resolved: false, expired: true, approved: false, rejected: false, decision: null };
+    }
+    this.t.setVar(th, 'human', human);
+    for (const rule of esc?.on_human_complete ?? []) {
+      if (rule.condition && !this.t.cond(th, rule.condition)) continue;
+      this.t.decision(th, 'human_complete', rule.action.kind);
+      if (rule.action.kind === 'complete') {
+        // A COMPLETE rule that now holds supplies the closing message and STORE.
+        const c = agent.completion.find((x) => x.when.ast !== null && this.t.cond(th, x.when));
+        this.t.handoffs.completeAgent(th, c?.respond ? this.t.render(th, c.respond) : null, c?.store ?? null);
+        return 'stop';
+      }
+      if (rule.action.kind === 'handoff') {
+        this.t.handoffs.handoff(th, syntheticHandoff(rule.action.agent), this.t.input, 'human task resolved');
+        return 'stop';
+      }
+      return 'continue';
+    }
+    return 'continue';
+  }
+}

@@ -1,0 +1,157 @@
+// Guardrails and constraints: the checks that stand between the agent and what it is about to
+// do. Replies go out through the output guardrails and `BEFORE returning results`; tool calls,
+// tool results and handoffs through their guardrails; operations through the constraints.
+
+import { evaluateCondition } from '../expr/evaluate';
+import type { AgentIR, GuardrailIR, Json, ToolIR } from '../ir';
+import { guardText, redactJson } from './checkpoints';
+import type { ThreadState } from './contract';
+import type { SafeRegex } from '../regex';
+import { redactionPatterns } from './values';
+import type { ToolOutcome, TurnContext } from './turn-context';
+import { syntheticHandoff } from './handoff';
+
+/** Guardrail `check` is a pass predicate (fires when false). Flip here if the polarity changes. */
+export const GUARDRAIL_CHECK_IS_PASS = true;
+
+export class Guards {
+  constructor(private readonly t: TurnContext) {}
+
+  /** Sends a reply (through the output guardrails) and records it. */
+  respond(th: ThreadState, text: string, guard = true): void {
+    if (guard && !this.resultsMayReturn(th)) return;
+    let out = text;
+    if (guard) {
+      const g = this.guardrails(th, this.t.agent(th), 'output', text);
+      out = g.blocked ?? g.text;
+    }
+    if (!out.trim()) return;
+    this.t.responses.push(out);
+    this.t.trace.push({ type: 'response', data: { agent: th.agent, text: out } });
+    th.lastReply = out;
+    this.t.pushHistory(th, { role: 'assistant', content: out });
+  }
+
+  /** A refusal (constraint ON_FAIL, guardrail block): a reply, but no result to hold back. */
+  private refuse(th: ThreadState, text: string): void {
+    const was = this.t.returning;
+    this.t.returning = true;
+    try {
+      this.respond(th, text);
+    } finally {
+      this.t.returning = was;
+    }
+  }
+
+  /**
+   * Runs the agent's guardrails of one kind on `text` (bound as `input` and `output`, plus
+   * `extra`). `patterns` are the redactions applied, for callers that redact JSON values too.
+   */
+  guardrails(
+    th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
+  ): { text: string; blocked: string | null; patterns: SafeRegex[] } {
+    let current = text;
+    const patterns: SafeRegex[] = [];
+    for (const g of agent.guardrails) {
+      if (g.kind !== kind || !g.check?.ast) continue;
+      const passed = evaluateCondition(g.check.ast, this.t.scope(th, { ...extra, input: current, output: current }), this.t.ctx);
+      const fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
+      this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
+      if (!fires) continue;
+      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that.", patterns };
+      if (g.action === 'redact') {
+        for (const re of redactionPatterns(g.check.ast)) {
+          patterns.push(re);
+          current = re.replaceAll(current, '[REDACTED]');
+        }
+      }
+      // warn and the phase-2 actions only log.
+    }
+    return { text: current, blocked: null, patterns };
+  }
+
+  /**
+   * `tool_input` / `tool_output` guardrails on a tool's arguments or result (`tool` and `args` or
+   * `result` are in scope). A block sends the guardrail's message and drops the operation.
+   */
+  guardTool(th: ThreadState, kind: 'tool_input' | 'tool_output', tool: ToolIR, value: Json): { value: Json } | { blocked: ToolOutcome } {
+    if (!this.t.checkpointsOn) return { value };
+    const agent = this.t.agent(th);
+    if (!agent.guardrails.some((g) => g.kind === kind)) return { value };
+    const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
+    if (g.blocked === null) {
+      const redacted = redactJson(value, g.patterns);
+      if (kind === 'tool_input' && g.patterns.length > 0 && JSON.stringify(redacted) !== JSON.stringify(value)) this.t.inputRedactions.push(...g.patterns);
+      return { value: redacted };
+    }
+    this.t.guardBlocks++;
+    this.refuse(th, this.t.render(th, g.blocked, { tool: tool.name }));
+    const what = kind === 'tool_input' ? 'call to' : 'result of';
+    return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was blocked by a guardrail.` } } };
+  }
+
+  /**
+   * `handoff` guardrails before a switch (the summary is `input`; `target` is in scope). Returns
+   * null when one blocks (its message is sent). A redaction is applied to the passed `vars` here;
+   * the returned patterns are for the history the target receives.
+   */
+  guardHandoff(from: ThreadState, to: string, vars: Record<string, Json>): SafeRegex[] | null {
+    if (!this.t.checkpointsOn) return [];
+    const agent = this.t.agent(from);
+    if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];
+    const g = this.guardrails(from, agent, 'handoff', guardText(vars._handoff_summary ?? null), { target: to });
+    if (g.blocked !== null) {
+      this.t.guardBlocks++;
+      this.refuse(from, this.t.render(from, g.blocked, { target: to }));
+      return null;
+    }
+    for (const [k, v] of Object.entries(vars)) vars[k] = redactJson(v, g.patterns);
+    return g.patterns;
+  }
+
+  /** `BEFORE returning results` constraints, before an agent reply is sent; false drops the reply. */
+  private resultsMayReturn(th: ThreadState): boolean {
+    if (!this.t.checkpointsOn || this.t.returning) return true;
+    if (!this.t.agent(th).constraints.some((c) => c.checkpoint.kind === 'before_returning')) return true;
+    this.t.returning = true;
+    try {
+      return this.constraintsOk(th, null, 'return results', true);
+    } finally {
+      this.t.returning = false;
+    }
+  }
+
+  /** Runs the constraints for a checkpoint; false when one failed (its ON_FAIL was applied). */
+  constraintsOk(th: ThreadState, tool: string | null, operation: string, returning = false): boolean {
+    const agent = this.t.agent(th);
+    for (const c of agent.constraints) {
+      const applies = returning
+        ? c.checkpoint.kind === 'before_returning'
+        : c.checkpoint.kind === 'default' || (tool !== null && c.checkpoint.kind === 'before_tool' && c.checkpoint.tool === tool);
+      if (!applies) continue;
+      if (c.when && !this.t.cond(th, c.when)) continue;
+      const v = this.t.cond(th, c.condition);
+      const failed = c.kind === 'restrict' ? v : !v;
+      if (!failed) continue;
+      if (c.kind === 'warn') {
+        this.t.decision(th, 'constraint_warn', `WARN ${c.condition.src}`, operation);
+        continue;
+      }
+      this.t.decision(th, 'constraint', `blocked ${operation}: ${c.kind.toUpperCase()} ${c.condition.src}`);
+      const f = c.on_fail;
+      switch (f.kind) {
+        case 'message': this.refuse(th, this.t.render(th, f.message)); break;
+        case 'block': this.refuse(th, this.t.message(th, 'constraint_blocked', "Sorry, I can't do that.")); break;
+        case 'escalate': this.t.escalation.escalate(th, f.reason ?? `Constraint failed: ${c.condition.src}`); break;
+        case 'handoff': this.t.handoffs.handoff(th, syntheticHandoff(f.agent), this.t.input, `constraint ${c.condition.src}`); break;
+        case 'recover':
+          if (f.respond) this.refuse(th, this.t.render(th, f.respond));
+          for (const k of f.collect) this.t.clearVar(th, k);
+          if (f.goto) this.t.recoverGoto = f.goto;
+          break;
+      }
+      return false;
+    }
+    return true;
+  }
+}

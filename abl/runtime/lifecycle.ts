@@ -1,0 +1,43 @@
+// Lifecycle blocks (ON_START, before_turn/after_turn, agent HOOKS) and REMEMBER rules at the end
+// of a turn.
+
+import type { LifecycleIR } from '../ir';
+import { type AgentHookPoint, type AgentHookTrigger, agentHook } from './agent-hooks';
+import type { ThreadState } from './contract';
+import { toJson } from './values';
+import type { TurnContext } from './turn-context';
+
+export class Lifecycle {
+  constructor(private readonly t: TurnContext) {}
+
+  runBlock(th: ThreadState, lc: LifecycleIR | null): void {
+    if (!lc) return;
+    for (const set of lc.set) this.t.setVar(th, set.target, this.t.eval(th, set.value));
+    if (lc.call) this.t.tools.runCall(th, lc.call, null);
+    if (lc.delegate.length > 0) {
+      const entries = this.t.agent(th).coordination.delegates.filter((d) => lc.delegate.includes(d.agent));
+      if (entries.length > 0) this.t.delegation.runDelegates(th, entries, null);
+    }
+    if (lc.respond) this.t.guards.respond(th, this.t.render(th, lc.respond));
+  }
+
+  /** HOOKS before_agent / after_agent (agent-hooks.ts), traced as a `hook` decision. True when a block ran. */
+  runAgentHook(th: ThreadState, point: AgentHookPoint, trigger: AgentHookTrigger): boolean {
+    const lc = agentHook(this.t.options, this.t.agent(th), point);
+    if (!lc) return false;
+    this.t.decision(th, 'hook', point, trigger);
+    this.runBlock(th, lc);
+    return true;
+  }
+
+  remember(): void {
+    const th = this.t.active();
+    if (!th || this.t.s.mode === 'delegate') return;
+    for (const r of this.t.agent(th).memory.remember) {
+      if (r.when && !this.t.cond(th, r.when)) continue;
+      const v = toJson(this.t.eval(th, r.from));
+      if (v === null) continue;
+      this.t.s.memory[r.to] = v;
+    }
+  }
+}

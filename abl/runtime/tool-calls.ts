@@ -1,0 +1,135 @@
+// Tool calls: arguments, the constraints and tool guardrails around a call, the `call_tool` or
+// `suspend_for_callback` effect, what comes back, and binding results to variables.
+
+import { sensitiveFields } from '../gather';
+import type { CallIR, FlowStepIR, Json, ToolIR } from '../ir';
+import type { RuntimeEvent, ThreadState } from './contract';
+import { isSetValue, toJson } from './values';
+import type { ToolOutcome, TurnContext } from './turn-context';
+import { errorType } from './on-error';
+import type { Guards } from './guards';
+
+export class ToolCalls {
+  constructor(private readonly t: TurnContext) {}
+
+  /** Argument names whose value is that of one of the agent's `sensitive` GATHER fields. */
+  private sensitiveArgs(th: ThreadState, args: Record<string, Json>): string[] {
+    const names = sensitiveFields(this.t.agent(th));
+    if (names.size === 0) return [];
+    const secrets = new Set([...names].map((n) => th.vars[n]).filter(isSetValue).map((v) => JSON.stringify(v)));
+    return Object.keys(args).filter((k) => secrets.has(JSON.stringify(args[k])));
+  }
+
+  toolOf(th: ThreadState, name: string): ToolIR | undefined {
+    return this.t.agent(th).tools.find((t) => t.name === name);
+  }
+
+  /** Executes one tool call (constraints, then a call_tool or suspend_for_callback effect). */
+  invokeTool(th: ThreadState, tool: ToolIR, rawArgs: Record<string, Json>): ToolOutcome {
+    // A batch checked the constraints and input guardrails when it issued the call (toolBatch);
+    // binding finds the call's result by its issued id, whatever the arguments.
+    const binding = this.t.batch?.mode === 'bind';
+    if (!binding && !this.t.guards.constraintsOk(th, tool.name, `call ${tool.name}`)) {
+      return { ok: false, blocked: true, error: { kind: 'constraint', message: `The call to ${tool.name} was blocked by a constraint.` } };
+    }
+    const guarded: ReturnType<Guards['guardTool']> = binding ? { value: rawArgs } : this.t.guards.guardTool(th, 'tool_input', tool, rawArgs);
+    if ('blocked' in guarded) return guarded.blocked;
+    const args = guarded.value as Record<string, Json>;
+    const agent = this.t.agent(th);
+    // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
+    const async = tool.binding.type === 'http' && !this.t.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
+    let ev: RuntimeEvent;
+    if (async) {
+      const prev = th.status;
+      th.status = 'suspended';
+      ev = this.t.effect(
+        { type: 'suspend_for_callback', agent: th.agent, tool: tool.name, args, timeoutMs: async.timeoutMs },
+        { kind: 'callback', tool: tool.name, expiresAtMs: this.t.ctx.now() + async.timeoutMs },
+      );
+      th.status = prev;
+      this.t.s.status = 'active';
+      this.t.s.pending = null;
+    } else {
+      const sensitiveArgs = this.sensitiveArgs(th, args);
+      ev = this.t.effect({
+        type: 'call_tool',
+        agent: th.agent,
+        tool: tool.name,
+        args,
+        timeoutMs: tool.timeout_ms || agent.execution.tool_timeout_ms,
+        retries: tool.binding.type === 'http' ? tool.binding.retry : 0,
+        ...(sensitiveArgs.length > 0 ? { sensitiveArgs } : {}),
+      }, null);
+    }
+    let out: ToolOutcome;
+    if (ev.type === 'callback') {
+      const p = ev.payload;
+      const status = p && typeof p === 'object' && !Array.isArray(p) ? p.status : undefined;
+      out = status === 'failed' || status === 'error'
+        ? { ok: false, error: { kind: 'tool_error', message: `${tool.name} reported ${String(status)}` } }
+        : { ok: true, value: p };
+    } else if (ev.type === 'wait_expired') {
+      out = { ok: false, error: { kind: 'tool_timeout', message: `${tool.name} did not call back in time` } };
+    } else if (ev.type === 'tool_result') {
+      out = ev.ok ? { ok: true, value: ev.value } : { ok: false, error: ev.error };
+    } else {
+      out = { ok: false, error: { kind: 'tool_error', message: `Unexpected ${ev.type} for ${tool.name}` } };
+    }
+    if (out.ok && (out.value === null || out.value === '')) out = { ok: false, error: { kind: 'tool_error', message: `${tool.name} returned an empty result` } };
+    if (out.ok) {
+      const seen = this.t.guards.guardTool(th, 'tool_output', tool, out.value);
+      const changed = 'blocked' in seen || (seen.value !== out.value && JSON.stringify(seen.value) !== JSON.stringify(out.value));
+      // The workflow recorded the raw result in its tool_result event: have it keep only this.
+      if (changed && ev.type === 'tool_result') {
+        this.t.trace.push({ type: 'tool_output_guarded', data: { commandId: ev.commandId, output: 'blocked' in seen ? null : seen.value, blocked: 'blocked' in seen } });
+      }
+      out = 'blocked' in seen ? seen.blocked : { ok: true, value: seen.value };
+    }
+    if (!out.ok && !out.blocked) this.t.error(th, out.error.kind, out.error.message);
+    return out;
+  }
+
+  private callArgs(th: ThreadState, tool: ToolIR | undefined, call: CallIR): Record<string, Json> {
+    const args: Record<string, Json> = {};
+    for (const [k, e] of Object.entries(call.with)) args[k] = toJson(this.t.eval(th, e));
+    const free = (tool?.params ?? []).filter((p) => !Object.hasOwn(args, p.name));
+    call.positional.forEach((e, i) => {
+      const p = free[i];
+      if (p) args[p.name] = toJson(this.t.eval(th, e));
+    });
+    for (const p of tool?.params ?? []) if (args[p.name] === undefined && p.default !== undefined) args[p.name] = toJson(p.default);
+    return args;
+  }
+
+  bindResult(th: ThreadState, tool: ToolIR, as: string | null, out: ToolOutcome): void {
+    if (out.ok) {
+      if (tool.store_result) {
+        const names = [...new Set([as ?? tool.name, 'result', tool.name, `last_${tool.name}_result`])];
+        for (const n of names) {
+          if (n === (as ?? tool.name)) this.t.setVar(th, n, out.value);
+          else th.vars[n] = out.value;
+        }
+      }
+      for (const set of tool.on_result) this.t.setVar(th, set.target, this.t.eval(th, set.value, { result: out.value }));
+    } else {
+      for (const set of tool.on_error) this.t.setVar(th, set.target, this.t.eval(th, set.value, { error: out.error }));
+    }
+  }
+
+  /** A flow or lifecycle CALL: arguments, the call (with ON_ERROR retries) and result binding. */
+  runCall(th: ThreadState, call: CallIR, step: FlowStepIR | null): ToolOutcome {
+    const tool = this.toolOf(th, call.tool);
+    if (!tool) {
+      this.t.error(th, 'tool_error', `Tool ${call.tool} is not available to ${th.agent}`);
+      return { ok: false, error: { kind: 'tool_error', message: `Tool ${call.tool} not found` } };
+    }
+    const args = this.callArgs(th, tool, call);
+    let out = this.invokeTool(th, tool, args);
+    if (!out.ok && !out.blocked) {
+      const h = this.t.errors.errorHandler(th, step, errorType(out.error));
+      for (let i = 0; i < (h?.retry ?? 0) && !out.ok; i++) out = this.invokeTool(th, tool, args);
+    }
+    this.bindResult(th, tool, call.as, out);
+    return out;
+  }
+}
