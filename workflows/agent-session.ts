@@ -284,8 +284,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
       ...channelContent(compiled, thread?.agent, thread?.flow?.step),
     };
-    recentTurns.push({ clientMessageId: turn.clientMessageId, result: turnResult });
-    if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();
+    // Only a turn the client can send again is remembered for the next run: the answer is in this
+    // run's history already, and Temporal answers a repeated update id within the run itself.
+    if (turn.retryable !== false) {
+      recentTurns.push({ clientMessageId: turn.clientMessageId, result: turnResult });
+      if (recentTurns.length > RECENT_TURNS_KEPT) recentTurns.shift();
+    }
     return turnResult;
   }
 

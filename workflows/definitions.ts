@@ -51,7 +51,7 @@ export interface PendingProjection {
 export interface CarriedSessionState {
   runtime: SessionRuntimeState | null;
   turnCount: number;
-  /** Recent client message ids with their finished results, for deduplication after continue-as-new. */
+  /** Recent retryable turns (sent with an Idempotency-Key) with their results, for deduplication after continue-as-new. */
   recentTurns: { clientMessageId: string; result: TurnResult }[];
   traceSeq: number;
   messageSeq: number;
@@ -74,6 +74,12 @@ export interface SessionStats {
 export interface TurnUpdateInput {
   /** Client message id (Idempotency-Key header or generated): a retried turn is answered once. */
   clientMessageId: string;
+  /**
+   * False when the id was generated (no Idempotency-Key): nobody can send the turn again, so its
+   * answer is not remembered past the run (Temporal answers a repeated update id within a run).
+   * Absent in turns recorded before it: remembered, as they were.
+   */
+  retryable?: boolean;
   message: string;
   /** Per-turn only; visible as session.messageMetadata and message_metadata in tool context. */
   metadata?: Record<string, unknown>;

@@ -223,7 +223,13 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
   };
 
   const clientMessageId = options.idempotencyKey ?? randomUUID();
-  const turn: TurnUpdateInput = { clientMessageId, message: body.message, metadata: body.metadata, testContext: body.testContext };
+  const turn: TurnUpdateInput = {
+    clientMessageId,
+    retryable: options.idempotencyKey !== null,
+    message: body.message,
+    metadata: body.metadata,
+    testContext: body.testContext,
+  };
   const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
 
   turnsInFlight.set(ctx, (turnsInFlight.get(ctx) ?? 0) + 1);

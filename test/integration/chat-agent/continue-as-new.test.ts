@@ -55,6 +55,18 @@ it('rolls over to new runs and keeps the conversation, its counters and its retr
   const summary = await stack.ctx.models.Session.findById(sessionId).lean();
   expect(summary?.messageCount).toBe(20);
 
+  // The next run is handed the answers of turns sent with an Idempotency-Key only: a turn with a
+  // generated id cannot be sent again, and its answer is already in the run's history.
+  const history = await temporal.workflow.getHandle(`session/${sessionId}`, firstRun).fetchHistory();
+  const rolled = history.events?.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
+  const data = rolled?.input?.payloads?.[0]?.data;
+  expect(data).toBeDefined();
+  const carried = (JSON.parse(Buffer.from(data!).toString('utf8')) as { carried: { recentTurns: { clientMessageId: string }[] } }).carried;
+  const ids = carried.recentTurns.map((r) => r.clientMessageId);
+  expect(ids.length).toBeGreaterThan(0);
+  expect(ids.filter((id) => !id.startsWith("can-"))).toEqual([]);
+  expect(ids).toContain('can-0');
+
   // A retry of a turn answered in an earlier run is answered again, not run again.
   const users = await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId, role: 'user' });
   const again = await chat('INV-123458', sessionId, 'can-8');
