@@ -1,6 +1,6 @@
 // Digression matching (ABL.md §8): which DIGRESSIONS / SUB_INTENTS / global_digressions entry a
 // user message takes while a flow waits in a step. Pure keyword/phrase matching, no LLM; the Turn
-// applies the match (turn.ts `digress`).
+// applies the match (flow.ts `digress`).
 
 import type { DigressionIR, FlowIR, FlowStepIR } from '../ir';
 

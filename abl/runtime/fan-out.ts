@@ -1,5 +1,5 @@
 // The `__fan_out__` LLM tool (ABL.md §10, fan-out): a reasoning agent that can delegate asks for
-// several delegations at once. turn.ts runs them as one `delegate` command (parallel Delegation
+// several delegations at once. reasoning.ts runs them as one `delegate` command (parallel Delegation
 // child workflows, like FLOW-level fan-out); this module offers the tool, reads its arguments and
 // shapes the joined outcomes, failed branches included, into the tool result.
 import type { AgentIR, DelegateIR, Json } from '../ir';

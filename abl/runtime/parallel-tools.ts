@@ -1,7 +1,7 @@
 // Parallel tool calls: when one LLM answer asks for several ordinary tools, the turn issues all
 // their commands at once (the workflow runs them concurrently) and binds the results in the
 // LLM's call order once every result is back. This module decides which answers qualify;
-// Turn.toolBatch (turn.ts) runs the two phases through the ordinary invokeTool path.
+// Reasoning.toolBatch (reasoning.ts) runs the two phases through the ordinary invokeTool path.
 import type { AgentIR } from '../ir';
 
 /** Unwinds one tool call while a batch is being issued (its command is recorded, not awaited). */
