@@ -83,7 +83,7 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
     constraints: compileConstraints(ctx, val('CONSTRAINTS')),
     guardrails: compileGuardrails(ctx, val('GUARDRAILS')),
     coordination: {
-      handoffs: compileHandoffs(ctx, val('HANDOFF')),
+      handoffs: compileHandoffs(ctx, val('HANDOFF'), sec('FLOW') !== undefined),
       delegates: compileDelegates(ctx, val('DELEGATE')),
       escalation: compileEscalation(ctx, val('ESCALATE')),
     },

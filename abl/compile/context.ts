@@ -3,11 +3,11 @@
 
 import type { BlockNode, EntryNode, Loc, PairNode, ScalarNode, ValueNode } from '../ast';
 import type { DiagnosticArgs, DiagnosticCode, DiagnosticSink } from '../diagnostics';
-import { walkExpr } from '../expr/ast';
+import { walkExpr, type Expr } from '../expr/ast';
 import { lookupFunction } from '../expr/functions';
 import { parseExpression } from '../expr/parser';
 import type { ExprIR, IRLoc, Json } from '../ir';
-import { parseTemplate } from '../template';
+import { parseTemplate, type TemplateNode } from '../template';
 import { patternProblem } from '../regex';
 
 /** Key aliases (ABL.md §14), applied to lower-cased keys. `on_failure` → `on_fail` only in steps. */
@@ -95,6 +95,29 @@ export class CompileContext {
     return out;
   }
 
+  /**
+   * A pair's value where one value is expected: a value on the key's line, or a block under it.
+   * Both at once (`RESPOND: "Hi"` + an indented `VOICE INSTRUCTIONS:`) is E110, never a substitution:
+   * the value on the line is kept and the block is reported.
+   */
+  value(p: PairNode): ValueNode | null {
+    if (p.value && p.children) {
+      const first = p.children.kind === 'Map' ? p.children.entries[0] : p.children.items[0];
+      const found = !first ? 'a block' : first.kind === 'Pair' ? `"${first.key}:"` : first.kind === 'Item' ? `"${first.head.raw}"` : describe(first);
+      this.report('E110', p.children.loc, { key: p.key, found });
+      return p.value;
+    }
+    return p.children ?? p.value;
+  }
+
+  /** `get(key)` over a block's fields, through `value()`. */
+  getter(f: Fields): (key: string) => ValueNode | null {
+    return (k) => {
+      const p = f.map.get(k);
+      return p ? this.value(p) : null;
+    };
+  }
+
   str(node: ValueNode | null | undefined, what: string): string | null {
     if (!node) return null;
     if (node.kind === 'Scalar') return node.value === null ? null : String(node.value);
@@ -174,13 +197,87 @@ export class CompileContext {
   expr(node: ValueNode | null | undefined, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR | null {
     if (!node) return null;
     if (node.kind === 'Scalar') {
-      if (node.quoted && opts.naturalLanguage) return { src: String(node.value), ast: null };
+      // A quoted WHEN is prose, unless it is a comparison (`"transfer_type == 'international'"`):
+      // a WHEN is a condition by position, so such text is compiled as the expression it is.
+      if (node.quoted && opts.naturalLanguage) {
+        const parsed = parseExpression(String(node.value));
+        if (!parsed.ast || !isComparison(parsed.ast)) return { src: String(node.value), ast: null };
+      }
       const src = node.quoted ? String(node.value) : node.raw;
       return this.exprText(src, node.quoted ? { line: node.loc.line, column: node.loc.column + 1 } : node.loc, what, opts);
     }
     if (node.kind === 'Text') return this.exprText(node.value.replace(/\s*\n\s*/g, ' ').trim(), node.loc, what, opts);
     this.report('E210', node.loc, { what, expected: 'an expression', found: describe(node) });
     return null;
+  }
+
+  /**
+   * A value position (WITH, SET key: value, DELEGATE INPUT, TRANSFORM MAP): a quoted scalar is a
+   * string, with `{{ }}` rendered at run time; bare text is an expression; a block of `key: value`
+   * lines is an object and a list a list, each entry a value again. Conditions use `expr()`.
+   */
+  valueExpr(node: ValueNode | null | undefined, what: string, depth = 0): ExprIR | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar' && node.quoted) {
+      const text = String(node.value);
+      const at = { line: node.loc.line, column: node.loc.column + 1 };
+      if (text.includes('{{')) return { src: node.raw, ast: this.templateValue(text, at, what) };
+      const parsed = parseExpression(text);
+      if (parsed.ast && looksLikeExpression(parsed.ast)) this.report('W311', node.loc, { what, value: text.length > 60 ? `${text.slice(0, 60)}…` : text });
+      return { src: node.raw, ast: { type: 'Literal', value: text, pos: 0 } };
+    }
+    if (node.kind === 'Map' || node.kind === 'List') {
+      if (depth > 16) {
+        this.report('E106', node.loc, { what: 'Nesting depth of a value', limit: 16 });
+        return null;
+      }
+      if (node.kind === 'List') {
+        const items = node.items.map((i) => this.valueExpr(i, what, depth + 1)?.ast ?? { type: 'Literal' as const, value: null, pos: 0 });
+        return { src: textOf(node), ast: { type: 'List', items, pos: 0 } };
+      }
+      const entries: Array<{ key: string; value: Expr }> = [];
+      for (const e of node.entries) {
+        if (e.kind !== 'Pair') {
+          this.report('E210', e.loc, { what, expected: 'key: value lines', found: `"${e.head.raw}"` });
+          continue;
+        }
+        entries.push({ key: e.key, value: this.valueExpr(this.value(e), `${what}.${e.key}`, depth + 1)?.ast ?? { type: 'Literal', value: null, pos: 0 } });
+      }
+      return { src: textOf(node), ast: { type: 'Map', entries, pos: 0 } };
+    }
+    if (node.kind === 'Item') {
+      this.report('E210', node.loc, { what, expected: 'a value or key: value lines', found: describe(node) });
+      return null;
+    }
+    return this.expr(node, what, { naturalLanguage: false });
+  }
+
+  /**
+   * `"{{department}}_queue"` as an expression: `"" + department + "_queue"` (`+` renders like a
+   * template: null is "", objects are JSON). Filters upper/lower become UPPER()/LOWER(); other
+   * template forms (#if, #each, json, ago) cannot be values (E312).
+   */
+  private templateValue(text: string, at: Loc, what: string): Expr {
+    this.checkTemplate(text, at);
+    const parsed = parseTemplate(text);
+    let out: Expr = { type: 'Literal', value: '', pos: 0 };
+    const add = (e: Expr): void => { out = { type: 'Binary', op: '+', left: out, right: e, pos: 0 }; };
+    const unsupported = (n: TemplateNode): string | null =>
+      n.type === 'If' ? '{{#if}}' : n.type === 'Each' ? '{{#each}}' : n.type === 'Output' ? (n.filters.find((f) => f !== 'upper' && f !== 'lower') ?? null) : null;
+    for (const n of parsed.nodes) {
+      const bad = unsupported(n);
+      if (bad) {
+        this.report('E312', at, { what, form: bad });
+        continue;
+      }
+      if (n.type === 'Text') add({ type: 'Literal', value: n.value, pos: 0 });
+      else if (n.type === 'Output' && n.expr.ast) {
+        let e: Expr = n.expr.ast;
+        for (const f of n.filters) e = { type: 'Call', name: f.toUpperCase(), args: [e], pos: 0 };
+        add(e);
+      }
+    }
+    return out;
   }
 
   exprText(src: string, at: Loc, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR {
@@ -340,6 +437,20 @@ export function headOf(node: ValueNode): ScalarNode | null {
   if (node.kind === 'Scalar') return node;
   if (node.kind === 'Item') return node.head;
   return null;
+}
+
+/** True when a comparison appears anywhere in `e` (so quoted text is a condition, not prose). */
+function isComparison(e: Expr): boolean {
+  let found = false;
+  walkExpr(e, (n) => {
+    if (n.type === 'In' || n.type === 'IsSet' || (n.type === 'Binary' && ['==', '!=', '>', '<', '>=', '<=', 'CONTAINS', 'MATCHES'].includes(n.op))) found = true;
+  });
+  return found;
+}
+
+/** A quoted value that would do something if written bare: an operator, a call or a dotted path. */
+function looksLikeExpression(e: Expr): boolean {
+  return e.type === 'Binary' || e.type === 'Call' || e.type === 'In' || e.type === 'IsSet' || e.type === 'Member' || e.type === 'Index' || (e.type === 'Unary' && e.op !== 'NEG');
 }
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;

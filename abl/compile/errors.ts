@@ -23,7 +23,7 @@ function compileThen(ctx: CompileContext, node: ValueNode | null, f: Fields): Er
 }
 
 function handler(ctx: CompileContext, type: string, f: Fields, at: Loc): ErrorHandlerIR {
-  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   ctx.extras(f, ['type', 'respond', 'retry', 'retry_backoff', 'then', 'backtrack_to', 'reason'], `ON_ERROR ${type}`);
   return {
     type,

@@ -79,7 +79,7 @@ function compileValidate(ctx: CompileContext, name: string, node: ValueNode | nu
 export function compileField(ctx: CompileContext, name: string, at: Loc, props: Fields, requiredDefault = true): GatherFieldIR {
   const get = (k: string): ValueNode | null => {
     const p = props.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   if (!/^[A-Za-z_][\w.]*$/.test(name)) ctx.report('E207', at, { name, what: 'gather field' });
   const typeNode = get('type');
@@ -210,7 +210,7 @@ export function compileListGather(ctx: CompileContext, node: ValueNode, where: s
 export function compileStepGather(ctx: CompileContext, node: ValueNode, step: Fields): StepGatherIR {
   const get = (k: string): ValueNode | null => {
     const p = step.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   return {
     fields: compileListGather(ctx, node, 'this step'),

@@ -18,7 +18,7 @@ export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): A
         const f = ctx.fields(v?.kind === 'Map' ? v : null);
         if (v && v.kind !== 'Map') ctx.report('E210', v.loc, { what: 'IDENTITY', expected: 'role/persona/expertise/limitations lines', found: 'a value' });
         ctx.extras(f, ['role', 'persona', 'expertise', 'limitations', 'goal'], 'IDENTITY');
-        const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+        const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
         if (f.map.has('role')) id.role = ctx.text(g('role'), 'role');
         if (f.map.has('goal')) id.goal = ctx.text(g('goal'), 'goal') ?? id.goal;
         if (f.map.has('persona')) id.persona = ctx.text(g('persona'), 'persona');
@@ -36,7 +36,7 @@ export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): A
 export function compileExecution(ctx: CompileContext, node: ValueNode | null): AgentIR['execution'] {
   const f = ctx.fields(node?.kind === 'Map' ? node : null);
   if (node && node.kind !== 'Map') ctx.report('E210', node.loc, { what: 'EXECUTION', expected: 'key: value lines', found: 'a value' });
-  const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations'];
   const other: Record<string, Json> = {};
   for (const k of f.order) if (!known.includes(k)) other[k] = toJson(g(k));

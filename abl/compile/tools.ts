@@ -91,7 +91,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
   const f: Fields = ctx.fields(item.children);
   const get = (k: string): ValueNode | null => {
     const p = f.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   const where = `tool ${sig.name}`;
   const extra = ctx.extras(f, TOOL_KEYS, where);
@@ -122,7 +122,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
         type: 'http',
         endpoint: base && endpoint && !/^[a-z]+:\/\//i.test(endpoint) ? `${base}/${endpoint.replace(/^\/+/, '')}` : endpoint,
         method: ctx.oneOf(get('method'), ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const, `${where} method`) ?? 'GET',
-        auth: ctx.oneOf(get('auth'), ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'custom'] as const, `${where} auth`)
+        auth: ctx.oneOf(get('auth'), ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'saml', 'custom'] as const, `${where} auth`)
           ?? (typeof defaults.auth === 'string' ? (defaults.auth as 'none') : 'none'),
         auth_config: (toJson(get('auth_config')) as Record<string, Json> | null) ?? ((defaults.auth_config as Record<string, Json> | undefined) ?? {}),
         headers: { ...((defaults.headers as Record<string, string> | undefined) ?? {}), ...stringMap(ctx, get('headers'), 'headers') },
