@@ -63,6 +63,7 @@ export const DIAGNOSTICS = {
   E211: def('error', 'Invalid value', '{what} must be one of {allowed}; found "{value}".', 'Use one of {allowed}.'),
   E212: def('error', 'Missing required property', '{what} is missing "{key}".', 'Add "{key}: ..." to it.'),
   W213: def('warning', 'Unknown property', 'Unknown property "{key}" in {where}; it is stored but has no effect.', 'Check the spelling.'),
+  W214: def('warning', 'Ignored key', '"{key}" in {where} is not read, so it does nothing there.', 'Use one of {known}, or move it where it belongs.'),
   E214: def('error', 'Invalid number or duration', '{what} expects {expected}, found "{value}".', 'Write a number, or a duration such as 500ms, 15s, 5m, 2h, 90d.'),
   E215: def('error', 'Invalid project.json', 'project.json cannot be read: {detail}.', 'Write a JSON object such as {"name": "x", "entryAgent": "Main"}.'),
   E216: def('error', 'Empty tool library', 'The tool library {path} declares no tools.', 'Declare at least one tool: name(param: type) -> ReturnType.'),

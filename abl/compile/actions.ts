@@ -161,7 +161,9 @@ export function compileBranches(
     return then ? [{ condition: { kind: 'else' }, actions: { ...emptyActions(), then }, loc }] : [];
   }
   if (node.kind === 'Map') {
-    return [{ condition: { kind: 'else' }, actions: compileActions(ctx, ctx.fields(node), gather), loc }];
+    const f = ctx.fields(node);
+    ctx.ignoredKeys(f, [...ACTION_KEYS, 'strategy', 'corrections', 'complete_when'], what);
+    return [{ condition: { kind: 'else' }, actions: compileActions(ctx, f, gather), loc }];
   }
   if (node.kind === 'Item') {
     ctx.report('E210', node.loc, { what, expected: 'a step name, a block or a list of - IF: branches', found: `"${node.head.raw}" with nested lines` });
@@ -186,6 +188,7 @@ export function compileBranches(
       ctx.report('E212', ifPair.loc, { what: `${what} branch`, key: 'IF condition' });
       continue;
     }
+    ctx.ignoredKeys(actionFields, [...ACTION_KEYS, 'if', 'else', 'strategy', 'corrections', 'complete_when'], `${what} branch`);
     out.push({ condition, actions: compileActions(ctx, actionFields, gather), loc: ctx.loc(item.loc) });
   }
   return out;

@@ -1,7 +1,7 @@
 // Per-file compile context: the diagnostic sink, the file path, and AST → IR helpers shared by
 // every section reducer (locations, typed readers, expressions, templates).
 
-import type { BlockNode, EntryNode, Loc, PairNode, ScalarNode, ValueNode } from '../ast';
+import type { BlockNode, EntryNode, Loc, MapNode, PairNode, ScalarNode, ValueNode } from '../ast';
 import type { DiagnosticArgs, DiagnosticCode, DiagnosticSink } from '../diagnostics';
 import { walkExpr, type Expr } from '../expr/ast';
 import { lookupFunction } from '../expr/functions';
@@ -108,6 +108,26 @@ export class CompileContext {
       return p.value;
     }
     return p.children ?? p.value;
+  }
+
+  /** The `key: value` entries of a map block; a bare line among them is E210, never skipped silently. */
+  pairs(node: MapNode, what: string, expected: string): PairNode[] {
+    const out: PairNode[] = [];
+    for (const e of node.entries) {
+      if (e.kind === 'Pair') out.push(e);
+      else this.report('E210', e.loc, { what, expected, found: `"${e.head.raw}"` });
+    }
+    return out;
+  }
+
+  /** Keys of an action block (ON_SUCCESS, a constraint's ON_FAIL…) that nothing reads: W214. */
+  ignoredKeys(f: Fields, known: readonly string[], where: string): void {
+    for (const k of f.order) {
+      if (known.includes(k)) continue;
+      const p = f.map.get(k) as PairNode;
+      this.report('W214', p.loc, { key: p.key, where, known: known.map((x) => x.toUpperCase()).join(', ') });
+    }
+    for (const e of f.items) this.report('W214', e.loc, { key: e.kind === 'Item' ? e.head.raw : e.key, where, known: known.map((x) => x.toUpperCase()).join(', ') });
   }
 
   /** `get(key)` over a block's fields, through `value()`. */

@@ -3,7 +3,7 @@
 import type { ValueNode } from '../ast';
 import type { DelegateIR, EscalationIR, EscalationRoutingIR, HandoffIR, HandoffReturnIR, HumanCompleteActionIR, Json, TypeIR } from '../ir';
 import { splitKey } from '../parser';
-import { pairValue, textOf, type CompileContext, type Fields } from './context';
+import { describe, pairValue, textOf, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
 
 function listItems(ctx: CompileContext, node: ValueNode | null, what: string): Array<{ f: Fields; node: ValueNode }> {
@@ -27,7 +27,7 @@ function nameMap(ctx: CompileContext, node: ValueNode | null, what: string): Rec
     ctx.report('E210', node.loc, { what, expected: 'child: parent lines', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) if (e.kind === 'Pair') out[e.key] = ctx.str(pairValue(e), `${what} ${e.key}`) ?? e.key;
+  for (const e of ctx.pairs(node, what, 'child: parent lines')) out[e.key] = ctx.str(ctx.value(e), `${what} ${e.key}`) ?? e.key;
   return out;
 }
 
@@ -41,7 +41,10 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
     if (!when) ctx.report('E212', item.loc, { what: `HANDOFF to ${to}`, key: 'WHEN' });
-    const cf = ctx.fields(get('context')?.kind === 'Map' ? (get('context') as never) : null);
+    const contextNode = get('context');
+    if (contextNode && contextNode.kind !== 'Map') ctx.report('E210', contextNode.loc, { what: 'HANDOFF CONTEXT', expected: 'pass:/history:/summary: lines', found: describe(contextNode) });
+    const cf = ctx.fields(contextNode?.kind === 'Map' ? contextNode : null);
+    ctx.extras(cf, ['pass', 'history', 'summary', 'last_n'], 'HANDOFF CONTEXT');
     const cget = (k: string): ValueNode | null => { const p = cf.map.get(k); return p ? ctx.value(p) : null; };
     const hist = ctx.str(cget('history'), 'history');
     let history: HandoffIR['context']['history'] = 'summary_only';
@@ -162,7 +165,7 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
     const input: DelegateIR['input'] = {};
     const inNode = get('input');
     if (inNode?.kind === 'Map') {
-      for (const e of inNode.entries) if (e.kind === 'Pair') input[e.key] = ctx.valueExpr(ctx.value(e), `INPUT ${e.key}`) ?? { src: '', ast: null };
+      for (const e of ctx.pairs(inNode, 'INPUT', 'child_input: parent expression lines')) input[e.key] = ctx.valueExpr(ctx.value(e), `INPUT ${e.key}`) ?? { src: '', ast: null };
     } else if (inNode) ctx.report('E210', inNode.loc, { what: 'INPUT', expected: 'child_input: parent expression lines', found: 'a value' });
     const returns = compileReturns(ctx, get('returns'));
     const failNode = get('on_failure');

@@ -55,9 +55,8 @@ export function compileErrorHandlers(ctx: CompileContext, node: ValueNode | null
     ctx.report('E210', node.loc, { what: 'ON_ERROR', expected: 'error type blocks', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) {
-    if (e.kind !== 'Pair') continue;
-    const body = pairValue(e);
+  for (const e of ctx.pairs(node, 'ON_ERROR', 'error type blocks')) {
+    const body = ctx.value(e);
     if (body && body.kind === 'Map') out.push(handler(ctx, e.key, ctx.fields(body), e.loc));
     else {
       // `tool_timeout: "message"` shorthand

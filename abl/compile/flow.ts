@@ -68,7 +68,8 @@ function compileTransform(ctx: CompileContext, node: ValueNode | null): Transfor
   if (!into) ctx.report('E212', node.loc, { what: 'TRANSFORM', key: 'INTO' });
   const map: Record<string, ReturnType<CompileContext['exprText']>> = {};
   const m = get('map');
-  if (m?.kind === 'Map') for (const e of m.entries) if (e.kind === 'Pair') map[e.key] = ctx.valueExpr(ctx.value(e), `MAP ${e.key}`) ?? { src: '', ast: null };
+  if (m && m.kind !== 'Map') ctx.report('E210', m.loc, { what: 'TRANSFORM MAP', expected: 'field: expression lines', found: 'a value' });
+  if (m?.kind === 'Map') for (const e of ctx.pairs(m, 'TRANSFORM MAP', 'field: expression lines')) map[e.key] = ctx.valueExpr(ctx.value(e), `MAP ${e.key}`) ?? { src: '', ast: null };
   const sort = ctx.str(get('sort_by'), 'SORT_BY');
   const sm = sort ? /^\s*([\w.]+)\s*(asc|desc)?\s*$/i.exec(sort) : null;
   return {

@@ -2,7 +2,7 @@
 
 import type { Loc, ValueNode } from '../ast';
 import type { CompletionRuleIR, ConstraintIR, GuardrailIR, OnFailIR } from '../ir';
-import { pairValue, type CompileContext, type Fields } from './context';
+import { describe, pairValue, type CompileContext, type Fields } from './context';
 
 const CONSTRAINT = /^(REQUIRE|RESTRICT|LIMIT|WARN)\s+([\s\S]+?)(?:\s+BEFORE\s+(calling\s+([A-Za-z_]\w*)|returning\s+results))?\s*$/i;
 
@@ -12,6 +12,7 @@ function compileOnFail(ctx: CompileContext, node: ValueNode | null): OnFailIR {
     const f = ctx.fields(node);
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     const then = ctx.str(get('then'), 'THEN');
+    ctx.ignoredKeys(f, ['respond', 'collect', 'goto', 'then'], 'a constraint ON_FAIL block');
     return {
       kind: 'recover',
       respond: ctx.text(get('respond'), 'RESPOND'),
@@ -131,7 +132,10 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     }
   } else if (node.kind === 'List') {
     for (const item of node.items) {
-      if (item.kind !== 'Map') continue;
+      if (item.kind !== 'Map') {
+        ctx.report('E852', item.loc, { name: item.kind === 'Scalar' ? item.raw : '?', detail: 'a list entry must be a block with name, kind, check and action' });
+        continue;
+      }
       const f = ctx.fields(item);
       const name = ctx.str(f.map.get('name')?.value, 'name');
       if (!name) { ctx.report('E852', item.loc, { name: '?', detail: 'a list entry needs name:' }); continue; }
@@ -181,6 +185,7 @@ export function compileCompletion(ctx: CompileContext, node: ValueNode | null): 
     if (storeNode) {
       if (storeNode.kind === 'Scalar' && storeNode.quoted) store = { kind: 'label', label: String(storeNode.value) };
       else {
+        if (storeNode.kind !== 'Scalar') ctx.report('E210', storeNode.loc, { what: 'COMPLETE STORE', expected: '"label" or expression -> path', found: describe(storeNode) });
         const raw = storeNode.kind === 'Scalar' ? storeNode.raw : '';
         const m = /^([\s\S]+?)\s*->\s*([\w.]+)\s*$/.exec(raw);
         if (m) store = { kind: 'fact', value: ctx.exprText(m[1] as string, storeNode.loc, 'STORE'), path: m[2] as string };

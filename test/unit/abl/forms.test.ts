@@ -119,6 +119,34 @@ describe('constructs that used to compile into something else', () => {
   });
 });
 
+describe('unexpected shapes are reported, not defaulted', () => {
+  it('a section value with an indented block is E110 (PERSONA keeps its text)', () => {
+    const out = compile('PERSONA: "Calm"\n  tone: warm\n');
+    expect(out.diagnostics.map((d) => [d.code, d.line])).toEqual([['E110', 4]]);
+    expect(out.agents.A?.identity.persona).toBe('Calm');
+  });
+
+  it('HANDOFF CONTEXT written as a list is E210, not an empty pass list', () => {
+    expect(codes(compile('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    CONTEXT: [customer_id]\n'))).toEqual(['E210']);
+  });
+
+  it('an unknown key in an action block is W214, not dropped silently', () => {
+    const out = compile('FLOW:\n  a:\n    REASONING: false\n    CHECK: x > 1\n    ON_FAIL:\n      RESPOND: "no"\n      ESCALATE: true\n');
+    expect(codes(out)).toEqual(['W214']);
+  });
+
+  it('bare lines in key: value blocks are E210 (ON_ERROR, MESSAGES, tool parameters, MAP)', () => {
+    expect(codes(compile('ON_ERROR:\n  tool_error: "Sorry"\n  just text\n'))).toEqual(['E210']);
+    expect(codes(compile('MESSAGES:\n  error_default: "x"\n  oops\n'))).toEqual(['E210']);
+    expect(codes(compile('TOOLS:\n  t(a: string)\n    parameters:\n      a: string\n      loose line\n'))).toEqual(['W415', 'E210']);
+    expect(codes(compile('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    RETURN: true\n    MAP:\n      a: b\n      c\n'))).toEqual(['E210']);
+  });
+
+  it('COMPLETE STORE written as a block is E210, not "no store"', () => {
+    expect(codes(compile('COMPLETE:\n  - WHEN: done == true\n    STORE:\n      a: b\n'))).toEqual(['E210']);
+  });
+});
+
 describe('documented forms', () => {
   it('a tool return type may span lines', () => {
     const a = agentOf(`TOOLS:
