@@ -46,6 +46,7 @@ export const DIAGNOSTICS = {
   E108: def('error', 'Duplicate key', 'The key "{key}" appears more than once in this block.', 'Keep one "{key}:" and remove the other.'),
   E109: def('error', 'Invalid inline value', 'Cannot read the inline {kind}: {detail}.', 'Write it as [a, "b"] or {key: value}.'),
   E110: def('error', 'Unexpected nested block', '"{key}:" has a value on its line and an indented block under it (starting with {found}); the block cannot belong to that value.', 'Indent the block like "{key}:" to make it a sibling key, or remove the value on the line and put everything in the block.'),
+  E111: def('error', 'Invalid YAML', 'Cannot read this YAML agent: {detail}.', 'Fix the YAML (see "The YAML agent format" in docs/abl.md), or write the agent as a .agent.abl file.'),
   W199: def('warning', 'Too many problems', 'Stopped reporting after {limit} problems.', 'Fix the problems above and compile again.'),
 
   // Documents and sections (E2xx)

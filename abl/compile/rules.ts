@@ -91,7 +91,10 @@ export function compileConstraints(ctx: CompileContext, node: ValueNode | null):
         // `- REQUIRE x: …` rarely parses as a pair; treat the first key as the rule text
         const first = item.entries[0];
         if (first?.kind === 'Pair' && /^(REQUIRE|RESTRICT|LIMIT|WARN)\b/i.test(first.key)) {
-          const c = compileConstraint(ctx, `${first.key}${first.value ? `: ${first.value.kind === 'Scalar' ? first.value.raw : ''}` : ''}`, first.loc, ctx.fields({ ...item, entries: item.entries.slice(1) }), label);
+          // `- REQUIRE: cond` (the YAML spelling) reads like `- REQUIRE cond`
+          const sep = /^(REQUIRE|RESTRICT|LIMIT|WARN)$/i.test(first.key.trim()) ? ' ' : ': ';
+          const rest = first.value ? (first.value.kind === 'Scalar' ? (first.value.quoted ? String(first.value.value) : first.value.raw) : '') : '';
+          const c = compileConstraint(ctx, `${first.key}${first.value ? `${sep}${rest}` : ''}`, first.loc, ctx.fields({ ...item, entries: item.entries.slice(1) }), label);
           if (c) out.push(c);
         } else if (first?.kind === 'Pair' && label === null) {
           // label: [rules]
