@@ -142,6 +142,10 @@ describe('unexpected shapes are reported, not defaulted', () => {
     expect(codes(compile('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    RETURN: true\n    MAP:\n      a: b\n      c\n'))).toEqual(['E210']);
   });
 
+  it('GATHER validate entries that are not rules are E210, not skipped', () => {
+    expect(codes(compile('GATHER:\n  age:\n    type: number\n    validate:\n      - min(18)\n      - max:\n          value: 99\n'))).toEqual(['E210']);
+  });
+
   it('COMPLETE STORE written as a block is E210, not "no store"', () => {
     expect(codes(compile('COMPLETE:\n  - WHEN: done == true\n    STORE:\n      a: b\n'))).toEqual(['E210']);
   });
