@@ -28,7 +28,8 @@ describe('ABL corpus', () => {
     ]);
     expect(out.ok).toBe(true);
     expect(Object.keys(out.agents).sort()).toEqual([
-      'Constraint_Rules', 'Delegate_Returns', 'Front_Desk', 'Quoted_Values', 'Remember_Rules', 'Respond_Forms', 'Rewards_Lookup', 'Yaml_Desk',
+      'Constraint_Rules', 'Delegate_Returns', 'Escalate_Routing', 'Expression_Forms', 'Front_Desk', 'Guardrail_Helpers', 'Quoted_Values',
+      'Remember_Rules', 'Respond_Forms', 'Rewards_Lookup', 'Yaml_Desk',
     ]);
   });
 
@@ -52,7 +53,11 @@ describe('ABL corpus', () => {
     expect(a.Remember_Rules?.memory.remember.map((r) => r.when?.src)).toEqual(['booking.confirmed == true', 'booking.confirmed']);
     expect(a.Respond_Forms?.flow?.steps.ask?.respond).toBe('How was your stay?');
     expect(a.Delegate_Returns?.coordination.delegates[0]?.returns).toEqual({ rewards: 'rewards', points: 'points', summary: 'summary', tier: 'member_tier' });
-    expect(a.Delegate_Returns?.coordination.escalation?.triggers[0]?.routing).toEqual({ queue: 'fraud_review', skills: ['fraud'], priority_boost: 3, extra: {} });
+    expect(a.Escalate_Routing?.coordination.escalation?.routing).toEqual({ queue: 'rewards_tier2', skills: ['loyalty', 'billing'], priority_boost: 1, extra: {} });
+    expect(a.Escalate_Routing?.coordination.escalation?.triggers[0]?.routing).toEqual({ queue: 'fraud_review', skills: ['fraud'], priority_boost: 3, extra: {} });
+    expect(a.Guardrail_Helpers?.guardrails.map((g) => g.check?.src)).toEqual(['sentence_count(output) <= 4', 'NOT contains_url(output) AND NOT contains_email(output)']);
+    expect(a.Expression_Forms?.completion.map((c) => c.when.ast?.type)).toEqual(['Binary', 'Unary', 'Binary']);
+    expect(pay?.call?.with.extra?.ast?.type).toBe('Map');
     expect(out.tool_libraries['tools/payments.tools.abl']?.tools.map((t) => [t.name, t.returns.kind, t.binding.type === 'http' ? t.binding.auth : null])).toEqual([
       ['charge', 'object', 'saml'],
       ['refund', 'object', 'oauth2_client'],
