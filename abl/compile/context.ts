@@ -253,7 +253,7 @@ export class CompileContext {
       }
       if (node.kind === 'List') {
         const items = node.items.map((i) => this.valueExpr(i, what, depth + 1)?.ast ?? { type: 'Literal' as const, value: null, pos: 0 });
-        return { src: textOf(node), ast: { type: 'List', items, pos: 0 } };
+        return { src: sourceOf(node), ast: { type: 'List', items, pos: 0 } };
       }
       const entries: Array<{ key: string; value: Expr }> = [];
       for (const e of node.entries) {
@@ -263,7 +263,7 @@ export class CompileContext {
         }
         entries.push({ key: e.key, value: this.valueExpr(this.value(e), `${what}.${e.key}`, depth + 1)?.ast ?? { type: 'Literal', value: null, pos: 0 } });
       }
-      return { src: textOf(node), ast: { type: 'Map', entries, pos: 0 } };
+      return { src: sourceOf(node), ast: { type: 'Map', entries, pos: 0 } };
     }
     if (node.kind === 'Item') {
       this.report('E210', node.loc, { what, expected: 'a value or key: value lines', found: describe(node) });
@@ -426,6 +426,17 @@ export function textOf(node: ValueNode): string {
     case 'Item': return String(node.head.value);
     case 'List': return node.items.map(textOf).join(', ');
     case 'Map': return node.entries.map((e) => (e.kind === 'Pair' ? `${e.key}: ${e.value ? textOf(e.value) : ''}` : String(e.head.value))).join(', ');
+  }
+}
+
+/** A value as written, on one line (quotes kept): the `src` of an object or list value. */
+export function sourceOf(node: ValueNode): string {
+  switch (node.kind) {
+    case 'Scalar': return node.raw;
+    case 'Text': return JSON.stringify(node.value);
+    case 'Item': return node.head.raw;
+    case 'List': return `[${node.items.map(sourceOf).join(', ')}]`;
+    case 'Map': return `{${node.entries.map((e) => (e.kind === 'Pair' ? `${e.key}: ${e.children ? sourceOf(e.children) : e.value ? sourceOf(e.value) : ''}` : e.head.raw)).join(', ')}}`;
   }
 }
 

@@ -48,6 +48,7 @@ describe('quoted values are strings, conditions stay conditions', () => {
   it('WITH: a nested block is an object whose entries follow the same rule', () => {
     const call = agentOf(callStep('metadata:\n  source: "chat"\n  attempt: attempts + 1\n  tags: ["a", kind]')).flow?.steps.a?.call;
     expect(evaluate(call!.with.metadata!.ast!, { attempts: 2, kind: 'k', chat: 'wrong' }, ctx)).toEqual({ source: 'chat', attempt: 3, tags: ['a', 'k'] });
+    expect(call?.with.metadata?.src).toBe('{source: "chat", attempt: attempts + 1, tags: ["a", kind]}');
   });
 
   it('SET key: "value" is a string; SET x = "value" too', () => {
