@@ -133,7 +133,7 @@ export const DIAGNOSTICS = {
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
   E801: def('error', 'Invalid memory entry', 'Cannot read the {kind} memory entry: {detail}.', 'See MEMORY in docs/abl.md for the shape of each entry.'),
-  W802: def('warning', 'Deprecated recall form', 'The recall entry "{key}: …" is the deprecated form; it is read as ON: {on}, ACTION: prompt_llm with its text as the instruction.', 'Write - ON: {on} with ACTION: and PATHS: (docs/abl.md, MEMORY).'),
+  W802: def('warning', 'Deprecated recall form', 'The recall entry "{key}: …" is the deprecated form; it is read as ON: {on} (a text under it is the instruction, with ACTION: prompt_llm).', 'Write - ON: {on} with ACTION: and PATHS: (docs/abl.md, MEMORY).'),
   E803: def('error', 'Write to read-only memory', 'SET writes "{path}", which is declared with ACCESS: {access}.', 'Declare it with ACCESS: readwrite or write, or write a session variable instead.'),
   E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),

@@ -93,13 +93,18 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
       const pair = e.props.map.get(legacy) as NonNullable<ReturnType<typeof e.props.map.get>>;
       const event = legacy.slice(3);
       const on = LEGACY_EVENTS[event] ?? event.replace('_', ':');
-      const instruction = ctx.text(ctx.value(pair), pair.key);
+      // `- ON_START: "text"` is an instruction; `- ON_START:` + ACTION/PATHS lines is an ordinary entry.
+      const body = ctx.value(pair);
+      const inner = body?.kind === 'Map' ? ctx.fields(body) : null;
+      const instruction = inner ? null : ctx.text(body, pair.key);
+      const props = inner ?? { ...e.props, order: e.props.order.filter((k) => k !== legacy) };
+      const get = ctx.getter(props);
       ctx.report('W802', pair.loc, { key: pair.key, on });
-      ctx.extras({ ...e.props, order: e.props.order.filter((k) => k !== legacy) }, ['action', 'paths'], 'recall');
+      ctx.extras(props, ['action', 'paths'], 'recall');
       mem.recall.push({
         on,
-        action: ctx.oneOf(g('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',
-        paths: ctx.strList(g('paths'), 'PATHS'),
+        action: ctx.oneOf(get('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',
+        paths: ctx.strList(get('paths'), 'PATHS'),
         ...(instruction ? { instruction } : {}),
         loc: ctx.loc(e.loc),
       });

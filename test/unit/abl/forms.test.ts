@@ -223,6 +223,12 @@ describe('documented forms', () => {
     ]);
   });
 
+  it('legacy recall `- ON_START:` with ACTION/PATHS lines under it reads them', () => {
+    const out = compile('MEMORY:\n  recall:\n    - ON_START:\n        ACTION: inject_context\n        PATHS: [user.tier]\n');
+    expect(codes(out)).toEqual(['W802']);
+    expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([{ on: 'session:start', action: 'inject_context', paths: ['user.tier'] }]);
+  });
+
   it('HANDOFF ON_RETURN: keyword, step name, instruction', () => {
     const out = compile(`HANDOFF:
   - TO: B
