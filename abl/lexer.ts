@@ -129,6 +129,7 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
 /** Open `( [ {` minus closed ones, outside quotes and `{{ }}`. */
 function bracketDepth(text: string): number {
   let depth = 0;
+  let templates = 0;
   let quote: string | null = null;
   for (let i = 0; i < text.length; i++) {
     const c = text[i] as string;
@@ -138,8 +139,13 @@ function bracketDepth(text: string): number {
       continue;
     }
     if ((c === '"' || c === "'") && opensQuote(text, i)) quote = c;
-    else if ((c === '{' && text[i + 1] === '{') || (c === '}' && text[i + 1] === '}')) i++;
-    else if ('([{'.includes(c)) depth++;
+    else if (c === '{' && text[i + 1] === '{') {
+      templates++;
+      i++;
+    } else if (c === '}' && text[i + 1] === '}' && templates > 0) {
+      templates--;
+      i++;
+    } else if ('([{'.includes(c)) depth++;
     else if (')]}'.includes(c)) depth--;
   }
   return depth;

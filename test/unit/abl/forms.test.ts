@@ -174,6 +174,11 @@ describe('documented forms', () => {
     expect(a.tools[0]?.binding).toMatchObject({ type: 'http', endpoint: 'https://api.example.com/b' });
   });
 
+  it('a multi-line return type may close a nested object and itself on one line', () => {
+    const a = agentOf('TOOLS:\n  get(id: string) -> {\n    owner: {name: string}}\n    type: http\n    endpoint: "https://api.example.com/g"\n');
+    expect(a.tools[0]?.returns).toEqual({ kind: 'object', fields: [{ name: 'owner', optional: false, type: { kind: 'object', fields: [{ name: 'name', type: { kind: 'primitive', name: 'string' }, optional: false }] } }] });
+  });
+
   it('DELEGATE RETURNS with types copies the variable and keeps its type', () => {
     const out = compile('DELEGATE:\n  - AGENT: B\n    RETURNS:\n      rewards: Reward[]\n      points: number\n      fee: quoted_fee\n');
     expect(codes(out)).toEqual(['W410']); // Reward is not declared: an opaque object
