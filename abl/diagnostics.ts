@@ -45,6 +45,8 @@ export const DIAGNOSTICS = {
   E107: def('error', 'Empty document', 'The file {path} has no sections.', 'Start it with "AGENT: Name", "SUPERVISOR: Name" or "TOOLS:".'),
   E108: def('error', 'Duplicate key', 'The key "{key}" appears more than once in this block.', 'Keep one "{key}:" and remove the other.'),
   E109: def('error', 'Invalid inline value', 'Cannot read the inline {kind}: {detail}.', 'Write it as [a, "b"] or {key: value}.'),
+  E110: def('error', 'Unexpected nested block', '"{key}:" has a value on its line and an indented block under it (starting with {found}); the block cannot belong to that value.', 'Indent the block like "{key}:" to make it a sibling key, or remove the value on the line and put everything in the block.'),
+  E111: def('error', 'Invalid YAML', 'Cannot read this YAML agent: {detail}.', 'Fix the YAML (see "The YAML agent format" in docs/abl.md), or write the agent as a .agent.abl file.'),
   W199: def('warning', 'Too many problems', 'Stopped reporting after {limit} problems.', 'Fix the problems above and compile again.'),
 
   // Documents and sections (E2xx)
@@ -62,6 +64,7 @@ export const DIAGNOSTICS = {
   E211: def('error', 'Invalid value', '{what} must be one of {allowed}; found "{value}".', 'Use one of {allowed}.'),
   E212: def('error', 'Missing required property', '{what} is missing "{key}".', 'Add "{key}: ..." to it.'),
   W213: def('warning', 'Unknown property', 'Unknown property "{key}" in {where}; it is stored but has no effect.', 'Check the spelling.'),
+  W214: def('warning', 'Ignored key', '"{key}" in {where} is not read, so it does nothing there.', 'Use one of {known}, or move it where it belongs.'),
   E214: def('error', 'Invalid number or duration', '{what} expects {expected}, found "{value}".', 'Write a number, or a duration such as 500ms, 15s, 5m, 2h, 90d.'),
   E215: def('error', 'Invalid project.json', 'project.json cannot be read: {detail}.', 'Write a JSON object such as {"name": "x", "entryAgent": "Main"}.'),
   E216: def('error', 'Empty tool library', 'The tool library {path} declares no tools.', 'Declare at least one tool: name(param: type) -> ReturnType.'),
@@ -77,6 +80,8 @@ export const DIAGNOSTICS = {
   E307: def('error', 'Invalid regular expression', 'Invalid regular expression /{pattern}/: {detail}.', 'Fix the pattern.'),
   E308: def('error', 'Invalid SET assignment', 'Cannot read the assignment "{src}".', 'Write "variable = expression" (the target may be dotted, e.g. user.tier = "gold").'),
   E309: def('error', 'Wrong number of arguments', '{name}() takes {expected} argument(s), found {found}.', 'Pass {expected} argument(s).'),
+  W311: def('warning', 'Quoted value looks like an expression', '{what} is the text "{value}" because it is quoted, but it reads like an expression.', 'Write it without quotes to use its value, or keep the quotes if the text itself is meant (docs/abl.md, "Values and conditions").'),
+  E312: def('error', 'Template form not allowed in a value', '{what} uses {form}, which only a reply text can render.', 'Use {{expr}} (with | upper or | lower) inside a quoted value, or compute it with SET first.'),
   E310: def('error', 'Regular expression not supported', 'The regular expression /{pattern}/ cannot be matched in linear time: {detail}.', 'Rewrite it without backreferences (\\1, \\k<name>) and lookaround ((?=, (?!, (?<=, (?<!), with counted repetitions of at most 1000 in all and at most 2000 characters (docs/abl.md, "Regular expressions").'),
 
   // Tools (E4xx)
@@ -123,13 +128,15 @@ export const DIAGNOSTICS = {
   E704: def('error', 'Delegation cycle', 'Agents {cycle} delegate to each other in a cycle.', 'Delegation must form a tree; remove one DELEGATE entry.'),
   E705: def('error', 'Entry agent not found', 'project.json names entry agent "{name}", which is not in this project.', 'Set entryAgent to one of: {agents}.'),
   W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
+  W707: def('warning', 'ON_RETURN not run yet', 'HANDOFF to {to}: ON_RETURN {what}; this is stored in the IR, but the runtime does not act on it yet and continues as with ON_RETURN: continue.', 'Keep it knowing it has no effect yet, or use ON_RETURN: continue (docs/abl.md, "Not yet supported").'),
   E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
   E801: def('error', 'Invalid memory entry', 'Cannot read the {kind} memory entry: {detail}.', 'See MEMORY in docs/abl.md for the shape of each entry.'),
+  W802: def('warning', 'Deprecated recall form', 'The recall entry "{key}: …" is the deprecated form; it is read as ON: {on} (a text under it is the instruction, with ACTION: prompt_llm).', 'Write - ON: {on} with ACTION: and PATHS: (docs/abl.md, MEMORY).'),
   E803: def('error', 'Write to read-only memory', 'SET writes "{path}", which is declared with ACCESS: {access}.', 'Declare it with ACCESS: readwrite or write, or write a session variable instead.'),
   E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
-  E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message, BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
+  E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
   E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
   E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
 } as const satisfies Record<string, DiagnosticDef>;

@@ -51,7 +51,7 @@ export type BindingIR =
       type: 'http';
       endpoint: string;
       method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-      auth: 'none' | 'bearer' | 'api_key' | 'oauth2_client' | 'oauth2_user' | 'custom';
+      auth: 'none' | 'bearer' | 'api_key' | 'oauth2_client' | 'oauth2_user' | 'saml' | 'custom';
       auth_config: Record<string, Json>;
       headers: Record<string, string>;
       query_params: Record<string, string>;
@@ -146,7 +146,8 @@ export interface MemoryIR {
   session: Array<{ name: string; type: string | null; initial: Json | undefined; reset: 'per_session' | 'per_step' | 'never'; description: string | null; loc: IRLoc }>;
   persistent: Array<{ path: string; scope: 'user' | 'project'; access: 'read' | 'write' | 'readwrite'; default: Json | undefined; loc: IRLoc }>;
   remember: Array<{ when: ExprIR | null; from: ExprIR; to: string; ttl_ms: number | null; loc: IRLoc }>;
-  recall: Array<{ on: string; action: 'inject_context' | 'load_memory' | 'prompt_llm'; paths: string[]; loc: IRLoc }>;
+  /** `instruction`: the legacy `- ON_START: "text"` form's text, for the LLM (absent otherwise). */
+  recall: Array<{ on: string; action: 'inject_context' | 'load_memory' | 'prompt_llm'; paths: string[]; instruction?: string; loc: IRLoc }>;
 }
 
 // ---------------------------------------------------------------- rules
@@ -311,12 +312,25 @@ export interface HandoffIR {
   priority: number;
   context: { pass: string[]; summary: string | null; history: 'none' | 'summary_only' | 'full' | { last_n: number } };
   return: boolean;
+  /** The ON_RETURN keyword; `continue` also when `on_return_action` names a step or an instruction. */
   on_return: 'continue' | 'resume_intent';
+  /**
+   * What the agent does when the child returns. A step name resumes the FLOW at that step; any
+   * other text is an instruction for the agent's next LLM call. Absent in IR compiled before it
+   * existed (read it as `{kind: on_return}`).
+   */
+  on_return_action?: HandoffReturnIR;
   /** child variable → parent variable; null = copy all gathered fields up. */
   map: Record<string, string> | null;
   on_failure: string | null;
   loc: IRLoc;
 }
+
+export type HandoffReturnIR =
+  | { kind: 'continue' }
+  | { kind: 'resume_intent' }
+  | { kind: 'step'; step: string }
+  | { kind: 'instruction'; text: string };
 
 export interface DelegateIR {
   agent: string;
@@ -325,6 +339,8 @@ export interface DelegateIR {
   input: Record<string, ExprIR>;
   /** child variable → parent variable. */
   returns: Record<string, string>;
+  /** `RETURNS: rewards: Reward[]` declares a child variable's type (copied to the same name); absent when none is typed. */
+  return_types?: Record<string, TypeIR>;
   use_result: string | null;
   timeout_ms: number | null;
   on_failure: { type: 'respond' | 'continue' | 'escalate' | 'retry'; count: number };
@@ -335,10 +351,20 @@ export interface DelegateIR {
 export type HumanCompleteActionIR = { kind: 'continue' } | { kind: 'complete' } | { kind: 'handoff'; agent: string };
 
 export interface EscalationIR {
-  triggers: Array<{ when: ExprIR; reason: string | null; priority: 'low' | 'medium' | 'high' | 'critical'; tags: string[]; type: string; due_ms: number | null; loc: IRLoc }>;
+  triggers: Array<{ when: ExprIR; reason: string | null; priority: 'low' | 'medium' | 'high' | 'critical'; tags: string[]; type: string; due_ms: number | null; routing?: EscalationRoutingIR; loc: IRLoc }>;
   context_for_human: string[];
+  /** ESCALATE-level `routing:`; a trigger's own `routing:` overrides it field by field. */
+  routing?: EscalationRoutingIR;
   on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; loc: IRLoc }>;
   loc: IRLoc;
+}
+
+/** Where the human task goes: a queue, the skills asked of the person, and a priority boost. */
+export interface EscalationRoutingIR {
+  queue: string | null;
+  skills: string[];
+  priority_boost: number;
+  extra: Record<string, Json>;
 }
 
 export interface CompletionRuleIR {

@@ -89,8 +89,15 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
       tabWarned = true;
       sink.report('W101', { path, line: i + 1, column: 1 });
     }
-    const text = stripComment(content);
-    const scanned: ScannedLine = { indent, text, line: i + 1 };
+    const lineNo = i + 1;
+    let text = stripComment(content);
+    // `-> {` + field lines + `}` (any line that ends by opening a bracket it does not close): one logical line.
+    if (bracketDepth(text) > 0 && /[[({]$/.test(text) && !text.endsWith('{{')) {
+      const joined = joinContinuation(text, raws, i);
+      text = joined.text;
+      i = joined.last;
+    }
+    const scanned: ScannedLine = { indent, text, line: lineNo };
     if (PIPE_OPENER.test(text)) {
       // Capture every following line that is blank or indented deeper, verbatim.
       const block: Array<{ indent: number; text: string }> = [];
@@ -117,6 +124,51 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
     out.push(scanned);
   }
   return out;
+}
+
+/** Open `( [ {` minus closed ones, outside quotes and `{{ }}`. */
+function bracketDepth(text: string): number {
+  let depth = 0;
+  let templates = 0;
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+      continue;
+    }
+    if ((c === '"' || c === "'") && opensQuote(text, i)) quote = c;
+    else if (c === '{' && text[i + 1] === '{') {
+      templates++;
+      i++;
+    } else if (c === '}' && text[i + 1] === '}' && templates > 0) {
+      templates--;
+      i++;
+    } else if ('([{'.includes(c)) depth++;
+    else if (')]}'.includes(c)) depth--;
+  }
+  return depth;
+}
+
+/** Max lines one bracketed value may span. */
+const MAX_CONTINUATION = 200;
+
+/**
+ * Appends the lines after `start` until the brackets balance. Line breaks become ", " between
+ * two entries (`name: string` / `amount: number`) and " " next to a bracket or a written comma.
+ */
+function joinContinuation(first: string, raws: string[], start: number): { text: string; last: number } {
+  let text = first;
+  let j = start + 1;
+  for (; j < raws.length && j <= start + MAX_CONTINUATION; j++) {
+    const piece = stripComment((raws[j] ?? '').trim());
+    if (piece === '' || piece.startsWith('#')) continue;
+    const glue = /[[({,]$/.test(text) || /^[\])}]/.test(piece) ? ' ' : ', ';
+    text += glue + piece;
+    if (bracketDepth(text) <= 0) return { text, last: j };
+  }
+  return { text: first, last: start }; // never closed: leave it to the readers to report
 }
 
 /**

@@ -41,8 +41,8 @@ export function compileSet(ctx: CompileContext, node: ValueNode | null): SetIR[]
         for (const e of n.entries) {
           if (e.kind === 'Item') assignment(ctx, e.head.raw, e.loc, out);
           else {
-            const v = pairValue(e);
-            const value = ctx.expr(v, `SET ${e.key}`) ?? { src: '', ast: null };
+            const v = ctx.value(e);
+            const value = ctx.valueExpr(v, `SET ${e.key}`) ?? { src: '', ast: null };
             out.push({ target: e.key, value, loc: ctx.loc(e.loc) });
           }
         }
@@ -86,7 +86,7 @@ export function compileCall(ctx: CompileContext, pair: PairNode, sibling?: Field
       const block = pairValue(w);
       if (block?.kind === 'Map') {
         for (const e of block.entries) {
-          if (e.kind === 'Pair') call.with[e.key] = ctx.expr(pairValue(e), `WITH ${e.key}`) ?? { src: '', ast: null };
+          if (e.kind === 'Pair') call.with[e.key] = ctx.valueExpr(ctx.value(e), `WITH ${e.key}`) ?? { src: '', ast: null };
           else ctx.report('E210', e.loc, { what: 'WITH', expected: 'param: expression lines', found: `"${e.head.raw}"` });
         }
       } else if (block) ctx.report('E210', block.loc, { what: 'WITH', expected: 'param: expression lines', found: 'a value' });
@@ -118,7 +118,7 @@ export function compileActions(
 ): ActionsIR {
   const get = (k: string): ValueNode | null => {
     const p = f.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   const call = f.map.get('call');
   const g = get('gather');
@@ -161,7 +161,9 @@ export function compileBranches(
     return then ? [{ condition: { kind: 'else' }, actions: { ...emptyActions(), then }, loc }] : [];
   }
   if (node.kind === 'Map') {
-    return [{ condition: { kind: 'else' }, actions: compileActions(ctx, ctx.fields(node), gather), loc }];
+    const f = ctx.fields(node);
+    ctx.ignoredKeys(f, [...ACTION_KEYS, 'strategy', 'corrections', 'complete_when'], what);
+    return [{ condition: { kind: 'else' }, actions: compileActions(ctx, f, gather), loc }];
   }
   if (node.kind === 'Item') {
     ctx.report('E210', node.loc, { what, expected: 'a step name, a block or a list of - IF: branches', found: `"${node.head.raw}" with nested lines` });
@@ -186,6 +188,7 @@ export function compileBranches(
       ctx.report('E212', ifPair.loc, { what: `${what} branch`, key: 'IF condition' });
       continue;
     }
+    ctx.ignoredKeys(actionFields, [...ACTION_KEYS, 'if', 'else', 'strategy', 'corrections', 'complete_when'], `${what} branch`);
     out.push({ condition, actions: compileActions(ctx, actionFields, gather), loc: ctx.loc(item.loc) });
   }
   return out;
@@ -217,7 +220,7 @@ export function compileLifecycle(ctx: CompileContext, node: ValueNode | null, wh
   const f = ctx.fields(node);
   const get = (k: string): ValueNode | null => {
     const p = f.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   const call = f.map.get('call');
   ctx.extras(f, ['set', 'call', 'with', 'as', 'delegate', 'respond'], what);

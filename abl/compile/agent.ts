@@ -33,7 +33,7 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
   const sec = (k: string): SectionNode | undefined => checked.byKey.get(k);
   const val = (k: string): ValueNode | null => {
     const s = sec(k);
-    return s ? pairValue(s) : null;
+    return s ? ctx.value(s) : null;
   };
   const head = doc.sections[0] as SectionNode;
   const kind = doc.docKind === 'supervisor' ? 'supervisor' : 'agent';
@@ -83,7 +83,7 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
     constraints: compileConstraints(ctx, val('CONSTRAINTS')),
     guardrails: compileGuardrails(ctx, val('GUARDRAILS')),
     coordination: {
-      handoffs: compileHandoffs(ctx, val('HANDOFF')),
+      handoffs: compileHandoffs(ctx, val('HANDOFF'), sec('FLOW') !== undefined),
       delegates: compileDelegates(ctx, val('DELEGATE')),
       escalation: compileEscalation(ctx, val('ESCALATE')),
     },

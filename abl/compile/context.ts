@@ -1,13 +1,13 @@
 // Per-file compile context: the diagnostic sink, the file path, and AST → IR helpers shared by
 // every section reducer (locations, typed readers, expressions, templates).
 
-import type { BlockNode, EntryNode, Loc, PairNode, ScalarNode, ValueNode } from '../ast';
+import type { BlockNode, EntryNode, Loc, MapNode, PairNode, ScalarNode, ValueNode } from '../ast';
 import type { DiagnosticArgs, DiagnosticCode, DiagnosticSink } from '../diagnostics';
-import { walkExpr } from '../expr/ast';
+import { walkExpr, type Expr } from '../expr/ast';
 import { lookupFunction } from '../expr/functions';
 import { parseExpression } from '../expr/parser';
 import type { ExprIR, IRLoc, Json } from '../ir';
-import { parseTemplate } from '../template';
+import { parseTemplate, type TemplateNode } from '../template';
 import { patternProblem } from '../regex';
 
 /** Key aliases (ABL.md §14), applied to lower-cased keys. `on_failure` → `on_fail` only in steps. */
@@ -95,6 +95,49 @@ export class CompileContext {
     return out;
   }
 
+  /**
+   * A pair's value where one value is expected: a value on the key's line, or a block under it.
+   * Both at once (`RESPOND: "Hi"` + an indented `VOICE INSTRUCTIONS:`) is E110, never a substitution:
+   * the value on the line is kept and the block is reported.
+   */
+  value(p: PairNode): ValueNode | null {
+    if (p.value && p.children) {
+      const first = p.children.kind === 'Map' ? p.children.entries[0] : p.children.items[0];
+      const found = !first ? 'a block' : first.kind === 'Pair' ? `"${first.key}:"` : first.kind === 'Item' ? `"${first.head.raw}"` : describe(first);
+      this.report('E110', p.children.loc, { key: p.key, found });
+      return p.value;
+    }
+    return p.children ?? p.value;
+  }
+
+  /** The `key: value` entries of a map block; a bare line among them is E210, never skipped silently. */
+  pairs(node: MapNode, what: string, expected: string): PairNode[] {
+    const out: PairNode[] = [];
+    for (const e of node.entries) {
+      if (e.kind === 'Pair') out.push(e);
+      else this.report('E210', e.loc, { what, expected, found: `"${e.head.raw}"` });
+    }
+    return out;
+  }
+
+  /** Keys of an action block (ON_SUCCESS, a constraint's ON_FAIL…) that nothing reads: W214. */
+  ignoredKeys(f: Fields, known: readonly string[], where: string): void {
+    for (const k of f.order) {
+      if (known.includes(k)) continue;
+      const p = f.map.get(k) as PairNode;
+      this.report('W214', p.loc, { key: p.key, where, known: known.map((x) => x.toUpperCase()).join(', ') });
+    }
+    for (const e of f.items) this.report('W214', e.loc, { key: e.kind === 'Item' ? e.head.raw : e.key, where, known: known.map((x) => x.toUpperCase()).join(', ') });
+  }
+
+  /** `get(key)` over a block's fields, through `value()`. */
+  getter(f: Fields): (key: string) => ValueNode | null {
+    return (k) => {
+      const p = f.map.get(k);
+      return p ? this.value(p) : null;
+    };
+  }
+
   str(node: ValueNode | null | undefined, what: string): string | null {
     if (!node) return null;
     if (node.kind === 'Scalar') return node.value === null ? null : String(node.value);
@@ -174,13 +217,87 @@ export class CompileContext {
   expr(node: ValueNode | null | undefined, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR | null {
     if (!node) return null;
     if (node.kind === 'Scalar') {
-      if (node.quoted && opts.naturalLanguage) return { src: String(node.value), ast: null };
+      // A quoted WHEN is prose, unless it is a comparison (`"transfer_type == 'international'"`):
+      // a WHEN is a condition by position, so such text is compiled as the expression it is.
+      if (node.quoted && opts.naturalLanguage) {
+        const parsed = parseExpression(String(node.value));
+        if (!parsed.ast || !isComparison(parsed.ast)) return { src: String(node.value), ast: null };
+      }
       const src = node.quoted ? String(node.value) : node.raw;
       return this.exprText(src, node.quoted ? { line: node.loc.line, column: node.loc.column + 1 } : node.loc, what, opts);
     }
     if (node.kind === 'Text') return this.exprText(node.value.replace(/\s*\n\s*/g, ' ').trim(), node.loc, what, opts);
     this.report('E210', node.loc, { what, expected: 'an expression', found: describe(node) });
     return null;
+  }
+
+  /**
+   * A value position (WITH, SET key: value, DELEGATE INPUT, TRANSFORM MAP): a quoted scalar is a
+   * string, with `{{ }}` rendered at run time; bare text is an expression; a block of `key: value`
+   * lines is an object and a list a list, each entry a value again. Conditions use `expr()`.
+   */
+  valueExpr(node: ValueNode | null | undefined, what: string, depth = 0): ExprIR | null {
+    if (!node) return null;
+    if (node.kind === 'Scalar' && node.quoted) {
+      const text = String(node.value);
+      const at = { line: node.loc.line, column: node.loc.column + 1 };
+      if (text.includes('{{')) return { src: node.raw, ast: this.templateValue(text, at, what) };
+      const parsed = parseExpression(text);
+      if (parsed.ast && looksLikeExpression(parsed.ast)) this.report('W311', node.loc, { what, value: text.length > 60 ? `${text.slice(0, 60)}…` : text });
+      return { src: node.raw, ast: { type: 'Literal', value: text, pos: 0 } };
+    }
+    if (node.kind === 'Map' || node.kind === 'List') {
+      if (depth > 16) {
+        this.report('E106', node.loc, { what: 'Nesting depth of a value', limit: 16 });
+        return null;
+      }
+      if (node.kind === 'List') {
+        const items = node.items.map((i) => this.valueExpr(i, what, depth + 1)?.ast ?? { type: 'Literal' as const, value: null, pos: 0 });
+        return { src: sourceOf(node), ast: { type: 'List', items, pos: 0 } };
+      }
+      const entries: Array<{ key: string; value: Expr }> = [];
+      for (const e of node.entries) {
+        if (e.kind !== 'Pair') {
+          this.report('E210', e.loc, { what, expected: 'key: value lines', found: `"${e.head.raw}"` });
+          continue;
+        }
+        entries.push({ key: e.key, value: this.valueExpr(this.value(e), `${what}.${e.key}`, depth + 1)?.ast ?? { type: 'Literal', value: null, pos: 0 } });
+      }
+      return { src: sourceOf(node), ast: { type: 'Map', entries, pos: 0 } };
+    }
+    if (node.kind === 'Item') {
+      this.report('E210', node.loc, { what, expected: 'a value or key: value lines', found: describe(node) });
+      return null;
+    }
+    return this.expr(node, what, { naturalLanguage: false });
+  }
+
+  /**
+   * `"{{department}}_queue"` as an expression: `"" + department + "_queue"` (`+` renders like a
+   * template: null is "", objects are JSON). Filters upper/lower become UPPER()/LOWER(); other
+   * template forms (#if, #each, json, ago) cannot be values (E312).
+   */
+  private templateValue(text: string, at: Loc, what: string): Expr {
+    this.checkTemplate(text, at);
+    const parsed = parseTemplate(text);
+    let out: Expr = { type: 'Literal', value: '', pos: 0 };
+    const add = (e: Expr): void => { out = { type: 'Binary', op: '+', left: out, right: e, pos: 0 }; };
+    const unsupported = (n: TemplateNode): string | null =>
+      n.type === 'If' ? '{{#if}}' : n.type === 'Each' ? '{{#each}}' : n.type === 'Output' ? (n.filters.find((f) => f !== 'upper' && f !== 'lower') ?? null) : null;
+    for (const n of parsed.nodes) {
+      const bad = unsupported(n);
+      if (bad) {
+        this.report('E312', at, { what, form: bad });
+        continue;
+      }
+      if (n.type === 'Text') add({ type: 'Literal', value: n.value, pos: 0 });
+      else if (n.type === 'Output' && n.expr.ast) {
+        let e: Expr = n.expr.ast;
+        for (const f of n.filters) e = { type: 'Call', name: f.toUpperCase(), args: [e], pos: 0 };
+        add(e);
+      }
+    }
+    return out;
   }
 
   exprText(src: string, at: Loc, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR {
@@ -312,6 +429,17 @@ export function textOf(node: ValueNode): string {
   }
 }
 
+/** A value as written, on one line (quotes kept): the `src` of an object or list value. */
+export function sourceOf(node: ValueNode): string {
+  switch (node.kind) {
+    case 'Scalar': return node.raw;
+    case 'Text': return JSON.stringify(node.value);
+    case 'Item': return node.head.raw;
+    case 'List': return `[${node.items.map(sourceOf).join(', ')}]`;
+    case 'Map': return `{${node.entries.map((e) => (e.kind === 'Pair' ? `${e.key}: ${e.children ? sourceOf(e.children) : e.value ? sourceOf(e.value) : ''}` : e.head.raw)).join(', ')}}`;
+  }
+}
+
 /** Converts any AST value to JSON (for `extra` and free-form maps). */
 export function toJson(node: ValueNode | null | undefined): Json {
   if (!node) return null;
@@ -340,6 +468,20 @@ export function headOf(node: ValueNode): ScalarNode | null {
   if (node.kind === 'Scalar') return node;
   if (node.kind === 'Item') return node.head;
   return null;
+}
+
+/** True when a comparison appears anywhere in `e` (so quoted text is a condition, not prose). */
+function isComparison(e: Expr): boolean {
+  let found = false;
+  walkExpr(e, (n) => {
+    if (n.type === 'In' || n.type === 'IsSet' || (n.type === 'Binary' && ['==', '!=', '>', '<', '>=', '<=', 'CONTAINS', 'MATCHES'].includes(n.op))) found = true;
+  });
+  return found;
+}
+
+/** A quoted value that would do something if written bare: an operator, a call or a dotted path. */
+function looksLikeExpression(e: Expr): boolean {
+  return e.type === 'Binary' || e.type === 'Call' || e.type === 'In' || e.type === 'IsSet' || e.type === 'Member' || e.type === 'Index' || (e.type === 'Unary' && e.op !== 'NEG');
 }
 
 export const NAME_RE = /^[A-Za-z][A-Za-z0-9_]*$/;

@@ -1,9 +1,10 @@
 // HANDOFF, DELEGATE and ESCALATE reducers (ABL.md §9). WHENs here may be natural language.
 
 import type { ValueNode } from '../ast';
-import type { DelegateIR, EscalationIR, HandoffIR, HumanCompleteActionIR } from '../ir';
+import type { DelegateIR, EscalationIR, EscalationRoutingIR, HandoffIR, HandoffReturnIR, HumanCompleteActionIR, Json, TypeIR } from '../ir';
 import { splitKey } from '../parser';
-import { pairValue, type CompileContext, type Fields } from './context';
+import { describe, pairValue, textOf, type CompileContext, type Fields } from './context';
+import { compileType } from './types';
 
 function listItems(ctx: CompileContext, node: ValueNode | null, what: string): Array<{ f: Fields; node: ValueNode }> {
   if (!node) return [];
@@ -26,21 +27,25 @@ function nameMap(ctx: CompileContext, node: ValueNode | null, what: string): Rec
     ctx.report('E210', node.loc, { what, expected: 'child: parent lines', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) if (e.kind === 'Pair') out[e.key] = ctx.str(pairValue(e), `${what} ${e.key}`) ?? e.key;
+  for (const e of ctx.pairs(node, what, 'child: parent lines')) out[e.key] = ctx.str(ctx.value(e), `${what} ${e.key}`) ?? e.key;
   return out;
 }
 
-export function compileHandoffs(ctx: CompileContext, node: ValueNode | null): HandoffIR[] {
+/** `hasFlow`: ON_RETURN may name a step (without a FLOW, one word is an instruction too). */
+export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, hasFlow = false): HandoffIR[] {
   const out: HandoffIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'HANDOFF')) {
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     ctx.extras(f, ['to', 'when', 'priority', 'context', 'return', 'on_return', 'map', 'on_failure'], 'HANDOFF');
     const to = ctx.str(get('to'), 'TO');
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
     if (!when) ctx.report('E212', item.loc, { what: `HANDOFF to ${to}`, key: 'WHEN' });
-    const cf = ctx.fields(get('context')?.kind === 'Map' ? (get('context') as never) : null);
-    const cget = (k: string): ValueNode | null => { const p = cf.map.get(k); return p ? pairValue(p) : null; };
+    const contextNode = get('context');
+    if (contextNode && contextNode.kind !== 'Map') ctx.report('E210', contextNode.loc, { what: 'HANDOFF CONTEXT', expected: 'pass:/history:/summary: lines', found: describe(contextNode) });
+    const cf = ctx.fields(contextNode?.kind === 'Map' ? contextNode : null);
+    ctx.extras(cf, ['pass', 'history', 'summary', 'last_n'], 'HANDOFF CONTEXT');
+    const cget = (k: string): ValueNode | null => { const p = cf.map.get(k); return p ? ctx.value(p) : null; };
     const hist = ctx.str(cget('history'), 'history');
     let history: HandoffIR['context']['history'] = 'summary_only';
     if (hist !== null) {
@@ -51,13 +56,15 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null): Ha
     const lastNNode = cget('last_n');
     if (lastNNode) history = { last_n: ctx.num(lastNNode, 'last_n') ?? 10 };
     const summary = cget('summary');
+    const onReturn = compileOnReturn(ctx, get('on_return'), to, hasFlow);
     out.push({
       to,
       when: when ?? { src: '', ast: null },
       priority: ctx.num(get('priority'), 'PRIORITY') ?? 100,
       context: { pass: ctx.strList(cget('pass'), 'pass'), summary: summary ? ctx.text(summary, 'summary') : null, history },
       return: ctx.bool(get('return'), 'RETURN') ?? false,
-      on_return: ctx.oneOf(get('on_return'), ['continue', 'resume_intent'] as const, 'ON_RETURN') ?? 'continue',
+      on_return: onReturn.kind === 'resume_intent' ? 'resume_intent' : 'continue',
+      on_return_action: onReturn,
       map: f.map.has('map') ? nameMap(ctx, get('map'), 'MAP') : null,
       on_failure: ctx.str(get('on_failure'), 'ON_FAILURE'),
       loc: ctx.loc(item.loc),
@@ -66,18 +73,101 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null): Ha
   return out;
 }
 
+/**
+ * ON_RETURN: `continue`, `resume_intent`, a step name (one identifier: the FLOW resumes there; an
+ * unknown step is E501) or an instruction (any other text, for the returning agent's next LLM call).
+ */
+function compileOnReturn(ctx: CompileContext, node: ValueNode | null, to: string, hasFlow: boolean): HandoffReturnIR {
+  const text = ctx.str(node, 'ON_RETURN');
+  if (text === null || !node) return { kind: 'continue' };
+  const t = text.trim();
+  if (/^continue$/i.test(t)) return { kind: 'continue' };
+  if (/^resume_intent$/i.test(t)) return { kind: 'resume_intent' };
+  if (t === '') {
+    ctx.report('E211', node.loc, { what: 'ON_RETURN', allowed: 'continue, resume_intent, a step name or an instruction', value: t });
+    return { kind: 'continue' };
+  }
+  const action: HandoffReturnIR = hasFlow && /^[A-Za-z_]\w*$/.test(t) ? { kind: 'step', step: t } : { kind: 'instruction', text: t };
+  if (action.kind === 'instruction') ctx.checkTemplate(t, node.loc);
+  ctx.report('W707', node.loc, { to, what: action.kind === 'step' ? `resumes at step "${t}"` : 'gives an instruction' });
+  return action;
+}
+
+/**
+ * RETURNS lines: `child_var: parent_var`, or `child_var: Type` (a type such as `Reward[]`,
+ * `{id: string}`, `number` or a capitalised name), which copies the child variable to the same name
+ * and records its type.
+ */
+function compileReturns(ctx: CompileContext, node: ValueNode | null): { returns: Record<string, string>; types: Record<string, TypeIR> } {
+  const returns: Record<string, string> = {};
+  const types: Record<string, TypeIR> = {};
+  if (!node) return { returns, types };
+  if (node.kind !== 'Map') {
+    ctx.report('E210', node.loc, { what: 'RETURNS', expected: 'child: parent (or child: Type) lines', found: 'a value' });
+    return { returns, types };
+  }
+  for (const e of node.entries) {
+    if (e.kind !== 'Pair') {
+      ctx.report('E210', e.loc, { what: 'RETURNS', expected: 'child: parent (or child: Type) lines', found: `"${e.head.raw}"` });
+      continue;
+    }
+    const v = ctx.value(e);
+    if (v && v.kind !== 'Scalar' && !(v.kind === 'Map' && v.inline)) {
+      ctx.report('E210', v.loc, { what: `RETURNS ${e.key}`, expected: 'a parent variable or a type', found: 'a block' });
+      continue;
+    }
+    const raw = !v ? '' : v.kind === 'Scalar' ? (v.value === null ? '' : String(v.value)) : `{${textOf(v)}}`;
+    if (raw === '') {
+      returns[e.key] = e.key;
+      continue;
+    }
+    if (looksLikeType(raw)) {
+      returns[e.key] = e.key;
+      types[e.key] = compileType(ctx, raw, v?.loc ?? e.loc);
+    } else returns[e.key] = raw;
+  }
+  return { returns, types };
+}
+
+const PRIMITIVE_TYPE = /^(string|number|boolean|date|datetime|object|any|email|phone|integer|int|float|bool|array)$/i;
+
+/** A primitive, a capitalised name, `T[]`, `{…}` or `nullable<T>`; a lower-case name is a parent variable. */
+function looksLikeType(raw: string): boolean {
+  const t = raw.trim();
+  return PRIMITIVE_TYPE.test(t) || /^[A-Z]\w*$/.test(t) || /\[\]$/.test(t) || t.startsWith('{') || /^nullable\s*</i.test(t);
+}
+
+/** `routing:` of ESCALATE or one of its triggers: queue, skills (or skill_tags), priority_boost. */
+function compileRouting(ctx: CompileContext, node: ValueNode | null, where: string): EscalationRoutingIR | undefined {
+  if (!node) return undefined;
+  if (node.kind !== 'Map') {
+    ctx.report('E210', node.loc, { what: `${where} routing`, expected: 'queue:/skills:/priority_boost: lines', found: 'a value' });
+    return undefined;
+  }
+  const f = ctx.fields(node);
+  const get = ctx.getter(f);
+  const extra: Record<string, Json> = ctx.extras(f, ['queue', 'skills', 'skill_tags', 'tags', 'priority_boost'], `${where} routing`);
+  return {
+    queue: ctx.str(get('queue'), 'routing queue'),
+    skills: ctx.strList(get('skills') ?? get('skill_tags') ?? get('tags'), 'routing skills'),
+    priority_boost: ctx.num(get('priority_boost'), 'routing priority_boost') ?? 0,
+    extra,
+  };
+}
+
 export function compileDelegates(ctx: CompileContext, node: ValueNode | null): DelegateIR[] {
   const out: DelegateIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'DELEGATE')) {
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     ctx.extras(f, ['agent', 'to', 'when', 'purpose', 'input', 'returns', 'use_result', 'timeout', 'on_failure', 'failure_message'], 'DELEGATE');
     const agent = ctx.str(get('agent') ?? get('to'), 'AGENT');
     if (!agent) { ctx.report('E212', item.loc, { what: 'A DELEGATE entry', key: 'AGENT' }); continue; }
     const input: DelegateIR['input'] = {};
     const inNode = get('input');
     if (inNode?.kind === 'Map') {
-      for (const e of inNode.entries) if (e.kind === 'Pair') input[e.key] = ctx.expr(pairValue(e), `INPUT ${e.key}`) ?? { src: '', ast: null };
+      for (const e of ctx.pairs(inNode, 'INPUT', 'child_input: parent expression lines')) input[e.key] = ctx.valueExpr(ctx.value(e), `INPUT ${e.key}`) ?? { src: '', ast: null };
     } else if (inNode) ctx.report('E210', inNode.loc, { what: 'INPUT', expected: 'child_input: parent expression lines', found: 'a value' });
+    const returns = compileReturns(ctx, get('returns'));
     const failNode = get('on_failure');
     let onFailure: DelegateIR['on_failure'] = { type: 'respond', count: 0 };
     if (failNode?.kind === 'Map') {
@@ -95,7 +185,8 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
       when: ctx.expr(get('when'), 'DELEGATE WHEN', { naturalLanguage: true }),
       purpose: ctx.str(get('purpose'), 'PURPOSE'),
       input,
-      returns: nameMap(ctx, get('returns'), 'RETURNS'),
+      returns: returns.returns,
+      ...(Object.keys(returns.types).length > 0 ? { return_types: returns.types } : {}),
       use_result: ctx.str(get('use_result'), 'USE_RESULT'),
       timeout_ms: ctx.duration(get('timeout'), 'TIMEOUT', 's'),
       on_failure: onFailure,
@@ -124,15 +215,19 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
   if (node.kind === 'List') triggersNode = node;
   else if (node.kind === 'Map') {
     f = ctx.fields(node);
-    ctx.extras(f, ['triggers', 'context_for_human', 'on_human_complete'], 'ESCALATE');
+    ctx.extras(f, ['triggers', 'context_for_human', 'on_human_complete', 'routing'], 'ESCALATE');
+    const r = f.map.get('routing');
+    const routing = r ? compileRouting(ctx, ctx.value(r), 'ESCALATE') : undefined;
+    if (routing) esc.routing = routing;
     const t = f.map.get('triggers');
     triggersNode = t ? pairValue(t) : null;
     const c = f.map.get('context_for_human');
     esc.context_for_human = c ? ctx.strList(pairValue(c), 'context_for_human') : [];
   } else ctx.report('E210', node.loc, { what: 'ESCALATE', expected: 'triggers:/context_for_human:/on_human_complete:', found: 'a value' });
   for (const { f: tf, node: item } of listItems(ctx, triggersNode, 'ESCALATE trigger')) {
-    const get = (k: string): ValueNode | null => { const p = tf.map.get(k); return p ? pairValue(p) : null; };
-    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due'], 'ESCALATE trigger');
+    const get = (k: string): ValueNode | null => { const p = tf.map.get(k); return p ? ctx.value(p) : null; };
+    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due', 'routing'], 'ESCALATE trigger');
+    const routing = compileRouting(ctx, get('routing'), 'ESCALATE trigger');
     const when = ctx.expr(get('when'), 'ESCALATE WHEN', { naturalLanguage: true });
     if (!when) { ctx.report('E212', item.loc, { what: 'An ESCALATE trigger', key: 'WHEN' }); continue; }
     const tags = ctx.strList(get('tags'), 'TAGS');
@@ -143,6 +238,7 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
       tags,
       type: ctx.str(get('type'), 'TYPE') ?? (tags.some((t) => t.toLowerCase().includes('approval')) ? 'approval' : 'escalation'),
       due_ms: ctx.duration(get('due'), 'DUE', 's'),
+      ...(routing ? { routing } : {}),
       loc: ctx.loc(item.loc),
     });
   }

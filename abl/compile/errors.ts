@@ -23,7 +23,7 @@ function compileThen(ctx: CompileContext, node: ValueNode | null, f: Fields): Er
 }
 
 function handler(ctx: CompileContext, type: string, f: Fields, at: Loc): ErrorHandlerIR {
-  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   ctx.extras(f, ['type', 'respond', 'retry', 'retry_backoff', 'then', 'backtrack_to', 'reason'], `ON_ERROR ${type}`);
   return {
     type,
@@ -55,9 +55,8 @@ export function compileErrorHandlers(ctx: CompileContext, node: ValueNode | null
     ctx.report('E210', node.loc, { what: 'ON_ERROR', expected: 'error type blocks', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) {
-    if (e.kind !== 'Pair') continue;
-    const body = pairValue(e);
+  for (const e of ctx.pairs(node, 'ON_ERROR', 'error type blocks')) {
+    const body = ctx.value(e);
     if (body && body.kind === 'Map') out.push(handler(ctx, e.key, ctx.fields(body), e.loc));
     else {
       // `tool_timeout: "message"` shorthand

@@ -28,7 +28,7 @@ export function compileDigressions(ctx: CompileContext, node: ValueNode | null, 
       continue;
     }
     const f = ctx.fields(item);
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     const intent = ctx.str(get('intent'), 'INTENT');
     if (!intent) ctx.report('E212', item.loc, { what: 'A digression', key: 'INTENT' });
     let action: DigressionIR['action'] = resumeDefault ? { kind: 'resume' } : { kind: 'none' };
@@ -61,14 +61,15 @@ function compileTransform(ctx: CompileContext, node: ValueNode | null): Transfor
     return null;
   }
   const f = ctx.fields(node);
-  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   const source = ctx.expr(get('source'), 'TRANSFORM SOURCE');
   if (!source) ctx.report('E212', node.loc, { what: 'TRANSFORM', key: 'SOURCE' });
   const into = ctx.str(get('into'), 'INTO');
   if (!into) ctx.report('E212', node.loc, { what: 'TRANSFORM', key: 'INTO' });
   const map: Record<string, ReturnType<CompileContext['exprText']>> = {};
   const m = get('map');
-  if (m?.kind === 'Map') for (const e of m.entries) if (e.kind === 'Pair') map[e.key] = ctx.expr(pairValue(e), `MAP ${e.key}`) ?? { src: '', ast: null };
+  if (m && m.kind !== 'Map') ctx.report('E210', m.loc, { what: 'TRANSFORM MAP', expected: 'field: expression lines', found: 'a value' });
+  if (m?.kind === 'Map') for (const e of ctx.pairs(m, 'TRANSFORM MAP', 'field: expression lines')) map[e.key] = ctx.valueExpr(ctx.value(e), `MAP ${e.key}`) ?? { src: '', ast: null };
   const sort = ctx.str(get('sort_by'), 'SORT_BY');
   const sm = sort ? /^\s*([\w.]+)\s*(asc|desc)?\s*$/i.exec(sort) : null;
   return {
@@ -86,7 +87,7 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
   const node = pair.children;
   const f: Fields = ctx.fields(node?.kind === 'Map' ? node : null, { step: true });
   if (!node || node.kind !== 'Map') ctx.report('E210', pair.loc, { what: `Step '${pair.key}'`, expected: 'a block of step keys (REASONING, RESPOND, THEN, …)', found: node ? 'a list' : 'nothing' });
-  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   const gather = (n: ValueNode, sf: Fields): StepGatherIR => compileStepGather(ctx, n, sf);
   const reasoningNode = get('reasoning');
   const reasoning = ctx.bool(reasoningNode, 'REASONING');

@@ -2,7 +2,7 @@
 
 import type { Loc, MapNode, ValueNode } from '../ast';
 import type { GatherFieldIR, GatherType, Json, StepGatherIR, ValidationIR } from '../ir';
-import { pairValue, toJson, type CompileContext, type Fields } from './context';
+import { describe, pairValue, toJson, type CompileContext, type Fields } from './context';
 import { patternProblem } from '../regex';
 
 const TYPES: readonly GatherType[] = ['string', 'number', 'boolean', 'date', 'datetime', 'email', 'phone'];
@@ -50,7 +50,12 @@ export function parseValidation(text: string): ValidationIR[] | null {
 function compileValidate(ctx: CompileContext, name: string, node: ValueNode | null): ValidationIR[] {
   if (!node) return [];
   const texts: Array<{ text: string; loc: Loc }> = [];
-  if (node.kind === 'List') node.items.forEach((it) => { if (it.kind === 'Scalar') texts.push({ text: String(it.value ?? ''), loc: it.loc }); });
+  if (node.kind === 'List') {
+    for (const it of node.items) {
+      if (it.kind === 'Scalar') texts.push({ text: String(it.value ?? ''), loc: it.loc });
+      else ctx.report('E210', it.loc, { what: `Gather field ${name} validate`, expected: 'a list of rules such as min(1)', found: describe(it) });
+    }
+  }
   else {
     const t = ctx.str(node, 'validate');
     if (t !== null) texts.push({ text: t, loc: node.loc });
@@ -79,7 +84,7 @@ function compileValidate(ctx: CompileContext, name: string, node: ValueNode | nu
 export function compileField(ctx: CompileContext, name: string, at: Loc, props: Fields, requiredDefault = true): GatherFieldIR {
   const get = (k: string): ValueNode | null => {
     const p = props.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   if (!/^[A-Za-z_][\w.]*$/.test(name)) ctx.report('E207', at, { name, what: 'gather field' });
   const typeNode = get('type');
@@ -192,7 +197,10 @@ export function compileListGather(ctx: CompileContext, node: ValueNode, where: s
       fields.push(compileField(ctx, String(item.head.value ?? ''), item.loc, ctx.fields(item.children)));
     } else if (item.kind === 'Map') {
       const [first, ...rest] = item.entries;
-      if (!first || first.kind !== 'Pair') continue;
+      if (!first || first.kind !== 'Pair') {
+        ctx.report('E210', item.loc, { what: 'GATHER', expected: '- name: required|optional with properties', found: describe(item) });
+        continue;
+      }
       const restMap: MapNode = { ...item, entries: rest };
       const props = ctx.fields(restMap);
       if (first.children?.kind === 'Map') for (const [k, v] of ctx.fields(first.children).map) if (!props.map.has(k)) { props.map.set(k, v); props.order.push(k); }
@@ -210,7 +218,7 @@ export function compileListGather(ctx: CompileContext, node: ValueNode, where: s
 export function compileStepGather(ctx: CompileContext, node: ValueNode, step: Fields): StepGatherIR {
   const get = (k: string): ValueNode | null => {
     const p = step.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   return {
     fields: compileListGather(ctx, node, 'this step'),

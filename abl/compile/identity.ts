@@ -2,13 +2,13 @@
 
 import type { SectionNode, ValueNode } from '../ast';
 import type { AgentIR, Json } from '../ir';
-import { pairValue, toJson, type CompileContext } from './context';
+import { toJson, type CompileContext } from './context';
 
 export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): AgentIR['identity'] {
   const id: AgentIR['identity'] = { goal: '', persona: null, role: null, instructions: null, expertise: [], limitations: [] };
   // File order: the later form wins (GOAL vs IDENTITY.role etc.).
   for (const s of sections) {
-    const v = pairValue(s);
+    const v = ctx.value(s);
     switch (s.key) {
       case 'GOAL': id.goal = ctx.text(v, 'GOAL') ?? ''; break;
       case 'PERSONA': id.persona = ctx.text(v, 'PERSONA'); break;
@@ -18,7 +18,7 @@ export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): A
         const f = ctx.fields(v?.kind === 'Map' ? v : null);
         if (v && v.kind !== 'Map') ctx.report('E210', v.loc, { what: 'IDENTITY', expected: 'role/persona/expertise/limitations lines', found: 'a value' });
         ctx.extras(f, ['role', 'persona', 'expertise', 'limitations', 'goal'], 'IDENTITY');
-        const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+        const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
         if (f.map.has('role')) id.role = ctx.text(g('role'), 'role');
         if (f.map.has('goal')) id.goal = ctx.text(g('goal'), 'goal') ?? id.goal;
         if (f.map.has('persona')) id.persona = ctx.text(g('persona'), 'persona');
@@ -36,7 +36,7 @@ export function compileIdentity(ctx: CompileContext, sections: SectionNode[]): A
 export function compileExecution(ctx: CompileContext, node: ValueNode | null): AgentIR['execution'] {
   const f = ctx.fields(node?.kind === 'Map' ? node : null);
   if (node && node.kind !== 'Map') ctx.report('E210', node.loc, { what: 'EXECUTION', expected: 'key: value lines', found: 'a value' });
-  const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+  const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations'];
   const other: Record<string, Json> = {};
   for (const k of f.order) if (!known.includes(k)) other[k] = toJson(g(k));
@@ -61,14 +61,12 @@ export function compileTemplates(ctx: CompileContext, node: ValueNode | null): R
     ctx.report('E210', node.loc, { what: 'TEMPLATES', expected: 'name: {DEFAULT: "...", MARKDOWN: "..."} blocks', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) {
-    if (e.kind !== 'Pair') continue;
-    const v = pairValue(e);
+  for (const e of ctx.pairs(node, 'TEMPLATES', 'name: {DEFAULT: "..."} blocks')) {
+    const v = ctx.value(e);
     const variants: Record<string, string> = {};
     if (v?.kind === 'Map') {
-      for (const ve of v.entries) {
-        if (ve.kind !== 'Pair') continue;
-        const t = ctx.str(pairValue(ve), `template ${e.key}.${ve.key}`);
+      for (const ve of ctx.pairs(v, `template ${e.key}`, 'VARIANT: "text" lines')) {
+        const t = ctx.str(ctx.value(ve), `template ${e.key}.${ve.key}`);
         if (t !== null) {
           ctx.checkTemplate(t, ve.loc);
           variants[ve.key.toUpperCase()] = t;
@@ -93,6 +91,6 @@ export function compileMessages(ctx: CompileContext, node: ValueNode | null): Re
     ctx.report('E210', node.loc, { what: 'MESSAGES', expected: 'name: "text" lines', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) if (e.kind === 'Pair') out[e.key] = ctx.text(pairValue(e), `MESSAGES ${e.key}`) ?? '';
+  for (const e of ctx.pairs(node, 'MESSAGES', 'name: "text" lines')) out[e.key] = ctx.text(ctx.value(e), `MESSAGES ${e.key}`) ?? '';
   return out;
 }

@@ -2,7 +2,7 @@
 
 import type { ValueNode } from '../ast';
 import type { MemoryIR } from '../ir';
-import { headOf, pairValue, toJson, type CompileContext, type Fields } from './context';
+import { headOf, toJson, type CompileContext, type Fields } from './context';
 
 function entries(ctx: CompileContext, node: ValueNode | null, kind: string): Array<{ name: string | null; props: Fields; loc: ValueNode['loc'] }> {
   if (!node) return [];
@@ -18,6 +18,16 @@ function entries(ctx: CompileContext, node: ValueNode | null, kind: string): Arr
   return out;
 }
 
+/** Legacy recall keys (`ON_START:` …) → the `ON:` event they stand for. */
+const LEGACY_EVENTS: Record<string, string> = {
+  start: 'session:start',
+  session_start: 'session:start',
+  end: 'session:end',
+  session_end: 'session:end',
+  turn: 'turn:start',
+  turn_start: 'turn:start',
+};
+
 export function compileMemory(ctx: CompileContext, node: ValueNode | null): MemoryIR {
   const mem: MemoryIR = { session: [], persistent: [], remember: [], recall: [] };
   if (!node) return mem;
@@ -26,10 +36,10 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
   ctx.extras(f, ['session', 'persistent', 'remember', 'recall'], 'MEMORY');
   const v = (k: string): ValueNode | null => {
     const p = f.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   for (const e of entries(ctx, v('session'), 'session')) {
-    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const name = e.name ?? ctx.str(g('name'), 'name');
     if (!name) { ctx.report('E801', e.loc, { kind: 'session', detail: 'the variable has no name' }); continue; }
     mem.session.push({
@@ -42,7 +52,7 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     });
   }
   for (const e of entries(ctx, v('persistent'), 'persistent')) {
-    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const path = e.name ?? ctx.str(g('path'), 'path');
     if (!path) { ctx.report('E801', e.loc, { kind: 'persistent', detail: 'the fact has no path' }); continue; }
     mem.persistent.push({
@@ -54,13 +64,21 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     });
   }
   for (const e of entries(ctx, v('remember'), 'remember')) {
-    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const store = ctx.str(g('store'), 'STORE');
     const m = store ? /^([\s\S]+?)\s*->\s*([\w.]+)\s*$/.exec(store) : null;
     if (!m) { ctx.report('E801', e.props.map.get('store')?.loc ?? e.loc, { kind: 'remember', detail: 'STORE must be "expression -> path"' }); continue; }
     const storeNode = g('store');
+    // `- WHEN booking.confirmed` + STORE: the condition is the item's head; it must never be dropped.
+    let when = ctx.expr(g('when'), 'remember WHEN');
+    if (e.name !== null) {
+      const head = /^(WHEN\s*:?\s+)([\s\S]+)$/i.exec(e.name);
+      if (!head) { ctx.report('E801', e.loc, { kind: 'remember', detail: `"${e.name}" is neither "WHEN: condition" nor a property` }); continue; }
+      if (when) { ctx.report('E108', e.props.map.get('when')?.loc ?? e.loc, { key: 'WHEN' }); continue; }
+      when = ctx.exprText(head[2] as string, { line: e.loc.line, column: e.loc.column + (head[1] as string).length }, 'remember WHEN');
+    }
     mem.remember.push({
-      when: ctx.expr(g('when'), 'remember WHEN'),
+      when,
       from: ctx.exprText(m[1] as string, storeNode?.loc ?? e.loc, 'STORE'),
       to: m[2] as string,
       ttl_ms: ctx.duration(g('ttl'), 'TTL', 's'),
@@ -68,7 +86,30 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     });
   }
   for (const e of entries(ctx, v('recall'), 'recall')) {
-    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? pairValue(p) : null; };
+    const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
+    // Legacy `- ON_START: "instruction"` (any `ON_<event>:` key): normalised, with a deprecation warning.
+    const legacy = e.props.order.find((k) => /^on_\w+$/.test(k));
+    if (legacy && !e.props.map.has('on')) {
+      const pair = e.props.map.get(legacy) as NonNullable<ReturnType<typeof e.props.map.get>>;
+      const event = legacy.slice(3);
+      const on = LEGACY_EVENTS[event] ?? event.replace('_', ':');
+      // `- ON_START: "text"` is an instruction; `- ON_START:` + ACTION/PATHS lines is an ordinary entry.
+      const body = ctx.value(pair);
+      const inner = body?.kind === 'Map' ? ctx.fields(body) : null;
+      const instruction = inner ? null : ctx.text(body, pair.key);
+      const props = inner ?? { ...e.props, order: e.props.order.filter((k) => k !== legacy) };
+      const get = ctx.getter(props);
+      ctx.report('W802', pair.loc, { key: pair.key, on });
+      ctx.extras(props, ['action', 'paths'], 'recall');
+      mem.recall.push({
+        on,
+        action: ctx.oneOf(get('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',
+        paths: ctx.strList(get('paths'), 'PATHS'),
+        ...(instruction ? { instruction } : {}),
+        loc: ctx.loc(e.loc),
+      });
+      continue;
+    }
     const on = ctx.str(g('on'), 'ON');
     if (!on) { ctx.report('E801', e.loc, { kind: 'recall', detail: 'ON: session:start or tool:<name>:after is missing' }); continue; }
     mem.recall.push({

@@ -6,6 +6,7 @@ import { DiagnosticSink, sortDiagnostics, type Diagnostic } from '../diagnostics
 import { hashFiles } from '../hash';
 import { IR_VERSION, type AgentIR, type CompilationOutput, type ProjectManifest, type ToolLibraryIR } from '../ir';
 import { parseSource } from '../parser';
+import { isYamlAgentPath, parseYamlSource } from '../yaml';
 import { basename, normalizePath } from '../paths';
 import { PROJECT_RULES } from '../rules';
 import { createRuleContext } from '../rules/context';
@@ -58,13 +59,15 @@ export function compileProject(files: ReadonlyArray<ProjectFile>, options: Compi
 
   const manifestFile = input.find((f) => basename(f.path) === 'project.json');
   const manifest = readManifest(manifestFile, sink);
-  const ablFiles = input.filter((f) => f.path.endsWith('.abl'));
+  const ablFiles = input.filter((f) => f.path.endsWith('.abl') || isYamlAgentPath(f.path));
 
   const documents = new Map<string, DocumentNode>();
   const contents = new Map<string, string>();
   for (const f of ablFiles) {
     contents.set(f.path, f.content);
-    const doc = parseSource(createSource(f.content, f.path), sink);
+    const source = createSource(f.content, f.path);
+    const doc = isYamlAgentPath(f.path) ? parseYamlSource(source, sink) : parseSource(source, sink);
+    if (!doc) continue; // unreadable YAML: already reported (E111)
     documents.set(f.path, doc);
     if (doc.sections.length === 0) sink.report('E107', { path: f.path, line: 1, column: 1 }, { path: f.path });
     else if (doc.docKind === 'unknown') {

@@ -2,7 +2,7 @@
 
 import type { Loc, ValueNode } from '../ast';
 import type { CompletionRuleIR, ConstraintIR, GuardrailIR, OnFailIR } from '../ir';
-import { pairValue, type CompileContext, type Fields } from './context';
+import { describe, pairValue, type CompileContext, type Fields } from './context';
 
 const CONSTRAINT = /^(REQUIRE|RESTRICT|LIMIT|WARN)\s+([\s\S]+?)(?:\s+BEFORE\s+(calling\s+([A-Za-z_]\w*)|returning\s+results))?\s*$/i;
 
@@ -10,8 +10,9 @@ function compileOnFail(ctx: CompileContext, node: ValueNode | null): OnFailIR {
   if (!node) return { kind: 'block' };
   if (node.kind === 'Map') {
     const f = ctx.fields(node);
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     const then = ctx.str(get('then'), 'THEN');
+    ctx.ignoredKeys(f, ['respond', 'collect', 'goto', 'then'], 'a constraint ON_FAIL block');
     return {
       kind: 'recover',
       respond: ctx.text(get('respond'), 'RESPOND'),
@@ -20,15 +21,30 @@ function compileOnFail(ctx: CompileContext, node: ValueNode | null): OnFailIR {
       then: then && /^retry$/i.test(then.trim()) ? 'retry' : 'continue',
     };
   }
-  if (node.kind === 'Scalar' && node.quoted) return { kind: 'message', message: String(node.value) };
+  if (node.kind === 'Scalar' && node.quoted) {
+    ctx.checkTemplate(String(node.value), { line: node.loc.line, column: node.loc.column + 1 });
+    return { kind: 'message', message: String(node.value) };
+  }
   const text = ctx.str(node, 'ON_FAIL');
   if (text === null) return { kind: 'block' };
   const t = text.trim();
   if (/^block$/i.test(t)) return { kind: 'block' };
-  if (/^escalate$/i.test(t)) return { kind: 'escalate', reason: null };
+  const esc = /^escalate(?:\s+(?:with\s+reason\s*:?\s*)?(["'])([\s\S]*)\1)?$/i.exec(t);
+  if (esc) return { kind: 'escalate', reason: esc[2] ?? null };
   const h = /^handoff\s+(?:to\s+)?([A-Za-z]\w*)$/i.exec(t);
   if (h) return { kind: 'handoff', agent: h[1] as string };
-  if (t === '') ctx.report('E851', node.loc, { src: t });
+  // `RESPOND "text"`: the action, written on one line (a message, like a quoted ON_FAIL).
+  const respond = /^(?:respond|say)\s*:?\s*(["'])([\s\S]*)\1$/i.exec(t);
+  if (respond) {
+    const message = respond[2] as string;
+    ctx.checkTemplate(message, node.loc);
+    return { kind: 'message', message };
+  }
+  // An action keyword that did not read as an action must not become the text of a message.
+  if (t === '' || /^(respond|say|escalate|handoff|block|goto|then|collect|retry)\b/i.test(t)) {
+    ctx.report('E851', node.loc, { src: t });
+    return { kind: 'block' };
+  }
   ctx.checkTemplate(t, node.loc);
   return { kind: 'message', message: t };
 }
@@ -42,7 +58,7 @@ function compileConstraint(ctx: CompileContext, text: string, at: Loc, props: Fi
   const kind = (m[1] as string).toLowerCase() as ConstraintIR['kind'];
   const condStart = text.indexOf(m[2] as string);
   const condition = ctx.exprText(m[2] as string, { line: at.line, column: at.column + Math.max(0, condStart) }, 'A constraint condition', { implies: true, naturalLanguage: false });
-  const get = (k: string): ValueNode | null => { const p = props.map.get(k); return p ? pairValue(p) : null; };
+  const get = (k: string): ValueNode | null => { const p = props.map.get(k); return p ? ctx.value(p) : null; };
   ctx.extras(props, ['on_fail', 'when', 'message'], 'constraint');
   const checkpoint: ConstraintIR['checkpoint'] = m[4]
     ? { kind: 'before_tool', tool: m[4] }
@@ -75,7 +91,10 @@ export function compileConstraints(ctx: CompileContext, node: ValueNode | null):
         // `- REQUIRE x: …` rarely parses as a pair; treat the first key as the rule text
         const first = item.entries[0];
         if (first?.kind === 'Pair' && /^(REQUIRE|RESTRICT|LIMIT|WARN)\b/i.test(first.key)) {
-          const c = compileConstraint(ctx, `${first.key}${first.value ? `: ${first.value.kind === 'Scalar' ? first.value.raw : ''}` : ''}`, first.loc, ctx.fields({ ...item, entries: item.entries.slice(1) }), label);
+          // `- REQUIRE: cond` (the YAML spelling) reads like `- REQUIRE cond`
+          const sep = /^(REQUIRE|RESTRICT|LIMIT|WARN)$/i.test(first.key.trim()) ? ' ' : ': ';
+          const rest = first.value ? (first.value.kind === 'Scalar' ? (first.value.quoted ? String(first.value.value) : first.value.raw) : '') : '';
+          const c = compileConstraint(ctx, `${first.key}${first.value ? `${sep}${rest}` : ''}`, first.loc, ctx.fields({ ...item, entries: item.entries.slice(1) }), label);
           if (c) out.push(c);
         } else if (first?.kind === 'Pair' && label === null) {
           // label: [rules]
@@ -116,7 +135,10 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     }
   } else if (node.kind === 'List') {
     for (const item of node.items) {
-      if (item.kind !== 'Map') continue;
+      if (item.kind !== 'Map') {
+        ctx.report('E852', item.loc, { name: item.kind === 'Scalar' ? item.raw : '?', detail: 'a list entry must be a block with name, kind, check and action' });
+        continue;
+      }
       const f = ctx.fields(item);
       const name = ctx.str(f.map.get('name')?.value, 'name');
       if (!name) { ctx.report('E852', item.loc, { name: '?', detail: 'a list entry needs name:' }); continue; }
@@ -124,7 +146,7 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     }
   } else ctx.report('E210', node.loc, { what: 'GUARDRAILS', expected: 'named guardrail blocks', found: 'a value' });
   for (const { name, f, at } of entries) {
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider'], `guardrail ${name}`);
     for (const k of ['llm_check', 'provider']) if (f.map.has(k)) extra[k] = ctx.str(get(k), k);
     const kindNode = get('kind');
@@ -157,7 +179,7 @@ export function compileCompletion(ctx: CompileContext, node: ValueNode | null): 
       continue;
     }
     const f = ctx.fields(item);
-    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? pairValue(p) : null; };
+    const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
     ctx.extras(f, ['when', 'respond', 'store', 'terminal'], 'COMPLETE');
     const when = ctx.expr(get('when'), 'COMPLETE WHEN');
     if (!when) { ctx.report('E212', item.loc, { what: 'A COMPLETE rule', key: 'WHEN' }); continue; }
@@ -166,6 +188,7 @@ export function compileCompletion(ctx: CompileContext, node: ValueNode | null): 
     if (storeNode) {
       if (storeNode.kind === 'Scalar' && storeNode.quoted) store = { kind: 'label', label: String(storeNode.value) };
       else {
+        if (storeNode.kind !== 'Scalar') ctx.report('E210', storeNode.loc, { what: 'COMPLETE STORE', expected: '"label" or expression -> path', found: describe(storeNode) });
         const raw = storeNode.kind === 'Scalar' ? storeNode.raw : '';
         const m = /^([\s\S]+?)\s*->\s*([\w.]+)\s*$/.exec(raw);
         if (m) store = { kind: 'fact', value: ctx.exprText(m[1] as string, storeNode.loc, 'STORE'), path: m[2] as string };

@@ -4,7 +4,7 @@
 import type { ItemNode, Loc, PairNode, ValueNode } from '../ast';
 import type { BindingIR, ConfirmationIR, Json, ParamIR, ToolIR } from '../ir';
 import { compileSet } from './actions';
-import { pairValue, toJson, type CompileContext, type Fields } from './context';
+import { describe, pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
 import { splitTopLevel } from '../lexer';
 
@@ -81,7 +81,7 @@ function stringMap(ctx: CompileContext, node: ValueNode | null, what: string): R
     ctx.report('E210', node.loc, { what, expected: 'key: value lines', found: 'a value' });
     return out;
   }
-  for (const e of node.entries) if (e.kind === 'Pair') out[e.key] = ctx.str(pairValue(e), `${what}.${e.key}`) ?? '';
+  for (const e of ctx.pairs(node, what, 'key: value lines')) out[e.key] = ctx.str(ctx.value(e), `${what}.${e.key}`) ?? '';
   return out;
 }
 
@@ -91,7 +91,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
   const f: Fields = ctx.fields(item.children);
   const get = (k: string): ValueNode | null => {
     const p = f.map.get(k);
-    return p ? pairValue(p) : null;
+    return p ? ctx.value(p) : null;
   };
   const where = `tool ${sig.name}`;
   const extra = ctx.extras(f, TOOL_KEYS, where);
@@ -122,7 +122,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
         type: 'http',
         endpoint: base && endpoint && !/^[a-z]+:\/\//i.test(endpoint) ? `${base}/${endpoint.replace(/^\/+/, '')}` : endpoint,
         method: ctx.oneOf(get('method'), ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const, `${where} method`) ?? 'GET',
-        auth: ctx.oneOf(get('auth'), ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'custom'] as const, `${where} auth`)
+        auth: ctx.oneOf(get('auth'), ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'saml', 'custom'] as const, `${where} auth`)
           ?? (typeof defaults.auth === 'string' ? (defaults.auth as 'none') : 'none'),
         auth_config: (toJson(get('auth_config')) as Record<string, Json> | null) ?? ((defaults.auth_config as Record<string, Json> | undefined) ?? {}),
         headers: { ...((defaults.headers as Record<string, string> | undefined) ?? {}), ...stringMap(ctx, get('headers'), 'headers') },
@@ -182,9 +182,9 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
 
   // parameters: extra metadata per param
   const paramsNode = get('parameters');
+  if (paramsNode && paramsNode.kind !== 'Map') ctx.report('E210', paramsNode.loc, { what: `${where} parameters`, expected: 'name: type lines or name: blocks', found: describe(paramsNode) });
   if (paramsNode?.kind === 'Map') {
-    for (const e of paramsNode.entries) {
-      if (e.kind !== 'Pair') continue;
+    for (const e of ctx.pairs(paramsNode, `${where} parameters`, 'name: type lines or name: blocks')) {
       let p = sig.params.find((x) => x.name === e.key);
       if (!p) {
         p = { name: e.key, type: { kind: 'primitive', name: 'any' }, required: true, default: undefined, description: null };
@@ -201,7 +201,10 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     }
   }
 
-  const hintsF = ctx.fields(get('hints')?.kind === 'Map' ? (get('hints') as never) : null);
+  const hintsNode = get('hints');
+  if (hintsNode && hintsNode.kind !== 'Map') ctx.report('E210', hintsNode.loc, { what: `${where} hints`, expected: 'side_effects:/cacheable:/latency:/requires_auth: lines', found: describe(hintsNode) });
+  const hintsF = ctx.fields(hintsNode?.kind === 'Map' ? hintsNode : null);
+  ctx.extras(hintsF, ['side_effects', 'cacheable', 'latency', 'requires_auth'], `${where} hints`);
   const hint = (k: string): boolean => ctx.bool(hintsF.map.get(k)?.value, `hints.${k}`) ?? false;
   let confirmation: ConfirmationIR | null = null;
   const conf = get('confirmation');

@@ -44,7 +44,9 @@ export function parseType(text: string, named: string[] = [], depth = 0): TypeIR
     const inner = t.slice(1, -1).trim();
     const fields: Array<{ name: string; type: TypeIR; optional: boolean }> = [];
     if (inner === '') return { kind: 'object', fields };
-    for (const part of splitTop(inner, ',')) {
+    const parts = splitTop(inner, ',');
+    if (parts.length > 1 && (parts[parts.length - 1] ?? '').trim() === '') parts.pop(); // trailing comma
+    for (const part of parts) {
       const m = /^\s*([A-Za-z_]\w*)(\?)?\s*:\s*(.+)$/.exec(part);
       if (!m) return null;
       const type = parseType(m[3] ?? '', named, depth + 1);

@@ -32,6 +32,7 @@ export function forEachStepRef(agent: AgentIR, fn: (step: string, what: string, 
   };
   for (const d of flow.global_digressions) if (d.action.kind === 'goto') fn(d.action.step, 'A global digression GOTO', d.loc, null);
   for (const c of agent.constraints) if (c.on_fail.kind === 'recover' && c.on_fail.goto) fn(c.on_fail.goto, 'A constraint ON_FAIL GOTO', c.loc, null);
+  for (const h of agent.coordination.handoffs) if (h.on_return_action?.kind === 'step') fn(h.on_return_action.step, `ON_RETURN of the HANDOFF to ${h.to}`, h.loc, null);
   for (const name of flow.order) {
     const step = flow.steps[name];
     if (!step) continue;

@@ -125,6 +125,15 @@ const PII = [
   /\+?\d[\d ()-]{8,}\d/,
 ];
 
+/** Guardrail helpers: an address with a scheme or `www.`, and an e-mail address (PII's pattern). */
+const URL_RE = /\b(?:https?:\/\/|www\.)[^\s]+/i;
+const EMAIL_RE = PII[0] as RegExp;
+
+/** Sentences: runs of text ended by `.`, `!` or `?` (or by the end of the text). */
+function sentenceCount(text: string): number {
+  return text.split(/[.!?]+(?:\s+|$)/).filter((s) => s.trim() !== '').length;
+}
+
 function pad(s: unknown, len: unknown, fill: unknown, atStart: boolean): string {
   const text = str(s);
   const width = Math.min(Math.max(0, Math.trunc(num(len))), MAX_STRING);
@@ -206,6 +215,9 @@ export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
   CONTAINS_PII: f(1, 1, ([s]) => PII.some((re) => re.test(str(s)))),
   WORD_COUNT: f(1, 1, ([s]) => str(s).split(/\s+/).filter(Boolean).length),
   CONTAINS: f(2, 2, ([h, n]) => containsValue(h, n)),
+  SENTENCE_COUNT: f(1, 1, ([s]) => sentenceCount(str(s))),
+  CONTAINS_URL: f(1, 1, ([s]) => URL_RE.test(str(s))),
+  CONTAINS_EMAIL: f(1, 1, ([s]) => EMAIL_RE.test(str(s))),
 };
 
 export function lookupFunction(name: string): FunctionDef | undefined {

@@ -103,7 +103,7 @@ class ExprParser {
     return this.cmp();
   }
 
-  /** cmp := add ( cmpop add | "NOT"? "IN" add | "IS" "NOT"? "SET" )? */
+  /** cmp := add ( cmpop add | "NOT"? ("IN" | "CONTAINS" | "MATCHES") add | "IS" "NOT"? "SET" )? */
   private cmp(): Expr {
     const left = this.add();
     const t = this.tok;
@@ -119,6 +119,12 @@ class ExprParser {
     if (this.isWord(t, 'IN')) {
       this.i++;
       return { type: 'In', negated: false, left, right: this.add(), pos };
+    }
+    // `x NOT CONTAINS y` / `x NOT MATCHES y`: the negation of the comparison.
+    if (this.isWord(t, 'NOT') && (this.isWord(this.peek(), 'CONTAINS') || this.isWord(this.peek(), 'MATCHES'))) {
+      const op = this.peek().value.toUpperCase() as BinaryOp;
+      this.i += 2;
+      return { type: 'Unary', op: 'NOT', operand: { type: 'Binary', op, left, right: this.add(), pos }, pos };
     }
     if (this.isWord(t, 'NOT') && this.isWord(this.peek(), 'IN')) {
       this.i += 2;
