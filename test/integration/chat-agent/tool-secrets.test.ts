@@ -4,6 +4,8 @@
 // the trace, the stored transcript and trace, the API's answers or the workflow history.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../../lib/logger';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
@@ -21,6 +23,8 @@ let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
 const received: IncomingHttpHeaders[] = [];
+// Every line the API and the worker log, at the most verbose level.
+const logLines: string[] = [];
 
 const agent = (name: string, tokenName: string) => `AGENT: ${name}
 GOAL: "Check an order."
@@ -57,7 +61,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => tools.listen(0, '127.0.0.1', r));
   toolsUrl = `http://127.0.0.1:${(tools.address() as AddressInfo).port}`;
-  stack = await startTestStack({ worker: true, allowPrivate: { tools: [toolsUrl] } });
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [toolsUrl] }, logger: createLogger({ level: 'trace' }, sink) });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Order_Agent', agent('Order_Agent', 'API_TOKEN'));
@@ -156,4 +166,10 @@ it('fails the call with a tool_error naming a secret that was never stored', asy
     success: false,
     error: { kind: 'tool_error', message: expect.stringContaining('secret "NEVER_STORED" is not set for tool check_order in environment "dev"') },
   });
+});
+
+it('logs no secret value, at any level', () => {
+  expect(logLines.length).toBeGreaterThan(0);
+  const logged = logLines.join('');
+  for (const value of ALL_VALUES) expect(logged).not.toContain(value);
 });
