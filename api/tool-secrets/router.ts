@@ -1,9 +1,9 @@
 // Tool secrets (/api/tool-secrets): values HTTP tools reference as {{secrets.NAME}}, stored with
 // envelope encryption and never returned; create, rotate and delete are audited, and the audit
-// trail is listed by GET /api/tool-secrets/audit. See docs/tool-secrets.md.
+// trail is listed by GET /api/projects/:projectId/tool-secrets/audit. See docs/tool-secrets.md.
 import { type ToolSecretAuditDoc, type ToolSecretDoc } from '../../db/tool-secret';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
-import { ZSuccessOnly } from '../http/schemas';
+import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZCreatedToolSecretResponse,
   ZCreateToolSecretRequest,
@@ -46,9 +46,6 @@ function presentAudit(doc: ToolSecretAuditDoc) {
     at: doc.at.toISOString(),
   };
 }
-
-// PUT and DELETE /:id must not take the audit list's path for an id.
-const RESERVED = { id: ['audit'] } as const;
 
 export const toolSecretRoutes: AnyRoute[] = [
   defineRoute({
@@ -108,17 +105,17 @@ export const toolSecretRoutes: AnyRoute[] = [
   }),
   defineRoute({
     method: 'get',
-    path: '/api/tool-secrets/audit',
+    path: '/api/projects/:projectId/tool-secrets/audit',
     operationId: 'listToolSecretAudit',
     summary: "Who created, rotated and deleted a project's tool secrets, newest first",
+    description: 'Never the values. Under the project, so that no path of /api/tool-secrets/:id is taken by it.',
     tags: TAGS,
     auth: 'credential:read',
+    params: ZProjectIdParam,
     query: ZListToolSecretAuditQuery,
     response: ZListToolSecretAuditResponse,
-    errorStatuses: [404],
-    async handler({ ctx, principal, query }) {
-      const project = await requireVisibleProject(ctx, principal, query.projectId);
-      const filter = { tenantId: project.tenantId, projectId: project._id, ...(query.secretId ? { secretId: query.secretId } : {}) };
+    async handler({ ctx, project, query }) {
+      const filter = { tenantId: project!.tenantId, projectId: project!._id, ...(query.secretId ? { secretId: query.secretId } : {}) };
       const [docs, total] = await Promise.all([
         ctx.models.ToolSecretAudit.find(filter)
           .sort({ at: -1, _id: -1 })
@@ -139,7 +136,6 @@ export const toolSecretRoutes: AnyRoute[] = [
     tags: TAGS,
     auth: 'credential:write',
     params: ZToolSecretIdParam,
-    reservedParams: RESERVED,
     body: ZRotateToolSecretRequest,
     bodyExample: { value: 'tok_live_rotated' },
     response: ZRotatedToolSecretResponse,
@@ -159,7 +155,6 @@ export const toolSecretRoutes: AnyRoute[] = [
     tags: TAGS,
     auth: 'credential:write',
     params: ZToolSecretIdParam,
-    reservedParams: RESERVED,
     response: ZSuccessOnly,
     errorStatuses: [404],
     async handler({ ctx, principal, params }) {

@@ -42,7 +42,6 @@ export const ZListToolSecretsQuery = z.object({
 });
 
 export const ZListToolSecretAuditQuery = z.object({
-  projectId: ZProjectId,
   secretId: z.string().min(1).max(64).optional().describe('Only the records of this secret'),
   page: queryInt(1, 1_000_000, 1).describe('Page number, from 1'),
   limit: ZLimitQuery,

@@ -110,7 +110,7 @@ async function everythingRecorded(sessionId: string): Promise<string> {
   const transcript = await api.get(`/api/v1/sessions/${sessionId}/transcripts`, { key: t.adminKey });
   const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces`, { key: t.adminKey });
   const listed = await api.get(`/api/tool-secrets?projectId=${t.projectId}`, { key: t.adminKey });
-  const audit = await api.get(`/api/tool-secrets/audit?projectId=${t.projectId}`, { key: t.adminKey });
+  const audit = await api.get(`/api/projects/${t.projectId}/tool-secrets/audit`, { key: t.adminKey });
   return [JSON.stringify(stored), transcript.text, traces.text, listed.text, audit.text, payloadText(await sessionHistory(stack, sessionId))].join('\n');
 }
 

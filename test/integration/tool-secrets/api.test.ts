@@ -141,11 +141,6 @@ describe('rotate and delete', () => {
     expect((await api.delete(`/api/tool-secrets/${created.id}`, { key: t.adminKey })).status).toBe(404);
     expect((await api.put(`/api/tool-secrets/${created.id}`, { key: t.adminKey, json: { value: 'v' } })).status).toBe(404);
   });
-
-  it('answers 405 for a method the audit path does not take, not a lookup of an id "audit"', async () => {
-    const res = await api.delete('/api/tool-secrets/audit', { key: t.adminKey });
-    expect(res.status).toBe(405);
-  });
 });
 
 describe('isolation and permissions', () => {
@@ -153,7 +148,7 @@ describe('isolation and permissions', () => {
     const mine = (await create({ secretKey: 'ISOLATED' })).body.secret;
     expect((await create({ secretKey: 'X' }, other.adminKey)).status).toBe(404);
     expect((await api.get(`/api/tool-secrets?projectId=${t.projectId}`, { key: other.adminKey })).status).toBe(404);
-    expect((await api.get(`/api/tool-secrets/audit?projectId=${t.projectId}`, { key: other.adminKey })).status).toBe(404);
+    expect((await api.get(`/api/projects/${t.projectId}/tool-secrets/audit`, { key: other.adminKey })).status).toBe(404);
     expect((await api.put(`/api/tool-secrets/${mine.id}`, { key: other.adminKey, json: { value: 'stolen' } })).status).toBe(404);
     expect((await api.delete(`/api/tool-secrets/${mine.id}`, { key: other.adminKey })).status).toBe(404);
     // A key bound to the other project does not see this project's secrets either.
@@ -172,7 +167,7 @@ describe('isolation and permissions', () => {
     expect((await api.get(`/api/tool-secrets?projectId=${t.projectId}`, { key: reader })).status).toBe(200);
     const agentReader = await t.keyWith(['agent:read']);
     expect((await api.get(`/api/tool-secrets?projectId=${t.projectId}`, { key: agentReader })).status).toBe(403);
-    expect((await api.get(`/api/tool-secrets/audit?projectId=${t.projectId}`, { key: agentReader })).status).toBe(403);
+    expect((await api.get(`/api/projects/${t.projectId}/tool-secrets/audit`, { key: agentReader })).status).toBe(403);
     expect((await api.get(`/api/tool-secrets?projectId=${t.projectId}`)).status).toBe(401);
   });
 });
@@ -185,7 +180,7 @@ describe('audit', () => {
     await api.put(`/api/tool-secrets/${created.id}`, { key: writer, json: { value: 'audit-rotated-value' } });
     await api.delete(`/api/tool-secrets/${created.id}`, { key: writer });
 
-    const res = await api.get(`/api/tool-secrets/audit?projectId=${t.otherProjectId}&secretId=${created.id}`, { key: writer });
+    const res = await api.get(`/api/projects/${t.otherProjectId}/tool-secrets/audit?secretId=${created.id}`, { key: writer });
     expect(res.status).toBe(200);
     const common = { secretId: created.id, toolName: 'get_invoice', secretKey: 'AUDITED', environment: 'qa', actor: { type: 'api_key', id: writerId } };
     expect(res.body).toMatchObject({ success: true, total: 3, page: 1, limit: 50 });
@@ -196,7 +191,7 @@ describe('audit', () => {
     ]);
     expect(res.text).not.toContain(VALUE);
     expect(res.text).not.toContain('audit-rotated-value');
-    const page = await api.get(`/api/tool-secrets/audit?projectId=${t.otherProjectId}&secretId=${created.id}&page=2&limit=2`, { key: writer });
+    const page = await api.get(`/api/projects/${t.otherProjectId}/tool-secrets/audit?secretId=${created.id}&page=2&limit=2`, { key: writer });
     expect(page.body.records.map((r: { action: string }) => r.action)).toEqual(['create']);
     const raw = await stack.ctx.models.ToolSecretAudit.find({ tenantId: t.tenantId }).lean();
     expect(JSON.stringify(raw)).not.toContain(VALUE);
