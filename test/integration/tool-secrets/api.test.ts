@@ -220,6 +220,41 @@ describe('encryption at rest', () => {
   });
 });
 
+describe('resolution for a tool call', () => {
+  it("prefers the tool's own row, falls back to the project-wide one, keeps environments apart, and never bypasses an expiry", async () => {
+    const ring = secretMasterKeyRing(stack.config);
+    const put = (toolName: string, secretKey: string, value: string, environment = 'dev') =>
+      create({ projectId: t.otherProjectId, toolName, secretKey, value, environment }).then((r) => r.body.secret.id);
+    await put('billing', 'OWN_AND_WIDE', 'own-value-1111');
+    await put('*', 'OWN_AND_WIDE', 'wide-value-2222');
+    await put('*', 'WIDE_ONLY', 'wide-only-3333');
+    await put('billing', 'WIDE_ONLY', 'prod-only-4444', 'production');
+    const expiredId = await put('billing', 'EXPIRING', 'expiring-5555');
+    await put('*', 'EXPIRING', 'wide-expiring-6666');
+    const query = (names: string[], environment = 'dev') => ({ tenantId: t.tenantId, projectId: t.otherProjectId, toolName: 'billing', environment, names });
+
+    expect(await resolveToolSecrets(stack.ctx.models, ring, query(['OWN_AND_WIDE', 'WIDE_ONLY', 'EXPIRING']))).toEqual({
+      OWN_AND_WIDE: 'own-value-1111',
+      WIDE_ONLY: 'wide-only-3333',
+      EXPIRING: 'expiring-5555',
+    });
+    expect(await resolveToolSecrets(stack.ctx.models, ring, { ...query(['OWN_AND_WIDE']), toolName: 'crm' })).toEqual({ OWN_AND_WIDE: 'wide-value-2222' });
+    expect(await resolveToolSecrets(stack.ctx.models, ring, query(['WIDE_ONLY'], 'production'))).toEqual({ WIDE_ONLY: 'prod-only-4444' });
+    await expect(resolveToolSecrets(stack.ctx.models, ring, query(['OWN_AND_WIDE'], 'production'))).rejects.toMatchObject({ secretKey: 'OWN_AND_WIDE', problem: 'missing' });
+    // Another tenant asking for the same project finds nothing.
+    await expect(resolveToolSecrets(stack.ctx.models, ring, { ...query(['WIDE_ONLY']), tenantId: other.tenantId })).rejects.toMatchObject({ problem: 'missing' });
+
+    await stack.ctx.models.ToolSecret.updateOne({ _id: expiredId, tenantId: t.tenantId }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    await expect(resolveToolSecrets(stack.ctx.models, ring, query(['EXPIRING']))).rejects.toMatchObject({ secretKey: 'EXPIRING', problem: 'expired' });
+    // Rotating with a new expiry brings it back.
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await api.put(`/api/tool-secrets/${expiredId}`, { key: t.adminKey, json: { value: 'renewed-7777', expiresAt: future } })).body.secret.version).toBe(2);
+    expect(await resolveToolSecrets(stack.ctx.models, ring, query(['EXPIRING']))).toEqual({ EXPIRING: 'renewed-7777' });
+    const listed = await api.get(`/api/tool-secrets?projectId=${t.otherProjectId}&toolName=billing&environment=dev`, { key: t.adminKey });
+    expect(listed.body.secrets.find((s: Secret) => s.id === expiredId)).toMatchObject({ version: 2, expiresAt: future });
+  });
+});
+
 describe('without encryption configured', () => {
   let bare: TestStack;
   beforeAll(async () => {
