@@ -10,6 +10,7 @@ import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveL
 import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
+import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { Context } from '@temporalio/activity';
 
 export interface ActivityDeps {
@@ -20,8 +21,8 @@ export interface ActivityDeps {
   recordUsage: RecordLlmUsage;
   /** The compiled agents a session runs: the versions in force for its project or deployment. */
   loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
-  /** Secrets a tool's templates may reference; backed by the encrypted tool-secret store later. */
-  resolveToolSecrets: (query: { tenantId: string; projectId: string; toolName: string }) => Promise<Record<string, string>>;
+  /** Values of the {{secrets.NAME}} a tool references, from the encrypted tool-secret store (db/tool-secret.ts). */
+  resolveToolSecrets: ResolveToolSecrets;
 }
 
 export interface CallToolInput {
@@ -31,6 +32,11 @@ export interface CallToolInput {
   args: Record<string, Json>;
   timeoutMs: number;
   messageMetadata?: Record<string, unknown>;
+  /**
+   * The environment whose tool secrets the call uses. Sessions carry none yet, so the workflow
+   * leaves it unset and the activity uses `dev` (DEFAULT_TOOL_SECRET_ENVIRONMENT).
+   */
+  toolSecretEnvironment?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {
@@ -46,16 +52,30 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async callTool(input: CallToolInput): Promise<Json> {
-      const secrets = await deps.resolveToolSecrets({ tenantId: input.tenantId, projectId: input.projectId, toolName: input.tool.name });
-      const result = await runHttpTool(
-        { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
-        {
-          allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
-          allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
-          signal: Context.current().cancellationSignal,
-          maxResponseBytes: deps.config.TOOL_RESPONSE_MAX_BYTES,
-        },
-      );
+      // Resolved here, in the activity: values never enter the workflow or its history.
+      const secrets = await secretsForCall(deps.resolveToolSecrets, {
+        tenantId: input.tenantId,
+        projectId: input.projectId,
+        tool: input.tool,
+        ...(input.toolSecretEnvironment ? { environment: input.toolSecretEnvironment } : {}),
+      });
+      let result: Json;
+      try {
+        result = await runHttpTool(
+          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
+          {
+            allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
+            allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
+            signal: Context.current().cancellationSignal,
+            maxResponseBytes: deps.config.TOOL_RESPONSE_MAX_BYTES,
+          },
+        );
+      } catch (err) {
+        // A failure's message and details go to history and the trace: no resolved value may ride along.
+        throw scrubFailure(err, secrets);
+      }
+      // A server that echoes a credential back must not put it in the result either.
+      result = scrubSecrets(result, secrets);
       // What this returns is written to workflow history: only a bounded cut of a large result.
       const capped = capToolResult(result, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES);
       if (capped.truncated) {

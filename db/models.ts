@@ -18,6 +18,8 @@ import { llmUsageModel } from './llm-usage';
 import { sessionCapacityHeadModel } from './session-capacity-head';
 import { sessionCapacityRevisionModel } from './session-capacity-revision';
 import { sessionSlotModel } from './session-slot';
+import { tenantDataKeyModel } from './tenant-data-key';
+import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
 
 export function createModels(connection: Connection) {
   return {
@@ -39,6 +41,9 @@ export function createModels(connection: Connection) {
     SessionCapacityHead: sessionCapacityHeadModel(connection),
     SessionCapacityRevision: sessionCapacityRevisionModel(connection),
     SessionSlot: sessionSlotModel(connection),
+    TenantDataKey: tenantDataKeyModel(connection),
+    ToolSecret: toolSecretModel(connection),
+    ToolSecretAudit: toolSecretAuditModel(connection),
   };
 }
 

@@ -9,6 +9,8 @@ import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes, type Models } from '../db/models';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../api/tenancy/service';
 import { presentApiKey, presentProject, presentTenant, presentUser } from '../api/tenancy/present';
+import { secretMasterKeyRing } from '../lib/envelope';
+import { rewrapTenantDataKeys } from '../db/tenant-data-key';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -21,12 +23,16 @@ Commands:
   create-key      --tenant <tenantId> --name <label> --permissions <p1,p2> [--project <projectId>] [--expires <ISO date>]
   list-keys       --tenant <tenantId>
   revoke-key      --tenant <tenantId> --key-id <id>
+  rewrap-data-keys
+                  re-wraps every tenant's tool-secret data key under the first key of
+                  SECRET_MASTER_KEYS (run after putting a new master key first; then the
+                  old key can be removed). Safe to run again.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import admin
 Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
   API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API
-  process refuses the key.`;
+  process refuses the key. SECRET_MASTER_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys.`;
 
 type Flags = Record<string, string | undefined>;
 
@@ -84,6 +90,16 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
       const tenantId = need(flags, 'tenant');
       const doc = await revokeApiKey(models, tenantId, need(flags, 'key-id'), ApiKeyCacheMs.parse(process.env.API_KEY_CACHE_MS || undefined));
       return presentApiKey(doc, (await lastUsedTimes(models.ApiKeyUsage, tenantId, [doc._id])).get(doc._id));
+    }
+    case 'rewrap-data-keys': {
+      let ring;
+      try {
+        ring = secretMasterKeyRing({ SECRET_MASTER_KEYS: process.env.SECRET_MASTER_KEYS || undefined, ENCRYPTION_KEY: process.env.ENCRYPTION_KEY || undefined });
+      } catch (err) {
+        throw new Error(`SECRET_MASTER_KEYS ${(err as Error).message}`);
+      }
+      if (!ring) throw new Error('set SECRET_MASTER_KEYS (id:base64key,..., newest first) to the same value as the API and worker');
+      return { masterKeyId: ring.current.id, ...(await rewrapTenantDataKeys(models.TenantDataKey, ring)) };
     }
     default:
       throw new Error(`unknown command "${command}"\n\n${USAGE}`);

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parsePriceTable } from '../providers/llm/pricing';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
+import { keyRingSetting } from './key-ring';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -78,6 +79,12 @@ export const ConfigSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
+  /**
+   * Master keys that wrap each tenant's tool-secret data key, `id:base64,id:base64`, newest first:
+   * the first wraps new data keys, any listed one unwraps (docs/tool-secrets.md). Unset: ENCRYPTION_KEY
+   * is the one master key, under the id `encryption-key`.
+   */
+  SECRET_MASTER_KEYS: keyRingSetting,
 
   /** Models behind the tiers; `provider:model` or a bare model id, e.g. `local`, `openai:gpt-4o-mini`. */
   LLM_TIER_FAST: z.string().min(1).optional(),

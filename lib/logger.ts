@@ -17,6 +17,10 @@ export const REDACT_PATHS = [
   '*.token',
   '*.secret',
   '*.value',
+  // Tool secrets: resolved values travel as `secrets` maps; a stored secret's field is `value`.
+  '*.secrets',
+  'secrets',
+  'value',
   'password',
   'apiKey',
   'token',

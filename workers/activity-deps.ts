@@ -1,7 +1,8 @@
 // Builds the activities' real dependencies from configuration and models: the project-aware
 // model resolution (project settings and credentials over the platform's), the usage ledger,
-// the compiled-agent loader and tool secrets. A project's LLM settings and credentials are
-// reused for PROJECT_LLM_TTL_MS: a change reaches running sessions within that time.
+// the compiled-agent loader and tool secrets (read from the encrypted store at each call). A
+// project's LLM settings and credentials are reused for PROJECT_LLM_TTL_MS: a change reaches
+// running sessions within that time.
 import { Encryptor } from '../lib/encryption';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
@@ -20,6 +21,8 @@ import { createLoadCompiledProject } from '../activities/persistence/load-compil
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
+import { secretMasterKeyRing } from '../lib/envelope';
+import { resolveToolSecrets } from '../db/tool-secret';
 
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
 export const PROJECT_LLM_TTL_MS = 5_000;
@@ -42,6 +45,8 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     if (!resolved.ok) return null;
     return { provider: resolved.llm, providerName: resolved.target.provider.provider, modelId: resolved.target.modelId };
   };
+  // Tool secrets are read at each call, so a rotation is seen by the very next one.
+  const masterKeys = secretMasterKeyRing(config);
   const prices = priceTableFromConfig(config.LLM_PRICE_TABLE);
   const recordUsage = createLlmUsageRecorder(models.LlmUsage, (usage) =>
     estimateCost(`${usage.provider}:${usage.modelId}`, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }, prices),
@@ -53,6 +58,6 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     resolveLlm,
     recordUsage,
     loadCompiledProject: createLoadCompiledProject({ models }),
-    resolveToolSecrets: async () => ({}),
+    resolveToolSecrets: (query) => resolveToolSecrets(models, masterKeys, query),
   };
 }

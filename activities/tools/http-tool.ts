@@ -6,6 +6,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 import { fixedContext, renderTemplate } from '../../abl';
 import { readBodyCapped } from './response-body';
+import { authHeaders } from './http-auth';
 import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
 
 export interface HttpToolInput {
@@ -35,6 +36,7 @@ export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { 
   for (const [key, value] of Object.entries(binding.query_params)) url.searchParams.set(key, render(value));
   const headers = new Headers();
   for (const [key, value] of Object.entries(binding.headers)) headers.set(key, render(value));
+  for (const [key, value] of Object.entries(authHeaders(binding, render))) if (!headers.has(key)) headers.set(key, value);
   const unused = Object.fromEntries(Object.entries(input.args).filter(([k]) => !used.has(k)));
   let body: string | undefined;
   const sendsBody = binding.method === 'POST' || binding.method === 'PUT' || binding.method === 'PATCH';

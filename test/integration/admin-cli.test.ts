@@ -1,12 +1,19 @@
 // The admin CLI manages tenants straight against MongoDB with the same rules as the routes.
 import { execFile } from 'node:child_process';
 import { ROOT } from '../../infra/processes';
-import { startTestStack, type TestStack } from '../support/stack';
+import { randomBytes } from 'node:crypto';
+import { startTestStack, seedTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
+import { resolveToolSecrets } from '../../db/tool-secret';
+import { parseKeyRing } from '../../lib/key-ring';
+
+// The master key the stack starts with; a rotation later puts NEW_MASTER in front of it.
+const OLD_MASTER = `k1:${randomBytes(32).toString('base64')}`;
+const NEW_MASTER = `k2:${randomBytes(32).toString('base64')}`;
 
 let stack: TestStack;
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ env: { SECRET_MASTER_KEYS: OLD_MASTER } });
 });
 afterAll(() => stack.close());
 
@@ -15,11 +22,15 @@ afterAll(() => stack.close());
  * loop lets its keep-alive timer close a connection just as the client reuses it (ECONNRESET).
  */
 function admin(...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
+  return adminWith({}, ...args);
+}
+
+function adminWith(env: Record<string, string>, ...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', 'infra/admin-cli.ts', ...args],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, MONGODB_URI: stack.config.MONGODB_URI } },
+      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, MONGODB_URI: stack.config.MONGODB_URI, ...env } },
       (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: stdout, err: stderr }),
     );
   });
@@ -50,4 +61,35 @@ it('explains bad input and exits non-zero', async () => {
   const dup = await admin('create-tenant', '--name', 'Cli Corp');
   expect(dup.status).toBe(1);
   expect(dup.err).toContain('CONFLICT');
+});
+
+it('re-wraps tool-secret data keys under a new master key, after which the old one can be dropped', async () => {
+  const owner = await seedTenant(stack.ctx);
+  const api = client(stack.baseUrl);
+  const created = await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'CRM_TOKEN', value: 'crm-token-5e8a01' } });
+  expect(created.status).toBe(201);
+  const query = { tenantId: owner.tenantId, projectId: owner.projectId, toolName: 'crm', environment: 'dev', names: ['CRM_TOKEN'] };
+  const newOnly = parseKeyRing(NEW_MASTER);
+  // Before the re-wrap, the data key opens only with the old master key.
+  await expect(resolveToolSecrets(stack.ctx.models, newOnly, query)).rejects.toMatchObject({ problem: 'unreadable' });
+
+  const rotated = await adminWith({ SECRET_MASTER_KEYS: `${NEW_MASTER},${OLD_MASTER}` }, 'rewrap-data-keys');
+  expect(rotated.status).toBe(0);
+  const summary = JSON.parse(rotated.out);
+  expect(summary).toMatchObject({ masterKeyId: 'k2', alreadyCurrent: 0 });
+  expect(summary.rewrapped).toBeGreaterThanOrEqual(1);
+  expect(await stack.ctx.models.TenantDataKey.countDocuments({ masterKeyId: { $ne: 'k2' } })).toBe(0);
+
+  // The old key dropped: the secret still decrypts, and the same data key is used.
+  expect(await resolveToolSecrets(stack.ctx.models, newOnly, query)).toEqual({ CRM_TOKEN: 'crm-token-5e8a01' });
+  const again = await adminWith({ SECRET_MASTER_KEYS: NEW_MASTER }, 'rewrap-data-keys');
+  expect(JSON.parse(again.out)).toEqual({ masterKeyId: 'k2', rewrapped: 0, alreadyCurrent: summary.rewrapped });
+
+  // A ring that no longer holds the wrapping key cannot re-wrap, and says which key is missing.
+  const lost = await adminWith({ SECRET_MASTER_KEYS: `k3:${randomBytes(32).toString('base64')}` }, 'rewrap-data-keys');
+  expect(lost.status).toBe(1);
+  expect(lost.err).toContain('master key "k2"');
+  const bad = await adminWith({ SECRET_MASTER_KEYS: 'k1:short' }, 'rewrap-data-keys');
+  expect(bad.status).toBe(1);
+  expect(bad.err).toContain('SECRET_MASTER_KEYS key "k1" must be 32 bytes');
 });

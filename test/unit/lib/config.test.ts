@@ -47,6 +47,13 @@ it('rejects an encryption key that is not 32 bytes', () => {
   expect(() => loadConfig({ ...minimal, ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') })).toThrow(/ENCRYPTION_KEY: must be 32 bytes/);
 });
 
+it('reads SECRET_MASTER_KEYS as a key ring and stops at start on a bad entry, naming the variable and the key', () => {
+  const key = Buffer.alloc(32, 7).toString('base64');
+  expect(loadConfig({ ...minimal, SECRET_MASTER_KEYS: `k2:${key},k1:${key}` }).SECRET_MASTER_KEYS).toBe(`k2:${key},k1:${key}`);
+  expect(() => loadConfig({ ...minimal, SECRET_MASTER_KEYS: `k1:${Buffer.alloc(16).toString('base64')}` })).toThrow(/SECRET_MASTER_KEYS: key "k1" must be 32 bytes/);
+  expect(() => loadConfig({ ...minimal, SECRET_MASTER_KEYS: `k1:${key},k1:${key}` })).toThrow(/SECRET_MASTER_KEYS: key id "k1" is listed twice/);
+});
+
 it('rejects an invalid LLM price table at start instead of pricing with the wrong numbers', () => {
   expect(() => loadConfig({ ...minimal, LLM_PRICE_TABLE: '{"gpt-x": {"input": 1}}' })).toThrow(/LLM_PRICE_TABLE: must be a JSON object/);
   expect(() => loadConfig({ ...minimal, LLM_PRICE_TABLE: 'not json' })).toThrow(/LLM_PRICE_TABLE/);

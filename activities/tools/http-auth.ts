@@ -1,0 +1,29 @@
+// Headers an HTTP tool's `auth` and `auth_config` add to its request, rendered like any other
+// template (so {{secrets.NAME}} works there). A header the tool sets itself in `headers` wins.
+// OAuth2 token exchange (token_url, client_id, client_secret) is not performed yet.
+import { type Json, type ToolIR } from '../../abl/ir';
+
+type HttpBinding = Extract<ToolIR['binding'], { type: 'http' }>;
+
+const text = (value: Json | undefined): string | null => (typeof value === 'string' && value !== '' ? value : null);
+
+/**
+ * `bearer`: `Authorization: Bearer <auth_config.token>`; `api_key`: `<header_name, default
+ * X-API-Key>: <auth_config.api_key>`; every scheme: `auth_config.custom_headers` as they are.
+ */
+export function authHeaders(binding: HttpBinding, render: (template: string) => string): Record<string, string> {
+  const config = binding.auth_config;
+  const headers: Record<string, string> = {};
+  const custom = config.custom_headers;
+  if (custom && typeof custom === 'object' && !Array.isArray(custom)) {
+    for (const [name, value] of Object.entries(custom)) if (text(value)) headers[name] = render(text(value)!);
+  }
+  if (binding.auth === 'bearer') {
+    const token = text(config.token) ?? text(config.access_token);
+    if (token) headers.authorization = `Bearer ${render(token)}`;
+  } else if (binding.auth === 'api_key') {
+    const key = text(config.api_key) ?? text(config.key) ?? text(config.value);
+    if (key) headers[text(config.header_name) ?? 'X-API-Key'] = render(key);
+  }
+  return headers;
+}

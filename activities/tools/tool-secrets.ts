@@ -1,0 +1,110 @@
+// {{secrets.NAME}} in an HTTP tool: which names its templates reference (endpoint, query, headers,
+// auth_config, body), resolving them inside the tool activity (never in the workflow, whose
+// history would keep them), and scrubbing resolved values from whatever the call returns or
+// throws, so they reach neither workflow history, the trace nor logs.
+import { ApplicationFailure } from '@temporalio/activity';
+import { type Json, type ToolIR } from '../../abl/ir';
+import { type ToolSecretQuery } from '../../db/tool-secret';
+
+/** The environment a tool call's secrets come from while sessions carry none of their own. */
+export const DEFAULT_TOOL_SECRET_ENVIRONMENT = 'dev';
+
+/** Shorter values are not scrubbed from results: they would erase ordinary text. */
+export const MIN_SCRUBBED_SECRET_LENGTH = 4;
+export const SCRUBBED = '[secret]';
+
+const BLOCK = /\{\{([\s\S]*?)\}\}|\{%([\s\S]*?)%\}/g;
+const REFERENCE = /\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(["'])(.*?)\2\s*\])/g;
+
+function namesIn(template: string, into: Set<string>): void {
+  for (const block of template.matchAll(BLOCK)) {
+    const inner = block[1] ?? block[2] ?? '';
+    for (const ref of inner.matchAll(REFERENCE)) into.add(ref[1] ?? ref[3]!);
+  }
+}
+
+function stringsOf(value: Json | undefined, into: string[]): void {
+  if (typeof value === 'string') into.push(value);
+  else if (Array.isArray(value)) value.forEach((v) => stringsOf(v, into));
+  else if (value && typeof value === 'object') Object.values(value).forEach((v) => stringsOf(v, into));
+}
+
+/** Secret names an HTTP tool's templates reference, in order of first appearance. */
+export function secretReferences(tool: ToolIR): string[] {
+  const binding = tool.binding;
+  if (binding.type !== 'http') return [];
+  const templates = [binding.endpoint, ...Object.values(binding.query_params), ...Object.values(binding.headers), binding.body_template ?? ''];
+  stringsOf(binding.auth_config, templates);
+  const names = new Set<string>();
+  for (const t of templates) namesIn(t, names);
+  return [...names];
+}
+
+/** Every form a resolved value may take in what a call returns: as is, and URL-encoded. */
+function scrubForms(secrets: Record<string, string>): string[] {
+  const forms = new Set<string>();
+  for (const value of Object.values(secrets)) {
+    if (value.length < MIN_SCRUBBED_SECRET_LENGTH) continue;
+    forms.add(value);
+    forms.add(encodeURIComponent(value));
+  }
+  // Longest first, so a value containing another is replaced whole.
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
+function scrubWith(value: unknown, forms: string[]): unknown {
+  if (typeof value === 'string') return forms.reduce((text, form) => text.split(form).join(SCRUBBED), value);
+  if (Array.isArray(value)) return value.map((v) => scrubWith(v, forms));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrubWith(k, forms) as string, scrubWith(v, forms)]));
+  return value;
+}
+
+/** `value` with every resolved secret (as is or URL-encoded) replaced by `[secret]`. */
+export function scrubSecrets<T>(value: T, secrets: Record<string, string>): T {
+  const forms = scrubForms(secrets);
+  return forms.length === 0 ? value : (scrubWith(value, forms) as T);
+}
+
+/** The same failure (type, retryability) with resolved secrets scrubbed from its message and details. */
+export function scrubFailure(err: unknown, secrets: Record<string, string>): unknown {
+  if (scrubForms(secrets).length === 0) return err;
+  if (err instanceof ApplicationFailure) {
+    return ApplicationFailure.create({
+      message: scrubSecrets(err.message, secrets),
+      type: err.type ?? undefined,
+      nonRetryable: err.nonRetryable ?? undefined,
+      details: scrubSecrets(err.details ?? [], secrets) as unknown[],
+    });
+  }
+  if (err instanceof Error) return new Error(scrubSecrets(err.message, secrets));
+  return err;
+}
+
+export type ResolveToolSecrets = (query: ToolSecretQuery) => Promise<Record<string, string>>;
+
+/**
+ * Resolves the secrets `tool` references for one call. A missing, expired or unreadable secret
+ * fails the call for good (TOOL_SECRET_UNAVAILABLE), with a message naming the secret.
+ */
+export async function secretsForCall(
+  resolve: ResolveToolSecrets,
+  call: { tenantId: string; projectId: string; tool: ToolIR; environment?: string },
+): Promise<Record<string, string>> {
+  const names = secretReferences(call.tool);
+  if (names.length === 0) return {};
+  try {
+    return await resolve({
+      tenantId: call.tenantId,
+      projectId: call.projectId,
+      toolName: call.tool.name,
+      environment: call.environment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT,
+      names,
+    });
+  } catch (err) {
+    if (err instanceof Error && err.name === 'ToolSecretUnavailableError') {
+      const { secretKey, problem } = err as Error & { secretKey: string; problem: string };
+      throw ApplicationFailure.nonRetryable(`Tool ${call.tool.name}: ${err.message}`, 'TOOL_SECRET_UNAVAILABLE', { secretKey, problem });
+    }
+    throw err;
+  }
+}

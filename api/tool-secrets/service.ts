@@ -1,0 +1,114 @@
+// Tool-secret changes with their audit records: create, rotate (a new value, version + 1) and
+// delete, each scoped to the caller's tenant (and its project, for a project-bound key). The
+// value is sealed before anything is stored and appears in no answer, log or audit record.
+import { ApiError } from '../../lib/errors';
+import { secretMasterKeyRing } from '../../lib/envelope';
+import { type KeyRing } from '../../lib/key-ring';
+import { type Principal } from '../../lib/permissions';
+import { findOwned } from '../../db/owned';
+import { sealToolSecret, type ToolSecretAction, type ToolSecretDoc } from '../../db/tool-secret';
+import { type AppContext } from '../context';
+import { findVisibleProject } from '../http/route';
+
+const rings = new WeakMap<AppContext['config'], KeyRing | null>();
+
+/** The master key ring, or 503 when neither SECRET_MASTER_KEYS nor ENCRYPTION_KEY is set. */
+export function requireMasterKeys(ctx: AppContext): KeyRing {
+  if (!rings.has(ctx.config)) rings.set(ctx.config, secretMasterKeyRing(ctx.config));
+  const ring = rings.get(ctx.config);
+  if (!ring) throw new ApiError('SERVICE_UNAVAILABLE', 'encryption not configured: set SECRET_MASTER_KEYS or ENCRYPTION_KEY to store tool secrets');
+  return ring;
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
+}
+
+function assertFuture(expiresAt: string | null | undefined): Date | null | undefined {
+  if (expiresAt === undefined || expiresAt === null) return expiresAt;
+  const date = new Date(expiresAt);
+  // Well formed, but unusable now: a 422, as for API keys, since it depends on the clock.
+  if (date.getTime() <= Date.now()) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
+  return date;
+}
+
+async function audit(ctx: AppContext, principal: Principal, action: ToolSecretAction, doc: ToolSecretDoc): Promise<void> {
+  await ctx.models.ToolSecretAudit.create({
+    tenantId: doc.tenantId,
+    projectId: doc.projectId,
+    secretId: doc._id,
+    action,
+    toolName: doc.toolName,
+    secretKey: doc.secretKey,
+    environment: doc.environment,
+    version: doc.version,
+    actor: { type: principal.kind, id: principal.subjectId },
+    at: new Date(),
+  });
+}
+
+/** The project if the caller may see it, else 404 (another tenant's, or outside a bound key's project). */
+export async function requireVisibleProject(ctx: AppContext, principal: Principal, projectId: string) {
+  const project = await findVisibleProject(ctx, principal, projectId);
+  if (!project) throw ApiError.notFound('Project');
+  return project;
+}
+
+export interface CreateToolSecretInput {
+  projectId: string;
+  toolName: string;
+  secretKey: string;
+  environment: string;
+  value: string;
+  expiresAt?: string | null;
+}
+
+export async function createToolSecret(ctx: AppContext, principal: Principal, input: CreateToolSecretInput): Promise<ToolSecretDoc> {
+  const project = await requireVisibleProject(ctx, principal, input.projectId);
+  const ring = requireMasterKeys(ctx);
+  const expiresAt = assertFuture(input.expiresAt) ?? null;
+  const place = { tenantId: project.tenantId, projectId: project._id, toolName: input.toolName, secretKey: input.secretKey, environment: input.environment };
+  const value = await sealToolSecret(ctx.models.TenantDataKey, ring, place, input.value);
+  let doc: ToolSecretDoc;
+  try {
+    doc = (await ctx.models.ToolSecret.create({ ...place, version: 1, expiresAt, value })).toObject();
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    throw new ApiError('CONFLICT', `A secret "${input.secretKey}" for tool "${input.toolName}" in environment "${input.environment}" already exists in this project; rotate it with PUT /api/tool-secrets/:id`);
+  }
+  await audit(ctx, principal, 'create', doc);
+  return doc;
+}
+
+/** The secret if it is this tenant's (and in a bound key's project), else 404. */
+async function requireSecret(ctx: AppContext, principal: Principal, id: string): Promise<ToolSecretDoc> {
+  const doc = await findOwned(ctx.models.ToolSecret, id, {
+    tenantId: principal.tenantId,
+    ...(principal.projectId ? { projectId: principal.projectId } : {}),
+  });
+  if (!doc) throw ApiError.notFound('Tool secret');
+  return doc;
+}
+
+export async function rotateToolSecret(ctx: AppContext, principal: Principal, id: string, input: { value: string; expiresAt?: string | null }): Promise<ToolSecretDoc> {
+  const ring = requireMasterKeys(ctx);
+  const current = await requireSecret(ctx, principal, id);
+  const expiresAt = assertFuture(input.expiresAt);
+  const value = await sealToolSecret(ctx.models.TenantDataKey, ring, current, input.value);
+  const doc = await ctx.models.ToolSecret.findOneAndUpdate(
+    { _id: current._id, tenantId: current.tenantId },
+    { $set: { value, ...(expiresAt !== undefined ? { expiresAt } : {}) }, $inc: { version: 1 } },
+    { new: true, lean: true },
+  );
+  // Deleted between the read and the update.
+  if (!doc) throw ApiError.notFound('Tool secret');
+  await audit(ctx, principal, 'rotate', doc);
+  return doc;
+}
+
+export async function deleteToolSecret(ctx: AppContext, principal: Principal, id: string): Promise<void> {
+  const doc = await requireSecret(ctx, principal, id);
+  const removed = await ctx.models.ToolSecret.deleteOne({ _id: doc._id, tenantId: doc.tenantId });
+  if (removed.deletedCount === 0) throw ApiError.notFound('Tool secret');
+  await audit(ctx, principal, 'delete', doc);
+}

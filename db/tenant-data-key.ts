@@ -1,0 +1,83 @@
+// Each tenant's tool-secret data key, stored only wrapped by a master key (lib/envelope.ts). It is
+// made on first use: a unique index on tenantId lets exactly one of several concurrent creators
+// win, and the others read the winner's key.
+import { Schema, type Connection, type Model } from 'mongoose';
+import { type KeyRing } from '../lib/key-ring';
+import { newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/envelope';
+import { newId } from '../lib/ids';
+
+export interface TenantDataKeyDoc {
+  _id: string;
+  tenantId: string;
+  /** Id (in the master key ring) of the key that wrapped `wrapped`. */
+  masterKeyId: string;
+  wrapped: Sealed;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const SealedSchema = new Schema<Sealed>(
+  { iv: { type: String, required: true }, tag: { type: String, required: true }, data: { type: String, required: true } },
+  { _id: false },
+);
+
+const TenantDataKeySchema = new Schema<TenantDataKeyDoc>(
+  {
+    _id: { type: String, default: newId },
+    tenantId: { type: String, required: true },
+    masterKeyId: { type: String, required: true },
+    wrapped: { type: SealedSchema, required: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+TenantDataKeySchema.index({ tenantId: 1 }, { unique: true });
+
+export type TenantDataKeyModel = Model<TenantDataKeyDoc>;
+export const tenantDataKeyModel = (c: Connection): TenantDataKeyModel =>
+  c.model<TenantDataKeyDoc>('TenantDataKey', TenantDataKeySchema, 'tenant_data_keys');
+
+function isDuplicateKey(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
+}
+
+/** A tenant's data key, unwrapped; made (and stored wrapped by the current master key) on first use. */
+export async function tenantDataKey(model: TenantDataKeyModel, ring: KeyRing, tenantId: string): Promise<Buffer> {
+  const existing = await model.findOne({ tenantId }).lean();
+  if (existing) return unwrapDataKey(ring, tenantId, existing);
+  const key = newDataKey();
+  try {
+    await model.create({ tenantId, ...wrapDataKey(ring.current, tenantId, key) });
+    return key;
+  } catch (err) {
+    if (!isDuplicateKey(err)) throw err;
+    // Another request created it first: use that one, or secrets sealed with it could not be read.
+    const winner = await model.findOne({ tenantId }).lean();
+    if (!winner) throw err;
+    return unwrapDataKey(ring, tenantId, winner);
+  }
+}
+
+/**
+ * Re-wraps every data key not yet under the ring's current master key (after a new key was put
+ * first in SECRET_MASTER_KEYS), so the old master key can then be dropped. The data keys
+ * themselves do not change: no secret needs re-encrypting. Safe to run again.
+ * @throws UnknownMasterKeyError when a data key's master key is no longer in the ring.
+ */
+export async function rewrapTenantDataKeys(model: TenantDataKeyModel, ring: KeyRing): Promise<{ rewrapped: number; alreadyCurrent: number }> {
+  let rewrapped = 0;
+  let alreadyCurrent = 0;
+  for await (const doc of model.find({}).lean().cursor()) {
+    if (doc.masterKeyId === ring.current.id) {
+      alreadyCurrent++;
+      continue;
+    }
+    const key = unwrapDataKey(ring, doc.tenantId, doc);
+    // Conditional on the old wrapping, so a concurrent re-wrap is not overwritten with a stale read.
+    const result = await model.updateOne(
+      { _id: doc._id, tenantId: doc.tenantId, masterKeyId: doc.masterKeyId },
+      { $set: wrapDataKey(ring.current, doc.tenantId, key) },
+    );
+    if (result.modifiedCount > 0) rewrapped++;
+  }
+  return { rewrapped, alreadyCurrent };
+}
