@@ -10,6 +10,8 @@ import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveL
 import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
+import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
+import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
 
 export interface ActivityDeps {
@@ -22,6 +24,8 @@ export interface ActivityDeps {
   loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
   /** Secrets a tool's templates may reference; backed by the encrypted tool-secret store later. */
   resolveToolSecrets: (query: { tenantId: string; projectId: string; toolName: string }) => Promise<Record<string, string>>;
+  /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
+  encryptor: Encryptor | null;
 }
 
 export interface CallToolInput {
@@ -38,6 +42,8 @@ export function createActivities(deps: ActivityDeps) {
     callLlm: createCallLlm(deps),
     callLlmIfLocal: createCallLlmIfLocal(deps),
     recordTurn: createRecordTurn(deps),
+    startAsyncCall: createStartAsyncCall(deps),
+    cancelSuspension: createCancelSuspension(deps),
 
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {
       const compiled = await deps.loadCompiledProject(query);

@@ -54,5 +54,6 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     recordUsage,
     loadCompiledProject: createLoadCompiledProject({ models }),
     resolveToolSecrets: async () => ({}),
+    encryptor,
   };
 }
