@@ -11,6 +11,8 @@ import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
 import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
+import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
+import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
 
 export interface ActivityDeps {
@@ -23,6 +25,8 @@ export interface ActivityDeps {
   loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
   /** Values of the {{secrets.NAME}} a tool references, from the encrypted tool-secret store (db/tool-secret.ts). */
   resolveToolSecrets: ResolveToolSecrets;
+  /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
+  encryptor: Encryptor | null;
 }
 
 export interface CallToolInput {
@@ -44,6 +48,8 @@ export function createActivities(deps: ActivityDeps) {
     callLlm: createCallLlm(deps),
     callLlmIfLocal: createCallLlmIfLocal(deps),
     recordTurn: createRecordTurn(deps),
+    startAsyncCall: createStartAsyncCall(deps),
+    cancelSuspension: createCancelSuspension(deps),
 
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {
       const compiled = await deps.loadCompiledProject(query);

@@ -19,9 +19,11 @@ import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
 import { tenancyRoutes } from './tenancy/router';
 import { toolSecretRoutes } from './tool-secrets/router';
+import { callbackRoutes } from './callbacks/router';
+import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
@@ -36,8 +38,9 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
     express.json({
       limit: '1mb',
       type: ['application/json', 'application/*+json'],
-      verify: (_req, _res, buf) => {
+      verify: (req, _res, buf) => {
         if (!isUtf8(buf)) throw Object.assign(new Error('Request body is not valid UTF-8'), { type: 'entity.verify.failed', status: 400 });
+        keepRawBody(req, buf);
       },
     }),
   );

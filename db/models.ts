@@ -20,6 +20,7 @@ import { sessionCapacityRevisionModel } from './session-capacity-revision';
 import { sessionSlotModel } from './session-slot';
 import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
+import { suspensionModel } from './suspension';
 
 export function createModels(connection: Connection) {
   return {
@@ -44,6 +45,7 @@ export function createModels(connection: Connection) {
     TenantDataKey: tenantDataKeyModel(connection),
     ToolSecret: toolSecretModel(connection),
     ToolSecretAudit: toolSecretAuditModel(connection),
+    Suspension: suspensionModel(connection),
   };
 }
 

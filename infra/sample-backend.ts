@@ -1,7 +1,7 @@
 // The sample back-end the dev stack serves on loopback for the seeded support-desk agents, so
 // their tools answer offline: invoices and refunds, flights and hotels, KYC checks and accounts.
 // Answers are deterministic (fixed tables, or derived from the request) and include "not found".
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 
@@ -56,7 +56,21 @@ export function callsSampleHostElsewhere(content: string, backendUrl: string): b
   return sampleUrls.some((url) => !url.startsWith(`"${origin}/`));
 }
 
-type Handler = (req: { params: string[]; query: URLSearchParams; body: Record<string, unknown> }) => { status: number; body: unknown };
+/** `later`: work to do after answering (an async API's callback); the server cancels it on close. */
+type Handler = (req: { params: string[]; query: URLSearchParams; body: Record<string, unknown>; later: (work: () => Promise<void>) => void }) => { status: number; body: unknown };
+
+/** How long the sample KYC provider takes before it calls back. */
+export const SAMPLE_KYC_DELAY_MS = 1500;
+
+/**
+ * Posts an async API's verdict to the callback URL it was given, signed as the platform expects:
+ * `x-callback-signature: sha256=<HMAC-SHA256 of the body with the callback secret>`.
+ */
+async function callBack(url: string, secret: string, payload: unknown): Promise<void> {
+  const body = JSON.stringify(payload);
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-callback-signature': signature }, body }).catch(() => undefined);
+}
 
 const notFound = (message: string) => ({ status: 404, body: { error: { code: 'NOT_FOUND', message } } });
 const invalid = (message: string) => ({ status: 422, body: { error: { code: 'VALIDATION_ERROR', message } } });
@@ -114,11 +128,18 @@ const ROUTES: { method: string; path: RegExp; handle: Handler }[] = [
   {
     method: 'POST',
     path: /^\/kyc\/v1\/checks$/,
-    handle: ({ body }) => {
+    handle: ({ body, later }) => {
       const idNumber = text(body.id_number);
       if (!idNumber || !text(body.full_name)) return invalid('full_name and id_number are required');
       const decision = idNumber.toUpperCase().startsWith(SAMPLE_KYC_REJECT_PREFIX) ? 'rejected' : 'approved';
-      return { status: 200, body: { decision, reference: `KYC-${digest(idNumber).slice(0, 8).toUpperCase()}` } };
+      const verdict = { decision, reference: `KYC-${digest(idNumber).slice(0, 8).toUpperCase()}` };
+      // Called as an async tool: acknowledge now, deliver the verdict to the callback URL later.
+      const notify = body.notify && typeof body.notify === 'object' ? (body.notify as Record<string, unknown>) : null;
+      const url = text(notify?.url);
+      const secret = text(notify?.callbackSecret);
+      if (!url || !secret) return { status: 200, body: verdict };
+      later(() => callBack(url, secret, verdict));
+      return { status: 202, body: { status: 'accepted' } };
     },
   },
   {
@@ -150,14 +171,14 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown> |
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(req: IncomingMessage, res: ServerResponse, later: (work: () => Promise<void>) => void): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://sample-backend');
   let answer: { status: number; body: unknown } = notFound(`No route ${req.method} ${url.pathname}`);
   const route = ROUTES.find((r) => r.path.test(url.pathname) && r.method === req.method);
   if (route) {
     const body = await readJson(req);
     const params = (route.path.exec(url.pathname) ?? []).slice(1).map(decodeURIComponent);
-    answer = body ? route.handle({ params, query: url.searchParams, body }) : { status: 400, body: { error: { code: 'BAD_REQUEST', message: 'body must be a JSON object' } } };
+    answer = body ? route.handle({ params, query: url.searchParams, body, later }) : { status: 400, body: { error: { code: 'BAD_REQUEST', message: 'body must be a JSON object' } } };
   }
   res.writeHead(answer.status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(answer.body));
@@ -172,9 +193,17 @@ export interface SampleBackend {
 }
 
 /** Starts the sample back-end on loopback; port 0 picks a free one. */
-export async function startSampleBackend(port: number, host = '127.0.0.1'): Promise<SampleBackend> {
+export async function startSampleBackend(port: number, host = '127.0.0.1', callbackDelayMs = SAMPLE_KYC_DELAY_MS): Promise<SampleBackend> {
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (work: () => Promise<void>) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void work();
+    }, callbackDelayMs);
+    timers.add(timer);
+  };
   const server: Server = createServer((req, res) => {
-    serve(req, res).catch(() => {
+    serve(req, res, later).catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { code: 'INTERNAL', message: 'sample back-end error' } }));
     });
@@ -189,6 +218,7 @@ export async function startSampleBackend(port: number, host = '127.0.0.1'): Prom
     url: `http://${hostPort}`,
     hostPort,
     close: async () => {
+      for (const timer of timers) clearTimeout(timer);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

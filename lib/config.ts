@@ -74,6 +74,12 @@ export const ConfigSchema = z.object({
    */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(120_000).default(8000),
 
+  /**
+   * The longest an async tool call may wait for its callback (ms), whatever the tool's own
+   * `timeout_seconds` / `timeout` says. @default 7 days
+   */
+  CALLBACK_MAX_WAIT_MS: positiveInt.max(30 * 24 * 3600_000).default(7 * 24 * 3600_000),
+
   /** Master key for secrets at rest (base64, 32 bytes); tenant keys are derived from it. */
   ENCRYPTION_KEY: z
     .string()

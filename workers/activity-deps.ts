@@ -59,5 +59,6 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     recordUsage,
     loadCompiledProject: createLoadCompiledProject({ models }),
     resolveToolSecrets: (query) => resolveToolSecrets(models, masterKeys, query),
+    encryptor,
   };
 }

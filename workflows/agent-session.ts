@@ -21,11 +21,13 @@ import {
   type SessionStats,
   type TurnResult,
   type TurnUpdateInput,
+  type WaitingCallback,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
-import { AGENT_IDLE_TIMEOUT_PATCH } from './patches';
+import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH } from './patches';
+import { SessionStatusKey } from './search-attributes';
 import { TurnTrace } from './session-trace';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -84,6 +86,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   });
   let bundle: CompilationOutput | null = null;
   let ended: { reason: string } | null = null;
+  // The async tool call the session waits on, and its result once a callback delivered it.
+  let waiting: WaitingCallback | null = carried?.waiting ?? null;
+  let delivered: { payload: unknown; via: 'callback' | 'resume' } | null = null;
   let inFlight = 0;
   let idleSinceMs = Date.now();
   // Turns (and resets) run strictly one after another, in arrival order.
@@ -124,8 +129,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   wf.setHandler(endSignal, ({ reason }) => {
     ended ??= { reason };
   });
-  wf.setHandler(callbackSignal, () => {
-    // Async-tool callbacks are delivered here once suspensions land; until then they are ignored.
+  wf.setHandler(callbackSignal, ({ callbackId, payload, via }) => {
+    // The first result for the call the session waits on; a late or repeated one changes nothing.
+    if (waiting?.callbackId === callbackId && delivered === null) delivered = { payload, via };
   });
   wf.setHandler(
     turnUpdate,
@@ -201,6 +207,27 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     };
   }
 
+  /** The interpreter for one turn (or one resume) over the session's agents. */
+  function interpreterFor(compiled: CompilationOutput, mockedTools: Set<string>) {
+    // The session's own agent is the entry agent, whatever the project's manifest says.
+    return createInterpreter(
+      { ...compiled, entry_agent: input.agentName },
+      // The run-wide flags, and those asked per turn: a session recorded before the checkpoints (digressions, agent hooks, GATHER LLM) keeps them off while it replays.
+      {
+        now: () => Date.now(),
+        random: () => Math.random(),
+        mockedTools,
+        ...interpreterFlags(flags),
+      },
+    );
+  }
+
+  /** What the session waits on now: the Web UI's `SessionStatus` attribute follows it. */
+  function waitOn(next: WaitingCallback | null): void {
+    if ((waiting === null) !== (next === null)) wf.upsertSearchAttributes([{ key: SessionStatusKey, value: next ? 'suspended' : 'active' }]);
+    waiting = next;
+  }
+
   async function runTurn(turn: TurnUpdateInput): Promise<TurnResult> {
     // With update-with-start the first turn arrives before the agents are loaded.
     if (bundle === null) await wf.condition(() => bundle !== null);
@@ -208,17 +235,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const compiled = bundle!;
     const trace = new TurnTrace(++turnCount, traceSeq);
     const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
-    // The session's own agent is the entry agent, whatever the project's manifest says.
-    const interpreter = createInterpreter(
-      { ...compiled, entry_agent: input.agentName },
-      // The run-wide flags, and those asked per turn: a session recorded before the checkpoints (digressions, agent hooks, GATHER LLM) keeps them off while it replays.
-      {
-        now: () => Date.now(),
-        random: () => Math.random(),
-        mockedTools: new Set(mocks.keys()),
-        ...interpreterFlags(flags),
-      },
-    );
+    const interpreter = interpreterFor(compiled, new Set(mocks.keys()));
     const responses: string[] = [];
 
     const effects: EffectContext = {
@@ -259,6 +276,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     result = await drive(interpreter.advance(runtime, { type: 'user_message', text: turn.message, metadata: turn.metadata as Record<string, Json> | undefined }));
     runtime = result.state;
     if (result.outcome === 'completed') ended ??= { reason: 'completed' };
+    if (effects.waiting) waitOn(effects.waiting);
+    const suspension = effects.waiting ? { id: effects.waiting.callbackId, tool: effects.waiting.tool, expiresAt: new Date(effects.waiting.expiresAtMs).toISOString() } : null;
 
     const response = responses.join('\n\n');
     const thread = activeThread();
@@ -274,7 +293,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const turnResult: TurnResult = {
       sessionId: input.sessionId,
       response,
-      action: { type: actionType },
+      action: suspension ? { type: actionType, suspension } : { type: actionType },
       state: {
         agent: thread?.agent ?? input.agentName,
         status: runtime.status,
@@ -293,6 +312,67 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     return turnResult;
   }
 
+  /**
+   * Resumes the turn that waits on an async tool call: with the callback's payload as the tool's
+   * result, or with a tool_timeout once the suspension expired. Its replies are recorded like a
+   * turn's (transcript, traces, a `resume` event with the wait), and it may suspend again.
+   */
+  async function resume(w: WaitingCallback, result: { payload: unknown; via: 'callback' | 'resume' } | null): Promise<void> {
+    const compiled = bundle!;
+    waitOn(null);
+    delivered = null;
+    if (!runtime) return;
+    const trace = new TurnTrace(++turnCount, traceSeq);
+    trace.add('resume', {
+      agent: w.agent,
+      tool: w.tool,
+      callbackId: w.callbackId,
+      outcome: result ? 'callback' : 'expired',
+      ...(result ? { via: result.via } : {}),
+      waitedMs: Date.now() - w.sinceMs,
+    });
+    const responses: string[] = [];
+    const effects: EffectContext = {
+      tenantId: input.tenantId,
+      projectId: input.projectId,
+      sessionId: input.sessionId,
+      bundleRef: input.bundleRef,
+      compiled,
+      trace,
+      stats,
+      mocks: new Map(),
+      childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
+      delegationChain: [],
+    };
+    const event = result
+      ? { type: 'callback' as const, commandId: w.commandId, payload: (result.payload ?? null) as Json }
+      : { type: 'wait_expired' as const, commandId: w.commandId };
+    const interpreter = interpreterFor(compiled, new Set());
+    const advanced = await driveInterpreter(effects, interpreter, interpreter.advance(runtime, event), responses);
+    runtime = advanced.state;
+    if (advanced.outcome === 'completed') ended ??= { reason: 'completed' };
+    if (effects.waiting) waitOn(effects.waiting);
+    const response = responses.join('\n\n');
+    if (response) stats.messageCount += 1;
+    stats.traceEventCount += trace.events.length;
+    traceSeq = trace.nextSeq;
+    await projection.record(trace, response ? [{ role: 'assistant' as const, agent: activeThread()?.agent ?? null, content: response }] : []);
+  }
+
+  /** Waits for the result of the call the session waits on, or its expiry, and resumes the turn. */
+  async function watchCallbacks(): Promise<void> {
+    for (;;) {
+      await wf.condition(() => ended !== null || waiting !== null);
+      if (ended) return;
+      const w = waiting!;
+      await wf.condition(() => ended !== null || delivered !== null || waiting !== w, Math.max(1, w.expiresAtMs - Date.now()));
+      if (ended) return;
+      if (waiting !== w) continue;
+      const result = delivered;
+      await enqueue(() => resume(w, result));
+    }
+  }
+
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
   const rollOver = async () => {
@@ -307,12 +387,14 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       messageSeq: projection.messageSeq,
       stats,
       createdAtMs,
+      ...(waiting ? { waiting } : {}),
       ...projection.handOver(),
     };
     await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
   };
 
   projection.resume();
+  if (wf.patched(ASYNC_TOOLS_PATCH)) void watchCallbacks();
 
   if (wf.patched(IDLE_WATCHDOG_PATCH)) {
     // One timer per idle period, not one per turn: when it fires it re-arms for whatever is
@@ -320,7 +402,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const watchIdle = async () => {
       while (!ended) {
         const remaining = idleSinceMs + idleTimeoutMs() - Date.now();
-        if (remaining <= 0 && inFlight === 0) {
+        // A session waiting on a callback is not idle: its suspension's expiry resumes it.
+        if (remaining <= 0 && inFlight === 0 && waiting === null) {
           ended ??= { reason: 'idle_timeout' };
           return;
         }
@@ -328,7 +411,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       }
     };
     void watchIdle();
-    await wf.condition(() => ended !== null || (inFlight === 0 && shouldRollOver()));
+    await wf.condition(() => ended !== null || (inFlight === 0 && delivered === null && shouldRollOver()));
     if (ended === null) await rollOver();
   } else {
     // Runs recorded before the watchdog: a fresh idle timer after every turn.

@@ -59,7 +59,21 @@ export interface CarriedSessionState {
   createdAtMs: number;
   /** Rows not yet written when the run rolled over. */
   pending?: PendingProjection;
+  /** The async tool call the session waits on, if any. */
+  waiting?: WaitingCallback | null;
   lastActivityMs?: number;
+}
+
+/** An async tool call a session waits on (its suspension), until a callback or `expiresAtMs`. */
+export interface WaitingCallback {
+  callbackId: string;
+  /** The interpreter command the result answers. */
+  commandId: string;
+  agent: string;
+  tool: string;
+  expiresAtMs: number;
+  /** When the session started waiting, for the resume trace's wait time. */
+  sinceMs: number;
 }
 
 export interface SessionStats {
@@ -129,7 +143,16 @@ export interface SessionStateView {
 export const turnUpdate = defineUpdate<TurnResult, [TurnUpdateInput]>('turn');
 export const resetUpdate = defineUpdate<{ resetAt: string }, []>('reset');
 export const endSignal = defineSignal<[{ reason: string }]>('end');
-export const callbackSignal = defineSignal<[{ commandId: string; payload: unknown }]>('callback');
+/**
+ * An async tool's result, sent by the API once a callback (or the resume route) claimed its
+ * suspension. A session takes the first for the suspension it waits on and ignores the rest.
+ */
+export interface CallbackSignalInput {
+  callbackId: string;
+  payload: unknown;
+  via: 'callback' | 'resume';
+}
+export const callbackSignal = defineSignal<[CallbackSignalInput]>('callback');
 export const stateQuery = defineQuery<SessionStateView>('state');
 /**
  * Writes the projection rows the session holds now, so a read right after a reply sees its

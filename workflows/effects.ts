@@ -7,10 +7,10 @@ import type { CompilationOutput, Json } from '../abl/ir';
 import { SENSITIVE_MASK } from '../abl/gather';
 import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
 import type { Interpreter } from '../abl/runtime';
-import type { SessionStartInput, SessionStats, TurnTestContext } from './definitions';
+import type { SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
 import type { TurnTrace } from './session-trace';
 import type { delegationWorkflow } from './delegation';
-import { DELEGATION_GUARDS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH } from './patches';
 
 const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
 const LLM_RETRY = { ...RETRY, maximumAttempts: 5 } as const;
@@ -67,6 +67,8 @@ export interface EffectContext {
    * is refused when its agent is on it or the child would be deeper than MAX_DELEGATION_DEPTH.
    */
   delegationChain: readonly string[];
+  /** Set when an async tool call starts waiting for its callback: the session then waits on it. */
+  waiting?: WaitingCallback | null;
 }
 
 /** How deep delegated agents may nest (a session's own agent is depth 0). ABL.md §9. */
@@ -224,6 +226,51 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
   }
 }
 
+/** A cancelled suspension is best-effort bookkeeping: a short local activity. */
+const { cancelSuspension } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 3 } });
+
+/**
+ * An async tool call: the activity records the suspension and sends the request with its callback
+ * URL; the session then waits (agent-session.ts) and no event goes back to the interpreter yet.
+ * When the request cannot be sent, the call fails like any tool call (step ON_FAIL, else ON_ERROR).
+ * A delegated agent cannot wait for a callback: its call fails at once.
+ */
+async function startAsyncCall(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'suspend_for_callback' }>): Promise<RuntimeEvent | null> {
+  const fail = (message: string): RuntimeEvent => {
+    ctx.stats.errorCount++;
+    ctx.trace.add('error', { agent: command.agent, kind: 'tool_error', message, tool: command.tool });
+    return { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
+  };
+  if (ctx.delegationChain.length > 0) return fail(`Tool ${command.tool} is asynchronous: a delegated agent cannot wait for its callback`);
+  const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
+  if (!tool || tool.binding.type !== 'http' || !tool.binding.async) return fail(`E721 Tool ${command.tool} not found in project`);
+  const callbackId = `cb_${wf.uuid4().replace(/-/g, '')}`;
+  const requestTimeoutMs = tool.timeout_ms || 30_000;
+  try {
+    const started = await wf
+      .proxyActivities<Activities>({ startToCloseTimeout: requestTimeoutMs + 5_000, retry: { ...RETRY, maximumAttempts: Math.max(3, tool.binding.retry + 1) } })
+      .startAsyncCall({
+        tenantId: ctx.tenantId,
+        projectId: ctx.projectId,
+        sessionId: ctx.sessionId,
+        callbackId,
+        commandId: command.id,
+        agent: command.agent,
+        tool,
+        args: command.args,
+        requestTimeoutMs,
+        waitMs: command.timeoutMs,
+        messageMetadata: ctx.messageMetadata,
+      });
+    ctx.waiting = { callbackId, commandId: command.id, agent: command.agent, tool: command.tool, expiresAtMs: started.expiresAtMs, sinceMs: Date.now() };
+    ctx.trace.add('suspension', { agent: command.agent, tool: command.tool, callbackId, expiresAt: new Date(started.expiresAtMs).toISOString() });
+    return null;
+  } catch (err) {
+    await cancelSuspension({ tenantId: ctx.tenantId, callbackId }).catch(() => undefined);
+    return fail(failureOf(err).message);
+  }
+}
+
 /** The `delegate` event carries the spec's fields; its duration is known only at the end. */
 function finishDelegateSpan(ctx: EffectContext, span: string, durationMs: number, status: string, error?: string): void {
   const event = ctx.trace.events.find((e) => e.spanId === span);
@@ -260,7 +307,7 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
       return null;
     case 'suspend_for_callback':
       ctx.trace.add('decision', { decisionKind: 'pause', decision: 'suspend_for_callback', agent: command.agent, tool: command.tool });
-      return null;
+      return wf.patched(ASYNC_TOOLS_PATCH) ? startAsyncCall(ctx, command) : null;
   }
 }
 

@@ -98,3 +98,9 @@ export function patchDecidedOnce(patchId: string): () => boolean {
   let decided: boolean | undefined;
   return () => (decided ??= wf.patched(patchId));
 }
+
+/**
+ * Async tools send their request and wait for a signed callback or the suspension's expiry.
+ * Runs recorded before it only traced the pause and waited until the idle timeout ended them.
+ */
+export const ASYNC_TOOLS_PATCH = 'async-tools-v1';

@@ -8,6 +8,8 @@ export const SessionIdKey = defineSearchAttributeKey('SessionId', SearchAttribut
 export const AgentNameKey = defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD);
 export const ChannelKey = defineSearchAttributeKey('Channel', SearchAttributeType.KEYWORD);
 export const EnvironmentKey = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
+/** `suspended` while a session waits on an async tool's callback, `active` once it resumed (unset before its first wait). */
+export const SessionStatusKey = defineSearchAttributeKey('SessionStatus', SearchAttributeType.KEYWORD);
 
 /** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
-export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey];
+export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey];

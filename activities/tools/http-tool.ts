@@ -16,6 +16,11 @@ export interface HttpToolInput {
   /** Secrets the tool's templates may reference as {{secrets.NAME}}, already resolved. */
   secrets: Record<string, string>;
   messageMetadata?: Record<string, unknown>;
+  /**
+   * Fields written into the JSON body at dot-paths after it is built (an async tool's callback
+   * URL and secret). A tool whose body is not a JSON object cannot carry them: a final error.
+   */
+  bodyFields?: Record<string, Json>;
 }
 
 type HttpBinding = Extract<ToolIR['binding'], { type: 'http' }>;
@@ -51,8 +56,35 @@ export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { 
       url.searchParams.set(key, typeof value === 'string' ? value : JSON.stringify(value));
     }
   }
+  if (input.bodyFields) body = withBodyFields(input.tool.name, body, sendsBody, input.bodyFields, headers);
   headers.set('accept', 'application/json');
   return { url, init: { method: binding.method, headers, body } };
+}
+
+/** Writes `fields` (dot-path → value) into a JSON object body, creating the objects on the way. */
+function withBodyFields(tool: string, body: string | undefined, sendsBody: boolean, fields: Record<string, Json>, headers: Headers): string {
+  const refuse = (why: string) => ApplicationFailure.nonRetryable(`Tool ${tool}: ${why}`, 'TOOL_BAD_REQUEST');
+  if (!sendsBody) throw refuse('an async tool sends its callback URL in a JSON body, so its method must be POST, PUT or PATCH');
+  let root: unknown;
+  try {
+    root = body === undefined || body === '' ? {} : JSON.parse(body);
+  } catch {
+    throw refuse('an async tool needs a JSON object body to carry its callback URL');
+  }
+  if (!root || typeof root !== 'object' || Array.isArray(root)) throw refuse('an async tool needs a JSON object body to carry its callback URL');
+  for (const [path, value] of Object.entries(fields)) {
+    const parts = path.split('.');
+    let at = root as Record<string, unknown>;
+    for (const part of parts.slice(0, -1)) {
+      const next = at[part];
+      if (next === undefined || next === null) at = at[part] = {};
+      else if (typeof next === 'object' && !Array.isArray(next)) at = next as Record<string, unknown>;
+      else throw refuse(`the body's "${part}" is not an object, so "${path}" cannot be written`);
+    }
+    at[parts[parts.length - 1]!] = value;
+  }
+  headers.set('content-type', 'application/json');
+  return JSON.stringify(root);
 }
 
 /** The default of TOOL_RESPONSE_MAX_BYTES. */
@@ -68,6 +100,8 @@ export interface HttpToolOptions {
   signal?: AbortSignal;
   /** Largest response body read (TOOL_RESPONSE_MAX_BYTES). @default DEFAULT_RESPONSE_MAX_BYTES */
   maxResponseBytes?: number;
+  /** An empty answer is an acknowledgement (an async tool's 202), returned as null, not an error. */
+  emptyOk?: boolean;
 }
 
 export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
@@ -111,7 +145,10 @@ export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions
     // Final: the same request would answer the same size again.
     throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} answered more than ${maxBytes} bytes (TOOL_RESPONSE_MAX_BYTES)`, 'TOOL_RESPONSE_TOO_LARGE', { maxBytes });
   }
-  if (!text.trim()) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} returned an empty result`, 'TOOL_EMPTY_RESULT');
+  if (!text.trim()) {
+    if (options.emptyOk) return null;
+    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} returned an empty result`, 'TOOL_EMPTY_RESULT');
+  }
   try {
     return JSON.parse(text) as Json;
   } catch {

@@ -22,6 +22,7 @@ export const chatAgentRoutes: AnyRoute[] = [
     links: sessionLinks('$request.body#/projectId', '$response.body#/sessionId'),
     bodyExample: { projectId: 'jqmvff06cp7cvm69y75r2r1x', message: 'I have a question about my invoice' },
     errorStatuses: [404, 409, 410, 429, 503],
+    alsoSuccess: [202],
     response: ZChatAgentResponseSchema,
     // The project, and a continuing session with its message charge, are looked up while the
     // key is checked and the tenant charged; a refused request gets the message charge back.
@@ -51,12 +52,16 @@ export const chatAgentRoutes: AnyRoute[] = [
       }
       const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res, existing });
       const { traceEvents, ...rest } = result;
+      // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
+      const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;
+      if (suspension) res.status(202);
       const models = [...new Set(traceEvents.filter((e) => e.type === 'llm_call').map((e) => `${e.data.provider}:${e.data.model}`))];
       const offline = models.some((m) => m.startsWith('local:'));
       return {
         success: true,
         ...rest,
         ...(traceEvents.length > 0 ? { traceEvents } : {}),
+        ...(suspension ? { suspensionId: suspension.id, suspension } : {}),
         ...(models.length > 0
           ? { metadata: { models, ...(offline ? { note: 'Produced by the offline local model (deterministic rules, not a real LLM).' } : {}) } }
           : {}),

@@ -50,5 +50,13 @@ export const ZChatAgentResponseSchema = z
       .optional()
       .describe('Which models answered; says so plainly when the offline local model did'),
     traceEvents: z.array(z.object({ type: z.string(), spanId: z.string(), parentSpanId: z.string().nullable(), timestamp: z.string(), data: z.record(z.string(), z.unknown()) })).optional(),
+    suspensionId: z
+      .string()
+      .optional()
+      .describe('Answered with 202: the session waits on an async tool call; this is its callback id (docs/callbacks.md)'),
+    suspension: z
+      .object({ id: z.string(), tool: z.string(), expiresAt: z.string() })
+      .optional()
+      .describe('The async tool call the session waits on, and when it expires (a tool_timeout then resumes the session)'),
   })
   .openapi('ChatAgentResponse');

@@ -70,7 +70,10 @@ export const ZCreateSessionResponseSchema = z.object({ success: z.literal(true),
 export const ZListSessionsQuery = z.object({
   limit: ZLimitQuery,
   offset: ZOffsetQuery,
-  status: z.enum(SESSION_STATUSES).optional().describe('`active` or `ended`'),
+  status: z
+    .enum([...SESSION_STATUSES, 'suspended'])
+    .optional()
+    .describe('`active` or `ended`; `suspended`: active sessions waiting on an async tool call'),
   channel: z.enum(SESSION_CHANNELS).optional().describe('`api`, `web_debug` or `voice`'),
 });
 export type TListSessionsQuery = z.infer<typeof ZListSessionsQuery>;

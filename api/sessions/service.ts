@@ -318,7 +318,8 @@ export async function findCurrentTenantSession(ctx: AppContext, principal: Princ
 export async function listSessions(models: Models, scope: SessionScope, query: TListSessionsQuery) {
   const filter = {
     ...scope,
-    ...(query.status ? { status: query.status } : {}),
+    // `suspended` is the finer runtime status of an active session.
+    ...(query.status === 'suspended' ? { status: 'active', runtimeStatus: 'suspended' } : query.status ? { status: query.status } : {}),
     ...(query.channel ? { channel: query.channel } : {}),
   };
   const [total, sessions] = await Promise.all([

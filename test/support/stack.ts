@@ -81,7 +81,7 @@ export function destinationList(urls: string[] = []): string {
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const allow = options.allowPrivate ?? {};
-  const config = testConfig(
+  let config = testConfig(
     {
       ...(allow.tools ? { TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.tools) } : {}),
       ...(allow.llm ? { LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.llm) } : {}),
@@ -94,6 +94,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const server: Server = createServer(createApp(ctx));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // Callback URLs handed to async tools point at this API (unless a test says otherwise).
+  if (!options.env?.PUBLIC_BASE_URL) config = { ...config, PUBLIC_BASE_URL: baseUrl };
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;

@@ -17,6 +17,7 @@ const PASSED_ON = [
   'TOOL_ALLOWED_PRIVATE_DESTINATIONS',
   'LLM_ALLOWED_PRIVATE_DESTINATIONS',
   'SHUTDOWN_GRACE_MS',
+  'PUBLIC_BASE_URL',
 ] as const;
 
 /** The environment a child process needs to join the stack `config` describes. */

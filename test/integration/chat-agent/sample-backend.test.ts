@@ -6,6 +6,8 @@ import { seedDevProject, toolFilesOffSampleBackend } from '../../../infra/seed-p
 import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
+import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
 
 let backend: SampleBackend;
 let stack: TestStack;
@@ -65,6 +67,34 @@ it('plans a trip with flights and hotels from the sample back-end', async () => 
   const plan = await say('2026-05-08');
   expect(plan.response).toContain('Flights: Round trip to Lisbon, 2026-05-01 to 2026-05-08 from $240');
   expect(plan.response).toContain('Hotels: Harbor Inn, Alfama Suites and Tagus Lodge in Lisbon');
+});
+
+it('opens an account after the sample KYC provider calls back with its verdict', async () => {
+  const api = client(stack.baseUrl);
+  let sessionId: string | undefined;
+  const say = async (message: string) => {
+    const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message, ...(sessionId ? { sessionId } : {}) } });
+    sessionId = res.body.sessionId;
+    return res;
+  };
+  await say('hello');
+  const asked = await say('I want to open a new account');
+  expect(asked.body.state.agent).toBe('Onboarding_Agent');
+  await say('Ada Lovelace');
+  const checking = await say('AB123456');
+  // The KYC check is async: the session waits for the provider's signed callback.
+  expect(checking.status).toBe(202);
+  expect(checking.body.response).toContain('Running the identity check');
+  const opened = await eventually(
+    async () => {
+      await flushProjection(stack.ctx, sessionId!);
+      return (await stack.ctx.models.TranscriptMessage.find({ sessionId, role: 'assistant' }).sort({ seq: 1 }).lean()).map((m) => m.content);
+    },
+    (lines) => lines.some((l) => l.startsWith('Verified. Account')),
+    20_000,
+    200,
+  );
+  expect(opened[opened.length - 1]).toMatch(/^Verified\. Account \S*\d{4} is open\.$/);
 });
 
 it('finds the tool files of a project seeded without the sample back-end, so the dev stack can say so', async () => {

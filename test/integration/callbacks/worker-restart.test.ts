@@ -1,0 +1,122 @@
+// A suspended session costs no worker: its worker can die while it waits, and the callback is
+// answered by whichever worker runs next. The callback secret never enters workflow history.
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { createHmac } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startWorkerProcess } from '../../support/worker-process';
+
+jest.setTimeout(120_000);
+
+let stack: TestStack;
+let t: SeededTenant;
+let external: Server;
+const received: { callbackUrl?: string; callbackSecret?: string }[] = [];
+
+beforeAll(async () => {
+  external = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      received.push(JSON.parse(body || '{}') as (typeof received)[number]);
+      res.writeHead(202);
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => external.listen(0, '127.0.0.1', r));
+  const origin = `http://127.0.0.1:${(external.address() as AddressInfo).port}`;
+  stack = await startTestStack({ allowPrivate: { tools: [origin] } });
+  t = await seedTenant(stack.ctx);
+  await publishAgent(
+    client(stack.baseUrl),
+    t,
+    'Checks',
+    `AGENT: Checks
+GOAL: "Run a check."
+TOOLS:
+  run_check(subject: string) -> {verdict: string}
+    type: async_webhook
+    endpoint: "${origin}/checks"
+    method: POST
+FLOW:
+  steps: [check, report]
+  check:
+    REASONING: false
+    CALL: run_check
+      WITH:
+        subject: "account"
+      AS: outcome
+    ON_SUCCESS:
+      THEN: report
+  report:
+    REASONING: false
+    RESPOND: "Verdict: {{outcome.verdict}}"
+`,
+  );
+});
+afterAll(async () => {
+  await stack.close();
+  external.closeAllConnections();
+  await new Promise((r) => external.close(r));
+});
+
+it('resumes on a new worker after the one that suspended it was killed, with no secret in history', async () => {
+  const api = client(stack.baseUrl);
+  const first = await startWorkerProcess(stack.config);
+  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, message: 'check please' } });
+  expect(res.status).toBe(202);
+  const sessionId: string = res.body.sessionId;
+  first.child.kill('SIGKILL');
+  await first.exited;
+
+  expect(received[0]!.callbackUrl).toMatch(/\/api\/v1\/callbacks\/cb_/);
+  const secret = received[0]!.callbackSecret!;
+  const body = JSON.stringify({ verdict: 'clear' });
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  // Accepted with no worker running: the result waits in the session's history.
+  const delivered = await fetch(`${stack.baseUrl}/api/v1/callbacks/${res.body.suspensionId}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-callback-signature': signature },
+    body,
+  });
+  expect(await delivered.json()).toEqual({ ok: true });
+
+  const second = await startWorkerProcess(stack.config);
+  try {
+    const lines = await eventually(
+      async () => {
+        await flushProjection(stack.ctx, sessionId);
+        return (await stack.ctx.models.TranscriptMessage.find({ sessionId, role: 'assistant' }).lean()).map((m) => m.content);
+      },
+      (l) => l.includes('Verdict: clear'),
+      30_000,
+      200,
+    );
+    expect(lines.filter((l) => l === 'Verdict: clear')).toHaveLength(1);
+
+    const temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+    try {
+      // Every byte string in the history (payload data above all), as text.
+      const history = await temporal.workflow.getHandle(`session/${sessionId}`).fetchHistory();
+      const texts: string[] = [];
+      const walk = (value: unknown): void => {
+        if (value instanceof Uint8Array) texts.push(Buffer.from(value).toString('utf8'));
+        else if (typeof value === 'string') texts.push(value);
+        else if (Array.isArray(value)) value.forEach(walk);
+        else if (value && typeof value === 'object') Object.values(value).forEach(walk);
+      };
+      walk(history.events);
+      expect(texts.join('').length).toBeGreaterThan(1000);
+      expect(texts.join('\n')).not.toContain(secret);
+    } finally {
+      await temporal.connection.close();
+    }
+  } finally {
+    await second.stop();
+  }
+});
