@@ -18,6 +18,7 @@ import { llmUsageModel } from './llm-usage';
 import { sessionCapacityHeadModel } from './session-capacity-head';
 import { sessionCapacityRevisionModel } from './session-capacity-revision';
 import { sessionSlotModel } from './session-slot';
+import { importLockModel } from './import-lock';
 
 export function createModels(connection: Connection) {
   return {
@@ -39,6 +40,7 @@ export function createModels(connection: Connection) {
     SessionCapacityHead: sessionCapacityHeadModel(connection),
     SessionCapacityRevision: sessionCapacityRevisionModel(connection),
     SessionSlot: sessionSlotModel(connection),
+    ImportLock: importLockModel(connection),
   };
 }
 
