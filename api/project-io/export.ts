@@ -155,14 +155,21 @@ export async function buildExportPreview(models: Models, project: ProjectDoc) {
   const scope = { tenantId: project.tenantId, projectId: project._id };
   const { agents, tools } = await readProject(models, scope, EXPORT_LIMITS);
   const compiled = compileProjectSources(agents, tools);
-  const libraryTools = Object.values(compiled.output.tool_libraries)
-    // The compiler's tool-library paths are the export layout's (`tools/<name>.tools.abl`).
-    .flatMap((library) => library.tools.map((t) => ({ name: t.name, toolType: toolType(t.binding), path: library.path })))
-    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // Library tools (the compiler's library paths are the export layout's), then the tools agents
+  // declare inline, each with the file that declares it.
+  const libraryTools = Object.values(compiled.output.tool_libraries).flatMap((library) =>
+    library.tools.map((t) => ({ name: t.name, toolType: toolType(t.binding), path: library.path })),
+  );
+  const inlineTools = [...compiled.agents].flatMap(([name, ir]) =>
+    ir.tools.filter((t) => !t.imported_from).map((t) => ({ name: t.name, toolType: toolType(t.binding), path: exportAgentPath(name) })),
+  );
+  const allTools = [...libraryTools, ...inlineTools].sort((a, b) =>
+    a.path < b.path ? -1 : a.path > b.path ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
   return {
     project: { name: project.name, slug: project.slug },
     agents: agents.map((a) => ({ name: a.name, hasDslContent: a.content.trim() !== '' })),
-    tools: libraryTools,
+    tools: allTools,
     dependencies: {
       edges: dependencyEdges(compiled.agents),
       validation: { valid: compiled.errors.length === 0, errors: compiled.errors },
