@@ -218,7 +218,18 @@ export interface CreateVersionResult {
  */
 export async function createVersion(models: Models, scope: ProjectScope, name: string, input: CreateVersionInput): Promise<CreateVersionResult> {
   const agent = await getAgent(models, scope, name);
-  const compilation = await compileAgentDraft(models, scope, name, agent.dslContent);
+  return storeVersion(models, scope, agent, await compileAgentDraft(models, scope, name, agent.dslContent), input);
+}
+
+/** `createVersion` for a draft already compiled (`agent.dslContent` as compiled in its project). */
+export async function storeVersion(
+  models: Models,
+  scope: ProjectScope,
+  agent: AgentDoc,
+  compilation: AgentCompilation,
+  input: CreateVersionInput,
+): Promise<CreateVersionResult> {
+  const name = agent.name;
   if (!compilation.ok || !compilation.ir || !compilation.sourceHash) throw compileErrorToApiError(name, compilation);
 
   for (let attempt = 0; ; attempt++) {

@@ -12,6 +12,8 @@ export interface SourceFile {
 
 export interface ProjectCompilation {
   output: CompilationOutput;
+  /** The files as compiled, at the compiler's paths (what `agentCompilationFrom` takes). */
+  files: ProjectFile[];
   /** Every diagnostic, paths in the export layout, API checks (name mismatch, not an agent) included. */
   diagnostics: Diagnostic[];
   errors: Diagnostic[];
@@ -64,7 +66,7 @@ export function compileProjectSources(agents: SourceFile[], tools: SourceFile[])
       });
     }
   }
-  return { output, diagnostics, errors: diagnostics.filter((d) => d.severity === 'error'), agents: agentsByName };
+  return { output, files, diagnostics, errors: diagnostics.filter((d) => d.severity === 'error'), agents: agentsByName };
 }
 
 export interface DependencyEdge {

@@ -11,7 +11,8 @@ import { type Models } from '../../db/models';
 import { type ToolFileDoc } from '../../db/tool-file';
 import { type Logger } from '../../lib/logger';
 import { newId } from '../../lib/ids';
-import { createAgent, createVersion } from '../agents/service';
+import { agentCompilationFrom } from '../agents/compile';
+import { createAgent, storeVersion } from '../agents/service';
 import { type ImportPlan } from './import-plan';
 
 export interface ImportApplied {
@@ -85,10 +86,14 @@ export async function applyImport(models: Models, plan: ImportPlan, options: App
         await done(`create agent ${op.name}`, () => agents.deleteOne({ ...scope, _id: created._id }));
       }
     }
-    // Versions last: each compiles against the other drafts, which are now all in place.
+    // Versions last, once every draft is in place. The project now holds exactly the imported
+    // files, so each agent's compilation is read from the plan's one compile of them, not redone.
     for (const op of [...ops('create', 'agent'), ...ops('update', 'agent')]) {
-      const label = await lockedLabel(models, plan, op.name);
-      const made = await createVersion(models, scope, op.name, { version: label, createdBy: options.createdBy });
+      const agent = await models.Agent.findOne({ ...scope, name: op.name }).lean();
+      if (!agent) throw new Error(`agent ${op.name} vanished during the import`);
+      const compilation = agentCompilationFrom(plan.compiled.output, plan.compiled.files, op.name, agent.dslContent);
+      const label = await lockedLabel(models, plan, agent._id, op.name);
+      const made = await storeVersion(models, scope, agent, compilation, { version: label, createdBy: options.createdBy });
       if (!made.created) continue;
       applied.versions[op.name] = made.version.version;
       await done(`create version ${op.name}@${made.version.version}`, () => versions.deleteOne({ ...scope, _id: made.version._id }));
@@ -106,14 +111,12 @@ export async function applyImport(models: Models, plan: ImportPlan, options: App
  * label is free (so an export imported elsewhere keeps its version labels); otherwise none, and the
  * version service picks the next label (or keeps the latest version when nothing changed).
  */
-async function lockedLabel(models: Models, plan: ImportPlan, name: string): Promise<string | undefined> {
+async function lockedLabel(models: Models, plan: ImportPlan, agentId: string, name: string): Promise<string | undefined> {
   const locked = plan.lock[name];
   if (!locked || locked.hash !== plan.hashes.get(name)) return undefined;
-  const agent = await models.Agent.findOne({ ...plan.scope, name }).select({ _id: 1 }).lean();
-  if (!agent) return undefined;
-  const latest = await models.AgentVersion.findOne({ ...plan.scope, agentId: agent._id }).sort({ seq: -1 }).select({ sourceHash: 1 }).lean();
+  const latest = await models.AgentVersion.findOne({ ...plan.scope, agentId }).sort({ seq: -1 }).select({ sourceHash: 1 }).lean();
   if (latest?.sourceHash === locked.hash) return undefined;
-  return (await models.AgentVersion.exists({ ...plan.scope, agentId: agent._id, version: locked.version })) ? undefined : locked.version;
+  return (await models.AgentVersion.exists({ ...plan.scope, agentId, version: locked.version })) ? undefined : locked.version;
 }
 
 async function rollBack(undo: Array<{ step: string; run: () => Promise<unknown> }>, logger: Logger | undefined): Promise<void> {

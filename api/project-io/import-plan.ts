@@ -1,6 +1,8 @@
 // Judges an import's file map and works out what it would change, without writing anything:
 // path safety, the size limits, the file layout, the lockfile, a compile of the whole imported
 // project, and the agents it would delete. Both the dry run and the import itself use it.
+// A path outside the documented pattern is 400; well-formed files whose content cannot be
+// imported (ABL that does not compile, a broken lockfile) are 422, as for agent versions.
 import { z } from 'zod';
 import { type Diagnostic, formatDiagnostic } from '../../abl';
 import { type AgentDoc } from '../../db/agent';
@@ -10,7 +12,7 @@ import { type ToolFileDoc } from '../../db/tool-file';
 import { ApiError } from '../../lib/errors';
 import { type ProjectScope } from '../agents/compile';
 import { VERSION_PATTERN } from '../agents/schemas';
-import { compileProjectSources, type SourceFile } from './compile';
+import { compileProjectSources, type ProjectCompilation, type SourceFile } from './compile';
 import { classifyImportPath, unsafePathReason } from './layout';
 import { formatBytes, IMPORT_LIMITS } from './limits';
 
@@ -35,6 +37,8 @@ export interface ImportPlan {
   lock: Record<string, { version: string; hash: string }>;
   /** Agent name → source hash of its imported draft as a version would compile it. */
   hashes: Map<string, string>;
+  /** The imported project compiled once: the versions the import makes are read from it. */
+  compiled: ProjectCompilation;
   existingAgents: Map<string, AgentDoc>;
   existingTools: Map<string, ToolFileDoc>;
 }
@@ -53,7 +57,7 @@ function parseJsonFile(path: string, content: string): unknown {
   try {
     return JSON.parse(content) as unknown;
   } catch {
-    throw new ApiError('VALIDATION_ERROR', `files.${path}: is not valid JSON`);
+    throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: is not valid JSON`);
   }
 }
 
@@ -94,6 +98,7 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
     const kind = classifyImportPath(path);
     switch (kind.kind) {
       case 'agent':
+        if (content.trim() === '') throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: is empty; an agent file defines its agent ("AGENT: ${kind.name}")`);
         out.agents.push({ name: kind.name, content });
         break;
       case 'tool':
@@ -101,14 +106,14 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
         break;
       case 'manifest': {
         const manifest = parseJsonFile(path, content);
-        if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) throw new ApiError('VALIDATION_ERROR', `files.${path}: must be a JSON object`);
+        if (typeof manifest !== 'object' || manifest === null || Array.isArray(manifest)) throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: must be a JSON object`);
         break;
       }
       case 'lockfile': {
         const parsed = ZLockfile.safeParse(parseJsonFile(path, content));
         if (!parsed.success) {
           const issue = parsed.error.issues[0];
-          throw new ApiError('VALIDATION_ERROR', `files.${path}: ${[...(issue?.path ?? []).map(String)].join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
+          throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: ${[...(issue?.path ?? []).map(String)].join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`);
         }
         out.lock = parsed.data.agents;
         break;
@@ -131,7 +136,7 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
 
 function compileError(errors: Diagnostic[], diagnostics: Diagnostic[]): ApiError {
   const first = errors[0];
-  return new ApiError('VALIDATION_ERROR', {
+  return new ApiError('UNPROCESSABLE_ENTITY', {
     message: `The imported project does not compile: ${errors.length} error(s)${first ? `; first: ${formatDiagnostic(first)}` : ''}`,
     details: { diagnostics },
   });
@@ -181,5 +186,5 @@ export async function planImport(models: Models, project: ProjectDoc, checked: C
   for (const op of operations) summary[op.type] += 1;
   const hashes = new Map<string, string>();
   for (const [name, ir] of compiled.agents) hashes.set(name, ir.metadata.source_hash);
-  return { scope, domain: project.slug, operations, summary, agents: checked.agents, tools: checked.tools, lock: checked.lock, hashes, existingAgents, existingTools };
+  return { scope, domain: project.slug, operations, summary, agents: checked.agents, tools: checked.tools, lock: checked.lock, hashes, compiled, existingAgents, existingTools };
 }

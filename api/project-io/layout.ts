@@ -9,6 +9,10 @@ export const DEPLOYMENTS_FILE = 'deployments.json';
 export const exportAgentPath = (name: string): string => `agents/${name}.abl`;
 export const exportToolPath = (name: string): string => `tools/${name}.tools.abl`;
 
+/** Every path an import takes, as the OpenAPI document states it (`propertyNames` of `files`). */
+export const IMPORT_PATH_PATTERN =
+  '^(?:agents/[A-Za-z][A-Za-z0-9_]{0,99}\\.abl|tools/[A-Za-z0-9][A-Za-z0-9_-]{0,99}\\.tools\\.abl|manifest\\.json|lockfile\\.json|deployments\\.json)$';
+
 export type ImportPath =
   | { kind: 'agent'; name: string }
   | { kind: 'tool'; name: string }

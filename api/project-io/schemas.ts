@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { ZDiagnosticSchema } from '../agents/schemas';
+import { IMPORT_PATH_PATTERN } from './layout';
+import { IMPORT_LIMITS } from './limits';
 
 export const ZExportQuery = z.object({
   format: z.enum(['folder', 'zip']).default('folder').describe('`folder`: JSON with the file map; `zip`: an application/zip download'),
@@ -13,9 +15,20 @@ export const ZExportQuery = z.object({
 });
 
 export const ZImportRequestSchema = z.object({
+  // The path rules are checked by the import itself (checkImportFiles), which names the rule a
+  // path breaks; the document states them so that a request it allows is taken.
   files: z
     .record(z.string(), z.string())
-    .describe('Path → content: agents/<Name>.abl, tools/<name>.tools.abl, and optionally manifest.json, lockfile.json, deployments.json'),
+    // `propertyNames` is OpenAPI 3.1 (JSON Schema) that the library's metadata type does not list.
+    .openapi({
+      maxProperties: IMPORT_LIMITS.files,
+      propertyNames: { pattern: IMPORT_PATH_PATTERN },
+      additionalProperties: { type: 'string', maxLength: IMPORT_LIMITS.fileBytes },
+    } as Record<string, unknown>)
+    .describe(
+      'Path → content: agents/<Name>.abl, tools/<name>.tools.abl, and optionally manifest.json, lockfile.json, deployments.json. ' +
+        'At most 500 files, 1 MB (UTF-8 bytes) each, 50 MB in all (413 beyond).',
+    ),
 });
 
 const ZManifestSchema = z

@@ -230,9 +230,9 @@ describe('import', () => {
     };
     for (const route of ['import/preview', 'import']) {
       const res = await api.post(`${io(acme.projectId)}/${route}`, { key: acme.adminKey, json: { files } });
-      expect(res.status).toBe(400);
+      expect(res.status).toBe(422);
       expect(res.body.success).toBe(false);
-      expect(res.body.error.code).toBe('VALIDATION_ERROR');
+      expect(res.body.error.code).toBe('UNPROCESSABLE_ENTITY');
       expect(res.body.error.message).toMatch(/^The imported project does not compile: \d+ error\(s\); first: /);
       expect(res.body.error.details.diagnostics).toEqual(
         expect.arrayContaining([
@@ -272,20 +272,31 @@ describe('import', () => {
     expect(await snapshot(acme.projectId)).toBe(before);
   });
 
-  it('rejects files outside the layout, bad lockfiles and bodies without files (400)', async () => {
-    const cases: Array<[unknown, string]> = [
-      [{ files: { 'README.md': '# hi' } }, 'README.md'],
-      [{ files: { 'agents/Hub.agent.abl': hub } }, 'agents/Hub.agent.abl'],
-      [{ files: { 'agents/Hub.abl': hub, 'lockfile.json': '{"agents":{"Hub":{"version":"latest","hash":"x"}}}' } }, 'files.lockfile.json: agents.Hub.version'],
-      [{ files: { 'agents/Hub.abl': hub, 'manifest.json': 'not json' } }, 'files.manifest.json: is not valid JSON'],
-      [{}, 'body.files'],
-      [{ files: { 'agents/Hub.abl': 42 } }, 'body.files'],
+  it('rejects files outside the layout and bodies without files (400), unusable manifests and lockfiles (422)', async () => {
+    const cases: Array<[unknown, number, string]> = [
+      [{ files: { 'README.md': '# hi' } }, 400, 'README.md'],
+      [{ files: { 'agents/Hub.agent.abl': hub } }, 400, 'agents/Hub.agent.abl'],
+      [{}, 400, 'body.files'],
+      [{ files: { 'agents/Hub.abl': 42 } }, 400, 'body.files'],
+      [{ files: { 'agents/Hub.abl': hub, 'lockfile.json': '{"agents":{"Hub":{"version":"latest","hash":"x"}}}' } }, 422, 'files.lockfile.json: agents.Hub.version'],
+      [{ files: { 'agents/Hub.abl': hub, 'manifest.json': 'not json' } }, 422, 'files.manifest.json: is not valid JSON'],
+      [{ files: { 'agents/Hub.abl': ' \n' } }, 422, 'files.agents/Hub.abl: is empty'],
     ];
-    for (const [json, message] of cases) {
+    for (const [json, status, message] of cases) {
       const res = await api.post(`${io(acme.projectId)}/import`, { key: acme.adminKey, json });
-      expect(res.status).toBe(400);
+      expect(res.status).toBe(status);
       expect(res.body.error.message).toContain(message);
     }
+  });
+
+  it('states the accepted paths in the OpenAPI document, matching what the import takes', async () => {
+    const doc = (await api.get('/openapi.json')).body;
+    const files = doc.paths['/api/projects/{projectId}/project-io/import'].post.requestBody.content['application/json'].schema;
+    const schema = files.$ref ? doc.components.schemas[files.$ref.split('/').pop()] : files;
+    const pattern = new RegExp(schema.properties.files.propertyNames.pattern);
+    expect(schema.properties.files.maxProperties).toBe(500);
+    for (const ok of ['agents/Hub.abl', 'tools/billing-api.tools.abl', 'manifest.json', 'lockfile.json', 'deployments.json']) expect(pattern.test(ok)).toBe(true);
+    for (const bad of ['agents/Hub.agent.abl', '../agents/Hub.abl', '/agents/Hub.abl', 'agents\\Hub.abl', 'README.md', 'agents/a/b.abl']) expect(pattern.test(bad)).toBe(false);
   });
 });
 

@@ -109,7 +109,7 @@ describe('one import per project', () => {
   it('releases the lock when the import fails', async () => {
     const project = await newProject('Failing');
     const scope = { tenantId: acme.tenantId, projectId: project._id };
-    expect((await importFiles(project._id, { 'agents/Bad.abl': 'AGENT: Bad\nFOO: 1\n' })).status).toBe(400);
+    expect((await importFiles(project._id, { 'agents/Bad.abl': 'AGENT: Bad\nFOO: 1\n' })).status).toBe(422);
     expect(await stack.ctx.models.ImportLock.countDocuments(scope)).toBe(0);
     expect((await importFiles(project._id, { 'agents/Good.abl': agent('Good') })).status).toBe(200);
   });
