@@ -185,7 +185,8 @@ export function compileErrorToApiError(name: string, compilation: AgentCompilati
   });
 }
 
-function bumpPatch(label: string): string {
+/** The next patch label (`2.0.0-beta.1` → `2.0.1`); `1.0.0` after a label that is not one. */
+export function bumpPatch(label: string): string {
   const m = VERSION_PATTERN.exec(label);
   if (!m) return FIRST_VERSION;
   return `${m[1]}.${m[2]}.${Number(m[3]) + 1}`;
@@ -218,18 +219,7 @@ export interface CreateVersionResult {
  */
 export async function createVersion(models: Models, scope: ProjectScope, name: string, input: CreateVersionInput): Promise<CreateVersionResult> {
   const agent = await getAgent(models, scope, name);
-  return storeVersion(models, scope, agent, await compileAgentDraft(models, scope, name, agent.dslContent), input);
-}
-
-/** `createVersion` for a draft already compiled (`agent.dslContent` as compiled in its project). */
-export async function storeVersion(
-  models: Models,
-  scope: ProjectScope,
-  agent: AgentDoc,
-  compilation: AgentCompilation,
-  input: CreateVersionInput,
-): Promise<CreateVersionResult> {
-  const name = agent.name;
+  const compilation = await compileAgentDraft(models, scope, name, agent.dslContent);
   if (!compilation.ok || !compilation.ir || !compilation.sourceHash) throw compileErrorToApiError(name, compilation);
 
   for (let attempt = 0; ; attempt++) {

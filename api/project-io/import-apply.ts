@@ -1,9 +1,11 @@
-// Applies an import plan: deletes, tool libraries, agent drafts, then versions. MongoDB/FerretDB
-// give no multi-document transaction here, so the guarantee is built in two halves: everything
-// that can refuse the import is checked before the first write (import-plan.ts), and each write
-// records how to undo it; if a later write fails, the recorded undos run in reverse order and the
-// project is back as it was before the error is answered. A crash of the API process mid-write
-// cannot run them: the lock then expires, and repeating the same import converges on its result.
+// Applies an import plan: deletes, tool libraries, agent drafts, then versions, each kind in as
+// few round trips as possible (on FerretDB every query costs a scan of its collection).
+// MongoDB/FerretDB give no multi-document transaction here, so the guarantee is built in two
+// halves: everything that can refuse the import is checked before the first write
+// (import-plan.ts), and before each write an undo for it is recorded; if a later write fails, the
+// undos run in reverse order and the project is back as it was before the error is answered.
+// A crash of the API process mid-write cannot run them: the lock then expires, and repeating the
+// same import converges on its result.
 import { type AgentDoc } from '../../db/agent';
 import { type AgentVersionDoc } from '../../db/agent-version';
 import { driverCollection } from '../../db/driver-collection';
@@ -11,8 +13,8 @@ import { type Models } from '../../db/models';
 import { type ToolFileDoc } from '../../db/tool-file';
 import { type Logger } from '../../lib/logger';
 import { newId } from '../../lib/ids';
-import { agentCompilationFrom } from '../agents/compile';
-import { createAgent, storeVersion } from '../agents/service';
+import { agentCompilationFrom, type ProjectScope } from '../agents/compile';
+import { bumpPatch, FIRST_VERSION } from '../agents/service';
 import { type ImportPlan } from './import-plan';
 
 export interface ImportApplied {
@@ -33,70 +35,94 @@ export interface ApplyImportOptions {
   afterWrite?: (step: string) => void | Promise<void>;
 }
 
+type Undo = { step: string; run: () => Promise<unknown> };
+
 export async function applyImport(models: Models, plan: ImportPlan, options: ApplyImportOptions): Promise<ImportApplied> {
   const { scope } = plan;
-  const undo: Array<{ step: string; run: () => Promise<unknown> }> = [];
+  const undo: Undo[] = [];
   const agents = driverCollection<AgentDoc>(models.Agent);
   const versions = driverCollection<AgentVersionDoc>(models.AgentVersion);
   const toolFiles = driverCollection<ToolFileDoc>(models.ToolFile);
-  const done = async (step: string, run: () => Promise<unknown>) => {
-    undo.push({ step, run });
+  // The undo is recorded before the write, and every undo may run whether or not its write
+  // happened (or happened in part): deletes of our own new ids, upserts of what was there.
+  const write = async (step: string, revert: () => Promise<unknown>, run: () => Promise<unknown>) => {
+    undo.push({ step, run: revert });
+    await run();
     await options.afterWrite?.(step);
   };
-  const ops = (type: 'create' | 'update' | 'delete', entity: 'agent' | 'tool') => plan.operations.filter((o) => o.type === type && o.entity === entity);
-  const content = new Map([...plan.agents.map((a) => [`agent:${a.name}`, a.content] as const), ...plan.tools.map((t) => [`tool:${t.name}`, t.content] as const)]);
+  const names = (type: 'create' | 'update' | 'delete', entity: 'agent' | 'tool') =>
+    plan.operations.filter((o) => o.type === type && o.entity === entity).map((o) => o.name);
+  const agentContent = new Map(plan.agents.map((a) => [a.name, a.content]));
+  const toolContent = new Map(plan.tools.map((t) => [t.name, t.content]));
   const applied: ImportApplied = { created: 0, updated: 0, deleted: 0, versions: {} };
 
   try {
-    // Deletes first: a project at its agent cap can then take the agents that replace them.
-    for (const op of ops('delete', 'agent')) {
-      const agent = plan.existingAgents.get(op.name)!;
-      const kept = await versions.find({ ...scope, agentId: agent._id }).toArray();
-      await agents.deleteOne({ ...scope, _id: agent._id });
-      await versions.deleteMany({ ...scope, agentId: agent._id });
-      await done(`delete agent ${op.name}`, async () => {
-        await agents.insertOne(agent);
-        if (kept.length > 0) await versions.insertMany(kept);
-      });
+    // Deletes first. (The project ends with exactly the imported agents, at most 500 files, so
+    // the 1,000-agent cap cannot be reached on the way.)
+    const deletedAgents = names('delete', 'agent').map((name) => plan.existingAgents.get(name)!);
+    if (deletedAgents.length > 0) {
+      const ids = deletedAgents.map((a) => a._id);
+      const kept = await versions.find({ ...scope, agentId: { $in: ids } }).toArray();
+      await write(
+        'delete agents',
+        () => restore(agents, scope, deletedAgents).then(() => restore(versions, scope, kept)),
+        async () => {
+          await agents.deleteMany({ ...scope, _id: { $in: ids } });
+          await versions.deleteMany({ ...scope, agentId: { $in: ids } });
+        },
+      );
     }
-    for (const op of ops('delete', 'tool')) {
-      const tool = plan.existingTools.get(op.name)!;
-      await toolFiles.deleteOne({ ...scope, _id: tool._id });
-      await done(`delete tool ${op.name}`, () => toolFiles.insertOne(tool));
+    const deletedTools = names('delete', 'tool').map((name) => plan.existingTools.get(name)!);
+    if (deletedTools.length > 0) {
+      const ids = deletedTools.map((t) => t._id);
+      await write('delete tools', () => restore(toolFiles, scope, deletedTools), () => toolFiles.deleteMany({ ...scope, _id: { $in: ids } }));
     }
-    for (const op of [...ops('create', 'tool'), ...ops('update', 'tool')]) {
-      const dslContent = content.get(`tool:${op.name}`)!;
-      const previous = plan.existingTools.get(op.name);
-      if (previous) {
-        await models.ToolFile.updateOne({ ...scope, _id: previous._id }, { $set: { dslContent, updatedBy: options.createdBy } });
-        await done(`update tool ${op.name}`, () => toolFiles.replaceOne({ ...scope, _id: previous._id }, previous));
-      } else {
-        const created = await models.ToolFile.create({ _id: newId(), ...scope, name: op.name, dslContent, updatedBy: options.createdBy });
-        await done(`create tool ${op.name}`, () => toolFiles.deleteOne({ ...scope, _id: created._id }));
-      }
+
+    const newTools = names('create', 'tool').map((name) => ({ _id: newId(), ...scope, name, dslContent: toolContent.get(name)!, updatedBy: options.createdBy }));
+    if (newTools.length > 0) {
+      const ids = newTools.map((t) => t._id);
+      await write('create tools', () => toolFiles.deleteMany({ ...scope, _id: { $in: ids } }), () => models.ToolFile.insertMany(newTools));
     }
-    for (const op of [...ops('create', 'agent'), ...ops('update', 'agent')]) {
-      const dslContent = content.get(`agent:${op.name}`)!;
-      const previous = plan.existingAgents.get(op.name);
-      if (previous) {
-        await models.Agent.updateOne({ ...scope, _id: previous._id }, { $set: { dslContent } });
-        await done(`update agent ${op.name}`, () => agents.replaceOne({ ...scope, _id: previous._id }, previous));
-      } else {
-        const created = await createAgent(models, scope, { name: op.name, domain: plan.domain, dslContent, createdBy: options.createdBy });
-        await done(`create agent ${op.name}`, () => agents.deleteOne({ ...scope, _id: created._id }));
-      }
+    for (const name of names('update', 'tool')) {
+      const previous = plan.existingTools.get(name)!;
+      await write(
+        `update tool ${name}`,
+        () => restore(toolFiles, scope, [previous]),
+        () => models.ToolFile.updateOne({ ...scope, _id: previous._id }, { $set: { dslContent: toolContent.get(name)!, updatedBy: options.createdBy } }),
+      );
     }
-    // Versions last, once every draft is in place. The project now holds exactly the imported
-    // files, so each agent's compilation is read from the plan's one compile of them, not redone.
-    for (const op of [...ops('create', 'agent'), ...ops('update', 'agent')]) {
-      const agent = await models.Agent.findOne({ ...scope, name: op.name }).lean();
-      if (!agent) throw new Error(`agent ${op.name} vanished during the import`);
-      const compilation = agentCompilationFrom(plan.compiled.output, plan.compiled.files, op.name, agent.dslContent);
-      const label = await lockedLabel(models, plan, agent._id, op.name);
-      const made = await storeVersion(models, scope, agent, compilation, { version: label, createdBy: options.createdBy });
-      if (!made.created) continue;
-      applied.versions[op.name] = made.version.version;
-      await done(`create version ${op.name}@${made.version.version}`, () => versions.deleteOne({ ...scope, _id: made.version._id }));
+
+    const newAgents = names('create', 'agent').map((name) => ({
+      _id: newId(),
+      ...scope,
+      name,
+      domain: plan.domain,
+      description: null,
+      dslContent: agentContent.get(name)!,
+      activeVersions: {},
+      createdBy: options.createdBy,
+    }));
+    if (newAgents.length > 0) {
+      const ids = newAgents.map((a) => a._id);
+      await write('create agents', () => agents.deleteMany({ ...scope, _id: { $in: ids } }), () => models.Agent.insertMany(newAgents));
+    }
+    for (const name of names('update', 'agent')) {
+      const previous = plan.existingAgents.get(name)!;
+      await write(
+        `update agent ${name}`,
+        () => restore(agents, scope, [previous]),
+        () => models.Agent.updateOne({ ...scope, _id: previous._id }, { $set: { dslContent: agentContent.get(name)! } }),
+      );
+    }
+
+    // Versions last, all in one insert. The project now holds exactly the imported files, so
+    // each agent's compilation is read from the plan's one compile of them.
+    const targets = [...newAgents.map((a) => ({ _id: a._id, name: a.name })), ...names('update', 'agent').map((name) => ({ _id: plan.existingAgents.get(name)!._id, name }))];
+    const newVersions = await versionDocs(models, plan, targets, options.createdBy);
+    if (newVersions.length > 0) {
+      const ids = newVersions.map((v) => v._id);
+      await write('create versions', () => versions.deleteMany({ ...scope, _id: { $in: ids } }), () => models.AgentVersion.insertMany(newVersions));
+      for (const v of newVersions) applied.versions[v.agentName] = v.version;
     }
   } catch (err) {
     await rollBack(undo, options.logger);
@@ -107,19 +133,53 @@ export async function applyImport(models: Models, plan: ImportPlan, options: App
 }
 
 /**
- * The lockfile's label for this agent when its imported draft compiles to the locked hash and the
- * label is free (so an export imported elsewhere keeps its version labels); otherwise none, and the
- * version service picks the next label (or keeps the latest version when nothing changed).
+ * The version each created or updated agent gets, as `POST …/versions` would make it: none when
+ * its draft compiles to the same source as its newest version; else the lockfile's label when the
+ * draft compiles to the locked hash and the label is free (so an export imported elsewhere keeps
+ * its labels), otherwise the next free patch label (`1.0.0` for a new agent).
  */
-async function lockedLabel(models: Models, plan: ImportPlan, agentId: string, name: string): Promise<string | undefined> {
-  const locked = plan.lock[name];
-  if (!locked || locked.hash !== plan.hashes.get(name)) return undefined;
-  const latest = await models.AgentVersion.findOne({ ...plan.scope, agentId }).sort({ seq: -1 }).select({ sourceHash: 1 }).lean();
-  if (latest?.sourceHash === locked.hash) return undefined;
-  return (await models.AgentVersion.exists({ ...plan.scope, agentId, version: locked.version })) ? undefined : locked.version;
+async function versionDocs(models: Models, plan: ImportPlan, targets: Array<{ _id: string; name: string }>, createdBy: string | null) {
+  const existing = await models.AgentVersion.find({ ...plan.scope, agentId: { $in: targets.map((t) => t._id) } })
+    .select({ _id: 0, agentId: 1, seq: 1, version: 1, sourceHash: 1, irVersion: 1 })
+    .lean();
+  const docs: Array<Omit<AgentVersionDoc, 'createdAt'>> = [];
+  for (const target of targets) {
+    const own = existing.filter((v) => v.agentId === target._id);
+    const latest = own.reduce<(typeof own)[number] | null>((best, v) => (!best || v.seq > best.seq ? v : best), null);
+    const content = plan.agents.find((a) => a.name === target.name)!.content;
+    const compilation = agentCompilationFrom(plan.compiled.output, plan.compiled.files, target.name, content);
+    if (!compilation.ok || !compilation.ir || !compilation.sourceHash) throw new Error(`agent ${target.name} did not compile on import after passing the plan`);
+    if (latest && latest.sourceHash === compilation.sourceHash && latest.irVersion === compilation.irVersion) continue;
+    const used = new Set(own.map((v) => v.version));
+    const locked = plan.lock[target.name];
+    let label = locked && locked.hash === compilation.sourceHash && !used.has(locked.version) ? locked.version : latest ? bumpPatch(latest.version) : FIRST_VERSION;
+    while (used.has(label)) label = bumpPatch(label);
+    docs.push({
+      _id: newId(),
+      ...plan.scope,
+      agentId: target._id,
+      agentName: target.name,
+      version: label,
+      seq: (latest?.seq ?? 0) + 1,
+      irVersion: compilation.irVersion,
+      irJson: JSON.stringify(compilation.ir),
+      sourceHash: compilation.sourceHash,
+      dslContent: content,
+      toolSources: compilation.toolSources,
+      diagnosticsJson: JSON.stringify(compilation.diagnostics),
+      changelog: null,
+      createdBy,
+    });
+  }
+  return docs;
 }
 
-async function rollBack(undo: Array<{ step: string; run: () => Promise<unknown> }>, logger: Logger | undefined): Promise<void> {
+/** Puts documents back as they were (whether or not they are still there). */
+async function restore<T extends { _id: string }>(collection: ReturnType<typeof driverCollection<T>>, scope: ProjectScope, docs: T[]): Promise<void> {
+  for (const doc of docs) await collection.replaceOne({ ...scope, _id: doc._id } as never, doc, { upsert: true });
+}
+
+async function rollBack(undo: Undo[], logger: Logger | undefined): Promise<void> {
   for (const { step, run } of undo.reverse()) {
     try {
       await run();

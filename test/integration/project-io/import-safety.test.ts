@@ -162,10 +162,12 @@ describe('all or nothing', () => {
     const scratch = await newProject('Atomic scratch');
     expect((await importFiles(scratch._id, start)).status).toBe(200);
     const steps: string[] = [];
-    await applyImport(stack.ctx.models, await planImport(stack.ctx.models, scratch, checkImportFiles(next)), { createdBy: 'test', afterWrite: (step) => void steps.push(step) });
-    expect(steps).toEqual(
-      expect.arrayContaining(['delete agent Old', 'delete tool gone', 'create tool fresh', 'update tool kept', 'create agent New_One', 'update agent Helper', 'create version Helper@1.0.1']),
-    );
+    const applied = await applyImport(stack.ctx.models, await planImport(stack.ctx.models, scratch, checkImportFiles(next)), {
+      createdBy: 'test',
+      afterWrite: (step) => void steps.push(step),
+    });
+    expect(steps).toEqual(['delete agents', 'delete tools', 'create tools', 'update tool kept', 'create agents', 'update agent Helper', 'create versions']);
+    expect(applied.versions).toEqual({ Helper: '1.0.1', New_One: '1.0.0' });
 
     for (let failAt = 0; failAt < steps.length; failAt++) {
       const plan = await planImport(stack.ctx.models, project, checkImportFiles(next));
