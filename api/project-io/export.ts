@@ -115,13 +115,11 @@ export async function buildProjectExport(models: Models, project: ProjectDoc, op
     });
   }
 
-  const compiled = compileProjectSources(exported, tools);
-  const entry = compiled.output.entry_agent;
   return {
     manifest: {
       name: project.name,
       version: EXPORT_FORMAT_VERSION,
-      entryAgent: entry && Object.hasOwn(manifestAgents, entry) ? entry : null,
+      entryAgent: entryAgentOf(exported),
       agents: manifestAgents,
       exportedAt: (options.now ?? new Date()).toISOString(),
       exportedBy: options.exportedBy,
@@ -130,6 +128,27 @@ export async function buildProjectExport(models: Models, project: ProjectDoc, op
     files: sortedKeys(files),
     warnings,
   };
+}
+
+/**
+ * The agent a session of the project starts with, as the compiler picks it without a manifest:
+ * the first supervisor by name, else the first agent by name. Read from each draft's first
+ * section header rather than by compiling the project, which would cost an export most of its time.
+ */
+export function entryAgentOf(agents: Array<{ name: string; content: string }>): string | null {
+  const supervisor = agents.find((a) => firstSectionKey(a.content) === 'SUPERVISOR');
+  return supervisor?.name ?? agents[0]?.name ?? null;
+}
+
+/** The key of the first line that is not blank or a comment, upper-cased (`supervisor:` counts). */
+function firstSectionKey(source: string): string | null {
+  for (const line of source.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/)) {
+    const text = line.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    const colon = text.indexOf(':');
+    return colon > 0 ? text.slice(0, colon).trim().toUpperCase() : null;
+  }
+  return null;
 }
 
 /** Checks the serialized size of a response against the export limit. */
