@@ -1,6 +1,7 @@
 // What keeps imports and exports safe against the real stack: the size limits (413, with the
 // import routes' own 60 MB body limit), one import per project at a time (409, expiry of a
 // crashed holder's lock), all-or-nothing when a write fails half-way, and the export limits.
+import { request as httpRequest } from 'node:http';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { createProject } from '../../../api/tenancy/service';
@@ -24,6 +25,27 @@ afterAll(() => stack.close());
 const io = (projectId: string) => `/api/projects/${projectId}/project-io`;
 const newProject = (name: string) => createProject(stack.ctx.models, acme.tenantId, { name });
 const agent = (name: string, goal = 'Help') => `AGENT: ${name}\nGOAL: "${goal}"\n`;
+/**
+ * POSTs a large JSON body on a connection of its own: a pooled keep-alive socket may be closed by
+ * the server's idle timer while tens of megabytes are still being written to it.
+ */
+function postLarge(path: string, body: string): Promise<{ status: number; body: { error: { code: string; message: string } } }> {
+  return new Promise((resolve, reject) => {
+    const payload = Buffer.from(body);
+    const req = httpRequest(
+      `${stack.baseUrl}${path}`,
+      { method: 'POST', agent: false, headers: { authorization: `Bearer ${acme.adminKey}`, 'content-type': 'application/json', 'content-length': String(payload.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
 const importFiles = (projectId: string, files: Record<string, string>) => api.post(`${io(projectId)}/import`, { key: acme.adminKey, json: { files } });
 
 async function snapshot(projectId: string) {
@@ -61,14 +83,14 @@ describe('size limits', () => {
     const files: Record<string, string> = {};
     const filler = `# ${'y'.repeat(1_000_000)}\n`;
     for (let i = 0; i < 53; i++) files[`agents/F${i}.abl`] = agent(`F${i}`) + filler;
-    const res = await api.post(`${io(acme.projectId)}/import`, { key: acme.adminKey, json: { files } });
+    const res = await postLarge(`${io(acme.projectId)}/import`, JSON.stringify({ files }));
     expect(res.status).toBe(413);
     expect(res.body.error.message).toMatch(/^files: \d+ bytes in all; an import holds at most 50 MB$/);
   });
 
   it('refuses a body over 60 MB (413), while other routes keep the 1 MB limit', async () => {
     const huge = JSON.stringify({ files: { 'agents/H.abl': 'z'.repeat(60 * 1024 * 1024) } });
-    const res = await api.post(`${io(acme.projectId)}/import`, { key: acme.adminKey, raw: huge, headers: { 'content-type': 'application/json' } });
+    const res = await postLarge(`${io(acme.projectId)}/import`, huge);
     expect(res.status).toBe(413);
     expect(res.body.error).toEqual({ code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds the 60 MB limit' });
     const other = await api.post(`/api/projects/${acme.projectId}/agents`, { key: acme.adminKey, json: { name: 'X', dslContent: 'q'.repeat(1024 * 1024 + 10) } });
