@@ -77,14 +77,14 @@ export const projectIoRoutes: AnyRoute[] = [
     operationId: 'previewProjectImport',
     summary: 'Dry run of an import: the operations it would apply; changes nothing',
     description:
-      'The same checks as the import: 400 for unsafe paths, unknown files or ABL errors (`error.details.diagnostics`), 413 over the size limits, ' +
-      '409 when it would delete an agent a deployment runs.',
+      'The same checks as the import: 400 for unsafe or unknown paths, 413 over the size limits, 422 for ABL errors (`error.details.diagnostics`) ' +
+      'or a broken manifest, lockfile or deployments.json, 409 when it would delete an agent a deployment runs.',
     tags: TAGS,
     auth: 'project:import',
     params: ZProjectIdParam,
     body: ZImportRequestSchema,
     bodyExample: IMPORT_BODY_EXAMPLE,
-    errorStatuses: [409, 413],
+    errorStatuses: [409, 413, 422],
     links: linksTo(['importProject', 'previewProjectExport'], sameProject),
     response: ZImportPreviewResponse,
     async handler({ ctx, project, body }) {
@@ -106,7 +106,7 @@ export const projectIoRoutes: AnyRoute[] = [
     params: ZProjectIdParam,
     body: ZImportRequestSchema,
     bodyExample: IMPORT_BODY_EXAMPLE,
-    errorStatuses: [409, 413],
+    errorStatuses: [409, 413, 422],
     links: linksTo(['exportProject', 'previewProjectExport', 'listAgents'], sameProject),
     response: ZImportResponse,
     async handler({ ctx, principal, project, body }) {
