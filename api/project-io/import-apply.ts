@@ -11,6 +11,7 @@ import { type AgentVersionDoc } from '../../db/agent-version';
 import { driverCollection } from '../../db/driver-collection';
 import { type Models } from '../../db/models';
 import { type ToolFileDoc } from '../../db/tool-file';
+import { ApiError } from '../../lib/errors';
 import { type Logger } from '../../lib/logger';
 import { newId } from '../../lib/ids';
 import { agentCompilationFrom, type ProjectScope } from '../agents/compile';
@@ -126,6 +127,11 @@ export async function applyImport(models: Models, plan: ImportPlan, options: App
     }
   } catch (err) {
     await rollBack(undo, options.logger);
+    // A unique index refused a write: someone created the same agent, tool file or version label
+    // through another route after the plan was made. A race with the caller's own edits, not a bug.
+    if (isDuplicateKey(err)) {
+      throw new ApiError('CONFLICT', { message: 'The project changed while the import ran; nothing was applied, retry the import', cause: err });
+    }
     throw err;
   }
   for (const op of plan.operations) applied[op.type === 'create' ? 'created' : op.type === 'update' ? 'updated' : 'deleted'] += 1;
@@ -172,6 +178,11 @@ async function versionDocs(models: Models, plan: ImportPlan, targets: Array<{ _i
     });
   }
   return docs;
+}
+
+function isDuplicateKey(err: unknown): boolean {
+  const e = err as { code?: number; writeErrors?: Array<{ code?: number; err?: { code?: number } }> } | null;
+  return typeof e === 'object' && e !== null && (e.code === 11000 || (e.writeErrors ?? []).some((w) => w.code === 11000 || w.err?.code === 11000));
 }
 
 /** Puts documents back as they were (whether or not they are still there). */

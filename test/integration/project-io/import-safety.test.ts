@@ -206,6 +206,26 @@ describe('all or nothing', () => {
   });
 });
 
+describe('a project changed while the import runs', () => {
+  it('answers 409 CONFLICT and undoes the part of a batch written before a unique index refused it', async () => {
+    const project = await newProject('Raced');
+    const scope = { tenantId: acme.tenantId, projectId: project._id };
+    expect((await importFiles(project._id, { 'agents/Base.abl': agent('Base') })).status).toBe(200);
+    const files = { 'agents/Base.abl': agent('Base'), 'agents/A_New.abl': agent('A_New'), 'agents/B_New.abl': agent('B_New'), 'agents/C_New.abl': agent('C_New') };
+    const plan = await planImport(stack.ctx.models, project, checkImportFiles(files));
+    // Created through the agent routes after the plan was made: the import's batch insert of the
+    // new agents writes A_New, then meets B_New.
+    expect((await api.post(`/api/projects/${project._id}/agents`, { key: acme.adminKey, json: { name: 'B_New', dslContent: agent('B_New', 'Mine') } })).status).toBe(201);
+    const before = await snapshot(project._id);
+    await expect(applyImport(stack.ctx.models, plan, { createdBy: 'test' })).rejects.toMatchObject({
+      code: 'CONFLICT',
+      message: 'The project changed while the import ran; nothing was applied, retry the import',
+    });
+    expect(await snapshot(project._id)).toBe(before);
+    expect((await stack.ctx.models.Agent.find(scope).select({ name: 1 }).lean()).map((a) => a.name).sort()).toEqual(['B_New', 'Base']);
+  });
+});
+
 describe('export limits', () => {
   it('refuses more than 1,000 agents or 500 tool files (422)', async () => {
     const many = await newProject('Many agents');
