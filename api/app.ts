@@ -17,13 +17,15 @@ import { chatAgentRoutes } from './chat-agent/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
+import { IMPORT_LIMITS, isImportPath } from './project-io/limits';
+import { projectIoRoutes } from './project-io/router';
 import { tenancyRoutes } from './tenancy/router';
 import { toolSecretRoutes } from './tool-secrets/router';
 import { callbackRoutes } from './callbacks/router';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
@@ -34,16 +36,20 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
 
   app.use(requestId);
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
-  app.use(
+  // The import routes take a project's files in one body: they get the spec's 60 MB limit,
+  // every other route the standard 1 MB.
+  const json = (limit: number | string) =>
     express.json({
-      limit: '1mb',
+      limit,
       type: ['application/json', 'application/*+json'],
       verify: (req, _res, buf) => {
         if (!isUtf8(buf)) throw Object.assign(new Error('Request body is not valid UTF-8'), { type: 'entity.verify.failed', status: 400 });
         keepRawBody(req, buf);
       },
-    }),
-  );
+    });
+  const standardJson = json('1mb');
+  const importJson = json(IMPORT_LIMITS.requestBodyBytes);
+  app.use((req, res, next) => (isImportPath(req.path) ? importJson : standardJson)(req, res, next));
 
   const registry = createOpenApiRegistry();
   const router: Router = express.Router();

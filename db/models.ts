@@ -21,6 +21,7 @@ import { sessionSlotModel } from './session-slot';
 import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
 import { suspensionModel } from './suspension';
+import { importLockModel } from './import-lock';
 
 export function createModels(connection: Connection) {
   return {
@@ -46,6 +47,7 @@ export function createModels(connection: Connection) {
     ToolSecret: toolSecretModel(connection),
     ToolSecretAudit: toolSecretAuditModel(connection),
     Suspension: suspensionModel(connection),
+    ImportLock: importLockModel(connection),
   };
 }
 

@@ -2,7 +2,7 @@
 // library file of the project, and the other agents' drafts (so HANDOFF / DELEGATE / ESCALATE
 // targets and cycles are checked). Only diagnostics about this agent's file and the tool
 // libraries it imports are reported: another agent's broken draft never blocks this one.
-import { compileProject, IR_VERSION, type AgentIR, type Diagnostic, type ProjectFile } from '../../abl';
+import { compileProject, IR_VERSION, type AgentIR, type CompilationOutput, type Diagnostic, type ProjectFile } from '../../abl';
 import { resolveRelative } from '../../abl/paths';
 import { type Models } from '../../db/models';
 
@@ -53,8 +53,16 @@ export async function compileAgentDraft(models: Models, scope: ProjectScope, age
     ...tools.map((t) => ({ path: toolFilePath(t.name), content: t.dslContent })),
     ...others.filter((a) => a.dslContent.trim() !== '').map((a) => ({ path: agentFilePath(a.name), content: a.dslContent })),
   ];
-  const output = compileProject(files);
+  return agentCompilationFrom(compileProject(files), files, agentName, draft);
+}
 
+/**
+ * One agent's share of a project compilation: its IR, the diagnostics of its file and of the tool
+ * libraries it imports, and those libraries' sources. `files` are the compiled project's files
+ * (agents at `agents/<Name>.agent.abl`); a project import compiles once and reads every agent here.
+ */
+export function agentCompilationFrom(output: CompilationOutput, files: ProjectFile[], agentName: string, draft: string): AgentCompilation {
+  const path = agentFilePath(agentName);
   const own = Object.values(output.agents).find((a) => a.metadata.file === path) ?? null;
   const imported = new Set<string>(referencedFiles(path, draft));
   for (const t of own?.tools ?? []) if (t.imported_from) imported.add(t.imported_from);

@@ -185,7 +185,8 @@ export function compileErrorToApiError(name: string, compilation: AgentCompilati
   });
 }
 
-function bumpPatch(label: string): string {
+/** The next patch label (`2.0.0-beta.1` → `2.0.1`); `1.0.0` after a label that is not one. */
+export function bumpPatch(label: string): string {
   const m = VERSION_PATTERN.exec(label);
   if (!m) return FIRST_VERSION;
   return `${m[1]}.${m[2]}.${Number(m[3]) + 1}`;

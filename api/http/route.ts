@@ -91,6 +91,11 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   responseContentType?: 'application/json' | 'text/event-stream';
   response: z.ZodType;
   /**
+   * Other media types the success response may take, by media type (e.g. `application/zip` when
+   * a query asks for a download); the handler writes those bodies itself.
+   */
+  alternateResponses?: Record<string, z.ZodType>;
+  /**
    * Values of a path parameter that are literal sub-paths, not ids (e.g. `sessions/export`
    * beside `sessions/:id`): such a request is passed on untouched, to the literal's own route
    * wherever it is mounted, or to the unknown-route 404, so a `:param` route can never swallow it.
@@ -273,7 +278,10 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
   for (const status of [route.successStatus ?? 200, ...(route.alsoSuccess ?? [])]) {
     responses[status] = {
       description: STATUS_TEXT[status] ?? 'Success',
-      content: { [contentType]: { schema: route.response } },
+      content: {
+        [contentType]: { schema: route.response },
+        ...Object.fromEntries(Object.entries(route.alternateResponses ?? {}).map(([media, schema]) => [media, { schema }])),
+      },
       ...(headers ? { headers } : {}),
       ...(links ? { links } : {}),
     };

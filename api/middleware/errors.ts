@@ -11,6 +11,14 @@ interface BodyParserError extends Error {
   type?: string;
   status?: number;
   charset?: string;
+  /** The parser's limit in bytes, on `entity.too.large`. */
+  limit?: number;
+}
+
+/** `1048576` → `1 MB` (the parsers' limits are whole megabytes). */
+function formatLimit(limit: number | undefined): string {
+  const mb = 1024 * 1024;
+  return limit && limit % mb === 0 ? `${limit / mb} MB` : limit ? `${limit}-byte` : 'size';
 }
 
 /** Maps body-parser failures (and anything else) onto ApiError. */
@@ -21,7 +29,7 @@ function toApiError(err: unknown): ApiError {
     case 'entity.parse.failed':
       return new ApiError('BAD_REQUEST', 'Malformed JSON in request body');
     case 'entity.too.large':
-      return new ApiError('PAYLOAD_TOO_LARGE', 'Request body exceeds the 1 MB limit');
+      return new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatLimit(e.limit)} limit`);
     case 'charset.unsupported':
       return new ApiError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${e.charset ?? ''}"; send UTF-8`);
     case 'encoding.unsupported':

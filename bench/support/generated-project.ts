@@ -1,0 +1,93 @@
+// The generated 100-agent project (~10,000 lines) the benchmarks share: every agent imports a
+// common tool library, hands off in a ring, gathers, constrains, escalates and runs a 3-step flow.
+import { type ProjectFile } from '../../abl';
+
+export const AGENTS = 100;
+
+export function agentSource(i: number): string {
+  const name = `Agent_${i}`;
+  const next = `Agent_${(i + 1) % AGENTS}`;
+  const lines: string[] = [
+    `AGENT: ${name}`,
+    `GOAL: "Handle request type ${i} end to end."`,
+    `PERSONA: "Helpful specialist number ${i}."`,
+    'LIMITATIONS:',
+    '  - Never share internal notes',
+    '  - Never promise refunds',
+    'TOOLS:',
+    '  FROM "../tools/common.tools.abl" USE: lookup, update',
+    `  local_${i}(id: string, amount: number = 0) -> {ok: boolean, note: string}`,
+    '    type: http',
+    `    endpoint: "https://svc.example.com/${i}/{id}"`,
+    '    method: POST',
+    '    confirmation:',
+    '      require: always',
+    'GATHER:',
+    '  customer_id:',
+    '    prompt: "Your customer id?"',
+    '    validate: pattern(^C-\\d{5}$)',
+    '  amount:',
+    '    type: number',
+    '    validate: min(1) max(10000)',
+    'CONSTRAINTS:',
+    '  policy:',
+    '    - REQUIRE customer_id IS SET BEFORE calling update',
+    '      ON_FAIL: "I need your customer id first."',
+    '    - RESTRICT amount > 5000',
+    '      ON_FAIL: ESCALATE',
+    'HANDOFF:',
+    `  - TO: ${next}`,
+    `    WHEN: topic == "t${(i + 1) % AGENTS}"`,
+    '    RETURN: true',
+    `  - TO: ${i === 0 ? 'Agent_1' : 'Agent_0'}`,
+    '    WHEN: user asks for the main desk',
+    'ESCALATE:',
+    '  triggers:',
+    '    - WHEN: amount > 5000 AND human IS NOT SET',
+    '      REASON: "Amount {{amount}} needs approval"',
+    '      TAGS: [approval]',
+    'COMPLETE:',
+    '  - WHEN: done == true',
+    '    RESPOND: "All set, {{customer_id}}."',
+    'FLOW:',
+    '  entry_point: s0',
+  ];
+  const steps = 3;
+  for (let s = 0; s < steps; s++) {
+    lines.push(
+      `  s${s}:`,
+      '    REASONING: false',
+      `    RESPOND: "Step ${s} for {{customer_id}}: {{FORMAT_CURRENCY(amount, 'USD')}}"`,
+      '    GATHER:',
+      `      - field_${s}: required`,
+      `        prompt: "Value for step ${s}?"`,
+      '    CALL: lookup',
+      '      WITH:',
+      '        id: customer_id',
+      `      AS: r${s}`,
+      '    ON_RESULT:',
+      `      - IF: r${s}.ok == true AND LENGTH(r${s}.note) > 0`,
+      `        SET: note_${s} = UPPER(r${s}.note)`,
+      `        THEN: ${s + 1 < steps ? `s${s + 1}` : 'COMPLETE'}`,
+      '      - ELSE:',
+      '        RESPOND: "Could not load that."',
+      `        THEN: s${s}`,
+      '    ON_FAIL:',
+      '      THEN: ESCALATE',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The whole project at the compiler's paths (`agents/<Name>.agent.abl`), with a project.json. */
+export function generatedProject(): ProjectFile[] {
+  const files: ProjectFile[] = [
+    { path: 'project.json', content: '{"name":"bench","entryAgent":"Agent_0"}' },
+    {
+      path: 'tools/common.tools.abl',
+      content: 'TOOLS:\n  base_url: "https://common.example.com"\n  lookup(id: string) -> {ok: boolean, note: string}\n    type: http\n    endpoint: "/lookup/{id}"\n  update(id: string, note: string) -> object\n    type: http\n    endpoint: "/update/{id}"\n    method: PUT\n',
+    },
+  ];
+  for (let i = 0; i < AGENTS; i++) files.push({ path: `agents/Agent_${i}.agent.abl`, content: agentSource(i) });
+  return files;
+}

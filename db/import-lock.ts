@@ -1,0 +1,30 @@
+// Project import locks: at most one document per project while an import runs. The holder
+// renews `expiresAt`; a holder that crashed stops renewing, so the next import may take the
+// lock over once it has expired (no TTL index is needed for that, the expiry is compared).
+import { Schema, type Connection, type Model } from 'mongoose';
+
+export interface ImportLockDoc {
+  /** `import:<projectId>`: the unique key that makes a second holder impossible. */
+  _id: string;
+  tenantId: string;
+  projectId: string;
+  /** Random token of the import holding the lock (only it may renew or release). */
+  holder: string;
+  acquiredAt: Date;
+  expiresAt: Date;
+}
+
+const ImportLockSchema = new Schema<ImportLockDoc>(
+  {
+    _id: { type: String, required: true },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    holder: { type: String, required: true },
+    acquiredAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { versionKey: false },
+);
+
+export type ImportLockModel = Model<ImportLockDoc>;
+export const importLockModel = (c: Connection): ImportLockModel => c.model<ImportLockDoc>('ImportLock', ImportLockSchema, 'import_locks');
