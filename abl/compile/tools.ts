@@ -178,7 +178,6 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }
   // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
-  if (binding.type === 'http' && binding.async) ctx.report('W416', typeNode?.loc ?? item.loc, { name: sig.name });
 
   // parameters: extra metadata per param
   const paramsNode = get('parameters');

@@ -77,7 +77,6 @@ const cases: Case[] = [
   { name: 'import of an agent file', files: A('TOOLS:\n  FROM "./B.agent.abl" USE: a\n', [other('B')]), code: 'E413', line: 4, column: 3, message: /is not a tool library/ },
   { name: 'invalid import', files: A('TOOLS:\n  file: ../tools/x.tools.abl\n'), code: 'E414', line: 4, column: 3, message: /Cannot read the import/ },
   { name: 'tool kind not executed yet', files: A('TOOLS:\n  t()\n    type: mcp\n    server: "crm"\n'), code: 'W415', line: 5, column: 11, message: /Tool "t" is an MCP tool, which the runtime cannot execute yet/ },
-  { name: 'async tool not run yet', files: A('TOOLS:\n  t()\n    type: async_webhook\n    endpoint: "https://kyc.example.com/v1"\n'), code: 'W416', line: 5, column: 11, message: /Tool "t" is asynchronous: a call suspends the session, but this runtime does not send the request/ },
   // gather
   { name: 'duplicate gather field', files: A('FLOW:\n' + step('s', 'REASONING: false\nGATHER:\n  - a: required\n  - a: optional')), code: 'E450', line: 8, column: 9, message: /Gather field "a" is declared more than once/ },
   { name: 'invalid gather type', files: A('GATHER:\n  a:\n    type: colour\n'), code: 'E451', line: 5, column: 11, message: /unknown type "colour"/ },

@@ -8,7 +8,7 @@ describe('examples/support-desk', () => {
   const out = compileProject(files);
 
   it('compiles with no errors, and warns only that the async KYC tool is not run yet', () => {
-    expect(out.diagnostics.map((d) => `${d.code} ${d.path}`)).toEqual(['W416 agents/Onboarding_Agent.agent.abl']);
+    expect(out.diagnostics.map((d) => `${d.code} ${d.path}`)).toEqual([]);
     expect(out.ok).toBe(true);
   });
 
