@@ -87,7 +87,7 @@ export const ConfigSchema = z.object({
     .optional(),
   /**
    * Master keys that wrap each tenant's tool-secret data key, `id:base64,id:base64`, newest first:
-   * the first wraps new data keys, any listed one unwraps (docs/tool-secrets.md). Unset: ENCRYPTION_KEY
+   * the first wraps new data keys, any listed one unwraps (docs/secrets.md). Unset: ENCRYPTION_KEY
    * is the one master key, under the id `encryption-key`.
    */
   SECRET_MASTER_KEYS: keyRingSetting,

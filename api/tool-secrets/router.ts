@@ -1,6 +1,6 @@
 // Tool secrets (/api/tool-secrets): values HTTP tools reference as {{secrets.NAME}}, stored with
 // envelope encryption and never returned; create, rotate and delete are audited, and the audit
-// trail is listed by GET /api/projects/:projectId/tool-secrets/audit. See docs/tool-secrets.md.
+// trail is listed by GET /api/projects/:projectId/tool-secrets/audit. See docs/secrets.md.
 import { type ToolSecretAuditDoc, type ToolSecretDoc } from '../../db/tool-secret';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';

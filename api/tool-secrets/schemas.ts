@@ -1,4 +1,4 @@
-// Zod schemas of the tool-secret routes (docs/tool-secrets.md): the spec's fields and limits.
+// Zod schemas of the tool-secret routes (docs/secrets.md): the spec's fields and limits.
 import { z } from 'zod';
 import '../openapi/registry';
 import { queryInt, trimmedText, ZDateTime, ZLimitQuery } from '../http/schemas';
