@@ -13,6 +13,8 @@ import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/regist
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
 import { chatRoutes } from './chat/router';
+import { codecRoutes } from './codec/router';
+import { codecCors } from './codec/cors';
 import { chatAgentRoutes } from './chat-agent/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
@@ -20,7 +22,7 @@ import { sessionRoutes } from './sessions/router';
 import { tenancyRoutes } from './tenancy/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, codecRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
@@ -31,6 +33,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
 
   app.use(requestId);
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
+  // Before the body parser, so a refused body still carries the CORS headers the UI needs to read it.
+  app.use('/codec', codecCors(ctx));
   app.use(
     express.json({
       limit: '1mb',

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parsePriceTable } from '../providers/llm/pricing';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
+import { keyRingSetting } from './key-ring';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -77,6 +78,17 @@ export const ConfigSchema = z.object({
   ENCRYPTION_KEY: z
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
+  /**
+   * Keys of the Temporal payload codec (lib/payload-codec.ts), `id:base64,id:base64`, newest first:
+   * the first encrypts, all decrypt. Unset: one key derived from ENCRYPTION_KEY (id `derived-1`).
+   */
+  PAYLOAD_CODEC_KEYS: keyRingSetting,
+  /** Origin of the Temporal Web UI allowed to call /codec/encode and /codec/decode (CORS). */
+  TEMPORAL_UI_ORIGIN: z
+    .url()
+    .refine((v) => new URL(v).origin === v.replace(/\/$/, ''), 'must be an origin: scheme://host[:port], no path')
+    .transform((v) => new URL(v).origin)
     .optional(),
 
   /** Models behind the tiers; `provider:model` or a bare model id, e.g. `local`, `openai:gpt-4o-mini`. */
