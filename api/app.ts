@@ -15,6 +15,7 @@ import { authRoutes } from './auth/router';
 import { chatRoutes } from './chat/router';
 import { codecRoutes } from './codec/router';
 import { codecCors } from './codec/cors';
+import { codecLoginRouter } from './codec/operator-session';
 import { chatAgentRoutes } from './chat-agent/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
@@ -50,6 +51,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   const mounted: MountedRoute[] = [];
   for (const routes of [...featureRoutes, extraRoutes]) mounted.push(...mountRoutes(router, registry, ctx, routes));
   app.use(router);
+  app.use(codecLoginRouter(ctx));
+  mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });
 
   let document: ReturnType<typeof generateOpenApiDocument> | null = null;
   const openApi = () => (document ??= generateOpenApiDocument(registry, ctx.config.PUBLIC_BASE_URL));

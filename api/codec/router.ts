@@ -8,6 +8,7 @@ import { safeEqual } from '../../lib/crypto';
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadCodecError, type AesGcmPayloadCodec } from '../../lib/payload-codec';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { type AppContext } from '../context';
+import { hasCodecSession } from './operator-session';
 
 const ZBase64 = z.string().regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
 
@@ -40,8 +41,9 @@ const toJson = (p: Payload) => ({
 });
 
 /**
- * The operator credential, as `X-Platform-Admin-Token` (curl, scripts) or `Authorization: Bearer`
- * (the Temporal CLI's `--codec-auth`, a proxy in front of the Web UI), compared in constant time.
+ * The operator credential, as `X-Platform-Admin-Token` (curl, scripts), `Authorization: Bearer`
+ * (the Temporal CLI's `--codec-auth`, a proxy in front of the Web UI), compared in constant time,
+ * or the browser session of /codec/login sent by the Temporal UI's origin.
  */
 function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
   const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
@@ -49,7 +51,8 @@ function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
   const header = req.headers['x-platform-admin-token'];
   const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
   const given = typeof header === 'string' ? header : bearer;
-  if (given === undefined || !safeEqual(given, expected)) {
+  const signedIn = given === undefined && hasCodecSession(ctx, req);
+  if (!signedIn && (given === undefined || !safeEqual(given, expected))) {
     throw new ApiError('UNAUTHORIZED', 'An operator credential is required: X-Platform-Admin-Token or Authorization: Bearer <PLATFORM_ADMIN_TOKEN>');
   }
   if (!ctx.payloadCodec) throw new ApiError('SERVICE_UNAVAILABLE', 'No payload codec key is configured (PAYLOAD_CODEC_KEYS or ENCRYPTION_KEY): payloads are in clear');
@@ -59,7 +62,8 @@ function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
 const DESCRIPTION =
   'The Temporal codec server protocol, for the Temporal Web UI (its codec endpoint is `<API>/codec`) and CLI ' +
   '(`--codec-endpoint <API>/codec --codec-auth "Bearer <token>"`). Requires the operator credential: ' +
-  '`X-Platform-Admin-Token`, or `Authorization: Bearer` with the same token. `X-Namespace` is accepted and not needed: ' +
+  '`X-Platform-Admin-Token`, `Authorization: Bearer` with the same token, or (from TEMPORAL_UI_ORIGIN) the browser session cookie of ' +
+  '`/codec/login`. `X-Namespace` is accepted and not needed: ' +
   'one key ring serves every namespace. Browsers may call it only from TEMPORAL_UI_ORIGIN (CORS). See docs/operations.md.';
 
 export const codecRoutes: AnyRoute[] = [

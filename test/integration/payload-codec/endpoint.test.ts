@@ -115,6 +115,39 @@ describe('CORS', () => {
   });
 });
 
+describe('browser sign-in (/codec/login) for the Temporal UI', () => {
+  const login = (token: string) =>
+    request(stack.baseUrl, 'POST', '/codec/login', { raw: new URLSearchParams({ token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+
+  it('shows a form, refuses a wrong token, and sets an HttpOnly SameSite cookie for the right one', async () => {
+    const form = await request(stack.baseUrl, 'GET', '/codec/login');
+    expect(form.status).toBe(200);
+    expect(form.headers.get('content-type')).toMatch(/text\/html/);
+    expect(form.text).toContain('name="token"');
+    const wrong = await login('x'.repeat(48));
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    const right = await login(stack.config.PLATFORM_ADMIN_TOKEN!);
+    expect(right.status).toBe(200);
+    const cookie = right.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^sb_codec_session=\d+\.[\w-]+; Path=\/codec; HttpOnly; SameSite=Strict; Max-Age=43200/);
+    expect(cookie).not.toContain(stack.config.PLATFORM_ADMIN_TOKEN!);
+  });
+
+  it('lets the cookie decode from the UI origin only, and never an altered cookie', async () => {
+    const cookie = (await login(stack.config.PLATFORM_ADMIN_TOKEN!)).headers.get('set-cookie')!.split(';')[0]!;
+    const enc = await api.post('/codec/encode', { json: { payloads: [jsonPayload('via cookie')] }, headers: operator });
+    const decode = (headers: Record<string, string>) => api.post('/codec/decode', { json: enc.body, headers });
+    const ok = await decode({ cookie, origin: UI_ORIGIN, 'x-namespace': 'default' });
+    expect(ok.status).toBe(200);
+    expect(ok.body.payloads[0]).toEqual(jsonPayload('via cookie'));
+    expect((await decode({ cookie })).status).toBe(401);
+    expect((await decode({ cookie, origin: 'http://localhost:5173' })).status).toBe(401);
+    const [expiry, mac] = cookie.split('=')[1]!.split('.');
+    expect((await decode({ cookie: `sb_codec_session=${Number(expiry) + 3600}.${mac}`, origin: UI_ORIGIN })).status).toBe(401);
+  });
+});
+
 describe('without TEMPORAL_UI_ORIGIN or a codec key', () => {
   let bare: TestStack;
   beforeAll(async () => {
