@@ -90,12 +90,17 @@ export type CodecKeySource = 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY' | 'none';
 
 /** The codec key ring configuration gives: PAYLOAD_CODEC_KEYS, else one key derived from ENCRYPTION_KEY. */
 export function payloadCodecKeyRing(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY'>): { ring: KeyRing | null; source: CodecKeySource } {
-  if (config.PAYLOAD_CODEC_KEYS) return { ring: parseKeyRing(config.PAYLOAD_CODEC_KEYS), source: 'PAYLOAD_CODEC_KEYS' };
-  if (config.ENCRYPTION_KEY) {
-    // Its own key, never the master itself: a leaked codec key must not open secrets at rest.
-    const derived = Buffer.from(hkdfSync('sha256', Buffer.from(config.ENCRYPTION_KEY, 'base64'), utf8('switchboard'), utf8('temporal-payload-codec'), 32));
-    return { ring: parseKeyRing(`${DERIVED_KEY_ID}:${derived.toString('base64')}`), source: 'ENCRYPTION_KEY' };
+  // Its own key, never the master itself: a leaked codec key must not open secrets at rest.
+  const derived = config.ENCRYPTION_KEY
+    ? Buffer.from(hkdfSync('sha256', Buffer.from(config.ENCRYPTION_KEY, 'base64'), utf8('switchboard'), utf8('temporal-payload-codec'), 32))
+    : null;
+  if (config.PAYLOAD_CODEC_KEYS) {
+    const ring = parseKeyRing(config.PAYLOAD_CODEC_KEYS);
+    // Moving from the derived key to listed keys: what the derived key wrote still decrypts.
+    if (derived && !ring.byId.has(DERIVED_KEY_ID)) ring.byId = new Map([...ring.byId, [DERIVED_KEY_ID, derived]]);
+    return { ring, source: 'PAYLOAD_CODEC_KEYS' };
   }
+  if (derived) return { ring: parseKeyRing(`${DERIVED_KEY_ID}:${derived.toString('base64')}`), source: 'ENCRYPTION_KEY' };
   return { ring: null, source: 'none' };
 }
 

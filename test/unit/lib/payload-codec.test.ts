@@ -93,6 +93,15 @@ describe('keys from configuration', () => {
     expect(payloadCodecFromConfig({})).toBeNull();
   });
 
+  it('still decodes what the derived key wrote once PAYLOAD_CODEC_KEYS is set beside ENCRYPTION_KEY', async () => {
+    const master = key();
+    const [before] = await payloadCodecFromConfig({ ENCRYPTION_KEY: master })!.encode([plain()]);
+    const listed = payloadCodecFromConfig({ PAYLOAD_CODEC_KEYS: `k1:${k1}`, ENCRYPTION_KEY: master })!;
+    expect(defaultPayloadConverter.fromPayload((await listed.decode([before!]))[0]!)).toEqual({ secret: MARKER });
+    expect(listed.currentKeyId).toBe('k1');
+    await expect(payloadCodecFromConfig({ PAYLOAD_CODEC_KEYS: `k1:${k1}` })!.decode([before!])).rejects.toThrow(/key "derived-1"/);
+  });
+
   it('refuses to start in production without a key, and warns elsewhere', () => {
     const logger = createLogger({ level: 'silent' });
     const warn = jest.spyOn(logger, 'warn');
