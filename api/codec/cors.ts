@@ -19,10 +19,9 @@ export function codecCors(ctx: AppContext) {
       // The UI's "include cross-origin credentials" option makes it send credentials along.
       res.setHeader('Access-Control-Allow-Credentials', 'true');
     }
-    if (req.method !== 'OPTIONS') return next();
-    if (!permitted) {
-      return next(new ApiError('FORBIDDEN', origin ? `Origin ${origin} may not call the codec endpoint (TEMPORAL_UI_ORIGIN)` : 'A preflight request needs an Origin header'));
-    }
+    // Only a CORS preflight is answered here; any other OPTIONS goes on as on every route.
+    if (req.method !== 'OPTIONS' || !origin || !req.headers['access-control-request-method']) return next();
+    if (!permitted) return next(new ApiError('FORBIDDEN', `Origin ${origin} may not call the codec endpoint (TEMPORAL_UI_ORIGIN)`));
     res.setHeader('Access-Control-Allow-Methods', 'POST, OPTIONS');
     res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
     res.setHeader('Access-Control-Max-Age', '600');

@@ -90,20 +90,21 @@ export const codecRoutes: AnyRoute[] = [
     path: '/codec/decode',
     operationId: 'decodePayloads',
     summary: 'Decrypt payloads the payload codec encrypted, under any key of the ring (Temporal codec server)',
-    description: `${DESCRIPTION} Payloads not marked \`binary/encrypted\` are answered unchanged; one that fails to decrypt (altered, or under a key no longer configured) makes the whole call a 400.`,
+    description: `${DESCRIPTION} Payloads not marked \`binary/encrypted\` are answered unchanged; one that fails to decrypt (altered, or under a key no longer configured) makes the whole call a 422 naming the key id.`,
     tags: ['Operations'],
     auth: 'public',
     security: 'platformAdmin',
     body: ZPayloads,
     bodyExample: ENCRYPTED_EXAMPLE,
-    errorStatuses: [401, 503],
+    errorStatuses: [401, 422, 503],
     response: ZPayloads.openapi({ example: PLAIN_EXAMPLE }),
     async handler({ ctx, req, body }) {
       const codec = requireOperator(ctx, req);
       try {
         return { payloads: (await codec.decode(body.payloads.map(fromJson))).map(toJson) };
       } catch (err) {
-        if (err instanceof PayloadCodecError) throw new ApiError('BAD_REQUEST', err.message);
+        // Well-formed, but not for the keys here: 422, as for any request the stack's state refuses.
+        if (err instanceof PayloadCodecError) throw new ApiError('UNPROCESSABLE_ENTITY', err.message);
         throw err;
       }
     },

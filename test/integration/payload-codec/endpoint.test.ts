@@ -64,15 +64,15 @@ it('decodes what the old key wrote after a new key was put first; a clear payloa
   expect(res.body.payloads[1]).toEqual(jsonPayload('clear'));
 });
 
-it('answers 400 for an altered payload or a key that is not configured', async () => {
+it('answers 422 for an altered payload or a key that is not configured, 400 for a body that is not payloads', async () => {
   const enc = await api.post('/codec/encode', { json: { payloads: [jsonPayload('x')] }, headers: operator });
   const data = Buffer.from(enc.body.payloads[0].data, 'base64');
   data[15] = data[15]! ^ 1;
   const tampered = await api.post('/codec/decode', { json: { payloads: [{ ...enc.body.payloads[0], data: data.toString('base64') }] }, headers: operator });
-  expect(tampered.status).toBe(400);
+  expect(tampered.status).toBe(422);
   expect(tampered.body.error.message).toMatch(/failed authentication under key "k2"/);
   const unknown = await api.post('/codec/decode', { json: { payloads: [{ ...enc.body.payloads[0], metadata: { ...enc.body.payloads[0].metadata, 'encryption-key-id': b64('k0') } }] }, headers: operator });
-  expect(unknown.status).toBe(400);
+  expect(unknown.status).toBe(422);
   expect(unknown.body.error.message).toMatch(/key "k0", which is not in PAYLOAD_CODEC_KEYS/);
   const bad = await api.post('/codec/decode', { json: { payloads: [{ data: 'not base64!' }] }, headers: operator });
   expect(bad.status).toBe(400);
