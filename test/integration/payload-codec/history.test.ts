@@ -3,11 +3,10 @@
 // (worker, API, the /codec endpoint) turns back into what the workflow saw.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
-import { rawSessionHistory, sessionHistory } from '../../support/workflow-history';
+import { historyBytes, rawSessionHistory, sessionHistory, storedHistory } from '../../support/workflow-history';
 
 const HEADER_MARKER = 'hdr-marker-9c41e7a2';
 const MESSAGE_MARKER = 'msg-marker-5b02d8f3';
@@ -15,7 +14,6 @@ const MESSAGE_MARKER = 'msg-marker-5b02d8f3';
 let tools: Server;
 let stack: TestStack;
 let t: SeededTenant;
-let plain: Client;
 const seenHeaders: IncomingHttpHeaders[] = [];
 
 const agent = (port: number) => `AGENT: Vault_Agent
@@ -41,19 +39,6 @@ FLOW:
       THEN: COMPLETE
 `;
 
-/** Every byte string of a history (payload data and metadata), and its other fields as JSON. */
-function historyBytes(value: unknown): Buffer {
-  const parts: Buffer[] = [];
-  const visit = (node: unknown) => {
-    if (node instanceof Uint8Array) parts.push(Buffer.from(node));
-    else if (Array.isArray(node)) node.forEach(visit);
-    else if (node && typeof node === 'object') Object.values(node).forEach(visit);
-    else if (node !== null && node !== undefined) parts.push(Buffer.from(String(node)));
-  };
-  visit(value);
-  return Buffer.concat(parts);
-}
-
 beforeAll(async () => {
   tools = createServer((req, res) => {
     seenHeaders.push(req.headers);
@@ -65,11 +50,8 @@ beforeAll(async () => {
   stack = await startTestStack({ worker: true, allowPrivate: { tools: [`http://127.0.0.1:${port}`] } });
   t = await seedTenant(stack.ctx);
   await publishAgent(client(stack.baseUrl), t, 'Vault_Agent', agent(port));
-  // What an ops team's tools read: the history straight from Temporal, with the default converter.
-  plain = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
 });
 afterAll(async () => {
-  await plain.connection.close();
   await stack.close();
   tools.closeAllConnections();
   await new Promise((r) => tools.close(r));
@@ -86,7 +68,8 @@ it('keeps messages, tool headers and the API key out of the stored history, and 
   // The tool really was called with the header: the marker travelled through the session.
   expect(seenHeaders.map((h) => h['x-vault-token'])).toContain(HEADER_MARKER);
 
-  const raw = await plain.workflow.getHandle(`session/${res.body.sessionId}`).fetchHistory();
+  // What an ops team's tools read: the history straight from Temporal, with the default converter.
+  const raw = await storedHistory(stack, `session/${res.body.sessionId}`);
   expect(raw.events?.length).toBeGreaterThan(5);
   const stored = historyBytes(raw);
   for (const secret of [HEADER_MARKER, MESSAGE_MARKER, t.adminKey]) {
