@@ -12,7 +12,7 @@ import {
   payloadCodecFromConfig,
   PayloadCodecError,
 } from '../../../lib/payload-codec';
-import { ConfigError } from '../../../lib/config';
+import { ConfigError, loadConfig } from '../../../lib/config';
 import { createLogger } from '../../../lib/logger';
 
 const key = () => randomBytes(32).toString('base64');
@@ -110,5 +110,23 @@ describe('keys from configuration', () => {
     expect(payloadCodecForProcess({ NODE_ENV: 'development' }, logger)).toBeNull();
     expect(warn).toHaveBeenCalledWith(expect.stringContaining('stored in clear'));
     expect(payloadCodecForProcess({ NODE_ENV: 'production', ENCRYPTION_KEY: key() }, logger)).not.toBeNull();
+  });
+
+  it('validates PAYLOAD_CODEC_KEYS and TEMPORAL_UI_ORIGIN at start, naming the variable and never a key', () => {
+    const minimal = { MONGODB_URI: 'mongodb://127.0.0.1:27017/sb', JWT_SECRET: 'x'.repeat(32) };
+    const short = Buffer.alloc(16, 1).toString('base64');
+    const error = (() => {
+      try {
+        loadConfig({ ...minimal, PAYLOAD_CODEC_KEYS: `k1:${k1},k2:${short}` });
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error!.message).toMatch(/PAYLOAD_CODEC_KEYS: key "k2" must be 32 bytes/);
+    expect(error!.message).not.toContain(k1);
+    expect(loadConfig({ ...minimal, TEMPORAL_UI_ORIGIN: 'http://localhost:8233/' }).TEMPORAL_UI_ORIGIN).toBe('http://localhost:8233');
+    expect(() => loadConfig({ ...minimal, TEMPORAL_UI_ORIGIN: 'https://ui.example.com/namespaces' })).toThrow(/TEMPORAL_UI_ORIGIN: must be an origin/);
+    expect(loadConfig(minimal).TEMPORAL_UI_ORIGIN).toBeUndefined();
   });
 });
