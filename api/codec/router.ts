@@ -51,8 +51,9 @@ function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
   const header = req.headers['x-platform-admin-token'];
   const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
   const given = typeof header === 'string' ? header : bearer;
-  const signedIn = given === undefined && hasCodecSession(ctx, req);
-  if (!signedIn && (given === undefined || !safeEqual(given, expected))) {
+  // The session counts even beside another Bearer token (the UI's own, with "pass access token").
+  const tokenOk = given !== undefined && safeEqual(given, expected);
+  if (!tokenOk && !hasCodecSession(ctx, req)) {
     throw new ApiError('UNAUTHORIZED', 'An operator credential is required: X-Platform-Admin-Token or Authorization: Bearer <PLATFORM_ADMIN_TOKEN>');
   }
   if (!ctx.payloadCodec) throw new ApiError('SERVICE_UNAVAILABLE', 'No payload codec key is configured (PAYLOAD_CODEC_KEYS or ENCRYPTION_KEY): payloads are in clear');

@@ -141,6 +141,8 @@ describe('browser sign-in (/codec/login) for the Temporal UI', () => {
     const ok = await decode({ cookie, origin: UI_ORIGIN, 'x-namespace': 'default' });
     expect(ok.status).toBe(200);
     expect(ok.body.payloads[0]).toEqual(jsonPayload('via cookie'));
+    // The UI's own access token beside the cookie ("pass access token" on) does not get in the way.
+    expect((await decode({ cookie, origin: UI_ORIGIN, authorization: 'Bearer eyJ.oidc.token' })).status).toBe(200);
     expect((await decode({ cookie })).status).toBe(401);
     expect((await decode({ cookie, origin: 'http://localhost:5173' })).status).toBe(401);
     const [expiry, mac] = cookie.split('=')[1]!.split('.');
