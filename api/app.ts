@@ -13,6 +13,9 @@ import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/regist
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
 import { chatRoutes } from './chat/router';
+import { codecRoutes } from './codec/router';
+import { codecCors } from './codec/cors';
+import { codecLoginRouter } from './codec/operator-session';
 import { chatAgentRoutes } from './chat-agent/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
@@ -25,7 +28,7 @@ import { callbackRoutes } from './callbacks/router';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes, codecRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
@@ -36,6 +39,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
 
   app.use(requestId);
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
+  // Before the body parser, so a refused body still carries the CORS headers the UI needs to read it.
+  app.use('/codec', codecCors(ctx));
   // The import routes take a project's files in one body: they get the spec's 60 MB limit,
   // every other route the standard 1 MB.
   const json = (limit: number | string) =>
@@ -56,6 +61,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   const mounted: MountedRoute[] = [];
   for (const routes of [...featureRoutes, extraRoutes]) mounted.push(...mountRoutes(router, registry, ctx, routes));
   app.use(router);
+  app.use(codecLoginRouter(ctx));
+  mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });
 
   let document: ReturnType<typeof generateOpenApiDocument> | null = null;
   const openApi = () => (document ??= generateOpenApiDocument(registry, ctx.config.PUBLIC_BASE_URL));

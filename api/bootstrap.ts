@@ -3,6 +3,7 @@
 import { type Config } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
 import { temporalConnectionSettings } from '../lib/temporal-options';
+import { payloadCodecForProcess, switchboardDataConverter } from '../lib/payload-codec';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { type AppContext } from './context';
@@ -10,10 +11,12 @@ import { createRateLimiter, ensureRateLimitIndexes, writeBatchedCharges } from '
 import { TemporalGateway } from './temporal';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
+  // First: in production a missing codec key stops the start before anything connects.
+  const payloadCodec = payloadCodecForProcess(config, logger);
   const connection = await connectMongo(config.MONGODB_URI);
   const models = createModels(connection);
   await syncIndexes(models);
-  const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE);
+  const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, switchboardDataConverter(payloadCodec));
   if (config.RATE_LIMIT_STORE === 'mongo') await ensureRateLimitIndexes(connection);
   const rateLimiter = createRateLimiter({
     store: config.RATE_LIMIT_STORE,
@@ -43,7 +46,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
     keyPrefix: 'session-msg',
     connection,
   });
-  return { config, models, temporal, logger, rateLimiter, loginLimiter, loginIpLimiter, sessionMessageLimiter };
+  return { config, models, temporal, payloadCodec, logger, rateLimiter, loginLimiter, loginIpLimiter, sessionMessageLimiter };
 }
 
 export async function closeAppContext(ctx: AppContext): Promise<void> {

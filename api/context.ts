@@ -4,12 +4,15 @@ import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
 import { type TemporalGateway } from './temporal';
+import { type AesGcmPayloadCodec } from '../lib/payload-codec';
 import { type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export interface AppContext {
   config: Config;
   models: Models;
   temporal: TemporalGateway;
+  /** Encrypts Temporal payloads (null: none configured, payloads in clear); also serves /codec/*. */
+  payloadCodec: AesGcmPayloadCodec | null;
   logger: Logger;
   rateLimiter: RateLimiterAbstract;
   /** Failed logins per client address and email (api/auth/login-throttle.ts). */

@@ -1,6 +1,7 @@
 // The API's connection to Temporal: connected lazily and re-tried, so the API starts (and
 // reports not-ready) while Temporal is down, and recovers when it comes back.
 import { Client, Connection } from '@temporalio/client';
+import { type DataConverter } from '@temporalio/common';
 import { type TemporalConnectionSettings } from '../lib/temporal-options';
 
 export class TemporalGateway {
@@ -11,6 +12,8 @@ export class TemporalGateway {
     private readonly settings: TemporalConnectionSettings,
     readonly namespace: string,
     readonly taskQueue: string,
+    /** The payload codec (lib/payload-codec.ts): what the client sends is encrypted, what it reads decrypted. */
+    private readonly dataConverter: DataConverter = {},
   ) {}
 
   /** The Temporal client, connecting on first use. */
@@ -19,7 +22,7 @@ export class TemporalGateway {
       this.connecting = Connection.connect({ ...this.settings, connectTimeout: 3000 }).then(
         (connection) => {
           this.connection = connection;
-          return new Client({ connection, namespace: this.namespace });
+          return new Client({ connection, namespace: this.namespace, dataConverter: this.dataConverter });
         },
         (err: unknown) => {
           this.connecting = null;

@@ -23,6 +23,7 @@ import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { pingUpdate } from '../workflows/definitions';
+import { switchboardDataConverter } from '../lib/payload-codec';
 import { jsonClient } from './support/json-client';
 
 const { values } = parseArgs({
@@ -89,7 +90,7 @@ async function main() {
   await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${apiPort}`;
   const worker = await startWorkerProcess(config);
-  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
   try {
     const tenant = await createTenant(ctx.models, { name: 'Callbacks bench', slug: 'callbacks-bench' });
     const project = await createProject(ctx.models, tenant._id, { name: 'Callbacks' });

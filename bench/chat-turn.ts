@@ -14,6 +14,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { switchboardDataConverter } from '../lib/payload-codec';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { buildAppContext, closeAppContext } from '../api/bootstrap';
@@ -103,6 +104,7 @@ async function main() {
       namespace: 'default',
       taskQueue: 'bench',
       deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+      payloadCodec: ctx.payloadCodec,
     });
     const running = worker.run();
     stopWorker = async () => {
@@ -121,7 +123,7 @@ async function main() {
 
   const cpu = new CpuMeter({ worker: workerPid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
   // Bare Temporal: one probe workflow per session, TURNS no-op updates each, same concurrency.
-  const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+  const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
   const bare: number[] = [];
   // Starts are not turns: every probe workflow exists before the clock starts.
   const probes = await Promise.all(

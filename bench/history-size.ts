@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { switchboardDataConverter } from '../lib/payload-codec';
 import { temporal as proto } from '@temporalio/proto';
 import { buildAppContext, closeAppContext } from '../api/bootstrap';
 import { createApp } from '../api/app';
@@ -122,12 +123,14 @@ async function main() {
     namespace: 'default',
     taskQueue: 'history',
     deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+    // Sizes are measured in clear: the config sets no codec key (encryption adds ~60 bytes a payload).
+    payloadCodec: ctx.payloadCodec,
   });
   const running = worker.run();
   try {
     const { credentials } = await ensureDevTenant(ctx.models, path.join(tmp, 'creds.json'), baseUrl);
     await seedDevProject(ctx.models, credentials, { sampleBackendUrl: backend.url });
-    const client = new Client({ connection: await Connection.connect({ address: temporal.address }) });
+    const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
     const http = jsonClient(baseUrl);
     const auth = { authorization: `Bearer ${credentials.apiKey}` };
 

@@ -83,10 +83,19 @@ async function main(): Promise<void> {
       await requireFreePort(port, 'Temporal', 'TEMPORAL_PORT');
       await requireFreePort(uiPort, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
       log(`starting Temporal dev server on 127.0.0.1:${port} (data in .data/temporal.sqlite)…`);
-      const temporal = await startTemporalDevServer({ port, uiPort, dbFile: path.join(DATA_DIR, 'temporal.sqlite'), logLevel: 'error' });
+      // The Web UI decodes payloads through the API's codec endpoint (docs/operations.md), which
+      // in turn accepts calls from the UI's origin only.
+      const temporal = await startTemporalDevServer({
+        port,
+        uiPort,
+        dbFile: path.join(DATA_DIR, 'temporal.sqlite'),
+        logLevel: 'error',
+        uiCodecEndpoint: `http://localhost:${apiPort}/codec`,
+      });
       started.push(temporal.process);
       env.TEMPORAL_ADDRESS = temporal.address;
       env.TEMPORAL_UI_URL = `http://localhost:${uiPort}`;
+      env.TEMPORAL_UI_ORIGIN ??= env.TEMPORAL_UI_URL;
     }
     if (!process.env.MONGODB_URI) {
       const port = envNumber('FERRETDB_PORT', 27017);
@@ -146,6 +155,9 @@ async function main(): Promise<void> {
       `  API            ${baseUrl}`,
       `  API reference  ${baseUrl}/docs   (OpenAPI: ${baseUrl}/openapi.json)`,
       env.TEMPORAL_UI_URL ? `  Temporal UI    ${env.TEMPORAL_UI_URL}` : `  Temporal       ${config.TEMPORAL_ADDRESS}`,
+      ...(env.TEMPORAL_UI_URL
+        ? [`  Decoded payloads in the UI: sign in at ${baseUrl}/codec/login with PLATFORM_ADMIN_TOKEN (.data/dev-secrets.json), then turn on`, '    "Include cross-origin credentials" in the UI\'s codec settings (docs/operations.md)']
+        : []),
       `  MongoDB        ${config.MONGODB_URI}`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       '',

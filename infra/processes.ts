@@ -115,12 +115,15 @@ export interface TemporalDevServerOptions {
   dbFile?: string;
   namespace?: string;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** The Web UI's codec endpoint (the API's `/codec`), so it shows decoded payloads to an operator. */
+  uiCodecEndpoint?: string;
 }
 
 /** Starts `temporal server start-dev` and resolves once the frontend answers. */
 export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<{ address: string; process: ManagedProcess }> {
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', options.logLevel ?? 'error'];
   args.push(...(options.uiPort === null ? ['--headless'] : ['--ui-port', String(options.uiPort)]));
+  if (options.uiPort !== null && options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   if (options.dbFile) {
     mkdirSync(path.dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');

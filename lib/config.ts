@@ -91,6 +91,17 @@ export const ConfigSchema = z.object({
    * is the one master key, under the id `encryption-key`.
    */
   SECRET_MASTER_KEYS: keyRingSetting,
+  /**
+   * Keys of the Temporal payload codec (lib/payload-codec.ts), `id:base64,id:base64`, newest first:
+   * the first encrypts, all decrypt. Unset: one key derived from ENCRYPTION_KEY (id `derived-1`).
+   */
+  PAYLOAD_CODEC_KEYS: keyRingSetting,
+  /** Origin of the Temporal Web UI allowed to call /codec/encode and /codec/decode (CORS). */
+  TEMPORAL_UI_ORIGIN: z
+    .url()
+    .refine((v) => new URL(v).origin === v.replace(/\/$/, ''), 'must be an origin: scheme://host[:port], no path')
+    .transform((v) => new URL(v).origin)
+    .optional(),
 
   /** Models behind the tiers; `provider:model` or a bare model id, e.g. `local`, `openai:gpt-4o-mini`. */
   LLM_TIER_FAST: z.string().min(1).optional(),

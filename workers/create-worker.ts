@@ -1,6 +1,8 @@
 // Builds the Switchboard worker: the workflow bundle, the activities and the tuning. Used by
 // the worker process and by the in-process worker of the integration tests.
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type PayloadCodec } from '@temporalio/common';
+import { switchboardDataConverter } from '../lib/payload-codec';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
 
@@ -11,6 +13,11 @@ export interface CreateWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
+  /**
+   * The payload codec (lib/payload-codec.ts, null: payloads in clear). It runs in the worker's
+   * main thread, outside the workflow sandbox: workflow code only ever sees decoded values.
+   */
+  payloadCodec: PayloadCodec | null;
   /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   tuning?: Partial<WorkerTuning>;
@@ -23,6 +30,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
+    dataConverter: switchboardDataConverter(options.payloadCodec),
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.

@@ -5,6 +5,7 @@ import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import { temporalConnectionSettings } from '../lib/temporal-options';
+import { payloadCodecForProcess } from '../lib/payload-codec';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { createActivityDeps } from './activity-deps';
@@ -13,6 +14,7 @@ import { createSwitchboardWorker } from './create-worker';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
+  const payloadCodec = payloadCodecForProcess(config, logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
@@ -21,6 +23,7 @@ async function main(): Promise<void> {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: createActivityDeps({ config, models, logger }),
+    payloadCodec,
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
   await worker.run();

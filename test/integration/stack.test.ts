@@ -94,6 +94,15 @@ describe('npm start stack', () => {
     expect(created.status).toBe(201);
     expect(existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);
 
+    // The Web UI decodes payloads through the API's codec endpoint, which answers the UI's origin.
+    const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
+    expect(settings.Codec.Endpoint).toBe(`http://localhost:${ports.api}/codec`);
+    const uiOrigin = `http://localhost:${ports.ui}`;
+    const admin = JSON.parse(readFileSync(path.join(dataDir, 'dev-secrets.json'), 'utf8')).PLATFORM_ADMIN_TOKEN as string;
+    const decoded = await api.post('/codec/decode', { json: { payloads: [] }, headers: { origin: uiOrigin, 'x-platform-admin-token': admin } });
+    expect(decoded.status).toBe(200);
+    expect(decoded.headers.get('access-control-allow-origin')).toBe(uiOrigin);
+
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
     for (const port of Object.values(ports)) expect(await isPortFree(port)).toBe(true);

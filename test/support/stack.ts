@@ -108,6 +108,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+      payloadCodec: ctx.payloadCodec,
       workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! },
     });
     workerRun = worker.run();

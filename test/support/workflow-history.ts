@@ -1,12 +1,46 @@
 // A live session's workflow history in tests: the patch ids it recorded, and a replay of it with
 // today's workflow bundle (a nondeterminism error fails the test).
+import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { type TestStack } from './stack';
+import { decodeEncryptedPayloads } from '../fixtures/histories/history-json';
 
 type History = Awaited<ReturnType<ReturnType<Awaited<ReturnType<TestStack['ctx']['temporal']['client']>>['workflow']['getHandle']>['fetchHistory']>>;
 
-export async function sessionHistory(stack: TestStack, sessionId: string): Promise<History> {
-  return (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`).fetchHistory();
+/** The history as Temporal stores it: payloads encrypted by the codec when one is configured. */
+export async function rawSessionHistory(stack: TestStack, sessionId: string, runId?: string): Promise<History> {
+  return (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`, runId).fetchHistory();
+}
+
+/** The history with its payloads decoded, as workflow code and an operator with the codec see it. */
+export async function sessionHistory(stack: TestStack, sessionId: string, runId?: string): Promise<History> {
+  return decodeEncryptedPayloads(await rawSessionHistory(stack, sessionId, runId), stack.ctx.payloadCodec);
+}
+
+/**
+ * A workflow's history as anyone with access to Temporal reads it (the Web UI, `temporal workflow
+ * show`): through a client with the default data converter, so nothing is decoded.
+ */
+export async function storedHistory(stack: TestStack, workflowId: string, runId?: string): Promise<History> {
+  const connection = await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS });
+  try {
+    return await new Client({ connection, namespace: stack.config.TEMPORAL_NAMESPACE }).workflow.getHandle(workflowId, runId).fetchHistory();
+  } finally {
+    await connection.close();
+  }
+}
+
+/** Every byte string of a history (payload data and metadata) and its other fields, to search for a secret. */
+export function historyBytes(history: unknown): Buffer {
+  const parts: Buffer[] = [];
+  const visit = (node: unknown) => {
+    if (node instanceof Uint8Array) parts.push(Buffer.from(node));
+    else if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === 'object') Object.values(node).forEach(visit);
+    else if (node !== null && node !== undefined) parts.push(Buffer.from(String(node)));
+  };
+  visit(history);
+  return Buffer.concat(parts);
 }
 
 /** Patch ids recorded in a history (markers named core_patch carry `{ id, deprecated }`). */

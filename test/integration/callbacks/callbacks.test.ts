@@ -8,6 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../../api/app';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
 import type { AppContext } from '../../../api/context';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
@@ -81,7 +82,7 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Quick_Payments', paymentAgent('Quick_Payments', `${origin}/quick`, 'timeout_seconds: 2'));
   await publishAgent(api, other, 'Payments', paymentAgent('Payments', `${origin}/other`));
   await publishAgent(api, t, 'Greeter', 'AGENT: Greeter\nGOAL: "Greet."\nON_START:\n  RESPOND: "Hello."\n');
-  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
 afterAll(async () => {
   await temporal.connection.close();

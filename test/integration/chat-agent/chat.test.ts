@@ -1,6 +1,7 @@
 // Agent-backed chat end to end: HTTP → update-with-start → AgentSession workflow → interpreter →
 // local model and tools → persisted transcript, traces and summary.
 import { Client, Connection } from '@temporalio/client';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -18,7 +19,7 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
-  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
 afterAll(async () => {
   await temporal.connection.close();

@@ -1,9 +1,11 @@
 // Long sessions continue-as-new without losing state, counters or retried-turn answers.
 import { Client, Connection } from '@temporalio/client';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
+import { sessionHistory } from '../../support/workflow-history';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -14,7 +16,7 @@ beforeAll(async () => {
   stack = await startTestStack({ worker: true, env: { SESSION_MAX_HISTORY_EVENTS: '40' } });
   t = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
-  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
 afterAll(async () => {
   await temporal.connection.close();
@@ -57,14 +59,14 @@ it('rolls over to new runs and keeps the conversation, its counters and its retr
 
   // The next run is handed the answers of turns sent with an Idempotency-Key only: a turn with a
   // generated id cannot be sent again, and its answer is already in the run's history.
-  const history = await temporal.workflow.getHandle(`session/${sessionId}`, firstRun).fetchHistory();
+  const history = await sessionHistory(stack, sessionId, firstRun);
   const rolled = history.events?.find((e) => e.workflowExecutionContinuedAsNewEventAttributes)?.workflowExecutionContinuedAsNewEventAttributes;
   const data = rolled?.input?.payloads?.[0]?.data;
   expect(data).toBeDefined();
   const carried = (JSON.parse(Buffer.from(data!).toString('utf8')) as { carried: { recentTurns: { clientMessageId: string }[] } }).carried;
   const ids = carried.recentTurns.map((r) => r.clientMessageId);
   expect(ids.length).toBeGreaterThan(0);
-  expect(ids.filter((id) => !id.startsWith("can-"))).toEqual([]);
+  expect(ids.filter((id) => !id.startsWith('can-'))).toEqual([]);
   expect(ids).toContain('can-0');
 
   // A retry of a turn answered in an earlier run is answered again, not run again.

@@ -3,6 +3,7 @@
 // replica would) and check the answers are the ones a fresh read gives: 409 for an ended session,
 // 404 for a deleted one, 404 for another tenant, and a refused message's charge handed back.
 import { Client, Connection } from '@temporalio/client';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { endSignal } from '../../../workflows/definitions';
 import { sessionWorkflowId } from '../../../api/sessions/workflow-client';
@@ -25,7 +26,7 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
-  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }) });
+  temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
 afterAll(async () => {
   await temporal.connection.close();

@@ -2,6 +2,7 @@
 // each turn on its own, at once when the API reads it, before the reply with
 // SESSION_PROJECTION_FLUSH_MS=0, and after a worker crash while rows were held.
 import { Client, Connection } from '@temporalio/client';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant } from '../../support/stack';
 import { client } from '../../support/http';
@@ -27,7 +28,7 @@ describe('rows held for 30 s after a turn', () => {
   let sessionId: string;
   beforeAll(async () => {
     ctx = await setup({ SESSION_PROJECTION_FLUSH_MS: '30000' });
-    temporal = new Client({ connection: await Connection.connect({ address: ctx.stack.config.TEMPORAL_ADDRESS }) });
+    temporal = new Client({ connection: await Connection.connect({ address: ctx.stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(ctx.stack.ctx.payloadCodec) });
   });
   afterAll(async () => {
     await temporal.connection.close();

@@ -1,0 +1,137 @@
+// Encrypts every Temporal payload (workflow inputs, activity arguments and results, signals,
+// updates, memos) with AES-256-GCM before it leaves the process, so workflow history, which ops
+// teams read in the Temporal Web UI, never holds a secret, a callback secret or an API key in clear.
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import { type Config, ConfigError } from './config';
+import { type Logger } from './logger';
+import { parseKeyRing, type KeyRing } from './key-ring';
+
+/** `encoding` of an encrypted payload; the original payload (with its metadata) is the plaintext. */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+/** Metadata naming the key of the ring that encrypted the payload. */
+export const KEY_ID_METADATA = 'encryption-key-id';
+/** Key id of the codec key derived from ENCRYPTION_KEY when PAYLOAD_CODEC_KEYS is unset. */
+export const DERIVED_KEY_ID = 'derived-1';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const utf8 = (s: string) => new TextEncoder().encode(s);
+const text = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : '');
+
+/** A payload that cannot be decoded: tampered with, truncated, or under a key this process lacks. */
+export class PayloadCodecError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PayloadCodecError';
+  }
+}
+
+export function isEncryptedPayload(payload: Payload): boolean {
+  return text(payload.metadata?.encoding) === ENCRYPTED_ENCODING;
+}
+
+/**
+ * AES-256-GCM over the serialized Payload proto: the first key of the ring encrypts, any key
+ * decrypts what names it. Payloads not marked encrypted pass through decode unchanged, so
+ * histories written before the codec was turned on still read and replay.
+ */
+export class AesGcmPayloadCodec implements PayloadCodec {
+  constructor(private readonly ring: KeyRing) {}
+
+  get currentKeyId(): string {
+    return this.ring.current.id;
+  }
+
+  async encode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => this.encrypt(payload));
+  }
+
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    return payloads.map((payload) => (isEncryptedPayload(payload) ? this.decrypt(payload) : payload));
+  }
+
+  private encrypt(payload: Payload): Payload {
+    const { id, key } = this.ring.current;
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    // The key id is authenticated too: a payload relabelled with another id fails to open.
+    cipher.setAAD(utf8(id));
+    const plaintext = temporal.api.common.v1.Payload.encode(payload).finish();
+    const sealed = Buffer.concat([iv, cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+    return { metadata: { encoding: utf8(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: utf8(id) }, data: sealed };
+  }
+
+  private decrypt(payload: Payload): Payload {
+    const id = text(payload.metadata?.[KEY_ID_METADATA]);
+    if (!id) throw new PayloadCodecError(`Encrypted payload has no ${KEY_ID_METADATA} metadata`);
+    const key = this.ring.byId.get(id);
+    if (!key) {
+      throw new PayloadCodecError(`Payload was encrypted with key "${id}", which is not in PAYLOAD_CODEC_KEYS (keys: ${[...this.ring.byId.keys()].join(', ')})`);
+    }
+    const sealed = Buffer.from(payload.data ?? new Uint8Array());
+    if (sealed.length < IV_BYTES + TAG_BYTES) throw new PayloadCodecError('Encrypted payload is truncated');
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV_BYTES));
+    decipher.setAAD(utf8(id));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    let plaintext: Buffer;
+    try {
+      plaintext = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, sealed.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new PayloadCodecError(`Encrypted payload failed authentication under key "${id}" (altered, or written with another key of that id)`);
+    }
+    return temporal.api.common.v1.Payload.decode(plaintext);
+  }
+}
+
+/** Where the codec key came from, for the start-up log line. */
+export type CodecKeySource = 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY' | 'none';
+
+/** The codec key ring configuration gives: PAYLOAD_CODEC_KEYS, else one key derived from ENCRYPTION_KEY. */
+export function payloadCodecKeyRing(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY'>): { ring: KeyRing | null; source: CodecKeySource } {
+  // Its own key, never the master itself: a leaked codec key must not open secrets at rest.
+  const derived = config.ENCRYPTION_KEY
+    ? Buffer.from(hkdfSync('sha256', Buffer.from(config.ENCRYPTION_KEY, 'base64'), utf8('switchboard'), utf8('temporal-payload-codec'), 32))
+    : null;
+  if (config.PAYLOAD_CODEC_KEYS) {
+    const ring = parseKeyRing(config.PAYLOAD_CODEC_KEYS);
+    // Moving from the derived key to listed keys: what the derived key wrote still decrypts.
+    if (derived && !ring.byId.has(DERIVED_KEY_ID)) ring.byId = new Map([...ring.byId, [DERIVED_KEY_ID, derived]]);
+    return { ring, source: 'PAYLOAD_CODEC_KEYS' };
+  }
+  if (derived) return { ring: parseKeyRing(`${DERIVED_KEY_ID}:${derived.toString('base64')}`), source: 'ENCRYPTION_KEY' };
+  return { ring: null, source: 'none' };
+}
+
+/** The codec of this configuration, or null when no key is configured (payloads stay in clear). */
+export function payloadCodecFromConfig(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY'>): AesGcmPayloadCodec | null {
+  const { ring } = payloadCodecKeyRing(config);
+  return ring ? new AesGcmPayloadCodec(ring) : null;
+}
+
+/** The data converter every Temporal client and worker of the platform uses. */
+export function switchboardDataConverter(codec: PayloadCodec | null): DataConverter {
+  return codec ? { payloadCodecs: [codec] } : {};
+}
+
+/** The warning logged at start when payloads stay in clear (never in production, which refuses to start). */
+export const CLEAR_PAYLOADS_WARNING =
+  'No PAYLOAD_CODEC_KEYS or ENCRYPTION_KEY: Temporal payloads (messages, tool arguments, results) are stored in clear in workflow history';
+
+/**
+ * The codec a process (API, worker) starts with. Without a key it refuses to start in production
+ * (ConfigError) and logs a warning elsewhere, so clear payloads are never a silent default.
+ */
+export function payloadCodecForProcess(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY' | 'NODE_ENV'>, logger: Logger): AesGcmPayloadCodec | null {
+  const { ring, source } = payloadCodecKeyRing(config);
+  if (!ring) {
+    if (config.NODE_ENV === 'production') {
+      throw new ConfigError(['PAYLOAD_CODEC_KEYS (or ENCRYPTION_KEY, from which a codec key is derived) must be set when NODE_ENV=production: Temporal payloads are encrypted with it']);
+    }
+    logger.warn(CLEAR_PAYLOADS_WARNING);
+    return null;
+  }
+  logger.info({ keyId: ring.current.id, keySource: source }, 'Temporal payloads are encrypted');
+  return new AesGcmPayloadCodec(ring);
+}
