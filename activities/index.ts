@@ -5,7 +5,8 @@ import type { CompilationOutput, Json, ToolIR } from '../abl/ir';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
-import type { SessionStartInput } from '../workflows/definitions';
+import type { DrainView, SessionStartInput } from '../workflows/definitions';
+import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
 import { runHttpTool } from './tools/http-tool';
@@ -23,6 +24,9 @@ export interface ActivityDeps {
   /** Secrets a tool's templates may reference; backed by the encrypted tool-secret store later. */
   resolveToolSecrets: (query: { tenantId: string; projectId: string; toolName: string }) => Promise<Record<string, string>>;
 }
+
+/** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
+export const DRAIN_SESSIONS_PER_ROUND = 500;
 
 export interface CallToolInput {
   tenantId: string;
@@ -43,6 +47,23 @@ export function createActivities(deps: ActivityDeps) {
       const compiled = await deps.loadCompiledProject(query);
       if (!compiled) throw ApplicationFailure.nonRetryable('Project not found or has no agents', 'NOT_FOUND');
       return compiled;
+    },
+
+    /** The deployment's status and its sessions that have not ended, least recently active first. */
+    async viewDeploymentDrain(query: { tenantId: string; projectId: string; deploymentId: string }): Promise<DrainView> {
+      const scope = { tenantId: query.tenantId, projectId: query.projectId };
+      const deployment = await findOwned(deps.models.Deployment, query.deploymentId, scope);
+      if (!deployment) return { status: 'missing', retireReason: null, sessions: [] };
+      const sessions = await deps.models.Session.find({ ...scope, deploymentId: query.deploymentId, status: 'active' })
+        .select({ _id: 1, lastActivityAt: 1 })
+        .sort({ lastActivityAt: 1 })
+        .limit(DRAIN_SESSIONS_PER_ROUND)
+        .lean();
+      return {
+        status: deployment.status,
+        retireReason: deployment.retireReason ?? null,
+        sessions: sessions.map((s) => ({ id: s._id, lastActivityMs: new Date(s.lastActivityAt).getTime() })),
+      };
     },
 
     async callTool(input: CallToolInput): Promise<Json> {

@@ -14,13 +14,14 @@ import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
 import { chatRoutes } from './chat/router';
 import { chatAgentRoutes } from './chat-agent/router';
+import { deploymentRoutes } from './deployments/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
 import { tenancyRoutes } from './tenancy/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, deploymentRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

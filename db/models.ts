@@ -3,6 +3,7 @@
 import { type Connection } from 'mongoose';
 import { agentModel } from './agent';
 import { agentVersionModel } from './agent-version';
+import { deploymentModel } from './deployment';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
 import { apiKeyUsageModel } from './api-key-usage';
@@ -30,6 +31,7 @@ export function createModels(connection: Connection) {
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),
+    Deployment: deploymentModel(connection),
     Session: sessionModel(connection),
     TraceEvent: traceEventModel(connection),
     TranscriptMessage: transcriptMessageModel(connection),

@@ -130,3 +130,36 @@ export const stateQuery = defineQuery<SessionStateView>('state');
  * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
  */
 export const flushUpdate = defineUpdate<void, []>('flush');
+
+// ---------------------------------------------------------------------------------------------
+// DeploymentDrain (`deployment-drain/<deploymentId>`): started by POST .../retire.
+
+export interface DeploymentDrainInput {
+  tenantId: string;
+  projectId: string;
+  deploymentId: string;
+  environment: string;
+  /** Every session still on the deployment is ended this long after the drain starts. */
+  drainTimeoutMs: number;
+  /** A session with no message for this long is ended. */
+  idleMs: number;
+  pollMs: number;
+}
+
+export interface DeploymentDrainResult {
+  /** `drained`: no session left; `timed_out`: the rest were ended at the timeout; `reactivated`: rolled back meanwhile; `not_retired`: the retire never happened. */
+  outcome: 'drained' | 'timed_out' | 'reactivated' | 'not_retired';
+  endedSessions: number;
+}
+
+/** What a drain sees of its deployment each round. */
+export interface DrainView {
+  status: 'active' | 'retired' | 'missing';
+  /** Why it was retired (only an explicit retire, `retired`, is drained). */
+  retireReason: string | null;
+  /** Sessions on the deployment that have not ended (at most DRAIN_SESSIONS_PER_ROUND). */
+  sessions: { id: string; lastActivityMs: number }[];
+}
+
+/** The reason a drained session ends with. */
+export const DEPLOYMENT_RETIRED_REASON = 'deployment_retired';

@@ -8,6 +8,8 @@ export const SessionIdKey = defineSearchAttributeKey('SessionId', SearchAttribut
 export const AgentNameKey = defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD);
 export const ChannelKey = defineSearchAttributeKey('Channel', SearchAttributeType.KEYWORD);
 export const EnvironmentKey = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
+/** Set on sessions pinned to a deployment and on that deployment's drain workflow. */
+export const DeploymentIdKey = defineSearchAttributeKey('DeploymentId', SearchAttributeType.KEYWORD);
 
 /** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
-export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey];
+export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, DeploymentIdKey];
