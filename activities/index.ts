@@ -1,7 +1,7 @@
 // Activity factory: side effects grouped by concern, built from injected dependencies so tests
 // pass real or fake parts without module mocking. Workflows import only its type.
 import { ApplicationFailure } from '@temporalio/activity';
-import type { CompilationOutput, Json, ToolIR } from '../abl/ir';
+import type { Json, ToolIR } from '../abl/ir';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
@@ -9,6 +9,7 @@ import type { DrainView, SessionStartInput } from '../workflows/definitions';
 import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
+import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
 import { Context } from '@temporalio/activity';
@@ -19,8 +20,8 @@ export interface ActivityDeps {
   config: Config;
   resolveLlm: ResolveLlmTarget;
   recordUsage: RecordLlmUsage;
-  /** The compiled agents a session runs: the versions in force for its project or deployment. */
-  loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
+  /** The compiled agents a session runs, by content hash (activities/persistence/session-bundles.ts). */
+  sessionBundles: SessionBundleStore;
   /** Secrets a tool's templates may reference; backed by the encrypted tool-secret store later. */
   resolveToolSecrets: (query: { tenantId: string; projectId: string; toolName: string }) => Promise<Record<string, string>>;
 }
@@ -43,8 +44,9 @@ export function createActivities(deps: ActivityDeps) {
     callLlmIfLocal: createCallLlmIfLocal(deps),
     recordTurn: createRecordTurn(deps),
 
-    async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {
-      const compiled = await deps.loadCompiledProject(query);
+    /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
+    async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {
+      const compiled = await deps.sessionBundles.load(query);
       if (!compiled) throw ApplicationFailure.nonRetryable('Project not found or has no agents', 'NOT_FOUND');
       return compiled;
     },

@@ -128,6 +128,8 @@ export const ConfigSchema = z.object({
    * the session to write first, so only the session list can trail by it.
    */
   SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  /** Session bundles (compiled agents by content hash) each worker keeps in memory. */
+  SESSION_BUNDLE_CACHE_SIZE: positiveInt.default(200),
   /** A retired deployment's drain ends every session still on it after this long (ms). */
   DEPLOYMENT_DRAIN_TIMEOUT_MS: positiveInt.default(15 * 60 * 1000),
   /** While draining, a session with no message for this long is ended (ms). */

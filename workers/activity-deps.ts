@@ -1,6 +1,6 @@
 // Builds the activities' real dependencies from configuration and models: the project-aware
 // model resolution (project settings and credentials over the platform's), the usage ledger,
-// the compiled-agent loader and tool secrets. A project's LLM settings and credentials are
+// the session-bundle store (with this worker's bundle cache) and tool secrets. A project's LLM settings and credentials are
 // reused for PROJECT_LLM_TTL_MS: a change reaches running sessions within that time.
 import { Encryptor } from '../lib/encryption';
 import { type Config } from '../lib/config';
@@ -16,7 +16,7 @@ import {
   platformLlmConfig,
 } from '../providers/llm';
 import { type ActivityDeps } from '../activities';
-import { createLoadCompiledProject } from '../activities/persistence/load-compiled-project';
+import { createSessionBundleStore } from '../activities/persistence/session-bundles';
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
@@ -52,7 +52,7 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     logger,
     resolveLlm,
     recordUsage,
-    loadCompiledProject: createLoadCompiledProject({ models }),
+    sessionBundles: createSessionBundleStore({ models, cacheSize: config.SESSION_BUNDLE_CACHE_SIZE }),
     resolveToolSecrets: async () => ({}),
   };
 }

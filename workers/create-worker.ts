@@ -3,6 +3,7 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
+import { sessionBundleCodec } from './session-bundle-storage';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
@@ -23,6 +24,8 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
+    // Session bundles travel through history as their hash (workers/session-bundle-storage.ts).
+    dataConverter: { payloadCodecs: [sessionBundleCodec(options.deps.sessionBundles)] },
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.

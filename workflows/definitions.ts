@@ -26,8 +26,12 @@ export interface SessionStartInput {
   channel: SessionChannel;
   environment: string;
   deploymentId: string | null;
-  /** How the compiled agents are found: the agent versions in force when the session started. */
-  bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string };
+  /**
+   * How the compiled agents are found. A new session names its deployment or the latest versions;
+   * once its first run has loaded them, continue-as-new and delegation children name the exact
+   * bundle by its content hash, so every run of the session runs the same versions.
+   */
+  bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string } | { kind: 'bundle'; bundleHash: string };
   /** Carried across continue-as-new; absent on the first run. */
   carried?: CarriedSessionState;
   /** Session ends after this much inactivity. */

@@ -1,12 +1,19 @@
-// A live session's workflow history in tests: the patch ids it recorded, and a replay of it with
-// today's workflow bundle (a nondeterminism error fails the test).
+// A live session's workflow history in tests (its session bundle inlined): the patch ids it
+// recorded, and a replay of it with today's workflow bundle (a nondeterminism error fails the test).
 import { Worker } from '@temporalio/worker';
 import { type TestStack } from './stack';
+import { createSessionBundleStore } from '../../activities/persistence/session-bundles';
+import { inlineSessionBundles } from '../../workers/session-bundle-storage';
 
 type History = Awaited<ReturnType<ReturnType<Awaited<ReturnType<TestStack['ctx']['temporal']['client']>>['workflow']['getHandle']>['fetchHistory']>>;
 
+/**
+ * The session's history as a worker sees it: its bundle reference replaced by the bundle, read
+ * back from MongoDB by hash (workers/session-bundle-storage.ts), so it replays without a database.
+ */
 export async function sessionHistory(stack: TestStack, sessionId: string): Promise<History> {
-  return (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`).fetchHistory();
+  const history = await (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`).fetchHistory();
+  return inlineSessionBundles(history, createSessionBundleStore({ models: stack.ctx.models, cacheSize: 4 }));
 }
 
 /** Patch ids recorded in a history (markers named core_patch carry `{ id, deprecated }`). */
