@@ -147,3 +147,18 @@ it('builds a bundle from MongoDB once per worker cache, and only within its own 
   const cold = createSessionBundleStore({ models: stack.ctx.models, cacheSize: 2 });
   expect(await cold.load({ tenantId: sample.tenantId, projectId: sample.projectId, bundleRef: { kind: 'bundle', bundleHash: first!.bundleHash } })).toBeNull();
 });
+
+it("applies a deployment's model overrides to the agents its sessions run", async () => {
+  const res = await api.post(`/api/projects/${t.projectId}/deployments`, {
+    key: t.adminKey,
+    json: { environment: 'staging', agentVersionManifest: { Pinned: '1.0.0' }, entryAgentName: 'Pinned', modelOverrides: { Pinned: { model: 'openai:gpt-4o-mini', temperature: 0.3 } } },
+  });
+  expect(res.status).toBe(201);
+  const store = createSessionBundleStore({ models: stack.ctx.models, cacheSize: 2 });
+  const bundle = await store.load({ tenantId: t.tenantId, projectId: t.projectId, bundleRef: { kind: 'deployment', deploymentId: res.body.deployment.id } });
+  expect(bundle!.agents.Pinned!.execution).toMatchObject({ model: 'openai:gpt-4o-mini', temperature: 0.3 });
+  expect(bundle!.entry_agent).toBe('Pinned');
+  // The same versions without overrides are another bundle.
+  const plain = await store.load({ tenantId: t.tenantId, projectId: t.projectId, bundleRef: { kind: 'latest_versions' } });
+  expect(plain!.bundleHash).not.toBe(bundle!.bundleHash);
+});

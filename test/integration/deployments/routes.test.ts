@@ -107,6 +107,18 @@ describe('POST /deployments', () => {
   });
 });
 
+describe('concurrent deployments', () => {
+  it('leaves exactly one active deployment when several are created in one environment at once', async () => {
+    const created = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => deploy({ environment: 'staging', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha', label: `race ${i}` })),
+    );
+    expect(created.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    const active = await api.get(`${base()}?environment=staging&status=active`, { key: t.adminKey });
+    expect(active.body.deployments).toHaveLength(1);
+    expect(created.map((r) => r.body.deployment.id)).toContain(active.body.deployments[0].id);
+  });
+});
+
 describe('listing', () => {
   it('lists newest first with the list fields, filters by environment and status, pages', async () => {
     const all = await api.get(base(), { key: t.adminKey });
