@@ -81,7 +81,8 @@ function agentSource(i: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-function project(): ProjectFile[] {
+/** The generated project (also used by bench/deployment-create.ts). */
+export function project(): ProjectFile[] {
   const files: ProjectFile[] = [
     { path: 'project.json', content: '{"name":"bench","entryAgent":"Agent_0"}' },
     {
@@ -122,4 +123,5 @@ function main(): void {
   console.log(`peak memory: rss ${mb(peakRss)}, heapUsed ${mb(peakHeap)}`);
 }
 
-main();
+// Only when run, not when another bench imports the project.
+if (require.main === module) main();

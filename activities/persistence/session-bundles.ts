@@ -104,9 +104,13 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
   }
 
   async function deploymentVersions(deployment: DeploymentDoc): Promise<ChosenVersion[]> {
-    const pairs = Object.entries(deployment.agentVersionManifest).map(([agentName, version]) => ({ agentName, version }));
-    if (pairs.length === 0) return [];
-    return models.AgentVersion.find({ tenantId: deployment.tenantId, projectId: deployment.projectId, $or: pairs }).select({ _id: 1, agentName: 1 }).lean();
+    const manifest = deployment.agentVersionManifest;
+    const names = Object.keys(manifest);
+    if (names.length === 0) return [];
+    const rows = await models.AgentVersion.find({ tenantId: deployment.tenantId, projectId: deployment.projectId, agentName: { $in: names } })
+      .select({ _id: 1, agentName: 1, version: 1 })
+      .lean();
+    return rows.filter((v) => manifest[v.agentName] === v.version).map((v) => ({ _id: v._id, agentName: v.agentName }));
   }
 
   async function build(bundleHash: string, identity: BundleIdentity): Promise<SessionBundle | null> {

@@ -102,9 +102,13 @@ export async function resolveManifest(models: Models, scope: ProjectScope, reque
 
 /** The stored versions a manifest names (with their IR), in manifest order of names. */
 export async function manifestVersions(models: Models, scope: ProjectScope, manifest: Record<string, string>): Promise<AgentVersionDoc[]> {
-  const pairs = Object.entries(manifest).map(([agentName, version]) => ({ agentName, version }));
-  if (pairs.length === 0) return [];
-  return models.AgentVersion.find({ ...scope, $or: pairs }).lean();
+  const names = Object.keys(manifest);
+  if (names.length === 0) return [];
+  // Labels first (small rows, one indexed query), then only the pinned versions whole: an `$or`
+  // of one clause per agent is filtered outside the index on FerretDB.
+  const labels = await models.AgentVersion.find({ ...scope, agentName: { $in: names } }).select({ _id: 1, agentName: 1, version: 1 }).lean();
+  const ids = labels.filter((v) => manifest[v.agentName] === v.version).map((v) => v._id);
+  return ids.length === 0 ? [] : models.AgentVersion.find({ ...scope, _id: { $in: ids } }).lean();
 }
 
 /**
