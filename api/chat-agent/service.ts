@@ -268,16 +268,22 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       settled,
     ]);
     const client = await gate();
-    if ('error' in picked) throw picked.error;
-    const { agent, deployment } = picked;
+    // A retried first message joins the session it started, as it started it, even if its
+    // deployment was retired or replaced since.
+    const target = earlier
+      ? { agentId: earlier.agentId, agentName: earlier.agentName, environment: earlier.environment, deploymentId: earlier.deploymentId }
+      : 'error' in picked
+        ? null
+        : { ...picked.agent, environment: picked.deployment?.environment ?? body.environment ?? 'dev', deploymentId: picked.deployment?._id ?? null };
+    if (!target) throw (picked as { error: unknown }).error;
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,
-      agentId: agent.agentId,
-      agentName: agent.agentName,
+      agentId: target.agentId,
+      agentName: target.agentName,
       channel: 'api',
-      environment: deployment?.environment ?? body.environment ?? 'dev',
-      deploymentId: deployment?._id ?? null,
+      environment: target.environment,
+      deploymentId: target.deploymentId,
       sessionId,
     });
     // A new session takes its place in the tenant's count (429 at the cap) before its record.

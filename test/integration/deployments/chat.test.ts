@@ -115,6 +115,19 @@ describe('pinning across deployments', () => {
     expect(await stack.ctx.models.Session.findById(fresh.body.sessionId).lean()).toMatchObject({ deploymentId: newer.id });
   });
 
+  it('answers a retried first message from its session even after its deployment was retired', async () => {
+    const current = (await api.get(`/api/projects/${t.projectId}/deployments?environment=production&status=active`, { key: t.adminKey })).body.deployments[0];
+    const send = () =>
+      api.post('/api/v1/chat/agent', { key: t.adminKey, headers: { 'idempotency-key': `retry-${current.id}` }, json: { projectId: t.projectId, deploymentId: current.id, message: 'hello' } });
+    const first = await send();
+    expect(first.status).toBe(200);
+    await deploy({ environment: 'production', agentVersionManifest: { Desk: 'auto' }, entryAgentName: 'Desk' });
+    const retried = await send();
+    expect(retried.status).toBe(200);
+    expect(retried.body.sessionId).toBe(first.body.sessionId);
+    expect(retried.body.response).toBe(first.body.response);
+  });
+
   it('answers 410 GONE to a new chat naming a retired deployment', async () => {
     // Superseded by the newer deployment above: retired.
     const res = await chat({ deploymentId: v1Deployment.id, message: 'hello' });
