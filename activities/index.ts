@@ -1,13 +1,15 @@
 // Activity factory: side effects grouped by concern, built from injected dependencies so tests
 // pass real or fake parts without module mocking. Workflows import only its type.
 import { ApplicationFailure } from '@temporalio/activity';
-import type { CompilationOutput, Json, ToolIR } from '../abl/ir';
+import type { Json, ToolIR } from '../abl/ir';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
-import type { SessionStartInput } from '../workflows/definitions';
+import type { DrainView, SessionStartInput } from '../workflows/definitions';
+import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
+import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
 import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
@@ -21,13 +23,16 @@ export interface ActivityDeps {
   config: Config;
   resolveLlm: ResolveLlmTarget;
   recordUsage: RecordLlmUsage;
-  /** The compiled agents a session runs: the versions in force for its project or deployment. */
-  loadCompiledProject: (query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }) => Promise<CompilationOutput | null>;
+  /** The compiled agents a session runs, by content hash (activities/persistence/session-bundles.ts). */
+  sessionBundles: SessionBundleStore;
   /** Values of the {{secrets.NAME}} a tool references, from the encrypted tool-secret store (db/tool-secret.ts). */
   resolveToolSecrets: ResolveToolSecrets;
   /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
   encryptor: Encryptor | null;
 }
+
+/** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
+export const DRAIN_SESSIONS_PER_ROUND = 500;
 
 export interface CallToolInput {
   tenantId: string;
@@ -51,10 +56,28 @@ export function createActivities(deps: ActivityDeps) {
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),
 
-    async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<CompilationOutput> {
-      const compiled = await deps.loadCompiledProject(query);
+    /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
+    async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {
+      const compiled = await deps.sessionBundles.load(query);
       if (!compiled) throw ApplicationFailure.nonRetryable('Project not found or has no agents', 'NOT_FOUND');
       return compiled;
+    },
+
+    /** The deployment's status and its sessions that have not ended, least recently active first. */
+    async viewDeploymentDrain(query: { tenantId: string; projectId: string; deploymentId: string }): Promise<DrainView> {
+      const scope = { tenantId: query.tenantId, projectId: query.projectId };
+      const deployment = await findOwned(deps.models.Deployment, query.deploymentId, scope);
+      if (!deployment) return { status: 'missing', retireReason: null, sessions: [] };
+      const sessions = await deps.models.Session.find({ ...scope, deploymentId: query.deploymentId, status: 'active' })
+        .select({ _id: 1, lastActivityAt: 1 })
+        .sort({ lastActivityAt: 1 })
+        .limit(DRAIN_SESSIONS_PER_ROUND)
+        .lean();
+      return {
+        status: deployment.status,
+        retireReason: deployment.retireReason ?? null,
+        sessions: sessions.map((s) => ({ id: s._id, lastActivityMs: new Date(s.lastActivityAt).getTime() })),
+      };
     },
 
     async callTool(input: CallToolInput): Promise<Json> {

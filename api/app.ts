@@ -17,6 +17,7 @@ import { codecRoutes } from './codec/router';
 import { codecCors } from './codec/cors';
 import { codecLoginRouter } from './codec/operator-session';
 import { chatAgentRoutes } from './chat-agent/router';
+import { deploymentRoutes } from './deployments/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
@@ -28,7 +29,7 @@ import { callbackRoutes } from './callbacks/router';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes, codecRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes, codecRoutes, deploymentRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -35,4 +35,5 @@ function main(): void {
   console.log(`peak memory: rss ${mb(peakRss)}, heapUsed ${mb(peakHeap)}`);
 }
 
-main();
+// Only when run, not when another bench imports the project.
+if (require.main === module) main();

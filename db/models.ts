@@ -3,6 +3,8 @@
 import { type Connection } from 'mongoose';
 import { agentModel } from './agent';
 import { agentVersionModel } from './agent-version';
+import { deploymentModel } from './deployment';
+import { sessionBundleModel } from './session-bundle';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
 import { apiKeyUsageModel } from './api-key-usage';
@@ -34,6 +36,8 @@ export function createModels(connection: Connection) {
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),
+    Deployment: deploymentModel(connection),
+    SessionBundle: sessionBundleModel(connection),
     Session: sessionModel(connection),
     TraceEvent: traceEventModel(connection),
     TranscriptMessage: transcriptMessageModel(connection),

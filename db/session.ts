@@ -70,6 +70,8 @@ SessionSchema.index({ tenantId: 1, projectId: 1, createdAt: -1 });
 SessionSchema.index({ tenantId: 1, projectId: 1, status: 1, channel: 1 });
 // The capacity reconciliation lists a tenant's active sessions across its projects.
 SessionSchema.index({ tenantId: 1, status: 1 });
+// A deployment's drain and detail count the sessions still on it.
+SessionSchema.index({ tenantId: 1, projectId: 1, deploymentId: 1, status: 1 });
 
 export type SessionModel = Model<SessionDoc>;
 export const sessionModel = (c: Connection): SessionModel => c.model<SessionDoc>('Session', SessionSchema, 'sessions');

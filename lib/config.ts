@@ -152,6 +152,14 @@ export const ConfigSchema = z.object({
    * the session to write first, so only the session list can trail by it.
    */
   SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  /** Session bundles (compiled agents by content hash) each worker keeps in memory. */
+  SESSION_BUNDLE_CACHE_SIZE: positiveInt.default(200),
+  /** A retired deployment's drain ends every session still on it after this long (ms). */
+  DEPLOYMENT_DRAIN_TIMEOUT_MS: positiveInt.default(15 * 60 * 1000),
+  /** While draining, a session with no message for this long is ended (ms). */
+  DEPLOYMENT_DRAIN_IDLE_MS: positiveInt.default(60 * 1000),
+  /** How often a drain looks at the deployment's sessions (ms). */
+  DEPLOYMENT_DRAIN_POLL_MS: positiveInt.default(5 * 1000),
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),

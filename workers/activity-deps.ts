@@ -1,8 +1,8 @@
 // Builds the activities' real dependencies from configuration and models: the project-aware
 // model resolution (project settings and credentials over the platform's), the usage ledger,
-// the compiled-agent loader and tool secrets (read from the encrypted store at each call). A
-// project's LLM settings and credentials are reused for PROJECT_LLM_TTL_MS: a change reaches
-// running sessions within that time.
+// the session-bundle store (with this worker's bundle cache) and tool secrets (read from the
+// encrypted store at each call). A project's LLM settings and credentials are reused for
+// PROJECT_LLM_TTL_MS: a change reaches running sessions within that time.
 import { Encryptor } from '../lib/encryption';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
@@ -17,7 +17,7 @@ import {
   platformLlmConfig,
 } from '../providers/llm';
 import { type ActivityDeps } from '../activities';
-import { createLoadCompiledProject } from '../activities/persistence/load-compiled-project';
+import { createSessionBundleStore } from '../activities/persistence/session-bundles';
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
@@ -57,7 +57,7 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     logger,
     resolveLlm,
     recordUsage,
-    loadCompiledProject: createLoadCompiledProject({ models }),
+    sessionBundles: createSessionBundleStore({ models, cacheSize: config.SESSION_BUNDLE_CACHE_SIZE }),
     resolveToolSecrets: (query) => resolveToolSecrets(models, masterKeys, query),
     encryptor,
   };

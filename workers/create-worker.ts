@@ -2,9 +2,9 @@
 // the worker process and by the in-process worker of the integration tests.
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type PayloadCodec } from '@temporalio/common';
-import { switchboardDataConverter } from '../lib/payload-codec';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
+import { sessionBundleCodec } from './session-bundle-storage';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
@@ -30,7 +30,10 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
-    dataConverter: switchboardDataConverter(options.payloadCodec),
+    // Session bundles travel through history as their hash (workers/session-bundle-storage.ts),
+    // and every payload is then encrypted (lib/payload-codec.ts): codecs encode in this order and
+    // decode in the reverse one.
+    dataConverter: { payloadCodecs: [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])] },
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.

@@ -29,6 +29,7 @@ import { ProjectionWriter } from './projection-writer';
 import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
 import { TurnTrace } from './session-trace';
+import { pinnedBundleRef } from './bundle-ref';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -180,7 +181,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   );
 
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
-  bundle = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  const loaded = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  bundle = loaded;
+  // From here on the session names its exact bundle: every continue-as-new and delegation child
+  // runs these versions, whatever is deployed or created meanwhile.
+  const bundleRef = pinnedBundleRef(input.bundleRef, loaded);
   const agentIdleTimeouts = Object.values(bundle.agents).some((a) => typeof a.execution.session_idle_timeout_ms === 'number') && wf.patched(AGENT_IDLE_TIMEOUT_PATCH);
   /** How long the session may stay idle: the active agent's session_idle_timeout, else the platform's. */
   const idleTimeoutMs = (): number => {
@@ -242,7 +247,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       tenantId: input.tenantId,
       projectId: input.projectId,
       sessionId: input.sessionId,
-      bundleRef: input.bundleRef,
+      bundleRef,
       compiled,
       trace,
       stats,
@@ -390,7 +395,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       ...(waiting ? { waiting } : {}),
       ...projection.handOver(),
     };
-    await wf.continueAsNew<typeof agentSession>({ ...input, carried: next });
+    await wf.continueAsNew<typeof agentSession>({ ...input, bundleRef, carried: next });
   };
 
   projection.resume();

@@ -26,8 +26,12 @@ export interface SessionStartInput {
   channel: SessionChannel;
   environment: string;
   deploymentId: string | null;
-  /** How the compiled agents are found: the agent versions in force when the session started. */
-  bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string };
+  /**
+   * How the compiled agents are found. A new session names its deployment or the latest versions;
+   * once its first run has loaded them, continue-as-new and delegation children name the exact
+   * bundle by its content hash, so every run of the session runs the same versions.
+   */
+  bundleRef: { kind: 'latest_versions' } | { kind: 'deployment'; deploymentId: string } | { kind: 'bundle'; bundleHash: string };
   /** Carried across continue-as-new; absent on the first run. */
   carried?: CarriedSessionState;
   /** Session ends after this much inactivity. */
@@ -159,3 +163,36 @@ export const stateQuery = defineQuery<SessionStateView>('state');
  * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
  */
 export const flushUpdate = defineUpdate<void, []>('flush');
+
+// ---------------------------------------------------------------------------------------------
+// DeploymentDrain (`deployment-drain/<deploymentId>`): started by POST .../retire.
+
+export interface DeploymentDrainInput {
+  tenantId: string;
+  projectId: string;
+  deploymentId: string;
+  environment: string;
+  /** Every session still on the deployment is ended this long after the drain starts. */
+  drainTimeoutMs: number;
+  /** A session with no message for this long is ended. */
+  idleMs: number;
+  pollMs: number;
+}
+
+export interface DeploymentDrainResult {
+  /** `drained`: no session left; `timed_out`: the rest were ended at the timeout; `reactivated`: rolled back meanwhile; `not_retired`: the retire never happened. */
+  outcome: 'drained' | 'timed_out' | 'reactivated' | 'not_retired';
+  endedSessions: number;
+}
+
+/** What a drain sees of its deployment each round. */
+export interface DrainView {
+  status: 'active' | 'retired' | 'missing';
+  /** Why it was retired (only an explicit retire, `retired`, is drained). */
+  retireReason: string | null;
+  /** Sessions on the deployment that have not ended (at most DRAIN_SESSIONS_PER_ROUND). */
+  sessions: { id: string; lastActivityMs: number }[];
+}
+
+/** The reason a drained session ends with. */
+export const DEPLOYMENT_RETIRED_REASON = 'deployment_retired';

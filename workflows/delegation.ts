@@ -10,6 +10,7 @@ import type { SessionStartInput, TraceEventOut, TurnTestContext } from './defini
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { TurnTrace } from './session-trace';
+import { pinnedBundleRef } from './bundle-ref';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
 const { loadSessionBundle } = wf.proxyActivities<Activities>(BUNDLE_OPTIONS);
@@ -43,6 +44,8 @@ export interface DelegationOutput {
 export async function delegationWorkflow(input: DelegationInput): Promise<DelegationOutput> {
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
   const compiled = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  // The parent named its exact bundle; a child of a run recorded before that named what it started with.
+  const bundleRef = pinnedBundleRef(input.bundleRef, compiled);
   const trace = new TurnTrace(0, 0, input.rootSpan);
   const stats = { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
   const interpreter = createInterpreter(
@@ -59,7 +62,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     tenantId: input.tenantId,
     projectId: input.projectId,
     sessionId: input.sessionId,
-    bundleRef: input.bundleRef,
+    bundleRef,
     compiled,
     trace,
     stats,

@@ -10,6 +10,8 @@ export const ChannelKey = defineSearchAttributeKey('Channel', SearchAttributeTyp
 export const EnvironmentKey = defineSearchAttributeKey('Environment', SearchAttributeType.KEYWORD);
 /** `suspended` while a session waits on an async tool's callback, `active` once it resumed (unset before its first wait). */
 export const SessionStatusKey = defineSearchAttributeKey('SessionStatus', SearchAttributeType.KEYWORD);
+/** Set on sessions pinned to a deployment and on that deployment's drain workflow. */
+export const DeploymentIdKey = defineSearchAttributeKey('DeploymentId', SearchAttributeType.KEYWORD);
 
 /** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
-export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey];
+export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey, DeploymentIdKey];

@@ -164,9 +164,10 @@ export async function recordActiveVersions(models: Models, scope: ProjectScope, 
   const field = `activeVersions.${environment}`;
   const names = Object.keys(manifest);
   await models.Agent.updateMany({ ...scope, name: { $nin: names } }, { $unset: { [field]: '' } });
-  for (const [name, version] of Object.entries(manifest)) {
-    await models.Agent.updateOne({ ...scope, name }, { $set: { [field]: version } });
-  }
+  // One write per distinct version label (agents mostly share a few), not one per agent.
+  const byVersion = new Map<string, string[]>();
+  for (const [name, version] of Object.entries(manifest)) byVersion.set(version, [...(byVersion.get(version) ?? []), name]);
+  for (const [version, agents] of byVersion) await models.Agent.updateMany({ ...scope, name: { $in: agents } }, { $set: { [field]: version } });
 }
 
 // ---------------------------------------------------------------- validation and versions

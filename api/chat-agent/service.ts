@@ -24,7 +24,7 @@ import {
   createSessionRecord,
   giveBackUnstartedSession,
   releaseSessionCapacity,
-  resolveSessionAgent,
+  resolveNewSessionTarget,
 } from '../sessions/service';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -201,7 +201,6 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
   if (body.testContext && !hasPermission(principal, 'agent:write')) {
     throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
   }
-  if (body.deploymentId) throw new ApiError('NOT_FOUND', 'Deployment not found');
   if ((turnsInFlight.get(ctx) ?? 0) >= ctx.config.MAX_TURNS_IN_FLIGHT) {
     throw new ApiError('QUEUE_FULL', { message: 'Execution queue full', extraBody: { retryAfterMs: 1000 }, headers: { 'Retry-After': '1' } });
   }
@@ -264,24 +263,33 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       : randomUUID();
     // Reads only, so they go out together. A fresh random id names no session yet: only a
     // retried Idempotency-Key can find an earlier one.
+    // The deployment pins the versions the session runs (docs/deployments.md); without one,
+    // the latest versions.
     const [picked, earlier] = await Promise.all([
-      resolveSessionAgent(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body.agentId).then(
-        (agent) => ({ agent }),
+      resolveNewSessionTarget(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body).then(
+        (target) => target,
         (error: unknown) => ({ error }),
       ),
       options.idempotencyKey ? findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }) : null,
       settled,
     ]);
     const client = await gate();
-    if ('error' in picked) throw picked.error;
-    const { agent } = picked;
+    // A retried first message joins the session it started, as it started it, even if its
+    // deployment was retired or replaced since.
+    const target = earlier
+      ? { agentId: earlier.agentId, agentName: earlier.agentName, environment: earlier.environment, deploymentId: earlier.deploymentId }
+      : 'error' in picked
+        ? null
+        : { ...picked.agent, environment: picked.deployment?.environment ?? body.environment ?? 'dev', deploymentId: picked.deployment?._id ?? null };
+    if (!target) throw (picked as { error: unknown }).error;
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,
-      agentId: agent.agentId,
-      agentName: agent.agentName,
+      agentId: target.agentId,
+      agentName: target.agentName,
       channel: 'api',
-      environment: body.environment ?? 'dev',
+      environment: target.environment,
+      deploymentId: target.deploymentId,
       sessionId,
     });
     // A new session takes its place in the tenant's count (429 at the cap) before its record.

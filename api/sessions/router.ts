@@ -36,7 +36,7 @@ import {
   listTraceEvents,
   listTranscript,
   resetSession,
-  resolveSessionAgent,
+  resolveNewSessionTarget,
   startSessionWorkflow,
   type SessionScope,
 } from './service';
@@ -71,8 +71,14 @@ export const sessionRoutes: AnyRoute[] = [
     response: ZCreateSessionResponseSchema,
     async handler({ ctx, principal, project, body }) {
       const scope = scopeOf(principal, project);
-      const agent = await resolveSessionAgent(ctx.models, scope, body.agentId);
-      const { session } = await startSessionWorkflow(ctx, { ...scope, ...agent, channel: body.channel, environment: body.environment });
+      const { agent, deployment } = await resolveNewSessionTarget(ctx.models, scope, { agentId: body.agentId, environment: body.environment });
+      const { session } = await startSessionWorkflow(ctx, {
+        ...scope,
+        ...agent,
+        channel: body.channel,
+        environment: deployment?.environment ?? body.environment,
+        deploymentId: deployment?._id ?? null,
+      });
       return {
         success: true,
         session: { id: session._id, agentId: agent.agentId, agentName: agent.agentName, createdAt: session.createdAt.toISOString() },

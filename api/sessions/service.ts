@@ -6,6 +6,7 @@ import { forgetRunningSession } from './running-sessions';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { type DeploymentDoc } from '../../db/deployment';
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
 import { acquireSessionSlot, releaseSessionSlot } from '../../db/session-capacity';
@@ -24,6 +25,7 @@ import {
   type SessionStateView,
 } from '../../workflows/definitions';
 import { type AppContext } from '../context';
+import { resolveDeploymentAgent, resolveSessionDeployment } from '../deployments/service';
 import { type LiveUnavailableReason } from './present';
 import { silentRuntime } from './silent-runtime';
 import { type TListSessionsQuery, type TTracesQuery } from './schemas';
@@ -86,6 +88,21 @@ export async function resolveSessionAgent(models: Models, scope: SessionScope, a
     : (agents.find((a) => /^\s*SUPERVISOR\s*:/m.test(a.dslContent)) ?? agents[0]);
   if (!agent) throw new ApiError('NOT_FOUND', `Agent "${agentRef}" not found in this project, or it has no version`);
   return { agentId: agent._id, agentName: agent.name };
+}
+
+/**
+ * What a new session runs: the deployment named by `deploymentId`, else the active one of
+ * `environment` (api/deployments/service.ts), and its agent (`agentId`, else the deployment's
+ * entry agent); with no deployment, the latest versions and `resolveSessionAgent`.
+ */
+export async function resolveNewSessionTarget(
+  models: Models,
+  scope: SessionScope,
+  target: { deploymentId?: string; environment?: string; agentId?: string },
+): Promise<{ agent: ResolvedAgent; deployment: DeploymentDoc | null }> {
+  const deployment = await resolveSessionDeployment(models, scope, target);
+  const agent = deployment ? await resolveDeploymentAgent(models, scope, deployment, target.agentId) : await resolveSessionAgent(models, scope, target.agentId);
+  return { agent, deployment };
 }
 
 // ---------------------------------------------------------------- creating sessions

@@ -7,7 +7,7 @@ import { isErrorCode } from '../../lib/error-codes';
 import { type Config } from '../../lib/config';
 import type { agentSession } from '../../workflows/agent-session';
 import { type SessionStartInput } from '../../workflows/definitions';
-import { AgentNameKey, ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
+import { AgentNameKey, ChannelKey, DeploymentIdKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 import { SESSION_ID_PATTERN } from './schemas';
 
@@ -171,6 +171,7 @@ export function sessionStartOptions(
       { key: AgentNameKey, value: input.agentName },
       { key: ChannelKey, value: input.channel },
       { key: EnvironmentKey, value: input.environment },
+      ...(input.deploymentId ? [{ key: DeploymentIdKey, value: input.deploymentId }] : []),
     ]),
     staticSummary: `agent ${input.agentName} · ${input.channel}`,
   };

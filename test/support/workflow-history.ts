@@ -1,9 +1,12 @@
-// A live session's workflow history in tests: the patch ids it recorded, and a replay of it with
-// today's workflow bundle (a nondeterminism error fails the test).
+// A live session's workflow history in tests: as Temporal stores it (encrypted, its session bundle
+// a reference), as a worker sees it (decoded, the bundle inlined), the patch ids it recorded, and a
+// replay of it with today's workflow bundle (a nondeterminism error fails the test).
 import { Client, Connection } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { type TestStack } from './stack';
 import { decodeEncryptedPayloads } from '../fixtures/histories/history-json';
+import { createSessionBundleStore } from '../../activities/persistence/session-bundles';
+import { inlineSessionBundles } from '../../workers/session-bundle-storage';
 
 type History = Awaited<ReturnType<ReturnType<Awaited<ReturnType<TestStack['ctx']['temporal']['client']>>['workflow']['getHandle']>['fetchHistory']>>;
 
@@ -12,9 +15,14 @@ export async function rawSessionHistory(stack: TestStack, sessionId: string, run
   return (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`, runId).fetchHistory();
 }
 
-/** The history with its payloads decoded, as workflow code and an operator with the codec see it. */
+/**
+ * The history as workflow code sees it: payloads decoded, and the session bundle's reference
+ * replaced by the bundle, read back from MongoDB by hash (workers/session-bundle-storage.ts), so it
+ * replays without a database.
+ */
 export async function sessionHistory(stack: TestStack, sessionId: string, runId?: string): Promise<History> {
-  return decodeEncryptedPayloads(await rawSessionHistory(stack, sessionId, runId), stack.ctx.payloadCodec);
+  const decoded = await decodeEncryptedPayloads(await rawSessionHistory(stack, sessionId, runId), stack.ctx.payloadCodec);
+  return inlineSessionBundles(decoded, createSessionBundleStore({ models: stack.ctx.models, cacheSize: 4 }));
 }
 
 /**

@@ -1,0 +1,144 @@
+// Deployment routes (`/api/projects/:projectId/deployments`): the spec's Deployments table and
+// the rollback and promote semantics of docs/deployments.md. Changes need `deployment:create`.
+import { z } from 'zod';
+import { ApiError } from '../../lib/errors';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
+import { ZProjectIdParam } from '../http/schemas';
+import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';
+import {
+  ZCreateDeploymentRequestSchema,
+  ZDeploymentDetailSchema,
+  ZDeploymentListItemSchema,
+  ZDeploymentParams,
+  ZDeploymentResponse,
+  ZListDeploymentsQuery,
+  ZPromoteDeploymentRequestSchema,
+  ZRetiredDeploymentSchema,
+  ZRollbackResponse,
+} from './schemas';
+import { activeSessionCount, createDeployment, getDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from './service';
+import { startDeploymentDrain } from './drain-client';
+
+const TAGS = ['Deployments'];
+const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });
+
+/** The operations on one deployment, for links from whatever returned it. */
+const deploymentLinks = (deploymentId: string) =>
+  linksTo(['getDeployment', 'retireDeployment', 'rollbackDeployment', 'promoteDeployment'], { projectId: '$request.path.projectId', deploymentId });
+
+export const deploymentRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/deployments',
+    operationId: 'createDeployment',
+    summary: "Deploy pinned agent versions to an environment (it becomes the environment's active deployment)",
+    description:
+      '`auto` pins the agent\'s latest version at creation; the stored manifest holds the resolved labels. The deployment active in that environment until now is retired (`superseded`): its sessions finish on their versions.',
+    tags: TAGS,
+    auth: 'deployment:create',
+    params: ZProjectIdParam,
+    body: ZCreateDeploymentRequestSchema,
+    bodyExample: { environment: 'production', agentVersionManifest: { Support_Hub: 'auto', Billing_Agent: '1.0.0' }, entryAgentName: 'Support_Hub', label: 'Spring release' },
+    links: deploymentLinks('$response.body#/deployment/id'),
+    successStatus: 201,
+    errorStatuses: [404],
+    response: ZDeploymentResponse,
+    async handler({ ctx, principal, project, body }) {
+      const deployment = await createDeployment(ctx.models, scopeOf(project), body, principal.subjectId);
+      return { success: true, deployment: presentDeployment(deployment) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/deployments',
+    operationId: 'listDeployments',
+    summary: "List a project's deployments, newest first",
+    tags: TAGS,
+    auth: 'agent:read',
+    params: ZProjectIdParam,
+    query: ZListDeploymentsQuery,
+    response: z.object({ success: z.literal(true), total: z.number(), offset: z.number(), limit: z.number(), deployments: z.array(ZDeploymentListItemSchema) }),
+    async handler({ ctx, project, query }) {
+      const { total, deployments } = await listDeployments(ctx.models, scopeOf(project), query);
+      return { success: true, total, offset: query.offset, limit: query.limit, deployments: deployments.map(presentDeploymentListItem) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/deployments/:deploymentId',
+    operationId: 'getDeployment',
+    summary: 'Get a deployment with its manifest and channel count',
+    tags: TAGS,
+    auth: 'agent:read',
+    params: ZDeploymentParams,
+    response: z.object({ success: z.literal(true), deployment: ZDeploymentDetailSchema }),
+    async handler({ ctx, project, params }) {
+      const scope = scopeOf(project);
+      const deployment = await getDeployment(ctx.models, scope, params.deploymentId);
+      // No channel connections exist yet, so none can be bound to a deployment.
+      return { success: true, deployment: { ...presentDeployment(deployment), channelCount: 0, activeSessionCount: await activeSessionCount(ctx.models, scope, deployment._id) } };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/deployments/:deploymentId/retire',
+    operationId: 'retireDeployment',
+    summary: 'Retire an active deployment and drain its sessions',
+    description:
+      'New chats naming it get 410. Its sessions finish the turn they are in and end when idle, or at the drain timeout (workflow `deployment-drain/<id>`). 409 when it is already retired.',
+    tags: TAGS,
+    auth: 'deployment:create',
+    params: ZDeploymentParams,
+    errorStatuses: [409, 503],
+    response: z.object({ success: z.literal(true), deployment: ZRetiredDeploymentSchema }),
+    links: linksTo(['rollbackDeployment', 'getDeployment'], { projectId: '$request.path.projectId', deploymentId: '$request.path.deploymentId' }),
+    async handler({ ctx, project, params }) {
+      const scope = scopeOf(project);
+      const current = await getDeployment(ctx.models, scope, params.deploymentId);
+      if (current.status !== 'active') throw new ApiError('CONFLICT', 'Deployment is already retired');
+      // The drain first, so a retire Temporal cannot take changes nothing (it waits for the write).
+      await startDeploymentDrain(ctx, current);
+      const deployment = await retireDeployment(ctx.models, scope, params.deploymentId);
+      return { success: true, deployment: presentRetired(deployment) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/deployments/:deploymentId/rollback',
+    operationId: 'rollbackDeployment',
+    summary: 'Make a retired deployment active again (or, on the active one, the one it replaced)',
+    description:
+      "On a retired deployment: it becomes its environment's active deployment again and the one active now is retired (`rolled_back`; its sessions finish on their versions). On the active deployment: the same for the deployment it replaced. 409 when there is nothing to roll back to or a pinned version was deleted.",
+    tags: TAGS,
+    auth: 'deployment:create',
+    params: ZDeploymentParams,
+    errorStatuses: [409],
+    response: ZRollbackResponse,
+    links: deploymentLinks('$response.body#/deployment/id'),
+    async handler({ ctx, project, params }) {
+      const { deployment, retiredDeployment } = await rollbackDeployment(ctx.models, scopeOf(project), params.deploymentId);
+      return { success: true, deployment: presentDeployment(deployment), retiredDeployment: retiredDeployment ? presentRetired(retiredDeployment) : null };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/projects/:projectId/deployments/:deploymentId/promote',
+    operationId: 'promoteDeployment',
+    summary: 'Copy a deployment into another environment as its new active deployment',
+    description:
+      'Copies the manifest, entry agent, model overrides and pinned settings. Into `staging` or `production` the pinned versions must compile together: 400 with `error.details.diagnostics` otherwise. 409 when a pinned version was deleted.',
+    tags: TAGS,
+    auth: 'deployment:create',
+    params: ZDeploymentParams,
+    body: ZPromoteDeploymentRequestSchema,
+    bodyExample: { targetEnvironment: 'production' },
+    successStatus: 201,
+    errorStatuses: [409],
+    response: ZDeploymentResponse,
+    links: deploymentLinks('$response.body#/deployment/id'),
+    async handler({ ctx, principal, project, params, body }) {
+      const deployment = await promoteDeployment(ctx.models, scopeOf(project), params.deploymentId, body, principal.subjectId);
+      return { success: true, deployment: presentDeployment(deployment) };
+    },
+  }),
+];
