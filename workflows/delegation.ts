@@ -31,6 +31,8 @@ export interface DelegationInput {
   chain?: string[];
   /** The parent's `delegate` span; the child's events hang under it. */
   rootSpan: string;
+  /** The session's environment, whose tool secrets the child's tools use (absent in older runs: `dev`). */
+  environment?: string;
 }
 
 export interface DelegationOutput {
@@ -62,6 +64,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     tenantId: input.tenantId,
     projectId: input.projectId,
     sessionId: input.sessionId,
+    ...(input.environment ? { environment: input.environment } : {}),
     bundleRef,
     compiled,
     trace,

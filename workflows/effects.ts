@@ -54,6 +54,8 @@ export interface EffectContext {
   tenantId: string;
   projectId: string;
   sessionId: string;
+  /** The session's environment: its tools' secrets come from it (`dev` when absent). */
+  environment?: string;
   bundleRef: SessionStartInput['bundleRef'];
   compiled: CompilationOutput;
   trace: TurnTrace;
@@ -159,6 +161,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
           args: command.args,
           timeoutMs: command.timeoutMs,
           messageMetadata: ctx.messageMetadata,
+          ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
         });
         event = { type: 'tool_result', commandId: command.id, ok: true, value };
       } catch (err) {
@@ -205,6 +208,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           // A turn's test mocks cover the whole turn, delegated agents included.
           toolMocks: [...ctx.mocks.values()],
           parentAgent: command.agent,
+          ...(ctx.environment ? { environment: ctx.environment } : {}),
           chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
         },
@@ -261,6 +265,7 @@ async function startAsyncCall(ctx: EffectContext, command: Extract<RuntimeComman
         requestTimeoutMs,
         waitMs: command.timeoutMs,
         messageMetadata: ctx.messageMetadata,
+        ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
       });
     ctx.waiting = { callbackId, commandId: command.id, agent: command.agent, tool: command.tool, expiresAtMs: started.expiresAtMs, sinceMs: Date.now() };
     ctx.trace.add('suspension', { agent: command.agent, tool: command.tool, callbackId, expiresAt: new Date(started.expiresAtMs).toISOString() });

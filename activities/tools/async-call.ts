@@ -28,6 +28,8 @@ export interface StartAsyncCallInput {
   /** How long the session waits for the callback. */
   waitMs: number;
   messageMetadata?: Record<string, unknown>;
+  /** The session's environment, whose tool secrets apply (`dev` when absent). */
+  toolSecretEnvironment?: string;
 }
 
 export interface StartAsyncCallResult {
@@ -86,7 +88,12 @@ export function createStartAsyncCall(deps: ActivityDeps) {
     const suspension = await suspensionFor(input, encryptor);
     const secret = encryptor.decrypt(input.tenantId, CALLBACK_SECRET_PURPOSE, suspension.secret);
     // The tool's {{secrets.NAME}}, resolved here as for any tool call and scrubbed from failures.
-    const secrets = await secretsForCall(deps.resolveToolSecrets, { tenantId: input.tenantId, projectId: input.projectId, tool: input.tool });
+    const secrets = await secretsForCall(deps.resolveToolSecrets, {
+      tenantId: input.tenantId,
+      projectId: input.projectId,
+      tool: input.tool,
+      ...(input.toolSecretEnvironment ? { environment: input.toolSecretEnvironment } : {}),
+    });
     try {
       await runHttpTool(
         {

@@ -138,6 +138,27 @@ it("sends the tool's own secret and the project-wide one, uses a rotated value a
   }
 });
 
+it("uses the secrets of the session's environment: a staging deployment's session gets the staging row", async () => {
+  const staging = await api.post('/api/tool-secrets', {
+    key: t.adminKey,
+    json: { projectId: t.projectId, toolName: 'check_order', secretKey: 'API_TOKEN', value: 'staging-token-5150', environment: 'staging' },
+  });
+  expect(staging.status).toBe(201);
+  const projectWide = await api.post('/api/tool-secrets', {
+    key: t.adminKey,
+    json: { projectId: t.projectId, toolName: '*', secretKey: 'PROJECT_KEY', value: 'staging-project-5150', environment: 'staging' },
+  });
+  expect(projectWide.status).toBe(201);
+  const deployed = await api.post(`/api/projects/${t.projectId}/deployments`, {
+    key: t.adminKey,
+    json: { environment: 'staging', agentVersionManifest: { Order_Agent: 'auto' }, entryAgentName: 'Order_Agent' },
+  });
+  expect(deployed.status).toBe(201);
+  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, environment: 'staging', message: 'where is my order?' } });
+  expect(res.status).toBe(200);
+  expect(received.at(-1)).toMatchObject({ authorization: 'Bearer staging-token-5150', 'x-project-key': 'staging-project-5150' });
+});
+
 it('fails the call with a tool_error naming an expired secret, and the agent takes its ON_FAIL path', async () => {
   const before = received.length;
   const row = await stack.ctx.models.ToolSecret.findOne({ tenantId: t.tenantId, toolName: 'check_order', secretKey: 'API_TOKEN' }).lean();

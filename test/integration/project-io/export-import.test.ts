@@ -76,9 +76,18 @@ describe('export', () => {
     expect(exported.files['deployments.json']).toBeUndefined();
   });
 
-  it('adds deployments.json with include_deployments=true (an empty list while there are none)', async () => {
+  it("adds deployments.json with include_deployments=true: the project's deployments, newest first", async () => {
+    const before = await exportFolder(acme.projectId, '?include_deployments=true');
+    const earlier = (JSON.parse(before.files['deployments.json']!) as { deployments: unknown[] }).deployments;
+    const created = await api.post(`/api/projects/${acme.projectId}/deployments`, {
+      key: acme.adminKey,
+      json: { environment: 'staging', agentVersionManifest: { Complaints_Agent: '1.2.0' }, entryAgentName: 'Complaints_Agent', label: 'export check' },
+    });
+    expect(created.status).toBe(201);
     const exported = await exportFolder(acme.projectId, '?include_deployments=true');
-    expect(JSON.parse(exported.files['deployments.json']!)).toEqual({ deployments: [] });
+    const records = (JSON.parse(exported.files['deployments.json']!) as { deployments: { id: string; environment: string; label: string; agentVersionManifest: Record<string, string> }[] }).deployments;
+    expect(records).toHaveLength(earlier.length + 1);
+    expect(records[0]).toMatchObject({ id: created.body.deployment.id, environment: 'staging', label: 'export check', agentVersionManifest: { Complaints_Agent: '1.2.0' } });
     const bad = await api.get(`${io(acme.projectId)}/export?include_deployments=yes`, { key: acme.adminKey });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('VALIDATION_ERROR');

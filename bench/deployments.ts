@@ -1,8 +1,10 @@
-// Project export and import of the generated 100-agent project (bench/support/generated-project.ts)
-// through the HTTP API: import into an empty project, export as zip, export as JSON; several runs,
-// each into a new project. Starts its own stack (Temporal dev server in memory, FerretDB in a temp
-// dir, the API in this process). Prints figures, asserts nothing.
-//   node --import tsx bench/project-io.ts [--runs 5]
+// Deployments and project export/import of the generated 100-agent project
+// (bench/support/generated-project.ts) through the HTTP API, each run in a new project: import it
+// into the empty project (which saves a version of every agent), create a deployment pinning all
+// 100 (`auto`), promote it to production (which compiles the pinned versions together), export
+// it as zip and as JSON. Starts its own stack (Temporal dev server in memory, FerretDB in a temp
+// dir, the API in this process). Prints figures, asserts nothing. Target: each under 2 s.
+//   node --import tsx bench/deployments.ts [--runs 5]
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
@@ -55,14 +57,16 @@ async function main() {
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const http = jsonClient(baseUrl);
 
-  const tenant = await createTenant(ctx.models, { name: 'bench-project-io' });
+  const tenant = await createTenant(ctx.models, { name: 'bench-deployments' });
   const { key } = await createApiKey(ctx.models, tenant._id, { name: 'bench', permissions: ['admin'] });
   const auth = { authorization: `Bearer ${key}` };
   const files = importFiles();
   const bytes = Object.values(files).reduce((n, c) => n + Buffer.byteLength(c), 0);
-  process.stdout.write(`project-io bench: ${Object.keys(files).length} files, ${(bytes / 1024).toFixed(0)} KiB, ${RUNS} runs\n`);
+  process.stdout.write(`deployments bench: ${Object.keys(files).length} files, ${(bytes / 1024).toFixed(0)} KiB, ${RUNS} runs\n`);
 
-  const timings = { import: [] as number[], zip: [] as number[], folder: [] as number[] };
+  const timings = { import: [] as number[], create: [] as number[], promote: [] as number[], zip: [] as number[], folder: [] as number[] };
+  const agentNames = Object.keys(files).flatMap((p) => /^agents\/(.+)\.abl$/.exec(p)?.[1] ?? []);
+  const manifest = Object.fromEntries(agentNames.map((n) => [n, 'auto']));
   let zipBytes = 0;
   for (let run = 0; run < RUNS; run++) {
     const project = await createProject(ctx.models, tenant._id, { name: `Bench ${run}` });
@@ -71,6 +75,15 @@ async function main() {
     const imported = await http.post(`${base}/import`, { files }, auth);
     timings.import.push(performance.now() - t0);
     if (imported.status !== 200) throw new Error(`import answered ${imported.status}: ${JSON.stringify(imported.body)}`);
+    t0 = performance.now();
+    const created = await http.post(`/api/projects/${project._id}/deployments`, { environment: 'dev', agentVersionManifest: manifest, entryAgentName: 'Agent_0' }, auth);
+    timings.create.push(performance.now() - t0);
+    if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body).slice(0, 500)}`);
+    const deploymentId = (created.body as { deployment: { id: string } }).deployment.id;
+    t0 = performance.now();
+    const promoted = await http.post(`/api/projects/${project._id}/deployments/${deploymentId}/promote`, { targetEnvironment: 'production' }, auth);
+    timings.promote.push(performance.now() - t0);
+    if (promoted.status !== 201) throw new Error(`promote answered ${promoted.status}: ${JSON.stringify(promoted.body).slice(0, 500)}`);
     t0 = performance.now();
     const zip = await fetch(`${baseUrl}${base}/export?format=zip`, { headers: auth });
     zipBytes = (await zip.arrayBuffer()).byteLength;
@@ -82,6 +95,8 @@ async function main() {
     if (folder.status !== 200) throw new Error(`export answered ${folder.status}`);
   }
   process.stdout.write(`import into an empty project: ${stats(timings.import)}\n`);
+  process.stdout.write(`create a deployment (100 agents, auto): ${stats(timings.create)}\n`);
+  process.stdout.write(`promote it to production: ${stats(timings.promote)}\n`);
   process.stdout.write(`export as zip (${(zipBytes / 1024).toFixed(0)} KiB): ${stats(timings.zip)}\n`);
   process.stdout.write(`export as JSON: ${stats(timings.folder)}\n`);
 
