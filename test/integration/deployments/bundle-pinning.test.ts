@@ -9,6 +9,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 
 jest.setTimeout(60_000);
 
@@ -45,8 +46,9 @@ const chat = (owner: SeededTenant, json: Record<string, unknown>) => api.post('/
 const said = (response: string) => [...new Set(response.split('\n\n'))].join(' | ');
 
 type RawHistory = Awaited<ReturnType<typeof sessionHistory>>;
+/** The history with the payload codec's encryption undone, its session bundle still a reference. */
 async function rawHistory(workflowId: string, runId?: string): Promise<RawHistory> {
-  return (await stack.ctx.temporal.client()).workflow.getHandle(workflowId, runId).fetchHistory();
+  return decodeEncryptedPayloads(await (await stack.ctx.temporal.client()).workflow.getHandle(workflowId, runId).fetchHistory(), stack.ctx.payloadCodec);
 }
 /** Every payload of a history with its encoding and text. */
 function payloadsOf(history: RawHistory): { encoding: string; text: string }[] {
