@@ -229,6 +229,8 @@ export type ConditionIR =
   | { kind: 'expr'; expr: ExprIR }
   /** ON_INPUT bare keyword (`yes`, `no`, …) and the words that match it. */
   | { kind: 'keyword'; keyword: string; words: string[] }
+  /** ON_ACTION: a channel's structured action (a button press) with this id. Kept among on_input. */
+  | { kind: 'action'; id: string }
   | { kind: 'else' };
 
 export interface BranchIR {

@@ -95,7 +95,11 @@ export type PendingWait =
 export type RuntimeEvent =
   /** Session start: runs ON_START of the entry agent. */
   | { type: 'start'; sessionVariables?: Record<string, Json>; gatherValues?: Record<string, Json>; startAtStep?: string; skipOnStart?: boolean }
-  | { type: 'user_message'; text: string; metadata?: Record<string, Json> }
+  /**
+   * `action`: a channel's structured action (a button press); it takes the waiting step's ON_ACTION
+   * handler with that id. `text` is what the transcript and any other matching see.
+   */
+  | { type: 'user_message'; text: string; metadata?: Record<string, Json>; action?: { id: string; value?: Json } }
   | { type: 'llm_result'; commandId: string; ok: true; content: string; toolCalls: { id: string; name: string; arguments: string }[] }
   | { type: 'llm_result'; commandId: string; ok: false; error: RuntimeError }
   | { type: 'tool_result'; commandId: string; ok: true; value: Json }
