@@ -265,7 +265,7 @@ function compileAccess(ctx: CompileContext, f: Fields, name: string): ToolIR['ac
     return p ? toJson(ctx.value(p)) : undefined;
   };
   const { access, problems } = readToolAccess(raw('pii_access'), raw('context_access'));
-  for (const p of problems) ctx.report('E416', (f.map.get(p.key) as PairNode).loc, { name, key: p.key, detail: p.detail });
+  for (const p of problems) ctx.report('E417', (f.map.get(p.key) as PairNode).loc, { name, key: p.key, detail: p.detail });
   return access;
 }
 

@@ -1,5 +1,5 @@
 // pii_access / context_access on tools: how they compile into ToolIR.access (no "stored but has no
-// effect" warning any more, E416 for what cannot be read), and what the helpers do to arguments.
+// effect" warning any more, E417 for what cannot be read), and what the helpers do to arguments.
 
 import { applyPiiAccess, pickContext, toolAccessOf } from '../../../abl/tool-access';
 import type { ToolIR } from '../../../abl';
@@ -40,9 +40,9 @@ describe('compiling pii_access / context_access', () => {
     expect('access' in t).toBe(false);
   });
 
-  it('reports E416 for a value it cannot read, and keeps the strictest reading', () => {
+  it('reports E417 for a value it cannot read, and keeps the strictest reading', () => {
     const { out, tool: t } = tool('    pii_access:\n      level: high\n    context_access: ["a.b"]');
-    expect(out.diagnostics.map((d) => [d.code, d.line])).toEqual([['E416', 8], ['E416', 10]]);
+    expect(out.diagnostics.map((d) => [d.code, d.line])).toEqual([['E417', 8], ['E417', 10]]);
     expect(out.diagnostics[0]!.message).toContain('Tool "notify" pii_access: expected full, masked, none or a list');
     expect(out.diagnostics[1]!.message).toContain('"a.b" is not a message metadata key');
     expect(t.access).toEqual({ pii: 'none', context: [] });
