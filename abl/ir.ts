@@ -96,8 +96,27 @@ export interface ToolIR {
   on_error: SetIR[];
   /** The library file it came from, when imported. */
   imported_from: string | null;
+  /**
+   * `pii_access` / `context_access`: what the tool may receive. Absent when neither is written
+   * (and in IR compiled before they were read, which kept them in `extra`).
+   */
+  access?: ToolAccessIR;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/** PII kinds the runtime recognises in a tool's arguments (docs/abl.md, "What a tool receives"). */
+export type PiiKind = 'email' | 'card' | 'ssn' | 'phone';
+
+export interface ToolAccessIR {
+  /**
+   * `full`: arguments as given. `masked`: PII kept in a partial form, sensitive GATHER values
+   * replaced. `none`: PII and sensitive values replaced. `allow`: those PII kinds and sensitive
+   * fields in full, everything else as `none`.
+   */
+  pii: 'full' | 'masked' | 'none' | { allow: string[] };
+  /** The message metadata keys the tool receives; null = all of them. */
+  context: string[] | null;
 }
 
 export interface ToolLibraryIR {
@@ -210,6 +229,8 @@ export type ConditionIR =
   | { kind: 'expr'; expr: ExprIR }
   /** ON_INPUT bare keyword (`yes`, `no`, …) and the words that match it. */
   | { kind: 'keyword'; keyword: string; words: string[] }
+  /** ON_ACTION: a channel's structured action (a button press) with this id. Kept among on_input. */
+  | { kind: 'action'; id: string }
   | { kind: 'else' };
 
 export interface BranchIR {

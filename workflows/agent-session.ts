@@ -279,7 +279,13 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       );
       runtime = result.state;
     }
-    result = await drive(interpreter.advance(runtime, { type: 'user_message', text: turn.message, metadata: turn.metadata as Record<string, Json> | undefined }));
+    result = await drive(interpreter.advance(runtime, {
+      type: 'user_message',
+      text: turn.message,
+      metadata: turn.metadata as Record<string, Json> | undefined,
+      // Only turns sent with an action carry it, so recorded turns replay unchanged.
+      ...(turn.action ? { action: turn.action as { id: string; value?: Json } } : {}),
+    }));
     runtime = result.state;
     if (result.outcome === 'completed') ended ??= { reason: 'completed' };
     if (effects.waiting) waitOn(effects.waiting);

@@ -99,6 +99,8 @@ export interface TurnUpdateInput {
    */
   retryable?: boolean;
   message: string;
+  /** A channel's structured action (a button press): the waiting step's ON_ACTION handler with this id. */
+  action?: { id: string; value?: unknown };
   /** Per-turn only; visible as session.messageMetadata and message_metadata in tool context. */
   metadata?: Record<string, unknown>;
   testContext?: TurnTestContext;

@@ -5,6 +5,7 @@ import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompilationOutput, Json } from '../abl/ir';
 import { SENSITIVE_MASK } from '../abl/gather';
+import { pickContext } from '../abl/tool-access';
 import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
 import type { Interpreter } from '../abl/runtime';
 import type { SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
@@ -160,7 +161,8 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
           tool,
           args: command.args,
           timeoutMs: command.timeoutMs,
-          messageMetadata: ctx.messageMetadata,
+          // Only the keys its context_access lists (the interpreter sets them only when that applies).
+          messageMetadata: pickContext(ctx.messageMetadata, command.contextKeys),
           ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
         });
         event = { type: 'tool_result', commandId: command.id, ok: true, value };
@@ -264,7 +266,7 @@ async function startAsyncCall(ctx: EffectContext, command: Extract<RuntimeComman
         args: command.args,
         requestTimeoutMs,
         waitMs: command.timeoutMs,
-        messageMetadata: ctx.messageMetadata,
+        messageMetadata: pickContext(ctx.messageMetadata, command.contextKeys),
         ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
       });
     ctx.waiting = { callbackId, commandId: command.id, agent: command.agent, tool: command.tool, expiresAtMs: started.expiresAtMs, sinceMs: Date.now() };

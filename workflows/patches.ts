@@ -89,6 +89,14 @@ export const CODE_UNIT_SORT_PATCH = 'code-unit-sort-v1';
 export const AGENT_IDLE_TIMEOUT_PATCH = 'agent-idle-timeout-v1';
 
 /**
+ * A tool's `pii_access` / `context_access` (`RuntimeOptions.toolAccess`): PII and sensitive GATHER
+ * values in its arguments are masked or withheld, and it receives only the listed message metadata
+ * keys. Runs recorded before it sent the arguments and metadata whole (the keys were stored and
+ * ignored). Asked only when a tool with such a limit is called, so other histories carry no marker.
+ */
+export const TOOL_ACCESS_PATCH = 'tool-access-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

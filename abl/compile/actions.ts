@@ -3,7 +3,7 @@
 
 import type { Loc, PairNode, ValueNode } from '../ast';
 import type { ActionsIR, BranchIR, CallIR, ConditionIR, ExprIR, LifecycleIR, SetIR, StepGatherIR, TransitionIR } from '../ir';
-import { pairValue, type CompileContext, type Fields } from './context';
+import { describe, pairValue, type CompileContext, type Fields } from './context';
 import { splitTopLevel } from '../lexer';
 
 const ASSIGN = /^([A-Za-z_@$][\w]*(?:\.[\w]+|\[\d+\])*)\s*=(?!=)\s*([\s\S]+)$/;
@@ -190,6 +190,55 @@ export function compileBranches(
     }
     ctx.ignoredKeys(actionFields, [...ACTION_KEYS, 'if', 'else', 'strategy', 'corrections', 'complete_when'], `${what} branch`);
     out.push({ condition, actions: compileActions(ctx, actionFields, gather), loc: ctx.loc(item.loc) });
+  }
+  return out;
+}
+
+/**
+ * ON_ACTION: button handlers, as branches matching a structured action by id. A map of
+ * `action_id: step` or `action_id:` + a block of actions, or a list of `- ACTION: id` (or `- id: id`)
+ * items with their actions.
+ */
+export function compileActionHandlers(
+  ctx: CompileContext,
+  node: ValueNode | null,
+  gather: (node: ValueNode, f: Fields) => StepGatherIR | null,
+): BranchIR[] {
+  if (!node) return [];
+  const out: BranchIR[] = [];
+  const seen = new Set<string>();
+  const add = (id: string, actions: ActionsIR, loc: Loc): void => {
+    if (seen.has(id)) ctx.report('E108', loc, { key: id });
+    else out.push({ condition: { kind: 'action', id }, actions, loc: ctx.loc(loc) });
+    seen.add(id);
+  };
+  if (node.kind === 'Map') {
+    for (const e of ctx.pairs(node, 'ON_ACTION', 'action_id: step, or action_id: + a block of actions')) {
+      const v = ctx.value(e);
+      if (v?.kind === 'Map') {
+        const f = ctx.fields(v);
+        ctx.ignoredKeys(f, [...ACTION_KEYS], `ON_ACTION ${e.key}`);
+        add(e.key, compileActions(ctx, f, gather), e.loc);
+      } else {
+        add(e.key, { ...emptyActions(), then: compileTransition(ctx, v) }, e.loc);
+      }
+    }
+    return out;
+  }
+  if (node.kind !== 'List') {
+    ctx.report('E210', node.loc, { what: 'ON_ACTION', expected: 'action_id: step lines or - ACTION: id items', found: describe(node) });
+    return out;
+  }
+  for (const item of node.items) {
+    const f = item.kind === 'Map' ? ctx.fields(item) : null;
+    const idPair = f?.map.get('action') ?? f?.map.get('id');
+    const id = idPair ? ctx.str(pairValue(idPair), 'ON_ACTION action') : null;
+    if (!f || !id) {
+      ctx.report('E210', item.loc, { what: 'ON_ACTION item', expected: '- ACTION: id with THEN or other actions', found: describe(item) });
+      continue;
+    }
+    ctx.ignoredKeys(f, [...ACTION_KEYS, 'action', 'id'], `ON_ACTION ${id}`);
+    add(id, compileActions(ctx, f, gather), item.loc);
   }
   return out;
 }

@@ -2,7 +2,7 @@
 
 import type { PairNode, ValueNode } from '../ast';
 import type { DigressionIR, ErrorHandlerIR, FlowIR, FlowStepIR, Json, StepGatherIR, TransformIR } from '../ir';
-import { compileActions, compileBranches, compileCall, compileSet, compileTransition } from './actions';
+import { compileActionHandlers, compileActions, compileBranches, compileCall, compileSet, compileTransition } from './actions';
 import { pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileErrorHandlers } from './errors';
 import { compileStepGather } from './gather';
@@ -13,7 +13,8 @@ const STEP_KEYS = [
   'transform', 'on_result', 'on_success', 'on_input', 'then', 'digressions', 'sub_intents', 'on_error', 'delegate',
   'actions', 'on_action', 'voice', 'rich_content',
 ];
-const CHANNEL_KEYS = ['actions', 'on_action', 'voice', 'rich_content'];
+// ON_ACTION is not among them: its handlers are flow branches (compileActionHandlers).
+const CHANNEL_KEYS = ['actions', 'voice', 'rich_content'];
 
 export function compileDigressions(ctx: CompileContext, node: ValueNode | null, resumeDefault: boolean): DigressionIR[] {
   if (!node) return [];
@@ -128,7 +129,8 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
     on_result: compileBranches(ctx, get('on_result'), 'ON_RESULT', gather),
     on_success: compileBranches(ctx, get('on_success'), 'ON_SUCCESS', gather),
     on_fail: compileBranches(ctx, get('on_fail'), 'ON_FAIL', gather),
-    on_input: compileBranches(ctx, get('on_input'), 'ON_INPUT', gather, { input: true }),
+    // A button's action is matched before any ON_INPUT branch (an ELSE there would take it).
+    on_input: [...compileActionHandlers(ctx, get('on_action'), gather), ...compileBranches(ctx, get('on_input'), 'ON_INPUT', gather, { input: true })],
     then: compileTransition(ctx, get('then')),
     digressions: compileDigressions(ctx, get('digressions'), false),
     sub_intents: compileDigressions(ctx, get('sub_intents'), true),

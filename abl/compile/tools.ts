@@ -7,6 +7,7 @@ import { compileSet } from './actions';
 import { describe, pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
 import { splitTopLevel } from '../lexer';
+import { readToolAccess } from '../tool-access';
 
 export interface ToolImport {
   file: string;
@@ -29,7 +30,7 @@ const TOOL_KEYS = [
   'description', 'type', 'timeout', 'hints', 'confirmation', 'confirm', 'immutable', 'store_result', 'on_result', 'on_error',
   'parameters', 'endpoint', 'method', 'auth', 'auth_config', 'headers', 'query_params', 'body_template', 'body_type', 'retry',
   'retry_delay', 'rate_limit', 'circuit_breaker', 'async', 'callback_url_field', 'timeout_seconds', 'runtime', 'code',
-  'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns',
+  'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns', 'pii_access', 'context_access',
 ];
 
 function defaultValue(text: string): Json {
@@ -232,6 +233,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     }
     return compileSet(ctx, n);
   };
+  const access = compileAccess(ctx, f, sig.name);
   return {
     name: sig.name,
     description: ctx.str(get('description'), 'description'),
@@ -250,9 +252,21 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     on_result: setOf('on_result'),
     on_error: setOf('on_error'),
     imported_from: null,
+    ...(access ? { access } : {}),
     extra,
     loc: ctx.loc(item.loc),
   };
+}
+
+/** `pii_access` / `context_access`: what the tool receives (undefined when neither is written). */
+function compileAccess(ctx: CompileContext, f: Fields, name: string): ToolIR['access'] {
+  const raw = (k: string): Json | undefined => {
+    const p = f.map.get(k);
+    return p ? toJson(ctx.value(p)) : undefined;
+  };
+  const { access, problems } = readToolAccess(raw('pii_access'), raw('context_access'));
+  for (const p of problems) ctx.report('E417', (f.map.get(p.key) as PairNode).loc, { name, key: p.key, detail: p.detail });
+  return access;
 }
 
 function parseImport(ctx: CompileContext, pair: PairNode): ToolImport | null {

@@ -95,7 +95,11 @@ export type PendingWait =
 export type RuntimeEvent =
   /** Session start: runs ON_START of the entry agent. */
   | { type: 'start'; sessionVariables?: Record<string, Json>; gatherValues?: Record<string, Json>; startAtStep?: string; skipOnStart?: boolean }
-  | { type: 'user_message'; text: string; metadata?: Record<string, Json> }
+  /**
+   * `action`: a channel's structured action (a button press); it takes the waiting step's ON_ACTION
+   * handler with that id. `text` is what the transcript and any other matching see.
+   */
+  | { type: 'user_message'; text: string; metadata?: Record<string, Json>; action?: { id: string; value?: Json } }
   | { type: 'llm_result'; commandId: string; ok: true; content: string; toolCalls: { id: string; name: string; arguments: string }[] }
   | { type: 'llm_result'; commandId: string; ok: false; error: RuntimeError }
   | { type: 'tool_result'; commandId: string; ok: true; value: Json }
@@ -146,6 +150,8 @@ export type RuntimeCommand =
       retries: number;
       /** Arguments holding a `sensitive` GATHER field's value: the tool gets them, traces show a mask. */
       sensitiveArgs?: string[];
+      /** The message metadata keys the tool may receive (`context_access`); absent = all. */
+      contextKeys?: string[];
     }
   | {
       type: 'delegate';
@@ -155,7 +161,16 @@ export type RuntimeCommand =
       tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string; returns?: string[] }[];
     }
   | { type: 'escalate'; id: string; agent: string; reason: string; priority: string; tags: string[]; context: Record<string, Json> }
-  | { type: 'suspend_for_callback'; id: string; agent: string; tool: string; args: Record<string, Json>; timeoutMs: number };
+  | {
+      type: 'suspend_for_callback';
+      id: string;
+      agent: string;
+      tool: string;
+      args: Record<string, Json>;
+      timeoutMs: number;
+      /** As on `call_tool`. */
+      contextKeys?: string[];
+    };
 
 /** Trace events the interpreter emits; the workflow adds ids, timestamps and durations. */
 export type TraceDraft =
@@ -264,4 +279,10 @@ export interface RuntimeOptions {
    * a sort compares values that are not both numbers (patch `code-unit-sort-v1`).
    */
   codeUnitSort?: boolean | (() => boolean);
+  /**
+   * A tool's `pii_access` / `context_access` limit the arguments and message metadata it receives.
+   * On unless false; a function is asked only when a tool with such a limit is called (patch
+   * `tool-access-v1`).
+   */
+  toolAccess?: boolean | (() => boolean);
 }

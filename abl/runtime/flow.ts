@@ -233,11 +233,14 @@ export class Flow {
   private onInput(th: ThreadState, step: FlowStepIR, text: string): StepResult {
     const b = this.pick(th, step.on_input, text);
     if (!b) {
-      this.t.decision(th, 'on_input', `${step.name}: no match`);
+      const action = this.t.action;
+      this.t.decision(th, action ? 'on_action' : 'on_input', `${step.name}: no match${action ? ` for action "${action.id}"` : ''}`);
       if (step.respond) this.t.guards.respond(th, this.t.render(th, step.respond));
       return WAIT;
     }
-    this.t.decision(th, 'on_input', `${step.name}: ${b.condition.kind === 'keyword' ? b.condition.keyword : b.condition.kind === 'expr' ? b.condition.expr.src : 'ELSE'}`);
+    const c = b.condition;
+    if (c.kind === 'action') this.t.decision(th, 'on_action', `${step.name}: ${c.id}`);
+    else this.t.decision(th, 'on_input', `${step.name}: ${c.kind === 'keyword' ? c.keyword : c.kind === 'expr' ? c.expr.src : 'ELSE'}`);
     this.setFlowPhase(th, 'enter');
     return this.branchActions(th, step, b.actions);
   }
@@ -248,6 +251,11 @@ export class Flow {
     for (const b of branches) {
       const c = b.condition;
       if (c.kind === 'else') return b;
+      // ON_ACTION: only a structured action with that id, never typed text.
+      if (c.kind === 'action') {
+        if (text !== null && this.t.action?.id === c.id) return b;
+        continue;
+      }
       if (c.kind === 'keyword') {
         if (c.words.some((w) => norm === w || norm.startsWith(`${w} `))) return b;
         continue;

@@ -38,3 +38,8 @@ export function codeUnitSortOn(options: RuntimeOptions): boolean {
 export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
   return flagOn(options.gatherFieldRules, true);
 }
+
+/** A tool's `pii_access` / `context_access` apply to what it receives. On unless false. */
+export function toolAccessOn(options: RuntimeOptions): boolean {
+  return flagOn(options.toolAccess, true);
+}

@@ -8,6 +8,8 @@ import { isSetValue, toJson } from './values';
 import type { ToolOutcome, TurnContext } from './turn-context';
 import { errorType } from './on-error';
 import type { Guards } from './guards';
+import { applyPiiAccess, limitsAnything, toolAccessOf } from '../tool-access';
+import { toolAccessOn } from './options';
 
 export class ToolCalls {
   constructor(private readonly t: TurnContext) {}
@@ -18,6 +20,18 @@ export class ToolCalls {
     if (names.size === 0) return [];
     const secrets = new Set([...names].map((n) => th.vars[n]).filter(isSetValue).map((v) => JSON.stringify(v)));
     return Object.keys(args).filter((k) => secrets.has(JSON.stringify(args[k])));
+  }
+
+  /**
+   * What the tool may receive (`pii_access`, `context_access`): its arguments with PII and
+   * sensitive values masked or withheld, and the message metadata keys the workflow may send it.
+   */
+  private limitAccess(th: ThreadState, tool: ToolIR, args: Record<string, Json>): { args: Record<string, Json>; contextKeys?: string[] } {
+    const access = toolAccessOf(tool);
+    if (!limitsAnything(access) || !toolAccessOn(this.t.options)) return { args };
+    const sensitive = new Map<string, Json>();
+    for (const name of sensitiveFields(this.t.agent(th))) if (isSetValue(th.vars[name])) sensitive.set(name, toJson(th.vars[name]));
+    return { args: applyPiiAccess(args, access.pii, sensitive), ...(access.context ? { contextKeys: access.context } : {}) };
   }
 
   toolOf(th: ThreadState, name: string): ToolIR | undefined {
@@ -34,7 +48,8 @@ export class ToolCalls {
     }
     const guarded: ReturnType<Guards['guardTool']> = binding ? { value: rawArgs } : this.t.guards.guardTool(th, 'tool_input', tool, rawArgs);
     if ('blocked' in guarded) return guarded.blocked;
-    const args = guarded.value as Record<string, Json>;
+    const { args, contextKeys } = this.limitAccess(th, tool, guarded.value as Record<string, Json>);
+    const context = contextKeys ? { contextKeys } : {};
     const agent = this.t.agent(th);
     // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
     const async = tool.binding.type === 'http' && !this.t.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
@@ -43,7 +58,7 @@ export class ToolCalls {
       const prev = th.status;
       th.status = 'suspended';
       ev = this.t.effect(
-        { type: 'suspend_for_callback', agent: th.agent, tool: tool.name, args, timeoutMs: async.timeoutMs },
+        { type: 'suspend_for_callback', agent: th.agent, tool: tool.name, args, timeoutMs: async.timeoutMs, ...context },
         { kind: 'callback', tool: tool.name, expiresAtMs: this.t.ctx.now() + async.timeoutMs },
       );
       th.status = prev;
@@ -59,6 +74,7 @@ export class ToolCalls {
         timeoutMs: tool.timeout_ms || agent.execution.tool_timeout_ms,
         retries: tool.binding.type === 'http' ? tool.binding.retry : 0,
         ...(sensitiveArgs.length > 0 ? { sensitiveArgs } : {}),
+        ...context,
       }, null);
     }
     let out: ToolOutcome;

@@ -98,6 +98,8 @@ export class TurnContext {
   input: string | null = null;
   /** The message's metadata (`session.messageMetadata`). */
   meta: Record<string, Json> = {};
+  /** The message's structured action (a button press), matched by ON_ACTION; null for typed text. */
+  action: { id: string; value?: Json } | null = null;
   /** Handoffs so far this turn (bounded, against loops). */
   handoffsThisTurn = 0;
   /** Set by a constraint's ON_FAIL {GOTO}: the flow goes there instead of running the operation. */
@@ -185,6 +187,8 @@ export class TurnContext {
       if (name === 'message_metadata') return this.meta;
       if (Object.hasOwn(this.meta, name)) return this.meta[name];
       if (Object.hasOwn(th.vars, name)) return th.vars[name];
+      // The turn's button press (`action.id`, `action.value`), unless a variable has that name.
+      if (name === 'action' && this.action) return this.action;
       if (name === 'all_fields_gathered') {
         const stepFields = agent?.flow && th.flow ? agent.flow.steps[th.flow.step]?.gather?.fields ?? [] : [];
         const fields = [...(agent?.gather ?? []), ...stepFields];

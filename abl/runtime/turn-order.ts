@@ -12,7 +12,10 @@ export class TurnOrder {
 
   run(event: RuntimeEvent): void {
     if (event.type === 'start') this.runStart(event);
-    else if (event.type === 'user_message') this.runMessage(event.text, event.metadata ?? {});
+    else if (event.type === 'user_message') {
+      this.t.action = event.action ?? null;
+      this.runMessage(event.text, event.metadata ?? {});
+    }
   }
 
   private runStart(ev: Extract<RuntimeEvent, { type: 'start' }>): void {

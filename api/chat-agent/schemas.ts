@@ -14,7 +14,16 @@ const ZToolMock = z.object({
 
 export const ZChatAgentRequestSchema = z.object({
   projectId: z.string().min(1).max(64).describe('Project holding the agents'),
-  message: z.string().min(1).max(32_000).describe('The user message'),
+  message: z.string().min(1).max(32_000).optional().describe('The user message; required unless `action` is given'),
+  action: z
+    .object({
+      id: z.string().regex(/^[A-Za-z_][\w.-]{0,199}$/, 'an action id: a letter or _, then letters, digits, _ . - (at most 200)').describe("The id of the pressed button: a key of the waiting step's ON_ACTION"),
+      value: z.unknown().optional().describe('A value the button carries; `action.value` in the handler (max 4 KB of JSON)'),
+    })
+    .strict()
+    .openapi({ example: { id: 'pay_now', value: { invoice: 'INV-123456' } } })
+    .optional()
+    .describe("A channel's structured action (a button press). It takes the waiting step's ON_ACTION handler with that id; `message`, when given, is the text the transcript shows (else the id)"),
   sessionId: ZSessionId.optional().describe('Resume this session; omit to create one. An unknown id is 404 (a caller cannot name a new session)'),
   deploymentId: z.string().min(1).max(64).optional(),
   environment: z.enum(['dev', 'staging', 'production']).optional(),

@@ -37,6 +37,18 @@ function depth(value: unknown, level = 0): number {
   return Math.max(level + 1, ...Object.values(value as Record<string, unknown>).map((v) => depth(v, level + 1)));
 }
 
+/** Most JSON an action's value may carry. */
+export const ACTION_VALUE_MAX_BYTES = 4 * 1024;
+
+/** A turn carries a message, an action or both; an action's value stays small. 400 otherwise. */
+export function validateMessageOrAction(body: Pick<TChatAgentRequest, 'message' | 'action'>): void {
+  if (body.message === undefined && body.action === undefined) throw new ApiError('VALIDATION_ERROR', 'body.message or body.action is required');
+  const value = body.action?.value;
+  if (value !== undefined && Buffer.byteLength(JSON.stringify(value) ?? '') > ACTION_VALUE_MAX_BYTES) {
+    throw new ApiError('VALIDATION_ERROR', `body.action.value: at most ${ACTION_VALUE_MAX_BYTES} bytes of JSON`);
+  }
+}
+
 /** Rejects metadata over the documented limits with 400. */
 export function validateMetadata(metadata: Record<string, unknown> | undefined): void {
   if (!metadata) return;
@@ -197,6 +209,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
 
 async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
   const { principal, project, body } = options;
+  validateMessageOrAction(body);
   validateMetadata(body.metadata);
   if (body.testContext && !hasPermission(principal, 'agent:write')) {
     throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
@@ -225,7 +238,8 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
   const turn: TurnUpdateInput = {
     clientMessageId,
     retryable: options.idempotencyKey !== null,
-    message: body.message,
+    message: body.message ?? body.action!.id,
+    ...(body.action ? { action: { id: body.action.id, ...(body.action.value !== undefined ? { value: body.action.value } : {}) } } : {}),
     metadata: body.metadata,
     testContext: body.testContext,
   };

@@ -78,6 +78,13 @@ export class Driver {
     return this.pump(this.take(this.interp.advance(this.state, { type: 'user_message', text, ...(metadata ? { metadata } : {}) })), before);
   }
 
+  /** A channel's structured action (a button press), with the text the transcript shows. */
+  press(id: string, value?: Json, text = id): string[] {
+    const before = this.responses.length;
+    const action = value === undefined ? { id } : { id, value };
+    return this.pump(this.take(this.interp.advance(this.state, { type: 'user_message', text, action })), before);
+  }
+
   /** Feeds an event (callback, human_resolved, wait_expired…) and keeps pumping. */
   feed(ev: RuntimeEvent): string[] {
     const before = this.responses.length;
