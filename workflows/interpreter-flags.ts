@@ -12,12 +12,13 @@ import {
   GATHER_FIELD_RULES_PATCH,
   GATHER_INFER_PATCH,
   GATHER_LLM_PATCH,
+  HANDOFF_RETURN_ACTIONS_PATCH,
   patchDecidedOnce,
   RULE_CHECKPOINTS_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort'>>;
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'handoffReturnActions'>>;
 
 /** Every patch-decided interpreter option. */
 export type InterpreterFlags = RunFlags & Required<Pick<RuntimeOptions, 'ruleCheckpoints' | 'digressions' | 'agentHooks' | 'gatherLlm'>>;
@@ -35,6 +36,7 @@ export function runFlags(): RunFlags {
     branchGather: patchDecidedOnce(BRANCH_GATHER_PATCH),
     gatherFieldRules: patchDecidedOnce(GATHER_FIELD_RULES_PATCH),
     codeUnitSort: patchDecidedOnce(CODE_UNIT_SORT_PATCH),
+    handoffReturnActions: patchDecidedOnce(HANDOFF_RETURN_ACTIONS_PATCH),
   };
 }
 

@@ -37,6 +37,12 @@ export interface ThreadState {
   inferRejected?: string[];
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
   lastReply?: string | null;
+  /** Index of the parent's HANDOFF rule that started this thread with RETURN: true (its ON_RETURN and MAP apply). */
+  returnRule?: number;
+  /** A waiting parent's triggering message: ON_RETURN `resume_intent` hands it to the parent again. */
+  resumeInput?: string | null;
+  /** ON_RETURN's instruction, rendered: the next reasoning call's system prompt carries it, once. */
+  returnInstruction?: string;
 }
 
 export interface ChatTurn {
@@ -264,4 +270,11 @@ export interface RuntimeOptions {
    * a sort compares values that are not both numbers (patch `code-unit-sort-v1`).
    */
   codeUnitSort?: boolean | (() => boolean);
+  /**
+   * HANDOFF `ON_RETURN` other than `continue` acts when the child returns: a step name moves the
+   * parent's FLOW there and runs it in the same turn, an instruction goes to the parent's next
+   * reasoning call, `resume_intent` hands the triggering message to the parent again. On unless
+   * false; a function is asked only when such a return happens (patch `handoff-return-actions-v1`).
+   */
+  handoffReturnActions?: boolean | (() => boolean);
 }

@@ -38,3 +38,8 @@ export function codeUnitSortOn(options: RuntimeOptions): boolean {
 export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
   return flagOn(options.gatherFieldRules, true);
 }
+
+/** HANDOFF ON_RETURN step / instruction / resume_intent act when the child returns. On unless false. */
+export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.handoffReturnActions, true);
+}
