@@ -113,3 +113,12 @@ export const ASYNC_TOOLS_PATCH = 'async-tools-v1';
  * `continue` (the parent waited for the next message). Asked only when such a return happens.
  */
 export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
+
+/**
+ * A flow step whose CALL a constraint or guardrail blocked during the session start is not run
+ * again by the first message (`RuntimeOptions.startBlockHold`): the start and that message are one
+ * turn of the API, so the step's ON_FAIL message was sent twice. Runs recorded before it ran the
+ * step again (and, had the message changed what the constraint checks, called the tool). Asked
+ * only when such a first message arrives.
+ */
+export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';

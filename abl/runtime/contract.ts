@@ -21,6 +21,8 @@ export interface ThreadState {
     attempts: Record<string, number>;
     /** The branch of this step whose GATHER waits for the user (branch-gather.ts). */
     branchGather?: { source: 'on_exhausted' | 'on_fail' | 'on_result' | 'on_success' | 'on_input'; index: number; soft: boolean };
+    /** The session-start turn in which a constraint or guardrail blocked this step's CALL (its message is sent). */
+    blockedAtTurn?: number;
   } | null;
   /** Parent thread id when entered by HANDOFF with RETURN: true. */
   returnTo: string | null;
@@ -277,4 +279,11 @@ export interface RuntimeOptions {
    * false; a function is asked only when such a return happens (patch `handoff-return-actions-v1`).
    */
   handoffReturnActions?: boolean | (() => boolean);
+  /**
+   * A flow step whose CALL was blocked while the session started is not run again by the first
+   * message, which arrives in the same turn (its ON_FAIL message was sent once already); the next
+   * message runs it. On unless false; a function is asked only when that first message arrives
+   * (patch `start-block-hold-v1`).
+   */
+  startBlockHold?: boolean | (() => boolean);
 }

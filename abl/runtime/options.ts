@@ -43,3 +43,8 @@ export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
 export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
   return flagOn(options.handoffReturnActions, true);
 }
+
+/** A step blocked at session start waits for the message after the first. On unless false. */
+export function startBlockHoldOn(options: RuntimeOptions): boolean {
+  return flagOn(options.startBlockHold, true);
+}
