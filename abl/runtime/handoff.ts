@@ -108,7 +108,7 @@ export class Handoffs {
       this.t.s.threads = this.t.s.threads.filter((t) => t.id !== th.id);
       const agent = this.t.agent(th);
       const rules = this.t.agent(parent).coordination.handoffs;
-      const rule = (th.returnRule !== undefined ? rules[th.returnRule] : undefined) ?? rules.find((h) => h.to === th.agent && h.return);
+      const rule = rules.find((h) => h.to === th.agent && h.return);
       if (rule?.map) {
         for (const [childVar, parentVar] of Object.entries(rule.map)) {
           if (th.vars[childVar] !== undefined) this.t.setVar(parent, parentVar, th.vars[childVar]);
@@ -121,7 +121,8 @@ export class Handoffs {
       if (th.lastReply) this.t.pushHistory(parent, { role: 'assistant', content: `[${th.agent}] ${th.lastReply}` });
       this.t.decision(parent, 'return', `${th.agent} returned to ${parent.agent}`);
       this.t.lifecycle.runAgentHook(parent, 'before_agent', `returned from ${th.agent}`);
-      this.onReturn(parent, th.agent, rule);
+      // ON_RETURN is the fired rule's (MAP keeps the first rule to this agent, as runs recorded before it do).
+      this.onReturn(parent, th.agent, (th.returnRule !== undefined ? rules[th.returnRule] : undefined) ?? rule);
       return true;
     }
     this.t.s.status = 'completed';

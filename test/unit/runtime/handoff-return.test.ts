@@ -117,6 +117,19 @@ describe('HANDOFF ON_RETURN', () => {
     }
   });
 
+  test('the ON_RETURN of the rule that fired applies when two rules hand over to the same agent', () => {
+    const front = FLOW_FRONT.replace(HANDOFF('wrap_up'), `HANDOFF:
+  - TO: Verify
+    WHEN: intent.category == "other" AND name IS NOT SET
+    RETURN: true
+    ON_RETURN: continue
+${HANDOFF('wrap_up').replace('HANDOFF:\n', '')}`);
+    const d = new Driver(scripted({}), project(front));
+    d.start();
+    d.send('my account', { intent: { category: 'account' } });
+    expect(d.send('Ada')).toEqual(['Thanks Ada, you are verified. Anything else?']);
+  });
+
   test('PASS: on the rule reaches the target', () => {
     const front = `AGENT: Front
 GOAL: "Route"
