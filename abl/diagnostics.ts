@@ -128,7 +128,6 @@ export const DIAGNOSTICS = {
   E704: def('error', 'Delegation cycle', 'Agents {cycle} delegate to each other in a cycle.', 'Delegation must form a tree; remove one DELEGATE entry.'),
   E705: def('error', 'Entry agent not found', 'project.json names entry agent "{name}", which is not in this project.', 'Set entryAgent to one of: {agents}.'),
   W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
-  W707: def('warning', 'ON_RETURN not run yet', 'HANDOFF to {to}: ON_RETURN {what}; this is stored in the IR, but the runtime does not act on it yet and continues as with ON_RETURN: continue.', 'Keep it knowing it has no effect yet, or use ON_RETURN: continue (docs/abl.md, "Not yet supported").'),
   E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)

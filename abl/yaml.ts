@@ -12,6 +12,17 @@ export function isYamlAgentPath(path: string): boolean {
 }
 
 /**
+ * True when agent source stored without a file name (an API draft) is the YAML format: its first
+ * key, after blank lines, comments and a `---` marker, is a lower-case `agent:`, `supervisor:`,
+ * `name:` or `kind:`. The ABL text form starts with AGENT: / SUPERVISOR: (lower-case ABL section
+ * keys are a W205 warning anyway), so a YAML draft with a syntax error gets YAML diagnostics (E111).
+ */
+export function looksLikeYamlAgent(body: string): boolean {
+  const first = body.split('\n').map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#') && l !== '---');
+  return first !== undefined && /^(agent|supervisor|name|kind)\s*:/.test(first);
+}
+
+/**
  * Parses a YAML agent into the block AST. Never throws: problems are E111 (and E106 for size), and
  * a file that cannot be read as an agent at all gives null.
  */

@@ -12,13 +12,15 @@ import {
   GATHER_FIELD_RULES_PATCH,
   GATHER_INFER_PATCH,
   GATHER_LLM_PATCH,
+  HANDOFF_RETURN_ACTIONS_PATCH,
   patchDecidedOnce,
   RULE_CHECKPOINTS_PATCH,
   TOOL_ACCESS_PATCH,
+  START_BLOCK_HOLD_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess'>>;
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold'>>;
 
 /** Every patch-decided interpreter option. */
 export type InterpreterFlags = RunFlags & Required<Pick<RuntimeOptions, 'ruleCheckpoints' | 'digressions' | 'agentHooks' | 'gatherLlm'>>;
@@ -37,6 +39,8 @@ export function runFlags(): RunFlags {
     gatherFieldRules: patchDecidedOnce(GATHER_FIELD_RULES_PATCH),
     codeUnitSort: patchDecidedOnce(CODE_UNIT_SORT_PATCH),
     toolAccess: patchDecidedOnce(TOOL_ACCESS_PATCH),
+    handoffReturnActions: patchDecidedOnce(HANDOFF_RETURN_ACTIONS_PATCH),
+    startBlockHold: patchDecidedOnce(START_BLOCK_HOLD_PATCH),
   };
 }
 

@@ -112,3 +112,21 @@ export function patchDecidedOnce(patchId: string): () => boolean {
  * Runs recorded before it only traced the pause and waited until the idle timeout ended them.
  */
 export const ASYNC_TOOLS_PATCH = 'async-tools-v1';
+
+/**
+ * HANDOFF `ON_RETURN` with a step name, an instruction or `resume_intent`
+ * (`RuntimeOptions.handoffReturnActions`): when the child returns, the parent's FLOW moves to the
+ * step and runs it in the same turn, the instruction joins the parent's next reasoning call, or the
+ * triggering message is handed to the parent again. Runs recorded before it continued as with
+ * `continue` (the parent waited for the next message). Asked only when such a return happens.
+ */
+export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
+
+/**
+ * A flow step whose CALL a constraint or guardrail blocked during the session start is not run
+ * again by the first message (`RuntimeOptions.startBlockHold`): the start and that message are one
+ * turn of the API, so the step's ON_FAIL message was sent twice. Runs recorded before it ran the
+ * step again (and, had the message changed what the constraint checks, called the tool). Asked
+ * only when such a first message arrives.
+ */
+export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';

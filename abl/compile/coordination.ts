@@ -36,7 +36,7 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
   const out: HandoffIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'HANDOFF')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['to', 'when', 'priority', 'context', 'return', 'on_return', 'map', 'on_failure'], 'HANDOFF');
+    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure'], 'HANDOFF');
     const to = ctx.str(get('to'), 'TO');
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
@@ -61,7 +61,7 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
       to,
       when: when ?? { src: '', ast: null },
       priority: ctx.num(get('priority'), 'PRIORITY') ?? 100,
-      context: { pass: ctx.strList(cget('pass'), 'pass'), summary: summary ? ctx.text(summary, 'summary') : null, history },
+      context: { pass: passList(ctx, cget('pass'), get('pass')), summary: summary ? ctx.text(summary, 'summary') : null, history },
       return: ctx.bool(get('return'), 'RETURN') ?? false,
       on_return: onReturn.kind === 'resume_intent' ? 'resume_intent' : 'continue',
       on_return_action: onReturn,
@@ -71,6 +71,11 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
     });
   }
   return out;
+}
+
+/** CONTEXT `pass:` and the rule-level `PASS:` (the quickstart supervisor's form), merged in that order without repeats. */
+function passList(ctx: CompileContext, contextPass: ValueNode | null, rulePass: ValueNode | null): string[] {
+  return [...new Set([...ctx.strList(contextPass, 'pass'), ...ctx.strList(rulePass, 'PASS')])];
 }
 
 /**
@@ -89,7 +94,6 @@ function compileOnReturn(ctx: CompileContext, node: ValueNode | null, to: string
   }
   const action: HandoffReturnIR = hasFlow && /^[A-Za-z_]\w*$/.test(t) ? { kind: 'step', step: t } : { kind: 'instruction', text: t };
   if (action.kind === 'instruction') ctx.checkTemplate(t, node.loc);
-  ctx.report('W707', node.loc, { to, what: action.kind === 'step' ? `resumes at step "${t}"` : 'gives an instruction' });
   return action;
 }
 

@@ -21,6 +21,8 @@ export interface ThreadState {
     attempts: Record<string, number>;
     /** The branch of this step whose GATHER waits for the user (branch-gather.ts). */
     branchGather?: { source: 'on_exhausted' | 'on_fail' | 'on_result' | 'on_success' | 'on_input'; index: number; soft: boolean };
+    /** The session-start turn in which a constraint or guardrail blocked this step's CALL (its message is sent). */
+    blockedAtTurn?: number;
   } | null;
   /** Parent thread id when entered by HANDOFF with RETURN: true. */
   returnTo: string | null;
@@ -37,6 +39,12 @@ export interface ThreadState {
   inferRejected?: string[];
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
   lastReply?: string | null;
+  /** Index of the parent's HANDOFF rule that started this thread with RETURN: true (its ON_RETURN and MAP apply). */
+  returnRule?: number;
+  /** A waiting parent's triggering message: ON_RETURN `resume_intent` hands it to the parent again. */
+  resumeInput?: string | null;
+  /** ON_RETURN's instruction, rendered: the next reasoning call's system prompt carries it, once. */
+  returnInstruction?: string;
 }
 
 export interface ChatTurn {
@@ -285,4 +293,18 @@ export interface RuntimeOptions {
    * `tool-access-v1`).
    */
   toolAccess?: boolean | (() => boolean);
+  /**
+   * HANDOFF `ON_RETURN` other than `continue` acts when the child returns: a step name moves the
+   * parent's FLOW there and runs it in the same turn, an instruction goes to the parent's next
+   * reasoning call, `resume_intent` hands the triggering message to the parent again. On unless
+   * false; a function is asked only when such a return happens (patch `handoff-return-actions-v1`).
+   */
+  handoffReturnActions?: boolean | (() => boolean);
+  /**
+   * A flow step whose CALL was blocked while the session started is not run again by the first
+   * message, which arrives in the same turn (its ON_FAIL message was sent once already); the next
+   * message runs it. On unless false; a function is asked only when that first message arrives
+   * (patch `start-block-hold-v1`).
+   */
+  startBlockHold?: boolean | (() => boolean);
 }

@@ -4,7 +4,7 @@
 import type { ActionsIR, AgentIR, BranchIR, FlowStepIR } from '../ir';
 import type { ThreadState } from './contract';
 import { actionText, findDigression } from './digressions';
-import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn } from './options';
+import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, startBlockHoldOn } from './options';
 import { type BranchGatherRef, branchOf, locateBranch } from './branch-gather';
 import { compareCodeUnits, identifiers, lowerInputComparisons } from './values';
 import { STOP, type StepResult, type ToolOutcome, type TurnContext, WAIT, go } from './turn-context';
@@ -39,6 +39,16 @@ export class Flow {
         this.t.error(th, 'unknown_step', `Step ${f.step} does not exist`);
         this.t.handoffs.completeAgent(th, null);
         return;
+      }
+      if (f.blockedAtTurn !== undefined && pending !== null) {
+        // The session's first message shares the API turn with the start, which already ran this
+        // step and sent its block message: the step runs again at the next message.
+        const sameTurn = f.blockedAtTurn === this.t.s.turn - 1;
+        delete f.blockedAtTurn;
+        if (sameTurn && startBlockHoldOn(this.t.options)) {
+          this.t.decision(th, 'step_held', f.step, 'blocked at session start; runs again at the next message');
+          return;
+        }
       }
       let r: StepResult;
       if (f.phase === 'gather' || f.phase === 'input' || f.phase === 'reasoning') {
@@ -197,6 +207,7 @@ export class Flow {
       if (!call.ok && call.blocked) {
         if (this.t.recoverGoto) return go({ kind: 'goto', step: this.t.recoverGoto });
         this.setFlowPhase(th, 'enter');
+        if (this.t.exec.event.type === 'start' && th.flow) th.flow.blockedAtTurn = this.t.s.turn;
         return STOP;
       }
       if (!call.ok && step.on_fail.length === 0) return this.t.errors.handleError(th, step, errorType(call.error));

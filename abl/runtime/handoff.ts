@@ -3,9 +3,10 @@
 // handed over when it asked for the conversation back.
 
 import type { Expr } from '../expr/ast';
-import type { AgentIR, HandoffIR, Json } from '../ir';
+import type { AgentIR, HandoffIR, HandoffReturnIR, Json } from '../ir';
 import { redactJson } from './checkpoints';
 import type { ThreadState } from './contract';
+import { handoffReturnActionsOn } from './options';
 import { clone, toJson } from './values';
 import { type TurnContext, newThread } from './turn-context';
 
@@ -14,8 +15,9 @@ const MAX_HANDOFFS_PER_TURN = 5;
 export class Handoffs {
   constructor(private readonly t: TurnContext) {}
 
+  /** The agent is on the stack (a handoff to it would be a cycle), or just returned a message to replay. */
   onStack(agent: string): boolean {
-    return this.t.s.threads.some((t) => t.agent === agent && t.status !== 'completed');
+    return this.t.resumedFrom.includes(agent) || this.t.s.threads.some((t) => t.agent === agent && t.status !== 'completed');
   }
 
   selectHandoff(th: ThreadState): HandoffIR | null {
@@ -57,6 +59,9 @@ export class Handoffs {
     if (rule.return) {
       from.status = 'waiting';
       child.returnTo = from.id;
+      const index = this.t.agent(from).coordination.handoffs.indexOf(rule);
+      if (index >= 0) child.returnRule = index;
+      from.resumeInput = input ?? lastUserMessage(from);
     } else {
       from.status = 'completed';
       child.returnTo = from.returnTo;
@@ -102,7 +107,8 @@ export class Handoffs {
     if (parent && this.t.s.mode !== 'delegate') {
       this.t.s.threads = this.t.s.threads.filter((t) => t.id !== th.id);
       const agent = this.t.agent(th);
-      const rule = this.t.agent(parent).coordination.handoffs.find((h) => h.to === th.agent && h.return);
+      const rules = this.t.agent(parent).coordination.handoffs;
+      const rule = rules.find((h) => h.to === th.agent && h.return);
       if (rule?.map) {
         for (const [childVar, parentVar] of Object.entries(rule.map)) {
           if (th.vars[childVar] !== undefined) this.t.setVar(parent, parentVar, th.vars[childVar]);
@@ -115,6 +121,8 @@ export class Handoffs {
       if (th.lastReply) this.t.pushHistory(parent, { role: 'assistant', content: `[${th.agent}] ${th.lastReply}` });
       this.t.decision(parent, 'return', `${th.agent} returned to ${parent.agent}`);
       this.t.lifecycle.runAgentHook(parent, 'before_agent', `returned from ${th.agent}`);
+      // ON_RETURN is the fired rule's (MAP keeps the first rule to this agent, as runs recorded before it do).
+      this.onReturn(parent, th.agent, (th.returnRule !== undefined ? rules[th.returnRule] : undefined) ?? rule);
       return true;
     }
     this.t.s.status = 'completed';
@@ -122,6 +130,49 @@ export class Handoffs {
     this.t.s.result = { ok: true, response: th.lastReply ?? null, label, error: null };
     return true;
   }
+
+  /**
+   * HANDOFF ON_RETURN once the child has returned (ABL.md §9): a step name moves the parent's FLOW
+   * there and runs it now, an instruction waits for the parent's next reasoning call, and
+   * `resume_intent` hands the message that triggered the handoff to the parent again.
+   */
+  private onReturn(parent: ThreadState, child: string, rule: HandoffIR | undefined): void {
+    const input = parent.resumeInput ?? null;
+    delete parent.resumeInput;
+    const action: HandoffReturnIR = rule?.on_return_action ?? { kind: rule?.on_return ?? 'continue' };
+    if (action.kind === 'continue' || !this.t.isActive(parent)) return;
+    // Asked only here, so runs where no such return happens record no marker.
+    if (!handoffReturnActionsOn(this.t.options)) return;
+    switch (action.kind) {
+      case 'instruction':
+        parent.returnInstruction = this.t.render(parent, action.text);
+        this.t.decision(parent, 'on_return', 'instruction', `${child} returned`);
+        return;
+      case 'step': {
+        if (!this.t.agent(parent).flow?.steps[action.step]) {
+          this.t.error(parent, 'unknown_step', `ON_RETURN step ${action.step} does not exist`);
+          return;
+        }
+        this.t.decision(parent, 'flow_transition', `ON_RETURN -> ${action.step}`, `${child} returned`);
+        parent.flow = { step: action.step, phase: 'enter', attempts: parent.flow?.attempts ?? {} };
+        this.t.flow.runFlow(parent, null);
+        return;
+      }
+      case 'resume_intent':
+        if (input === null) return;
+        this.t.decision(parent, 'on_return', 'resume_intent', `${child} returned`);
+        this.t.resumedFrom.push(child);
+        this.t.pushHistory(parent, { role: 'user', content: input });
+        this.t.order.agentTurn(parent, input, false);
+        return;
+    }
+  }
+}
+
+/** The thread's last user message (the triggering one when a handoff fires at a step transition). */
+function lastUserMessage(th: ThreadState): string | null {
+  for (let i = th.history.length - 1; i >= 0; i--) if (th.history[i]?.role === 'user') return th.history[i]?.content ?? null;
+  return null;
 }
 
 function pathExpr(path: string): Expr {

@@ -43,3 +43,13 @@ export function gatherFieldRulesOn(options: RuntimeOptions): boolean {
 export function toolAccessOn(options: RuntimeOptions): boolean {
   return flagOn(options.toolAccess, true);
 }
+
+/** HANDOFF ON_RETURN step / instruction / resume_intent act when the child returns. On unless false. */
+export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.handoffReturnActions, true);
+}
+
+/** A step blocked at session start waits for the message after the first. On unless false. */
+export function startBlockHoldOn(options: RuntimeOptions): boolean {
+  return flagOn(options.startBlockHold, true);
+}

@@ -18,7 +18,7 @@ const SKIPPED_IN_BATCH: ToolOutcome = { ok: false, blocked: true, error: { kind:
 export class Reasoning {
   constructor(private readonly t: TurnContext) {}
 
-  private systemPrompt(th: ThreadState, agent: AgentIR, step: FlowStepIR | null): string {
+  private systemPrompt(th: ThreadState, agent: AgentIR, step: FlowStepIR | null, returnNote: string | null): string {
     const id = agent.identity;
     const lines: string[] = [`You are ${agent.metadata.name}${id.role ? `, ${id.role}` : ''}.`, `Goal: ${step?.llm?.goal ?? id.goal}`];
     if (id.persona) lines.push(`Persona: ${id.persona}`);
@@ -37,6 +37,7 @@ export class Reasoning {
       }
     }
     if (typeof th.vars._handoff_summary === 'string') lines.push(`Context from the previous agent: ${th.vars._handoff_summary}`);
+    if (returnNote !== null) lines.push(`The agent you handed over to has returned. Now: ${returnNote}`);
     const facts = Object.entries(this.t.s.memory);
     if (facts.length) lines.push('Known facts:', ...facts.slice(0, 30).map(([k, v]) => `- ${k}: ${truncate(JSON.stringify(v), 200)}`));
     lines.push('Call __complete__ when the task is finished.');
@@ -82,6 +83,9 @@ export class Reasoning {
     const max = step?.llm?.max_turns ?? agent.execution.max_reasoning_iterations;
     const tools = this.llmTools(th, agent, step);
     const blocks = this.t.guardBlocks;
+    // ON_RETURN's instruction is for this reasoning run only (every call of its loop), then gone.
+    const returnNote = th.returnInstruction ?? null;
+    delete th.returnInstruction;
     for (let i = 0; i < max; i++) {
       const ev = this.t.effect({
         type: 'call_llm',
@@ -93,7 +97,7 @@ export class Reasoning {
           ...(agent.execution.temperature !== null ? { temperature: agent.execution.temperature } : {}),
           ...(agent.execution.max_tokens !== null ? { maxTokens: agent.execution.max_tokens } : {}),
           ...llmLimits(agent),
-          messages: this.llmMessages(th, this.systemPrompt(th, agent, step)),
+          messages: this.llmMessages(th, this.systemPrompt(th, agent, step, returnNote)),
           tools,
         },
       }, null);

@@ -102,6 +102,8 @@ export class TurnContext {
   action: { id: string; value?: Json } | null = null;
   /** Handoffs so far this turn (bounded, against loops). */
   handoffsThisTurn = 0;
+  /** Agents that returned this turn under ON_RETURN `resume_intent`: the replayed message is not handed back to them. */
+  resumedFrom: string[] = [];
   /** Set by a constraint's ON_FAIL {GOTO}: the flow goes there instead of running the operation. */
   recoverGoto: string | null = null;
   /** Gather fields whose last answer was invalid (for retry prompts). */

@@ -4,9 +4,14 @@
 // libraries it imports are reported: another agent's broken draft never blocks this one.
 import { compileProject, IR_VERSION, type AgentIR, type CompilationOutput, type Diagnostic, type ProjectFile } from '../../abl';
 import { resolveRelative } from '../../abl/paths';
+import { looksLikeYamlAgent } from '../../abl/yaml';
 import { type Models } from '../../db/models';
 
-export const agentFilePath = (name: string): string => `agents/${name}.agent.abl`;
+/**
+ * Where the compiler reads a stored agent: `agents/<Name>.agent.abl`, or `.agent.yaml` when the
+ * source is the YAML agent format (stored agents have no file name of their own).
+ */
+export const agentFilePath = (name: string, content?: string): string => `agents/${name}.agent.${content !== undefined && looksLikeYamlAgent(content) ? 'yaml' : 'abl'}`;
 export const toolFilePath = (name: string): string => `tools/${name}.tools.abl`;
 
 /** API-level diagnostic codes (the compiler's own codes are listed in docs/abl.md). */
@@ -47,11 +52,11 @@ export async function compileAgentDraft(models: Models, scope: ProjectScope, age
     models.ToolFile.find(scope).select({ name: 1, dslContent: 1 }).lean(),
     models.Agent.find({ ...scope, name: { $ne: agentName } }).select({ name: 1, dslContent: 1 }).lean(),
   ]);
-  const path = agentFilePath(agentName);
+  const path = agentFilePath(agentName, draft);
   const files: ProjectFile[] = [
     { path, content: draft },
     ...tools.map((t) => ({ path: toolFilePath(t.name), content: t.dslContent })),
-    ...others.filter((a) => a.dslContent.trim() !== '').map((a) => ({ path: agentFilePath(a.name), content: a.dslContent })),
+    ...others.filter((a) => a.dslContent.trim() !== '').map((a) => ({ path: agentFilePath(a.name, a.dslContent), content: a.dslContent })),
   ];
   return agentCompilationFrom(compileProject(files), files, agentName, draft);
 }
@@ -62,7 +67,7 @@ export async function compileAgentDraft(models: Models, scope: ProjectScope, age
  * (agents at `agents/<Name>.agent.abl`); a project import compiles once and reads every agent here.
  */
 export function agentCompilationFrom(output: CompilationOutput, files: ProjectFile[], agentName: string, draft: string): AgentCompilation {
-  const path = agentFilePath(agentName);
+  const path = agentFilePath(agentName, draft);
   const own = Object.values(output.agents).find((a) => a.metadata.file === path) ?? null;
   const imported = new Set<string>(referencedFiles(path, draft));
   for (const t of own?.tools ?? []) if (t.imported_from) imported.add(t.imported_from);

@@ -1,4 +1,5 @@
-// Imports a project file map (`project.json`, `agents/<Name>.agent.abl` or `agents/<Name>.abl`,
+// Imports a project file map (`project.json`, `agents/<Name>.agent.abl` or `agents/<Name>.abl`, or a
+// YAML agent `agents/<Name>.agent.yaml` / `agents/<Name>.yaml` (`.yml` too),
 // `tools/<name>.tools.abl`) into a project: tool files, agent drafts, then a first version of
 // each agent. Used by the dev seed now and meant for the project-import route later.
 import { type Diagnostic } from '../../abl';
@@ -21,7 +22,7 @@ export interface ParsedProjectFiles {
 export function parseProjectFiles(files: Record<string, string>): ParsedProjectFiles {
   const out: ParsedProjectFiles = { manifest: null, agents: [], tools: [], ignored: [] };
   for (const [path, content] of Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    const agent = /^agents\/([^/]+?)(?:\.agent)?\.abl$/.exec(path);
+    const agent = /^agents\/([^/]+?)(?:\.agent)?\.(?:abl|ya?ml)$/.exec(path);
     const tool = /^tools\/([^/]+)\.tools\.abl$/.exec(path);
     if (path === 'project.json') {
       try {

@@ -31,8 +31,8 @@ export function compileProjectSources(agents: SourceFile[], tools: SourceFile[])
   }
   const compiled = agents.filter((a) => a.content.trim() !== '');
   for (const a of compiled) {
-    toExport.set(agentFilePath(a.name), exportAgentPath(a.name));
-    files.push({ path: agentFilePath(a.name), content: a.content });
+    toExport.set(agentFilePath(a.name, a.content), exportAgentPath(a.name));
+    files.push({ path: agentFilePath(a.name, a.content), content: a.content });
   }
   const output = compileProject(files);
   const diagnostics: Diagnostic[] = output.diagnostics.map((d) => ({ ...d, path: toExport.get(d.path) ?? d.path }));
@@ -42,7 +42,7 @@ export function compileProjectSources(agents: SourceFile[], tools: SourceFile[])
   // Two files declaring one name leave only one in `output.agents`; look at every agent file.
   const agentsByName = new Map<string, AgentIR>();
   for (const a of compiled) {
-    const path = agentFilePath(a.name);
+    const path = agentFilePath(a.name, a.content);
     const ir = byFile.get(path) ?? null;
     const ownErrors = diagnostics.some((d) => d.severity === 'error' && d.path === exportAgentPath(a.name));
     if (ir && ir.metadata.name === a.name) agentsByName.set(a.name, ir);

@@ -99,6 +99,7 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
     switch (kind.kind) {
       case 'agent':
         if (content.trim() === '') throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: is empty; an agent file defines its agent ("AGENT: ${kind.name}")`);
+        if (out.agents.some((a) => a.name === kind.name)) throw new ApiError('UNPROCESSABLE_ENTITY', `files.${path}: agent ${kind.name} is given by another file too (agents/${kind.name}.abl or .yaml); give it once`);
         out.agents.push({ name: kind.name, content });
         break;
       case 'tool':
@@ -127,7 +128,7 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
     }
   }
   if (unknown.length > 0) {
-    throw new ApiError('VALIDATION_ERROR', `files: not an agent (agents/<Name>.abl), a tool library (tools/<name>.tools.abl), manifest.json, lockfile.json or deployments.json: ${listed(unknown)}`);
+    throw new ApiError('VALIDATION_ERROR', `files: not an agent (agents/<Name>.abl, or agents/<Name>.yaml for a YAML agent), a tool library (tools/<name>.tools.abl), manifest.json, lockfile.json or deployments.json: ${listed(unknown)}`);
   }
   out.agents.sort(byName);
   out.tools.sort(byName);

@@ -203,6 +203,19 @@ describe('validating a draft', () => {
     expect(res.body.diagnostics[0]).toMatchObject({ code: 'AGENT_NAME_MISMATCH', line: 1, column: 1, path: 'agents/Helper.agent.abl' });
   });
 
+  it('takes a YAML agent as the draft: it compiles as the YAML format and saves a version', async () => {
+    const yaml = 'agent: Yaml_Helper\ngoal: "Look members up."\ntools:\n  - name: lookup\n    parameters:\n      - name: member_id\n        type: string\n    returns:\n      points: number\n    type: http\n    endpoint: "https://members.example.com/lookup"\n';
+    await create('Yaml_Helper', yaml);
+    const valid = await api.post(`${base()}/agents/Yaml_Helper/validate`, { key: acme.adminKey, json: {} });
+    expect(valid.body).toEqual({ success: true, valid: true, diagnostics: [] });
+    const version = await api.post(`${base()}/agents/Yaml_Helper/versions`, { key: acme.adminKey, json: {} });
+    expect(version.status).toBe(201);
+    // A YAML error is reported against the YAML file, not as ABL.
+    const broken = await api.post(`${base()}/agents/Yaml_Helper/validate`, { key: acme.adminKey, json: { dslContent: 'agent: Yaml_Helper\ngoal: "x"\ntools:\n  - name: lookup\n    type: [http\n' } });
+    expect(broken.body.valid).toBe(false);
+    expect(broken.body.diagnostics[0]).toMatchObject({ code: 'E111', path: 'agents/Yaml_Helper.agent.yaml' });
+  });
+
   it('reports a draft that is not an agent', async () => {
     const res = await api.post(`${base()}/agents/Helper/validate`, {
       key: acme.adminKey,

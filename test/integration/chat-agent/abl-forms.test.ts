@@ -1,6 +1,6 @@
 // ABL forms that used to compile into something else, run through the real API and worker: a
 // quoted WITH value reaches the tool as that text (templates rendered, nested objects built), and
-// a constraint's `ON_FAIL: RESPOND "…"` answers with the message alone.
+// a constraint's `ON_FAIL: RESPOND "…"` answers with the message alone, once in the first turn.
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
@@ -70,6 +70,7 @@ beforeAll(async () => {
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Router', router);
   await publishAgent(api, t, 'Guarded', guarded);
+  await publishAgent(api, t, 'Guarded_Plain', guarded.replace('AGENT: Guarded', 'AGENT: Guarded_Plain').replace('ON_FAIL: RESPOND "', 'ON_FAIL: "'));
 });
 afterAll(() => stack.close());
 
@@ -88,12 +89,15 @@ it('passes quoted WITH values as text, renders their templates and builds nested
   ]);
 });
 
-it('answers a failed constraint with the ON_FAIL RESPOND text, without the keyword or quotes', async () => {
-  const res = await chat('Guarded', [{ toolName: 'refund', response: { id: 'R-1' } }]);
+it.each(['Guarded', 'Guarded_Plain'])('%s: answers a failed constraint with the ON_FAIL text, without the keyword or quotes, once', async (agent) => {
+  const res = await chat(agent, [{ toolName: 'refund', response: { id: 'R-1' } }]);
   expect(res.status).toBe(200);
-  // Every reply is the message alone (the runtime may say it more than once in this first turn).
-  expect(new Set(String(res.body.response).split('\n\n'))).toEqual(new Set(['Refunds over 500 need a manager.']));
+  // Said once: the session's first message does not run the step the start just blocked.
+  expect(res.body.response).toBe('Refunds over 500 need a manager.');
   expect((res.body.traceEvents as Trace[]).filter((e) => e.type === 'tool_call')).toEqual([]);
+  // The next message runs the step again, and it is blocked again: the message once more.
+  const next = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId: res.body.sessionId, message: 'please', testContext: { toolMocks: [] } } });
+  expect(next.body.response).toBe('Refunds over 500 need a manager.');
 });
 
 it('refuses to save an agent whose RESPOND has an indented child, naming E110', async () => {

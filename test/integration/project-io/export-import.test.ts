@@ -230,6 +230,19 @@ describe('import', () => {
     expect((await api.get(`/api/projects/${projectId}/agents/Helper`, { key: acme.adminKey })).body.agent.dslContent).toBe(helper('Help better'));
   });
 
+  it('takes a YAML agent at agents/<name>.yaml, versions it, and exports it at agents/<name>.abl', async () => {
+    const projectId = await newProject(acme, 'Yaml');
+    const yaml = 'agent: Helper\ngoal: "Help"\ntools:\n  - name: ping\n    returns:\n      ok: boolean\n    type: http\n    endpoint: "https://x.example.com/ping"\n';
+    const res = await api.post(`${io(projectId)}/import`, { key: acme.adminKey, json: { files: { 'agents/Hub.abl': hub, 'agents/Helper.yaml': yaml } } });
+    expect(res.status).toBe(200);
+    expect(res.body.versions).toEqual({ Helper: '1.0.0', Hub: '1.0.0' });
+    const exported = await api.get(`${io(projectId)}/export`, { key: acme.adminKey });
+    expect(exported.body.files['agents/Helper.abl']).toBe(yaml);
+    const both = await api.post(`${io(projectId)}/import`, { key: acme.adminKey, json: { files: { 'agents/Hub.abl': hub, 'agents/Helper.abl': helper('x'), 'agents/Helper.yml': yaml } } });
+    expect(both.status).toBe(422);
+    expect(both.body.error.message).toContain('agent Helper is given by another file too');
+  });
+
   it('refuses a project whose ABL has errors with the diagnostics, and changes nothing', async () => {
     const before = await snapshot(acme.projectId);
     const files = {
@@ -304,7 +317,7 @@ describe('import', () => {
     const schema = files.$ref ? doc.components.schemas[files.$ref.split('/').pop()] : files;
     const pattern = new RegExp(schema.properties.files.propertyNames.pattern);
     expect(schema.properties.files.maxProperties).toBe(500);
-    for (const ok of ['agents/Hub.abl', 'tools/billing-api.tools.abl', 'manifest.json', 'lockfile.json', 'deployments.json']) expect(pattern.test(ok)).toBe(true);
+    for (const ok of ['agents/Hub.abl', 'agents/Hub.yaml', 'tools/billing-api.tools.abl', 'manifest.json', 'lockfile.json', 'deployments.json']) expect(pattern.test(ok)).toBe(true);
     for (const bad of ['agents/Hub.agent.abl', '../agents/Hub.abl', '/agents/Hub.abl', 'agents\\Hub.abl', 'README.md', 'agents/a/b.abl']) expect(pattern.test(bad)).toBe(false);
   });
 });

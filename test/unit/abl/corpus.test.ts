@@ -18,9 +18,6 @@ describe('ABL corpus', () => {
   it('compiles every file with no error and exactly the expected warnings', () => {
     expect(out.diagnostics.map((d) => `${d.code} ${d.path}:${d.line}:${d.column}`)).toEqual([
       'W410 agents/Delegate_Returns.agent.abl:10:16', // Reward is not declared
-      'W707 agents/Front_Desk.agent.abl:16:16', // ON_RETURN step (quoted)
-      'W707 agents/Front_Desk.agent.abl:20:16', // ON_RETURN step (bare)
-      'W707 agents/Front_Desk.agent.abl:24:16', // ON_RETURN instruction
       'W311 agents/Quoted_Values.agent.abl:18:18', // formula: "amount * 2"
       'W802 agents/Remember_Rules.agent.abl:18:7', // - ON_START: "…"
       'W802 agents/Remember_Rules.agent.abl:19:7', // - ON_SESSION_END: "…"

@@ -114,7 +114,6 @@ const cases: Case[] = [
   { name: 'key an action block does not read', files: A(`FLOW:\n${step('a', 'REASONING: false\nCHECK: x > 1\nON_FAIL:\n  RESPOND: "no"\n  DELEGATE: B')}`, [other('B')]), code: 'W214', line: 9, column: 7, message: /"DELEGATE" in ON_FAIL is not read, so it does nothing there\. Use one of SET, CLEAR, RESPOND/ },
   { name: 'constraint ON_FAIL action that does not read', files: A('CONSTRAINTS:\n  - REQUIRE x == 1\n    ON_FAIL: RESPOND without quotes\n'), code: 'E851', line: 5, column: 14, message: /Cannot read ON_FAIL "RESPOND without quotes"\. Use a message \("text" or RESPOND "text"\)/ },
   { name: 'deprecated recall form', files: A('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n'), code: 'W802', line: 5, column: 7, message: /"ON_START: …" is the deprecated form; it is read as ON: session:start/ },
-  { name: 'ON_RETURN instruction not run yet', files: A('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    RETURN: true\n    ON_RETURN: "Ask whether they need anything else"\n', [other('B')]), code: 'W707', line: 7, column: 16, message: /HANDOFF to B: ON_RETURN gives an instruction; this is stored in the IR, but the runtime does not act on it yet/ },
   { name: 'invalid on_human_complete', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n  on_human_complete:\n    - IF x == 1: DANCE\n'), code: 'E853', line: 7, column: 7, message: /Cannot read on_human_complete rule "DANCE"/ },
 ];
 

@@ -256,7 +256,7 @@ FLOW:
     REASONING: false
     RESPOND: "Anything else?"
 `);
-    expect(codes(out)).toEqual(['W707', 'W707']); // and no W503: the step is reached from ON_RETURN
+    expect(codes(out)).toEqual([]); // and no W503: the step is reached from ON_RETURN
     const h = out.agents.A!.coordination.handoffs;
     expect(h.map((x) => [x.on_return, x.on_return_action])).toEqual([
       ['resume_intent', { kind: 'resume_intent' }],
@@ -265,9 +265,26 @@ FLOW:
     ]);
   });
 
+  it('HANDOFF PASS: (rule level, inline or one per line) merges into CONTEXT pass without a warning', () => {
+    const out = compile(`HANDOFF:
+  - TO: B
+    WHEN: x == 1
+    PASS: [customer_id, issue]
+    CONTEXT:
+      pass: [tier, customer_id]
+  - TO: B
+    WHEN: x == 2
+    PASS:
+      - order_id
+      - reason
+`);
+    expect(codes(out)).toEqual([]);
+    expect(out.agents.A!.coordination.handoffs.map((h) => h.context.pass)).toEqual([['tier', 'customer_id', 'issue'], ['order_id', 'reason']]);
+  });
+
   it('HANDOFF ON_RETURN naming a step the FLOW lacks is E501', () => {
     const out = compile('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    RETURN: true\n    ON_RETURN: wrap_up\nFLOW:\n  start:\n    REASONING: false\n    RESPOND: "hi"\n');
-    expect(out.diagnostics.map((d) => [d.code, d.line])).toEqual([['E501', 4], ['W707', 7]]);
+    expect(out.diagnostics.map((d) => [d.code, d.line])).toEqual([['E501', 4]]);
   });
 
   it('ESCALATE routing: queue, skills, priority boost (and per trigger)', () => {

@@ -26,6 +26,9 @@ describe('classifyImportPath and the documented pattern', () => {
     'agents/a.abl',
     'agents/1st.abl',
     'agents/Billing_Agent.agent.abl',
+    'agents/Billing_Agent.yaml',
+    'agents/Billing_Agent.yml',
+    'agents/Billing_Agent.agent.yaml',
     'agents/x.tools.abl',
     'agents/sub/A.abl',
     'tools/billing-api.tools.abl',
@@ -46,6 +49,7 @@ describe('classifyImportPath and the documented pattern', () => {
 
   it('names agents and tool libraries after their file', () => {
     expect(classifyImportPath('agents/Billing_Agent.abl')).toEqual({ kind: 'agent', name: 'Billing_Agent' });
+    expect(classifyImportPath('agents/Billing_Agent.yaml')).toEqual({ kind: 'agent', name: 'Billing_Agent' });
     expect(classifyImportPath('tools/billing-api.tools.abl')).toEqual({ kind: 'tool', name: 'billing-api' });
     expect(classifyImportPath('lockfile.json')).toEqual({ kind: 'lockfile' });
   });
