@@ -1,6 +1,7 @@
 // Per-project LLM provider credentials: the API key encrypted at rest (per-tenant AES-256-GCM),
 // an optional base URL, one record per project and provider. The key is never returned.
 import { Schema, type Connection, type Model } from 'mongoose';
+import { EncryptedValueSchema } from './encrypted-value';
 import { type EncryptedValue, type Encryptor } from '../lib/encryption';
 import { newId } from '../lib/ids';
 
@@ -25,11 +26,6 @@ export interface LlmCredentialDoc {
   createdAt: Date;
   updatedAt: Date;
 }
-
-const EncryptedValueSchema = new Schema<EncryptedValue>(
-  { alg: { type: String, required: true }, iv: { type: String, required: true }, tag: { type: String, required: true }, data: { type: String, required: true } },
-  { _id: false },
-);
 
 const LlmCredentialSchema = new Schema<LlmCredentialDoc>(
   {

@@ -3,6 +3,7 @@
 // (encrypted at rest) signs the callback. A callback or a resume claims the record atomically
 // (pending → claimed), so exactly one of any number of deliveries resumes the session.
 import { Schema, type Connection, type Model } from 'mongoose';
+import { EncryptedValueSchema } from './encrypted-value';
 import { type EncryptedValue } from '../lib/encryption';
 
 /** Encryptor purpose for callback secrets: they cannot be opened as another kind of secret. */
@@ -34,11 +35,6 @@ export interface SuspensionDoc {
   createdAt: Date;
   updatedAt: Date;
 }
-
-const EncryptedValueSchema = new Schema<EncryptedValue>(
-  { alg: { type: String, required: true }, iv: { type: String, required: true }, tag: { type: String, required: true }, data: { type: String, required: true } },
-  { _id: false },
-);
 
 const SuspensionSchema = new Schema<SuspensionDoc>(
   {

@@ -227,6 +227,24 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     );
   }
 
+  /** What a turn's (or a resume's) effects run with: the session's ids, bundle, trace and counters. */
+  function effectsFor(compiled: CompilationOutput, trace: TurnTrace, mocks: EffectContext['mocks'], messageMetadata: EffectContext['messageMetadata']): EffectContext {
+    return {
+      tenantId: input.tenantId,
+      projectId: input.projectId,
+      sessionId: input.sessionId,
+      environment: input.environment,
+      bundleRef,
+      compiled,
+      trace,
+      stats,
+      mocks,
+      ...(messageMetadata ? { messageMetadata } : {}),
+      childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
+      delegationChain: [],
+    };
+  }
+
   /** What the session waits on now: the Web UI's `SessionStatus` attribute follows it. */
   function waitOn(next: WaitingCallback | null): void {
     if ((waiting === null) !== (next === null)) wf.upsertSearchAttributes([{ key: SessionStatusKey, value: next ? 'suspended' : 'active' }]);
@@ -243,20 +261,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const interpreter = interpreterFor(compiled, new Set(mocks.keys()));
     const responses: string[] = [];
 
-    const effects: EffectContext = {
-      tenantId: input.tenantId,
-      projectId: input.projectId,
-      sessionId: input.sessionId,
-      environment: input.environment,
-      bundleRef,
-      compiled,
-      trace,
-      stats,
-      mocks,
-      messageMetadata: turn.metadata,
-      childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
-      delegationChain: [],
-    };
+    const effects = effectsFor(compiled, trace, mocks, turn.metadata);
     const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses);
 
     let result: AdvanceResult | null = null;
@@ -344,19 +349,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       waitedMs: Date.now() - w.sinceMs,
     });
     const responses: string[] = [];
-    const effects: EffectContext = {
-      tenantId: input.tenantId,
-      projectId: input.projectId,
-      sessionId: input.sessionId,
-      environment: input.environment,
-      bundleRef,
-      compiled,
-      trace,
-      stats,
-      mocks: new Map(),
-      childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
-      delegationChain: [],
-    };
+    const effects = effectsFor(compiled, trace, new Map(), undefined);
     const event = result
       ? { type: 'callback' as const, commandId: w.commandId, payload: (result.payload ?? null) as Json }
       : { type: 'wait_expired' as const, commandId: w.commandId };
