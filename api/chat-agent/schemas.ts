@@ -42,7 +42,9 @@ export const ZChatAgentRequestSchema = z.object({
     })
     .optional()
     .describe('Needs agent:write'),
-});
+})
+  // `message` or `action`, or both: said in the document too, so a client (and the fuzzer) knows.
+  .openapi({ anyOf: [{ required: ['message'] }, { required: ['action'] }] });
 export type TChatAgentRequest = z.infer<typeof ZChatAgentRequestSchema>;
 
 export const ZChatAgentResponseSchema = z

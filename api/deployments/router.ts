@@ -41,7 +41,7 @@ export const deploymentRoutes: AnyRoute[] = [
     bodyExample: { environment: 'production', agentVersionManifest: { Support_Hub: 'auto', Billing_Agent: '1.0.0' }, entryAgentName: 'Support_Hub', label: 'Spring release' },
     links: deploymentLinks('$response.body#/deployment/id'),
     successStatus: 201,
-    errorStatuses: [404],
+    errorStatuses: [404, 422],
     response: ZDeploymentResponse,
     async handler({ ctx, principal, project, body }) {
       const deployment = await createDeployment(ctx.models, scopeOf(project), body, principal.subjectId);

@@ -72,7 +72,8 @@ export async function resolveManifest(models: Models, scope: ProjectScope, reque
   const agents = await models.Agent.find({ ...scope, name: { $in: names } }).select({ _id: 1, name: 1 }).lean();
   const byName = new Map(agents.map((a) => [a.name, a._id]));
   const missing = names.filter((n) => !byName.has(n));
-  if (missing.length > 0) throw new ApiError('VALIDATION_ERROR', `Agent not found: ${missing.join(', ')} (names are case-sensitive)`);
+  // Well-formed, but naming agents the project does not have.
+  if (missing.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', `Agent not found: ${missing.join(', ')} (names are case-sensitive)`);
   // Labels and order only: the IR is not needed to resolve a manifest.
   const rows = await models.AgentVersion.find({ ...scope, agentId: { $in: [...byName.values()] } })
     .select({ _id: 0, agentName: 1, version: 1, seq: 1 })
@@ -89,12 +90,12 @@ export async function resolveManifest(models: Models, scope: ProjectScope, reque
     const wanted = requested[name]!;
     if (wanted === 'auto') {
       const newest = latest.get(name);
-      if (!newest) throw new ApiError('VALIDATION_ERROR', `Agent "${name}" has no version yet; create one before deploying it`);
+      if (!newest) throw new ApiError('UNPROCESSABLE_ENTITY', `Agent "${name}" has no version yet; create one before deploying it`);
       resolved[name] = newest;
     } else if (labels.has(`${name}@${wanted}`)) {
       resolved[name] = wanted;
     } else {
-      throw new ApiError('VALIDATION_ERROR', `Version not found: ${name}@${wanted}`);
+      throw new ApiError('UNPROCESSABLE_ENTITY', `Version not found: ${name}@${wanted}`);
     }
   }
   return resolved;

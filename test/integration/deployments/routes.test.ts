@@ -92,9 +92,6 @@ describe('POST /deployments', () => {
 
   it.each([
     ['an entry agent outside the manifest', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Beta' }, /entryAgentName/],
-    ['an unknown agent', { environment: 'dev', agentVersionManifest: { Ghost: 'auto' }, entryAgentName: 'Ghost' }, /Agent not found: Ghost/],
-    ['an unknown version', { environment: 'dev', agentVersionManifest: { Alpha: '9.9.9' }, entryAgentName: 'Alpha' }, /Version not found: Alpha@9\.9\.9/],
-    ['`auto` for an agent without versions', { environment: 'dev', agentVersionManifest: { Unversioned: 'auto' }, entryAgentName: 'Unversioned' }, /no version yet/],
     ['an empty manifest', { environment: 'dev', agentVersionManifest: {}, entryAgentName: 'Alpha' }, /at least one agent/],
     ['an unknown environment', { environment: 'qa', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha' }, /environment/],
     ['a model override for an agent not deployed', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha', modelOverrides: { Beta: { model: 'fast' } } }, /modelOverrides/],
@@ -103,6 +100,18 @@ describe('POST /deployments', () => {
     const res = await deploy(json);
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({ success: false, error: { code: expect.stringMatching(/^(VALIDATION_ERROR|BAD_REQUEST)$/), message: expect.stringMatching(message) } });
+    expect(await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId })).toBe(before);
+  });
+
+  it.each([
+    ['an unknown agent', { environment: 'dev', agentVersionManifest: { Ghost: 'auto' }, entryAgentName: 'Ghost' }, /Agent not found: Ghost/],
+    ['an unknown version', { environment: 'dev', agentVersionManifest: { Alpha: '9.9.9' }, entryAgentName: 'Alpha' }, /Version not found: Alpha@9\.9\.9/],
+    ['`auto` for an agent without versions', { environment: 'dev', agentVersionManifest: { Unversioned: 'auto' }, entryAgentName: 'Unversioned' }, /no version yet/],
+  ])('refuses %s with 422 (well-formed, naming what the project lacks) and creates nothing', async (_label, json, message) => {
+    const before = await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId });
+    const res = await deploy(json);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ success: false, error: { code: 'UNPROCESSABLE_ENTITY', message: expect.stringMatching(message) } });
     expect(await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId })).toBe(before);
   });
 });
