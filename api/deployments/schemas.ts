@@ -20,7 +20,8 @@ const ZManifest = z
   .record(ZAgentKey, z.union([z.literal('auto'), z.string().max(64).regex(VERSION_PATTERN, 'must be a version label such as 1.0.0')]))
   .refine((m) => Object.keys(m).length > 0, 'must name at least one agent')
   .refine((m) => Object.keys(m).length <= MAX_MANIFEST_AGENTS, `must name at most ${MAX_MANIFEST_AGENTS} agents`)
-  .describe('Agent name → version label, or `auto` for the agent\'s latest version when the deployment is created');
+  .describe('Agent name → version label, or `auto` for the agent\'s latest version when the deployment is created')
+  .openapi({ minProperties: 1, maxProperties: MAX_MANIFEST_AGENTS });
 
 const ZModelOverride = z
   .object({

@@ -194,10 +194,10 @@ async function insertActive(models: Models, scope: ProjectScope, input: NewDeplo
 
 export async function createDeployment(models: Models, scope: ProjectScope, body: TCreateDeploymentRequest, createdBy: string | null): Promise<DeploymentDoc> {
   if (!Object.prototype.hasOwnProperty.call(body.agentVersionManifest, body.entryAgentName)) {
-    throw new ApiError('VALIDATION_ERROR', `body.entryAgentName: "${body.entryAgentName}" is not in agentVersionManifest`);
+    throw new ApiError('UNPROCESSABLE_ENTITY', `body.entryAgentName: "${body.entryAgentName}" is not in agentVersionManifest`);
   }
   const strays = Object.keys(body.modelOverrides ?? {}).filter((n) => !Object.prototype.hasOwnProperty.call(body.agentVersionManifest, n));
-  if (strays.length > 0) throw new ApiError('VALIDATION_ERROR', `body.modelOverrides: not in agentVersionManifest: ${strays.join(', ')}`);
+  if (strays.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', `body.modelOverrides: not in agentVersionManifest: ${strays.join(', ')}`);
   const manifest = await resolveManifest(models, scope, body.agentVersionManifest);
   return insertActive(models, scope, {
     environment: body.environment,

@@ -91,10 +91,8 @@ describe('POST /deployments', () => {
   });
 
   it.each([
-    ['an entry agent outside the manifest', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Beta' }, /entryAgentName/],
     ['an empty manifest', { environment: 'dev', agentVersionManifest: {}, entryAgentName: 'Alpha' }, /at least one agent/],
     ['an unknown environment', { environment: 'qa', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha' }, /environment/],
-    ['a model override for an agent not deployed', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha', modelOverrides: { Beta: { model: 'fast' } } }, /modelOverrides/],
   ])('refuses %s with 400 and creates nothing', async (_label, json, message) => {
     const before = await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId });
     const res = await deploy(json);
@@ -104,10 +102,12 @@ describe('POST /deployments', () => {
   });
 
   it.each([
+    ['an entry agent outside the manifest', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Beta' }, /entryAgentName/],
+    ['a model override for an agent not deployed', { environment: 'dev', agentVersionManifest: { Alpha: 'auto' }, entryAgentName: 'Alpha', modelOverrides: { Beta: { model: 'fast' } } }, /modelOverrides/],
     ['an unknown agent', { environment: 'dev', agentVersionManifest: { Ghost: 'auto' }, entryAgentName: 'Ghost' }, /Agent not found: Ghost/],
     ['an unknown version', { environment: 'dev', agentVersionManifest: { Alpha: '9.9.9' }, entryAgentName: 'Alpha' }, /Version not found: Alpha@9\.9\.9/],
     ['`auto` for an agent without versions', { environment: 'dev', agentVersionManifest: { Unversioned: 'auto' }, entryAgentName: 'Unversioned' }, /no version yet/],
-  ])('refuses %s with 422 (well-formed, naming what the project lacks) and creates nothing', async (_label, json, message) => {
+  ])('refuses %s with 422 (well-formed, but inconsistent or naming what the project lacks) and creates nothing', async (_label, json, message) => {
     const before = await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId });
     const res = await deploy(json);
     expect(res.status).toBe(422);
