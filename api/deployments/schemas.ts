@@ -21,7 +21,8 @@ const ZManifest = z
   .refine((m) => Object.keys(m).length > 0, 'must name at least one agent')
   .refine((m) => Object.keys(m).length <= MAX_MANIFEST_AGENTS, `must name at most ${MAX_MANIFEST_AGENTS} agents`)
   .describe('Agent name → version label, or `auto` for the agent\'s latest version when the deployment is created')
-  .openapi({ minProperties: 1, maxProperties: MAX_MANIFEST_AGENTS });
+  // The key rule too (`propertyNames`, JSON Schema that the metadata type does not list).
+  .openapi({ minProperties: 1, maxProperties: MAX_MANIFEST_AGENTS, propertyNames: { pattern: AGENT_NAME_PATTERN.source } } as Record<string, unknown>);
 
 const ZModelOverride = z
   .object({
@@ -36,9 +37,17 @@ export const ZCreateDeploymentRequestSchema = z.object({
   entryAgentName: ZAgentKey.describe('Agent that answers a new session; must be in the manifest'),
   label: z.string().min(1).max(200).regex(NOT_BLANK_PATTERN, 'must not be blank').optional().describe('Defaults to `<environment> <date time>`'),
   description: z.string().max(2000).optional(),
-  modelOverrides: z.record(ZAgentKey, ZModelOverride).optional().describe('Per-agent model and temperature, applied to sessions on this deployment'),
+  modelOverrides: z
+    .record(ZAgentKey, ZModelOverride)
+    .openapi({ propertyNames: { pattern: AGENT_NAME_PATTERN.source } } as Record<string, unknown>)
+    .optional()
+    .describe('Per-agent model and temperature, applied to sessions on this deployment'),
   settingsVersionId: z.string().min(1).max(64).optional().describe('Settings version pinned with the deployment (stored)'),
-  workflowVersionManifest: z.record(z.string().min(1).max(100), z.string().min(1).max(64)).optional().describe('Workflow name → version (stored)'),
+  workflowVersionManifest: z
+    .record(z.string().min(1).max(100), z.string().min(1).max(64))
+    .openapi({ propertyNames: { minLength: 1, maxLength: 100 } } as Record<string, unknown>)
+    .optional()
+    .describe('Workflow name → version (stored)'),
 });
 export type TCreateDeploymentRequest = z.infer<typeof ZCreateDeploymentRequestSchema>;
 
