@@ -146,6 +146,7 @@ export function summarize(junitXml: string | null, exitCode: number | null, opti
  */
 export function relabelRuleLine(line: string): string {
   const rule = /^=+ (.*) =+$/.exec(line);
-  if (rule) return `--- ${rule[1]} ---`;
+  // The closing banner's words too ("2 warnings in 58.78s" reads as pytest's own summary).
+  if (rule) return `--- ${rule[1]!.replace(/^(.*) in ([\d.]+)s$/, 'schemathesis: $1 ($2 s)')} ---`;
   return /^=+$/.test(line) ? line.replace(/=/g, '-') : line;
 }

@@ -42,7 +42,7 @@ describe('summarize', () => {
 
 describe('relabelRuleLine', () => {
   it("redraws schemathesis's pytest-style banners so no pytest closing line is printed", () => {
-    expect(relabelRuleLine('============================= 2 warnings in 58.78s =============================')).toBe('--- 2 warnings in 58.78s ---');
+    expect(relabelRuleLine('============================= 2 warnings in 58.78s =============================')).toBe('--- schemathesis: 2 warnings (58.78 s) ---');
     expect(relabelRuleLine('=================================== SUMMARY ====================================')).toBe('--- SUMMARY ---');
     expect(relabelRuleLine('==========')).toBe('----------');
     expect(relabelRuleLine('  3896 generated, 3896 passed, 139 skipped')).toBe('  3896 generated, 3896 passed, 139 skipped');
