@@ -154,6 +154,15 @@ export const ConfigSchema = z.object({
   SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   /** Session bundles (compiled agents by content hash) each worker keeps in memory. */
   SESSION_BUNDLE_CACHE_SIZE: positiveInt.default(200),
+  /**
+   * Worker tuning (workers/tuning.ts): workflows kept in the worker's sticky cache (about 1 MB
+   * each for a session: memory against replays), and how many workflow tasks, activities and local
+   * activities run at once. The defaults suit a 2-core box.
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: positiveInt.default(1000),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: positiveInt.max(1000).default(20),
+  WORKER_MAX_CONCURRENT_ACTIVITIES: positiveInt.max(10_000).default(100),
+  WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: positiveInt.max(1000).default(20),
   /** A retired deployment's drain ends every session still on it after this long (ms). */
   DEPLOYMENT_DRAIN_TIMEOUT_MS: positiveInt.default(15 * 60 * 1000),
   /** While draining, a session with no message for this long is ended (ms). */

@@ -3,7 +3,7 @@
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type PayloadCodec } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities';
-import { DEFAULT_WORKER_TUNING, type WorkerTuning } from './tuning';
+import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tuning';
 import { sessionBundleCodec } from './session-bundle-storage';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
@@ -39,6 +39,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.
     shutdownGraceTime: options.deps.config.SHUTDOWN_GRACE_MS,
     ...DEFAULT_WORKER_TUNING,
+    ...tuningFromConfig(options.deps.config),
     ...options.tuning,
   });
 }
