@@ -25,11 +25,15 @@ export function opensQuote(text: string, i: number): boolean {
 }
 
 /** Removes a trailing `# comment` (a `#` after whitespace, outside quotes and `{{ }}`). */
-export function stripComment(text: string): string {
+/**
+ * Calls `visit` for each character outside quoted strings and `{{ }}` templates, with its index;
+ * stops when `visit` returns true and gives that index (else -1).
+ */
+function scanCode(text: string, visit: (c: string, i: number) => boolean | void): number {
   let quote: string | null = null;
-  let braces = 0;
+  let templates = 0;
   for (let i = 0; i < text.length; i++) {
-    const c = text[i];
+    const c = text[i] as string;
     if (quote) {
       if (c === '\\') i++;
       else if (c === quote) quote = null;
@@ -37,16 +41,19 @@ export function stripComment(text: string): string {
     }
     if ((c === '"' || c === "'") && opensQuote(text, i)) quote = c;
     else if (c === '{' && text[i + 1] === '{') {
-      braces++;
+      templates++;
       i++;
-    } else if (c === '}' && text[i + 1] === '}' && braces > 0) {
-      braces--;
+    } else if (c === '}' && text[i + 1] === '}' && templates > 0) {
+      templates--;
       i++;
-    } else if (c === '#' && braces === 0 && (i === 0 || /\s/.test(text[i - 1] ?? ''))) {
-      return text.slice(0, i).trimEnd();
-    }
+    } else if (templates === 0 && visit(c, i)) return i;
   }
-  return text.trimEnd();
+  return -1;
+}
+
+export function stripComment(text: string): string {
+  const at = scanCode(text, (c, i) => c === '#' && (i === 0 || /\s/.test(text[i - 1] ?? '')));
+  return (at < 0 ? text : text.slice(0, at)).trimEnd();
 }
 
 function measureIndent(raw: string): { indent: number; offset: number; tabs: boolean } {
@@ -129,25 +136,10 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
 /** Open `( [ {` minus closed ones, outside quotes and `{{ }}`. */
 function bracketDepth(text: string): number {
   let depth = 0;
-  let templates = 0;
-  let quote: string | null = null;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i] as string;
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = null;
-      continue;
-    }
-    if ((c === '"' || c === "'") && opensQuote(text, i)) quote = c;
-    else if (c === '{' && text[i + 1] === '{') {
-      templates++;
-      i++;
-    } else if (c === '}' && text[i + 1] === '}' && templates > 0) {
-      templates--;
-      i++;
-    } else if ('([{'.includes(c)) depth++;
+  scanCode(text, (c) => {
+    if ('([{'.includes(c)) depth++;
     else if (')]}'.includes(c)) depth--;
-  }
+  });
   return depth;
 }
 
