@@ -10,6 +10,10 @@ export const PERMISSIONS = [
   'credential:write',
   'project:export',
   'project:import',
+  /** See and follow human tasks (docs/human-tasks.md). */
+  'human_task:read',
+  /** Claim, assign, resolve and cancel human tasks: a reviewer needs this without agent:write. */
+  'human_task:write',
   'admin',
 ] as const;
 
