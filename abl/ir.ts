@@ -371,8 +371,35 @@ export interface DelegateIR {
 
 export type HumanCompleteActionIR = { kind: 'continue' } | { kind: 'complete' } | { kind: 'handoff'; agent: string };
 
+/** The human task's type (ABL.md "ESCALATE and human tasks"). */
+export const HUMAN_TASK_TYPES = ['approval', 'data_entry', 'review', 'decision', 'escalation'] as const;
+export type HumanTaskType = (typeof HUMAN_TASK_TYPES)[number];
+/** Form field types a human task may collect. */
+export const HUMAN_TASK_FIELD_TYPES = ['text', 'textarea', 'number', 'boolean', 'select', 'date'] as const;
+
+/** One field of a human task's form: what the person fills in when resolving it. */
+export interface HumanTaskFieldIR {
+  name: string;
+  type: (typeof HUMAN_TASK_FIELD_TYPES)[number];
+  label: string | null;
+  required: boolean;
+  /** The choices of a `select`. */
+  options: string[];
+}
+
 export interface EscalationIR {
-  triggers: Array<{ when: ExprIR; reason: string | null; priority: 'low' | 'medium' | 'high' | 'critical'; tags: string[]; type: string; due_ms: number | null; routing?: EscalationRoutingIR; loc: IRLoc }>;
+  triggers: Array<{
+    when: ExprIR;
+    reason: string | null;
+    priority: 'low' | 'medium' | 'high' | 'critical';
+    tags: string[];
+    type: HumanTaskType;
+    due_ms: number | null;
+    /** `FIELDS:` the form the person fills in (data entry); absent when none. */
+    fields?: HumanTaskFieldIR[];
+    routing?: EscalationRoutingIR;
+    loc: IRLoc;
+  }>;
   context_for_human: string[];
   /** ESCALATE-level `routing:`; a trigger's own `routing:` overrides it field by field. */
   routing?: EscalationRoutingIR;

@@ -9,6 +9,7 @@ import type { DrainView, SessionStartInput } from '../workflows/definitions';
 import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
+import { createRecordHumanTask } from './persistence/human-tasks';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
@@ -55,6 +56,7 @@ export function createActivities(deps: ActivityDeps) {
     recordTurn: createRecordTurn(deps),
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),
+    recordHumanTask: createRecordHumanTask(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

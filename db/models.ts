@@ -24,6 +24,7 @@ import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
 import { suspensionModel } from './suspension';
 import { importLockModel } from './import-lock';
+import { humanTaskModel } from './human-task';
 
 export function createModels(connection: Connection) {
   return {
@@ -52,6 +53,7 @@ export function createModels(connection: Connection) {
     ToolSecretAudit: toolSecretAuditModel(connection),
     Suspension: suspensionModel(connection),
     ImportLock: importLockModel(connection),
+    HumanTask: humanTaskModel(connection),
   };
 }
 

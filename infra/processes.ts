@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes';
+import { SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTE_TYPE_NAMES } from '../workflows/search-attributes';
 
 export const ROOT = path.resolve(__dirname, '..');
 export const TOOLS_BIN = path.join(ROOT, '.tools', 'bin');
@@ -129,7 +129,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     args.push('--db-filename', options.dbFile, '--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL');
   }
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
-  for (const key of SEARCH_ATTRIBUTE_KEYS) args.push('--search-attribute', `${key.name}=Keyword`);
+  for (const key of SEARCH_ATTRIBUTE_KEYS) args.push('--search-attribute', `${key.name}=${SEARCH_ATTRIBUTE_TYPE_NAMES[key.type]!.cli}`);
   args.push('--dynamic-config-value', 'system.enableActivityEagerExecution=true');
   const child = spawn(toolPath('temporal'), args, { stdio: ['ignore', 'ignore', 'pipe'] });
   const proc = manage('temporal', child);
@@ -172,8 +172,7 @@ export async function ensureSearchAttributes(address: string, namespace: string)
     if (missing.length > 0) {
       await connection.operatorService.addSearchAttributes({
         namespace,
-        // 2 = INDEXED_VALUE_TYPE_KEYWORD
-        searchAttributes: Object.fromEntries(missing.map((k) => [k.name, 2])),
+        searchAttributes: Object.fromEntries(missing.map((k) => [k.name, SEARCH_ATTRIBUTE_TYPE_NAMES[k.type]!.indexedValueType])),
       });
     }
     return missing.map((k) => k.name);

@@ -5,13 +5,14 @@
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { CompilationOutput, Json } from '../abl/ir';
-import type { AdvanceResult, SessionRuntimeState } from '../abl/runtime/contract';
+import type { AdvanceResult, RuntimeEvent, SessionRuntimeState } from '../abl/runtime/contract';
 import { createInterpreter } from '../abl/runtime';
 import { maskSensitive } from '../abl/gather';
 import {
   callbackSignal,
   endSignal,
   flushUpdate,
+  humanTaskSignal,
   resetUpdate,
   stateQuery,
   turnUpdate,
@@ -22,6 +23,7 @@ import {
   type TurnResult,
   type TurnUpdateInput,
   type WaitingCallback,
+  type HumanTaskOutcomeInput,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
@@ -89,7 +91,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   let ended: { reason: string } | null = null;
   // The async tool call the session waits on, and its result once a callback delivered it.
   let waiting: WaitingCallback | null = carried?.waiting ?? null;
-  let delivered: { payload: unknown; via: 'callback' | 'resume' } | null = null;
+  // For a human task, the payload is its outcome (HumanTaskOutcomeInput).
+  let delivered: { payload: unknown; via: 'callback' | 'resume' | 'human_task' } | null = null;
   let inFlight = 0;
   let idleSinceMs = Date.now();
   // Turns (and resets) run strictly one after another, in arrival order.
@@ -132,7 +135,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   });
   wf.setHandler(callbackSignal, ({ callbackId, payload, via }) => {
     // The first result for the call the session waits on; a late or repeated one changes nothing.
-    if (waiting?.callbackId === callbackId && delivered === null) delivered = { payload, via };
+    if (waiting?.callbackId === callbackId && waiting.kind !== 'human_task' && delivered === null) delivered = { payload, via };
+  });
+  wf.setHandler(humanTaskSignal, (outcome) => {
+    // The outcome of the task the session waits on; one of an earlier (reset) wait changes nothing.
+    if (waiting?.kind === 'human_task' && waiting.callbackId === outcome.taskId && delivered === null) delivered = { payload: outcome, via: 'human_task' };
   });
   wf.setHandler(
     turnUpdate,
@@ -166,6 +173,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     () =>
       enqueue(async () => {
         runtime = null;
+        // A human task of the old conversation resumes nothing now (the API cancels it).
+        if (waiting?.kind === 'human_task') {
+          waitOn(null);
+          delivered = null;
+        }
         const trace = new TurnTrace(++turnCount, traceSeq);
         trace.add('state_change', { variable: '_session', value: 'reset' });
         traceSeq = trace.nextSeq;
@@ -294,7 +306,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     runtime = result.state;
     if (result.outcome === 'completed') ended ??= { reason: 'completed' };
     if (effects.waiting) waitOn(effects.waiting);
-    const suspension = effects.waiting ? { id: effects.waiting.callbackId, tool: effects.waiting.tool, expiresAt: new Date(effects.waiting.expiresAtMs).toISOString() } : null;
+    const w = effects.waiting;
+    const suspension = w && w.kind !== 'human_task' ? { id: w.callbackId, tool: w.tool, expiresAt: new Date(w.expiresAtMs).toISOString() } : null;
+    const humanTask = w?.kind === 'human_task' ? { id: w.callbackId, status: 'pending', dueAt: w.expiresAtMs > 0 ? new Date(w.expiresAtMs).toISOString() : null } : null;
 
     const response = responses.join('\n\n');
     const thread = activeThread();
@@ -310,7 +324,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const turnResult: TurnResult = {
       sessionId: input.sessionId,
       response,
-      action: suspension ? { type: actionType, suspension } : { type: actionType },
+      action: suspension ? { type: actionType, suspension } : humanTask ? { type: actionType, humanTask } : { type: actionType },
       state: {
         agent: thread?.agent ?? input.agentName,
         status: runtime.status,
@@ -334,25 +348,47 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
    * result, or with a tool_timeout once the suspension expired. Its replies are recorded like a
    * turn's (transcript, traces, a `resume` event with the wait), and it may suspend again.
    */
-  async function resume(w: WaitingCallback, result: { payload: unknown; via: 'callback' | 'resume' } | null): Promise<void> {
+  async function resume(w: WaitingCallback, result: { payload: unknown; via: 'callback' | 'resume' | 'human_task' } | null): Promise<void> {
     const compiled = bundle!;
     waitOn(null);
     delivered = null;
     if (!runtime) return;
     const trace = new TurnTrace(++turnCount, traceSeq);
-    trace.add('resume', {
-      agent: w.agent,
-      tool: w.tool,
-      callbackId: w.callbackId,
-      outcome: result ? 'callback' : 'expired',
-      ...(result ? { via: result.via } : {}),
-      waitedMs: Date.now() - w.sinceMs,
-    });
+    let event: RuntimeEvent;
+    if (w.kind === 'human_task') {
+      const outcome = result?.payload as HumanTaskOutcomeInput;
+      const r = outcome.resolution;
+      trace.add('human_task', {
+        agent: w.agent,
+        taskId: w.callbackId,
+        status: outcome.outcome,
+        ...(r ? { respondedBy: r.respondedBy, decision: r.decision } : {}),
+        waitedMs: Date.now() - w.sinceMs,
+      });
+      event =
+        outcome.outcome === 'expired'
+          ? { type: 'wait_expired', commandId: w.commandId }
+          : {
+              type: 'human_resolved',
+              commandId: w.commandId,
+              resolution: (r ? { ...r.fields, decision: r.decision, notes: r.notes, respondedBy: r.respondedBy } : {}) as Record<string, Json>,
+              ...(outcome.outcome === 'cancelled' ? { cancelled: true } : {}),
+            };
+    } else {
+      trace.add('resume', {
+        agent: w.agent,
+        tool: w.tool,
+        callbackId: w.callbackId,
+        outcome: result ? 'callback' : 'expired',
+        ...(result ? { via: result.via } : {}),
+        waitedMs: Date.now() - w.sinceMs,
+      });
+      event = result
+        ? { type: 'callback' as const, commandId: w.commandId, payload: (result.payload ?? null) as Json }
+        : { type: 'wait_expired' as const, commandId: w.commandId };
+    }
     const responses: string[] = [];
     const effects = effectsFor(compiled, trace, new Map(), undefined);
-    const event = result
-      ? { type: 'callback' as const, commandId: w.commandId, payload: (result.payload ?? null) as Json }
-      : { type: 'wait_expired' as const, commandId: w.commandId };
     const interpreter = interpreterFor(compiled, new Set());
     const advanced = await driveInterpreter(effects, interpreter, interpreter.advance(runtime, event), responses);
     runtime = advanced.state;
@@ -371,7 +407,10 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       await wf.condition(() => ended !== null || waiting !== null);
       if (ended) return;
       const w = waiting!;
-      await wf.condition(() => ended !== null || delivered !== null || waiting !== w, Math.max(1, w.expiresAtMs - Date.now()));
+      const settled = () => ended !== null || delivered !== null || waiting !== w;
+      // A human task keeps its own deadline: its workflow reports the expiry like any outcome.
+      if (w.kind === 'human_task') await wf.condition(settled);
+      else await wf.condition(settled, Math.max(1, w.expiresAtMs - Date.now()));
       if (ended) return;
       if (waiting !== w) continue;
       const result = delivered;

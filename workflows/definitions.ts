@@ -2,6 +2,7 @@
 // Named <verb><Kind>; one input type per message.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SessionRuntimeState } from '../abl/runtime/contract';
+import type { EscalationRoutingIR, HumanTaskFieldIR } from '../abl/ir';
 
 /** Probe: a workflow that only answers a no-op update; the bare-Temporal baseline of the benches. */
 export interface PingUpdateInput {
@@ -68,8 +69,14 @@ export interface CarriedSessionState {
   lastActivityMs?: number;
 }
 
-/** An async tool call a session waits on (its suspension), until a callback or `expiresAtMs`. */
+/**
+ * What a suspended session waits on: an async tool call (its suspension), until a callback or
+ * `expiresAtMs`; or, with `kind: 'human_task'`, a human task (`callbackId` is the task id), until
+ * the task's workflow reports its outcome (the task keeps its own deadline).
+ */
 export interface WaitingCallback {
+  /** Absent for async tool calls (and in sessions recorded before human tasks). */
+  kind?: 'human_task';
   callbackId: string;
   /** The interpreter command the result answers. */
   commandId: string;
@@ -160,6 +167,13 @@ export interface CallbackSignalInput {
 }
 export const callbackSignal = defineSignal<[CallbackSignalInput]>('callback');
 export const stateQuery = defineQuery<SessionStateView>('state');
+/** A human task's outcome, sent by its workflow to `session/<sessionId>` (the current run). */
+export interface HumanTaskOutcomeInput {
+  taskId: string;
+  outcome: 'completed' | 'expired' | 'cancelled';
+  resolution: HumanTaskResolution | null;
+}
+export const humanTaskSignal = defineSignal<[HumanTaskOutcomeInput]>('humanTask');
 /**
  * Writes the projection rows the session holds now, so a read right after a reply sees its
  * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
@@ -198,3 +212,99 @@ export interface DrainView {
 
 /** The reason a drained session ends with. */
 export const DEPLOYMENT_RETIRED_REASON = 'deployment_retired';
+
+// ---------------------------------------------------------------------------------------------
+// HumanTask (`human-task/<taskId>`): one workflow per task, the truth for its transitions
+// (docs/human-tasks.md). Started by a session that escalates (a child it abandons, so the task
+// outlives the session's runs) or by POST .../human-tasks.
+
+export const HUMAN_TASK_STATUSES = ['pending', 'assigned', 'in_progress', 'completed', 'expired', 'cancelled'] as const;
+export type HumanTaskStatus = (typeof HUMAN_TASK_STATUSES)[number];
+export const HUMAN_TASK_PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
+export type HumanTaskPriority = (typeof HUMAN_TASK_PRIORITIES)[number];
+/** Statuses a task never leaves. */
+export const TERMINAL_TASK_STATUSES: readonly HumanTaskStatus[] = ['completed', 'expired', 'cancelled'];
+
+export interface HumanTaskStartInput {
+  taskId: string;
+  tenantId: string;
+  projectId: string;
+  /** The session that waits on the task (null for a task created through the API). */
+  sessionId: string | null;
+  agentName: string | null;
+  type: string;
+  title: string;
+  priority: HumanTaskPriority;
+  tags: string[];
+  context: Record<string, unknown>;
+  fields: HumanTaskFieldIR[];
+  dueAtMs: number | null;
+  routing: EscalationRoutingIR | null;
+  /** Who created it: `agent:<name>` for an escalation, else the API caller's subject. */
+  createdBy: string;
+  /** Creation time as its starter wrote it to the projection (the workflow's start otherwise). */
+  createdAtMs?: number;
+}
+
+export interface HumanTaskResolution {
+  respondedBy: string;
+  decision: string | null;
+  fields: Record<string, unknown>;
+  notes: string | null;
+  resolvedAt: string;
+}
+
+export interface HumanTaskTransition {
+  action: 'created' | 'claimed' | 'assigned' | 'resolved' | 'expired' | 'cancelled';
+  from: HumanTaskStatus | null;
+  to: HumanTaskStatus;
+  by: string | null;
+  at: string;
+  note?: string;
+}
+
+/** The task as its workflow holds it; the MongoDB projection stores exactly this. */
+export interface HumanTaskView extends Omit<HumanTaskStartInput, 'dueAtMs' | 'createdAtMs'> {
+  status: HumanTaskStatus;
+  assignedTo: string | null;
+  assignedToTeam: string | null;
+  claimedAt: string | null;
+  dueAt: string | null;
+  resolution: HumanTaskResolution | null;
+  cancelReason: string | null;
+  history: HumanTaskTransition[];
+  createdAt: string;
+  updatedAt: string;
+  /** Bumped by every transition: a projection write never replaces a newer one. */
+  revision: number;
+}
+
+export interface ClaimTaskInput {
+  userId: string;
+}
+export interface AssignTaskInput {
+  assignedTo?: string;
+  assignedToTeam?: string;
+  by: string;
+}
+export interface ResolveTaskInput {
+  respondedBy: string;
+  decision?: string;
+  fields?: Record<string, unknown>;
+  notes?: string;
+}
+export interface CancelTaskInput {
+  reason?: string;
+  by: string;
+}
+
+/**
+ * Transitions. Each validator refuses what the task's state does not allow (types map to API
+ * codes: CONFLICT, VALIDATION_ERROR), so a refused call never reaches history; each answers the
+ * task as it stands after the transition (written to the projection first).
+ */
+export const claimTaskUpdate = defineUpdate<HumanTaskView, [ClaimTaskInput]>('claimTask');
+export const assignTaskUpdate = defineUpdate<HumanTaskView, [AssignTaskInput]>('assignTask');
+export const resolveTaskUpdate = defineUpdate<HumanTaskView, [ResolveTaskInput]>('resolveTask');
+export const cancelTaskUpdate = defineUpdate<HumanTaskView, [CancelTaskInput]>('cancelTask');
+export const taskStateQuery = defineQuery<HumanTaskView>('taskState');

@@ -8,10 +8,13 @@ import { SENSITIVE_MASK } from '../abl/gather';
 import { pickContext } from '../abl/tool-access';
 import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
 import type { Interpreter } from '../abl/runtime';
-import type { SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
+import type { HumanTaskPriority, HumanTaskStartInput, SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
 import type { TurnTrace } from './session-trace';
 import type { delegationWorkflow } from './delegation';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH } from './patches';
+import { initialTaskView, type humanTaskWorkflow } from './human-task';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASKS_PATCH } from './patches';
+import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
+import { boostedPriority, priorityNumber } from './human-task-rules';
 
 const RETRY = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '15 seconds' } as const;
 const LLM_RETRY = { ...RETRY, maximumAttempts: 5 } as const;
@@ -234,6 +237,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
 
 /** A cancelled suspension is best-effort bookkeeping: a short local activity. */
 const { cancelSuspension } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 3 } });
+const { recordHumanTask } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 10 } });
 
 /**
  * An async tool call: the activity records the suspension and sends the request with its callback
@@ -278,6 +282,71 @@ async function startAsyncCall(ctx: EffectContext, command: Extract<RuntimeComman
   }
 }
 
+const TASK_PRIORITIES = new Set<string>(['low', 'medium', 'high', 'critical']);
+
+/**
+ * An escalation: starts the human task's workflow (`human-task/<taskId>`, abandoned by the session
+ * so it outlives the session's runs and a worker crash) with the session's search attributes, and
+ * the session waits for its outcome (agent-session.ts). When the task cannot be started the
+ * escalation resumes at once as an expired one (`human.expired`).
+ */
+async function startHumanTask(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'escalate' }>): Promise<RuntimeEvent | null> {
+  const taskId = `ht_${wf.uuid4().replace(/-/g, '')}`;
+  const requested = (TASK_PRIORITIES.has(command.priority) ? command.priority : 'medium') as HumanTaskPriority;
+  const input: HumanTaskStartInput = {
+    taskId,
+    tenantId: ctx.tenantId,
+    projectId: ctx.projectId,
+    sessionId: ctx.sessionId,
+    agentName: command.agent,
+    type: command.taskType ?? 'escalation',
+    title: command.reason,
+    priority: requested,
+    tags: command.tags,
+    context: command.context,
+    fields: command.fields ?? [],
+    dueAtMs: command.dueMs ? Date.now() + command.dueMs : null,
+    routing: command.routing ?? null,
+    createdBy: `agent:${command.agent}`,
+    createdAtMs: Date.now(),
+  };
+  const priority = boostedPriority(requested, input.routing?.priority_boost ?? 0);
+  const inherited = wf.workflowInfo().typedSearchAttributes.getAll().filter((p) => p.key.name !== SessionStatusKey.name && p.key.name !== AgentNameKey.name);
+  try {
+    await wf.startChild<typeof humanTaskWorkflow>('humanTaskWorkflow', {
+      workflowId: `human-task/${taskId}`,
+      args: [input],
+      parentClosePolicy: 'ABANDON',
+      typedSearchAttributes: [
+        ...inherited,
+        { key: AgentNameKey, value: command.agent },
+        { key: TaskStatusKey, value: 'pending' },
+        { key: TaskTypeKey, value: input.type },
+        { key: TaskPriorityKey, value: priorityNumber(priority) },
+        ...(input.routing?.queue ? [{ key: AssigneeKey, value: [`team:${input.routing.queue}`] }] : []),
+      ],
+      staticSummary: `${input.type} · ${priority} · ${command.reason.slice(0, 80)}`,
+    });
+  } catch (err) {
+    ctx.stats.errorCount++;
+    ctx.trace.add('error', { agent: command.agent, kind: 'human_task_error', message: failureOf(err).message });
+    return { type: 'wait_expired', commandId: command.id };
+  }
+  // Listed before the user hears of it: a reviewer can act on the task as soon as the turn answers.
+  await recordHumanTask(initialTaskView(input, input.createdAtMs!)).catch(() => undefined);
+  ctx.waiting = { kind: 'human_task', callbackId: taskId, commandId: command.id, agent: command.agent, tool: 'human_task', expiresAtMs: input.dueAtMs ?? 0, sinceMs: Date.now() };
+  ctx.trace.add('human_task', {
+    agent: command.agent,
+    taskId,
+    status: 'created',
+    type: input.type,
+    priority,
+    title: command.reason,
+    dueAt: input.dueAtMs !== null ? new Date(input.dueAtMs).toISOString() : null,
+  });
+  return null;
+}
+
 /** The `delegate` event carries the spec's fields; its duration is known only at the end. */
 function finishDelegateSpan(ctx: EffectContext, span: string, durationMs: number, status: string, error?: string): void {
   const event = ctx.trace.events.find((e) => e.spanId === span);
@@ -311,7 +380,8 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
         priority: command.priority,
         tags: command.tags,
       });
-      return null;
+      // A delegated agent's escalation fails its delegation (the interpreter), so only sessions create tasks.
+      return ctx.delegationChain.length === 0 && wf.patched(HUMAN_TASKS_PATCH) ? startHumanTask(ctx, command) : null;
     case 'suspend_for_callback':
       ctx.trace.add('decision', { decisionKind: 'pause', decision: 'suspend_for_callback', agent: command.agent, tool: command.tool });
       return wf.patched(ASYNC_TOOLS_PATCH) ? startAsyncCall(ctx, command) : null;

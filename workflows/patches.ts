@@ -130,3 +130,11 @@ export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
  * only when such a first message arrives.
  */
 export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
+
+/**
+ * ESCALATE creates a human task: a `human-task/<taskId>` workflow the session starts (and
+ * abandons, so the task outlives its runs), and the session waits for its outcome. Runs recorded
+ * before it only traced the escalation and waited until the idle timeout ended them. Asked only
+ * when an escalation happens, so other histories carry no marker.
+ */
+export const HUMAN_TASKS_PATCH = 'human-tasks-v1';

@@ -12,6 +12,24 @@ export const EnvironmentKey = defineSearchAttributeKey('Environment', SearchAttr
 export const SessionStatusKey = defineSearchAttributeKey('SessionStatus', SearchAttributeType.KEYWORD);
 /** Set on sessions pinned to a deployment and on that deployment's drain workflow. */
 export const DeploymentIdKey = defineSearchAttributeKey('DeploymentId', SearchAttributeType.KEYWORD);
+// A human task's workflow (`human-task/<taskId>`). Temporal's SQL visibility holds at most ten
+// Keyword attributes, so the priority is a number and the assignee a list.
+export const TaskStatusKey = defineSearchAttributeKey('TaskStatus', SearchAttributeType.KEYWORD);
+export const TaskTypeKey = defineSearchAttributeKey('TaskType', SearchAttributeType.KEYWORD);
+/** 1 low, 2 medium, 3 high, 4 critical (`TaskPriority >= 3` finds the urgent ones). */
+export const TaskPriorityKey = defineSearchAttributeKey('TaskPriority', SearchAttributeType.INT);
+/** Who holds the task: the assigned or claiming user id and/or `team:<name>` (`Assignee = 'ada'`). */
+export const AssigneeKey = defineSearchAttributeKey('Assignee', SearchAttributeType.KEYWORD_LIST);
 
 /** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
-export const SEARCH_ATTRIBUTE_KEYS = [TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey, DeploymentIdKey];
+export const SEARCH_ATTRIBUTE_KEYS: ReturnType<typeof defineSearchAttributeKey<SearchAttributeType>>[] = [
+  TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey, DeploymentIdKey,
+  TaskStatusKey, TaskTypeKey, TaskPriorityKey, AssigneeKey,
+];
+
+/** The name `temporal server start-dev --search-attribute` and the operator API give each type. */
+export const SEARCH_ATTRIBUTE_TYPE_NAMES: Partial<Record<SearchAttributeType, { cli: string; indexedValueType: number }>> = {
+  [SearchAttributeType.KEYWORD]: { cli: 'Keyword', indexedValueType: 2 },
+  [SearchAttributeType.INT]: { cli: 'Int', indexedValueType: 3 },
+  [SearchAttributeType.KEYWORD_LIST]: { cli: 'KeywordList', indexedValueType: 7 },
+};

@@ -1,7 +1,7 @@
 // HANDOFF, DELEGATE and ESCALATE reducers (ABL.md §9). WHENs here may be natural language.
 
 import type { ValueNode } from '../ast';
-import type { DelegateIR, EscalationIR, EscalationRoutingIR, HandoffIR, HandoffReturnIR, HumanCompleteActionIR, Json, TypeIR } from '../ir';
+import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_TYPES, type DelegateIR, type EscalationIR, type EscalationRoutingIR, type HandoffIR, type HandoffReturnIR, type HumanCompleteActionIR, type HumanTaskFieldIR, type Json, type TypeIR } from '../ir';
 import { splitKey } from '../parser';
 import { describe, pairValue, textOf, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
@@ -211,6 +211,26 @@ function humanAction(ctx: CompileContext, text: string, at: ValueNode['loc']): H
   return null;
 }
 
+/**
+ * A trigger's `FIELDS:` (the form of its human task): `- name: amount` entries with `type`
+ * (text, textarea, number, boolean, select, date; default text), `label`, `required`, `options`.
+ */
+function compileTaskFields(ctx: CompileContext, node: ValueNode | null): HumanTaskFieldIR[] {
+  const out: HumanTaskFieldIR[] = [];
+  for (const { f, node: item } of listItems(ctx, node, 'FIELDS')) {
+    const get = ctx.getter(f);
+    ctx.extras(f, ['name', 'type', 'label', 'required', 'options'], 'FIELDS entry');
+    const name = ctx.str(get('name'), 'FIELDS name');
+    if (!name) { ctx.report('E212', item.loc, { what: 'A FIELDS entry', key: 'name' }); continue; }
+    if (out.some((x) => x.name === name)) { ctx.report('E210', item.loc, { what: `FIELDS ${name}`, expected: 'a name used once', found: 'a repeated name' }); continue; }
+    const type = ctx.oneOf(get('type'), HUMAN_TASK_FIELD_TYPES, `FIELDS ${name} type`) ?? 'text';
+    const options = ctx.strList(get('options'), `FIELDS ${name} options`);
+    if (type === 'select' && options.length === 0) { ctx.report('E212', item.loc, { what: `The select field ${name}`, key: 'options' }); continue; }
+    out.push({ name, type, label: ctx.text(get('label'), 'label'), required: ctx.bool(get('required'), `FIELDS ${name} required`) ?? false, options });
+  }
+  return out;
+}
+
 export function compileEscalation(ctx: CompileContext, node: ValueNode | null): EscalationIR | null {
   if (!node) return null;
   const esc: EscalationIR = { triggers: [], context_for_human: [], on_human_complete: [], loc: ctx.loc(node.loc) };
@@ -230,18 +250,23 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
   } else ctx.report('E210', node.loc, { what: 'ESCALATE', expected: 'triggers:/context_for_human:/on_human_complete:', found: 'a value' });
   for (const { f: tf, node: item } of listItems(ctx, triggersNode, 'ESCALATE trigger')) {
     const get = (k: string): ValueNode | null => { const p = tf.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due', 'routing'], 'ESCALATE trigger');
+    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due', 'fields', 'routing'], 'ESCALATE trigger');
     const routing = compileRouting(ctx, get('routing'), 'ESCALATE trigger');
     const when = ctx.expr(get('when'), 'ESCALATE WHEN', { naturalLanguage: true });
     if (!when) { ctx.report('E212', item.loc, { what: 'An ESCALATE trigger', key: 'WHEN' }); continue; }
     const tags = ctx.strList(get('tags'), 'TAGS');
+    const fields = compileTaskFields(ctx, get('fields'));
+    const dueMs = ctx.duration(get('due'), 'DUE', 's');
+    const dueNode = get('due');
+    if (dueMs !== null && dueMs <= 0 && dueNode) ctx.report('E214', dueNode.loc, { what: 'DUE', expected: 'a duration above zero', value: String(dueMs) });
     esc.triggers.push({
       when,
       reason: ctx.text(get('reason'), 'REASON'),
       priority: ctx.oneOf(get('priority'), ['low', 'medium', 'high', 'critical'] as const, 'PRIORITY') ?? 'medium',
       tags,
-      type: ctx.str(get('type'), 'TYPE') ?? (tags.some((t) => t.toLowerCase().includes('approval')) ? 'approval' : 'escalation'),
-      due_ms: ctx.duration(get('due'), 'DUE', 's'),
+      type: ctx.oneOf(get('type'), HUMAN_TASK_TYPES, 'TYPE') ?? (tags.some((t) => t.toLowerCase().includes('approval')) ? 'approval' : 'escalation'),
+      due_ms: dueMs !== null && dueMs > 0 ? dueMs : null,
+      ...(fields.length > 0 ? { fields } : {}),
       ...(routing ? { routing } : {}),
       loc: ctx.loc(item.loc),
     });

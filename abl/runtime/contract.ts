@@ -3,7 +3,7 @@
 // state and one event and returns the new state plus the commands the workflow must execute
 // (LLM calls, tool calls, delegations, escalations). Results come back as further events.
 // Everything here is plain JSON, so state travels through workflow history and continue-as-new.
-import type { Json } from '../ir';
+import type { EscalationRoutingIR, HumanTaskFieldIR, Json } from '../ir';
 
 /** One agent activation. The session holds a stack of them; the last is active. */
 export interface ThreadState {
@@ -114,7 +114,8 @@ export type RuntimeEvent =
   | { type: 'tool_result'; commandId: string; ok: false; error: RuntimeError }
   | { type: 'delegate_result'; commandId: string; results: DelegateOutcome[] }
   | { type: 'callback'; commandId: string; payload: Json }
-  | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json> }
+  /** `cancelled`: the task was cancelled instead of resolved (human.cancelled, resolved false). */
+  | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json>; cancelled?: boolean }
   | { type: 'wait_expired'; commandId: string };
 
 export interface RuntimeError {
@@ -168,7 +169,21 @@ export type RuntimeCommand =
       /** `returns`: child variables the parent reads back (DELEGATE RETURNS keys). */
       tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string; returns?: string[] }[];
     }
-  | { type: 'escalate'; id: string; agent: string; reason: string; priority: string; tags: string[]; context: Record<string, Json> }
+  | {
+      type: 'escalate';
+      id: string;
+      agent: string;
+      reason: string;
+      priority: string;
+      tags: string[];
+      context: Record<string, Json>;
+      /** The human task's type, deadline and form (a trigger's TYPE, DUE and FIELDS); absent in turns recorded before them. */
+      taskType?: string;
+      dueMs?: number | null;
+      fields?: HumanTaskFieldIR[];
+      /** ESCALATE `routing:` (a trigger's own overriding it field by field). */
+      routing?: EscalationRoutingIR;
+    }
   | {
       type: 'suspend_for_callback';
       id: string;

@@ -1,7 +1,7 @@
 // ESCALATE: the triggers checked at each turn and step transition, and the escalation itself
 // (a human task effect; the turn waits for its resolution, then ON_HUMAN_COMPLETE applies).
 
-import type { Json } from '../ir';
+import type { EscalationIR, EscalationRoutingIR, Json } from '../ir';
 import type { ThreadState } from './contract';
 import { toJson, truncate } from './values';
 import type { TurnContext } from './turn-context';
@@ -15,14 +15,18 @@ export class Escalation {
     if (!esc) return 'continue';
     for (const t of esc.triggers) {
       if (t.when.ast && this.t.cond(th, t.when)) {
-        return this.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalation: ${t.when.src}`, t.priority, t.tags);
+        return this.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalation: ${t.when.src}`, t.priority, t.tags, t);
       }
     }
     return 'continue';
   }
 
-  /** Creates a human task, suspends, and applies on_human_complete once it is resolved. */
-  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = []): 'continue' | 'stop' {
+  /**
+   * Creates a human task, suspends, and applies on_human_complete once it is resolved. `trigger`:
+   * the ESCALATE trigger that fired (its TYPE, DUE and FIELDS); other escalations (THEN/ON_FAIL:
+   * ESCALATE, the escalate tool) make an `escalation` task with no deadline and no form.
+   */
+  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number]): 'continue' | 'stop' {
     if (this.t.s.mode === 'delegate') this.t.delegation.failDelegate({ kind: 'escalation', message: `Delegated agent escalated: ${reason}` });
     const agent = this.t.agent(th);
     const esc = agent.coordination.escalation;
@@ -35,12 +39,21 @@ export class Escalation {
     // The user hears something even when nothing else was said this turn.
     if (this.t.responses.length === 0) this.t.guards.respond(th, this.t.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
     th.status = 'escalated';
-    const ev = this.t.effect({ type: 'escalate', agent: th.agent, reason, priority, tags, context }, { kind: 'human_task', reason });
+    const routing = mergeRouting(esc?.routing, trigger?.routing);
+    const task = {
+      taskType: trigger?.type ?? 'escalation',
+      dueMs: trigger?.due_ms ?? null,
+      ...(trigger?.fields ? { fields: trigger.fields } : {}),
+      ...(routing ? { routing } : {}),
+    };
+    const ev = this.t.effect({ type: 'escalate', agent: th.agent, reason, priority, tags, context, ...task }, { kind: 'human_task', reason });
     th.status = 'active';
     this.t.s.status = 'active';
     this.t.s.pending = null;
     let human: Record<string, Json>;
-    if (ev.type === 'human_resolved') {
+    if (ev.type === 'human_resolved' && ev.cancelled) {
+      human = { resolved: false, cancelled: true, expired: false, approved: false, rejected: false, decision: null, notes: null };
+    } else if (ev.type === 'human_resolved') {
       const r = ev.resolution;
       const fields = r.fields && typeof r.fields === 'object' && !Array.isArray(r.fields) ? r.fields : {};
       const decision = typeof r.decision === 'string' ? r.decision : null;
@@ -50,6 +63,7 @@ export class Escalation {
         decision,
         notes: r.notes ?? null,
         resolved: true,
+        expired: false,
         approved: typeof r.approved === 'boolean' ? r.approved : decision === 'approved',
         rejected: typeof r.rejected === 'boolean' ? r.rejected : decision === 'rejected',
       };
@@ -74,4 +88,15 @@ export class Escalation {
     }
     return 'continue';
   }
+}
+
+/** ESCALATE's `routing:` with a trigger's own overriding it field by field. */
+function mergeRouting(base: EscalationRoutingIR | undefined, own: EscalationRoutingIR | undefined): EscalationRoutingIR | undefined {
+  if (!base || !own) return own ?? base;
+  return {
+    queue: own.queue ?? base.queue,
+    skills: own.skills.length > 0 ? own.skills : base.skills,
+    priority_boost: own.priority_boost || base.priority_boost,
+    extra: { ...base.extra, ...own.extra },
+  };
 }

@@ -25,6 +25,7 @@ import {
   type SessionStateView,
 } from '../../workflows/definitions';
 import { type AppContext } from '../context';
+import { cancelSessionTasks } from '../human-tasks/service';
 import { resolveDeploymentAgent, resolveSessionDeployment } from '../deployments/service';
 import { type LiveUnavailableReason } from './present';
 import { silentRuntime } from './silent-runtime';
@@ -437,6 +438,8 @@ export async function deleteSession(ctx: AppContext, scope: SessionScope, sessio
   await findSession(ctx.models, scope, sessionId);
   forgetRunningSession(ctx, scope.tenantId, sessionId);
   const workflow = await endSessionWorkflow(ctx, sessionId, 'deleted');
+  // Its open human tasks wait for nobody now.
+  await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
   const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned)]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
@@ -462,7 +465,10 @@ export async function resetSession(ctx: AppContext, scope: SessionScope, session
     // One update id for every send: a dropped update (sendUpdateResendingDropped) never ran.
     const updateId = randomUUID();
     const deadline = Date.now() + RESET_TIMEOUT_MS;
-    return await sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(resetUpdate, { updateId })));
+    const reset = await sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(resetUpdate, { updateId })));
+    // The conversation that escalated is gone: its open human tasks are cancelled.
+    await cancelSessionTasks(ctx, scope, sessionId, 'session reset');
+    return reset;
   } catch (err) {
     if (isWorkflowNotFound(err)) throw sessionEnded(err);
     throw temporalErrorToApiError(err);

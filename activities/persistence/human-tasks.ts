@@ -1,0 +1,26 @@
+// The HumanTask workflow's projection write: the whole task after a transition, replacing an
+// older revision only (a retried write of an earlier transition never undoes a later one).
+import { type ActivityDeps } from '..';
+import { PRIORITY_RANK } from '../../db/human-task';
+import { isDuplicateKey } from '../../db/duplicate-key';
+import type { HumanTaskView } from '../../workflows/definitions';
+
+export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
+  return async function recordHumanTask(task: HumanTaskView): Promise<void> {
+    const { taskId, dueAt, claimedAt, createdAt, updatedAt, ...rest } = task;
+    const doc = {
+      ...rest,
+      priorityRank: PRIORITY_RANK[task.priority],
+      dueAt: dueAt ? new Date(dueAt) : null,
+      claimedAt: claimedAt ? new Date(claimedAt) : null,
+      createdAt: new Date(createdAt),
+      updatedAt: new Date(updatedAt),
+    };
+    try {
+      await deps.models.HumanTask.updateOne({ _id: taskId, tenantId: task.tenantId, revision: { $lt: task.revision } }, { $set: doc }, { upsert: true });
+    } catch (err) {
+      // The task exists at this revision or a newer one: the upsert's insert collided with it.
+      if (!isDuplicateKey(err)) throw err;
+    }
+  };
+}

@@ -1,0 +1,200 @@
+// Human tasks for the API: lists and reads from the MongoDB projection, transitions as updates to
+// the task's workflow (the truth), which answers with the task once its projection is written.
+// A refused transition is the validator's error (409, 400); a task whose workflow has finished
+// answers from the projection, so a late resolve still gets 409 with the winning resolution.
+import { randomUUID } from 'node:crypto';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { ApiError } from '../../lib/errors';
+import { isErrorCode } from '../../lib/error-codes';
+import { type HumanTaskDoc } from '../../db/human-task';
+import {
+  assignTaskUpdate,
+  cancelTaskUpdate,
+  claimTaskUpdate,
+  resolveTaskUpdate,
+  TERMINAL_TASK_STATUSES,
+  type HumanTaskStartInput,
+  type HumanTaskStatus,
+  type HumanTaskView,
+} from '../../workflows/definitions';
+import type { humanTaskWorkflow } from '../../workflows/human-task';
+import { AssigneeKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
+import { type AppContext } from '../context';
+import { isWorkflowNotFound, temporalClient, temporalErrorToApiError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
+import { TASK_ID_PATTERN, type TCreateTaskRequest, type TListTasksQuery } from './schemas';
+
+export interface TaskScope {
+  tenantId: string;
+  projectId: string;
+}
+
+const PRIORITY_NUMBER = { low: 1, medium: 2, high: 3, critical: 4 } as const;
+
+/** The workflow id of a task; only ids this service issued name a workflow. */
+export function taskWorkflowId(taskId: string): string {
+  if (!TASK_ID_PATTERN.test(taskId)) throw new Error('taskWorkflowId: not a task id this service issued');
+  return `human-task/${taskId}`;
+}
+
+export async function listTasks(ctx: AppContext, scope: TaskScope, q: TListTasksQuery): Promise<{ total: number; tasks: HumanTaskDoc[] }> {
+  const created = { ...(q.createdFrom ? { $gte: new Date(q.createdFrom) } : {}), ...(q.createdTo ? { $lt: new Date(q.createdTo) } : {}) };
+  const filter = {
+    ...scope,
+    ...(q.status ? { status: q.status } : {}),
+    ...(q.type ? { type: q.type } : {}),
+    ...(q.priority ? { priority: q.priority } : {}),
+    ...(q.assignedTo ? { assignedTo: q.assignedTo } : {}),
+    ...(q.assignedToTeam ? { assignedToTeam: q.assignedToTeam } : {}),
+    ...(q.sessionId ? { sessionId: q.sessionId } : {}),
+    ...(q.agentName ? { agentName: q.agentName } : {}),
+    ...(Object.keys(created).length > 0 ? { createdAt: created } : {}),
+  };
+  const [total, tasks] = await Promise.all([
+    ctx.models.HumanTask.countDocuments(filter),
+    // Most urgent first, and within a priority the one waiting longest.
+    ctx.models.HumanTask.find(filter, { context: 0, history: 0, fields: 0 }).sort({ priorityRank: 1, createdAt: 1, _id: 1 }).skip(q.offset).limit(q.limit).lean(),
+  ]);
+  return { total, tasks };
+}
+
+export async function findTask(ctx: AppContext, scope: TaskScope, taskId: string): Promise<HumanTaskDoc> {
+  const task = TASK_ID_PATTERN.test(taskId) ? await ctx.models.HumanTask.findOne({ _id: taskId, ...scope }).lean() : null;
+  if (!task) throw new ApiError('NOT_FOUND', 'Human task not found');
+  return task;
+}
+
+/** A validator's refusal keeps its code and details (the winner's resolution on a lost race). */
+function transitionError(err: unknown): ApiError {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    const failure = e as { name?: string; type?: unknown; message?: string; details?: unknown[] };
+    if (failure.name === 'ApplicationFailure' && isErrorCode(failure.type)) {
+      const details = failure.details?.[0];
+      return new ApiError(failure.type, { message: failure.message ?? 'Refused', ...(details && typeof details === 'object' ? { details: details as Record<string, unknown> } : {}), cause: err });
+    }
+  }
+  return temporalErrorToApiError(err, 'Human task runtime');
+}
+
+type Transition = 'claim' | 'assign' | 'resolve' | 'cancel';
+const VERB: Record<Transition, string> = { claim: 'claim', assign: 'assign', resolve: 'resolve', cancel: 'cancel' };
+
+/**
+ * Sends one transition to the task's workflow. When the workflow has already finished (resolved,
+ * expired or cancelled a moment ago) the projection holds its final state: 409 with it.
+ */
+async function transition(ctx: AppContext, scope: TaskScope, taskId: string, kind: Transition, send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>): Promise<HumanTaskDoc | HumanTaskView> {
+  const stored = await findTask(ctx, scope, taskId);
+  if (TERMINAL_TASK_STATUSES.includes(stored.status as HumanTaskStatus)) throw finished(stored, kind);
+  const client = await temporalClient(ctx);
+  try {
+    return await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => send(client.workflow.getHandle(taskWorkflowId(taskId))));
+  } catch (err) {
+    if (!isWorkflowNotFound(err) && !isClosed(err)) throw transitionError(err);
+    const latest = await findTask(ctx, scope, taskId);
+    if (TERMINAL_TASK_STATUSES.includes(latest.status as HumanTaskStatus)) throw finished(latest, kind);
+    throw transitionError(err);
+  }
+}
+
+/** The server's answer to an update sent to a workflow that has completed. */
+function isClosed(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if (/workflow execution already completed/i.test((e as Error).message ?? '')) return true;
+  }
+  return false;
+}
+
+function finished(task: HumanTaskDoc, kind: Transition): ApiError {
+  return new ApiError('CONFLICT', { message: `Cannot ${VERB[kind]} a task that is ${task.status}`, details: { status: task.status, resolution: task.resolution } });
+}
+
+export function claimTask(ctx: AppContext, scope: TaskScope, taskId: string, userId: string) {
+  return transition(ctx, scope, taskId, 'claim', (h) => h.executeUpdate(claimTaskUpdate, { args: [{ userId }] }));
+}
+
+export function assignTask(ctx: AppContext, scope: TaskScope, taskId: string, body: { assignedTo?: string; assignedToTeam?: string }, by: string) {
+  return transition(ctx, scope, taskId, 'assign', (h) => h.executeUpdate(assignTaskUpdate, { args: [{ ...body, by }] }));
+}
+
+export function resolveTask(ctx: AppContext, scope: TaskScope, taskId: string, body: { respondedBy: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
+  // One update id per resolution: a retried request is the same update, answered once.
+  return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [body], updateId: `resolve-${randomUUID()}` }));
+}
+
+export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, reason: string | undefined, by: string) {
+  return transition(ctx, scope, taskId, 'cancel', (h) => h.executeUpdate(cancelTaskUpdate, { args: [{ ...(reason ? { reason } : {}), by }] }));
+}
+
+/**
+ * A task with no session (POST .../human-tasks): its workflow starts, writes its projection, and
+ * the call answers once that is readable.
+ */
+export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreateTaskRequest, createdBy: string): Promise<HumanTaskDoc> {
+  const taskId = `ht_${randomUUID().replace(/-/g, '')}`;
+  const input: HumanTaskStartInput = {
+    taskId,
+    ...scope,
+    sessionId: null,
+    agentName: null,
+    type: body.type,
+    title: body.title,
+    priority: body.priority,
+    tags: body.tags,
+    context: body.context,
+    fields: body.fields,
+    dueAtMs: body.dueAt ? Date.parse(body.dueAt) : null,
+    routing: body.assignedToTeam ? { queue: body.assignedToTeam, skills: [], priority_boost: 0, extra: {} } : null,
+    createdBy,
+  };
+  if (input.dueAtMs !== null && input.dueAtMs <= Date.now()) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
+  const client = await temporalClient(ctx);
+  try {
+    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+      client.workflow.start<typeof humanTaskWorkflow>('humanTaskWorkflow', {
+        workflowId: taskWorkflowId(taskId),
+        taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+        args: [input],
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: TenantIdKey, value: scope.tenantId },
+          { key: ProjectIdKey, value: scope.projectId },
+          { key: TaskStatusKey, value: 'pending' },
+          { key: TaskTypeKey, value: body.type },
+          { key: TaskPriorityKey, value: PRIORITY_NUMBER[body.priority] },
+          ...(body.assignedToTeam ? [{ key: AssigneeKey, value: [`team:${body.assignedToTeam}`] }] : []),
+        ]),
+        staticSummary: `${body.type} · ${body.priority} · ${body.title.slice(0, 80)}`,
+      }),
+    );
+  } catch (err) {
+    throw temporalErrorToApiError(err, 'Human task runtime');
+  }
+  // The workflow's first act is its projection write.
+  for (let waited = 0; waited < TEMPORAL_CALL_TIMEOUT_MS; waited += 25) {
+    const doc = await ctx.models.HumanTask.findOne({ _id: taskId, ...scope }).lean();
+    if (doc) return doc;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new ApiError('SERVICE_UNAVAILABLE', 'The task was created but is not readable yet (no worker?); list it again shortly');
+}
+
+/**
+ * Cancels a session's open tasks (the session was deleted or reset). Best effort: a task already
+ * finishing is left to finish. Returns the ids cancelled.
+ */
+export async function cancelSessionTasks(ctx: AppContext, scope: { tenantId: string }, sessionId: string, reason: string): Promise<string[]> {
+  const open = await ctx.models.HumanTask.find({ tenantId: scope.tenantId, sessionId, status: { $nin: TERMINAL_TASK_STATUSES } }, { _id: 1 }).lean();
+  if (open.length === 0) return [];
+  const client = await temporalClient(ctx);
+  const done = await Promise.all(
+    open.map(async ({ _id }) => {
+      try {
+        await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(taskWorkflowId(_id)).executeUpdate(cancelTaskUpdate, { args: [{ reason, by: 'system' }] }));
+        return _id;
+      } catch (err) {
+        ctx.logger.warn({ err, taskId: _id, sessionId }, 'could not cancel a human task of the session');
+        return null;
+      }
+    }),
+  );
+  return done.filter((x): x is string => x !== null);
+}

@@ -1,0 +1,76 @@
+// Human tasks as lists see them: the projection each HumanTask workflow writes after every
+// transition (the workflow is the truth; this serves filters, sorting and the task's history).
+import { Schema, type Connection, type Model } from 'mongoose';
+
+export const PRIORITY_RANK = { critical: 0, high: 1, medium: 2, low: 3 } as const;
+
+export interface HumanTaskDoc {
+  _id: string;
+  tenantId: string;
+  projectId: string;
+  sessionId: string | null;
+  agentName: string | null;
+  type: string;
+  title: string;
+  status: string;
+  priority: keyof typeof PRIORITY_RANK;
+  /** 0 critical … 3 low: lists sort by it, then by age. */
+  priorityRank: number;
+  tags: string[];
+  context: Record<string, unknown>;
+  fields: { name: string; type: string; label: string | null; required: boolean; options: string[] }[];
+  routing: Record<string, unknown> | null;
+  assignedTo: string | null;
+  assignedToTeam: string | null;
+  claimedAt: Date | null;
+  dueAt: Date | null;
+  resolution: { respondedBy: string; decision: string | null; fields: Record<string, unknown>; notes: string | null; resolvedAt: string } | null;
+  cancelReason: string | null;
+  history: { action: string; from: string | null; to: string; by: string | null; at: string; note?: string }[];
+  createdBy: string;
+  revision: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const HumanTaskSchema = new Schema<HumanTaskDoc>(
+  {
+    _id: { type: String, required: true },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    sessionId: { type: String, default: null },
+    agentName: { type: String, default: null },
+    type: { type: String, required: true },
+    title: { type: String, required: true },
+    status: { type: String, required: true },
+    priority: { type: String, required: true },
+    priorityRank: { type: Number, required: true },
+    tags: { type: [String], default: [] },
+    context: { type: Schema.Types.Mixed, default: {} },
+    fields: { type: Schema.Types.Mixed, default: [] },
+    routing: { type: Schema.Types.Mixed, default: null },
+    assignedTo: { type: String, default: null },
+    assignedToTeam: { type: String, default: null },
+    claimedAt: { type: Date, default: null },
+    dueAt: { type: Date, default: null },
+    resolution: { type: Schema.Types.Mixed, default: null },
+    cancelReason: { type: String, default: null },
+    history: { type: Schema.Types.Mixed, default: [] },
+    createdBy: { type: String, required: true },
+    revision: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { versionKey: false, minimize: false },
+);
+// The queue: a project's tasks by status, in list order (priority, then oldest first).
+HumanTaskSchema.index({ tenantId: 1, projectId: 1, status: 1, priorityRank: 1, createdAt: 1 });
+// Without a status filter, and with the other filters narrowing it further.
+HumanTaskSchema.index({ tenantId: 1, projectId: 1, priorityRank: 1, createdAt: 1 });
+HumanTaskSchema.index({ tenantId: 1, projectId: 1, assignedTo: 1, priorityRank: 1, createdAt: 1 });
+HumanTaskSchema.index({ tenantId: 1, projectId: 1, assignedToTeam: 1, priorityRank: 1, createdAt: 1 });
+// A session's tasks (its detail, and cancelling them when it is deleted or reset).
+HumanTaskSchema.index({ tenantId: 1, sessionId: 1, status: 1 });
+
+export type HumanTaskModel = Model<HumanTaskDoc>;
+export const humanTaskModel = (c: Connection): HumanTaskModel => c.model<HumanTaskDoc>('HumanTask', HumanTaskSchema, 'human_tasks');

@@ -1,0 +1,271 @@
+// Human tasks end to end on the real stack: a chat turn escalates, the task is listed, claimed and
+// resolved through the API, and the session resumes with the `human` object and applies
+// on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE,
+// cancellation and session deletion; the reviewer permission; another tenant's task is 404.
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+
+jest.setTimeout(120_000);
+
+let stack: TestStack;
+let t: SeededTenant;
+let other: SeededTenant;
+let api: ReturnType<typeof client>;
+
+const refunds = (name: string, due = '') => `AGENT: ${name}
+GOAL: "Approve large refunds with a manager."
+ESCALATE:
+  triggers:
+    - WHEN: refund_amount > 500 AND human IS NOT SET
+      REASON: "Refund of {{refund_amount}} needs approval"
+      PRIORITY: high
+      TAGS: [refund, approval]
+      ${due}
+      FIELDS:
+        - name: approved_amount
+          type: number
+          required: true
+        - name: channel
+          type: select
+          options: [card, voucher]
+  context_for_human: [refund_amount, conversation_history]
+  on_human_complete:
+    - IF human.expired == true: CONTINUE
+    - IF human.cancelled == true: CONTINUE
+    - IF human.decision == "rejected": COMPLETE
+    - IF human.decision == "transfer": HANDOFF to Billing
+    - IF human.resolved == true: CONTINUE
+COMPLETE:
+  - WHEN: human.decision == "rejected"
+    RESPOND: "A manager declined the refund: {{human.notes}}"
+FLOW:
+  steps: [ask_amount, decide, done]
+  ask_amount:
+    REASONING: false
+    GATHER:
+      - refund_amount: required
+        type: number
+        prompt: "How much should be refunded?"
+    THEN: decide
+  decide:
+    REASONING: false
+    RESPOND: "{{#if human.expired}}Nobody answered in time.{{/if}}{{#if human.resolved}}Refund of {{human.approved_amount}} by {{human.channel}} approved by {{human.respondedBy}}.{{/if}}"
+    THEN: done
+  done:
+    REASONING: false
+    RESPOND: "Anything else?"
+`;
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: true });
+  t = await seedTenant(stack.ctx);
+  other = await seedTenant(stack.ctx);
+  api = client(stack.baseUrl);
+  await publishAgent(api, t, 'Billing', 'AGENT: Billing\nGOAL: "Billing."\nON_START:\n  RESPOND: "Billing here."\n');
+  await publishAgent(api, t, 'Refunds', refunds('Refunds'));
+  await publishAgent(api, t, 'Quick_Refunds', refunds('Quick_Refunds', 'DUE: 2s'));
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const tasksUrl = (projectId = t.projectId) => `/api/projects/${projectId}/human-tasks`;
+
+/** A session that asked for a refund of `amount` and escalated: its id and its task's id. */
+async function escalated(agentId = 'Refunds', amount = '600') {
+  const first = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'I want a refund' } });
+  expect(first.body.response).toContain('How much should be refunded?');
+  const sessionId = first.body.sessionId as string;
+  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId, message: amount } });
+  expect(res.status).toBe(200);
+  expect(res.body.action.type).toBe('escalate');
+  const taskId = res.body.action.humanTask.id as string;
+  expect(taskId).toMatch(/^ht_[0-9a-f]{32}$/);
+  return { sessionId, taskId, res };
+}
+
+async function transcript(sessionId: string): Promise<string[]> {
+  await flushProjection(stack.ctx, sessionId);
+  const res = await api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=200`, { key: t.adminKey });
+  return (res.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'assistant').map((m) => m.content);
+}
+const replies = (sessionId: string, wanted: string) => eventually(() => transcript(sessionId), (lines) => lines.some((l) => l.includes(wanted)), 20_000, 100);
+
+it('escalates, lists, claims and resolves a task; the session continues with the decision and the form’s fields', async () => {
+  const { sessionId, taskId, res } = await escalated();
+  expect(res.body.response).toContain('passed this to a member of our team');
+
+  const listed = await api.get(`${tasksUrl()}?status=pending&sessionId=${sessionId}`, { key: t.adminKey });
+  expect(listed.status).toBe(200);
+  expect(listed.body.tasks).toEqual([
+    expect.objectContaining({ id: taskId, type: 'approval', status: 'pending', priority: 'high', title: 'Refund of 600 needs approval', sessionId, agentName: 'Refunds' }),
+  ]);
+
+  const detail = await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey });
+  expect(detail.body.task.context.refund_amount).toBe(600);
+  expect((detail.body.task.context.conversation_history as string[]).join('\n')).toContain('user: 600');
+  expect(detail.body.task.fields.map((f: { name: string }) => f.name)).toEqual(['approved_amount', 'channel']);
+  expect(detail.body.task.session).toEqual({ id: sessionId, href: `/api/projects/${t.projectId}/sessions/${sessionId}` });
+
+  // While the task waits, the user hears a holding reply and the message is recorded.
+  const held = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId, message: 'any news?' } });
+  expect(held.body.response).toMatch(/our team/);
+
+  const claimed = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: t.adminKey, json: { userId: 'ada' } });
+  expect(claimed.status).toBe(200);
+  expect(claimed.body.task).toMatchObject({ status: 'in_progress', assignedTo: 'ada' });
+  const stolen = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: t.adminKey, json: { userId: 'bob' } });
+  expect(stolen.status).toBe(409);
+
+  // Missing and mistyped fields are named; nothing changes.
+  const bad = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { channel: 'cash' } } });
+  expect(bad.status).toBe(400);
+  expect(bad.body.error.message).toContain('fields.approved_amount: is required');
+  expect(bad.body.error.message).toContain('fields.channel: must be one of card, voucher');
+  const noDecision = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', fields: { approved_amount: 550 } } });
+  expect(noDecision.status).toBe(400);
+  expect(noDecision.body.error.message).toContain('decision: is required');
+  const badBody = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { decision: 'approved', fields: {} } });
+  expect(badBody.status).toBe(400);
+  expect(badBody.body.error.message).toContain('respondedBy');
+
+  const resolved = await api.post(`${tasksUrl()}/${taskId}/resolve`, {
+    key: t.adminKey,
+    json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' },
+  });
+  expect(resolved.status).toBe(200);
+  expect(resolved.body.task).toMatchObject({ status: 'completed', resolution: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' } });
+  expect(resolved.body.task.history.map((h: { action: string }) => h.action)).toEqual(['created', 'claimed', 'resolved']);
+
+  const lines = await replies(sessionId, 'Refund of 550 by voucher approved by ada.');
+  expect(lines[lines.length - 1]).toBe('Refund of 550 by voucher approved by ada.\n\nAnything else?');
+
+  // A second resolve is a conflict that carries the first one.
+  const again = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'bob', decision: 'rejected', fields: { approved_amount: 1 } } });
+  expect(again.status).toBe(409);
+  expect(again.body.error.details).toMatchObject({ status: 'completed', resolution: { respondedBy: 'ada', decision: 'approved' } });
+
+  // Trace events record the creation and the resolution with the wait.
+  const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
+  const events = (traces.body.events ?? traces.body.traceEvents) as { type: string; data: Record<string, unknown> }[];
+  const human = events.filter((e) => e.type === 'human_task').map((e) => e.data);
+  expect(human).toEqual([
+    expect.objectContaining({ taskId, status: 'created', type: 'approval', priority: 'high' }),
+    expect.objectContaining({ taskId, status: 'completed', respondedBy: 'ada', decision: 'approved', waitedMs: expect.any(Number) }),
+  ]);
+});
+
+it('COMPLETE ends the session with the rule’s message when the manager rejects', async () => {
+  const { sessionId, taskId } = await escalated();
+  const resolved = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'bob', decision: 'rejected', fields: { approved_amount: 0 }, notes: 'over the limit' } });
+  expect(resolved.status).toBe(200);
+  await replies(sessionId, 'A manager declined the refund: over the limit');
+  const session = await eventually(
+    async () => (await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey })).body.session,
+    (s) => s.status === 'ended',
+    20_000,
+    100,
+  );
+  expect(session.endReason).toBe('completed');
+});
+
+it('HANDOFF transfers the conversation to the named agent', async () => {
+  const { sessionId, taskId } = await escalated();
+  const resolved = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'bob', decision: 'transfer', fields: { approved_amount: 0 } } });
+  expect(resolved.status).toBe(200);
+  await replies(sessionId, 'Billing here.');
+  const session = (await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey })).body.session;
+  expect(session.currentAgent).toBe('Billing');
+});
+
+it('expires a task at its DUE and resumes the session with human.expired', async () => {
+  const { sessionId, taskId, res } = await escalated('Quick_Refunds');
+  expect(res.body.action.humanTask.dueAt).toEqual(expect.any(String));
+  await replies(sessionId, 'Nobody answered in time.');
+  const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+  expect(task.status).toBe('expired');
+  expect(task.history.map((h: { action: string; by: string | null }) => [h.action, h.by])).toEqual([
+    ['created', 'agent:Quick_Refunds'],
+    ['expired', null],
+  ]);
+  const late = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 1 } } });
+  expect(late.status).toBe(409);
+  expect(late.body.error.details.status).toBe('expired');
+});
+
+it('cancels a task: the session resumes with human.cancelled, and the task cannot be resolved', async () => {
+  const { sessionId, taskId } = await escalated();
+  const cancelled = await api.post(`${tasksUrl()}/${taskId}/cancel`, { key: t.adminKey, json: { reason: 'withdrawn' } });
+  expect(cancelled.status).toBe(200);
+  expect(cancelled.body.task).toMatchObject({ status: 'cancelled', cancelReason: 'withdrawn' });
+  await replies(sessionId, 'Anything else?');
+  const resolve = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 1 } } });
+  expect(resolve.status).toBe(409);
+});
+
+it('cancels the open tasks of a deleted session', async () => {
+  const { sessionId, taskId } = await escalated();
+  const deleted = await api.delete(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
+  expect(deleted.status).toBe(200);
+  const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+  expect(task).toMatchObject({ status: 'cancelled', cancelReason: 'session deleted' });
+});
+
+it('assigns to a team and to a user; a user assigned elsewhere cannot claim', async () => {
+  const created = await api.post(tasksUrl(), {
+    key: t.adminKey,
+    json: { type: 'data_entry', title: 'Confirm the address', priority: 'low', fields: [{ name: 'street', type: 'text', required: true }] },
+  });
+  expect(created.status).toBe(201);
+  const id = created.body.task.id as string;
+  expect(created.body.task).toMatchObject({ status: 'pending', sessionId: null, session: null, workflowId: `human-task/${id}` });
+  const team = await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedToTeam: 'ops' } });
+  expect(team.body.task).toMatchObject({ status: 'assigned', assignedToTeam: 'ops', assignedTo: null });
+  const user = await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedTo: 'carol' } });
+  expect(user.body.task).toMatchObject({ status: 'assigned', assignedTo: 'carol' });
+  expect((await api.post(`${tasksUrl()}/${id}/claim`, { key: t.adminKey, json: { userId: 'dave' } })).status).toBe(409);
+  expect((await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedTo: 'x', assignedToTeam: 'y' } })).status).toBe(400);
+  const byTeam = await api.get(`${tasksUrl()}?assignedToTeam=ops&assignedTo=carol`, { key: t.adminKey });
+  expect(byTeam.body.tasks.map((x: { id: string }) => x.id)).toEqual([id]);
+  const done = await api.post(`${tasksUrl()}/${id}/resolve`, { key: t.adminKey, json: { respondedBy: 'carol', fields: { street: 'Main St 1' } } });
+  expect(done.body.task.status).toBe('completed');
+});
+
+it('sorts by priority, then oldest first, and filters', async () => {
+  const make = async (priority: string, type = 'review') =>
+    (await api.post(tasksUrl(), { key: t.adminKey, json: { type, title: `${priority} one`, priority, tags: ['sorting'] } })).body.task.id as string;
+  const low = await make('low');
+  const critical = await make('critical');
+  const high1 = await make('high', 'decision');
+  const high2 = await make('high');
+  const res = await api.get(`${tasksUrl()}?status=pending&type=review&limit=200`, { key: t.adminKey });
+  const order = (res.body.tasks as { id: string }[]).map((x) => x.id).filter((id) => [low, critical, high2].includes(id));
+  expect(order).toEqual([critical, high2, low]);
+  const decisions = await api.get(`${tasksUrl()}?type=decision&priority=high`, { key: t.adminKey });
+  expect(decisions.body.tasks.map((x: { id: string }) => x.id)).toContain(high1);
+  const page = await api.get(`${tasksUrl()}?status=pending&type=review&limit=1&offset=1`, { key: t.adminKey });
+  expect(page.body).toMatchObject({ limit: 1, offset: 1, total: res.body.total });
+  expect(page.body.tasks).toHaveLength(1);
+  const future = await api.get(`${tasksUrl()}?createdFrom=2999-01-01T00:00:00Z`, { key: t.adminKey });
+  expect(future.body.tasks).toEqual([]);
+  expect((await api.get(`${tasksUrl()}?priority=urgent`, { key: t.adminKey })).status).toBe(400);
+});
+
+it('lets a reviewer act on tasks without agent:write, keeps readers to reading, and hides other tenants’ tasks', async () => {
+  const id = (await api.post(tasksUrl(), { key: t.adminKey, json: { type: 'review', title: 'Review the reply' } })).body.task.id as string;
+  const reviewer = await t.keyWith(['human_task:read', 'human_task:write']);
+  const reader = await t.keyWith(['human_task:read']);
+  const writerOfAgents = await t.keyWith(['agent:write', 'session:read']);
+  expect((await api.get(tasksUrl(), { key: writerOfAgents })).status).toBe(403);
+  expect((await api.post(`${tasksUrl()}/${id}/claim`, { key: reader, json: { userId: 'r' } })).status).toBe(403);
+  expect((await api.post(`${tasksUrl()}/${id}/claim`, { key: reviewer, json: { userId: 'r' } })).status).toBe(200);
+
+  const theirs = await api.get(`${tasksUrl(other.projectId)}/${id}`, { key: other.adminKey });
+  expect(theirs.status).toBe(404);
+  const viaOwnProject = await api.post(`${tasksUrl(other.projectId)}/${id}/resolve`, { key: other.adminKey, json: { respondedBy: 'x' } });
+  expect(viaOwnProject.status).toBe(404);
+  expect((await api.get(`${tasksUrl()}/ht_00000000000000000000000000000000`, { key: t.adminKey })).status).toBe(404);
+});

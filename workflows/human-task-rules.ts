@@ -1,0 +1,109 @@
+// What a human task's transitions allow, as pure checks over the task: the HumanTask workflow's
+// update validators call them, so a refused claim, assign, resolve or cancel never reaches history.
+import type { HumanTaskFieldIR } from '../abl/ir';
+import {
+  HUMAN_TASK_PRIORITIES,
+  TERMINAL_TASK_STATUSES,
+  type AssignTaskInput,
+  type HumanTaskPriority,
+  type HumanTaskView,
+  type ResolveTaskInput,
+} from './definitions';
+
+/** A refused transition: `code` is the API error code, `details` go into the error body. */
+export class TransitionRefused extends Error {
+  constructor(
+    readonly code: 'CONFLICT' | 'VALIDATION_ERROR',
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'TransitionRefused';
+  }
+}
+
+/** Types whose resolution must carry a `decision`. */
+const DECISION_TYPES = new Set(['approval', 'decision']);
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/;
+
+function refuseTerminal(task: HumanTaskView, what: string): void {
+  if (!TERMINAL_TASK_STATUSES.includes(task.status)) return;
+  throw new TransitionRefused('CONFLICT', `Cannot ${what} a task that is ${task.status}`, {
+    status: task.status,
+    resolution: task.resolution,
+  });
+}
+
+export function checkClaim(task: HumanTaskView, userId: string): void {
+  refuseTerminal(task, 'claim');
+  if (task.status === 'in_progress' && task.assignedTo !== userId) {
+    throw new TransitionRefused('CONFLICT', `The task is claimed by ${task.assignedTo}`, { status: task.status, assignedTo: task.assignedTo });
+  }
+  if (task.status === 'assigned' && task.assignedTo !== null && task.assignedTo !== userId) {
+    throw new TransitionRefused('CONFLICT', `The task is assigned to ${task.assignedTo}`, { status: task.status, assignedTo: task.assignedTo });
+  }
+}
+
+export function checkAssign(task: HumanTaskView, input: AssignTaskInput): void {
+  refuseTerminal(task, 'assign');
+  if (Boolean(input.assignedTo) === Boolean(input.assignedToTeam)) {
+    throw new TransitionRefused('VALIDATION_ERROR', 'body: give exactly one of assignedTo and assignedToTeam');
+  }
+}
+
+export function checkCancel(task: HumanTaskView): void {
+  refuseTerminal(task, 'cancel');
+}
+
+/** Problems with one resolution's fields against the task's form, as `fields.<name>: why`. */
+export function fieldProblems(form: readonly HumanTaskFieldIR[], values: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const field of form) {
+    const value = values[field.name];
+    const at = `fields.${field.name}`;
+    if (value === undefined || value === null || value === '') {
+      if (field.required) problems.push(`${at}: is required`);
+      continue;
+    }
+    switch (field.type) {
+      case 'text':
+      case 'textarea':
+        if (typeof value !== 'string') problems.push(`${at}: must be a string`);
+        break;
+      case 'number':
+        if (typeof value !== 'number' || !Number.isFinite(value)) problems.push(`${at}: must be a number`);
+        break;
+      case 'boolean':
+        if (typeof value !== 'boolean') problems.push(`${at}: must be true or false`);
+        break;
+      case 'select':
+        if (typeof value !== 'string' || !field.options.includes(value)) problems.push(`${at}: must be one of ${field.options.join(', ')}`);
+        break;
+      case 'date':
+        if (typeof value !== 'string' || !ISO_DATE.test(value) || Number.isNaN(Date.parse(value))) problems.push(`${at}: must be an ISO 8601 date such as 2026-01-31`);
+        break;
+    }
+  }
+  return problems;
+}
+
+export function checkResolve(task: HumanTaskView, input: ResolveTaskInput): void {
+  refuseTerminal(task, 'resolve');
+  if (task.status === 'in_progress' && task.assignedTo !== input.respondedBy) {
+    throw new TransitionRefused('CONFLICT', `The task is claimed by ${task.assignedTo}; only they can resolve it`, { status: task.status, assignedTo: task.assignedTo });
+  }
+  const problems = fieldProblems(task.fields, input.fields ?? {});
+  if (DECISION_TYPES.has(task.type) && !input.decision) problems.unshift(`decision: is required for a${task.type === 'approval' ? 'n' : ''} ${task.type} task`);
+  if (problems.length > 0) throw new TransitionRefused('VALIDATION_ERROR', problems.join('; '), { fields: problems });
+}
+
+/** A priority raised by `boost` levels (routing's priority_boost), capped at critical. */
+export function boostedPriority(priority: HumanTaskPriority, boost: number): HumanTaskPriority {
+  const at = HUMAN_TASK_PRIORITIES.indexOf(priority) + Math.max(0, Math.trunc(boost));
+  return HUMAN_TASK_PRIORITIES[Math.min(at, HUMAN_TASK_PRIORITIES.length - 1)]!;
+}
+
+/** 1 low … 4 critical: the `TaskPriority` search attribute. */
+export function priorityNumber(priority: HumanTaskPriority): number {
+  return HUMAN_TASK_PRIORITIES.indexOf(priority) + 1;
+}

@@ -1,0 +1,154 @@
+// HumanTask (`human-task/<taskId>`): one workflow per task, the truth for its transitions. Claim,
+// assign, resolve and cancel are updates whose validators refuse what the state does not allow;
+// every transition is written to the MongoDB projection (which serves lists) before the caller
+// hears of it. On the outcome (resolved, expired at `dueAt`, cancelled) the waiting session is
+// signalled, and the workflow ends.
+import * as wf from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import {
+  assignTaskUpdate,
+  cancelTaskUpdate,
+  claimTaskUpdate,
+  humanTaskSignal,
+  resolveTaskUpdate,
+  taskStateQuery,
+  TERMINAL_TASK_STATUSES,
+  type HumanTaskStartInput,
+  type HumanTaskStatus,
+  type HumanTaskTransition,
+  type HumanTaskView,
+} from './definitions';
+import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, TransitionRefused } from './human-task-rules';
+import { AssigneeKey, TaskStatusKey } from './search-attributes';
+
+const { recordHumanTask } = wf.proxyLocalActivities<Activities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
+});
+
+/** A validator's refusal, as a failure the API maps to its code (and nothing in history). */
+function refuse(check: () => void): void {
+  try {
+    check();
+  } catch (err) {
+    if (!(err instanceof TransitionRefused)) throw err;
+    throw wf.ApplicationFailure.create({ message: err.message, type: err.code, nonRetryable: true, details: err.details ? [err.details] : [] });
+  }
+}
+
+export function initialTaskView(input: HumanTaskStartInput, nowMs: number): HumanTaskView {
+  const { dueAtMs, createdAtMs, ...rest } = input;
+  const at = new Date(createdAtMs ?? nowMs).toISOString();
+  return {
+    ...rest,
+    priority: boostedPriority(input.priority, input.routing?.priority_boost ?? 0),
+    status: 'pending',
+    assignedTo: null,
+    // A routing queue is the team the task waits with.
+    assignedToTeam: input.routing?.queue ?? null,
+    claimedAt: null,
+    dueAt: dueAtMs !== null ? new Date(dueAtMs).toISOString() : null,
+    resolution: null,
+    cancelReason: null,
+    history: [{ action: 'created', from: null, to: 'pending', by: input.createdBy, at }],
+    createdAt: at,
+    updatedAt: at,
+    revision: 1,
+  };
+}
+
+export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<HumanTaskView> {
+  const task = initialTaskView(input, Date.now());
+  const terminal = () => TERMINAL_TASK_STATUSES.includes(task.status);
+
+  // Projection writes go one after another, each with the whole task as it stood.
+  let writes: Promise<void> = Promise.resolve();
+  const persist = (): Promise<void> => {
+    const snapshot = JSON.parse(JSON.stringify(task)) as HumanTaskView;
+    writes = writes.catch(() => undefined).then(() => recordHumanTask(snapshot));
+    return writes;
+  };
+
+  function transition(action: HumanTaskTransition['action'], to: HumanTaskStatus, by: string | null, note?: string): void {
+    const at = new Date().toISOString();
+    task.history.push({ action, from: task.status, to, by, at, ...(note ? { note } : {}) });
+    task.status = to;
+    task.updatedAt = at;
+    task.revision++;
+    const holders = [task.assignedTo, task.assignedToTeam ? `team:${task.assignedToTeam}` : null].filter((x): x is string => x !== null);
+    wf.upsertSearchAttributes([
+      { key: TaskStatusKey, value: to },
+      { key: AssigneeKey, value: holders.length > 0 ? holders : null },
+    ]);
+  }
+
+  /** Runs a transition and answers the task as it stood right after it, once written. */
+  async function answer(apply: () => void): Promise<HumanTaskView> {
+    apply();
+    const view = JSON.parse(JSON.stringify(task)) as HumanTaskView;
+    await persist();
+    return view;
+  }
+
+  wf.setHandler(taskStateQuery, () => task);
+  wf.setHandler(
+    claimTaskUpdate,
+    ({ userId }) =>
+      answer(() => {
+        if (task.status === 'in_progress') return; // the claimer again: nothing changes
+        task.assignedTo = userId;
+        task.claimedAt = new Date().toISOString();
+        transition('claimed', 'in_progress', userId);
+      }),
+    { validator: (i) => refuse(() => checkClaim(task, i.userId)) },
+  );
+  wf.setHandler(
+    assignTaskUpdate,
+    (i) =>
+      answer(() => {
+        if (i.assignedTo) task.assignedTo = i.assignedTo;
+        else {
+          task.assignedTo = null;
+          task.assignedToTeam = i.assignedToTeam ?? null;
+        }
+        task.claimedAt = null;
+        transition('assigned', 'assigned', i.by, i.assignedTo ? `to ${i.assignedTo}` : `to team ${i.assignedToTeam}`);
+      }),
+    { validator: (i) => refuse(() => checkAssign(task, i)) },
+  );
+  wf.setHandler(
+    resolveTaskUpdate,
+    (i) =>
+      answer(() => {
+        task.resolution = { respondedBy: i.respondedBy, decision: i.decision ?? null, fields: i.fields ?? {}, notes: i.notes ?? null, resolvedAt: new Date().toISOString() };
+        transition('resolved', 'completed', i.respondedBy, i.decision);
+      }),
+    { validator: (i) => refuse(() => checkResolve(task, i)) },
+  );
+  wf.setHandler(
+    cancelTaskUpdate,
+    (i) =>
+      answer(() => {
+        task.cancelReason = i.reason ?? null;
+        transition('cancelled', 'cancelled', i.by, i.reason);
+      }),
+    { validator: (_i) => refuse(() => checkCancel(task)) },
+  );
+
+  await persist();
+  const dueInMs = task.dueAt !== null ? Date.parse(task.dueAt) - Date.now() : null;
+  if (dueInMs === null) await wf.condition(terminal);
+  else if (!(await wf.condition(terminal, Math.max(1, dueInMs)))) transition('expired', 'expired', null);
+  await persist().catch(() => undefined);
+
+  if (input.sessionId) {
+    const outcome = task.status === 'completed' ? 'completed' : task.status === 'expired' ? 'expired' : 'cancelled';
+    try {
+      await wf.getExternalWorkflowHandle(`session/${input.sessionId}`).signal(humanTaskSignal, { taskId: task.taskId, outcome, resolution: task.resolution });
+    } catch {
+      // The session has ended or was deleted: nobody waits for the outcome any more.
+    }
+  }
+  await wf.condition(wf.allHandlersFinished);
+  return task;
+}
