@@ -75,6 +75,12 @@ function transitionError(err: unknown): ApiError {
   return temporalErrorToApiError(err, 'Human task runtime');
 }
 
+/**
+ * Bound on one transition. Longer than other Temporal calls: a task whose worker died is picked up
+ * by another only once the dead worker's sticky queue times out (about ten seconds).
+ */
+export const TASK_UPDATE_TIMEOUT_MS = 20_000;
+
 type Transition = 'claim' | 'assign' | 'resolve' | 'cancel';
 const VERB: Record<Transition, string> = { claim: 'claim', assign: 'assign', resolve: 'resolve', cancel: 'cancel' };
 
@@ -87,7 +93,7 @@ async function transition(ctx: AppContext, scope: TaskScope, taskId: string, kin
   if (TERMINAL_TASK_STATUSES.includes(stored.status as HumanTaskStatus)) throw finished(stored, kind);
   const client = await temporalClient(ctx);
   try {
-    return await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => send(client.workflow.getHandle(taskWorkflowId(taskId))));
+    return await withDeadline(client, TASK_UPDATE_TIMEOUT_MS, () => send(client.workflow.getHandle(taskWorkflowId(taskId))));
   } catch (err) {
     if (!isWorkflowNotFound(err) && !isClosed(err)) throw transitionError(err);
     const latest = await findTask(ctx, scope, taskId);

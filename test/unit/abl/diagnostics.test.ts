@@ -114,6 +114,11 @@ const cases: Case[] = [
   { name: 'key an action block does not read', files: A(`FLOW:\n${step('a', 'REASONING: false\nCHECK: x > 1\nON_FAIL:\n  RESPOND: "no"\n  DELEGATE: B')}`, [other('B')]), code: 'W214', line: 9, column: 7, message: /"DELEGATE" in ON_FAIL is not read, so it does nothing there\. Use one of SET, CLEAR, RESPOND/ },
   { name: 'constraint ON_FAIL action that does not read', files: A('CONSTRAINTS:\n  - REQUIRE x == 1\n    ON_FAIL: RESPOND without quotes\n'), code: 'E851', line: 5, column: 14, message: /Cannot read ON_FAIL "RESPOND without quotes"\. Use a message \("text" or RESPOND "text"\)/ },
   { name: 'deprecated recall form', files: A('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n'), code: 'W802', line: 5, column: 7, message: /"ON_START: …" is the deprecated form; it is read as ON: session:start/ },
+  { name: 'unknown human task TYPE', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      TYPE: chore\n'), code: 'E211', line: 6, column: 13, message: /TYPE must be one of approval, data_entry, review, decision, escalation; found "chore"/ },
+  { name: 'DUE that is not a duration', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      DUE: soon\n'), code: 'E214', line: 6, column: 12, message: /DUE expects a duration, found "soon"/ },
+  { name: 'FIELDS entry without a name', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      FIELDS:\n        - type: number\n'), code: 'E212', line: 7, column: 11, message: /A FIELDS entry is missing "name"/ },
+  { name: 'FIELDS select without options', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      FIELDS:\n        - name: channel\n          type: select\n'), code: 'E212', line: 7, column: 11, message: /The select field channel is missing "options"/ },
+  { name: 'FIELDS unknown field type', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      FIELDS:\n        - name: a\n          type: colour\n'), code: 'E211', line: 8, column: 17, message: /FIELDS a type must be one of text, textarea, number, boolean, select, date/ },
   { name: 'invalid on_human_complete', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n  on_human_complete:\n    - IF x == 1: DANCE\n'), code: 'E853', line: 7, column: 7, message: /Cannot read on_human_complete rule "DANCE"/ },
 ];
 

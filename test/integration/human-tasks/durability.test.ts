@@ -1,0 +1,144 @@
+// A human task's resolution is exactly once however many people resolve it at the same moment,
+// and a task outlives the worker that created it: a new worker resumes the session when it is
+// resolved. Flow escalations (THEN: ESCALATE) create tasks like triggers do.
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startWorkerProcess } from '../../support/worker-process';
+
+jest.setTimeout(120_000);
+
+let stack: TestStack;
+let t: SeededTenant;
+let api: ReturnType<typeof client>;
+
+const approvals = `AGENT: Approvals
+GOAL: "Get a manager's approval."
+ESCALATE:
+  triggers:
+    - WHEN: amount > 100 AND human IS NOT SET
+      REASON: "Approve {{amount}}"
+      TAGS: [approval]
+  on_human_complete:
+    - IF human.resolved == true: CONTINUE
+FLOW:
+  steps: [ask, answer]
+  ask:
+    REASONING: false
+    GATHER:
+      - amount: required
+        type: number
+        prompt: "How much?"
+    THEN: answer
+  answer:
+    REASONING: false
+    RESPOND: "Decision: {{human.decision}} by {{human.respondedBy}}."
+`;
+
+const desk = `AGENT: Desk
+GOAL: "Pass everything to a person."
+ESCALATE:
+  on_human_complete:
+    - IF human.resolved == true: CONTINUE
+FLOW:
+  steps: [start, after]
+  start:
+    REASONING: false
+    GATHER:
+      - topic: required
+        prompt: "What is it about?"
+    THEN: ESCALATE
+  after:
+    REASONING: false
+    RESPOND: "Back from the team."
+`;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  t = await seedTenant(stack.ctx);
+  api = client(stack.baseUrl);
+  await publishAgent(api, t, 'Approvals', approvals);
+  await publishAgent(api, t, 'Desk', desk);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const tasksUrl = `/api/projects/${'PROJECT'}/human-tasks`;
+const url = (path = '') => tasksUrl.replace('PROJECT', t.projectId) + path;
+
+async function assistantLines(sessionId: string): Promise<string[]> {
+  await flushProjection(stack.ctx, sessionId);
+  const res = await api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=200`, { key: t.adminKey });
+  return (res.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'assistant').map((m) => m.content);
+}
+
+async function escalate(agentId: string, first: string, second: string) {
+  const a = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: first } });
+  const b = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId: a.body.sessionId, message: second } });
+  expect(b.body.action.type).toBe('escalate');
+  return { sessionId: a.body.sessionId as string, taskId: b.body.action.humanTask.id as string };
+}
+
+it('lets exactly one of 20 concurrent resolves win; the others get 409 with the winner’s resolution', async () => {
+  const worker = await startWorkerProcess(stack.config);
+  try {
+    const { sessionId, taskId } = await escalate('Approvals', 'hi', '250');
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: `reviewer-${i}`, decision: i % 2 ? 'approved' : 'rejected' } }),
+      ),
+    );
+    const won = results.filter((r) => r.status === 200);
+    const lost = results.filter((r) => r.status === 409);
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(19);
+    const winner = won[0]!.body.task.resolution;
+    for (const r of lost) expect(r.body.error.details.resolution).toEqual(winner);
+
+    const line = `Decision: ${winner.decision} by ${winner.respondedBy}.`;
+    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes(line), 20_000, 100);
+    expect(lines.filter((l) => l.startsWith('Decision:'))).toEqual([line]);
+    const task = (await api.get(url(`/${taskId}`), { key: t.adminKey })).body.task;
+    expect(task.history.filter((h: { action: string }) => h.action === 'resolved')).toHaveLength(1);
+  } finally {
+    await worker.stop();
+  }
+});
+
+it('resumes the session on a new worker after the one that created the task was killed', async () => {
+  const first = await startWorkerProcess(stack.config);
+  const { sessionId, taskId } = await escalate('Approvals', 'hi', '300');
+  first.child.kill('SIGKILL');
+  await first.exited;
+
+  const second = await startWorkerProcess(stack.config);
+  try {
+    const resolved = await api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved' } });
+    expect(resolved.status).toBe(200);
+    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes('Decision: approved by ada.'), 30_000, 200);
+    expect(lines.filter((l) => l === 'Decision: approved by ada.')).toHaveLength(1);
+  } finally {
+    await second.stop();
+  }
+});
+
+it('creates a task for THEN: ESCALATE in a flow, and the flow goes on once it is resolved', async () => {
+  const worker = await startWorkerProcess(stack.config);
+  try {
+    // The first message answers the GATHER, and the step's THEN escalates in the same turn.
+    const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Desk', message: 'my order' } });
+    expect(res.body.action.type).toBe('escalate');
+    const sessionId = res.body.sessionId as string;
+    const taskId = res.body.action.humanTask.id as string;
+    const task = (await api.get(url(`/${taskId}`), { key: t.adminKey })).body.task;
+    expect(task).toMatchObject({ type: 'escalation', status: 'pending', title: 'Escalated from step start', agentName: 'Desk' });
+    const resolved = await api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: 'ada', notes: 'handled' } });
+    expect(resolved.status).toBe(200);
+    await eventually(() => assistantLines(sessionId), (l) => l.includes('Back from the team.'), 20_000, 100);
+  } finally {
+    await worker.stop();
+  }
+});
