@@ -90,6 +90,34 @@ describe('Billing_Agent flow', () => {
     expect(d.active()).toBe('Support_Hub');
   });
 
+  test('the escalation carries the task type, deadline, form and routing; expiry and cancellation resume without a refund', () => {
+    const d = billing();
+    asEntry(d);
+    d.send('INV-123456');
+    d.send('yes');
+    d.send('600');
+    d.send('it arrived broken');
+    const esc = d.open.find((c) => c.type === 'escalate');
+    expect(esc).toMatchObject({
+      taskType: 'approval',
+      dueMs: 24 * 3_600_000,
+      fields: [{ name: 'manager_note', type: 'textarea', label: "Note for the customer's file", required: false, options: [] }],
+      routing: { queue: 'billing-managers' },
+    });
+    expect(d.feed({ type: 'wait_expired', commandId: esc?.id as string })).toEqual(['No manager answered in time, so the refund was not made. Anything else?']);
+
+    const c = billing();
+    asEntry(c);
+    c.send('INV-123456');
+    c.send('yes');
+    c.send('600');
+    c.send('it arrived broken');
+    const cancelled = c.open.find((x) => x.type === 'escalate');
+    // Neither approved (no refund), nor rejected, nor expired.
+    expect(c.feed({ type: 'human_resolved', commandId: cancelled?.id as string, resolution: {}, cancelled: true })).toEqual(['Anything else?']);
+    expect(c.commands.some((x) => x.type === 'call_tool' && x.tool === 'issue_refund')).toBe(false);
+  });
+
   test('refund over 500 rejected goes to done', () => {
     const d = billing();
     asEntry(d);
