@@ -16,10 +16,15 @@ export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
       createdAt: new Date(createdAt),
       updatedAt: new Date(updatedAt),
     };
+    // Filters name `_id` alone: FerretDB answers those from its key and scans for anything else.
+    // One task's writes come one after another (its workflow serialises them), so reading the
+    // stored revision first is enough to skip a retried, older write.
+    const stored = await deps.models.HumanTask.findOne({ _id: taskId }, { revision: 1, tenantId: 1 }).lean();
+    if (stored && (stored.tenantId !== task.tenantId || stored.revision >= task.revision)) return;
     try {
-      await deps.models.HumanTask.updateOne({ _id: taskId, tenantId: task.tenantId, revision: { $lt: task.revision } }, { $set: doc }, { upsert: true });
+      await deps.models.HumanTask.updateOne({ _id: taskId }, { $set: doc }, { upsert: true });
     } catch (err) {
-      // The task exists at this revision or a newer one: the upsert's insert collided with it.
+      // Written meanwhile by the task's other writer (the session's first write and the workflow's are the same revision).
       if (!isDuplicateKey(err)) throw err;
     }
   };

@@ -7,6 +7,8 @@ import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 
 jest.setTimeout(120_000);
 
@@ -156,6 +158,16 @@ it('escalates, lists, claims and resolves a task; the session continues with the
     expect.objectContaining({ taskId, status: 'created', type: 'approval', priority: 'high' }),
     expect.objectContaining({ taskId, status: 'completed', respondedBy: 'ada', decision: 'approved', waitedMs: expect.any(Number) }),
   ]);
+
+  // The session recorded the marker where it created the task, and both workflows replay with today's code.
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('human-tasks-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
+  const taskHistory = await (await stack.ctx.temporal.client()).workflow.getHandle(`human-task/${taskId}`).fetchHistory();
+  // Refused calls (the second claim, the bad resolves) left no update in the task's history.
+  const updates = (taskHistory.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
+  expect(updates).toHaveLength(2);
+  await replayWithTodaysCode(await decodeEncryptedPayloads(taskHistory, stack.ctx.payloadCodec), `human-task/${taskId}`);
 });
 
 it('COMPLETE ends the session with the rule’s message when the manager rejects', async () => {
