@@ -5,6 +5,7 @@ import { type PayloadCodec } from '@temporalio/common';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tuning';
 import { sessionBundleCodec } from './session-bundle-storage';
+import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
@@ -33,7 +34,11 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     // Session bundles travel through history as their hash (workers/session-bundle-storage.ts),
     // and every payload is then encrypted (lib/payload-codec.ts): codecs encode in this order and
     // decode in the reverse one.
-    dataConverter: { payloadCodecs: [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])] },
+    // Failure messages and stack traces are moved into an encoded payload so the codec covers them.
+    dataConverter: {
+      failureConverterPath: FAILURE_CONVERTER_PATH,
+      payloadCodecs: [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])],
+    },
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.
