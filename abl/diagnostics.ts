@@ -138,6 +138,10 @@ export const DIAGNOSTICS = {
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
   E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
   E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
+
+  // NLU (E86x)
+  E860: def('error', 'Invalid NLU definition', '{what}: {detail}.', '{fix}'),
+  W861: def('warning', 'NLU setting not run', '{what} is stored but not run: {detail}.', '{fix}'),
 } as const satisfies Record<string, DiagnosticDef>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTICS;

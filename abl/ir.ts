@@ -405,6 +405,53 @@ export interface LifecycleIR {
 }
 
 // ---------------------------------------------------------------- agent
+/** NLU entity extractor kinds (ABL NLU reference: enum, pattern, location, date, number, free text). */
+export type NluEntityType = 'enum' | 'pattern' | 'number' | 'date' | 'location' | 'free_text';
+
+/** One `NLU: intents:` entry. */
+export interface NluIntentIR {
+  name: string;
+  description: string | null;
+  /** Case-insensitive substrings; the deterministic tier (a failed model call falls back to it). */
+  patterns: string[];
+  /** Example utterances the model classifies against. */
+  examples: string[];
+  /** Entity names expected with this intent (declared under `entities:`). */
+  entities: string[];
+  loc: IRLoc;
+}
+
+/** One `NLU: entities:` entry. */
+export interface NluEntityIR {
+  name: string;
+  type: NluEntityType;
+  description: string | null;
+  /** `enum`: the canonical values. */
+  values: string[];
+  /** `enum`: canonical value → other spellings that mean it. */
+  synonyms: Record<string, string[]>;
+  /** `pattern`: the regular expression a value must match. */
+  pattern: string | null;
+  loc: IRLoc;
+}
+
+/** The NLU section: each user message is classified into `intent.*` before the agent's turn runs. */
+export interface NluIR {
+  intents: NluIntentIR[];
+  entities: NluEntityIR[];
+  /** Domain terms given to the model with the intents. */
+  glossary: string[];
+  /** Below this confidence the model's intent is not used (`intent.category` is the fallback or null). */
+  threshold: number;
+  /** The intent used when none is decided (low confidence, none fits, unreadable answer, failed call). */
+  fallback_intent: string | null;
+  /** The model that classifies; null: the agent's EXECUTION model. */
+  model: string | null;
+  /** Keys stored but not run (embeddings, languages, …), reported at compile time. */
+  other: Record<string, Json>;
+  loc: IRLoc;
+}
+
 export interface AgentIR {
   metadata: {
     name: string;
@@ -443,6 +490,8 @@ export interface AgentIR {
   /** MESSAGES section (e.g. error_default). */
   messages: Record<string, string>;
   flow: FlowIR | null;
+  /** The NLU section; absent when the agent has none (so the IR of other agents is unchanged). */
+  nlu?: NluIR;
   /** TEMPLATES as declared (already expanded where used). */
   templates: Record<string, Record<string, string>>;
   /** Phase-2 sections, kept verbatim as JSON. */

@@ -98,6 +98,7 @@ export function failureOf(err: unknown): { kind: string; message: string } {
 const LOCAL_NOTES: Partial<Record<Extract<RuntimeCommand, { type: 'call_llm' }>['purpose'], string>> = {
   extraction: 'extracted by the offline local model (the deterministic pattern extractor), not a real LLM',
   validation: 'accepted by the offline local model without judging the rule, not a real LLM',
+  classification: 'classified by the offline local model (patterns and example overlap), not a real LLM',
 };
 
 async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {

@@ -97,6 +97,14 @@ export const AGENT_IDLE_TIMEOUT_PATCH = 'agent-idle-timeout-v1';
 export const TOOL_ACCESS_PATCH = 'tool-access-v1';
 
 /**
+ * An agent's NLU section classifies each user message (`RuntimeOptions.nlu`): one `call_llm`
+ * (purpose `classification`) before the rest of the agent's turn, its answer in `intent.*`. Runs
+ * recorded before it kept NLU as an unexecuted section and made no such call. Asked only when an
+ * agent with NLU intents gets a message, so histories of other agents carry no marker.
+ */
+export const NLU_PATCH = 'nlu-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn

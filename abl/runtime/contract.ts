@@ -147,7 +147,7 @@ export interface LlmRequestSpec {
 }
 
 export type RuntimeCommand =
-  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'routing'; request: LlmRequestSpec }
+  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'classification' | 'routing'; request: LlmRequestSpec }
   | {
       type: 'call_tool';
       id: string;
@@ -307,4 +307,10 @@ export interface RuntimeOptions {
    * (patch `start-block-hold-v1`).
    */
   startBlockHold?: boolean | (() => boolean);
+  /**
+   * An agent's NLU section classifies each user message (`call_llm`, purpose `classification`)
+   * into `intent.*` before the rest of its turn. On unless false; a function is asked only when
+   * such an agent gets a message, and must give the same answer for the whole turn (patch `nlu-v1`).
+   */
+  nlu?: boolean | (() => boolean);
 }

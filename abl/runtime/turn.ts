@@ -19,6 +19,7 @@ import { Gathering } from './gathering';
 import { Guards } from './guards';
 import { Handoffs } from './handoff';
 import { Lifecycle } from './lifecycle';
+import { Nlu } from './nlu';
 import { OnError } from './on-error';
 import { Reasoning } from './reasoning';
 import { ToolCalls } from './tool-calls';
@@ -44,6 +45,7 @@ export class Turn {
     t.lifecycle = new Lifecycle(t);
     t.flow = new Flow(t);
     t.reasoning = new Reasoning(t);
+    t.nlu = new Nlu(t);
     this.t = t;
   }
 

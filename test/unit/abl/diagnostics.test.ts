@@ -115,6 +115,9 @@ const cases: Case[] = [
   { name: 'constraint ON_FAIL action that does not read', files: A('CONSTRAINTS:\n  - REQUIRE x == 1\n    ON_FAIL: RESPOND without quotes\n'), code: 'E851', line: 5, column: 14, message: /Cannot read ON_FAIL "RESPOND without quotes"\. Use a message \("text" or RESPOND "text"\)/ },
   { name: 'deprecated recall form', files: A('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n'), code: 'W802', line: 5, column: 7, message: /"ON_START: …" is the deprecated form; it is read as ON: session:start/ },
   { name: 'invalid on_human_complete', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n  on_human_complete:\n    - IF x == 1: DANCE\n'), code: 'E853', line: 7, column: 7, message: /Cannot read on_human_complete rule "DANCE"/ },
+  // NLU
+  { name: 'NLU intent naming an undeclared entity', files: A('NLU:\n  intents:\n    - NAME: billing\n      PATTERNS: [invoice]\n      ENTITIES: [amount]\n'), code: 'E860', line: 7, column: 17, message: /NLU intent billing ENTITIES: "amount" is not declared under entities:\. Declare it under NLU entities:/ },
+  { name: 'documented NLU setting that is not run', files: A('NLU:\n  intents:\n    - NAME: billing\n      PATTERNS: [invoice]\n  embeddings:\n    enabled: true\n'), code: 'W861', line: 7, column: 3, message: /NLU embeddings is stored but not run: .*embeddings-based matching is not available/ },
 ];
 
 describe('diagnostics: one per construct', () => {
