@@ -53,3 +53,8 @@ export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
 export function startBlockHoldOn(options: RuntimeOptions): boolean {
   return flagOn(options.startBlockHold, true);
 }
+
+/** Provider guardrails ask the moderation provider. On unless false. */
+export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.moderationGuardrails, true);
+}
