@@ -35,7 +35,7 @@ export function createModerate(deps: { resolveModeration: ResolveModeration; log
         'moderation call failed',
       );
       throw ApplicationFailure.create({
-        message: publicProviderMessage(err),
+        message: publicProviderMessage(err, 'moderation provider'),
         type: `MODERATION_${err.kind.toUpperCase()}`,
         nonRetryable: !err.retryable,
         nextRetryDelay: err.retryAfterMs,

@@ -100,7 +100,7 @@ describe('the moderate activity', () => {
     const moderator = new OpenAIModerationProvider({ apiKey: 'sk-mod', baseURL: fake.baseURL });
     const err = await run(() => Promise.resolve({ ok: true, moderator }), logged).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApplicationFailure);
-    expect(err).toMatchObject({ type: 'MODERATION_AUTH', nonRetryable: true });
+    expect(err).toMatchObject({ type: 'MODERATION_AUTH', nonRetryable: true, message: 'The moderation provider openai refused the credentials (HTTP 401)' });
     expect(JSON.stringify(logged)).not.toContain('hurt');
     const unconfigured = await run(() => Promise.resolve({ ok: false, reason: 'no key' })).catch((e: unknown) => e);
     expect(unconfigured).toMatchObject({ type: 'MODERATION_UNAVAILABLE', nonRetryable: true, message: 'Moderation not configured: no key' });
