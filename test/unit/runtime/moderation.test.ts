@@ -228,3 +228,43 @@ GUARDRAILS:
     expect(new Set(d.commands.map((c) => c.id)).size).toBe(d.commands.length);
   });
 });
+
+describe('tool results with a provider guardrail', () => {
+  const compiled = compileProject(agentProject(`
+TOOLS:
+  lookup(q: string) -> {answer: string}
+GUARDRAILS:
+  safe_results:
+    kind: tool_output
+    provider: openai
+    category: sexual
+    threshold: 0.5
+    action: block
+    message: "That result was withheld."
+`));
+
+  test('each result of a parallel batch is moderated when it is bound, with its own command; a flagged one blocks', () => {
+    const responder: Responder = (cmd) => {
+      if (cmd.type === 'moderate') return answer(cmd, cmd.text.includes('explicit') ? { scores: { sexual: 0.8 } } : {});
+      if (cmd.type === 'call_llm') {
+        const tools = cmd.request.messages.filter((m) => m.role === 'tool');
+        return tools.length > 0
+          ? llmText(cmd.id, `Seen: ${tools.map((m) => m.content).join(' | ')}`)
+          : { type: 'llm_result', commandId: cmd.id, ok: true, content: '', toolCalls: [
+            { id: 'a', name: 'lookup', arguments: JSON.stringify({ q: 'hours' }) },
+            { id: 'b', name: 'lookup', arguments: JSON.stringify({ q: 'other' }) },
+          ] };
+      }
+      if (cmd.type === 'call_tool') return { type: 'tool_result', commandId: cmd.id, ok: true, value: { answer: cmd.args.q === 'hours' ? '9 to 5' : 'explicit text' } };
+      return undefined;
+    };
+    const d = new Driver(responder, compiled, undefined, { parallelToolCalls: true });
+    d.start();
+    const out = d.send('look both up');
+    // As with any guardrail block of a tool, the reasoning loop stops on it.
+    expect(out).toEqual(['That result was withheld.']);
+    expect(d.commands.filter((c) => c.type === 'call_tool')).toHaveLength(2);
+    expect(moderations(d).map((c) => c.text)).toEqual(['{"answer":"9 to 5"}', '{"answer":"explicit text"}']);
+    expect(new Set(d.commands.map((c) => c.id)).size).toBe(d.commands.length);
+  });
+});
