@@ -134,7 +134,8 @@ export const ConfigSchema = z.object({
    */
   MODERATION_PROVIDER: z.enum(['openai', 'local', 'auto']).default('openai'),
   MODERATION_MODEL: z.string().min(1).default('omni-moderation-latest'),
-  MODERATION_TIMEOUT_MS: positiveInt.default(10000),
+  /** At most 25 s: the `moderate` activity itself may run 30 s (workflows/effects.ts). */
+  MODERATION_TIMEOUT_MS: positiveInt.max(25_000).default(10000),
 
   /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
