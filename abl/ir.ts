@@ -196,8 +196,22 @@ export interface GuardrailIR {
   action: 'block' | 'warn' | 'redact' | 'fix' | 'reask' | 'filter' | 'escalate';
   message: string | null;
   priority: number;
+  /** Set for a provider guardrail (`provider`, `category`, `threshold`, no `check`). */
+  provider?: GuardrailProviderIR;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/** A guardrail whose check is a moderation provider's verdict (docs/abl.md, "Provider guardrails"). */
+export interface GuardrailProviderIR {
+  /** `openai` (`openai_moderation`): the platform's moderation provider; `local`: the offline word rules. */
+  name: 'openai' | 'local';
+  /** Moderation category ids (abl/moderation.ts); empty for every category. */
+  categories: string[];
+  /** Fires at or above this score (0..1); null: when the provider flags one of the categories. */
+  threshold: number | null;
+  /** A failed moderation call: `block` treats the guardrail as fired (fail closed), `allow` as passed. */
+  on_error: 'block' | 'allow';
 }
 
 // ---------------------------------------------------------------- actions and flow

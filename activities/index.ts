@@ -9,6 +9,8 @@ import type { DrainView, SessionStartInput } from '../workflows/definitions';
 import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
+import { createModerate } from './moderation/moderate';
+import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
@@ -29,6 +31,8 @@ export interface ActivityDeps {
   resolveToolSecrets: ResolveToolSecrets;
   /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
   encryptor: Encryptor | null;
+  /** The moderation provider of a provider guardrail, per project (providers/moderation/resolve.ts). */
+  resolveModeration: ResolveModeration;
 }
 
 /** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
@@ -52,6 +56,7 @@ export function createActivities(deps: ActivityDeps) {
   return {
     callLlm: createCallLlm(deps),
     callLlmIfLocal: createCallLlmIfLocal(deps),
+    moderate: createModerate(deps),
     recordTurn: createRecordTurn(deps),
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),

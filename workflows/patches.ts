@@ -138,3 +138,11 @@ export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
  * only when such a first message arrives.
  */
 export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
+
+/**
+ * Provider guardrails (`provider`, `category`, `threshold`; `RuntimeOptions.moderationGuardrails`):
+ * the guardrail's text goes to the moderation provider as a `moderate` command (a `moderate`
+ * activity). Runs recorded before it never made that call. Asked only when such a guardrail is
+ * about to run, so histories of agents without one carry no marker.
+ */
+export const MODERATION_GUARDRAILS_PATCH = 'moderation-guardrails-v1';

@@ -115,7 +115,21 @@ export type RuntimeEvent =
   | { type: 'delegate_result'; commandId: string; results: DelegateOutcome[] }
   | { type: 'callback'; commandId: string; payload: Json }
   | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json> }
-  | { type: 'wait_expired'; commandId: string };
+  | { type: 'wait_expired'; commandId: string }
+  | ({ type: 'moderation_result'; commandId: string; ok: true } & ModerationAnswer)
+  | { type: 'moderation_result'; commandId: string; ok: false; error: RuntimeError };
+
+/** A moderation provider's verdict on one text (abl/moderation.ts decides what it means for a guardrail). */
+export interface ModerationAnswer {
+  /** The provider that answered (`openai`, or `local` for the offline rules). */
+  provider: string;
+  model: string;
+  flagged: boolean;
+  /** Score per category id, 0..1. */
+  scores: Record<string, number>;
+  /** Categories the provider itself flagged. */
+  flaggedCategories: string[];
+}
 
 export interface RuntimeError {
   kind: string;
@@ -169,6 +183,8 @@ export type RuntimeCommand =
       tasks: { agent: string; input: Record<string, Json>; timeoutMs: number | null; purpose: string; returns?: string[] }[];
     }
   | { type: 'escalate'; id: string; agent: string; reason: string; priority: string; tags: string[]; context: Record<string, Json> }
+  /** A provider guardrail's check: the text goes to the moderation provider (answered by `moderation_result`). */
+  | { type: 'moderate'; id: string; agent: string; guardrail: string; provider: 'openai' | 'local'; text: string }
   | {
       type: 'suspend_for_callback';
       id: string;
@@ -184,7 +200,14 @@ export type RuntimeCommand =
 export type TraceDraft =
   | { type: 'decision'; data: { decisionKind: string; decision: string; agent: string; reasoning?: string } }
   | { type: 'handoff'; data: { fromAgent: string; toAgent: string; reason: string } }
-  | { type: 'guardrail_eval'; data: { guardrail: string; kind: string; passed: boolean; action: string; agent: string } }
+  | {
+      type: 'guardrail_eval';
+      data: {
+        guardrail: string; kind: string; passed: boolean; action: string; agent: string;
+        /** Provider guardrails only: who judged, the category and score that decided, and a failed call's error. */
+        provider?: string; model?: string; category?: string | null; score?: number; threshold?: number | null; error?: string;
+      };
+    }
   | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
   | { type: 'error'; data: { agent: string; kind: string; message: string } }
   | { type: 'response'; data: { agent: string; text: string } }
@@ -313,4 +336,10 @@ export interface RuntimeOptions {
    * such an agent gets a message, and must give the same answer for the whole turn (patch `nlu-v1`).
    */
   nlu?: boolean | (() => boolean);
+  /**
+   * Provider guardrails (`provider`, `category`, `threshold`) ask the moderation provider with a
+   * `moderate` command. On unless false; a function is asked only when such a guardrail is about
+   * to run (patch `moderation-guardrails-v1`); off, they do not run.
+   */
+  moderationGuardrails?: boolean | (() => boolean);
 }

@@ -58,3 +58,8 @@ export function startBlockHoldOn(options: RuntimeOptions): boolean {
 export function nluOn(options: RuntimeOptions): boolean {
   return flagOn(options.nlu, true);
 }
+
+/** Provider guardrails ask the moderation provider. On unless false. */
+export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.moderationGuardrails, true);
+}

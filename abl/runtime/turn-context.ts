@@ -118,6 +118,8 @@ export class TurnContext {
   inputRedactions: SafeRegex[] = [];
   /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
   reasoningFailure: StepResult | null = null;
+  /** Moderation verdicts of this turn by provider and text, so guardrails on the same text share one call. */
+  readonly moderations = new Map<string, RuntimeEvent>();
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
   returning = false;
 

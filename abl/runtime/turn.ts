@@ -85,8 +85,11 @@ export class Turn {
     return this.t.active();
   }
 
-  /** The agent's guardrails of one kind on `text` (interpreter.ts runs the input ones before a start). */
+  /**
+   * The agent's guardrails of one kind on `text`, for a holding reply while the session is suspended
+   * (interpreter.ts): no effect can run there, so provider guardrails are left out.
+   */
   guardrails(th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string): { text: string; blocked: string | null; patterns: SafeRegex[] } {
-    return this.t.guards.guardrails(th, agent, kind, text);
+    return this.t.guards.guardrails(th, agent, kind, text, {}, { effects: false });
   }
 }
