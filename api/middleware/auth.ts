@@ -9,6 +9,8 @@ import { safeEqual, sha256Hex } from '../../lib/crypto';
 import { API_KEY_PATTERN } from '../../lib/ids';
 import { isPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ApiKeyDoc } from '../../db/api-key';
+import { type ApiScopeDoc } from '../../db/api-scope';
+import { isScopeGrantName, permissionsOfGrants } from '../../lib/api-scopes';
 import { driverCollection } from '../../db/driver-collection';
 import { FreshReads } from '../../lib/fresh-reads';
 import { type AppContext } from '../context';
@@ -143,13 +145,7 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
   if (doc.revokedAt) throw unauthorized('API key has been revoked');
   if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
-  const principal: Principal = {
-    kind: 'api_key',
-    subjectId: doc._id,
-    tenantId: doc.tenantId,
-    projectId: doc.projectId,
-    permissions: toPermissions(doc.permissions),
-  };
+  const principal = await principalOfKey(ctx, doc);
   const entry: KnownKey = {
     keyId: doc._id,
     tenantId: doc.tenantId,
@@ -168,6 +164,30 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
   known.set(keyHash, entry);
   if (known.size > KNOWN_KEYS_MAX) known.delete(known.keys().next().value!);
   return principal;
+}
+
+/** Scope reads by id, shared like key reads; the read begins after the request asked, like the key's. */
+const scopeReads = new WeakMap<AppContext, FreshReads<ApiScopeDoc | null>>();
+
+function readScopeById(ctx: AppContext, scopeId: string, tenantId: string): Promise<ApiScopeDoc | null> {
+  let reads = scopeReads.get(ctx);
+  if (!reads) scopeReads.set(ctx, (reads = new FreshReads()));
+  return reads.read(`${tenantId}/${scopeId}`, () => driverCollection(ctx.models.ApiScope).findOne({ _id: scopeId, tenantId }));
+}
+
+/**
+ * What a key may do. A scoped key holds what its scope grants now (read with the key, so a scope
+ * change is seen within the same window as a revocation); a scope that is gone leaves the key
+ * nothing to stand on (401). A permission-style key holds its permissions, as always.
+ */
+async function principalOfKey(ctx: AppContext, doc: ApiKeyDoc): Promise<Principal> {
+  const environments = doc.environments && doc.environments.length > 0 ? [...doc.environments] : null;
+  const base = { kind: 'api_key' as const, subjectId: doc._id, tenantId: doc.tenantId, projectId: doc.projectId, environments };
+  if (!doc.scopeId) return { ...base, permissions: toPermissions(doc.permissions), scope: null };
+  const scope = await readScopeById(ctx, doc.scopeId, doc.tenantId);
+  if (!scope || scope.projectId !== doc.projectId) throw unauthorized('Invalid API key');
+  const grants = new Set(scope.grants.filter(isScopeGrantName));
+  return { ...base, permissions: permissionsOfGrants(grants), scope: { id: scope._id, grants } };
 }
 
 /** The entry when this request may be answered from it: young enough and not expired. */
