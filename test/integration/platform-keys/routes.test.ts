@@ -143,6 +143,19 @@ describe('POST /api/public/apikeys/create', () => {
     expect((await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: scope.scope_name, api_key_name: 'one too many', app_id: t.projectId } })).status).toBe(201);
   });
 
+  it('holds the name rule and the limit when creates race: one key per name, never more than the limit', async () => {
+    const scope = await scopeWith([]);
+    const create = (name: string) =>
+      api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: scope.scope_name, api_key_name: name, app_id: t.projectId } });
+    const sameName = await Promise.all(Array.from({ length: 6 }, () => create('contested')));
+    expect(sameName.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    const rush = await Promise.all(Array.from({ length: KEYS_PER_SCOPE + 5 }, (_, i) => create(`rush-${i}`)));
+    const statuses = rush.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(KEYS_PER_SCOPE - 1);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+    expect(await stack.ctx.models.ApiKey.countDocuments({ scopeId: scope.scope_id })).toBe(KEYS_PER_SCOPE);
+  });
+
   it('is 404 for a scope the app does not have, 400 without an app for a key bound to none, 401 without a key', async () => {
     const missing = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: 'no such scope', api_key_name: 'k', app_id: t.projectId } });
     expect(missing.status).toBe(404);
