@@ -62,6 +62,18 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   const router: Router = express.Router();
   const mounted: MountedRoute[] = [];
   for (const routes of [...featureRoutes, extraRoutes]) mounted.push(...mountRoutes(router, registry, ctx, routes));
+  // OPTIONS answered from the mounted patterns, which honour `reservedParams`: Express's own answer
+  // would list the methods of a `:param` route for the literal it reserves (DELETE for
+  // `apikeys/create`). Same form as Express's: the methods, with HEAD where GET is, sorted.
+  app.use((req, res, next) => {
+    if (req.method !== 'OPTIONS') return next();
+    const methods = new Set(mounted.filter((r) => r.pattern.test(req.path)).map((r) => r.method.toUpperCase()));
+    if (methods.size === 0) return next();
+    if (methods.has('GET')) methods.add('HEAD');
+    const allow = [...methods].sort().join(', ');
+    res.setHeader('Allow', allow);
+    res.status(200).send(allow);
+  });
   app.use(router);
   app.use(codecLoginRouter(ctx));
   mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });

@@ -4,10 +4,8 @@
 import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { lastUsedTimes } from '../../db/api-key-usage';
-import { type Principal } from '../../lib/permissions';
-import { type ProjectDoc } from '../../db/project';
-import { type AppContext } from '../context';
-import { defineRoute, findVisibleProject, linksTo, type AnyRoute } from '../http/route';
+import { defineRoute, linksTo, type AnyRoute } from '../http/route';
+import { loadApp } from './app';
 import { createApiKey, deleteApiKey, KEYS_PER_SCOPE } from '../tenancy/service';
 import {
   ZAppParam,
@@ -26,12 +24,6 @@ import { createScope, deleteScope, expiryOf, findScope, metaOf, presentPlatformK
 
 const TAGS = ['Public API: keys and scopes'];
 
-/** The app (project) named by `appId`, if the caller may see it; another tenant's or project's is 404. */
-async function loadApp(ctx: AppContext, principal: Principal, appId: string): Promise<ProjectDoc> {
-  const project = await findVisibleProject(ctx, principal, appId);
-  if (!project) throw ApiError.notFound('App');
-  return project;
-}
 const scopeLinks = linksTo(['getScope', 'updateScope', 'deleteScope', 'listScopeKeys'], {
   appId: '$response.body#/scope/app_id',
   scopeId: '$response.body#/scope/scope_id',
@@ -56,7 +48,9 @@ export const platformKeyRoutes: AnyRoute[] = [
     response: z.object({ success: z.literal(true), api_key: ZPlatformKey, meta: ZMeta }),
     async handler({ ctx, principal, body, res }) {
       const appId = principal.projectId ?? body.app_id;
-      if (!appId) throw new ApiError('VALIDATION_ERROR', 'body.app_id: is required for a key bound to no app');
+      // Well formed, but the calling key leaves the app open: which fields are needed depends on
+      // the credential, which no schema can state, so 422 rather than 400.
+      if (!appId) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.app_id: is required when the calling key is bound to no app');
       if (principal.projectId && body.app_id && body.app_id !== principal.projectId) throw ApiError.notFound('App');
       const app = await loadApp(ctx, principal, appId);
       const scope = await ctx.models.ApiScope.findOne({ tenantId: app.tenantId, projectId: app._id, name: body.scope_name }).lean();
@@ -75,6 +69,8 @@ export const platformKeyRoutes: AnyRoute[] = [
   defineRoute({
     method: 'delete',
     path: '/api/public/apikeys/:keyId',
+    // `apikeys/create` is the create route's path, never a key id (and not a DELETE target).
+    reservedParams: { keyId: ['create'] },
     operationId: 'deletePlatformKey',
     summary: 'Revoke a platform key for good (deleted; refused on every API process when this returns)',
     tags: TAGS,

@@ -156,12 +156,13 @@ describe('POST /api/public/apikeys/create', () => {
     expect(await stack.ctx.models.ApiKey.countDocuments({ scopeId: scope.scope_id })).toBe(KEYS_PER_SCOPE);
   });
 
-  it('is 404 for a scope the app does not have, 400 without an app for a key bound to none, 401 without a key', async () => {
+  it('is 404 for a scope the app does not have, 422 without an app for a key bound to none, 401 without a key', async () => {
     const missing = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: 'no such scope', api_key_name: 'k', app_id: t.projectId } });
     expect(missing.status).toBe(404);
     expect(missing.body).toEqual(ERROR('NOT_FOUND'));
     const noApp = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: 'x', api_key_name: 'k' } });
-    expect(noApp.status).toBe(400);
+    expect(noApp.status).toBe(422);
+    expect(noApp.body).toEqual(ERROR('UNPROCESSABLE_ENTITY'));
     const anonymous = await api.post('/api/public/apikeys/create', { json: { scope_name: 'x', api_key_name: 'k' } });
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual(ERROR('UNAUTHORIZED'));
@@ -181,6 +182,16 @@ describe('POST /api/public/apikeys/create', () => {
 });
 
 describe('DELETE /api/public/apikeys/:keyId', () => {
+  it('never takes `create` for a key id: OPTIONS lists POST alone there, and DELETE on it is 405', async () => {
+    const res = await fetch(`${stack.baseUrl}/api/public/apikeys/create`, { method: 'OPTIONS' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect((await fetch(`${stack.baseUrl}/api/public/apikeys/ak-x`, { method: 'OPTIONS' })).headers.get('allow')).toBe('DELETE');
+    expect((await fetch(`${stack.baseUrl}/api/public/apps/x/scopes/y`, { method: 'OPTIONS' })).headers.get('allow')).toBe('DELETE, GET, HEAD, PUT');
+    const del = await api.delete('/api/public/apikeys/create', { key: t.adminKey });
+    expect(del.status).toBe(405);
+  });
+
   it('deletes the key for good: refused at once, and a second delete is 404', async () => {
     const scope = await scopeWith(['SESSIONS_LIST']);
     const { key, id } = await keyIn(scope);
