@@ -163,6 +163,11 @@ describe('POST /api/public/apikeys/create', () => {
     const noApp = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: 'x', api_key_name: 'k' } });
     expect(noApp.status).toBe(422);
     expect(noApp.body).toEqual(ERROR('UNPROCESSABLE_ENTITY'));
+    const scope = await scopeWith([]);
+    const past = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: scope.scope_name, api_key_name: 'k', app_id: t.projectId, expiry: '2020-01-01T00:00:00Z' } });
+    expect(past.status).toBe(422);
+    const forever = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: scope.scope_name, api_key_name: 'k', app_id: t.projectId } });
+    expect(forever.body.api_key).toMatchObject({ expires_at: null, environments: [] });
     const anonymous = await api.post('/api/public/apikeys/create', { json: { scope_name: 'x', api_key_name: 'k' } });
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual(ERROR('UNAUTHORIZED'));
