@@ -339,6 +339,23 @@ describe('environment binding', () => {
     expect((await api.get(`/api/projects/${t.projectId}/deployments/${id}`, { key: t.adminKey })).body.deployment.status).toBe('active');
   });
 
+  it("lets a staging key manage staging tool secrets only, and hides production's", async () => {
+    const { key } = await keyIn(await scopeWith(['tool_secrets.write']), { environments: ['staging'] });
+    const create = (environment: string, k = key) =>
+      api.post('/api/tool-secrets', { key: k, json: { projectId: t.projectId, toolName: 'billing', secretKey: 'TOKEN', value: `tok-${environment}`, environment } });
+    expect((await create('production')).status).toBe(403);
+    const mine = await create('staging');
+    expect(mine.status).toBe(201);
+    const theirs = await create('production', t.adminKey);
+    expect(theirs.status).toBe(201);
+    const list = await api.get(`/api/tool-secrets?projectId=${t.projectId}`, { key });
+    expect(list.body.secrets.map((x: { environment: string }) => x.environment)).toEqual(['staging']);
+    expect((await api.get(`/api/tool-secrets?projectId=${t.projectId}&environment=production`, { key })).body.secrets).toEqual([]);
+    expect((await api.put(`/api/tool-secrets/${theirs.body.secret.id}`, { key, json: { value: 'stolen' } })).status).toBe(404);
+    expect((await api.delete(`/api/tool-secrets/${theirs.body.secret.id}`, { key })).status).toBe(404);
+    expect((await api.put(`/api/tool-secrets/${mine.body.secret.id}`, { key, json: { value: 'rotated' } })).status).toBe(200);
+  });
+
   it('lets a staging key create staging sessions only, and hides production sessions from it', async () => {
     const { key } = await keyIn(await scopeWith(['SESSION_CREATION', 'SESSIONS_LIST']), { environments: ['staging'] });
     const create = (environment: string, k = key) => api.post(`/api/projects/${t.projectId}/sessions`, { key: k, json: { agentId: 'EnvAgent', environment } });
