@@ -8,6 +8,8 @@ import { sessionBundleModel } from './session-bundle';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
 import { apiKeyUsageModel } from './api-key-usage';
+import { apiScopeModel } from './api-scope';
+import { apiKeyClaimModel } from './api-key-claim';
 import { projectModel } from './project';
 import { tenantModel } from './tenant';
 import { userModel } from './user';
@@ -33,6 +35,8 @@ export function createModels(connection: Connection) {
     User: userModel(connection),
     ApiKey: apiKeyModel(connection),
     ApiKeyUsage: apiKeyUsageModel(connection),
+    ApiScope: apiScopeModel(connection),
+    ApiKeyClaim: apiKeyClaimModel(connection),
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),

@@ -10,7 +10,7 @@ import {
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { ApiError, isApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
-import { hasPermission, type Principal } from '../../lib/permissions';
+import { canActInEnvironment, hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
@@ -31,6 +31,7 @@ import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeN
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
+import { requireEnvironment } from '../platform-keys/environments';
 
 function depth(value: unknown, level = 0): number {
   if (value === null || typeof value !== 'object') return level;
@@ -252,6 +253,11 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       const client = await gate();
       const session = existing.session?.projectId === project._id ? existing.session : null;
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      if (principal.environments?.length) {
+        // An environment-bound key sees only its environments' sessions (one read, for such keys only).
+        const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
+        if (record && !canActInEnvironment(principal, record.environment)) throw new ApiError('NOT_FOUND', 'Session not found');
+      }
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
       if (existing.chargeError) throw existing.chargeError;
       const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
@@ -296,6 +302,7 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
         ? null
         : { ...picked.agent, environment: picked.deployment?.environment ?? body.environment ?? 'dev', deploymentId: picked.deployment?._id ?? null };
     if (!target) throw (picked as { error: unknown }).error;
+    requireEnvironment(principal, target.environment);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,

@@ -1,11 +1,12 @@
 // The single place where errors become HTTP responses: the spec's envelope
-// `{ success: false, error: { code, message } }`, the status from the one code table, and
-// never a stack trace or an internal message in a body.
+// `{ success: false, error: { code, message } }` (plus `requestId` on the public API's paths),
+// the status from the one code table, and never a stack trace or an internal message in a body.
 import { type NextFunction, type Request, type Response } from 'express';
 import { type Logger } from '../../lib/logger';
 import { ApiError, isApiError } from '../../lib/errors';
 import { statusForCode } from '../../lib/error-codes';
 import { type MountedRoute } from '../http/route';
+import { isPublicApiPath, publicRequestId } from './request-id';
 
 interface BodyParserError extends Error {
   type?: string;
@@ -57,7 +58,12 @@ export function errorHandler(logger: Logger) {
     for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
     res.status(status).json({
       success: false,
-      error: { code: apiError.code, message: apiError.message, ...(apiError.details ? { details: apiError.details } : {}) },
+      error: {
+        code: apiError.code,
+        message: apiError.message,
+        ...(apiError.details ? { details: apiError.details } : {}),
+        ...(isPublicApiPath(req.path) ? { requestId: publicRequestId(res) } : {}),
+      },
       ...apiError.extraBody,
     });
   };
