@@ -134,7 +134,8 @@ async function main() {
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WORKER_MAX_'))),
   });
   // The API (this process) has its MongoDB commands counted; the worker's connection is left plain.
-  const ctx = await buildAppContext({ ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` }, createLogger({ level: 'silent' }));
+  // BENCH_LOG_LEVEL=error prints what the API logs (the cause of a 500) as JSON lines among the figures.
+  const ctx = await buildAppContext({ ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` }, createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }));
   const server = createServer(createApp(ctx));
   // Idle kept-alive sockets stay open through the bench's pauses: a server closing one as the client
   // reuses it would fail that request with "socket hang up".
@@ -183,6 +184,7 @@ FLOW:
     const suspendOps = new Map<string, number>();
     let suspendedCount = 0;
     let unanswered = 0;
+    const failedCallbacks: string[] = [];
     const suspend = async (n: number, lanes = LANES) => {
       const before = cpu.snapshot();
       const opsBefore = new Map(apiOps);
@@ -236,7 +238,13 @@ FLOW:
           const payload = { status: 'completed', transactionId: `tx_${callbackId.slice(-6)}` };
           const signature = `sha256=${createHmac('sha256', secret).update(JSON.stringify(payload)).digest('hex')}`;
           sentAt.set(sessionId, Date.now());
-          const res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
+          let res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
+          // A failed delivery is sent again, as the caller's retry policy would (counted and printed).
+          for (let retry = 0; res.status !== 200 && retry < 3; retry++) {
+            failedCallbacks.push(`${res.status} ${JSON.stringify(res.body)}`);
+            await sleep(1000);
+            res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
+          }
           if (res.status !== 200) throw new Error(`callback: ${res.status} ${JSON.stringify(res.body)}`);
         }),
       );
@@ -312,6 +320,7 @@ FLOW:
           `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
       );
     }
+    if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     if (oldest.length > 0) {
       // The sessions that have waited longest: evicted from the worker's cache once more than
