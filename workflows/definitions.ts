@@ -198,3 +198,18 @@ export interface DrainView {
 
 /** The reason a drained session ends with. */
 export const DEPLOYMENT_RETIRED_REASON = 'deployment_retired';
+
+// ---------------------------------------------------------------------------------------------
+// AppRun (`app-run/<runId>`): an async run of an agentic-app session (POST …/runs/execute with
+// isAsync). The run record in MongoDB holds the message and the callback; history holds ids only.
+
+export interface AppRunInput {
+  tenantId: string;
+  projectId: string;
+  runId: string;
+}
+
+export interface AppRunResult {
+  status: 'success' | 'failed';
+  delivered: boolean;
+}

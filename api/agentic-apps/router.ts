@@ -1,0 +1,160 @@
+// Agentic-app session routes (docs/agentic-app-sessions.md): create, list, detail, terminate,
+// runs/execute and run status. An app is a project (`appId` = project id); a key bound to another
+// project, or another tenant's app, gets 404.
+import { type Principal } from '../../lib/permissions';
+import { ApiError } from '../../lib/errors';
+import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
+import { z } from 'zod';
+import {
+  ZAppEnvParams,
+  ZAppParams,
+  ZAppSessionDetailQuery,
+  ZAppSessionDetailResponse,
+  ZCreateAppSessionBody,
+  ZCreateAppSessionResponse,
+  ZExecuteRunBody,
+  ZExecuteRunResponse,
+  ZListAppSessionsBody,
+  ZListAppSessionsQuery,
+  ZListAppSessionsResponse,
+  ZRunParams,
+  ZRunStatusResponse,
+  ZTerminateBody,
+  ZTerminateResponse,
+} from './schemas';
+import { FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, terminateAppSession, type AppScope } from './sessions';
+import { appSessionDetail } from './traces';
+import { executeRun, runStatus } from './runs';
+import { type AppContext } from '../context';
+
+const TAGS = ['Agentic-app sessions'];
+
+async function scopeOf(ctx: AppContext, principal: Principal, params: { appId: string; envName: string }): Promise<AppScope> {
+  const app = await loadApp(ctx, principal, params.appId);
+  return { tenantId: app.tenantId, projectId: app._id, environment: params.envName };
+}
+
+const sessionDetailLink = linksTo(['getAppSession'], { appId: '$request.path.appId', session_id: '$response.body#/session/sessionId' });
+
+export const agenticAppRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v2/apps/:appId/environments/:envName/sessions',
+    operationId: 'createAppSession',
+    summary: 'Session Create: find or create a session of an app from its identity',
+    description:
+      'sessionIdentity (a session id) > sessionReference > userReference decide which session is found; without a match a session is started. The session is an AgentSession workflow on channel `api`.',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZAppEnvParams,
+    body: ZCreateAppSessionBody,
+    bodyOptional: true,
+    bodyExample: { sessionIdentity: [{ type: 'sessionReference', value: 'order-1234' }, { type: 'userReference', value: 'customer-42' }], source: 'AP' },
+    errorStatuses: [404, 409, 429, 503],
+    links: sessionDetailLink,
+    response: ZCreateAppSessionResponse,
+    async handler({ ctx, principal, params, body }) {
+      const scope = await scopeOf(ctx, principal, params);
+      const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
+      return { session: presentAppSession(session), events: [], output: [], allowedMimeTypes: [], fileUploadConfig: FILE_UPLOAD_CONFIG };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/public/apps/:appId/sessions/list',
+    operationId: 'listAppSessions',
+    summary: "Session Details: list an app's sessions in a time window",
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZAppParams,
+    query: ZListAppSessionsQuery,
+    body: ZListAppSessionsBody,
+    bodyOptional: true,
+    bodyExample: { env_name: 'dev', user_reference_id: 'customer-42' },
+    errorStatuses: [404],
+    response: ZListAppSessionsResponse,
+    async handler({ ctx, principal, params, query, body }) {
+      const app = await loadApp(ctx, principal, params.appId);
+      return listAppSessions(ctx, { tenantId: app.tenantId, projectId: app._id }, body, query);
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/public/apps/:appId/sessions',
+    operationId: 'getAppSession',
+    summary: 'Session Details: one session, with its traces and observations on request',
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZAppParams,
+    query: ZAppSessionDetailQuery,
+    errorStatuses: [404],
+    response: ZAppSessionDetailResponse,
+    async handler({ ctx, principal, params, query }) {
+      const id = query.session_id ?? query.sessionId;
+      if (!id) throw new ApiError('VALIDATION_ERROR', 'query.session_id: is required');
+      const app = await loadApp(ctx, principal, params.appId);
+      const sessionId = id.replace(/^s-/, '').toLowerCase();
+      const session = await ctx.models.AppSession.findOne({ _id: sessionId, tenantId: app.tenantId, projectId: app._id }).lean();
+      if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      const include = new Set(query.include === undefined ? [] : Array.isArray(query.include) ? query.include : [query.include]);
+      const detail = await appSessionDetail(ctx, session, { traces: include.has('traces') || include.has('observations'), observations: include.has('observations') });
+      return { sessions: [detail], pagination: { page: 1, limit: 1, total: 1 } };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v2/apps/:appId/environments/:envName/sessions/terminate',
+    operationId: 'terminateAppSession',
+    summary: 'Session Terminate: end a session (succeeds if it has already ended)',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZAppEnvParams,
+    body: ZTerminateBody,
+    bodyExample: { sessionIdentity: [{ type: 'sessionReference', value: 'order-1234' }] },
+    errorStatuses: [404, 503],
+    response: ZTerminateResponse,
+    async handler({ ctx, principal, params, body }) {
+      const scope = await scopeOf(ctx, principal, params);
+      return terminateAppSession(ctx, scope, parseIdentity(body.sessionIdentity));
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v2/apps/:appId/environments/:envName/runs/execute',
+    operationId: 'executeAppRun',
+    summary: 'Run one input through a session: synchronously, as SSE, or async with a signed callback',
+    description:
+      'stream.enable answers text/event-stream (the last event has isLastEvent: true) and wins over isAsync. isAsync answers 202; with callbackUrl the result is POSTed there, signed with X-ABL-Signature over `timestamp.rawBody` (docs/agentic-app-sessions.md).',
+    tags: TAGS,
+    auth: 'session:execute',
+    params: ZAppEnvParams,
+    body: ZExecuteRunBody,
+    bodyExample: { sessionIdentity: [{ type: 'sessionReference', value: 'order-1234' }], input: [{ type: 'text', content: 'I have a question about my invoice' }] },
+    alsoSuccess: [202],
+    alternateResponses: { 'text/event-stream': z.string().describe('Server-Sent Events: run.started, trace…, run.completed or run.failed') },
+    errorStatuses: [404, 409, 429, 503],
+    links: linksTo(['getAppRunStatus'], { appId: '$request.path.appId', envName: '$request.path.envName', runId: '$response.body#/sessionInfo/runId' }),
+    response: ZExecuteRunResponse,
+    async handler({ ctx, principal, params, body, res }) {
+      const scope = await scopeOf(ctx, principal, params);
+      const outcome = await executeRun(ctx, { principal, scope, body, res });
+      if ('streamed' in outcome) return RESPONSE_SENT;
+      res.status(outcome.status);
+      return outcome.body;
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/v2/apps/:appId/environments/:envName/runs/:runId/status',
+    operationId: 'getAppRunStatus',
+    summary: "A run's status (pending, running, success, failed), output and callback delivery",
+    tags: TAGS,
+    auth: 'session:read',
+    params: ZRunParams,
+    errorStatuses: [404],
+    response: ZRunStatusResponse,
+    async handler({ ctx, principal, params }) {
+      return runStatus(ctx, await scopeOf(ctx, principal, params), params.runId);
+    },
+  }),
+];
