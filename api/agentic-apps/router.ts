@@ -55,8 +55,14 @@ export const agenticAppRoutes: AnyRoute[] = [
     response: ZCreateAppSessionResponse,
     async handler({ ctx, principal, params, body }) {
       const scope = await scopeOf(ctx, principal, params);
-      const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
-      return { session: presentAppSession(session), events: [], output: [], allowedMimeTypes: [], fileUploadConfig: FILE_UPLOAD_CONFIG };
+      const { session, greeting } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
+      return {
+        session: presentAppSession(session),
+        events: greeting ? [{ type: 'Welcome_Event', content: { messageToUser: greeting }, params: { reason: 'session_start' } }] : [],
+        output: greeting ? [{ type: 'text', content: greeting }] : [],
+        allowedMimeTypes: [],
+        fileUploadConfig: FILE_UPLOAD_CONFIG,
+      };
     },
   }),
   defineRoute({

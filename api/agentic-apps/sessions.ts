@@ -12,6 +12,8 @@ import { type AppContext } from '../context';
 import { findVisibleProject } from '../http/route';
 import { forgetRunningSession } from '../sessions/running-sessions';
 import { endSessionWorkflow, findCurrentSession, resolveNewSessionTarget, startSessionWorkflow } from '../sessions/service';
+import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../sessions/workflow-client';
+import { turnUpdate, type TurnUpdateInput } from '../../workflows/definitions';
 import { type TListAppSessionsBody, type TSessionIdentity } from './schemas';
 
 export interface AppScope {
@@ -104,6 +106,8 @@ async function findExisting(ctx: AppContext, scope: AppScope, identity: ParsedId
 export interface ResolvedAppSession {
   session: AppSessionDoc;
   created: boolean;
+  /** What the entry agent said when a new session started ('' when it said nothing, or for a found session). */
+  greeting: string;
 }
 
 /**
@@ -115,10 +119,10 @@ export async function findOrCreateAppSession(ctx: AppContext, scope: AppScope, i
   if (identity.sessionId) {
     const session = await ctx.models.AppSession.findOne({ _id: identity.sessionId, tenantId: scope.tenantId, projectId: scope.projectId, environment: scope.environment }).lean();
     if (!session) throw sessionNotFound();
-    return { session: session.terminatedAt ? session : ((await liveSession(ctx, session)) ?? (await readApp(ctx, scope, session._id))), created: false };
+    return { session: session.terminatedAt ? session : ((await liveSession(ctx, session)) ?? (await readApp(ctx, scope, session._id))), created: false, greeting: '' };
   }
   const existing = await findExisting(ctx, scope, identity);
-  if (existing) return { session: existing, created: false };
+  if (existing) return { session: existing, created: false, greeting: '' };
 
   // What the session runs is resolved before anything is written: a missing deployment is a 404 with nothing to undo.
   const { agent, deployment } = await resolveNewSessionTarget(ctx.models, { tenantId: scope.tenantId, projectId: scope.projectId }, { environment: scope.environment });
@@ -150,7 +154,7 @@ export async function findOrCreateAppSession(ctx: AppContext, scope: AppScope, i
     if ((err as { code?: number }).code !== 11000) throw err;
     const winner = await ctx.models.AppSession.findOne({ tenantId: scope.tenantId, projectId: scope.projectId, liveKey: key }).lean();
     if (!winner) throw new ApiError('CONFLICT', 'A session with this identity is being created; retry');
-    return { session: winner, created: false };
+    return { session: winner, created: false, greeting: '' };
   }
   try {
     await startSessionWorkflow(ctx, {
@@ -166,7 +170,30 @@ export async function findOrCreateAppSession(ctx: AppContext, scope: AppScope, i
     await ctx.models.AppSession.deleteOne({ _id: sessionId, tenantId: scope.tenantId }).catch(() => undefined);
     throw err;
   }
-  return { session: record, created: true };
+  return { session: record, created: true, greeting: await greet(ctx, sessionId) };
+}
+
+/** Bound on the start-only turn that produces an app session's greeting. */
+export const GREETING_TIMEOUT_MS = 30_000;
+
+/**
+ * Starts a new session's conversation without a user message (ON_START and the first flow
+ * step) and returns what the entry agent said, the create response's Welcome_Event. A greeting
+ * that fails is logged and left out: the session exists, and its first run starts it instead.
+ */
+async function greet(ctx: AppContext, sessionId: string): Promise<string> {
+  try {
+    const client = await temporalClient(ctx);
+    const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
+    const updateId = `welcome-${sessionId}`;
+    const turn: TurnUpdateInput = { clientMessageId: updateId, retryable: true, message: '', startOnly: true };
+    const deadline = Date.now() + GREETING_TIMEOUT_MS;
+    const result = await sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId })));
+    return result.response;
+  } catch (err) {
+    ctx.logger.warn({ err, sessionId }, 'the new app session did not greet; its first run starts it');
+    return '';
+  }
 }
 
 async function readApp(ctx: AppContext, scope: Pick<AppScope, 'tenantId' | 'projectId'>, sessionId: string): Promise<AppSessionDoc> {

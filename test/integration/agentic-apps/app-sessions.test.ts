@@ -92,6 +92,27 @@ describe('Session Create', () => {
     expect(again.body.session.source).toBe('AP');
   });
 
+  it("answers with a Welcome_Event when the entry agent greets, and the first run does not greet again", async () => {
+    const g = await seedTenant(stack.ctx);
+    await publishAgent(api, g, 'Greeter', 'AGENT: Greeter\nGOAL: "Greet."\nON_START:\n  RESPOND: "Hello, I am the greeter."\n');
+    const res = await post(`${base('dev', g.projectId)}/sessions`, { sessionIdentity: [{ type: 'sessionReference', value: 'greet-1' }] }, g.adminKey);
+    expect(res.status).toBe(200);
+    expect(res.body.events).toEqual([{ type: 'Welcome_Event', content: { messageToUser: 'Hello, I am the greeter.' }, params: { reason: 'session_start' } }]);
+    expect(res.body.output).toEqual([{ type: 'text', content: 'Hello, I am the greeter.' }]);
+    // Found again, it does not greet again.
+    const again = await post(`${base('dev', g.projectId)}/sessions`, { sessionIdentity: [{ type: 'sessionReference', value: 'greet-1' }] }, g.adminKey);
+    expect(again.body.events).toEqual([]);
+    const run = await post(`${base('dev', g.projectId)}/runs/execute`, { sessionIdentity: [{ type: 'sessionReference', value: 'greet-1' }], input: text('hi') }, g.adminKey);
+    expect(run.status).toBe(200);
+    expect(run.body.output[0].content).not.toContain('Hello, I am the greeter.');
+    const uuid = (res.body.session.sessionId as string).slice(2);
+    const transcript = await api.get(`/api/v1/sessions/${uuid}/transcripts`, { key: g.adminKey });
+    expect(transcript.body.messages.map((m: { role: string; content: string }) => [m.role, m.content]).slice(0, 2)).toEqual([
+      ['assistant', 'Hello, I am the greeter.'],
+      ['user', 'hi'],
+    ]);
+  });
+
   it('follows the priority sessionIdentity > sessionReference > userReference', async () => {
     const user = ref('user');
     const a = (await create([{ type: 'userReference', value: user }], { source: 'AIW' })).body.session;
