@@ -22,7 +22,11 @@ import {
   ZTerminateBody,
   ZTerminateResponse,
 } from './schemas';
-import { FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, terminateAppSession, type AppScope } from './sessions';
+import { FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, sessionInfo, terminateAppSession, type AppScope } from './sessions';
+import { oauthProfiles } from './oauth';
+import { newId } from '../../lib/ids';
+import { findOwned } from '../../db/owned';
+import { type AppSessionDoc } from '../../db/app-session';
 import { appSessionDetail } from './traces';
 import { executeRun, runStatus } from './runs';
 import { type AppContext } from '../context';
@@ -32,6 +36,14 @@ const TAGS = ['Agentic-app sessions'];
 async function scopeOf(ctx: AppContext, principal: Principal, params: { appId: string; envName: string }): Promise<AppScope> {
   const app = await loadApp(ctx, principal, params.appId);
   return { tenantId: app.tenantId, projectId: app._id, environment: params.envName };
+}
+
+/** The auth profiles of the tools the session runs (its deployment's, or the latest versions'). */
+async function sessionAuthProfiles(ctx: AppContext, session: AppSessionDoc) {
+  const scope = { tenantId: session.tenantId, projectId: session.projectId };
+  const core = await findOwned(ctx.models.Session, session._id, scope);
+  const deployment = core?.deploymentId ? await findOwned(ctx.models.Deployment, core.deploymentId, scope) : null;
+  return oauthProfiles(ctx, { ...scope, environment: session.environment }, deployment);
 }
 
 const sessionDetailLink = linksTo(['getAppSession'], { appId: '$request.path.appId', session_id: '$response.body#/session/sessionId' });
@@ -56,13 +68,21 @@ export const agenticAppRoutes: AnyRoute[] = [
     async handler({ ctx, principal, params, body }) {
       const scope = await scopeOf(ctx, principal, params);
       const { session, greeting } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
-      return {
-        session: presentAppSession(session),
-        events: greeting ? [{ type: 'Welcome_Event', content: { messageToUser: greeting }, params: { reason: 'session_start' } }] : [],
-        output: greeting ? [{ type: 'text', content: greeting }] : [],
-        allowedMimeTypes: [],
-        fileUploadConfig: FILE_UPLOAD_CONFIG,
-      };
+      const welcome = greeting ? [{ type: 'Welcome_Event', content: { messageToUser: greeting }, params: { reason: 'session_start' } }] : [];
+      const output = greeting ? [{ type: 'text', content: greeting }] : [];
+      const profiles = await sessionAuthProfiles(ctx, session);
+      if (profiles.some((p) => !p.isAuthorized)) {
+        // The IDP_Redirect shape: the session exists, and its OAuth tools fail until authorised.
+        return {
+          messageId: `msg-${newId()}`,
+          events: [{ type: 'IDP_Redirect', content: { auth_profiles: profiles } }, ...welcome],
+          output,
+          sessionInfo: sessionInfo(session, null),
+          allowedMimeTypes: [],
+          fileUploadConfig: FILE_UPLOAD_CONFIG,
+        };
+      }
+      return { session: presentAppSession(session), events: welcome, output, allowedMimeTypes: [], fileUploadConfig: FILE_UPLOAD_CONFIG };
     },
   }),
   defineRoute({

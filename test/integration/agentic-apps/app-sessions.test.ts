@@ -20,12 +20,20 @@ let receiverOrigin: string;
 /** What the callback receiver got, in order; it answers 500 to the first `failFirst` requests. */
 const deliveries: { headers: IncomingHttpHeaders; body: string }[] = [];
 let failFirst = 0;
+/** Requests of the OAuth tool (path /mail). */
+const mailRequests: IncomingHttpHeaders[] = [];
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
     req.on('end', () => {
+      if (req.url === '/mail') {
+        mailRequests.push(req.headers);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: '3 new' }));
+        return;
+      }
       deliveries.push({ headers: req.headers, body });
       res.writeHead(deliveries.length <= failFirst ? 500 : 200);
       res.end();
@@ -173,6 +181,62 @@ describe('Session Create', () => {
     expect(env.status).toBe(400);
     // The environment is matched in any letter case.
     expect((await post(`${base('DEV')}/sessions`, {})).status).toBe(200);
+  });
+});
+
+describe('OAuth tools', () => {
+  const mailAgent = () => `AGENT: Mailer
+GOAL: "Read the mail."
+TOOLS:
+  read_mail() -> {status: string}
+    type: http
+    endpoint: "${receiverOrigin}/mail"
+    method: GET
+    auth: oauth2_user
+    auth_config:
+      authorization_url: "https://idp.example.com/authorize"
+      idp_name: "ExampleIdP"
+      access_token: "{{secrets.MAIL_TOKEN}}"
+FLOW:
+  steps: [check]
+  check:
+    REASONING: false
+    CALL: read_mail
+    AS: mail
+    ON_SUCCESS:
+      RESPOND: "Mail: {{mail.status}}"
+      THEN: COMPLETE
+    ON_FAIL:
+      RESPOND: "I could not read the mail."
+      THEN: COMPLETE
+`;
+
+  it('answers with IDP_Redirect until the access token is stored; the tool fails until then', async () => {
+    const o = await seedTenant(stack.ctx);
+    await publishAgent(api, o, 'Mailer', mailAgent());
+    const createIn = (reference: string) => post(`${base('dev', o.projectId)}/sessions`, { sessionIdentity: [{ type: 'sessionReference', value: reference }] }, o.adminKey);
+
+    const before = mailRequests.length;
+    const unauthorised = await createIn('mail-1');
+    expect(unauthorised.status).toBe(200);
+    const body = ZCreateAppSessionResponse.parse(unauthorised.body);
+    expect(body.session).toBeUndefined();
+    expect(body.messageId).toMatch(/^msg-/);
+    expect(body.events[0]).toEqual({
+      type: 'IDP_Redirect',
+      content: { auth_profiles: [{ url: 'https://idp.example.com/authorize', idpName: 'ExampleIdP', isAuthorized: false, sso_type: 'oauth2' }] },
+    });
+    expect(body.sessionInfo).toMatchObject({ status: 'idle', sessionReference: 'mail-1', sessionId: expect.stringMatching(/^s-/), runId: null, appId: o.projectId, attachments: [] });
+    // The session started all the same; its tool call failed without reaching the server.
+    expect(body.events[1]).toMatchObject({ type: 'Welcome_Event', content: { messageToUser: 'I could not read the mail.' } });
+    expect(mailRequests.length).toBe(before);
+
+    const stored = await api.post('/api/tool-secrets', { key: o.adminKey, json: { projectId: o.projectId, toolName: 'read_mail', secretKey: 'MAIL_TOKEN', value: 'user-access-token-1' } });
+    expect(stored.status).toBe(201);
+    const authorised = await createIn('mail-2');
+    expect(authorised.body.session).toMatchObject({ sessionReference: 'mail-2', status: 'idle' });
+    expect(authorised.body.events).toEqual([{ type: 'Welcome_Event', content: { messageToUser: 'Mail: 3 new' }, params: { reason: 'session_start' } }]);
+    expect(mailRequests.slice(before).map((h) => h.authorization)).toEqual(['Bearer user-access-token-1']);
   });
 });
 
