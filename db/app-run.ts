@@ -20,7 +20,8 @@ export interface AppRunDoc {
   messageId: string;
   status: AppRunStatus;
   message: string;
-  metadata: Record<string, unknown> | null;
+  /** The run's metadata as JSON text: any JSON a caller sends, which a document could not always hold. */
+  metadataJson: string | null;
   output: { type: string; content: string }[];
   /** Span ids of the turn's trace events, so session detail names the trace after the run. */
   spanIds: string[];
@@ -43,7 +44,7 @@ const AppRunSchema = new Schema<AppRunDoc>(
     messageId: { type: String, required: true },
     status: { type: String, enum: APP_RUN_STATUSES, required: true },
     message: { type: String, required: true },
-    metadata: { type: Schema.Types.Mixed, default: null },
+    metadataJson: { type: String, default: null },
     output: { type: Schema.Types.Mixed, default: [] },
     spanIds: { type: [String], default: [] },
     error: { type: Schema.Types.Mixed, default: null },

@@ -66,7 +66,7 @@ export function createAppRunActivities(deps: ActivityDeps) {
       const client = deps.temporalClient;
       if (!client) throw ApplicationFailure.nonRetryable('This worker has no Temporal client for app runs', 'SERVICE_UNAVAILABLE');
       await markAppRunStarted(deps.models, run);
-      const turn: TurnUpdateInput = { clientMessageId: run._id, retryable: true, message: run.message, ...(run.metadata ? { metadata: run.metadata } : {}) };
+      const turn: TurnUpdateInput = { clientMessageId: run._id, retryable: true, message: run.message, ...(run.metadataJson ? { metadata: JSON.parse(run.metadataJson) as Record<string, unknown> } : {}) };
       try {
         const result = await client.workflow.getHandle(`session/${run.sessionId}`).executeUpdate(turnUpdate, { args: [turn], updateId: run._id });
         await finishAppRun(deps.models, run, { ok: true, output: [{ type: 'text', content: result.response }], spanIds: result.traceEvents.map((e) => e.spanId) });

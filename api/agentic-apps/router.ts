@@ -4,7 +4,6 @@
 import { type Principal } from '../../lib/permissions';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { z } from 'zod';
 import {
   ZAppEnvParams,
   ZAppParams,
@@ -18,11 +17,12 @@ import {
   ZListAppSessionsQuery,
   ZListAppSessionsResponse,
   ZRunParams,
+  ZRunStreamEvent,
   ZRunStatusResponse,
   ZTerminateBody,
   ZTerminateResponse,
 } from './schemas';
-import { FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, sessionInfo, terminateAppSession, type AppScope } from './sessions';
+import { coreSessionId, FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, sessionInfo, terminateAppSession, type AppScope } from './sessions';
 import { oauthProfiles } from './oauth';
 import { newId } from '../../lib/ids';
 import { findOwned } from '../../db/owned';
@@ -116,11 +116,11 @@ export const agenticAppRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZAppSessionDetailResponse,
     async handler({ ctx, principal, params, query }) {
-      const id = query.session_id ?? query.sessionId;
-      if (!id) throw new ApiError('VALIDATION_ERROR', 'query.session_id: is required');
       const app = await loadApp(ctx, principal, params.appId);
-      const sessionId = id.replace(/^s-/, '').toLowerCase();
-      const session = await ctx.models.AppSession.findOne({ _id: sessionId, tenantId: app.tenantId, projectId: app._id }).lean();
+      const id = query.session_id ?? query.sessionId;
+      // Both names are optional in the document (either may be sent), so naming none finds none.
+      if (!id) throw new ApiError('NOT_FOUND', 'Session not found: send session_id');
+      const session = await ctx.models.AppSession.findOne({ _id: coreSessionId(id), tenantId: app.tenantId, projectId: app._id }).lean();
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
       const include = new Set(query.include === undefined ? [] : Array.isArray(query.include) ? query.include : [query.include]);
       const detail = await appSessionDetail(ctx, session, { traces: include.has('traces') || include.has('observations'), observations: include.has('observations') });
@@ -157,7 +157,7 @@ export const agenticAppRoutes: AnyRoute[] = [
     body: ZExecuteRunBody,
     bodyExample: { sessionIdentity: [{ type: 'sessionReference', value: 'order-1234' }], input: [{ type: 'text', content: 'I have a question about my invoice' }] },
     alsoSuccess: [202],
-    alternateResponses: { 'text/event-stream': z.string().describe('Server-Sent Events: run.started, trace…, run.completed or run.failed') },
+    alternateResponses: { 'text/event-stream': ZRunStreamEvent },
     errorStatuses: [404, 409, 429, 503],
     links: linksTo(['getAppRunStatus'], { appId: '$request.path.appId', envName: '$request.path.envName', runId: '$response.body#/sessionInfo/runId' }),
     response: ZExecuteRunResponse,

@@ -24,14 +24,9 @@ const CALLBACK_TOKEN_PURPOSE = 'app-run-callback-token';
 /** Started by name: the worker registers `appRun` from workflows/index.ts. */
 const APP_RUN_WORKFLOW_TYPE = 'appRun';
 
-/** The turn's message: the text items in order; tool_input items go to metadata.toolInput (and are the message when no text is given). */
+/** The turn's message: every input item's content (none is blank) in order, separated by blank lines. */
 export function runMessage(body: Pick<TExecuteRunBody, 'input' | 'metadata'>): { message: string; metadata: Record<string, unknown> | undefined } {
-  const texts = body.input.filter((i) => i.type === 'text').map((i) => i.content as string);
-  const toolInputs = body.input.filter((i) => i.type === 'tool_input').map((i) => i.content);
-  const message = texts.length > 0 ? texts.join('\n\n') : toolInputs.map((c) => (typeof c === 'string' ? c : JSON.stringify(c))).join('\n\n');
-  if (message.trim() === '') throw new ApiError('VALIDATION_ERROR', 'body.input: at least one item must have content');
-  const metadata = toolInputs.length > 0 ? { ...(body.metadata ?? {}), toolInput: toolInputs } : body.metadata;
-  return { message, metadata };
+  return { message: body.input.map((i) => i.content).join('\n\n'), metadata: body.metadata };
 }
 
 export interface ExecuteRunOptions {
@@ -50,7 +45,7 @@ async function newRun(ctx: AppContext, session: AppSessionDoc, message: string, 
     messageId: `msg-${newId()}`,
     status: 'pending',
     message,
-    metadata: metadata ?? null,
+    metadataJson: metadata ? JSON.stringify(metadata) : null,
     output: [],
     spanIds: [],
     error: null,
@@ -76,7 +71,7 @@ async function runTurnNow(ctx: AppContext, options: ExecuteRunOptions, session: 
     const result = await runChatTurn(ctx, {
       principal: options.principal,
       project: { _id: session.projectId, tenantId: session.tenantId },
-      body: { projectId: session.projectId, sessionId: session._id, message: run.message, ...(run.metadata ? { metadata: run.metadata } : {}) },
+      body: { projectId: session.projectId, sessionId: session._id, message: run.message, ...(run.metadataJson ? { metadata: JSON.parse(run.metadataJson) as Record<string, unknown> } : {}) },
       idempotencyKey: run._id,
       res: options.res,
       existing,

@@ -3,15 +3,20 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { APP_SESSION_SOURCES } from '../../db/app-session';
-import { queryInt, MAX_OFFSET, ZDateTime } from '../http/schemas';
+import { queryInt, MAX_OFFSET, NOT_BLANK_PATTERN, ZDateTime } from '../http/schemas';
+import { METADATA_LIMITS } from '../chat-agent/schemas';
 
 /** The environments an app runs in; the path segment is matched in any letter case. */
 export const APP_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
 
 export const ZAppId = z.string().min(1).max(64).describe('The app: a project id (a CUID)');
+/** `dev|staging|production` in any letter case, spelled out so every regex dialect reads it the same. */
+const anyCase = (word: string) => [...word].map((c) => `[${c}${c.toUpperCase()}]`).join('');
+export const ENVIRONMENT_PATTERN = new RegExp(`^(?:${APP_ENVIRONMENTS.map(anyCase).join('|')})$`);
+
 const ZEnvName = z
   .string()
-  .regex(/^(dev|staging|production)$/i, 'must be dev, staging or production')
+  .regex(ENVIRONMENT_PATTERN, 'must be dev, staging or production')
   .transform((v) => v.toLowerCase() as (typeof APP_ENVIRONMENTS)[number])
   .describe('Environment: dev, staging or production (any letter case)');
 
@@ -32,7 +37,7 @@ export const ZSessionIdentityItem = z.object({
   type: z.enum(['sessionIdentity', 'sessionReference', 'userReference']).describe('sessionIdentity (a session id) > sessionReference > userReference'),
   value: ZReference,
 });
-export const ZSessionIdentity = z.array(ZSessionIdentityItem).max(3).describe('Find-or-create keys; each type at most once');
+export const ZSessionIdentity = z.array(ZSessionIdentityItem).max(3).describe('Find-or-create keys; the first item of each type counts');
 export type TSessionIdentity = z.infer<typeof ZSessionIdentity>;
 
 export const ZSource = z.enum(APP_SESSION_SOURCES).describe('Where the session comes from; a filter in the session logs. Default AP');
@@ -92,7 +97,7 @@ export const ZListAppSessionsQuery = z.object({
   limit: queryInt(1, 100, 20).describe('Page size (1-100)'),
 });
 export const ZListAppSessionsBody = z.object({
-  env_name: z.string().regex(/^(dev|staging|production)$/i, 'must be dev, staging or production').optional().describe('Environment (any letter case); all when omitted'),
+  env_name: z.string().regex(ENVIRONMENT_PATTERN, 'must be dev, staging or production').optional().describe('Environment (any letter case); all when omitted'),
   start_time: ZDateTime.optional().describe('Sessions created at or after; default 24 hours before end_time'),
   end_time: ZDateTime.optional().describe('Sessions created at or before; default now'),
   user_reference_id: ZReference.optional(),
@@ -120,7 +125,7 @@ export const ZListAppSessionsResponse = z
 
 const ZInclude = z.enum(['traces', 'observations']);
 export const ZAppSessionDetailQuery = z.object({
-  session_id: ZAppSessionId.optional().describe('The session (s-…); `sessionId` is accepted too'),
+  session_id: ZAppSessionId.optional().describe('The session (s-…); `sessionId` is accepted too; with neither, no session is found (404)'),
   sessionId: ZAppSessionId.optional(),
   include: z.union([ZInclude, z.array(ZInclude).max(2)]).optional().describe('traces, observations (repeat for both); observations imply traces'),
 });
@@ -195,24 +200,41 @@ export const ZTerminateResponse = z
 /** Longest input item, as the reference platform's compatibility API takes. */
 export const INPUT_ITEM_MAX_CHARS = 16_000;
 
-export const ZRunInputItem = z.union([
-  z.object({ type: z.literal('text'), content: z.string().min(1).max(INPUT_ITEM_MAX_CHARS) }),
-  z.object({ type: z.literal('tool_input'), content: z.union([z.string().min(1).max(INPUT_ITEM_MAX_CHARS), z.record(z.string(), z.unknown())]) }),
-]);
+export const ZRunInputItem = z.object({
+  type: z.enum(['text', 'tool_input']).describe('text: what the user said; tool_input: structured input for the agent\'s tools, as text (e.g. JSON)'),
+  content: z.string().min(1).max(INPUT_ITEM_MAX_CHARS).regex(NOT_BLANK_PATTERN, 'must not be blank'),
+});
+
+/**
+ * JSON nested at most `levels` containers deep, spelled out level by level so the document states
+ * the depth limit of run metadata (METADATA_LIMITS.maxDepth: the metadata object is the first).
+ */
+function nestedJson(levels: number): z.ZodType {
+  const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()]);
+  if (levels === 0) return scalar;
+  const inner = nestedJson(levels - 1);
+  return z.union([scalar, z.array(inner), z.record(z.string(), inner)]);
+}
+const ZRunMetadata = z
+  .record(z.string(), nestedJson(METADATA_LIMITS.maxDepth - 1))
+  .refine((m) => Object.keys(m).length <= METADATA_LIMITS.maxKeys, `at most ${METADATA_LIMITS.maxKeys} keys`)
+  .openapi({ maxProperties: METADATA_LIMITS.maxKeys });
 
 export const ZExecuteRunBody = z.object({
   sessionIdentity: ZSessionIdentity,
-  input: z.array(ZRunInputItem).min(1).max(20),
+  input: z.array(ZRunInputItem).min(1).max(8),
   stream: z
     .object({ enable: z.boolean().default(false), streamMode: z.enum(['tokens', 'messages', 'custom']).default('messages') })
     .optional()
     .describe('SSE of the run\'s events; wins over isAsync'),
   isAsync: z.boolean().default(false),
-  callbackUrl: z.string().url().max(2048).regex(/^https?:\/\//i, 'must be an http(s) URL').optional(),
+  callbackUrl: z.url({ protocol: /^https?$/ }).max(2048).optional().describe('http(s) URL the result is POSTed to (the destination rules of HTTP tools apply)'),
   callbackToken: z.string().min(16).max(512).optional().describe('Signs the callback (X-ABL-Signature); required with callbackUrl; never sent'),
-  metadata: z.record(z.string(), z.unknown()).optional().describe('Per-run; max 16 KB of JSON, 50 keys, depth 5'),
+  metadata: ZRunMetadata.optional().describe('Per-run; max 16 KB of JSON, 50 keys, depth 5'),
   source: ZSource.optional(),
-});
+})
+  // Said in the document too, so a client (and the fuzzer) knows: a callback needs its token.
+  .openapi({ anyOf: [{ not: { required: ['callbackUrl'] } }, { required: ['callbackToken'] }] });
 export type TExecuteRunBody = z.infer<typeof ZExecuteRunBody>;
 
 export const ZExecuteRunResponse = z
@@ -225,6 +247,18 @@ export const ZExecuteRunResponse = z
     sessionInfo: ZSessionInfo,
   })
   .openapi('AppRunResponse');
+
+/** The named events of a streamed run (docs/agentic-app-sessions.md). */
+export const RUN_STREAM_EVENTS = ['run.started', 'trace', 'run.completed', 'run.failed'] as const;
+
+/** One Server-Sent Event of a streamed run (an OpenAPI 3.1 event-stream schema describes each event). */
+export const ZRunStreamEvent = z
+  .object({
+    event: z.enum(RUN_STREAM_EVENTS),
+    data: z.string().describe('One JSON document with eventIndex, type and isLastEvent'),
+  })
+  .describe('text/event-stream (stream.enable): run.started, one trace event per trace event of the turn, then run.completed or run.failed (isLastEvent: true)')
+  .openapi('AppRunStreamEvent', { example: { event: 'run.started', data: '{"eventIndex":0,"type":"run.started","runId":"r-…","messageId":"msg-…","isLastEvent":false}' } });
 
 export const ZRunStatusResponse = z
   .object({

@@ -14,7 +14,7 @@ import { forgetRunningSession } from '../sessions/running-sessions';
 import { endSessionWorkflow, findCurrentSession, resolveNewSessionTarget, startSessionWorkflow } from '../sessions/service';
 import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../sessions/workflow-client';
 import { turnUpdate, type TurnUpdateInput } from '../../workflows/definitions';
-import { type TListAppSessionsBody, type TSessionIdentity } from './schemas';
+import { APP_SESSION_ID_PATTERN, type TListAppSessionsBody, type TSessionIdentity } from './schemas';
 
 export interface AppScope {
   tenantId: string;
@@ -35,6 +35,9 @@ export interface ParsedIdentity {
   userReference?: string;
 }
 
+/** What an identity holds for a session id that cannot be one of ours: it matches no record. */
+const NO_SESSION = 'none';
+
 /** `s-<uuid>` or `<uuid>` → the core session id. */
 export const coreSessionId = (id: string): string => id.replace(/^s-/, '').toLowerCase();
 
@@ -42,13 +45,12 @@ export function parseIdentity(items: TSessionIdentity | { type: string; value: s
   const parsed: ParsedIdentity = {};
   const seen = new Set<string>();
   for (const { type, value } of items) {
-    if (seen.has(type)) throw new ApiError('VALIDATION_ERROR', `body.sessionIdentity: type ${type} is given more than once`);
+    // The first item of each type counts; a repeated type is ignored.
+    if (seen.has(type)) continue;
     seen.add(type);
     if (type === 'sessionIdentity' || type === 'sessionId') {
-      if (!/^(s-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/.test(value)) {
-        throw new ApiError('VALIDATION_ERROR', `body.sessionIdentity: a ${type} value is a session id (s-…)`);
-      }
-      parsed.sessionId = coreSessionId(value);
+      // A value that is not an id this service issued names no session (404, or not_found on terminate).
+      parsed.sessionId = APP_SESSION_ID_PATTERN.test(value) ? coreSessionId(value) : NO_SESSION;
     } else if (type === 'sessionReference') parsed.sessionReference = value;
     else if (type === 'userReference') parsed.userReference = value;
   }
@@ -239,7 +241,8 @@ export const LIST_DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
 export async function listAppSessions(ctx: AppContext, app: { tenantId: string; projectId: string }, body: TListAppSessionsBody, page: { offset: number; limit: number }) {
   const end = body.end_time ? new Date(body.end_time) : new Date();
   const start = body.start_time ? new Date(body.start_time) : new Date(end.getTime() - LIST_DEFAULT_WINDOW_MS);
-  if (start.getTime() > end.getTime()) throw new ApiError('VALIDATION_ERROR', 'body.start_time: must not be after end_time');
+  // A window that ends before it starts holds no session.
+  if (start.getTime() > end.getTime()) return { total_count: 0, sessions: [] };
   const filter: Record<string, unknown> = {
     tenantId: app.tenantId,
     projectId: app.projectId,
@@ -322,7 +325,7 @@ export async function terminateAppSession(ctx: AppContext, scope: AppScope, iden
     userReference: session?.userReference ?? null,
     sessionReference: session?.sessionReference ?? identity.sessionReference ?? null,
     userId: session?.userId ?? null,
-    sessionId: session ? `s-${session._id}` : identity.sessionId ? `s-${identity.sessionId}` : null,
+    sessionId: session ? `s-${session._id}` : identity.sessionId && identity.sessionId !== NO_SESSION ? `s-${identity.sessionId}` : null,
     appId: scope.projectId,
     attachments: [] as { fileId: string; fileName: string; fileType: string }[],
     events: [{ type: 'End_of_Conversation', content: { messageToUser: END_OF_CONVERSATION_MESSAGE }, params: { reason, conversationSummary: summary } }],

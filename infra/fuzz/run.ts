@@ -83,6 +83,8 @@ function writeRunConfig(file: string, seeded: Seeded, session: SeededSession): v
     '"path.projectId" = { dictionary = "projects", probability = 0.8 }',
     '"query.projectId" = { dictionary = "projects", probability = 0.8 }',
     '"body.projectId" = { dictionary = "projects", probability = 0.8 }',
+    // An app is a project (the public app routes' `appId`).
+    '"path.appId" = { dictionary = "projects", probability = 0.8 }',
     '"path.agentName" = { dictionary = "agents", probability = 0.5 }',
     '"body.agentId" = { dictionary = "agents", probability = 0.8 }',
     '"path.keyId" = { dictionary = "keys", probability = 0.5 }',
