@@ -109,6 +109,8 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
 
   // The message charge and the session read happen before any byte of a stream is written.
   const existing = await startExistingSessionTurn(ctx, options.principal, session._id, options.res);
+  // A message refused by the session's rate never became a run: the session's status stays as it was.
+  if (existing.chargeError) throw existing.chargeError;
   const run = await newRun(ctx, session, message, metadata);
   if (!streaming) {
     const { output } = await runTurnNow(ctx, options, session, run, existing);

@@ -524,3 +524,31 @@ describe('Session Terminate', () => {
     expect(res.body.error.code).toBe('VALIDATION_ERROR');
   });
 });
+
+describe('the session message rate', () => {
+  it('refuses a run over the rate with 429 without counting it as a failed run', async () => {
+    const limited = await startTestStack({ worker: true, env: { SESSION_MESSAGES_PER_MINUTE: '1' } });
+    try {
+      const lapi = client(limited.baseUrl);
+      const owner = await seedTenant(limited.ctx);
+      await publishAgent(lapi, owner, 'Helper', 'AGENT: Helper\nGOAL: "Help the caller."\n');
+      const run = () =>
+        lapi.post(`/api/v2/apps/${owner.projectId}/environments/dev/runs/execute`, {
+          headers: xKey(owner.adminKey),
+          json: { sessionIdentity: [{ type: 'sessionReference', value: 'rate-1' }], input: text('hello') },
+        });
+      expect((await run()).status).toBe(200);
+      const refused = await run();
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe('RATE_LIMIT_EXCEEDED');
+      const session = await lapi.post(`/api/v2/apps/${owner.projectId}/environments/dev/sessions`, {
+        headers: xKey(owner.adminKey),
+        json: { sessionIdentity: [{ type: 'sessionReference', value: 'rate-1' }] },
+      });
+      expect(session.body.session.status).toBe('idle');
+      expect(await limited.ctx.models.AppRun.countDocuments({ tenantId: owner.tenantId })).toBe(1);
+    } finally {
+      await limited.close();
+    }
+  });
+});
