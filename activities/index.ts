@@ -18,6 +18,8 @@ import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } f
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
+import { type Client } from '@temporalio/client';
+import { createAppRunActivities } from './app-runs/app-run';
 
 export interface ActivityDeps {
   models: Models;
@@ -33,6 +35,11 @@ export interface ActivityDeps {
   encryptor: Encryptor | null;
   /** The moderation provider of a provider guardrail, per project (providers/moderation/resolve.ts). */
   resolveModeration: ResolveModeration;
+  /**
+   * A client on the worker's own connection, for activities that talk to other workflows (an
+   * async app run sends its turn to the session). Set by createSwitchboardWorker.
+   */
+  temporalClient?: Client | null;
 }
 
 /** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
@@ -60,6 +67,7 @@ export function createActivities(deps: ActivityDeps) {
     recordTurn: createRecordTurn(deps),
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),
+    ...createAppRunActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

@@ -27,10 +27,11 @@ import { tenancyRoutes } from './tenancy/router';
 import { platformKeyRoutes } from './platform-keys/router';
 import { toolSecretRoutes } from './tool-secrets/router';
 import { callbackRoutes } from './callbacks/router';
+import { agenticAppRoutes } from './agentic-apps/router';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -26,6 +26,8 @@ import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
 import { suspensionModel } from './suspension';
 import { importLockModel } from './import-lock';
+import { appSessionModel } from './app-session';
+import { appRunModel } from './app-run';
 
 export function createModels(connection: Connection) {
   return {
@@ -56,6 +58,8 @@ export function createModels(connection: Connection) {
     ToolSecretAudit: toolSecretAuditModel(connection),
     Suspension: suspensionModel(connection),
     ImportLock: importLockModel(connection),
+    AppSession: appSessionModel(connection),
+    AppRun: appRunModel(connection),
   };
 }
 

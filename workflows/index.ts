@@ -3,3 +3,4 @@ export { probeWorkflow } from './probe';
 export { agentSession } from './agent-session';
 export { delegationWorkflow } from './delegation';
 export { deploymentDrain } from './deployment-drain';
+export { appRun } from './app-run';
