@@ -1,7 +1,8 @@
 // Agentic-app session routes (docs/agentic-app-sessions.md): create, list, detail, terminate,
 // runs/execute and run status. An app is a project (`appId` = project id); a key bound to another
 // project, or another tenant's app, gets 404.
-import { type Principal } from '../../lib/permissions';
+import { canActInEnvironment, type Principal } from '../../lib/permissions';
+import { requireEnvironment } from '../platform-keys/environments';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import {
@@ -33,8 +34,10 @@ import { type AppContext } from '../context';
 
 const TAGS = ['Agentic-app sessions'];
 
+/** The app and environment a route acts in: a key bound to other environments gets 403. */
 async function scopeOf(ctx: AppContext, principal: Principal, params: { appId: string; envName: string }): Promise<AppScope> {
   const app = await loadApp(ctx, principal, params.appId);
+  requireEnvironment(principal, params.envName.toLowerCase());
   return { tenantId: app.tenantId, projectId: app._id, environment: params.envName };
 }
 
@@ -101,7 +104,9 @@ export const agenticAppRoutes: AnyRoute[] = [
     response: ZListAppSessionsResponse,
     async handler({ ctx, principal, params, query, body }) {
       const app = await loadApp(ctx, principal, params.appId);
-      return listAppSessions(ctx, { tenantId: app.tenantId, projectId: app._id }, body, query);
+      if (body.env_name) requireEnvironment(principal, body.env_name.toLowerCase());
+      // A key bound to environments lists only their sessions when no env_name is given.
+      return listAppSessions(ctx, { tenantId: app.tenantId, projectId: app._id, environments: principal.environments ?? null }, body, query);
     },
   }),
   defineRoute({
@@ -121,7 +126,8 @@ export const agenticAppRoutes: AnyRoute[] = [
       // Both names are optional in the document (either may be sent), so naming none finds none.
       if (!id) throw new ApiError('NOT_FOUND', 'Session not found: send session_id');
       const session = await ctx.models.AppSession.findOne({ _id: coreSessionId(id), tenantId: app.tenantId, projectId: app._id }).lean();
-      if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      // A session in an environment the key is not bound to is invisible.
+      if (!session || !canActInEnvironment(principal, session.environment)) throw new ApiError('NOT_FOUND', 'Session not found');
       const include = new Set(query.include === undefined ? [] : Array.isArray(query.include) ? query.include : [query.include]);
       const detail = await appSessionDetail(ctx, session, { traces: include.has('traces') || include.has('observations'), observations: include.has('observations') });
       return { sessions: [detail], pagination: { page: 1, limit: 1, total: 1 } };

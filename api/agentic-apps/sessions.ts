@@ -238,7 +238,7 @@ export const FILE_UPLOAD_CONFIG = { enabled: false, isAttachmentsEnabled: false,
 /** Default window of the list: the 24 hours before `end_time`. */
 export const LIST_DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-export async function listAppSessions(ctx: AppContext, app: { tenantId: string; projectId: string }, body: TListAppSessionsBody, page: { offset: number; limit: number }) {
+export async function listAppSessions(ctx: AppContext, app: { tenantId: string; projectId: string; environments?: readonly string[] | null }, body: TListAppSessionsBody, page: { offset: number; limit: number }) {
   const end = body.end_time ? new Date(body.end_time) : new Date();
   const start = body.start_time ? new Date(body.start_time) : new Date(end.getTime() - LIST_DEFAULT_WINDOW_MS);
   // A window that ends before it starts holds no session.
@@ -247,7 +247,11 @@ export async function listAppSessions(ctx: AppContext, app: { tenantId: string; 
     tenantId: app.tenantId,
     projectId: app.projectId,
     createdAt: { $gte: start, $lte: end },
-    ...(body.env_name ? { environment: body.env_name.toLowerCase() } : {}),
+    ...(body.env_name
+      ? { environment: body.env_name.toLowerCase() }
+      : app.environments && app.environments.length > 0
+        ? { environment: { $in: [...app.environments] } }
+        : {}),
     ...(body.user_reference_id ? { userReference: body.user_reference_id } : {}),
     ...(body.session_reference_id ? { sessionReference: body.session_reference_id } : {}),
   };

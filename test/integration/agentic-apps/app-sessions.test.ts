@@ -273,6 +273,33 @@ describe('tenancy and permissions', () => {
     expect((await post(`/api/public/apps/${t.projectId}/sessions/list`, {}, executeOnly)).status).toBe(403);
     expect((await api.post(`${base()}/sessions`, { json: {} })).status).toBe(401);
   });
+
+  it('keeps a key bound to staging out of dev: 403 naming dev, 404 for a dev session, and lists only staging', async () => {
+    const made = await api.post('/api/api-keys', {
+      key: t.adminKey,
+      json: { name: 'staging only', projectId: t.projectId, permissions: ['session:execute', 'session:read'], environments: ['staging'] },
+    });
+    expect(made.status).toBe(201);
+    const stagingKey: string = made.body.key;
+    const devSession = (await create([{ type: 'sessionReference', value: ref('dev-only') }])).body.session;
+
+    const refused = await create([{ type: 'sessionReference', value: ref('staging-try') }], {}, stagingKey);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('FORBIDDEN');
+    expect((await post(`${base()}/runs/execute`, { sessionIdentity: [{ type: 'sessionIdentity', value: devSession.sessionId }], input: text('hi') }, stagingKey)).status).toBe(403);
+    expect((await post(`${base()}/sessions/terminate`, { sessionIdentity: [{ type: 'sessionId', value: devSession.sessionId }] }, stagingKey)).status).toBe(403);
+    expect((await post(`/api/public/apps/${t.projectId}/sessions/list`, { env_name: 'dev' }, stagingKey)).status).toBe(403);
+    const detail = await api.get(`/api/public/apps/${t.projectId}/sessions?session_id=${devSession.sessionId}`, { headers: xKey(stagingKey) });
+    expect(detail.status).toBe(404);
+    const listed = await post(`/api/public/apps/${t.projectId}/sessions/list`, {}, stagingKey);
+    expect(listed.status).toBe(200);
+    expect(listed.body.sessions.map((x: { session_id: string }) => x.session_id)).not.toContain(devSession.sessionId);
+    // The same list by an unbound key has the dev session: the filter is the binding, not the window.
+    const all = await post(`/api/public/apps/${t.projectId}/sessions/list`, {});
+    expect(all.body.sessions.map((x: { session_id: string }) => x.session_id)).toContain(devSession.sessionId);
+    // The dev session is untouched.
+    expect((await create([{ type: 'sessionIdentity', value: devSession.sessionId }])).body.session.status).toBe('idle');
+  });
 });
 
 describe('runs', () => {
