@@ -1,6 +1,7 @@
 // Agent-backed chat: one message into a session. A first message creates the session summary and
 // starts its AgentSession workflow together with the turn (update-with-start); later messages are
 // `turn` updates on the running workflow. The update's result is the agent's answer.
+import { isDatabaseUnavailable } from '../../db/unavailable';
 import { createHash, randomUUID } from 'node:crypto';
 import {
   WorkflowUpdateFailedError,
@@ -106,13 +107,6 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
-}
-
-/** The MongoDB driver's classes for "the database did not answer" (by name: jest realms break instanceof). */
-const DATABASE_UNAVAILABLE = new Set(['MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError', 'MongoTopologyClosedError']);
-
-function isDatabaseUnavailable(err: unknown): boolean {
-  return DATABASE_UNAVAILABLE.has((err as Error | null)?.name ?? '');
 }
 
 /** The update was refused because the session's workflow is closed or the session has ended. */

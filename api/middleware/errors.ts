@@ -7,6 +7,7 @@ import { ApiError, isApiError } from '../../lib/errors';
 import { statusForCode } from '../../lib/error-codes';
 import { type MountedRoute } from '../http/route';
 import { isPublicApiPath, publicRequestId } from './request-id';
+import { isDatabaseUnavailable } from '../../db/unavailable';
 
 interface BodyParserError extends Error {
   type?: string;
@@ -40,6 +41,9 @@ function toApiError(err: unknown): ApiError {
     case 'entity.verify.failed':
       return new ApiError('BAD_REQUEST', e.message);
     default:
+      // The database did not answer, or (FerretDB on SQLite) was busy and wrote nothing: 503 tells
+      // the caller to retry, which every write route makes safe (atomic claims, Idempotency-Key).
+      if (isDatabaseUnavailable(err)) return new ApiError('SERVICE_UNAVAILABLE', { message: 'The database is unavailable; retry the request', cause: err, headers: { 'Retry-After': '1' } });
       return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
   }
 }
