@@ -137,7 +137,13 @@ export const DIAGNOSTICS = {
   E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
   E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
+  E856: def('error', 'Invalid provider guardrail', 'Guardrail "{name}": {detail}.', 'Write provider: openai (or openai_moderation, local), category: a moderation category (hate, harassment, self-harm, sexual, violence, illicit, or an id such as violence/graphic), threshold: a number from 0 to 1, and optionally on_error: block|allow (docs/abl.md, "Provider guardrails").'),
+  W857: def('warning', 'Guardrail not run yet', 'Guardrail "{name}" is {what}, which the runtime does not run yet: it never fires.', 'Write a check expression or a provider guardrail instead (docs/abl.md, "Not yet supported").'),
   E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
+
+  // NLU (E86x)
+  E860: def('error', 'Invalid NLU definition', '{what}: {detail}.', '{fix}'),
+  W861: def('warning', 'NLU setting not run', '{what} is stored but not run: {detail}.', '{fix}'),
 } as const satisfies Record<string, DiagnosticDef>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTICS;

@@ -196,8 +196,22 @@ export interface GuardrailIR {
   action: 'block' | 'warn' | 'redact' | 'fix' | 'reask' | 'filter' | 'escalate';
   message: string | null;
   priority: number;
+  /** Set for a provider guardrail (`provider`, `category`, `threshold`, no `check`). */
+  provider?: GuardrailProviderIR;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/** A guardrail whose check is a moderation provider's verdict (docs/abl.md, "Provider guardrails"). */
+export interface GuardrailProviderIR {
+  /** `openai` (`openai_moderation`): the platform's moderation provider; `local`: the offline word rules. */
+  name: 'openai' | 'local';
+  /** Moderation category ids (abl/moderation.ts); empty for every category. */
+  categories: string[];
+  /** Fires at or above this score (0..1); null: when the provider flags one of the categories. */
+  threshold: number | null;
+  /** A failed moderation call: `block` treats the guardrail as fired (fail closed), `allow` as passed. */
+  on_error: 'block' | 'allow';
 }
 
 // ---------------------------------------------------------------- actions and flow
@@ -432,6 +446,53 @@ export interface LifecycleIR {
 }
 
 // ---------------------------------------------------------------- agent
+/** NLU entity extractor kinds (ABL NLU reference: enum, pattern, location, date, number, free text). */
+export type NluEntityType = 'enum' | 'pattern' | 'number' | 'date' | 'location' | 'free_text';
+
+/** One `NLU: intents:` entry. */
+export interface NluIntentIR {
+  name: string;
+  description: string | null;
+  /** Case-insensitive substrings; the deterministic tier (a failed model call falls back to it). */
+  patterns: string[];
+  /** Example utterances the model classifies against. */
+  examples: string[];
+  /** Entity names expected with this intent (declared under `entities:`). */
+  entities: string[];
+  loc: IRLoc;
+}
+
+/** One `NLU: entities:` entry. */
+export interface NluEntityIR {
+  name: string;
+  type: NluEntityType;
+  description: string | null;
+  /** `enum`: the canonical values. */
+  values: string[];
+  /** `enum`: canonical value → other spellings that mean it. */
+  synonyms: Record<string, string[]>;
+  /** `pattern`: the regular expression a value must match. */
+  pattern: string | null;
+  loc: IRLoc;
+}
+
+/** The NLU section: each user message is classified into `intent.*` before the agent's turn runs. */
+export interface NluIR {
+  intents: NluIntentIR[];
+  entities: NluEntityIR[];
+  /** Domain terms given to the model with the intents. */
+  glossary: string[];
+  /** Below this confidence the model's intent is not used (`intent.category` is the fallback or null). */
+  threshold: number;
+  /** The intent used when none is decided (low confidence, none fits, unreadable answer, failed call). */
+  fallback_intent: string | null;
+  /** The model that classifies; null: the agent's EXECUTION model. */
+  model: string | null;
+  /** Keys stored but not run (embeddings, languages, …), reported at compile time. */
+  other: Record<string, Json>;
+  loc: IRLoc;
+}
+
 export interface AgentIR {
   metadata: {
     name: string;
@@ -470,6 +531,8 @@ export interface AgentIR {
   /** MESSAGES section (e.g. error_default). */
   messages: Record<string, string>;
   flow: FlowIR | null;
+  /** The NLU section; absent when the agent has none (so the IR of other agents is unchanged). */
+  nlu?: NluIR;
   /** TEMPLATES as declared (already expanded where used). */
   templates: Record<string, Record<string, string>>;
   /** Phase-2 sections, kept verbatim as JSON. */

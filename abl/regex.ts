@@ -17,9 +17,19 @@ export class SafeRegex {
 
   /** Compiles `pattern` (JavaScript syntax); throws SafeRegexError when it cannot be matched safely. */
   static compile(pattern: string, flags = ''): SafeRegex {
-    const problem = patternProblem(pattern, flags);
-    if (problem) throw new SafeRegexError(problem.kind, problem.detail);
-    return new SafeRegex(pattern, flags, compileRe2(pattern, flags));
+    const checked = check(pattern, flags);
+    if ('kind' in checked) throw new SafeRegexError(checked.kind, checked.detail);
+    return new SafeRegex(pattern, flags, checked.re);
+  }
+
+  /**
+   * A fixed pattern of the language's own, compiled on its first use. Module code in the workflow
+   * bundle runs again for every workflow a worker creates (a new session, a replay after eviction
+   * from the sticky cache), so a pattern compiled at import would cost each of them its RE2 compile.
+   */
+  static builtIn(pattern: string): () => SafeRegex {
+    let compiled: SafeRegex | null = null;
+    return () => (compiled ??= SafeRegex.compile(pattern));
   }
 
   /** True when the pattern matches somewhere in `text`. */
@@ -87,8 +97,16 @@ function backtrackingFeature(pattern: string): string | null {
   return null;
 }
 
+type PatternProblem = { kind: 'invalid' | 'unsupported'; detail: string };
+
 /** Why `pattern` cannot be used, or null when it can. Never matches anything, so it is safe to call on any input. */
-export function patternProblem(pattern: string, flags = ''): { kind: 'invalid' | 'unsupported'; detail: string } | null {
+export function patternProblem(pattern: string, flags = ''): PatternProblem | null {
+  const checked = check(pattern, flags);
+  return 'kind' in checked ? checked : null;
+}
+
+/** The pattern compiled for RE2, or why it cannot be (compiled once: the check is the compile). */
+function check(pattern: string, flags: string): PatternProblem | { re: RE2JS } {
   try {
     // Compiling (not running) a RegExp is linear in the pattern: it only checks the syntax users wrote.
     new RegExp(pattern, flags.replace(/[gy]/g, ''));
@@ -100,12 +118,11 @@ export function patternProblem(pattern: string, flags = ''): { kind: 'invalid' |
   const feature = backtrackingFeature(pattern);
   if (feature) return { kind: 'unsupported', detail: `it uses ${feature}` };
   try {
-    compileRe2(pattern, flags);
+    return { re: compileRe2(pattern, flags) };
   } catch (err) {
     const message = err instanceof Error ? err.message.replace(/^error parsing regexp: /, '') : 'not supported';
     return { kind: 'unsupported', detail: message.startsWith('invalid repeat count') ? `a counted repetition exceeds 1000 (${message})` : message };
   }
-  return null;
 }
 
 const cache = new Map<string, SafeRegex | null>();

@@ -11,11 +11,12 @@ export const PII_REDACTED = '[REDACTED]';
 
 // Fixed patterns, matched in this order: a card number must be taken before the phone pattern,
 // which would also match it. The same shapes CONTAINS_PII and redacting guardrails look for.
-const PII_PATTERNS: ReadonlyArray<[PiiKind, SafeRegex]> = [
-  ['email', SafeRegex.compile('[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}')],
-  ['card', SafeRegex.compile('\\b\\d{4}[ -]?\\d{4}[ -]?\\d{4}[ -]?\\d{4}\\b')],
-  ['ssn', SafeRegex.compile('\\b\\d{3}-\\d{2}-\\d{4}\\b')],
-  ['phone', SafeRegex.compile('\\+?\\d[\\d\\s().-]{7,}\\d')],
+// Compiled on first use (SafeRegex.builtIn: module code runs for every workflow a worker creates).
+const PII_PATTERNS: ReadonlyArray<[PiiKind, () => SafeRegex]> = [
+  ['email', SafeRegex.builtIn('[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\\.[A-Za-z]{2,}')],
+  ['card', SafeRegex.builtIn('\\b\\d{4}[ -]?\\d{4}[ -]?\\d{4}[ -]?\\d{4}\\b')],
+  ['ssn', SafeRegex.builtIn('\\b\\d{3}-\\d{2}-\\d{4}\\b')],
+  ['phone', SafeRegex.builtIn('\\+?\\d[\\d\\s().-]{7,}\\d')],
 ];
 
 /** Sensitive values shorter than this are replaced only where they are a whole argument. */
@@ -136,7 +137,7 @@ export function applyPiiAccess(args: Record<string, Json>, pii: ToolAccessIR['pi
   const text = (s: string): string => {
     let out = s;
     for (const v of embedded) out = out.split(v).join(SENSITIVE_MASK);
-    for (const [kind, re] of patterns) out = replaceMatches(re, out, (m) => (pii === 'masked' ? partial(kind, m) : PII_REDACTED));
+    for (const [kind, re] of patterns) out = replaceMatches(re(), out, (m) => (pii === 'masked' ? partial(kind, m) : PII_REDACTED));
     return out;
   };
   const visit = (v: Json): Json => {

@@ -10,6 +10,8 @@ import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
 import { createRecordHumanTask } from './persistence/human-tasks';
+import { createModerate } from './moderation/moderate';
+import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
@@ -17,6 +19,8 @@ import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } f
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
+import { type Client } from '@temporalio/client';
+import { createAppRunActivities } from './app-runs/app-run';
 
 export interface ActivityDeps {
   models: Models;
@@ -30,6 +34,13 @@ export interface ActivityDeps {
   resolveToolSecrets: ResolveToolSecrets;
   /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
   encryptor: Encryptor | null;
+  /** The moderation provider of a provider guardrail, per project (providers/moderation/resolve.ts). */
+  resolveModeration: ResolveModeration;
+  /**
+   * A client on the worker's own connection, for activities that talk to other workflows (an
+   * async app run sends its turn to the session). Set by createSwitchboardWorker.
+   */
+  temporalClient?: Client | null;
 }
 
 /** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
@@ -53,10 +64,12 @@ export function createActivities(deps: ActivityDeps) {
   return {
     callLlm: createCallLlm(deps),
     callLlmIfLocal: createCallLlmIfLocal(deps),
+    moderate: createModerate(deps),
     recordTurn: createRecordTurn(deps),
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),
     recordHumanTask: createRecordHumanTask(deps),
+    ...createAppRunActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

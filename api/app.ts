@@ -24,13 +24,15 @@ import { sessionRoutes } from './sessions/router';
 import { IMPORT_LIMITS, isImportPath } from './project-io/limits';
 import { projectIoRoutes } from './project-io/router';
 import { tenancyRoutes } from './tenancy/router';
+import { platformKeyRoutes } from './platform-keys/router';
 import { toolSecretRoutes } from './tool-secrets/router';
 import { callbackRoutes } from './callbacks/router';
 import { humanTaskRoutes } from './human-tasks/router';
+import { agenticAppRoutes } from './agentic-apps/router';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
@@ -62,6 +64,18 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   const router: Router = express.Router();
   const mounted: MountedRoute[] = [];
   for (const routes of [...featureRoutes, extraRoutes]) mounted.push(...mountRoutes(router, registry, ctx, routes));
+  // OPTIONS answered from the mounted patterns, which honour `reservedParams`: Express's own answer
+  // would list the methods of a `:param` route for the literal it reserves (DELETE for
+  // `apikeys/create`). Same form as Express's: the methods, with HEAD where GET is, sorted.
+  app.use((req, res, next) => {
+    if (req.method !== 'OPTIONS') return next();
+    const methods = new Set(mounted.filter((r) => r.pattern.test(req.path)).map((r) => r.method.toUpperCase()));
+    if (methods.size === 0) return next();
+    if (methods.has('GET')) methods.add('HEAD');
+    const allow = [...methods].sort().join(', ');
+    res.setHeader('Allow', allow);
+    res.status(200).send(allow);
+  });
   app.use(router);
   app.use(codecLoginRouter(ctx));
   mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });

@@ -15,7 +15,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { type CommandStartedEvent } from 'mongodb';
 import { buildAppContext, closeAppContext } from '../api/bootstrap';
+import { type AppContext } from '../api/context';
 import { createApp } from '../api/app';
 import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
 import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
@@ -25,14 +27,21 @@ import { startWorkerProcess } from '../test/support/worker-process';
 import { pingUpdate } from '../workflows/definitions';
 import { switchboardDataConverter } from '../lib/payload-codec';
 import { jsonClient } from './support/json-client';
+import { CpuMeter, type CpuSnapshot } from './support/cpu';
 
 const { values } = parseArgs({
   options: {
     concurrent: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '3' },
     suspended: { type: 'string', default: '1000,10000' },
+    lanes: { type: 'string', default: '16' },
+    'flush-ms': { type: 'string' },
+    /** Writes a V8 CPU profile of the worker process into this directory when it stops. */
+    'worker-cpu-prof': { type: 'string' },
   },
 });
+/** Sessions suspended at once (first turns in flight) while the bench fills the worker. */
+const LANES = Number(values.lanes);
 const CONCURRENT = Number(values.concurrent);
 const ROUNDS = Number(values.rounds);
 const MEMORY_POINTS = values.suspended
@@ -45,6 +54,43 @@ const line = (label: string, samples: number[]) => {
   const sorted = [...samples].sort((a, b) => a - b);
   return `${label.padEnd(34)} n=${sorted.length}  p50 ${percentile(sorted, 50).toFixed(1)} ms  p99 ${percentile(sorted, 99).toFixed(1)} ms  max ${sorted[sorted.length - 1]!.toFixed(1)} ms`;
 };
+const out = (text: string) => process.stdout.write(`${text}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Counts the MongoDB commands this process (the API) sends, by command and collection. */
+function countMongoCommands(ctx: AppContext): Map<string, number> {
+  const counts = new Map<string, number>();
+  const mongo = ctx.models.Session.db.getClient() as unknown as { on(event: 'commandStarted', fn: (e: CommandStartedEvent) => void): void };
+  mongo.on('commandStarted', (e) => {
+    const collection = e.command[e.commandName];
+    const key = `${e.commandName}${typeof collection === 'string' ? ` ${collection}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  });
+  return counts;
+}
+
+function perOpCounts(counts: Map<string, number>, ops: number): string {
+  const rows = [...counts].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
+  const total = rows.reduce((sum, [, n]) => sum + n, 0);
+  return `${(total / ops).toFixed(2)} (${rows.map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ')})`;
+}
+
+/** The events after the callback's signal in a session's history: what one resume costs Temporal. */
+async function resumeHistory(client: Client, sessionId: string): Promise<string> {
+  const history = await client.workflow.getHandle(`session/${sessionId}`).fetchHistory();
+  const events = history.events ?? [];
+  const signalAt = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
+  if (signalAt < 0) return 'no signal in history';
+  const kinds = events.slice(signalAt).map((e) => {
+    const kind = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? 'unknown';
+    const marker = e.markerRecordedEventAttributes?.markerName;
+    return kind.replace(/EventAttributes$/, '') + (marker ? `(${marker})` : '');
+  });
+  const tally = new Map<string, number>();
+  for (const k of kinds) tally.set(k, (tally.get(k) ?? 0) + 1);
+  return `${kinds.length} events from the signal on: ${[...tally].map(([k, n]) => `${n}x ${k}`).join(', ')}`;
+}
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main() {
@@ -79,18 +125,29 @@ async function main() {
     RATE_LIMIT_REQUESTS: '10000000',
     SESSION_MESSAGES_PER_MINUTE: '1000000',
     MAX_CONCURRENT_SESSIONS: '1000000',
-    SESSION_PROJECTION_FLUSH_MS: '0',
+    ...(values['flush-ms'] !== undefined ? { SESSION_PROJECTION_FLUSH_MS: values['flush-ms'] } : {}),
     TOOL_ALLOWED_PRIVATE_DESTINATIONS: toolHost,
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
+    // The worker's tuning comes from this environment (its process inherits it); read here too, to print it.
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WORKER_MAX_'))),
   });
-  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  // The API (this process) has its MongoDB commands counted; the worker's connection is left plain.
+  // BENCH_LOG_LEVEL=error prints what the API logs (the cause of a 500) as JSON lines among the figures.
+  const ctx = await buildAppContext({ ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` }, createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }));
   const server = createServer(createApp(ctx));
+  // Idle kept-alive sockets stay open through the bench's pauses: a server closing one as the client
+  // reuses it would fail that request with "socket hang up".
+  server.keepAliveTimeout = 10 * 60_000;
   await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${apiPort}`;
-  const worker = await startWorkerProcess(config);
+  const worker = await startWorkerProcess(config, values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []);
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
+  const cpu = new CpuMeter({ worker: worker.child.pid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
+  const apiOps = countMongoCommands(ctx);
+  // The untimed wait after a phase: the held projection write and its settle land in that phase.
+  const settleMs = config.SESSION_PROJECTION_FLUSH_MS + 750;
   try {
     const tenant = await createTenant(ctx.models, { name: 'Callbacks bench', slug: 'callbacks-bench' });
     const project = await createProject(ctx.models, tenant._id, { name: 'Callbacks' });
@@ -123,20 +180,39 @@ FLOW:
     await http.post(`/api/projects/${project._id}/agents/Payments/versions`, {}, auth);
 
     /** Suspends `n` new sessions, `lanes` at a time; returns their session and callback ids. */
-    const suspend = async (n: number, lanes = 16) => {
+    const suspendCpu: CpuSnapshot = {};
+    const suspendOps = new Map<string, number>();
+    let suspendedCount = 0;
+    let unanswered = 0;
+    const failedCallbacks: string[] = [];
+    const suspend = async (n: number, lanes = LANES) => {
+      const before = cpu.snapshot();
+      const opsBefore = new Map(apiOps);
       const out: { sessionId: string; callbackId: string }[] = [];
       let next = 0;
       await Promise.all(
         Array.from({ length: lanes }, async () => {
           while (next < n) {
             next++;
+            // No Idempotency-Key: with one, a first turn looks for an earlier session, which FerretDB
+            // answers with a scan of every session. A first turn the API stopped waiting for (503
+            // on a loaded machine) goes on in its workflow and suspends all the same; it is counted
+            // as waiting, without its ids.
             const res = await http.post('/api/v1/chat/agent', { projectId: project._id, message: 'pay' }, auth);
+            if (res.status === 503) {
+              unanswered++;
+              continue;
+            }
             const body = res.body as { sessionId: string; suspensionId?: string };
             if (res.status !== 202 || !body.suspensionId) throw new Error(`suspend: ${res.status} ${JSON.stringify(res.body)}`);
             out.push({ sessionId: body.sessionId, callbackId: body.suspensionId });
           }
         }),
       );
+      await sleep(settleMs);
+      CpuMeter.accumulate(suspendCpu, before, cpu.snapshot());
+      for (const [k, v] of apiOps) suspendOps.set(k, (suspendOps.get(k) ?? 0) + v - (opsBefore.get(k) ?? 0));
+      suspendedCount += n;
       return out;
     };
 
@@ -148,9 +224,56 @@ FLOW:
         return client.workflow.getHandle(`probe-${i}`);
       }),
     );
+    /**
+     * Fires the callbacks of `batch` all at once and waits for every resumed reply; returns each
+     * session's callback-to-reply time, and adds the phase's CPU and API commands to the totals.
+     */
+    const fireCallbacks = async (batch: { sessionId: string; callbackId: string }[], cpuTotal: CpuSnapshot, opsTotal: Map<string, number>) => {
+      const sentAt = new Map<string, number>();
+      const before = cpu.snapshot();
+      const opsBefore = new Map(apiOps);
+      await Promise.all(
+        batch.map(async ({ sessionId, callbackId }) => {
+          const { secret } = requests.get(callbackId)!;
+          const payload = { status: 'completed', transactionId: `tx_${callbackId.slice(-6)}` };
+          const signature = `sha256=${createHmac('sha256', secret).update(JSON.stringify(payload)).digest('hex')}`;
+          sentAt.set(sessionId, Date.now());
+          let res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
+          // A failed delivery is sent again, as the caller's retry policy would (counted and printed).
+          for (let retry = 0; res.status !== 200 && retry < 3; retry++) {
+            failedCallbacks.push(`${res.status} ${JSON.stringify(res.body)}`);
+            await sleep(1000);
+            res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
+          }
+          if (res.status !== 200) throw new Error(`callback: ${res.status} ${JSON.stringify(res.body)}`);
+        }),
+      );
+      // Wait for every resumed reply, then read when each was recorded. The polls (one query a
+      // second) are counted in the phase's CPU; they are a small share of it.
+      const ids = batch.map((b) => b.sessionId);
+      const deadline = Date.now() + 600_000;
+      let rows: { sessionId: string; timestamp: Date }[] = [];
+      while (Date.now() < deadline) {
+        // The resumed reply (the first turn also left a holding reply).
+        rows = await ctx.models.TranscriptMessage.find({ sessionId: { $in: ids }, role: 'assistant', content: /went through/ }, { sessionId: 1, timestamp: 1 }).lean();
+        if (rows.length >= ids.length) break;
+        await sleep(1000);
+      }
+      if (rows.length < ids.length) throw new Error(`only ${rows.length} of ${ids.length} sessions resumed`);
+      await sleep(settleMs);
+      CpuMeter.accumulate(cpuTotal, before, cpu.snapshot());
+      for (const [k, v] of apiOps) opsTotal.set(k, (opsTotal.get(k) ?? 0) + v - (opsBefore.get(k) ?? 0));
+      return rows.map((row) => row.timestamp.getTime() - sentAt.get(row.sessionId)!);
+    };
+
     const floor: number[] = [];
     const resumed: number[] = [];
+    const floorCpu: CpuSnapshot = {};
+    const callbackCpu: CpuSnapshot = {};
+    const callbackOps = new Map<string, number>();
+    let lastSession = '';
     for (let round = 0; round < ROUNDS; round++) {
+      const before = cpu.snapshot();
       await Promise.all(
         probes.map(async (h, i) => {
           const started = performance.now();
@@ -158,43 +281,55 @@ FLOW:
           floor.push(performance.now() - started);
         }),
       );
+      CpuMeter.accumulate(floorCpu, before, cpu.snapshot());
       const batch = await suspend(CONCURRENT);
-      const sentAt = new Map<string, number>();
-      await Promise.all(
-        batch.map(async ({ sessionId, callbackId }) => {
-          const { secret } = requests.get(callbackId)!;
-          const payload = { status: 'completed', transactionId: `tx_${callbackId.slice(-6)}` };
-          const signature = `sha256=${createHmac('sha256', secret).update(JSON.stringify(payload)).digest('hex')}`;
-          sentAt.set(sessionId, Date.now());
-          const res = await http.post(`/api/v1/callbacks/${callbackId}`, payload, { 'x-callback-signature': signature });
-          if (res.status !== 200) throw new Error(`callback: ${res.status} ${JSON.stringify(res.body)}`);
-        }),
-      );
-      // Wait for every resumed reply, then read when each was recorded.
-      const ids = batch.map((b) => b.sessionId);
-      const deadline = Date.now() + 120_000;
-      let rows: { sessionId: string; timestamp: Date }[] = [];
-      while (Date.now() < deadline) {
-        // The resumed reply (the first turn also left a holding reply).
-        rows = await ctx.models.TranscriptMessage.find({ sessionId: { $in: ids }, role: 'assistant', content: /went through/ }, { sessionId: 1, timestamp: 1 }).lean();
-        if (rows.length >= ids.length) break;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      if (rows.length < ids.length) throw new Error(`only ${rows.length} of ${ids.length} sessions resumed`);
-      for (const row of rows) resumed.push(row.timestamp.getTime() - sentAt.get(row.sessionId)!);
+      resumed.push(...(await fireCallbacks(batch, callbackCpu, callbackOps)));
+      lastSession = batch[batch.length - 1]!.sessionId;
     }
-    process.stdout.write(`${ROUNDS} rounds of ${CONCURRENT} concurrent callbacks\n`);
-    process.stdout.write(`${line('bare update round trip (floor)', floor)}\n`);
-    process.stdout.write(`${line('callback -> resumed answer', resumed)}\n`);
+    const callbacks = resumed.length;
+    out(
+      `${ROUNDS} rounds of ${CONCURRENT} concurrent callbacks (projection flush ${config.SESSION_PROJECTION_FLUSH_MS} ms, worker: ${config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS} workflow tasks, ` +
+        `${config.WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES} local activities at once, ${config.WORKER_MAX_CACHED_WORKFLOWS} cached workflows)`,
+    );
+    out('Latency is noisy on a shared machine (the load average is printed at the end); CPU per operation is the steadier figure.');
+    out(line('bare update round trip (floor)', floor));
+    out(line('callback -> resumed answer', resumed));
+    out(`CPU per bare update (ms): ${CpuMeter.perOp({}, floorCpu, floor.length)}`);
+    out(`CPU per callback    (ms): ${CpuMeter.perOp({}, callbackCpu, callbacks)}  [bench = API + this client]`);
+    out(`CPU per suspension  (ms): ${CpuMeter.perOp({}, suspendCpu, suspendedCount)}`);
+    out(`API MongoDB commands per callback:   ${perOpCounts(callbackOps, callbacks)}`);
+    out(`API MongoDB commands per suspension: ${perOpCounts(suspendOps, suspendedCount)}`);
+    out(`one resume in the session's history: ${await resumeHistory(client, lastSession)}`);
 
-    // Memory: the worker's RSS with this many sessions waiting at once.
+    // Memory: the worker's RSS with this many sessions waiting at once (the ones above have ended).
+    out(`worker RSS before: ${rssMb(worker.child.pid!).toFixed(0)} MB`);
     let waiting = 0;
+    const oldest: { sessionId: string; callbackId: string }[] = [];
     for (const point of MEMORY_POINTS) {
+      const added = point - waiting;
       const began = Date.now();
-      await suspend(point - waiting);
+      const before = cpu.snapshot();
+      const batch = await suspend(added);
+      if (oldest.length < CONCURRENT) oldest.push(...batch.slice(0, CONCURRENT - oldest.length));
+      const cpuPerSession = CpuMeter.perOp(before, cpu.snapshot(), added);
+      const tookS = (Date.now() - began) / 1000;
       waiting = point;
-      await new Promise((r) => setTimeout(r, 5_000));
-      process.stdout.write(`worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(worker.child.pid!).toFixed(0)} MB (suspending took ${Math.round((Date.now() - began) / 1000)} s)\n`);
+      await sleep(5_000);
+      out(
+        `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(worker.child.pid!).toFixed(0)} MB ` +
+          `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
+      );
+    }
+    if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
+    out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+    if (oldest.length > 0) {
+      // The sessions that have waited longest: evicted from the worker's cache once more than
+      // WORKER_MAX_CACHED_WORKFLOWS wait, so each resume replays its history first.
+      const evictedCpu: CpuSnapshot = {};
+      const times = await fireCallbacks(oldest, evictedCpu, new Map());
+      out(`callbacks to the ${oldest.length} oldest of ${waiting} waiting sessions (out of the worker's cache when ${waiting} > ${config.WORKER_MAX_CACHED_WORKFLOWS}):`);
+      out(line('callback -> resumed answer', times));
+      out(`CPU per callback    (ms): ${CpuMeter.perOp({}, evictedCpu, times.length)}`);
     }
   } finally {
     await worker.stop();

@@ -8,6 +8,8 @@ import { sessionBundleModel } from './session-bundle';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
 import { apiKeyUsageModel } from './api-key-usage';
+import { apiScopeModel } from './api-scope';
+import { apiKeyClaimModel } from './api-key-claim';
 import { projectModel } from './project';
 import { tenantModel } from './tenant';
 import { userModel } from './user';
@@ -25,6 +27,8 @@ import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
 import { suspensionModel } from './suspension';
 import { importLockModel } from './import-lock';
 import { humanTaskModel } from './human-task';
+import { appSessionModel } from './app-session';
+import { appRunModel } from './app-run';
 
 export function createModels(connection: Connection) {
   return {
@@ -34,6 +38,8 @@ export function createModels(connection: Connection) {
     User: userModel(connection),
     ApiKey: apiKeyModel(connection),
     ApiKeyUsage: apiKeyUsageModel(connection),
+    ApiScope: apiScopeModel(connection),
+    ApiKeyClaim: apiKeyClaimModel(connection),
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),
@@ -54,6 +60,8 @@ export function createModels(connection: Connection) {
     Suspension: suspensionModel(connection),
     ImportLock: importLockModel(connection),
     HumanTask: humanTaskModel(connection),
+    AppSession: appSessionModel(connection),
+    AppRun: appRunModel(connection),
   };
 }
 

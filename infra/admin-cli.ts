@@ -10,6 +10,9 @@ import { createModels, syncIndexes, type Models } from '../db/models';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../api/tenancy/service';
 import { presentApiKey, presentProject, presentTenant, presentUser } from '../api/tenancy/present';
 import { secretMasterKeyRing } from '../lib/envelope';
+import { isScopeGrantName } from '../lib/api-scopes';
+import { createScope, expiryOf, presentScope } from '../api/platform-keys/service';
+import { KEY_ENVIRONMENTS } from '../api/platform-keys/environments';
 import { rewrapTenantDataKeys } from '../db/tenant-data-key';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
@@ -20,7 +23,12 @@ Commands:
   create-project  --tenant <tenantId> --name <name> [--slug <slug>]
   list-projects   --tenant <tenantId>
   create-user     --tenant <tenantId> --email <email> --password <password> --permissions <p1,p2>
-  create-key      --tenant <tenantId> --name <label> --permissions <p1,p2> [--project <projectId>] [--expires <ISO date>]
+  create-key      --tenant <tenantId> --name <label> (--permissions <p1,p2> | --scope <as-id>)
+                  [--project <projectId>] [--environments <dev,staging,production>]
+                  [--expires <30_days|90_days|never|ISO date>]
+  create-scope    --tenant <tenantId> --project <projectId> --name <scope name>
+                  --grants <APP_VIEW,RUN_API,chat.execute,...> [--description <text>]
+  list-scopes     --tenant <tenantId> --project <projectId>
   list-keys       --tenant <tenantId>
   revoke-key      --tenant <tenantId> --key-id <id>
   rewrap-data-keys
@@ -29,7 +37,9 @@ Commands:
                   old key can be removed). Safe to run again.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
-  credential:read credential:write project:export project:import admin
+  credential:read credential:write project:export project:import human_task:read
+  human_task:write api_key:read api_key:write api_key:manage admin
+Grants (a scope's permission names and operation scopes): docs/public-api.md
 Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
   API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API
   process refuses the key. SECRET_MASTER_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys.`;
@@ -42,11 +52,26 @@ function need(flags: Flags, name: string): string {
   return value;
 }
 
+const list = (value: string) => value.split(',').map((p) => p.trim()).filter(Boolean);
+
 function permissions(flags: Flags): Permission[] {
-  const list = need(flags, 'permissions').split(',').map((p) => p.trim()).filter(Boolean);
-  const bad = list.filter((p) => !isPermission(p));
+  const names = list(need(flags, 'permissions'));
+  const bad = names.filter((p) => !isPermission(p));
   if (bad.length > 0) throw new Error(`unknown permission(s): ${bad.join(', ')}`);
-  return list as Permission[];
+  return names as Permission[];
+}
+
+function environments(flags: Flags): string[] | undefined {
+  if (!flags.environments) return undefined;
+  const names = list(flags.environments);
+  const bad = names.filter((e) => !(KEY_ENVIRONMENTS as readonly string[]).includes(e));
+  if (bad.length > 0) throw new Error(`unknown environment(s): ${bad.join(', ')} (dev, staging, production)`);
+  return names;
+}
+
+function parseExpiry(value: string): string {
+  if (['30_days', '90_days', 'never'].includes(value) || !Number.isNaN(Date.parse(value))) return value;
+  throw new Error('--expires takes 30_days, 90_days, never or an ISO date');
 }
 
 async function run(models: Models, command: string, flags: Flags): Promise<unknown> {
@@ -72,14 +97,32 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
         }),
       );
     case 'create-key': {
+      if (flags.scope && flags.permissions) throw new Error('give either --permissions or --scope, not both');
       const { key, apiKey } = await createApiKey(models, need(flags, 'tenant'), {
         name: need(flags, 'name'),
         projectId: flags.project ?? null,
-        permissions: permissions(flags),
-        expiresAt: flags.expires ? new Date(flags.expires) : null,
+        ...(flags.scope ? { scopeId: flags.scope } : { permissions: permissions(flags) }),
+        environments: environments(flags),
+        expiresAt: flags.expires ? expiryOf(parseExpiry(flags.expires)) : null,
       });
       return { apiKey: presentApiKey(apiKey), key };
     }
+    case 'create-scope': {
+      const grants = list(need(flags, 'grants'));
+      const bad = grants.filter((g) => !isScopeGrantName(g));
+      if (bad.length > 0) throw new Error(`unknown grant(s): ${bad.join(', ')}`);
+      const tenantId = need(flags, 'tenant');
+      const projectId = need(flags, 'project');
+      if (!(await models.Project.exists({ _id: projectId, tenantId }))) throw new Error('project not found in this tenant');
+      const scope = await createScope(models, { _id: projectId, tenantId }, {
+        name: need(flags, 'name'),
+        description: flags.description,
+        permissions: Object.fromEntries(grants.map((g) => [g, 'YES' as const])),
+      });
+      return presentScope(scope);
+    }
+    case 'list-scopes':
+      return (await models.ApiScope.find({ tenantId: need(flags, 'tenant'), projectId: need(flags, 'project') }).lean()).map(presentScope);
     case 'list-keys': {
       const tenantId = need(flags, 'tenant');
       const keys = await models.ApiKey.find({ tenantId }).lean();
@@ -110,7 +153,7 @@ async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: Object.fromEntries(
-      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id'].map((o) => [o, { type: 'string' as const }]),
+      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description'].map((o) => [o, { type: 'string' as const }]),
     ),
   });
   const command = positionals[0];

@@ -66,11 +66,13 @@ async function main(): Promise<void> {
 
   try {
     // Dev defaults: generated secrets, and every tier on the offline `local` model so agents
-    // answer with no API key. Anything set in the environment wins.
+    // answer with no API key (and moderation likewise). Anything set in the environment wins.
     const env: Record<string, string | undefined> = {
       LLM_TIER_FAST: 'local',
       LLM_TIER_BALANCED: 'local',
       LLM_TIER_POWERFUL: 'local',
+      // Provider guardrails: OpenAI moderation when a key is configured, else the offline rules.
+      MODERATION_PROVIDER: 'auto',
       ...loadOrCreateDevSecrets(DATA_DIR),
       ...process.env,
     };

@@ -127,6 +127,15 @@ export const ConfigSchema = z.object({
     }, 'must be a JSON object of { "<model>": { "inputPerMillion": n, "outputPerMillion": n } }')
     .optional(),
   SSE_HEARTBEAT_MS: positiveInt.default(15000),
+  /**
+   * Who judges provider guardrails (`provider: openai`): `openai` (its moderation endpoint, with the
+   * project's OpenAI credential or OPENAI_API_KEY), `local` (the offline word rules) or `auto`
+   * (OpenAI when a key exists, else the offline rules; what `npm start` uses).
+   */
+  MODERATION_PROVIDER: z.enum(['openai', 'local', 'auto']).default('openai'),
+  MODERATION_MODEL: z.string().min(1).default('omni-moderation-latest'),
+  /** At most 25 s: the `moderate` activity itself may run 30 s (workflows/effects.ts). */
+  MODERATION_TIMEOUT_MS: positiveInt.max(25_000).default(10000),
 
   /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),

@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   UNPROCESSABLE_ENTITY: 422,
   RATE_LIMIT_EXCEEDED: 429,
   QUEUE_FULL: 429,
+  /** A scope holds as many platform keys as it may (docs/public-api.md). */
+  KEY_LIMIT_REACHED: 429,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
   GATEWAY_TIMEOUT: 504,

@@ -110,9 +110,15 @@ export function payloadCodecFromConfig(config: Pick<Config, 'PAYLOAD_CODEC_KEYS'
   return ring ? new AesGcmPayloadCodec(ring) : null;
 }
 
-/** The data converter every Temporal client and worker of the platform uses. */
+/** The module whose `failureConverter` every client, worker and workflow bundle loads (lib/failure-converter.ts). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/**
+ * The data converter every Temporal client and worker of the platform uses. Failures' messages and
+ * stack traces go into an encoded payload (lib/failure-converter.ts), so the codec hides them too.
+ */
 export function switchboardDataConverter(codec: PayloadCodec | null): DataConverter {
-  return codec ? { payloadCodecs: [codec] } : {};
+  return { failureConverterPath: FAILURE_CONVERTER_PATH, ...(codec ? { payloadCodecs: [codec] } : {}) };
 }
 
 /** The warning logged at start when payloads stay in clear (never in production, which refuses to start). */

@@ -1,4 +1,5 @@
 // The permission vocabulary and the Principal every authenticated request carries.
+import { permissionsHoldGrant } from './api-scopes';
 
 export const PERMISSIONS = [
   'session:read',
@@ -14,6 +15,12 @@ export const PERMISSIONS = [
   'human_task:read',
   /** Claim, assign, resolve and cancel human tasks: a reviewer needs this without agent:write. */
   'human_task:write',
+  /** See the app's scopes and keys (scope permission API_SCOPE_KEY_VIEW). */
+  'api_key:read',
+  /** Change a scope's permissions, from a key of that scope (API_SCOPE_KEY_EDIT). */
+  'api_key:write',
+  /** Create and delete keys and scopes (API_SCOPE_KEY_FULL). */
+  'api_key:manage',
   'admin',
 ] as const;
 
@@ -34,11 +41,32 @@ export interface Principal {
   /** When set, the credential may touch only this project; others are invisible (404). */
   projectId: string | null;
   permissions: ReadonlySet<Permission>;
+  /**
+   * A scoped platform key's scope (`as-` id) and the names it grants (lib/api-scopes.ts); absent
+   * for users and permission-style keys, whose grants follow from `permissions`.
+   */
+  scope?: { id: string; grants: ReadonlySet<string> } | null;
+  /** The environments the key may act in; absent or null means every environment. */
+  environments?: readonly string[] | null;
 }
 
 /** `admin` implies every other permission. */
 export function hasPermission(principal: Principal, needed: Permission): boolean {
   return principal.permissions.has('admin') || principal.permissions.has(needed);
+}
+
+/**
+ * Whether the principal holds a scope name (`outbound_calls.read`, `SESSIONS_LIST` …): a scoped
+ * key by its scope, anyone else by the permissions the name maps to (lib/api-scopes.ts).
+ */
+export function hasGrant(principal: Principal, grant: string): boolean {
+  if (principal.scope) return principal.scope.grants.has(grant);
+  return permissionsHoldGrant(principal.permissions, grant);
+}
+
+/** Whether the principal may act on resources of `environment` (keys can be bound to some). */
+export function canActInEnvironment(principal: Principal, environment: string): boolean {
+  return !principal.environments || principal.environments.length === 0 || principal.environments.includes(environment);
 }
 
 export function canSeeProject(principal: Principal, project: { tenantId: string; _id: string }): boolean {

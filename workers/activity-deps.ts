@@ -23,6 +23,7 @@ import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
 import { secretMasterKeyRing } from '../lib/envelope';
 import { resolveToolSecrets } from '../db/tool-secret';
+import { createModerationResolver } from '../providers/moderation/resolve';
 
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
 export const PROJECT_LLM_TTL_MS = 5_000;
@@ -60,5 +61,11 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     sessionBundles: createSessionBundleStore({ models, cacheSize: config.SESSION_BUNDLE_CACHE_SIZE }),
     resolveToolSecrets: (query) => resolveToolSecrets(models, masterKeys, query),
     encryptor,
+    // Moderation uses the project's OpenAI LLM credential (same cache, same destination rules).
+    resolveModeration: createModerationResolver({
+      env: config,
+      loadCredentials: credentials.get,
+      projectBaseUrlFetch: destinationGuard(llmDestinationPolicy(config)).fetch,
+    }),
   };
 }

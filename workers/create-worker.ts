@@ -2,9 +2,11 @@
 // the worker process and by the in-process worker of the integration tests.
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type PayloadCodec } from '@temporalio/common';
+import { Client } from '@temporalio/client';
 import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tuning';
 import { sessionBundleCodec } from './session-bundle-storage';
+import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
@@ -24,16 +26,21 @@ export interface CreateWorkerOptions {
 }
 
 export async function createSwitchboardWorker(options: CreateWorkerOptions): Promise<Worker> {
+  const payloadCodecs = [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])];
+  // Activities that talk to other workflows (an async app run's turn) use the worker's own
+  // connection, with the same codecs as the worker.
+  const temporalClient = options.deps.temporalClient ?? new Client({ connection: options.connection, namespace: options.namespace, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadCodecs } });
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
-    activities: createActivities(options.deps),
+    activities: createActivities({ ...options.deps, temporalClient }),
     // Session bundles travel through history as their hash (workers/session-bundle-storage.ts),
     // and every payload is then encrypted (lib/payload-codec.ts): codecs encode in this order and
     // decode in the reverse one.
-    dataConverter: { payloadCodecs: [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])] },
+    // Failure messages and stack traces are moved into an encoded payload so the codec covers them.
+    dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadCodecs },
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.

@@ -152,7 +152,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       validator: (turn) => {
         // Rejected here, a bad turn leaves nothing in history. Types map to API error codes.
         if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended; start a new session', 'CONFLICT');
-        if (typeof turn?.message !== 'string' || turn.message.trim() === '') {
+        if (typeof turn?.message !== 'string' || (turn.message.trim() === '' && turn.startOnly !== true)) {
           throw wf.ApplicationFailure.nonRetryable('body.message: must not be empty', 'VALIDATION_ERROR');
         }
         if (typeof turn.clientMessageId !== 'string' || turn.clientMessageId === '') {
@@ -267,6 +267,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     // With update-with-start the first turn arrives before the agents are loaded.
     if (bundle === null) await wf.condition(() => bundle !== null);
     if (ended) throw wf.ApplicationFailure.nonRetryable('Session has ended', 'CONFLICT');
+    if (turn.startOnly && runtime) throw wf.ApplicationFailure.nonRetryable('The session has already started', 'CONFLICT');
     const compiled = bundle!;
     const trace = new TurnTrace(++turnCount, traceSeq);
     const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
@@ -296,14 +297,20 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       );
       runtime = result.state;
     }
-    result = await drive(interpreter.advance(runtime, {
-      type: 'user_message',
-      text: turn.message,
-      metadata: turn.metadata as Record<string, Json> | undefined,
-      // Only turns sent with an action carry it, so recorded turns replay unchanged.
-      ...(turn.action ? { action: turn.action as { id: string; value?: Json } } : {}),
-    }));
-    runtime = result.state;
+    // A start-only turn (an app session's greeting) stops after the start. It depends on the
+    // turn's input alone, which no recorded turn carries: no patch marker is needed.
+    if (!turn.startOnly) {
+      result = await drive(interpreter.advance(runtime, {
+        type: 'user_message',
+        text: turn.message,
+        metadata: turn.metadata as Record<string, Json> | undefined,
+        // Only turns sent with an action carry it, so recorded turns replay unchanged.
+        ...(turn.action ? { action: turn.action as { id: string; value?: Json } } : {}),
+      }));
+      runtime = result.state;
+    }
+    // Narrows the type only: a start-only turn is refused above unless it started the session here.
+    if (!result) throw wf.ApplicationFailure.nonRetryable('The session has already started', 'CONFLICT');
     if (result.outcome === 'completed') ended ??= { reason: 'completed' };
     if (effects.waiting) waitOn(effects.waiting);
     const w = effects.waiting;
@@ -312,12 +319,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
     const response = responses.join('\n\n');
     const thread = activeThread();
-    stats.messageCount += response ? 2 : 1;
+    stats.messageCount += (response ? 1 : 0) + (turn.startOnly ? 0 : 1);
     stats.traceEventCount += trace.events.length;
     traceSeq = trace.nextSeq;
     await projection.record(trace, [
       // What the agents saw: input guardrails' redactions apply to the stored transcript too.
-      { role: 'user', agent: null, content: result.userText ?? turn.message },
+      ...(turn.startOnly ? [] : [{ role: 'user' as const, agent: null, content: result.userText ?? turn.message }]),
       ...(response ? [{ role: 'assistant' as const, agent: thread?.agent ?? null, content: response }] : []),
     ]);
     const actionType = result.outcome === 'completed' ? 'complete' : result.outcome === 'suspended' ? (runtime.pending?.kind === 'human_task' ? 'escalate' : 'suspend') : 'continue';

@@ -108,6 +108,12 @@ export interface TurnUpdateInput {
   message: string;
   /** A channel's structured action (a button press): the waiting step's ON_ACTION handler with this id. */
   action?: { id: string; value?: unknown };
+  /**
+   * Start the session only (its ON_START and first flow step, the agent's greeting) and take no
+   * user message; `message` is then empty. Sent once, right after an app session is created.
+   * Absent in every turn recorded before it, so those replay unchanged.
+   */
+  startOnly?: boolean;
   /** Per-turn only; visible as session.messageMetadata and message_metadata in tool context. */
   metadata?: Record<string, unknown>;
   testContext?: TurnTestContext;
@@ -308,3 +314,16 @@ export const assignTaskUpdate = defineUpdate<HumanTaskView, [AssignTaskInput]>('
 export const resolveTaskUpdate = defineUpdate<HumanTaskView, [ResolveTaskInput]>('resolveTask');
 export const cancelTaskUpdate = defineUpdate<HumanTaskView, [CancelTaskInput]>('cancelTask');
 export const taskStateQuery = defineQuery<HumanTaskView>('taskState');
+// AppRun (`app-run/<runId>`): an async run of an agentic-app session (POST …/runs/execute with
+// isAsync). The run record in MongoDB holds the message and the callback; history holds ids only.
+
+export interface AppRunInput {
+  tenantId: string;
+  projectId: string;
+  runId: string;
+}
+
+export interface AppRunResult {
+  status: 'success' | 'failed';
+  delivered: boolean;
+}

@@ -52,6 +52,30 @@ function llmActivity(request: LlmRequestSpec) {
   return wf.proxyActivities<Activities>({ startToCloseTimeout: request.timeoutMs * calls + 5_000, retry: LLM_RETRY }).callLlm;
 }
 
+/** A provider guardrail's moderation call: short, cheap, retried a little; a failure goes to the guardrail's on_error. */
+const { moderate } = wf.proxyActivities<Activities>({ startToCloseTimeout: '30 seconds', retry: { ...RETRY, maximumAttempts: 3 } });
+
+/**
+ * The moderation verdict for a provider guardrail. A failure becomes a failed result: the
+ * interpreter applies the guardrail's on_error and traces it (so it is counted once, there).
+ */
+async function runModeration(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'moderate' }>): Promise<RuntimeEvent> {
+  try {
+    const answer = await moderate({
+      tenantId: ctx.tenantId,
+      projectId: ctx.projectId,
+      sessionId: ctx.sessionId,
+      agent: command.agent,
+      guardrail: command.guardrail,
+      provider: command.provider,
+      text: command.text,
+    });
+    return { type: 'moderation_result', commandId: command.id, ok: true, ...answer };
+  } catch (err) {
+    return { type: 'moderation_result', commandId: command.id, ok: false, error: failureOf(err) };
+  }
+}
+
 const MAX_DELEGATIONS_AT_ONCE = 4;
 
 export interface EffectContext {
@@ -101,6 +125,7 @@ export function failureOf(err: unknown): { kind: string; message: string } {
 const LOCAL_NOTES: Partial<Record<Extract<RuntimeCommand, { type: 'call_llm' }>['purpose'], string>> = {
   extraction: 'extracted by the offline local model (the deterministic pattern extractor), not a real LLM',
   validation: 'accepted by the offline local model without judging the rule, not a real LLM',
+  classification: 'classified by the offline local model (patterns and example overlap), not a real LLM',
 };
 
 async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {
@@ -385,6 +410,8 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
     case 'suspend_for_callback':
       ctx.trace.add('decision', { decisionKind: 'pause', decision: 'suspend_for_callback', agent: command.agent, tool: command.tool });
       return wf.patched(ASYNC_TOOLS_PATCH) ? startAsyncCall(ctx, command) : null;
+    case 'moderate':
+      return runModeration(ctx, command);
   }
 }
 

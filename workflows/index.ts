@@ -4,3 +4,4 @@ export { agentSession } from './agent-session';
 export { delegationWorkflow } from './delegation';
 export { deploymentDrain } from './deployment-drain';
 export { humanTaskWorkflow } from './human-task';
+export { appRun } from './app-run';

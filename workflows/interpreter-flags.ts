@@ -13,6 +13,8 @@ import {
   GATHER_INFER_PATCH,
   GATHER_LLM_PATCH,
   HANDOFF_RETURN_ACTIONS_PATCH,
+  MODERATION_GUARDRAILS_PATCH,
+  NLU_PATCH,
   patchDecidedOnce,
   RULE_CHECKPOINTS_PATCH,
   TOOL_ACCESS_PATCH,
@@ -20,7 +22,7 @@ import {
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold'>>;
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'nlu' | 'moderationGuardrails'>>;
 
 /** Every patch-decided interpreter option. */
 export type InterpreterFlags = RunFlags & Required<Pick<RuntimeOptions, 'ruleCheckpoints' | 'digressions' | 'agentHooks' | 'gatherLlm'>>;
@@ -41,6 +43,8 @@ export function runFlags(): RunFlags {
     toolAccess: patchDecidedOnce(TOOL_ACCESS_PATCH),
     handoffReturnActions: patchDecidedOnce(HANDOFF_RETURN_ACTIONS_PATCH),
     startBlockHold: patchDecidedOnce(START_BLOCK_HOLD_PATCH),
+    nlu: patchDecidedOnce(NLU_PATCH),
+    moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
   };
 }
 

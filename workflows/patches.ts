@@ -97,6 +97,14 @@ export const AGENT_IDLE_TIMEOUT_PATCH = 'agent-idle-timeout-v1';
 export const TOOL_ACCESS_PATCH = 'tool-access-v1';
 
 /**
+ * An agent's NLU section classifies each user message (`RuntimeOptions.nlu`): one `call_llm`
+ * (purpose `classification`) before the rest of the agent's turn, its answer in `intent.*`. Runs
+ * recorded before it kept NLU as an unexecuted section and made no such call. Asked only when an
+ * agent with NLU intents gets a message, so histories of other agents carry no marker.
+ */
+export const NLU_PATCH = 'nlu-v1';
+
+/**
  * A lazily asked patch for the interpreter's options. The first answer is kept for the rest of the
  * run: a turn is replayed by the interpreter each time a result arrives, and `patched` (false while
  * replaying an old run) turns true once replay reaches live execution, which would switch a turn
@@ -138,3 +146,11 @@ export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
  * when an escalation happens, so other histories carry no marker.
  */
 export const HUMAN_TASKS_PATCH = 'human-tasks-v1';
+
+/**
+ * Provider guardrails (`provider`, `category`, `threshold`; `RuntimeOptions.moderationGuardrails`):
+ * the guardrail's text goes to the moderation provider as a `moderate` command (a `moderate`
+ * activity). Runs recorded before it never made that call. Asked only when such a guardrail is
+ * about to run, so histories of agents without one carry no marker.
+ */
+export const MODERATION_GUARDRAILS_PATCH = 'moderation-guardrails-v1';

@@ -12,6 +12,7 @@ import { compileFlow } from './flow';
 import { compileAgentGather } from './gather';
 import { compileExecution, compileIdentity, compileMessages, compileTemplates } from './identity';
 import { compileMemory } from './memory';
+import { compileNlu } from './nlu';
 import { compileCompletion, compileConstraints, compileGuardrails } from './rules';
 import { checkSections } from './sections';
 import type { CompiledTools } from './tools';
@@ -97,6 +98,10 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
     extra: checked.extra,
     loc: ctx.loc(head.loc),
   };
+  const nluSection = sec('NLU');
+  const nlu = nluSection ? compileNlu(ctx, val('NLU'), nluSection.loc) : undefined;
+  // Absent (not null) without NLU, so the IR of an agent without it is what it was before NLU ran.
+  if (nlu) agent.nlu = nlu;
   mapPositionalArgs(agent);
   agent.metadata.source_hash = agentHash(doc.path, agent, project);
   return agent;

@@ -1,7 +1,8 @@
 // CONSTRAINTS, GUARDRAILS and COMPLETE reducers (ABL.md §9–10).
 
-import type { Loc, ValueNode } from '../ast';
-import type { CompletionRuleIR, ConstraintIR, GuardrailIR, OnFailIR } from '../ir';
+import type { Loc, PairNode, ValueNode } from '../ast';
+import type { CompletionRuleIR, ConstraintIR, GuardrailIR, GuardrailProviderIR, OnFailIR } from '../ir';
+import { MODERATION_CATEGORIES, MODERATION_PROVIDER_NAMES, normalizeCategory } from '../moderation';
 import { describe, pairValue, type CompileContext, type Fields } from './context';
 
 const CONSTRAINT = /^(REQUIRE|RESTRICT|LIMIT|WARN)\s+([\s\S]+?)(?:\s+BEFORE\s+(calling\s+([A-Za-z_]\w*)|returning\s+results))?\s*$/i;
@@ -147,18 +148,23 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
   } else ctx.report('E210', node.loc, { what: 'GUARDRAILS', expected: 'named guardrail blocks', found: 'a value' });
   for (const { name, f, at } of entries) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider'], `guardrail ${name}`);
-    for (const k of ['llm_check', 'provider']) if (f.map.has(k)) extra[k] = ctx.str(get(k), k);
+    const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider', 'category', 'categories', 'threshold', 'on_error'], `guardrail ${name}`);
+    if (f.map.has('llm_check')) extra.llm_check = ctx.str(get('llm_check'), 'llm_check');
     const kindNode = get('kind');
     if (!kindNode) ctx.report('E852', at, { name, detail: 'kind is missing (input, output, both, tool_input, tool_output, handoff)' });
     const kind = ctx.oneOf(kindNode, KINDS, `Guardrail ${name} kind`) ?? 'input';
     const check = ctx.expr(get('check'), `Guardrail ${name} check`);
-    if (!check && !f.map.has('llm_check')) ctx.report('E852', at, { name, detail: 'check is missing' });
+    const action = ctx.oneOf(get('action'), ACTIONS, `Guardrail ${name} action`) ?? 'block';
+    const provider = compileProvider(ctx, name, f, get, at, { kind, action, hasCheck: f.map.has('check') });
+    if (!check && !provider && !f.map.has('llm_check') && !f.map.has('provider')) ctx.report('E852', at, { name, detail: 'check is missing' });
+    // An LLM judge is accepted as documented but has no runtime yet: say so instead of a silent no-op.
+    if (f.map.has('llm_check') && !check && !provider) ctx.report('W857', (f.map.get('llm_check') as PairNode).loc, { name, what: 'an llm_check (an LLM-judged guardrail)' });
     const base = {
       check,
-      action: ctx.oneOf(get('action'), ACTIONS, `Guardrail ${name} action`) ?? 'block',
+      action,
       message: ctx.text(get('message'), 'message'),
       priority: ctx.num(get('priority'), 'priority') ?? 100,
+      ...(provider ? { provider } : {}),
       extra,
       loc: ctx.loc(at),
     };
@@ -167,6 +173,64 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     } else out.push({ name, kind, ...base });
   }
   return out.sort((a, b) => a.priority - b.priority);
+}
+
+const ON_ERROR: Record<string, GuardrailProviderIR['on_error']> = {
+  block: 'block', closed: 'block', fail_closed: 'block', allow: 'allow', open: 'allow', fail_open: 'allow',
+};
+
+/**
+ * `provider`, `category` (or `categories`), `threshold` and `on_error` of a provider guardrail;
+ * null when the guardrail has no provider (its keys are then refused) or the provider is unreadable.
+ */
+function compileProvider(
+  ctx: CompileContext, name: string, f: Fields, get: (k: string) => ValueNode | null, at: Loc,
+  g: { kind: string; action: GuardrailIR['action']; hasCheck: boolean },
+): GuardrailProviderIR | null {
+  const bad = (node: { loc: Loc } | null, detail: string): null => {
+    ctx.report('E856', node?.loc ?? at, { name, detail });
+    return null;
+  };
+  const providerNode = get('provider');
+  if (!providerNode) {
+    for (const k of ['category', 'categories', 'threshold', 'on_error']) {
+      const p = f.map.get(k);
+      if (p) bad(p, `${p.key} belongs to a provider guardrail, and this one has no provider`);
+    }
+    return null;
+  }
+  const raw = ctx.str(providerNode, 'provider');
+  if (raw === null) return null;
+  const provider = MODERATION_PROVIDER_NAMES[raw.trim().toLowerCase()];
+  if (!provider) return bad(providerNode, `unknown provider "${raw}" (known: ${Object.keys(MODERATION_PROVIDER_NAMES).join(', ')})`);
+  if (g.hasCheck) return bad(f.map.get('check') ?? null, 'it has both check and provider; a guardrail is either an expression check or a provider check, so split it in two');
+  if (g.action === 'redact' && g.kind !== 'input' && g.kind !== 'output' && g.kind !== 'both') {
+    return bad(f.map.get('action') ?? null, `action redact with a provider replaces the whole text, which only input and output guardrails can do (this one is ${g.kind}); use block or warn`);
+  }
+  if (f.map.has('category') && f.map.has('categories')) return bad(f.map.get('categories') ?? null, 'give category or categories, not both');
+  const catNode = get('category') ?? get('categories');
+  const categories: string[] = [];
+  for (const c of ctx.strList(catNode, 'category')) {
+    const id = normalizeCategory(c);
+    if (!id) return bad(catNode, `unknown moderation category "${c}" (known: ${MODERATION_CATEGORIES.join(', ')})`);
+    if (!categories.includes(id)) categories.push(id);
+  }
+  let threshold: number | null = null;
+  const thresholdNode = get('threshold');
+  if (thresholdNode) {
+    threshold = ctx.num(thresholdNode, `Guardrail ${name} threshold`);
+    if (threshold === null) return null;
+    if (threshold < 0 || threshold > 1) return bad(thresholdNode, `threshold ${threshold} is outside 0..1 (a score, e.g. 0.7 for 70%)`);
+  }
+  let onError: GuardrailProviderIR['on_error'] = 'block';
+  const onErrorNode = get('on_error');
+  if (onErrorNode) {
+    const v = ctx.str(onErrorNode, 'on_error');
+    const found = v === null ? undefined : ON_ERROR[v.trim().toLowerCase()];
+    if (!found) return bad(onErrorNode, `on_error must be block (fail closed) or allow (fail open), found "${v ?? ''}"`);
+    onError = found;
+  }
+  return { name: provider, categories, threshold, on_error: onError };
 }
 
 export function compileCompletion(ctx: CompileContext, node: ValueNode | null): CompletionRuleIR[] {

@@ -116,7 +116,21 @@ export type RuntimeEvent =
   | { type: 'callback'; commandId: string; payload: Json }
   /** `cancelled`: the task was cancelled instead of resolved (human.cancelled, resolved false). */
   | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json>; cancelled?: boolean }
-  | { type: 'wait_expired'; commandId: string };
+  | { type: 'wait_expired'; commandId: string }
+  | ({ type: 'moderation_result'; commandId: string; ok: true } & ModerationAnswer)
+  | { type: 'moderation_result'; commandId: string; ok: false; error: RuntimeError };
+
+/** A moderation provider's verdict on one text (abl/moderation.ts decides what it means for a guardrail). */
+export interface ModerationAnswer {
+  /** The provider that answered (`openai`, or `local` for the offline rules). */
+  provider: string;
+  model: string;
+  flagged: boolean;
+  /** Score per category id, 0..1. */
+  scores: Record<string, number>;
+  /** Categories the provider itself flagged. */
+  flaggedCategories: string[];
+}
 
 export interface RuntimeError {
   kind: string;
@@ -148,7 +162,7 @@ export interface LlmRequestSpec {
 }
 
 export type RuntimeCommand =
-  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'routing'; request: LlmRequestSpec }
+  | { type: 'call_llm'; id: string; agent: string; purpose: 'reasoning' | 'extraction' | 'validation' | 'classification' | 'routing'; request: LlmRequestSpec }
   | {
       type: 'call_tool';
       id: string;
@@ -184,6 +198,8 @@ export type RuntimeCommand =
       /** ESCALATE `routing:` (a trigger's own overriding it field by field). */
       routing?: EscalationRoutingIR;
     }
+  /** A provider guardrail's check: the text goes to the moderation provider (answered by `moderation_result`). */
+  | { type: 'moderate'; id: string; agent: string; guardrail: string; provider: 'openai' | 'local'; text: string }
   | {
       type: 'suspend_for_callback';
       id: string;
@@ -199,7 +215,14 @@ export type RuntimeCommand =
 export type TraceDraft =
   | { type: 'decision'; data: { decisionKind: string; decision: string; agent: string; reasoning?: string } }
   | { type: 'handoff'; data: { fromAgent: string; toAgent: string; reason: string } }
-  | { type: 'guardrail_eval'; data: { guardrail: string; kind: string; passed: boolean; action: string; agent: string } }
+  | {
+      type: 'guardrail_eval';
+      data: {
+        guardrail: string; kind: string; passed: boolean; action: string; agent: string;
+        /** Provider guardrails only: who judged, the category and score that decided, and a failed call's error. */
+        provider?: string; model?: string; category?: string | null; score?: number; threshold?: number | null; error?: string;
+      };
+    }
   | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
   | { type: 'error'; data: { agent: string; kind: string; message: string } }
   | { type: 'response'; data: { agent: string; text: string } }
@@ -322,4 +345,16 @@ export interface RuntimeOptions {
    * (patch `start-block-hold-v1`).
    */
   startBlockHold?: boolean | (() => boolean);
+  /**
+   * An agent's NLU section classifies each user message (`call_llm`, purpose `classification`)
+   * into `intent.*` before the rest of its turn. On unless false; a function is asked only when
+   * such an agent gets a message, and must give the same answer for the whole turn (patch `nlu-v1`).
+   */
+  nlu?: boolean | (() => boolean);
+  /**
+   * Provider guardrails (`provider`, `category`, `threshold`) ask the moderation provider with a
+   * `moderate` command. On unless false; a function is asked only when such a guardrail is about
+   * to run (patch `moderation-guardrails-v1`); off, they do not run.
+   */
+  moderationGuardrails?: boolean | (() => boolean);
 }

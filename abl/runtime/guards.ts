@@ -3,9 +3,11 @@
 // tool results and handoffs through their guardrails; operations through the constraints.
 
 import { evaluateCondition } from '../expr/evaluate';
-import type { AgentIR, GuardrailIR, Json, ToolIR } from '../ir';
+import type { AgentIR, GuardrailIR, GuardrailProviderIR, Json, ToolIR } from '../ir';
+import { moderationDecision } from '../moderation';
+import { moderationGuardrailsOn } from './options';
 import { guardText, redactJson } from './checkpoints';
-import type { ThreadState } from './contract';
+import type { RuntimeEvent, ThreadState } from './contract';
 import type { SafeRegex } from '../regex';
 import { redactionPatterns } from './values';
 import type { ToolOutcome, TurnContext } from './turn-context';
@@ -49,25 +51,78 @@ export class Guards {
    */
   guardrails(
     th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
+    opts: { effects?: boolean } = {},
   ): { text: string; blocked: string | null; patterns: SafeRegex[] } {
     let current = text;
     const patterns: SafeRegex[] = [];
     for (const g of agent.guardrails) {
-      if (g.kind !== kind || !g.check?.ast) continue;
-      const passed = evaluateCondition(g.check.ast, this.t.scope(th, { ...extra, input: current, output: current }), this.t.ctx);
-      const fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
-      this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
+      if (g.kind !== kind) continue;
+      let fires: boolean;
+      if (g.provider) {
+        // A holding reply (opts.effects false) cannot wait for a provider: the message reaches no agent.
+        if (opts.effects === false || !moderationGuardrailsOn(this.t.options)) continue;
+        fires = this.moderated(th, agent, g, g.provider, current);
+      } else {
+        if (!g.check?.ast) continue;
+        const passed = evaluateCondition(g.check.ast, this.t.scope(th, { ...extra, input: current, output: current }), this.t.ctx);
+        fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
+        this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
+      }
       if (!fires) continue;
       if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that.", patterns };
       if (g.action === 'redact') {
-        for (const re of redactionPatterns(g.check.ast)) {
-          patterns.push(re);
-          current = re.replaceAll(current, '[REDACTED]');
+        // A provider judges the whole text, so the whole text goes (the compiler allows this on input and output only).
+        if (g.provider) current = '[REDACTED]';
+        else {
+          for (const re of g.check?.ast ? redactionPatterns(g.check.ast) : []) {
+            patterns.push(re);
+            current = re.replaceAll(current, '[REDACTED]');
+          }
         }
       }
       // warn and the phase-2 actions only log.
     }
     return { text: current, blocked: null, patterns };
+  }
+
+  /**
+   * A provider guardrail on `text`: a `moderate` effect (one per provider and text in a turn, shared
+   * by the guardrails that ask the same), then the decision of abl/moderation.ts. A failed call
+   * follows the guardrail's `on_error`. Traces the provider, category and score, never the text.
+   */
+  private moderated(th: ThreadState, agent: AgentIR, g: GuardrailIR, p: GuardrailProviderIR, text: string): boolean {
+    const ev = this.moderation(th, g, p, text);
+    const base = { guardrail: g.name, kind: g.kind, action: g.action, agent: agent.metadata.name, threshold: p.threshold };
+    if (ev.type !== 'moderation_result' || !ev.ok) {
+      const message = ev.type === 'moderation_result' && !ev.ok ? ev.error.message : `Unexpected ${ev.type} for a moderation call`;
+      const fires = p.on_error === 'block';
+      this.t.error(th, 'moderation_error', `Guardrail ${g.name}: the ${p.name} moderation call failed (${message}); on_error ${p.on_error}`);
+      this.t.trace.push({ type: 'guardrail_eval', data: { ...base, passed: !fires, provider: p.name, error: message } });
+      return fires;
+    }
+    const d = moderationDecision(p, ev);
+    this.t.trace.push({
+      type: 'guardrail_eval',
+      data: { ...base, passed: !d.fires, provider: ev.provider, model: ev.model, category: d.category, score: d.score },
+    });
+    return d.fires;
+  }
+
+  /** The moderation verdict for `text`, from this turn's earlier call for the same text or a new `moderate` effect. */
+  private moderation(th: ThreadState, g: GuardrailIR, p: GuardrailProviderIR, text: string): RuntimeEvent {
+    const key = `${p.name}\u0000${text}`;
+    const seen = this.t.moderations.get(key);
+    if (seen) return seen;
+    // Not part of a parallel tool batch being issued or bound: its own command id, its own wait.
+    const batch = this.t.batch;
+    this.t.batch = null;
+    try {
+      const ev = this.t.effect({ type: 'moderate', agent: th.agent, guardrail: g.name, provider: p.name, text }, null);
+      this.t.moderations.set(key, ev);
+      return ev;
+    } finally {
+      this.t.batch = batch;
+    }
   }
 
   /**

@@ -27,6 +27,7 @@ const ANSWERS: Record<Exclude<RuntimeEvent['type'], 'start' | 'user_message'>, R
   callback: ['suspend_for_callback'],
   human_resolved: ['escalate'],
   wait_expired: ['suspend_for_callback', 'escalate'],
+  moderation_result: ['moderate'],
 };
 
 function emptyState(entryAgent: string): SessionRuntimeState {

@@ -53,3 +53,13 @@ export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
 export function startBlockHoldOn(options: RuntimeOptions): boolean {
   return flagOn(options.startBlockHold, true);
 }
+
+/** An agent's NLU section classifies each user message into `intent`. On unless false. */
+export function nluOn(options: RuntimeOptions): boolean {
+  return flagOn(options.nlu, true);
+}
+
+/** Provider guardrails ask the moderation provider. On unless false. */
+export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.moderationGuardrails, true);
+}

@@ -24,6 +24,7 @@ import type { Gathering } from './gathering';
 import type { Guards } from './guards';
 import type { Handoffs } from './handoff';
 import type { Lifecycle } from './lifecycle';
+import type { Nlu } from './nlu';
 import type { OnError } from './on-error';
 import type { Reasoning } from './reasoning';
 import type { ToolCalls } from './tool-calls';
@@ -93,6 +94,7 @@ export class TurnContext {
   lifecycle!: Lifecycle;
   flow!: Flow;
   reasoning!: Reasoning;
+  nlu!: Nlu;
 
   /** The user's message as the agents see it, after input guardrails (null when none ran). */
   input: string | null = null;
@@ -116,6 +118,8 @@ export class TurnContext {
   inputRedactions: SafeRegex[] = [];
   /** ON_ERROR's outcome for an llm_error in a flow's reasoning step, for the step to carry out. */
   reasoningFailure: StepResult | null = null;
+  /** Moderation verdicts of this turn by provider and text, so guardrails on the same text share one call. */
+  readonly moderations = new Map<string, RuntimeEvent>();
   /** True while a reply must not be held to `BEFORE returning results` (a check or a refusal runs). */
   returning = false;
 
@@ -188,6 +192,11 @@ export class TurnContext {
       }
       if (name === 'message_metadata') return this.meta;
       if (Object.hasOwn(this.meta, name)) return this.meta[name];
+      // This turn's NLU classification for the thread (`intent.category`, …), over a variable of that name.
+      if (name === 'intent') {
+        const classified = this.nlu.intentOf(th);
+        if (classified) return classified;
+      }
       if (Object.hasOwn(th.vars, name)) return th.vars[name];
       // The turn's button press (`action.id`, `action.value`), unless a variable has that name.
       if (name === 'action' && this.action) return this.action;

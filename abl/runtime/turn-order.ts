@@ -1,6 +1,6 @@
 // The per-turn order of ABL.md §9: a session start, a user message, and one agent's part of the
-// turn (digressions, GATHER, escalation, handoff and delegation triggers, then the flow or the
-// reasoning loop, then completion). Re-entered for the target agent after a handoff.
+// turn (NLU classification, digressions, GATHER, escalation, handoff and delegation triggers, then
+// the flow or the reasoning loop, then completion). Re-entered for the target agent after a handoff.
 
 import type { Json } from '../ir';
 import type { RuntimeEvent, ThreadState } from './contract';
@@ -71,6 +71,8 @@ export class TurnOrder {
   /** Steps 3–7 and 9 of the per-turn order for one thread (re-entered after a handoff). */
   agentTurn(th: ThreadState, input: string | null, delegated: boolean): void {
     const agent = this.t.agent(th);
+    // NLU first: digressions, GATHER, ESCALATE, HANDOFF, the flow and COMPLETE all see `intent`.
+    if (input !== null) this.t.nlu.classify(th, agent, input);
     // Digressions take the message before any gather extraction sees it (ABL.md §8).
     if (input !== null && this.t.flow.digress(th, agent, input)) {
       if (this.t.isActive(th)) this.t.handoffs.checkCompletion(th);

@@ -19,6 +19,7 @@ import { Gathering } from './gathering';
 import { Guards } from './guards';
 import { Handoffs } from './handoff';
 import { Lifecycle } from './lifecycle';
+import { Nlu } from './nlu';
 import { OnError } from './on-error';
 import { Reasoning } from './reasoning';
 import { ToolCalls } from './tool-calls';
@@ -44,6 +45,7 @@ export class Turn {
     t.lifecycle = new Lifecycle(t);
     t.flow = new Flow(t);
     t.reasoning = new Reasoning(t);
+    t.nlu = new Nlu(t);
     this.t = t;
   }
 
@@ -83,8 +85,11 @@ export class Turn {
     return this.t.active();
   }
 
-  /** The agent's guardrails of one kind on `text` (interpreter.ts runs the input ones before a start). */
+  /**
+   * The agent's guardrails of one kind on `text`, for a holding reply while the session is suspended
+   * (interpreter.ts): no effect can run there, so provider guardrails are left out.
+   */
   guardrails(th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string): { text: string; blocked: string | null; patterns: SafeRegex[] } {
-    return this.t.guards.guardrails(th, agent, kind, text);
+    return this.t.guards.guardrails(th, agent, kind, text, {}, { effects: false });
   }
 }

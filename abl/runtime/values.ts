@@ -134,12 +134,13 @@ export function paramsSchema(params: readonly ParamIR[]): Json {
   return { type: 'object', properties, required: params.filter((p) => p.required).map((p) => p.name) };
 }
 
+// Compiled on first use (SafeRegex.builtIn: module code runs for every workflow a worker creates).
 const PII_PATTERNS = [
   /[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/,
   /\b\d{4}[ -]?\d{4}[ -]?\d{4}[ -]?\d{4}\b/,
   /\b\d{3}-\d{2}-\d{4}\b/,
   /\+?\d[\d\s().-]{7,}\d/,
-].map((re) => SafeRegex.compile(re.source));
+].map((re) => SafeRegex.builtIn(re.source));
 
 /** Patterns a redacting guardrail removes: the regexes of its pattern helpers, or PII. */
 export function redactionPatterns(check: Expr): SafeRegex[] {
@@ -153,7 +154,7 @@ export function redactionPatterns(check: Expr): SafeRegex[] {
         const re = safeRegex(arg.value);
         if (re) out.push(re);
       } else if (name === 'CONTAINS_PII') {
-        out.push(...PII_PATTERNS);
+        out.push(...PII_PATTERNS.map((pattern) => pattern()));
       }
       x.args.forEach(visit);
     } else if (x.type === 'Binary' || x.type === 'In') {

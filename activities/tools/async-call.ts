@@ -50,10 +50,12 @@ export function callbackUrl(publicBaseUrl: string, callbackId: string): string {
 export function createStartAsyncCall(deps: ActivityDeps) {
   const { models } = deps;
 
-  /** The suspension of this call, created once: a concurrent or retried attempt reads the first one's. */
-  async function suspensionFor(input: StartAsyncCallInput, encryptor: NonNullable<ActivityDeps['encryptor']>): Promise<SuspensionDoc> {
-    const existing = await models.Suspension.findOne({ _id: input.callbackId, tenantId: input.tenantId }).lean();
-    if (existing) return existing;
+  /**
+   * The suspension of this call, created once: a concurrent or retried attempt reads the first
+   * one's. The insert comes first, so the usual first attempt costs one write and no read (the
+   * record's `_id` is the callback id: a duplicate key means an earlier attempt stored it).
+   */
+  async function suspensionFor(input: StartAsyncCallInput, encryptor: NonNullable<ActivityDeps['encryptor']>): Promise<Pick<SuspensionDoc, 'secret' | 'expiresAt'>> {
     const secret = randomBytes(32).toString('base64url');
     const doc = {
       _id: input.callbackId,
@@ -70,6 +72,7 @@ export function createStartAsyncCall(deps: ActivityDeps) {
     };
     try {
       await models.Suspension.create(doc);
+      return doc;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }

@@ -1,6 +1,7 @@
 // Headers an HTTP tool's `auth` and `auth_config` add to its request, rendered like any other
 // template (so {{secrets.NAME}} works there). A header the tool sets itself in `headers` wins.
 // OAuth2 token exchange (token_url, client_id, client_secret) is not performed yet.
+import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 
 type HttpBinding = Extract<ToolIR['binding'], { type: 'http' }>;
@@ -8,7 +9,8 @@ type HttpBinding = Extract<ToolIR['binding'], { type: 'http' }>;
 const text = (value: Json | undefined): string | null => (typeof value === 'string' && value !== '' ? value : null);
 
 /**
- * `bearer`: `Authorization: Bearer <auth_config.token>`; `api_key`: `<header_name, default
+ * `bearer`: `Authorization: Bearer <auth_config.token>`; `oauth2_user`: the same with
+ * `auth_config.access_token`, and a TOOL_NOT_AUTHORIZED failure while it is empty; `api_key`: `<header_name, default
  * X-API-Key>: <auth_config.api_key>`; every scheme: `auth_config.custom_headers` as they are.
  */
 export function authHeaders(binding: HttpBinding, render: (template: string) => string): Record<string, string> {
@@ -21,6 +23,12 @@ export function authHeaders(binding: HttpBinding, render: (template: string) => 
   if (binding.auth === 'bearer') {
     const token = text(config.token) ?? text(config.access_token);
     if (token) headers.authorization = `Bearer ${render(token)}`;
+  } else if (binding.auth === 'oauth2_user') {
+    // Authorised once the user's access token is there (docs/agentic-app-sessions.md "OAuth tools").
+    const template = text(config.access_token) ?? text(config.token);
+    const token = template ? render(template).trim() : '';
+    if (!token) throw ApplicationFailure.nonRetryable('This tool needs OAuth authorisation: no access token is stored for it yet', 'TOOL_NOT_AUTHORIZED');
+    headers.authorization = `Bearer ${token}`;
   } else if (binding.auth === 'api_key') {
     const key = text(config.api_key) ?? text(config.key) ?? text(config.value);
     if (key) headers[text(config.header_name) ?? 'X-API-Key'] = render(key);

@@ -56,7 +56,10 @@ export const authRoutes: AnyRoute[] = [
         id: z.string(),
         tenantId: z.string(),
         projectId: z.string().nullable(),
-        permissions: z.array(z.string()),
+        permissions: z.array(z.string()).describe("A scoped key's: what its scope's names map to"),
+        scopeId: z.string().nullable().describe('A scoped platform key: its scope (`as-` id)'),
+        grants: z.array(z.string()).describe('A scoped key: the scope names set to YES'),
+        environments: z.array(z.string()).describe('Environments the credential may act in; empty means all'),
       }),
     }),
     async handler({ principal }) {
@@ -68,6 +71,9 @@ export const authRoutes: AnyRoute[] = [
           tenantId: principal.tenantId,
           projectId: principal.projectId,
           permissions: [...principal.permissions],
+          scopeId: principal.scope?.id ?? null,
+          grants: [...(principal.scope?.grants ?? [])],
+          environments: [...(principal.environments ?? [])],
         },
       };
     },

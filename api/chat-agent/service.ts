@@ -1,6 +1,7 @@
 // Agent-backed chat: one message into a session. A first message creates the session summary and
 // starts its AgentSession workflow together with the turn (update-with-start); later messages are
 // `turn` updates on the running workflow. The update's result is the agent's answer.
+import { isDatabaseUnavailable } from '../../db/unavailable';
 import { createHash, randomUUID } from 'node:crypto';
 import {
   WorkflowUpdateFailedError,
@@ -10,7 +11,7 @@ import {
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { ApiError, isApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
-import { hasPermission, type Principal } from '../../lib/permissions';
+import { canActInEnvironment, hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
@@ -31,6 +32,7 @@ import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeN
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
+import { requireEnvironment } from '../platform-keys/environments';
 
 function depth(value: unknown, level = 0): number {
   if (value === null || typeof value !== 'object') return level;
@@ -105,13 +107,6 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
-}
-
-/** The MongoDB driver's classes for "the database did not answer" (by name: jest realms break instanceof). */
-const DATABASE_UNAVAILABLE = new Set(['MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError', 'MongoNotConnectedError', 'MongoTopologyClosedError']);
-
-function isDatabaseUnavailable(err: unknown): boolean {
-  return DATABASE_UNAVAILABLE.has((err as Error | null)?.name ?? '');
 }
 
 /** The update was refused because the session's workflow is closed or the session has ended. */
@@ -252,6 +247,11 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
       const client = await gate();
       const session = existing.session?.projectId === project._id ? existing.session : null;
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      if (principal.environments?.length) {
+        // An environment-bound key sees only its environments' sessions (one read, for such keys only).
+        const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
+        if (record && !canActInEnvironment(principal, record.environment)) throw new ApiError('NOT_FOUND', 'Session not found');
+      }
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
       if (existing.chargeError) throw existing.chargeError;
       const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
@@ -296,6 +296,7 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
         ? null
         : { ...picked.agent, environment: picked.deployment?.environment ?? body.environment ?? 'dev', deploymentId: picked.deployment?._id ?? null };
     if (!target) throw (picked as { error: unknown }).error;
+    requireEnvironment(principal, target.environment);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,

@@ -2,6 +2,11 @@
 // the rollback and promote semantics of docs/deployments.md. Changes need `deployment:create`.
 import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
+import { canActInEnvironment, type Principal } from '../../lib/permissions';
+import { type DeploymentDoc } from '../../db/deployment';
+import { findOwned } from '../../db/owned';
+import { type AppContext } from '../context';
+import { requireEnvironment } from '../platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';
@@ -21,6 +26,18 @@ import { startDeploymentDrain } from './drain-client';
 
 const TAGS = ['Deployments'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });
+
+/** A deployment of an environment the key is not bound to is not visible to it: 404, like another project's. */
+function hideOutsideEnvironment(principal: Principal, deployment: Pick<DeploymentDoc, 'environment'>): void {
+  if (!canActInEnvironment(principal, deployment.environment)) throw ApiError.notFound('Deployment');
+}
+
+/** The same before an operation that reads the deployment itself; a read only for an environment-bound key. */
+async function requireDeploymentEnvironment(ctx: AppContext, principal: Principal, scope: { tenantId: string; projectId: string }, id: string): Promise<void> {
+  if (!principal.environments?.length) return;
+  const deployment = await findOwned(ctx.models.Deployment, id, scope);
+  if (deployment) hideOutsideEnvironment(principal, deployment);
+}
 
 /** The operations on one deployment, for links from whatever returned it. */
 const deploymentLinks = (deploymentId: string) =>
@@ -44,6 +61,7 @@ export const deploymentRoutes: AnyRoute[] = [
     errorStatuses: [404, 422],
     response: ZDeploymentResponse,
     async handler({ ctx, principal, project, body }) {
+      requireEnvironment(principal, body.environment);
       const deployment = await createDeployment(ctx.models, scopeOf(project), body, principal.subjectId);
       return { success: true, deployment: presentDeployment(deployment) };
     },
@@ -72,9 +90,10 @@ export const deploymentRoutes: AnyRoute[] = [
     auth: 'agent:read',
     params: ZDeploymentParams,
     response: z.object({ success: z.literal(true), deployment: ZDeploymentDetailSchema }),
-    async handler({ ctx, project, params }) {
+    async handler({ ctx, principal, project, params }) {
       const scope = scopeOf(project);
       const deployment = await getDeployment(ctx.models, scope, params.deploymentId);
+      hideOutsideEnvironment(principal, deployment);
       // No channel connections exist yet, so none can be bound to a deployment.
       return { success: true, deployment: { ...presentDeployment(deployment), channelCount: 0, activeSessionCount: await activeSessionCount(ctx.models, scope, deployment._id) } };
     },
@@ -92,9 +111,10 @@ export const deploymentRoutes: AnyRoute[] = [
     errorStatuses: [409, 503],
     response: z.object({ success: z.literal(true), deployment: ZRetiredDeploymentSchema }),
     links: linksTo(['rollbackDeployment', 'getDeployment'], { projectId: '$request.path.projectId', deploymentId: '$request.path.deploymentId' }),
-    async handler({ ctx, project, params }) {
+    async handler({ ctx, principal, project, params }) {
       const scope = scopeOf(project);
       const current = await getDeployment(ctx.models, scope, params.deploymentId);
+      hideOutsideEnvironment(principal, current);
       if (current.status !== 'active') throw new ApiError('CONFLICT', 'Deployment is already retired');
       // The drain first, so a retire Temporal cannot take changes nothing (it waits for the write).
       await startDeploymentDrain(ctx, current);
@@ -115,7 +135,8 @@ export const deploymentRoutes: AnyRoute[] = [
     errorStatuses: [409],
     response: ZRollbackResponse,
     links: deploymentLinks('$response.body#/deployment/id'),
-    async handler({ ctx, project, params }) {
+    async handler({ ctx, principal, project, params }) {
+      await requireDeploymentEnvironment(ctx, principal, scopeOf(project), params.deploymentId);
       const { deployment, retiredDeployment } = await rollbackDeployment(ctx.models, scopeOf(project), params.deploymentId);
       return { success: true, deployment: presentDeployment(deployment), retiredDeployment: retiredDeployment ? presentRetired(retiredDeployment) : null };
     },
@@ -137,6 +158,8 @@ export const deploymentRoutes: AnyRoute[] = [
     response: ZDeploymentResponse,
     links: deploymentLinks('$response.body#/deployment/id'),
     async handler({ ctx, principal, project, params, body }) {
+      await requireDeploymentEnvironment(ctx, principal, scopeOf(project), params.deploymentId);
+      requireEnvironment(principal, body.targetEnvironment);
       const deployment = await promoteDeployment(ctx.models, scopeOf(project), params.deploymentId, body, principal.subjectId);
       return { success: true, deployment: presentDeployment(deployment) };
     },

@@ -329,7 +329,9 @@ function samePrincipal(a: Principal, b: Principal): boolean {
     a.tenantId === b.tenantId &&
     a.projectId === b.projectId &&
     a.permissions.size === b.permissions.size &&
-    [...a.permissions].every((p) => b.permissions.has(p))
+    [...a.permissions].every((p) => b.permissions.has(p)) &&
+    (a.scope?.id ?? null) === (b.scope?.id ?? null) &&
+    (a.environments ?? []).join(',') === (b.environments ?? []).join(',')
   );
 }
 

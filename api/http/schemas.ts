@@ -55,6 +55,7 @@ export const ZErrorResponseSchema = z
       code: z.string().describe('Stable machine-readable code, e.g. VALIDATION_ERROR'),
       message: z.string().describe('What went wrong, for people'),
       details: z.record(z.string(), z.unknown()).optional().describe('Structured detail some errors carry, e.g. diagnostics on 422'),
+      requestId: z.string().optional().describe('On the public API (`/api/public`, `/api/v2`): the `tr-` request id, for the platform logs'),
     }),
     retryAfterMs: z.number().optional().describe('On 429: milliseconds until a retry may succeed'),
   })

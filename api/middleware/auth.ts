@@ -9,6 +9,8 @@ import { safeEqual, sha256Hex } from '../../lib/crypto';
 import { API_KEY_PATTERN } from '../../lib/ids';
 import { isPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ApiKeyDoc } from '../../db/api-key';
+import { type ApiScopeDoc } from '../../db/api-scope';
+import { isScopeGrantName, permissionsOfGrants } from '../../lib/api-scopes';
 import { driverCollection } from '../../db/driver-collection';
 import { FreshReads } from '../../lib/fresh-reads';
 import { type AppContext } from '../context';
@@ -135,21 +137,19 @@ function readKeyById(ctx: AppContext, keyId: string): Promise<ApiKeyDoc | null> 
   return reads.read(keyId, () => driverCollection(ctx.models.ApiKey).findOne({ _id: keyId }));
 }
 
-async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string | undefined): Promise<Principal> {
+async function resolveApiKey(ctx: AppContext, keyHash: string, seen: Pick<KnownKey, 'keyId' | 'tenantId' | 'principal'> | undefined): Promise<Principal> {
   const askedAt = performance.now();
+  const knownId = seen?.keyId;
+  // A scoped key seen before: its scope is read alongside the key (one round trip, not two).
+  const knownScopeId = seen?.principal.scope?.id;
+  const scopeRead = seen && knownScopeId ? settleScope(readScopeById(ctx, knownScopeId, seen.tenantId)) : null;
   let doc: ApiKeyDoc | null = knownId ? await readKeyById(ctx, knownId) : null;
   // Compare in constant time so no code path branches on key bytes.
   if (!doc || !safeEqual(doc.keyHash, keyHash)) doc = await ctx.models.ApiKey.findOne({ keyHash }).lean();
   if (!doc || !safeEqual(doc.keyHash, keyHash)) throw unauthorized('Invalid API key');
   if (doc.revokedAt) throw unauthorized('API key has been revoked');
   if (doc.expiresAt && doc.expiresAt.getTime() <= Date.now()) throw unauthorized('API key has expired');
-  const principal: Principal = {
-    kind: 'api_key',
-    subjectId: doc._id,
-    tenantId: doc.tenantId,
-    projectId: doc.projectId,
-    permissions: toPermissions(doc.permissions),
-  };
+  const principal = await principalOfKey(ctx, doc, doc.scopeId && doc.scopeId === knownScopeId ? scopeRead : null);
   const entry: KnownKey = {
     keyId: doc._id,
     tenantId: doc.tenantId,
@@ -170,6 +170,41 @@ async function resolveApiKey(ctx: AppContext, keyHash: string, knownId: string |
   return principal;
 }
 
+/** Scope reads by id, shared like key reads; the read begins after the request asked, like the key's. */
+const scopeReads = new WeakMap<AppContext, FreshReads<ApiScopeDoc | null>>();
+
+function readScopeById(ctx: AppContext, scopeId: string, tenantId: string): Promise<ApiScopeDoc | null> {
+  let reads = scopeReads.get(ctx);
+  if (!reads) scopeReads.set(ctx, (reads = new FreshReads()));
+  return reads.read(`${tenantId}/${scopeId}`, () => driverCollection(ctx.models.ApiScope).findOne({ _id: scopeId, tenantId }));
+}
+
+type ScopeRead = { ok: true; scope: ApiScopeDoc | null } | { ok: false };
+
+/** A scope read started early, which must never become an unhandled rejection (a failure reads again). */
+function settleScope(read: Promise<ApiScopeDoc | null>): Promise<ScopeRead> {
+  return read.then(
+    (scope) => ({ ok: true as const, scope }),
+    () => ({ ok: false as const }),
+  );
+}
+
+/**
+ * What a key may do. A scoped key holds what its scope grants now (read with the key, so a scope
+ * change is seen within the same window as a revocation); a scope that is gone leaves the key
+ * nothing to stand on (401). A permission-style key holds its permissions, as always.
+ */
+async function principalOfKey(ctx: AppContext, doc: ApiKeyDoc, started: Promise<ScopeRead> | null): Promise<Principal> {
+  const environments = doc.environments && doc.environments.length > 0 ? [...doc.environments] : null;
+  const base = { kind: 'api_key' as const, subjectId: doc._id, tenantId: doc.tenantId, projectId: doc.projectId, environments };
+  if (!doc.scopeId) return { ...base, permissions: toPermissions(doc.permissions), scope: null };
+  const read = started ? await started : null;
+  const scope = read?.ok ? read.scope : await readScopeById(ctx, doc.scopeId, doc.tenantId);
+  if (!scope || scope.projectId !== doc.projectId) throw unauthorized('Invalid API key');
+  const grants = new Set(scope.grants.filter(isScopeGrantName));
+  return { ...base, permissions: permissionsOfGrants(grants), scope: { id: scope._id, grants } };
+}
+
 /** The entry when this request may be answered from it: young enough and not expired. */
 function answerableFrom(ctx: AppContext, known: KnownKey): boolean {
   if (known.expiresAt !== null && known.expiresAt <= Date.now()) return false;
@@ -180,7 +215,7 @@ function answerableFrom(ctx: AppContext, known: KnownKey): boolean {
 function refreshWhenAgeing(ctx: AppContext, keyHash: string, known: KnownKey): void {
   if (known.refreshing || performance.now() - known.askedAt < ctx.config.API_KEY_CACHE_MS / 2) return;
   known.refreshing = true;
-  resolveApiKey(ctx, keyHash, known.keyId)
+  resolveApiKey(ctx, keyHash, known)
     .catch(() => knownKeysOf(ctx).delete(keyHash))
     .finally(() => {
       known.refreshing = false;
@@ -262,7 +297,7 @@ export function beginAuthentication(ctx: AppContext, req: Request): Authenticati
     noteKeyUsed(ctx, known);
     return { early: known.principal, confirmed: Promise.resolve(known.principal) };
   }
-  const confirmed = resolveApiKey(ctx, keyHash, known?.keyId).catch((err: unknown) => {
+  const confirmed = resolveApiKey(ctx, keyHash, known).catch((err: unknown) => {
     // Revoked, expired, deleted, or the read failed: nothing starts early for it any more.
     knownKeys.delete(keyHash);
     throw err;

@@ -1,11 +1,13 @@
 // The single place where errors become HTTP responses: the spec's envelope
-// `{ success: false, error: { code, message } }`, the status from the one code table, and
-// never a stack trace or an internal message in a body.
+// `{ success: false, error: { code, message } }` (plus `requestId` on the public API's paths),
+// the status from the one code table, and never a stack trace or an internal message in a body.
 import { type NextFunction, type Request, type Response } from 'express';
 import { type Logger } from '../../lib/logger';
 import { ApiError, isApiError } from '../../lib/errors';
 import { statusForCode } from '../../lib/error-codes';
 import { type MountedRoute } from '../http/route';
+import { isPublicApiPath, publicRequestId } from './request-id';
+import { isDatabaseUnavailable } from '../../db/unavailable';
 
 interface BodyParserError extends Error {
   type?: string;
@@ -39,6 +41,9 @@ function toApiError(err: unknown): ApiError {
     case 'entity.verify.failed':
       return new ApiError('BAD_REQUEST', e.message);
     default:
+      // The database did not answer, or (FerretDB on SQLite) was busy and wrote nothing: 503 tells
+      // the caller to retry, which every write route makes safe (atomic claims, Idempotency-Key).
+      if (isDatabaseUnavailable(err)) return new ApiError('SERVICE_UNAVAILABLE', { message: 'The database is unavailable; retry the request', cause: err, headers: { 'Retry-After': '1' } });
       return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
   }
 }
@@ -57,7 +62,12 @@ export function errorHandler(logger: Logger) {
     for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
     res.status(status).json({
       success: false,
-      error: { code: apiError.code, message: apiError.message, ...(apiError.details ? { details: apiError.details } : {}) },
+      error: {
+        code: apiError.code,
+        message: apiError.message,
+        ...(apiError.details ? { details: apiError.details } : {}),
+        ...(isPublicApiPath(req.path) ? { requestId: publicRequestId(res) } : {}),
+      },
       ...apiError.extraBody,
     });
   };

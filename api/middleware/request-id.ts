@@ -11,3 +11,17 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   res.setHeader('X-Request-Id', id);
   next();
 }
+
+/** The public API's form of the request id: with the `tr-` prefix its spec gives it. */
+export function publicRequestId(res: Response): string {
+  const id = String(res.locals.requestId ?? '');
+  return id.startsWith('tr-') ? id : `tr-${id}`;
+}
+
+/**
+ * The public API's routes (spec: public-api.md), whose error envelope carries the request id:
+ * `{ success: false, error: { code, message, requestId } }`.
+ */
+export function isPublicApiPath(path: string): boolean {
+  return /^\/api\/(?:public\/|v2\/|v1\/project\/)/i.test(path);
+}

@@ -39,6 +39,14 @@ export function generateOpenApiDocument(registry: OpenAPIRegistry, serverUrl: st
     },
     servers: [{ url: serverUrl }],
     security: [{ bearerAuth: [] }, { apiKeyHeader: [] }],
+    tags: [
+      {
+        name: 'Public API: keys and scopes',
+        description:
+          'Platform keys (`abl_`, `ak-` ids) and the scopes (`as-` ids) of an app; an app is a project and `appId` is its id. ' +
+          'Sent as `X-API-Key`. Errors carry the request id: `{ success: false, error: { code, message, requestId } }` (docs/public-api.md).',
+      },
+    ],
   });
   addResponseExamples(document as Parameters<typeof addResponseExamples>[0]);
   return document;

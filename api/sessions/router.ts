@@ -2,7 +2,12 @@
 // traces, span children, metrics) and the transcript route (docs/sessions-api.md). The spec's
 // literal sub-paths beside `:id` (RESERVED_SESSION_SUBPATHS) are never read as session ids.
 import { type ProjectDoc } from '../../db/project';
-import { type Principal } from '../../lib/permissions';
+import { canActInEnvironment, type Principal } from '../../lib/permissions';
+import { ApiError } from '../../lib/errors';
+import { findOwned } from '../../db/owned';
+import { type SessionDoc } from '../../db/session';
+import { type AppContext } from '../context';
+import { requireEnvironment } from '../platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
@@ -54,6 +59,18 @@ export function sessionLinks(projectId: string, id: string) {
 }
 const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
+/** A session of an environment the key is not bound to is not visible to it: 404, like another project's. */
+function hideOutsideEnvironment(principal: Principal, session: Pick<SessionDoc, 'environment'>): void {
+  if (!canActInEnvironment(principal, session.environment)) throw ApiError.notFound('Session');
+}
+
+/** The same, before an operation that reads the session itself; costs a read only for an environment-bound key. */
+async function requireSessionEnvironment(ctx: AppContext, principal: Principal, scope: SessionScope, sessionId: string): Promise<void> {
+  if (!principal.environments?.length) return;
+  const session = await findOwned(ctx.models.Session, sessionId, scope);
+  if (session) hideOutsideEnvironment(principal, session);
+}
+
 export const sessionRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
@@ -72,6 +89,7 @@ export const sessionRoutes: AnyRoute[] = [
     async handler({ ctx, principal, project, body }) {
       const scope = scopeOf(principal, project);
       const { agent, deployment } = await resolveNewSessionTarget(ctx.models, scope, { agentId: body.agentId, environment: body.environment });
+      requireEnvironment(principal, deployment?.environment ?? body.environment);
       const { session } = await startSessionWorkflow(ctx, {
         ...scope,
         ...agent,
@@ -96,7 +114,7 @@ export const sessionRoutes: AnyRoute[] = [
     query: ZListSessionsQuery,
     response: ZListSessionsResponseSchema,
     async handler({ ctx, principal, project, query }) {
-      const { total, sessions } = await listSessions(ctx.models, scopeOf(principal, project), query);
+      const { total, sessions } = await listSessions(ctx.models, scopeOf(principal, project), query, principal.environments);
       return { success: true, total, offset: query.offset, limit: query.limit, sessions: sessions.map(presentSessionListItem) };
     },
   }),
@@ -112,6 +130,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404],
     response: ZSessionDetailResponseSchema,
     async handler({ ctx, principal, project, params }) {
+      await requireSessionEnvironment(ctx, principal, scopeOf(principal, project), params.id);
       const detail = await getSessionDetail(ctx, scopeOf(principal, project), params.id);
       return { success: true, session: presentSessionDetail(detail.session, detail.live, detail.liveUnavailableReason) };
     },
@@ -128,6 +147,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404, 503],
     response: ZDeleteSessionResponseSchema,
     async handler({ ctx, principal, project, params }) {
+      await requireSessionEnvironment(ctx, principal, scopeOf(principal, project), params.id);
       const deleted = await deleteSession(ctx, scopeOf(principal, project), params.id);
       return {
         success: true,
@@ -148,6 +168,7 @@ export const sessionRoutes: AnyRoute[] = [
     errorStatuses: [404, 409, 503],
     response: ZResetSessionResponseSchema,
     async handler({ ctx, principal, project, params }) {
+      await requireSessionEnvironment(ctx, principal, scopeOf(principal, project), params.id);
       const { resetAt } = await resetSession(ctx, scopeOf(principal, project), params.id);
       return { success: true, session: { id: params.id, resetAt } };
     },
@@ -171,6 +192,7 @@ export const sessionRoutes: AnyRoute[] = [
     response: ZTracesResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
       const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
+      hideOutsideEnvironment(principal, session);
       const [{ total, events }, metrics] = await Promise.all([
         listTraceEvents(ctx.models, session, query),
         query.include === 'metrics' ? computeSessionMetrics(ctx.models, session) : Promise.resolve(undefined),
@@ -200,6 +222,7 @@ export const sessionRoutes: AnyRoute[] = [
     response: ZSpanChildrenResponseSchema,
     async handler({ ctx, principal, project, params, query }) {
       const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
+      hideOutsideEnvironment(principal, session);
       const { total, events } = await listSpanChildren(ctx.models, session, params.spanId, query);
       return {
         success: true,
@@ -225,6 +248,7 @@ export const sessionRoutes: AnyRoute[] = [
     response: ZMetricsResponseSchema,
     async handler({ ctx, principal, project, params }) {
       const session = await findCurrentSession(ctx, scopeOf(principal, project), params.id);
+      hideOutsideEnvironment(principal, session);
       return { success: true, sessionId: session._id, metrics: await computeSessionMetrics(ctx.models, session) };
     },
   }),
@@ -241,6 +265,7 @@ export const sessionRoutes: AnyRoute[] = [
     response: ZTranscriptResponseSchema,
     async handler({ ctx, principal, params, query }) {
       const session = await findCurrentTenantSession(ctx, principal, params.id);
+      hideOutsideEnvironment(principal, session);
       const { total, messages } = await listTranscript(ctx.models, session, query);
       return {
         success: true,

@@ -333,9 +333,11 @@ export async function findCurrentTenantSession(ctx: AppContext, principal: Princ
   return (await readAfterFlush(ctx, () => findTenantSession(ctx.models, principal, sessionId))).session;
 }
 
-export async function listSessions(models: Models, scope: SessionScope, query: TListSessionsQuery) {
+/** `environments`: an environment-bound key's, whose list shows only sessions of those. */
+export async function listSessions(models: Models, scope: SessionScope, query: TListSessionsQuery, environments?: readonly string[] | null) {
   const filter = {
     ...scope,
+    ...(environments?.length ? { environment: { $in: [...environments] } } : {}),
     // `suspended` is the finer runtime status of an active session.
     ...(query.status === 'suspended' ? { status: 'active', runtimeStatus: 'suspended' } : query.status ? { status: query.status } : {}),
     ...(query.channel ? { channel: query.channel } : {}),

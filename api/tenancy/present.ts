@@ -32,6 +32,8 @@ export const presentApiKey = (k: ApiKeyDoc, lastUsed?: Date) => ({
   keyPrefix: k.keyPrefix,
   projectId: k.projectId ?? null,
   permissions: k.permissions,
+  scopeId: k.scopeId ?? null,
+  environments: k.environments ?? [],
   expiresAt: iso(k.expiresAt),
   revokedAt: iso(k.revokedAt),
   lastUsedAt: iso(lastUsed && (!k.lastUsedAt || lastUsed > k.lastUsedAt) ? lastUsed : k.lastUsedAt),

@@ -183,13 +183,15 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/api-keys',
     operationId: 'createApiKey',
     summary: 'Create an API key (the key is shown once)',
+    description: 'A permission-style key (`permissions`) or a scoped key (`scopeId`), either bound to environments (docs/public-api.md).',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
-    // 404: `projectId` names a project that is not this tenant's (or not the key's own);
-    // 422: `expiresAt` is already past.
-    errorStatuses: [404, 422],
+    // 404: `projectId` or `scopeId` names a project or scope that is not this tenant's (or not the
+    // key's own project's); 409: a key of that name exists in the scope; 422: `expiresAt` is
+    // already past; 429: the scope holds its most keys.
+    errorStatuses: [404, 409, 422, 429],
     bodyExample: { name: 'web widget', permissions: ['session:execute'], expiresAt: '2030-01-01T00:00:00Z' },
     successStatus: 201,
     response: ZCreatedKey,
@@ -197,10 +199,13 @@ export const tenancyRoutes: AnyRoute[] = [
       // A project-bound admin may only mint keys for its own project.
       const projectId = principal.projectId ?? body.projectId ?? null;
       if (principal.projectId && body.projectId && body.projectId !== principal.projectId) throw ApiError.notFound('Project');
+      if (body.permissions && body.scopeId) throw new ApiError('VALIDATION_ERROR', 'body: give either permissions or scopeId, not both');
       const { key, apiKey } = await createApiKey(ctx.models, principal.tenantId, {
         name: body.name,
         projectId,
         permissions: body.permissions,
+        scopeId: body.scopeId ?? null,
+        environments: body.environments,
         expiresAt: body.expiresAt ? new Date(body.expiresAt) : null,
         createdBy: principal.subjectId,
       });

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PERMISSIONS } from '../../lib/permissions';
 import '../openapi/registry';
 import { trimmedText, ZDateTime, ZEmail } from '../http/schemas';
+import { KEY_ENVIRONMENTS } from '../platform-keys/environments';
 
 const ZSlug = z
   .string()
@@ -58,7 +59,14 @@ export const ZUserSchema = z
 export const ZCreateApiKeyRequestSchema = z.object({
   name: trimmedText(200).describe('A label to tell keys apart'),
   projectId: z.string().min(1).max(64).nullable().optional().describe('Bind the key to one project'),
-  permissions: z.array(ZPermission).min(1).max(PERMISSIONS.length),
+  permissions: z
+    .array(ZPermission)
+    .min(1)
+    .max(PERMISSIONS.length)
+    .optional()
+    .describe('A permission-style key: these permissions. Give either `permissions` or `scopeId`'),
+  scopeId: z.string().min(1).max(80).optional().describe("A scoped key: the scope (`as-` id) whose permissions it holds; binds it to the scope's project"),
+  environments: z.array(z.enum(KEY_ENVIRONMENTS)).min(1).max(KEY_ENVIRONMENTS.length).optional().describe('Environments the key may act in; all when omitted'),
   expiresAt: ZDateTime.nullable().optional().describe('ISO 8601; the key stops working then'),
 });
 
@@ -68,7 +76,9 @@ export const ZApiKeySchema = z
     name: z.string(),
     keyPrefix: z.string().describe('First characters of the key, for recognition'),
     projectId: z.string().nullable(),
-    permissions: z.array(z.string()),
+    permissions: z.array(z.string()).describe("A scoped key's is empty: it holds its scope's"),
+    scopeId: z.string().nullable().describe('The scope (`as-` id) of a scoped key'),
+    environments: z.array(z.string()).describe('Environments the key may act in; empty means all'),
     expiresAt: z.string().nullable(),
     revokedAt: z.string().nullable(),
     lastUsedAt: z.string().nullable(),

@@ -3,7 +3,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../lib/errors';
 import { hashPassword, sha256Hex } from '../../lib/crypto';
-import { newApiKey, slugify } from '../../lib/ids';
+import { newApiKey, newId, slugify } from '../../lib/ids';
 import { type Permission } from '../../lib/permissions';
 import { type Models } from '../../db/models';
 
@@ -62,15 +62,35 @@ export async function createUser(
 export interface CreateApiKeyInput {
   name: string;
   projectId?: string | null;
-  permissions: Permission[];
+  /** A permission-style key's permissions; a scoped key takes its scope's instead. */
+  permissions?: Permission[];
+  /** The scope (`as-` id) the key belongs to; it binds the key to the scope's project. */
+  scopeId?: string | null;
+  /** Environments the key may act in; empty or absent means all. */
+  environments?: readonly string[];
   expiresAt?: Date | null;
   createdBy?: string | null;
 }
 
+/** Most keys one scope holds (docs/public-api.md "Limits"). */
+export const KEYS_PER_SCOPE = 20;
+/** A claim this old whose key does not exist was left by a create that died half-way. */
+const STALE_CLAIM_MS = 60_000;
+
 /** Creates a key; the plain key is returned once and only its hash is stored. */
 export async function createApiKey(models: Models, tenantId: string, input: CreateApiKeyInput) {
-  if (input.projectId) {
-    const project = await models.Project.exists({ _id: input.projectId, tenantId });
+  let projectId = input.projectId ?? null;
+  let permissions: Permission[] = input.permissions ?? [];
+  if (input.scopeId) {
+    const scope = await models.ApiScope.findOne({ _id: input.scopeId, tenantId }).lean();
+    if (!scope || (projectId && projectId !== scope.projectId)) throw ApiError.notFound('Scope');
+    projectId = scope.projectId;
+    permissions = [];
+  } else if (permissions.length === 0) {
+    throw new ApiError('VALIDATION_ERROR', 'body.permissions: a key needs permissions or a scope');
+  }
+  if (projectId) {
+    const project = await models.Project.exists({ _id: projectId, tenantId });
     if (!project) throw ApiError.notFound('Project');
   }
   if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
@@ -78,17 +98,76 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
     throw new ApiError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
   }
   const key = newApiKey();
-  const doc = await models.ApiKey.create({
-    tenantId,
-    projectId: input.projectId ?? null,
-    name: input.name,
-    keyHash: sha256Hex(key),
-    keyPrefix: key.slice(0, 8),
-    permissions: input.permissions,
-    expiresAt: input.expiresAt ?? null,
-    createdBy: input.createdBy ?? null,
-  });
-  return { key, apiKey: doc.toObject() };
+  const keyId = `ak-${newId()}`;
+  if (input.scopeId) await claimScopePlaces(models, tenantId, input.scopeId, keyId, input.name);
+  try {
+    const doc = await models.ApiKey.create({
+      _id: keyId,
+      tenantId,
+      projectId,
+      name: input.name,
+      keyHash: sha256Hex(key),
+      keyPrefix: key.slice(0, 8),
+      permissions,
+      scopeId: input.scopeId ?? null,
+      environments: [...new Set(input.environments ?? [])],
+      expiresAt: input.expiresAt ?? null,
+      createdBy: input.createdBy ?? null,
+    });
+    return { key, apiKey: doc.toObject() };
+  } catch (err) {
+    await models.ApiKeyClaim.deleteMany({ keyId });
+    throw err;
+  }
+}
+
+async function insertClaim(models: Models, claim: { _id: string; tenantId: string; scopeId: string; keyId: string }): Promise<boolean> {
+  try {
+    await models.ApiKeyClaim.create(claim);
+    return true;
+  } catch (err) {
+    if (isDuplicateKey(err)) return false;
+    throw err;
+  }
+}
+
+/** Drops the scope's claims whose key never came to exist (a create that died between the two writes). */
+async function dropStaleClaims(models: Models, scopeId: string): Promise<void> {
+  const claims = await models.ApiKeyClaim.find({ scopeId, createdAt: { $lt: new Date(Date.now() - STALE_CLAIM_MS) } }).lean();
+  if (claims.length === 0) return;
+  const live = new Set((await models.ApiKey.find({ scopeId }, { _id: 1 }).lean()).map((k) => k._id));
+  const stale = claims.filter((c) => !live.has(c.keyId)).map((c) => c._id);
+  if (stale.length > 0) await models.ApiKeyClaim.deleteMany({ _id: { $in: stale } });
+}
+
+/**
+ * Claims the key's name in the scope (409 when another key has it) and one of the scope's
+ * KEYS_PER_SCOPE slots (429 when all are taken). Each claim is a document addressed by `_id`, so
+ * two concurrent creates can never both win one: the rules hold without transactions.
+ */
+async function claimScopePlaces(models: Models, tenantId: string, scopeId: string, keyId: string, name: string): Promise<void> {
+  await dropStaleClaims(models, scopeId);
+  const claim = { tenantId, scopeId, keyId };
+  if (!(await insertClaim(models, { ...claim, _id: `name:${scopeId}:${name}` }))) {
+    throw new ApiError('CONFLICT', `A key named "${name}" already exists in this scope`);
+  }
+  const taken = new Set((await models.ApiKeyClaim.find({ scopeId }, { _id: 1 }).lean()).map((c) => c._id));
+  for (let slot = 0; slot < KEYS_PER_SCOPE; slot++) {
+    const id = `slot:${scopeId}:${slot}`;
+    if (!taken.has(id) && (await insertClaim(models, { ...claim, _id: id }))) return;
+  }
+  await models.ApiKeyClaim.deleteMany({ keyId });
+  throw new ApiError('KEY_LIMIT_REACHED', `This scope already holds ${KEYS_PER_SCOPE} keys, the most it may; delete one first`);
+}
+
+/**
+ * Deletes a key for good (the public key API's revocation), then waits `inForceAfterMs` like
+ * `revokeApiKey`, so once this returns no API process answers for the key any more.
+ */
+export async function deleteApiKey(models: Models, tenantId: string, keyId: string, inForceAfterMs: number): Promise<void> {
+  await models.ApiKey.deleteOne({ _id: keyId, tenantId });
+  await models.ApiKeyClaim.deleteMany({ keyId, tenantId });
+  if (inForceAfterMs > 0) await sleep(inForceAfterMs);
 }
 
 /**
@@ -100,6 +179,8 @@ export async function revokeApiKey(models: Models, tenantId: string, keyId: stri
   // Idempotent: revoking twice keeps the first revocation time (and waits again, in case the
   // first call was cut off before its wait was over).
   await models.ApiKey.updateOne({ _id: keyId, tenantId, revokedAt: null }, { $set: { revokedAt: new Date() } });
+  // A revoked scoped key gives its name and its place in the scope's limit back.
+  await models.ApiKeyClaim.deleteMany({ keyId, tenantId });
   const doc = await models.ApiKey.findOne({ _id: keyId, tenantId }).lean();
   if (!doc) throw ApiError.notFound('API key');
   if (inForceAfterMs > 0) await sleep(inForceAfterMs);

@@ -91,6 +91,8 @@ export const toolSecretRoutes: AnyRoute[] = [
         projectId: project._id,
         ...(query.toolName ? { toolName: query.toolName } : {}),
         ...(query.environment ? { environment: query.environment } : {}),
+        // An environment-bound key lists only its environments' secrets.
+        ...(principal.environments?.length ? { environment: { $in: principal.environments.filter((e) => !query.environment || e === query.environment) } } : {}),
       };
       const [docs, total] = await Promise.all([
         ctx.models.ToolSecret.find(filter, { value: 0 })

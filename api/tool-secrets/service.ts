@@ -4,11 +4,12 @@
 import { ApiError } from '../../lib/errors';
 import { secretMasterKeyRing } from '../../lib/envelope';
 import { type KeyRing } from '../../lib/key-ring';
-import { type Principal } from '../../lib/permissions';
+import { canActInEnvironment, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
 import { sealToolSecret, type ToolSecretAction, type ToolSecretDoc } from '../../db/tool-secret';
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../http/route';
+import { requireEnvironment } from '../platform-keys/environments';
 
 const rings = new WeakMap<AppContext['config'], KeyRing | null>();
 
@@ -65,6 +66,7 @@ export interface CreateToolSecretInput {
 
 export async function createToolSecret(ctx: AppContext, principal: Principal, input: CreateToolSecretInput): Promise<ToolSecretDoc> {
   const project = await requireVisibleProject(ctx, principal, input.projectId);
+  requireEnvironment(principal, input.environment);
   const ring = requireMasterKeys(ctx);
   const expiresAt = assertFuture(input.expiresAt) ?? null;
   const place = { tenantId: project.tenantId, projectId: project._id, toolName: input.toolName, secretKey: input.secretKey, environment: input.environment };
@@ -86,7 +88,8 @@ async function requireSecret(ctx: AppContext, principal: Principal, id: string):
     tenantId: principal.tenantId,
     ...(principal.projectId ? { projectId: principal.projectId } : {}),
   });
-  if (!doc) throw ApiError.notFound('Tool secret');
+  // A secret of an environment the key is not bound to is not visible to it, like another project's.
+  if (!doc || !canActInEnvironment(principal, doc.environment)) throw ApiError.notFound('Tool secret');
   return doc;
 }
 

@@ -11,6 +11,7 @@ import { connectMongo } from '../../db/connection';
 import { createModels, syncIndexes } from '../../db/models';
 import { newSecretToken } from '../../lib/ids';
 import { createApiKey, createProject, createTenant } from '../../api/tenancy/service';
+import { createScope } from '../../api/platform-keys/service';
 import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
 import { seedDevProject } from '../seed-project';
 import { parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize, type FuzzOptions } from './options';
@@ -52,6 +53,8 @@ interface Seeded {
   agentNames: string[];
   /** A key the fuzzer may revoke (it authenticates with `apiKey`, which is never offered). */
   spareKeyId: string;
+  /** A scope of the project (docs/public-api.md), so the scope routes reach their logic. */
+  scopeId: string;
 }
 
 interface SeededSession {
@@ -77,6 +80,8 @@ function writeRunConfig(file: string, seeded: Seeded, session: SeededSession): v
     `values = ${list([seeded.spareKeyId])}`,
     '[dictionaries.sessions]',
     `values = ${list([session.sessionId])}`,
+    '[dictionaries.scopes]',
+    `values = ${list([seeded.scopeId])}`,
     '[dictionaries.spans]',
     `values = ${list(session.spanIds)}`,
     '[parameters]',
@@ -88,6 +93,10 @@ function writeRunConfig(file: string, seeded: Seeded, session: SeededSession): v
     '"path.keyId" = { dictionary = "keys", probability = 0.5 }',
     '"path.id" = { dictionary = "sessions", probability = 0.7 }',
     '"path.spanId" = { dictionary = "spans", probability = 0.7 }',
+    // The public API names a project `appId` (docs/public-api.md), and keys name their scope.
+    '"path.appId" = { dictionary = "projects", probability = 0.8 }',
+    '"body.app_id" = { dictionary = "projects", probability = 0.8 }',
+    '"path.scopeId" = { dictionary = "scopes", probability = 0.5 }',
     '',
   ];
   writeFileSync(file, readFileSync(CONFIG_FILE, 'utf8') + generated.join('\n'));
@@ -103,7 +112,9 @@ async function seed(mongoUri: string): Promise<Seeded> {
     const spare = await createApiKey(models, tenant._id, { name: 'fuzz spare', permissions: ['agent:read'] });
     // The sample agents give sessions, chat turns and versions real agents to run.
     const agentNames = await seedDevProject(models, { tenantId: tenant._id, projectId: project._id });
-    return { projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id };
+    // Named as the documented example of key creation, so that example reaches a real scope.
+    const scope = await createScope(models, project, { name: 'support-bots', permissions: { SESSIONS_LIST: 'YES' } });
+    return { projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id, scopeId: scope._id };
   } finally {
     await models.connection.close();
   }

@@ -2,6 +2,8 @@
 // agents with no API key. It is NOT a language model: it follows fixed rules (see docs), and
 // answers GATHER extraction requests with the same deterministic pattern extractor as `STRATEGY: pattern`.
 import { localExtractionAnswer, localValidationAnswer } from '../../abl/gather-llm';
+import { keywords } from './keywords';
+import { localClassificationAnswer } from './local-nlu';
 import { ProviderError } from './errors';
 import {
   contentText,
@@ -14,45 +16,11 @@ import {
   type ToolDefinition,
 } from './types';
 
+export { keywords, stem } from './keywords';
+
 export const LOCAL_MODEL_ID = 'local';
 export const LOCAL_PROVIDER_NAME = 'local';
 const REPLY_PREFIX = '[local model]';
-
-const STOPWORDS = new Set(
-  (
-    'a about above after again against all am an and any are as at be because been before being below between both but by ' +
-    'can could did do does doing down during each few for from further had has have having he her here hers herself him ' +
-    'himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only or other ' +
-    'our ours ourselves out over own same she should so some such than that the their theirs them themselves then there ' +
-    'these they this those through to too under until up very was we were what when where which while who whom why will ' +
-    'with would you your yours yourself yourselves please want need like get got help thanks thank hello hi hey can cannot ' +
-    'agent agents tool tools handoff hand delegate transfer route user users question questions conversation chat talk speak ' +
-    'someone somebody person team'
-  ).split(' '),
-);
-
-/** Lower-cased words of 3+ letters, stopwords removed, lightly stemmed so `refunds`/`refunded`/`refund` meet. */
-export function keywords(text: string): string[] {
-  const words = text
-    .replace(/([a-z])([A-Z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((word) => word.length >= 3 && !STOPWORDS.has(word));
-  const stems = words.map(stem).filter((word) => word.length >= 3);
-  return [...new Set(stems)];
-}
-
-export function stem(word: string): string {
-  let w = word;
-  if (w.length > 4 && w.endsWith('ies')) w = `${w.slice(0, -3)}y`;
-  else if (w.length >= 6 && w.endsWith('ing')) w = w.slice(0, -3);
-  else if (w.length >= 5 && w.endsWith('ed')) w = w.slice(0, -2);
-  else if (w.length >= 4 && w.endsWith('s') && !w.endsWith('ss')) w = w.slice(0, -1);
-  if (w.length >= 4 && w.endsWith('e')) w = w.slice(0, -1);
-  const last = w.at(-1);
-  if (w.length >= 4 && last !== undefined && last === w.at(-2) && !'lsz'.includes(last)) w = w.slice(0, -1);
-  return w;
-}
 
 /** FNV-1a, so tool-call ids are stable for the same input. */
 function hash(text: string): string {
@@ -127,17 +95,20 @@ interface LocalDecision {
 
 /**
  * The rules, applied in order: a GATHER extraction request → the pattern extractor's values as
- * JSON (a validation request → accepted, saying it was not judged); tool result → summary; keyword match → tool call; else a reply.
+ * JSON (a validation request → accepted, saying it was not judged; an NLU classification request →
+ * the intent by patterns and example overlap); tool result → summary; keyword match → tool call; else a reply.
  */
 export function decideLocalReply(req: Pick<LlmRequest, 'messages' | 'tools' | 'maxTokens'>): LocalDecision {
   const { messages } = req;
   const last = messages.at(-1);
 
   // GATHER STRATEGY llm|hybrid (abl/gather-llm.ts): answered with the deterministic pattern extractor;
-  // an LLM-judged validate rule cannot be judged offline, so the value is accepted.
+  // an LLM-judged validate rule cannot be judged offline, so the value is accepted; an NLU
+  // classification (abl/nlu.ts) by patterns and example overlap (local-nlu.ts).
   const system = messages.find((message) => message.role === 'system');
   if (system && last?.role === 'user') {
-    const extraction = localExtractionAnswer(contentText(system.content), contentText(last.content)) ?? localValidationAnswer(contentText(system.content));
+    const text = contentText(system.content);
+    const extraction = localExtractionAnswer(text, contentText(last.content)) ?? localValidationAnswer(text) ?? localClassificationAnswer(text, contentText(last.content));
     if (extraction !== null) return { content: extraction, toolCalls: [], finishReason: 'stop' };
   }
 

@@ -17,14 +17,17 @@ const WHAT_HAPPENED: Partial<Record<ProviderErrorKind, string>> = {
   unknown: 'failed',
 };
 
-/** A caller-safe message: the provider's name, what kind of failure, and the HTTP status. */
-export function publicProviderMessage(err: ProviderError): string {
+/**
+ * A caller-safe message: the provider's name, what kind of failure, and the HTTP status. `role`
+ * names what the provider was asked to be (`moderation provider` for provider guardrails).
+ */
+export function publicProviderMessage(err: ProviderError, role = 'LLM provider'): string {
   // The project's own base URL was refused before any request left: say so, it is theirs to fix.
   if (err.code === DESTINATION_BLOCKED) {
-    return `The LLM provider ${err.provider} was not called: its base URL points at a private, loopback or other non-public address, and non-public addresses are refused (docs/llm-settings.md)`;
+    return `The ${role} ${err.provider} was not called: its base URL points at a private, loopback or other non-public address, and non-public addresses are refused (docs/llm-settings.md)`;
   }
   const status = err.status !== undefined ? ` (HTTP ${err.status})` : '';
-  return `The LLM provider ${err.provider} ${WHAT_HAPPENED[err.kind] ?? 'failed'}${status}`;
+  return `The ${role} ${err.provider} ${WHAT_HAPPENED[err.kind] ?? 'failed'}${status}`;
 }
 
 /** The provider's request id (OpenAI `x-request-id`, Anthropic `request-id`), from the SDK error. */

@@ -51,6 +51,26 @@ it('creates a tenant whose admin key works against the API, then a narrower key,
   expect((await api.get('/api/auth/me', { key: key.key })).status).toBe(401);
 });
 
+it('creates a scope and an environment-bound key in it, which holds what the scope grants', async () => {
+  const t = await seedTenant(stack.ctx);
+  const made = await admin('create-scope', '--tenant', t.tenantId, '--project', t.projectId, '--name', 'readers', '--grants', 'SESSIONS_LIST,outbound_calls.read');
+  expect(made.status).toBe(0);
+  const scope = JSON.parse(made.out);
+  expect(scope).toMatchObject({ scope_id: expect.stringMatching(/^as-/), scope_name: 'readers', permissions: { SESSIONS_LIST: 'YES', 'outbound_calls.read': 'YES', APP_VIEW: 'NO' } });
+  const created = await admin('create-key', '--tenant', t.tenantId, '--name', 'ci', '--scope', scope.scope_id, '--environments', 'staging', '--expires', '90_days');
+  expect(created.status).toBe(0);
+  const key = JSON.parse(created.out);
+  expect(key.apiKey).toMatchObject({ id: expect.stringMatching(/^ak-/), projectId: t.projectId, scopeId: scope.scope_id, environments: ['staging'] });
+  const api = client(stack.baseUrl);
+  expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key: key.key })).status).toBe(200);
+  expect((await api.get(`/api/projects/${t.projectId}/agents`, { key: key.key })).status).toBe(403);
+  const bad = await admin('create-scope', '--tenant', t.tenantId, '--project', t.projectId, '--name', 'x', '--grants', 'MAKE_COFFEE');
+  expect(bad.status).toBe(1);
+  expect(bad.err).toContain('unknown grant(s): MAKE_COFFEE');
+  const listed = JSON.parse((await admin('list-scopes', '--tenant', t.tenantId, '--project', t.projectId)).out);
+  expect(listed.map((s: { scope_id: string }) => s.scope_id)).toEqual([scope.scope_id]);
+});
+
 it('explains bad input and exits non-zero', async () => {
   const bad = await admin('create-key', '--tenant', 'x', '--name', 'k', '--permissions', 'agent:fly');
   expect(bad.status).toBe(1);

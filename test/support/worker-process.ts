@@ -31,8 +31,9 @@ export function childEnv(config: Config, extra: Record<string, string> = {}): No
   return env;
 }
 
-export async function startWorkerProcess(config: Config): Promise<ManagedProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env: childEnv(config), stdio: ['ignore', 'pipe', 'pipe'] });
+/** `nodeArgs` go to node before the script (a bench's `--cpu-prof`, which NODE_OPTIONS refuses). */
+export async function startWorkerProcess(config: Config, nodeArgs: string[] = []): Promise<ManagedProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env: childEnv(config), stdio: ['ignore', 'pipe', 'pipe'] });
   const proc = manage('worker', child);
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));

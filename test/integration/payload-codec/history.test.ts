@@ -9,6 +9,8 @@ import { publishAgent } from '../../support/agents';
 import { historyBytes, rawSessionHistory, sessionHistory, storedHistory } from '../../support/workflow-history';
 
 const HEADER_MARKER = 'hdr-marker-9c41e7a2';
+/** In a tool's name, so the failure message of its HTTP 404 ("Tool <name> answered HTTP 404") carries it. */
+const FAILURE_MARKER = 'missing_tool_marker_4d7e';
 const MESSAGE_MARKER = 'msg-marker-5b02d8f3';
 
 let tools: Server;
@@ -42,6 +44,11 @@ FLOW:
 beforeAll(async () => {
   tools = createServer((req, res) => {
     seenHeaders.push(req.headers);
+    if (req.url === '/missing') {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end('{}');
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ status: 'open' }));
   });
@@ -87,4 +94,45 @@ it('keeps messages, tool headers and the API key out of the stored history, and 
   expect(decoded.includes(t.adminKey)).toBe(false);
   // The raw history read through the API's client is the same ciphertext: fetchHistory never decodes.
   expect(historyBytes(await rawSessionHistory(stack, res.body.sessionId)).includes(MESSAGE_MARKER)).toBe(false);
+});
+
+it('keeps failure messages out of the stored history too, and the workflow still sees them', async () => {
+  const agentText = `AGENT: Failing_Agent
+GOAL: "Call a tool that is not there."
+TOOLS:
+  ${FAILURE_MARKER}() -> {status: string}
+    type: http
+    endpoint: "http://127.0.0.1:${(tools.address() as AddressInfo).port}/missing"
+    method: GET
+FLOW:
+  steps: [look]
+  look:
+    REASONING: false
+    CALL: ${FAILURE_MARKER}
+    AS: found
+    ON_SUCCESS:
+      RESPOND: "Found."
+      THEN: COMPLETE
+    ON_FAIL:
+      RESPOND: "Lookup failed."
+      THEN: COMPLETE
+`;
+  await publishAgent(client(stack.baseUrl), t, 'Failing_Agent', agentText);
+  const res = await client(stack.baseUrl).post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Failing_Agent', message: 'look it up' } });
+  expect(res.status).toBe(200);
+  // The workflow saw the failure (its type reached ON_FAIL) through the codec.
+  expect(res.body.response).toBe('Lookup failed.');
+
+  const raw = await storedHistory(stack, `session/${res.body.sessionId}`);
+  const failed = (raw.events ?? []).filter((e) => e.activityTaskFailedEventAttributes);
+  expect(failed.length).toBeGreaterThan(0);
+  // The failure's message and stack trace are in its encoded attributes, which the codec encrypted.
+  const failure = failed[0]!.activityTaskFailedEventAttributes!.failure!;
+  expect(failure.message).toBe('Encoded failure');
+  expect(failure.encodedAttributes?.metadata?.encoding && Buffer.from(failure.encodedAttributes.metadata.encoding).toString()).toBe('binary/encrypted');
+  const stored = historyBytes(raw);
+  expect(stored.includes(`Tool ${FAILURE_MARKER} answered HTTP 404`)).toBe(false);
+  // Decoded, the message is back.
+  const decoded = historyBytes(await sessionHistory(stack, res.body.sessionId));
+  expect(decoded.includes(`Tool ${FAILURE_MARKER} answered HTTP 404`)).toBe(true);
 });

@@ -111,6 +111,8 @@ const cases: Case[] = [
   { name: 'write to read-only fact', files: A('MEMORY:\n  persistent:\n    - user.tier\n      ACCESS: read\nON_START:\n  SET: user.tier = "gold"\n'), code: 'E803', line: 8, column: 8, message: /SET writes "user.tier", which is declared with ACCESS: read/ },
   { name: 'invalid constraint', files: A('CONSTRAINTS:\n  - ENSURE x > 1\n'), code: 'E850', line: 4, column: 5, message: /Cannot read the constraint "ENSURE x > 1"/ },
   { name: 'invalid guardrail', files: A('GUARDRAILS:\n  g:\n    check: LENGTH(input) < 10\n'), code: 'E852', line: 4, column: 3, message: /Guardrail "g": kind is missing/ },
+  { name: 'invalid provider guardrail', files: A('GUARDRAILS:\n  g:\n    kind: input\n    provider: perspective\n    action: block\n'), code: 'E856', line: 6, column: 15, message: /Guardrail "g": unknown provider "perspective".*Write provider: openai/ },
+  { name: 'guardrail not run yet', files: A('GUARDRAILS:\n  g:\n    kind: output\n    llm_check: "No refund promises."\n    action: warn\n'), code: 'W857', line: 6, column: 5, message: /Guardrail "g" is an llm_check .* it never fires/ },
   { name: 'key an action block does not read', files: A(`FLOW:\n${step('a', 'REASONING: false\nCHECK: x > 1\nON_FAIL:\n  RESPOND: "no"\n  DELEGATE: B')}`, [other('B')]), code: 'W214', line: 9, column: 7, message: /"DELEGATE" in ON_FAIL is not read, so it does nothing there\. Use one of SET, CLEAR, RESPOND/ },
   { name: 'constraint ON_FAIL action that does not read', files: A('CONSTRAINTS:\n  - REQUIRE x == 1\n    ON_FAIL: RESPOND without quotes\n'), code: 'E851', line: 5, column: 14, message: /Cannot read ON_FAIL "RESPOND without quotes"\. Use a message \("text" or RESPOND "text"\)/ },
   { name: 'deprecated recall form', files: A('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n'), code: 'W802', line: 5, column: 7, message: /"ON_START: …" is the deprecated form; it is read as ON: session:start/ },
@@ -120,6 +122,9 @@ const cases: Case[] = [
   { name: 'FIELDS select without options', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      FIELDS:\n        - name: channel\n          type: select\n'), code: 'E212', line: 7, column: 11, message: /The select field channel is missing "options"/ },
   { name: 'FIELDS unknown field type', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n      FIELDS:\n        - name: a\n          type: colour\n'), code: 'E211', line: 8, column: 17, message: /FIELDS a type must be one of text, textarea, number, boolean, select, date/ },
   { name: 'invalid on_human_complete', files: A('ESCALATE:\n  triggers:\n    - WHEN: x == 1\n  on_human_complete:\n    - IF x == 1: DANCE\n'), code: 'E853', line: 7, column: 7, message: /Cannot read on_human_complete rule "DANCE"/ },
+  // NLU
+  { name: 'NLU intent naming an undeclared entity', files: A('NLU:\n  intents:\n    - NAME: billing\n      PATTERNS: [invoice]\n      ENTITIES: [amount]\n'), code: 'E860', line: 7, column: 17, message: /NLU intent billing ENTITIES: "amount" is not declared under entities:\. Declare it under NLU entities:/ },
+  { name: 'documented NLU setting that is not run', files: A('NLU:\n  intents:\n    - NAME: billing\n      PATTERNS: [invoice]\n  embeddings:\n    enabled: true\n'), code: 'W861', line: 7, column: 3, message: /NLU embeddings is stored but not run: .*embeddings-based matching is not available/ },
 ];
 
 describe('diagnostics: one per construct', () => {

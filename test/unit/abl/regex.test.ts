@@ -88,3 +88,30 @@ describe('E310 at compile time', () => {
     expect(codes('COMPLETE:\n  - WHEN: x matches "("\n')).toEqual(['E307@4:21']);
   });
 });
+
+describe('the fixed PII patterns', () => {
+  // Module code in the workflow bundle runs again for every workflow a worker creates (a new
+  // session, a replay after eviction): patterns compiled at import cost each of them.
+  it('are compiled at first use, once, not when the workflow modules load', async () => {
+    await jest.isolateModulesAsync(async () => {
+      const { RE2JS } = await import('re2js');
+      const compile = jest.spyOn(RE2JS, 'compile');
+      await import('../../../abl/runtime');
+      const { redactionPatterns } = await import('../../../abl/runtime/values');
+      const { applyPiiAccess } = await import('../../../abl/tool-access');
+      const { parseExpression: parse } = await import('../../../abl');
+      expect(compile).not.toHaveBeenCalled();
+
+      const check = parse('CONTAINS_PII(input)').ast!;
+      const patterns = redactionPatterns(check);
+      expect(patterns.some((re) => re.test('write to ada@example.com'))).toBe(true);
+      const compiledOnce = compile.mock.calls.length;
+      expect(compiledOnce).toBe(4);
+      redactionPatterns(check);
+      expect(applyPiiAccess({ to: 'ada@example.com, 4111 1111 1111 1111' }, 'none', new Map())).toEqual({ to: '[REDACTED], [REDACTED]' });
+      applyPiiAccess({ to: 'ada@example.com' }, 'none', new Map());
+      // The guardrail's four, then the tool-access four: each compiled once however often used.
+      expect(compile).toHaveBeenCalledTimes(8);
+    });
+  });
+});
