@@ -143,7 +143,7 @@ describe('Session Create', () => {
     // A reference owned by another user is a conflict, not a silent hand-over.
     const conflict = await create([{ type: 'sessionReference', value: referenced }, { type: 'userReference', value: 'someone-else' }]);
     expect(conflict.status).toBe(409);
-    expect(conflict.body).toEqual({ success: false, error: { code: 'CONFLICT', message: 'This sessionReference belongs to another userReference' } });
+    expect(conflict.body).toEqual({ success: false, error: { code: 'CONFLICT', message: 'This sessionReference belongs to another userReference', requestId: expect.stringMatching(/^tr-/) } });
     // The first item of a type counts.
     const twice = await create([
       { type: 'userReference', value: user },
@@ -160,7 +160,7 @@ describe('Session Create', () => {
     for (const value of ['s-00000000-0000-4000-8000-000000000000', 'not-a-session-id']) {
       const unknown = await create([{ type: 'sessionIdentity', value }]);
       expect(unknown.status).toBe(404);
-      expect(unknown.body).toEqual({ success: false, error: { code: 'NOT_FOUND', message: 'Session not found' } });
+      expect(unknown.body).toEqual({ success: false, error: { code: 'NOT_FOUND', message: 'Session not found', requestId: expect.stringMatching(/^tr-/) } });
     }
     const staging = await post(`${base('staging')}/sessions`, { sessionIdentity: [] });
     expect(staging.status).toBe(404);
