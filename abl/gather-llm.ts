@@ -75,10 +75,13 @@ export type ParsedExtraction = { ok: true; values: Record<string, Json> } | { ok
  * Reads the model's answer: a JSON object in the content (a code fence or text around it is
  * tolerated), or the arguments of a tool call when the model chose to answer with one.
  */
-export function parseExtractionAnswer(content: string, toolCalls: readonly { arguments: string }[] = []): ParsedExtraction {
-  const candidates = [content, ...toolCalls.map((c) => c.arguments)];
+/**
+ * The first JSON object of a model's answer: in its content (a code fence or prose around it is
+ * tolerated), else in one of its tool calls' arguments. Extraction and NLU classification both read it.
+ */
+export function firstJsonObject(content: string, toolCalls: readonly { arguments: string }[] = []): { ok: true; value: Record<string, Json> } | { ok: false; error: string } {
   let lastError = 'empty answer';
-  for (const raw of candidates) {
+  for (const raw of [content, ...toolCalls.map((c) => c.arguments)]) {
     const text = (raw ?? '').trim();
     if (!text) continue;
     const start = text.indexOf('{');
@@ -89,13 +92,18 @@ export function parseExtractionAnswer(content: string, toolCalls: readonly { arg
     }
     try {
       const v: unknown = JSON.parse(text.slice(start, end + 1));
-      if (v && typeof v === 'object' && !Array.isArray(v)) return { ok: true, values: v as Record<string, Json> };
+      if (v && typeof v === 'object' && !Array.isArray(v)) return { ok: true, value: v as Record<string, Json> };
       lastError = 'the answer is not a JSON object';
     } catch (err) {
       lastError = `bad JSON: ${err instanceof Error ? err.message : String(err)}`;
     }
   }
   return { ok: false, error: lastError };
+}
+
+export function parseExtractionAnswer(content: string, toolCalls: readonly { arguments: string }[] = []): ParsedExtraction {
+  const got = firstJsonObject(content, toolCalls);
+  return got.ok ? { ok: true, values: got.value } : got;
 }
 
 /** A value the model inferred rather than read, with its confidence (0–1). */

@@ -9,6 +9,7 @@
 
 import type { Json, NluEntityIR, NluIR } from './ir';
 import { safeRegex } from './regex';
+import { firstJsonObject } from './gather-llm';
 
 export const NLU_MARKER = 'ABL-NLU-CLASSIFICATION/1';
 /** How much of the user's message is classified. */
@@ -80,36 +81,13 @@ export function readClassificationRequest(system: string): ClassificationSpec | 
 
 export type ParsedClassification = { ok: true; intent: string | null; confidence: number; entities: Record<string, Json>; dropped: string[] } | { ok: false; error: string };
 
-/** The first JSON object in the content (a code fence or prose around it is tolerated), or in a tool call's arguments. */
-function firstObject(content: string, toolCalls: readonly { arguments: string }[]): { ok: true; value: Record<string, Json> } | { ok: false; error: string } {
-  let lastError = 'empty answer';
-  for (const raw of [content, ...toolCalls.map((c) => c.arguments)]) {
-    const text = (raw ?? '').trim();
-    if (!text) continue;
-    const start = text.indexOf('{');
-    const end = text.lastIndexOf('}');
-    if (start < 0 || end <= start) {
-      lastError = 'no JSON object in the answer';
-      continue;
-    }
-    try {
-      const v: unknown = JSON.parse(text.slice(start, end + 1));
-      if (v && typeof v === 'object' && !Array.isArray(v)) return { ok: true, value: v as Record<string, Json> };
-      lastError = 'the answer is not a JSON object';
-    } catch (err) {
-      lastError = `bad JSON: ${err instanceof Error ? err.message : String(err)}`;
-    }
-  }
-  return { ok: false, error: lastError };
-}
-
 /**
  * Reads and validates the model's answer. The intent must be one of the agent's (case-insensitive;
  * another name is an error); a missing confidence counts as 1, others are clamped to 0–1. Entities
  * that are not declared, or whose value does not fit their type, are dropped and named in `dropped`.
  */
 export function parseClassificationAnswer(nlu: NluIR, content: string, toolCalls: readonly { arguments: string }[] = []): ParsedClassification {
-  const got = firstObject(content, toolCalls);
+  const got = firstJsonObject(content, toolCalls);
   if (!got.ok) return got;
   const answer = got.value;
   const raw = answer.intent ?? answer.category ?? null;
