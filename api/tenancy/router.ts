@@ -190,7 +190,8 @@ export const tenancyRoutes: AnyRoute[] = [
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
     // 404: `projectId` or `scopeId` names a project or scope that is not this tenant's (or not the
     // key's own project's); 409: a key of that name exists in the scope; 422: `expiresAt` is
-    // already past; 429: the scope holds its most keys.
+    // already past, or the body gives both or neither of `permissions` and `scopeId`; 429: the
+    // scope holds its most keys.
     errorStatuses: [404, 409, 422, 429],
     bodyExample: { name: 'web widget', permissions: ['session:execute'], expiresAt: '2030-01-01T00:00:00Z' },
     successStatus: 201,
@@ -199,7 +200,7 @@ export const tenancyRoutes: AnyRoute[] = [
       // A project-bound admin may only mint keys for its own project.
       const projectId = principal.projectId ?? body.projectId ?? null;
       if (principal.projectId && body.projectId && body.projectId !== principal.projectId) throw ApiError.notFound('Project');
-      if (body.permissions && body.scopeId) throw new ApiError('VALIDATION_ERROR', 'body: give either permissions or scopeId, not both');
+      if (body.permissions && body.scopeId) throw new ApiError('UNPROCESSABLE_ENTITY', 'body: give either permissions or scopeId, not both');
       const { key, apiKey } = await createApiKey(ctx.models, principal.tenantId, {
         name: body.name,
         projectId,

@@ -87,7 +87,7 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
     projectId = scope.projectId;
     permissions = [];
   } else if (permissions.length === 0) {
-    throw new ApiError('VALIDATION_ERROR', 'body.permissions: a key needs permissions or a scope');
+    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.permissions: a key needs permissions or a scope');
   }
   if (projectId) {
     const project = await models.Project.exists({ _id: projectId, tenantId });

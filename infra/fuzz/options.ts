@@ -5,7 +5,7 @@ import path from 'node:path';
 /** CI's defaults: a fixed seed and a bounded example count, so a run is reproducible. */
 // One worker: schemathesis' generator can hit a CPython 3.11 race ("AST constructor recursion
 // depth mismatch") when two threads build strategies at once.
-export const FUZZ_DEFAULTS = { seed: 14, maxExamples: 25, workers: 1, timeoutSeconds: 240 } as const;
+export const FUZZ_DEFAULTS = { seed: 14, maxExamples: 25, workers: 1, timeoutSeconds: 600 } as const;
 
 export interface FuzzOptions {
   seed: number;

@@ -293,9 +293,9 @@ describe('keys made elsewhere', () => {
     expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key: res.body.key })).status).toBe(200);
     expect((await api.get(`/api/projects/${t.projectId}/agents`, { key: res.body.key })).status).toBe(403);
     const both = await api.post('/api/api-keys', { key: t.adminKey, json: { name: 'x', scopeId: scope.scope_id, permissions: ['agent:read'] } });
-    expect(both.status).toBe(400);
+    expect(both.status).toBe(422);
     const neither = await api.post('/api/api-keys', { key: t.adminKey, json: { name: 'x' } });
-    expect(neither.status).toBe(400);
+    expect(neither.status).toBe(422);
     const otherApp = await api.post('/api/api-keys', { key: t.adminKey, json: { name: 'x', scopeId: scope.scope_id, projectId: t.otherProjectId } });
     expect(otherApp.status).toBe(404);
     // The name rule holds here too.
