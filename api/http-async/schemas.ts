@@ -13,7 +13,10 @@ const ZCallbackUrl = z
   .string()
   .min(1)
   .max(CALLBACK_URL_MAX)
-  .regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\s/?#]+[^\s]*$/, 'must be an http:// or https:// URL')
+  // Spelled without \s, whose meaning differs between regular-expression dialects: the control
+  // characters and the space are what a URL may not contain unencoded.
+  // eslint-disable-next-line no-control-regex
+  .regex(/^[hH][tT][tT][pP][sS]?:\/\/[^\x00-\x20\x7f/?#@]+(?:[/?#][^\x00-\x20\x7f]*)?$/, 'must be an http:// or https:// URL without a user name or password')
   .describe('Where callbacks are POSTed. HTTPS only when the platform runs in production; private, loopback and link-local destinations are refused');
 const ZEvent = z.enum(HTTP_ASYNC_EVENTS);
 const ZEvents = z.array(ZEvent).min(1).max(HTTP_ASYNC_EVENTS.length).describe('Events delivered to this subscription; repeats count once');

@@ -29,19 +29,21 @@ function normalizeEvents(events: readonly HttpAsyncEvent[]): HttpAsyncEvent[] {
 }
 
 /**
- * The callback URL as stored, after the rules a schema cannot state: a parsable URL without
- * credentials (400), https in production and a public destination, checked by resolving it (422).
+ * The callback URL as stored, after the rules a schema cannot state (422, since the input was
+ * schema-valid): a URL the parser takes, https in production, a public destination by resolution.
  */
 export async function checkCallbackUrl(ctx: AppContext, raw: string): Promise<string> {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ApiError('VALIDATION_ERROR', 'body.callbackUrl: must be a valid http:// or https:// URL');
+    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: is not a URL the platform can call');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ApiError('VALIDATION_ERROR', 'body.callbackUrl: must be an http:// or https:// URL');
-  // Credentials in the URL would be stored and shown in clear: the signature authenticates callbacks.
-  if (url.username || url.password) throw new ApiError('VALIDATION_ERROR', 'body.callbackUrl: must not contain a user name or password');
+  // The schema already refuses other schemes and credentials (which would be stored and shown in
+  // clear); the parser is asked again because it, not the pattern, decides what is sent.
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
+    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: must be an http:// or https:// URL without a user name or password');
+  }
   if (ctx.config.NODE_ENV === 'production' && url.protocol !== 'https:') throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: must use https://');
   try {
     await assertDestinationResolved(url, policyOf(ctx));

@@ -30,8 +30,10 @@ export interface CallbackPostOutcome {
   blocked: boolean;
 }
 
+/** By name, not instanceof: the abort reason is a DOMException, possibly of another realm. */
 function isTimeout(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+  const name = (err as { name?: unknown } | null)?.name;
+  return name === 'TimeoutError' || name === 'AbortError';
 }
 
 export async function postSignedCallback(input: CallbackPostInput): Promise<CallbackPostOutcome> {

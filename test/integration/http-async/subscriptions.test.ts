@@ -151,6 +151,7 @@ describe('create and read', () => {
       [{ callbackUrl: 'ftp://example.com/x' }, 'body.callbackUrl'],
       [{ callbackUrl: 'not a url' }, 'body.callbackUrl'],
       [{ callbackUrl: 'https://user:pw@example.com/hook' }, 'body.callbackUrl'],
+      [{ callbackUrl: 'https://example.com/a b' }, 'body.callbackUrl'],
       [{ events: [] }, 'body.events'],
       [{ events: ['agent.typing'] }, 'body.events'],
       [{ environment: 'qa' }, 'body.environment'],
@@ -186,10 +187,12 @@ describe('destination rules', () => {
     expect(await stack.ctx.models.HttpAsyncSubscription.countDocuments({ projectId: fresh.projectId })).toBe(0);
   });
 
-  it('refuses a host that does not resolve with 422', async () => {
+  it('refuses a host that does not resolve, or a URL the parser refuses though the pattern takes it, with 422', async () => {
     const res = await create({ callbackUrl: 'https://no-such-host.invalid/hook' });
     expect(res.status).toBe(422);
     expect(res.body.error.message).toContain('does not resolve');
+    const unparsable = await create({ callbackUrl: 'http://[/x' });
+    expect([unparsable.status, unparsable.body.error.message]).toEqual([422, 'body.callbackUrl: is not a URL the platform can call']);
   });
 
   it('checks a new URL on update the same way, and keeps the old one when refused', async () => {
