@@ -1,6 +1,8 @@
 // HTTP-async callback signing: the header format, the receiver's check (the library's and the
 // documented example's agree), and what fails it: another body, timestamp, secret or a stale time.
 import { createHmac } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { computeSignature, newSigningSecret, signatureHeaders, verifySignature } from '../../../lib/http-async/signing';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 
@@ -41,4 +43,10 @@ it('makes distinct secrets of 32 random bytes', () => {
   const a = newSigningSecret();
   expect(a).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
   expect(newSigningSecret()).not.toBe(a);
+});
+
+it('documents the verification code exactly as the example the tests run', () => {
+  const read = (file: string) => readFileSync(path.join(__dirname, '../../..', file), 'utf8');
+  const code = read('examples/http-async/verify-signature.ts').split('\n').slice(3).join('\n').trim();
+  expect(read('docs/http-async.md')).toContain(code);
 });
