@@ -364,6 +364,37 @@ describe('permissions and tenancy', () => {
     expect((await create({}, manager)).status).toBe(201);
   });
 
+  it('gives platform keys of the Read HTTP Async and Manage HTTP Async scopes exactly those powers', async () => {
+    const scoped = async (grant: string, extra: Record<string, unknown> = {}) => {
+      const scope = await api.post(`/api/public/apps/${t.projectId}/scopes`, {
+        key: t.adminKey,
+        json: { scope_name: `ha-${grant}-${Math.random().toString(36).slice(2, 8)}`, permissions: { [grant]: 'YES' } },
+      });
+      expect(scope.status).toBe(201);
+      const key = await api.post('/api/public/apikeys/create', {
+        key: t.adminKey,
+        json: { scope_name: scope.body.scope.scope_name, api_key_name: 'k', app_id: t.projectId, ...extra },
+      });
+      expect(key.status).toBe(201);
+      return key.body.api_key.apikey as string;
+    };
+    const reader = await scoped('http_async.read');
+    expect((await api.get(base(), { key: reader })).status).toBe(200);
+    expect((await create({}, reader)).status).toBe(403);
+    const manager = await scoped('http_async.manage');
+    const made = await create({}, manager);
+    expect(made.status).toBe(201);
+    expect((await api.post(`${base()}/${made.body.subscription.id}/pause`, { key: manager })).status).toBe(200);
+    // A key bound to staging creates only there, and does not see a dev subscription.
+    const staging = await scoped('http_async.manage', { environments: ['staging'] });
+    expect((await create({ environment: 'dev' }, staging)).status).toBe(403);
+    expect((await create({ environment: 'staging' }, staging)).status).toBe(201);
+    expect((await api.get(`${base()}/${made.body.subscription.id}`, { key: staging })).status).toBe(404);
+    const listed = await api.get(`${base()}?limit=200`, { key: staging });
+    expect(listed.body.subscriptions.length).toBeGreaterThan(0);
+    expect(listed.body.subscriptions.every((s: Subscription) => s.environment === 'staging')).toBe(true);
+  });
+
   it("answers 404 for another project's or another tenant's subscription, and lists only the project's own", async () => {
     const { subscription } = (await create()).body;
     const mine = `${subscription.id}`;
