@@ -29,6 +29,7 @@ import { importLockModel } from './import-lock';
 import { humanTaskModel } from './human-task';
 import { appSessionModel } from './app-session';
 import { appRunModel } from './app-run';
+import { httpAsyncDeliveryModel, httpAsyncSubscriptionModel } from './http-async-subscription';
 
 export function createModels(connection: Connection) {
   return {
@@ -62,6 +63,8 @@ export function createModels(connection: Connection) {
     HumanTask: humanTaskModel(connection),
     AppSession: appSessionModel(connection),
     AppRun: appRunModel(connection),
+    HttpAsyncSubscription: httpAsyncSubscriptionModel(connection),
+    HttpAsyncDelivery: httpAsyncDeliveryModel(connection),
   };
 }
 

@@ -105,8 +105,8 @@ export function isScopeGrantName(value: string): boolean {
   return GRANT_NAME_SET.has(value);
 }
 
-const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read'];
-const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write'];
+const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read', 'http_async:read'];
+const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write', 'http_async:manage'];
 
 /**
  * What each name grants in terms of the permissions routes check. A name that maps to nothing
@@ -130,6 +130,8 @@ export const GRANT_TO_PERMISSIONS: Readonly<Record<string, readonly Permission[]
   SESSIONS_LIST: ['session:read'],
   'chat.execute': ['session:execute'],
   'http_async.execute': ['session:execute'],
+  'http_async.read': ['http_async:read'],
+  'http_async.manage': ['http_async:read', 'http_async:manage'],
   'agents.read': ['agent:read'],
   'agents.write': ['agent:read', 'agent:write'],
   'deployments.read': ['agent:read'],

@@ -150,6 +150,8 @@ export const ConfigSchema = z.object({
   TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** `host:port` services per-project LLM base URLs may point at although private (docs/llm-settings.md). */
   LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /** `host:port` receivers HTTP-async webhook callback URLs may point at although private (docs/http-async.md). */
+  HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */

@@ -21,6 +21,10 @@ export const PERMISSIONS = [
   'api_key:write',
   /** Create and delete keys and scopes (API_SCOPE_KEY_FULL). */
   'api_key:manage',
+  /** See the project's HTTP-async webhook subscriptions and their recent deliveries (docs/http-async.md). */
+  'http_async:read',
+  /** Create, change, pause, rotate, test and delete HTTP-async webhook subscriptions. */
+  'http_async:manage',
   'admin',
 ] as const;
 

@@ -308,3 +308,39 @@ export function toolDestinationPolicy(config: { TOOL_ALLOW_PRIVATE_NETWORKS: boo
 export function llmDestinationPolicy(config: { LLM_ALLOWED_PRIVATE_DESTINATIONS: readonly string[] }): DestinationPolicy {
   return { allowPrivateNetworks: false, allowedPrivateDestinations: config.LLM_ALLOWED_PRIVATE_DESTINATIONS };
 }
+
+/** Why a destination cannot be written: refused by the rules, or its name does not resolve. */
+export class UnresolvableDestinationError extends Error {
+  constructor(readonly host: string) {
+    super(`The host ${host} does not resolve`);
+    this.name = 'UnresolvableDestinationError';
+  }
+}
+
+/**
+ * The write-time check for a destination the platform itself will call (webhook callback URLs):
+ * the literal check, then every address the name resolves to must be public (the guarded fetch
+ * checks again on every connection, so a name that changes later is still refused then).
+ * @throws BlockedDestinationError, or UnresolvableDestinationError when the name has no address.
+ */
+export async function assertDestinationResolved(url: URL, policy: DestinationPolicy): Promise<void> {
+  assertDestinationLiteral(url, policy);
+  const host = stripBrackets(url.hostname);
+  if (isIP(host) || isExempt(policy, destinationKey(host, url.port, url.protocol))) return;
+  let all: LookupAddress[];
+  try {
+    all = await (policy.resolve ?? systemResolve)(host);
+  } catch {
+    throw new UnresolvableDestinationError(host);
+  }
+  if (all.length === 0) throw new UnresolvableDestinationError(host);
+  for (const { address } of all) {
+    const verdict = classifyAddress(address);
+    if (!verdict.public) throw new BlockedDestinationError(host, verdict.range);
+  }
+}
+
+/** The rules for HTTP-async webhook callback URLs, from configuration (no blanket opt-out). */
+export function httpAsyncDestinationPolicy(config: { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: readonly string[] }): DestinationPolicy {
+  return { allowPrivateNetworks: false, allowedPrivateDestinations: config.HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS };
+}
