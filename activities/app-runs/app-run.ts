@@ -1,7 +1,7 @@
 // The activities of an async agentic-app run (workflows/app-run.ts): the turn, sent to the
 // session's AgentSession workflow through a Temporal client, and the signed delivery of the
 // result to the caller's callback URL through the same destination rules as HTTP tools.
-import { createHmac } from 'node:crypto';
+import { computeSignature } from '../../lib/http-async/signing';
 import { ApplicationFailure } from '@temporalio/activity';
 import { type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
@@ -32,11 +32,6 @@ export function appRunCallbackBody(run: AppRunDoc, session: AppSessionDoc | null
       userId: session?.userId ?? null,
     },
   });
-}
-
-/** `sha256=<hex>` of HMAC-SHA256(callbackToken, `<timestamp>.<rawBody>`). */
-export function signAppRunCallback(token: string, timestamp: string, rawBody: string): string {
-  return `sha256=${createHmac('sha256', token).update(`${timestamp}.${rawBody}`).digest('hex')}`;
 }
 
 function failureOf(err: unknown): { code: string; message: string } | null {
@@ -98,7 +93,8 @@ export function createAppRunActivities(deps: ActivityDeps) {
           headers: {
             'content-type': 'application/json',
             'x-abl-timestamp': timestamp,
-            'x-abl-signature': signAppRunCallback(token, timestamp, body),
+            // The platform's one callback signature: sha256=<hex> of HMAC-SHA256(callbackToken, `<timestamp>.<rawBody>`).
+            'x-abl-signature': computeSignature(token, timestamp, body),
             'x-abl-run-id': run._id,
           },
           body,

@@ -10,12 +10,12 @@ export function verifyAblSignature(
   secret: string, // the subscription's signing secret, `whsec_…`, exactly as shown once
   rawBody: Buffer | string, // the request body as received, before JSON parsing
   timestampHeader: string | undefined, // X-ABL-Timestamp: Unix seconds
-  signatureHeader: string | undefined, // X-ABL-Signature: `v1=<hex>`
+  signatureHeader: string | undefined, // X-ABL-Signature: `sha256=<hex>`
   nowSeconds = Date.now() / 1000,
 ): boolean {
   if (!timestampHeader || !signatureHeader || !/^\d+$/.test(timestampHeader)) return false;
   if (Math.abs(nowSeconds - Number(timestampHeader)) > TOLERANCE_SECONDS) return false;
-  const expected = 'v1=' + createHmac('sha256', secret).update(`${timestampHeader}.`).update(rawBody).digest('hex');
+  const expected = 'sha256=' + createHmac('sha256', secret).update(`${timestampHeader}.`).update(rawBody).digest('hex');
   const a = Buffer.from(expected);
   const b = Buffer.from(signatureHeader);
   return a.length === b.length && timingSafeEqual(a, b);

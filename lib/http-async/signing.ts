@@ -1,4 +1,4 @@
-// Signing of HTTP-async callbacks: `X-ABL-Signature: v1=<hex HMAC-SHA256 of "timestamp.rawBody">`
+// Signing of HTTP-async callbacks: `X-ABL-Signature: sha256=<hex HMAC-SHA256 of "timestamp.rawBody">`
 // with the subscription's secret, and the timestamp in `X-ABL-Timestamp` (Unix seconds). The test
 // message and the delivery activity sign with this module; docs/http-async.md shows how to verify.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -6,7 +6,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 export const SIGNATURE_HEADER = 'X-ABL-Signature';
 export const TIMESTAMP_HEADER = 'X-ABL-Timestamp';
 export const EVENT_HEADER = 'X-ABL-Event';
-export const SIGNATURE_VERSION = 'v1';
+export const SIGNATURE_VERSION = 'sha256';
 
 /** How far a receiver should let the timestamp drift before refusing a callback as replayed. */
 export const DEFAULT_TOLERANCE_SECONDS = 300;
@@ -18,7 +18,7 @@ export function newSigningSecret(): string {
   return SIGNING_SECRET_PREFIX + randomBytes(32).toString('base64url');
 }
 
-/** `v1=<hex>`: HMAC-SHA256, keyed with the secret's UTF-8 bytes, of `<timestamp>.<rawBody>`. */
+/** `sha256=<hex>`: HMAC-SHA256, keyed with the secret's UTF-8 bytes, of `<timestamp>.<rawBody>`. */
 export function computeSignature(secret: string, timestamp: number | string, rawBody: string | Buffer): string {
   const mac = createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex');
   return `${SIGNATURE_VERSION}=${mac}`;

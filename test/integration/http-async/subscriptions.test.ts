@@ -252,7 +252,7 @@ describe('test message, signature and recent deliveries', () => {
     expect(got.headers['x-abl-event']).toBe('agent.response');
     const timestamp = got.headers['x-abl-timestamp'] as string;
     const signature = got.headers['x-abl-signature'] as string;
-    expect(signature).toMatch(/^v1=[0-9a-f]{64}$/);
+    expect(signature).toMatch(/^sha256=[0-9a-f]{64}$/);
     expect(verifyAblSignature(created.signingSecret, got.rawBody, timestamp, signature)).toBe(true);
     // Any change to the body, the timestamp or the secret fails the check.
     expect(verifyAblSignature(created.signingSecret, Buffer.concat([got.rawBody, Buffer.from(' ')]), timestamp, signature)).toBe(false);

@@ -9,12 +9,12 @@ import { verifyAblSignature } from '../../../examples/http-async/verify-signatur
 const SECRET = 'whsec_test-secret';
 const BODY = JSON.stringify({ message_id: 'ham-1', response: 'hé' });
 
-it('signs HMAC-SHA256 of "timestamp.rawBody" as v1=<hex>, with the timestamp in seconds', () => {
+it('signs HMAC-SHA256 of "timestamp.rawBody" as sha256=<hex>, with the timestamp in seconds', () => {
   const headers = signatureHeaders(SECRET, BODY, 1_700_000_000_999);
   expect(headers['X-ABL-Timestamp']).toBe('1700000000');
   const expected = createHmac('sha256', SECRET).update(`1700000000.${BODY}`, 'utf8').digest('hex');
-  expect(headers['X-ABL-Signature']).toBe(`v1=${expected}`);
-  expect(computeSignature(SECRET, 1700000000, Buffer.from(BODY))).toBe(`v1=${expected}`);
+  expect(headers['X-ABL-Signature']).toBe(`sha256=${expected}`);
+  expect(computeSignature(SECRET, 1700000000, Buffer.from(BODY))).toBe(`sha256=${expected}`);
 });
 
 it('verifies with the library and with the documented example alike, and refuses any change', () => {
