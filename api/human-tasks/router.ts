@@ -8,6 +8,8 @@ import { ZProjectIdParam } from '../http/schemas';
 import { type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import {
+  checkAssignTask,
+  checkCreateTask,
   ZAssignTaskRequest,
   ZCancelTaskRequest,
   ZClaimTaskRequest,
@@ -107,6 +109,7 @@ export const humanTaskRoutes: AnyRoute[] = [
     links: taskLinks('$response.body#/task/id'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, body }) {
+      checkCreateTask(body);
       return { success: true, task: presentTask(await createTask(ctx, scopeOf(principal, project), body, `${principal.kind}:${principal.subjectId}`)) };
     },
   }),
@@ -152,10 +155,11 @@ export const humanTaskRoutes: AnyRoute[] = [
     params: ZTaskParams,
     body: ZAssignTaskRequest,
     bodyExample: { assignedToTeam: 'billing' },
-    errorStatuses: [400, 404, 409, 503],
+    errorStatuses: [400, 404, 409, 422, 503],
     links: taskLinks('$request.path.taskId'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, params, body }) {
+      checkAssignTask(body);
       return { success: true, task: presentTask(await assignTask(ctx, scopeOf(principal, project), params.taskId, body, `${principal.kind}:${principal.subjectId}`)) };
     },
   }),

@@ -1,4 +1,5 @@
 // Request and response schemas of the human task routes (docs/human-tasks.md).
+import { ApiError } from '../../lib/errors';
 import { z } from 'zod';
 import '../openapi/registry';
 import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_TYPES } from '../../abl/ir';
@@ -58,12 +59,19 @@ export const ZCreateTaskRequest = z
     dueAt: ZDateTime.optional().describe('SLA deadline: past it the task expires'),
     assignedToTeam: z.string().min(1).max(200).optional().describe('The team (queue) the task waits with'),
   })
-  .superRefine((body, issues) => {
-    for (const f of body.fields) if (f.type === 'select' && f.options.length === 0) issues.addIssue({ code: 'custom', message: `a select needs options`, path: ['fields', f.name] });
-    if (new Set(body.fields.map((f) => f.name)).size !== body.fields.length) issues.addIssue({ code: 'custom', message: 'field names must be unique', path: ['fields'] });
-  })
   .openapi('CreateHumanTaskRequest');
 export type TCreateTaskRequest = z.infer<typeof ZCreateTaskRequest>;
+
+/**
+ * Rules across a create body's fields, which the schema cannot state: 422 (each part is valid
+ * on its own). A `select` needs options; field names are unique.
+ */
+export function checkCreateTask(body: TCreateTaskRequest): void {
+  const problems: string[] = [];
+  for (const f of body.fields) if (f.type === 'select' && f.options.length === 0) problems.push(`body.fields.${f.name}: a select needs options`);
+  if (new Set(body.fields.map((f) => f.name)).size !== body.fields.length) problems.push('body.fields: field names must be unique');
+  if (problems.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', problems.join('; '));
+}
 
 export const ZClaimTaskRequest = z.object({ userId: who('The user claiming the task') }).openapi('ClaimHumanTaskRequest');
 export const ZAssignTaskRequest = z
@@ -71,8 +79,12 @@ export const ZAssignTaskRequest = z
     assignedTo: z.string().min(1).max(200).regex(NOT_BLANK_PATTERN, 'must not be blank').optional().describe('User id'),
     assignedToTeam: z.string().min(1).max(200).regex(NOT_BLANK_PATTERN, 'must not be blank').optional().describe('Team name'),
   })
-  .refine((b) => Boolean(b.assignedTo) !== Boolean(b.assignedToTeam), { message: 'give exactly one of assignedTo and assignedToTeam' })
   .openapi('AssignHumanTaskRequest');
+
+/** Exactly one of `assignedTo` and `assignedToTeam`: 422, as both are optional in the schema. */
+export function checkAssignTask(body: { assignedTo?: string; assignedToTeam?: string }): void {
+  if (Boolean(body.assignedTo) === Boolean(body.assignedToTeam)) throw new ApiError('UNPROCESSABLE_ENTITY', 'body: give exactly one of assignedTo and assignedToTeam');
+}
 export const ZResolveTaskRequest = z
   .object({
     respondedBy: who('Who resolved it'),

@@ -239,7 +239,11 @@ it('assigns to a team and to a user; a user assigned elsewhere cannot claim', as
   const user = await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedTo: 'carol' } });
   expect(user.body.task).toMatchObject({ status: 'assigned', assignedTo: 'carol' });
   expect((await api.post(`${tasksUrl()}/${id}/claim`, { key: t.adminKey, json: { userId: 'dave' } })).status).toBe(409);
-  expect((await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedTo: 'x', assignedToTeam: 'y' } })).status).toBe(400);
+  expect((await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: { assignedTo: 'x', assignedToTeam: 'y' } })).status).toBe(422);
+  expect((await api.post(`${tasksUrl()}/${id}/assign`, { key: t.adminKey, json: {} })).status).toBe(422);
+  const noOptions = await api.post(tasksUrl(), { key: t.adminKey, json: { title: 'Pick one', fields: [{ name: 'colour', type: 'select' }] } });
+  expect(noOptions.status).toBe(422);
+  expect(noOptions.body.error.message).toContain('body.fields.colour: a select needs options');
   const byTeam = await api.get(`${tasksUrl()}?assignedToTeam=ops&assignedTo=carol`, { key: t.adminKey });
   expect(byTeam.body.tasks.map((x: { id: string }) => x.id)).toEqual([id]);
   const done = await api.post(`${tasksUrl()}/${id}/resolve`, { key: t.adminKey, json: { respondedBy: 'carol', fields: { street: 'Main St 1' } } });
