@@ -181,6 +181,17 @@ export interface HumanTaskOutcomeInput {
 }
 export const humanTaskSignal = defineSignal<[HumanTaskOutcomeInput]>('humanTask');
 /**
+ * Sent by a session to the task it waits on when it ends any way but a reset (idle timeout, the
+ * end signal of a delete or a deployment drain, COMPLETE): the task is cancelled unless it has an
+ * outcome already. A signal, because a workflow can signal another but not send it an update.
+ */
+export interface SessionEndedInput {
+  sessionId: string;
+  /** The task's cancel reason, e.g. `session ended (deployment_retired)`. */
+  reason: string;
+}
+export const sessionEndedSignal = defineSignal<[SessionEndedInput]>('sessionEnded');
+/**
  * Writes the projection rows the session holds now, so a read right after a reply sees its
  * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
  */

@@ -1,8 +1,8 @@
 // HumanTask (`human-task/<taskId>`): one workflow per task, the truth for its transitions. Claim,
 // assign, resolve and cancel are updates whose validators refuse what the state does not allow;
 // every transition is written to the MongoDB projection (which serves lists) before the caller
-// hears of it. On the outcome (resolved, expired at `dueAt`, cancelled) the waiting session is
-// signalled, and the workflow ends.
+// hears of it. On the outcome (resolved, expired at `dueAt`, cancelled, or the waiting session
+// ended) the waiting session is signalled, and the workflow ends.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
@@ -11,6 +11,7 @@ import {
   claimTaskUpdate,
   humanTaskSignal,
   resolveTaskUpdate,
+  sessionEndedSignal,
   taskStateQuery,
   TERMINAL_TASK_STATUSES,
   type HumanTaskStartInput,
@@ -134,6 +135,13 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
       }),
     { validator: (_i) => refuse(() => checkCancel(task)) },
   );
+
+  // The waiting session ended: nobody will act on the answer. Only from that session.
+  wf.setHandler(sessionEndedSignal, ({ sessionId, reason }) => {
+    if (terminal() || sessionId !== input.sessionId) return;
+    task.cancelReason = reason;
+    transition('cancelled', 'cancelled', 'system', reason);
+  });
 
   await persist();
   const dueInMs = task.dueAt !== null ? Date.parse(task.dueAt) - Date.now() : null;

@@ -1,7 +1,7 @@
 // Human tasks end to end on the real stack: a chat turn escalates, the task is listed, claimed and
 // resolved through the API, and the session resumes with the `human` object and applies
 // on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE,
-// cancellation and session deletion; the reviewer permission; another tenant's task is 404.
+// cancellation, session deletion and any other end of the session; the reviewer permission; another tenant's task is 404.
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
@@ -9,6 +9,7 @@ import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
+import { DEPLOYMENT_RETIRED_REASON, endSignal } from '../../../workflows/definitions';
 
 jest.setTimeout(120_000);
 
@@ -224,6 +225,34 @@ it('cancels the open tasks of a deleted session', async () => {
   expect(deleted.status).toBe(200);
   const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
   expect(task).toMatchObject({ status: 'cancelled', cancelReason: 'session deleted' });
+});
+
+it('cancels the open task of a session that ends any other way (here a deployment drain’s end signal)', async () => {
+  const { sessionId, taskId } = await escalated();
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`);
+  await handle.signal(endSignal, { reason: DEPLOYMENT_RETIRED_REASON });
+  await handle.result();
+  const task = await eventually(
+    async () => (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task,
+    (x) => x.status === 'cancelled',
+    20_000,
+    100,
+  );
+  expect(task.cancelReason).toBe('session ended (deployment_retired)');
+  expect(task.history.map((h: { action: string; by: string | null }) => [h.action, h.by])).toEqual([
+    ['created', 'agent:Refunds'],
+    ['cancelled', 'system'],
+  ]);
+  await flushProjection(stack.ctx, sessionId);
+  const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
+  const events = (traces.body.events ?? traces.body.traceEvents) as { type: string; data: Record<string, unknown> }[];
+  expect(events.filter((e) => e.type === 'human_task').map((e) => e.data)).toEqual([
+    expect.objectContaining({ taskId, status: 'created' }),
+    expect.objectContaining({ taskId, status: 'cancelled', reason: 'session ended (deployment_retired)', waitedMs: expect.any(Number) }),
+  ]);
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('session-end-cancels-task-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });
 
 it('assigns to a team and to a user; a user assigned elsewhere cannot claim', async () => {
