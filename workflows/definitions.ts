@@ -256,6 +256,8 @@ export interface HumanTaskStartInput {
   context: Record<string, unknown>;
   fields: HumanTaskFieldIR[];
   dueAtMs: number | null;
+  /** ABL `ON_DUE: raise_priority`: at `dueAtMs` the priority goes up one level instead of expiring. */
+  onDue?: { action: 'raise_priority'; thenExpireAfterMs: number | null };
   routing: EscalationRoutingIR | null;
   /** Who created it: `agent:<name>` for an escalation, else the API caller's subject. */
   createdBy: string;
@@ -272,7 +274,7 @@ export interface HumanTaskResolution {
 }
 
 export interface HumanTaskTransition {
-  action: 'created' | 'claimed' | 'assigned' | 'resolved' | 'expired' | 'cancelled';
+  action: 'created' | 'claimed' | 'assigned' | 'resolved' | 'expired' | 'cancelled' | 'priority_raised';
   from: HumanTaskStatus | null;
   to: HumanTaskStatus;
   by: string | null;

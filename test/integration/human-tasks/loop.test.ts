@@ -1,7 +1,8 @@
 // Human tasks end to end on the real stack: a chat turn escalates, the task is listed, claimed and
 // resolved through the API, and the session resumes with the `human` object and applies
-// on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE,
-// cancellation, session deletion and any other end of the session; the reviewer permission; another tenant's task is 404.
+// on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE
+// (and ON_DUE: raise_priority first), cancellation, session deletion and any other end of the
+// session; the reviewer permission; another tenant's task is 404.
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
@@ -10,6 +11,7 @@ import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '.
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 import { DEPLOYMENT_RETIRED_REASON, endSignal } from '../../../workflows/definitions';
+import { TaskPriorityKey } from '../../../workflows/search-attributes';
 
 jest.setTimeout(120_000);
 
@@ -70,6 +72,7 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Billing', 'AGENT: Billing\nGOAL: "Billing."\nON_START:\n  RESPOND: "Billing here."\n');
   await publishAgent(api, t, 'Refunds', refunds('Refunds'));
   await publishAgent(api, t, 'Quick_Refunds', refunds('Quick_Refunds', 'DUE: 2s'));
+  await publishAgent(api, t, 'Raising_Refunds', refunds('Raising_Refunds', 'DUE: 1s\n      ON_DUE: raise_priority\n      THEN_EXPIRE_AFTER: 3s'));
 });
 afterAll(async () => {
   await stack.close();
@@ -207,6 +210,33 @@ it('expires a task at its DUE and resumes the session with human.expired', async
   const late = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 1 } } });
   expect(late.status).toBe(409);
   expect(late.body.error.details.status).toBe('expired');
+});
+
+it('raises the priority at DUE (ON_DUE: raise_priority), then expires after THEN_EXPIRE_AFTER', async () => {
+  const { sessionId, taskId } = await escalated('Raising_Refunds');
+  const raised = await eventually(
+    async () => (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task,
+    (x) => x.priority === 'critical' || x.status !== 'pending',
+    20_000,
+    50,
+  );
+  expect(raised).toMatchObject({ status: 'pending', priority: 'critical' });
+  expect(raised.history.map((h: { action: string; note?: string }) => [h.action, h.note ?? null])).toEqual([
+    ['created', null],
+    ['priority_raised', 'high → critical'],
+  ]);
+  // The queue's order and the Web UI's search attribute follow.
+  const listed = await api.get(`${tasksUrl()}?priority=critical&sessionId=${sessionId}`, { key: t.adminKey });
+  expect(listed.body.tasks.map((x: { id: string }) => x.id)).toEqual([taskId]);
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`human-task/${taskId}`);
+  // The search attribute is recorded when the workflow task that wrote the projection completes.
+  await eventually(async () => (await handle.describe()).typedSearchAttributes.get(TaskPriorityKey), (p) => p === 4, 20_000, 50);
+
+  await replies(sessionId, 'Nobody answered in time.');
+  const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+  expect(task.status).toBe('expired');
+  expect(task.history.map((h: { action: string }) => h.action)).toEqual(['created', 'priority_raised', 'expired']);
+  await replayWithTodaysCode(await decodeEncryptedPayloads(await handle.fetchHistory(), stack.ctx.payloadCodec), `human-task/${taskId}`);
 });
 
 it('cancels a task: the session resumes with human.cancelled, and the task cannot be resolved', async () => {
