@@ -409,6 +409,11 @@ export interface EscalationIR {
     tags: string[];
     type: HumanTaskType;
     due_ms: number | null;
+    /**
+     * `ON_DUE: raise_priority` (absent: the task expires at DUE): at DUE the priority goes up one
+     * level; `THEN_EXPIRE_AFTER` is the expiry after that (null: none).
+     */
+    on_due?: { action: 'raise_priority'; then_expire_after_ms: number | null };
     /** `FIELDS:` the form the person fills in (data entry); absent when none. */
     fields?: HumanTaskFieldIR[];
     routing?: EscalationRoutingIR;

@@ -9,7 +9,11 @@
 // List: each filter `--samples` times, one request at a time, over HTTP. Resolve: each session's
 // task resolved one at a time; a figure runs from sending the resolve to the timestamp of the
 // resumed reply in the transcript (the workflow's clock as it recorded it), so no polling blurs it.
+// Floors, in the same run: for each list, the driver's own `find` (same filter, sort, skip and
+// limit) and `countDocuments` on the collection, which is what the store alone costs at that
+// size; for resolve → answer, a bare Temporal update round trip on a probe workflow.
 import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
@@ -22,6 +26,11 @@ import { freePort, startFerretDb, startTemporalDevServer } from '../infra/proces
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import { PRIORITY_RANK } from '../db/human-task';
+import { driverCollection } from '../db/driver-collection';
+import { findOwned } from '../db/owned';
+import { ZListTasksQuery } from '../api/human-tasks/schemas';
+import { TASK_LIST_PROJECTION, TASK_LIST_SORT, taskListFilter } from '../api/human-tasks/service';
+import { pingUpdate } from '../workflows/definitions';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { jsonClient } from './support/json-client';
 
@@ -39,7 +48,7 @@ const SAMPLES = Number(values.samples);
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const line = (label: string, samples: number[], extra = '') => {
   const sorted = [...samples].sort((a, b) => a - b);
-  return `${label.padEnd(40)} n=${String(sorted.length).padStart(3)}  p50 ${percentile(sorted, 50).toFixed(1).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(1).padStart(6)} ms${extra}`;
+  return `${label.padEnd(48)} n=${String(sorted.length).padStart(3)}  p50 ${percentile(sorted, 50).toFixed(1).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(1).padStart(6)} ms${extra}`;
 };
 
 const AGENTS = ['Refunds', 'Claims', 'Returns', 'Disputes'];
@@ -73,6 +82,8 @@ async function main() {
   const server = createServer(createApp(ctx));
   await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
   const worker = await startWorkerProcess(config);
+  const load = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+  process.stdout.write(`load average at start: ${load()}\n`);
   try {
     const tenant = await createTenant(ctx.models, { name: 'Human tasks bench', slug: 'human-tasks-bench' });
     const project = await createProject(ctx.models, tenant._id, { name: 'Human tasks' });
@@ -177,6 +188,8 @@ FLOW:
       ['status=pending&priority=high', '?status=pending&priority=high'],
       ['status=pending, offset 5000', '?status=pending&offset=5000'],
     ];
+    const tasks = driverCollection(ctx.models.HumanTask);
+    const scope = { tenantId: tenant._id, projectId: project._id };
     for (const [label, query] of filters) {
       const samples: number[] = [];
       let matched = 0;
@@ -188,9 +201,49 @@ FLOW:
         matched = (res.body as { total: number }).total;
       }
       process.stdout.write(`${line(`list ${label}`, samples, `  (${matched} match)`)}\n`);
+      // The floor: the same filter, sort, skip and limit, and the count, straight to the driver.
+      const q = ZListTasksQuery.parse(Object.fromEntries(new URLSearchParams(query)));
+      const filter = taskListFilter(scope, q);
+      const finds: number[] = [];
+      const counts: number[] = [];
+      for (let i = 0; i < SAMPLES; i++) {
+        let started = performance.now();
+        await tasks.find(filter, { projection: TASK_LIST_PROJECTION }).sort(TASK_LIST_SORT).skip(q.offset).limit(q.limit).toArray();
+        finds.push(performance.now() - started);
+        started = performance.now();
+        await tasks.countDocuments(filter);
+        counts.push(performance.now() - started);
+      }
+      process.stdout.write(`${line('  floor: driver find (sort, page)', finds)}\n${line('  floor: driver countDocuments', counts)}\n`);
     }
 
-    // 4. Resolve → resumed answer, one task at a time.
+    // 4. Resolve → resumed answer, one task at a time; its floor, a bare update round trip on a
+    // probe workflow, as many times, one at a time.
+    const client = await ctx.temporal.client();
+    const probeOp = new WithStartWorkflowOperation('probeWorkflow', { workflowId: 'probe-human-tasks', taskQueue: config.TEMPORAL_TASK_QUEUE, workflowIdConflictPolicy: 'USE_EXISTING' });
+    await client.workflow.executeUpdateWithStart(pingUpdate, { args: [{ n: 0 }], startWorkflowOperation: probeOp });
+    const probe = client.workflow.getHandle('probe-human-tasks');
+    // And the owned read a resolve makes of its task (tenant and project in the filter), alone.
+    const ownedReads: number[] = [];
+    for (const { taskId } of escalated) {
+      const started = performance.now();
+      await findOwned(ctx.models.HumanTask, taskId, scope);
+      ownedReads.push(performance.now() - started);
+    }
+    // And the filter of the projection write each transition makes (owner and revision guard),
+    // matching nothing here, so it costs the lookup without a write.
+    const ownedWrites: number[] = [];
+    for (const { taskId } of escalated) {
+      const started = performance.now();
+      await tasks.updateOne({ _id: taskId, ...scope, revision: { $lt: 0 } }, { $set: { revision: 0 } });
+      ownedWrites.push(performance.now() - started);
+    }
+    const floor: number[] = [];
+    for (let i = 1; i <= escalated.length; i++) {
+      const started = performance.now();
+      await probe.executeUpdate(pingUpdate, { args: [{ n: i }] });
+      floor.push(performance.now() - started);
+    }
     const resumed: number[] = [];
     const resolveCalls: number[] = [];
     for (const { sessionId, taskId } of escalated) {
@@ -212,6 +265,10 @@ FLOW:
     }
     process.stdout.write(`\n${line('resolve call (200 answered)', resolveCalls)}\n`);
     process.stdout.write(`${line('resolve -> resumed answer recorded', resumed)}\n`);
+    process.stdout.write(`${line('floor: bare update round trip (probe)', floor)}\n`);
+    process.stdout.write(`${line('floor: owned read of one task (driver)', ownedReads)}\n`);
+    process.stdout.write(`${line('floor: owned projection-write lookup (driver)', ownedWrites)}\n`);
+    process.stdout.write(`load average at end: ${load()}\n`);
   } finally {
     await worker.stop();
     await new Promise((r) => server.close(r));

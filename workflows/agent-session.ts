@@ -13,6 +13,7 @@ import {
   endSignal,
   flushUpdate,
   humanTaskSignal,
+  sessionEndedSignal,
   resetUpdate,
   stateQuery,
   turnUpdate,
@@ -28,7 +29,7 @@ import {
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
-import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH } from './patches';
+import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, SESSION_END_CANCELS_TASK_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
 import { TurnTrace } from './session-trace';
 import { pinnedBundleRef } from './bundle-ref';
@@ -482,6 +483,17 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const { reason } = ended ?? { reason: 'ended' };
   await wf.condition(wf.allHandlersFinished);
   const trace = new TurnTrace(++turnCount, traceSeq);
+  // The human task it waited on waits for nobody now: it is cancelled (a durable signal command).
+  const task = waiting?.kind === 'human_task' && delivered === null ? waiting : null;
+  if (task && wf.patched(SESSION_END_CANCELS_TASK_PATCH)) {
+    const cancelReason = reason === 'deleted' ? 'session deleted' : `session ended (${reason})`;
+    try {
+      await wf.getExternalWorkflowHandle(`human-task/${task.callbackId}`).signal(sessionEndedSignal, { sessionId: input.sessionId, reason: cancelReason });
+    } catch {
+      // The task's workflow has finished meanwhile: it has its outcome.
+    }
+    trace.add('human_task', { agent: task.agent, taskId: task.callbackId, status: 'cancelled', reason: cancelReason, waitedMs: Date.now() - task.sinceMs });
+  }
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
   await projection.record(trace, [], false);

@@ -181,6 +181,17 @@ export interface HumanTaskOutcomeInput {
 }
 export const humanTaskSignal = defineSignal<[HumanTaskOutcomeInput]>('humanTask');
 /**
+ * Sent by a session to the task it waits on when it ends any way but a reset (idle timeout, the
+ * end signal of a delete or a deployment drain, COMPLETE): the task is cancelled unless it has an
+ * outcome already. A signal, because a workflow can signal another but not send it an update.
+ */
+export interface SessionEndedInput {
+  sessionId: string;
+  /** The task's cancel reason, e.g. `session ended (deployment_retired)`. */
+  reason: string;
+}
+export const sessionEndedSignal = defineSignal<[SessionEndedInput]>('sessionEnded');
+/**
  * Writes the projection rows the session holds now, so a read right after a reply sees its
  * turn. Rejected (type NOTHING_PENDING, leaving no history) when there is nothing to write.
  */
@@ -245,6 +256,8 @@ export interface HumanTaskStartInput {
   context: Record<string, unknown>;
   fields: HumanTaskFieldIR[];
   dueAtMs: number | null;
+  /** ABL `ON_DUE: raise_priority`: at `dueAtMs` the priority goes up one level instead of expiring. */
+  onDue?: { action: 'raise_priority'; thenExpireAfterMs: number | null };
   routing: EscalationRoutingIR | null;
   /** Who created it: `agent:<name>` for an escalation, else the API caller's subject. */
   createdBy: string;
@@ -261,7 +274,7 @@ export interface HumanTaskResolution {
 }
 
 export interface HumanTaskTransition {
-  action: 'created' | 'claimed' | 'assigned' | 'resolved' | 'expired' | 'cancelled';
+  action: 'created' | 'claimed' | 'assigned' | 'resolved' | 'expired' | 'cancelled' | 'priority_raised';
   from: HumanTaskStatus | null;
   to: HumanTaskStatus;
   by: string | null;

@@ -331,6 +331,7 @@ async function startHumanTask(ctx: EffectContext, command: Extract<RuntimeComman
     context: command.context,
     fields: command.fields ?? [],
     dueAtMs: command.dueMs ? Date.now() + command.dueMs : null,
+    ...(command.onDue && command.dueMs ? { onDue: command.onDue } : {}),
     routing: command.routing ?? null,
     createdBy: `agent:${command.agent}`,
     createdAtMs: Date.now(),

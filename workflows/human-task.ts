@@ -1,8 +1,9 @@
 // HumanTask (`human-task/<taskId>`): one workflow per task, the truth for its transitions. Claim,
 // assign, resolve and cancel are updates whose validators refuse what the state does not allow;
 // every transition is written to the MongoDB projection (which serves lists) before the caller
-// hears of it. On the outcome (resolved, expired at `dueAt`, cancelled) the waiting session is
-// signalled, and the workflow ends.
+// hears of it. At `dueAt` the task expires, or first goes up one priority level (ABL `ON_DUE:
+// raise_priority`). On the outcome (resolved, expired, cancelled, or the waiting session ended)
+// the waiting session is signalled, and the workflow ends.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
@@ -11,6 +12,7 @@ import {
   claimTaskUpdate,
   humanTaskSignal,
   resolveTaskUpdate,
+  sessionEndedSignal,
   taskStateQuery,
   TERMINAL_TASK_STATUSES,
   type HumanTaskStartInput,
@@ -18,8 +20,8 @@ import {
   type HumanTaskTransition,
   type HumanTaskView,
 } from './definitions';
-import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, TransitionRefused } from './human-task-rules';
-import { AssigneeKey, TaskStatusKey } from './search-attributes';
+import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, priorityNumber, TransitionRefused } from './human-task-rules';
+import { AssigneeKey, TaskPriorityKey, TaskStatusKey } from './search-attributes';
 
 const { recordHumanTask } = wf.proxyLocalActivities<Activities>({
   startToCloseTimeout: '10 seconds',
@@ -82,6 +84,18 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
     ]);
   }
 
+  /** The SLA's first step at DUE: the priority one level up (its search attribute too), a new deadline. */
+  function raisePriority(thenExpireAfterMs: number | null): void {
+    const from = task.priority;
+    const at = new Date().toISOString();
+    task.priority = boostedPriority(from, 1);
+    task.dueAt = thenExpireAfterMs !== null ? new Date(Date.now() + thenExpireAfterMs).toISOString() : null;
+    task.history.push({ action: 'priority_raised', from: task.status, to: task.status, by: null, at, note: `${from} → ${task.priority}` });
+    task.updatedAt = at;
+    task.revision++;
+    wf.upsertSearchAttributes([{ key: TaskPriorityKey, value: priorityNumber(task.priority) }]);
+  }
+
   /** Runs a transition and answers the task as it stood right after it, once written. */
   async function answer(apply: () => void): Promise<HumanTaskView> {
     apply();
@@ -135,10 +149,28 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
     { validator: (_i) => refuse(() => checkCancel(task)) },
   );
 
+  // The waiting session ended: nobody will act on the answer. Only from that session.
+  wf.setHandler(sessionEndedSignal, ({ sessionId, reason }) => {
+    if (terminal() || sessionId !== input.sessionId) return;
+    task.cancelReason = reason;
+    transition('cancelled', 'cancelled', 'system', reason);
+  });
+
   await persist();
-  const dueInMs = task.dueAt !== null ? Date.parse(task.dueAt) - Date.now() : null;
-  if (dueInMs === null) await wf.condition(terminal);
-  else if (!(await wf.condition(terminal, Math.max(1, dueInMs)))) transition('expired', 'expired', null);
+  /** Waits for an outcome until `dueAt` (for ever without one); false when it passed first. */
+  const untilDue = async (): Promise<boolean> => {
+    const dueInMs = task.dueAt !== null ? Date.parse(task.dueAt) - Date.now() : null;
+    if (dueInMs === null) return wf.condition(terminal).then(() => true);
+    return wf.condition(terminal, Math.max(1, dueInMs));
+  };
+  let done = await untilDue();
+  if (!done && input.onDue?.action === 'raise_priority') {
+    // ON_DUE: raise_priority: one level up, and the task waits on until THEN_EXPIRE_AFTER (if any).
+    raisePriority(input.onDue.thenExpireAfterMs);
+    await persist().catch(() => undefined);
+    done = await untilDue();
+  }
+  if (!done) transition('expired', 'expired', null);
   await persist().catch(() => undefined);
 
   if (input.sessionId) {

@@ -148,6 +148,14 @@ export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
 export const HUMAN_TASKS_PATCH = 'human-tasks-v1';
 
 /**
+ * A session that ends while it waits on a human task (idle timeout, the end signal of a delete or
+ * a deployment drain, COMPLETE) signals the task to cancel itself, and traces it. Runs recorded
+ * before it left the task open until its DUE, or for ever. Asked only when a session ends while
+ * it waits on a task, so other histories carry no marker.
+ */
+export const SESSION_END_CANCELS_TASK_PATCH = 'session-end-cancels-task-v1';
+
+/**
  * Provider guardrails (`provider`, `category`, `threshold`; `RuntimeOptions.moderationGuardrails`):
  * the guardrail's text goes to the moderation provider as a `moderate` command (a `moderate`
  * activity). Runs recorded before it never made that call. Asked only when such a guardrail is

@@ -231,6 +231,24 @@ function compileTaskFields(ctx: CompileContext, node: ValueNode | null): HumanTa
   return out;
 }
 
+/**
+ * A trigger's SLA at DUE: `ON_DUE: expire` (the default: the task expires) or `ON_DUE:
+ * raise_priority` (the task's priority goes up one level and it waits on), with
+ * `THEN_EXPIRE_AFTER: <duration>` for the expiry that follows the raise (none: it waits until
+ * resolved or cancelled). ON_DUE needs a DUE; THEN_EXPIRE_AFTER needs `raise_priority`.
+ */
+function compileOnDue(ctx: CompileContext, onDueNode: ValueNode | null, afterNode: ValueNode | null, dueNode: ValueNode | null, item: ValueNode): { action: 'raise_priority'; then_expire_after_ms: number | null } | null {
+  const action = onDueNode ? ctx.oneOf(onDueNode, ['expire', 'raise_priority'] as const, 'ON_DUE') : null;
+  if (onDueNode && !dueNode) ctx.report('E212', item.loc, { what: 'An ESCALATE trigger with ON_DUE', key: 'DUE' });
+  const afterMs = afterNode ? ctx.duration(afterNode, 'THEN_EXPIRE_AFTER', 's') : null;
+  if (afterNode && afterMs !== null && afterMs <= 0) ctx.report('E214', afterNode.loc, { what: 'THEN_EXPIRE_AFTER', expected: 'a duration above zero', value: String(afterMs) });
+  if (afterNode && action !== 'raise_priority') {
+    ctx.report('E210', afterNode.loc, { what: 'THEN_EXPIRE_AFTER', expected: 'ON_DUE: raise_priority on the same trigger', found: action ? `ON_DUE: ${action}` : 'no ON_DUE' });
+  }
+  if (action !== 'raise_priority' || !dueNode) return null;
+  return { action, then_expire_after_ms: afterMs !== null && afterMs > 0 ? afterMs : null };
+}
+
 export function compileEscalation(ctx: CompileContext, node: ValueNode | null): EscalationIR | null {
   if (!node) return null;
   const esc: EscalationIR = { triggers: [], context_for_human: [], on_human_complete: [], loc: ctx.loc(node.loc) };
@@ -250,7 +268,7 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
   } else ctx.report('E210', node.loc, { what: 'ESCALATE', expected: 'triggers:/context_for_human:/on_human_complete:', found: 'a value' });
   for (const { f: tf, node: item } of listItems(ctx, triggersNode, 'ESCALATE trigger')) {
     const get = (k: string): ValueNode | null => { const p = tf.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due', 'fields', 'routing'], 'ESCALATE trigger');
+    ctx.extras(tf, ['when', 'reason', 'priority', 'tags', 'type', 'due', 'on_due', 'then_expire_after', 'fields', 'routing'], 'ESCALATE trigger');
     const routing = compileRouting(ctx, get('routing'), 'ESCALATE trigger');
     const when = ctx.expr(get('when'), 'ESCALATE WHEN', { naturalLanguage: true });
     if (!when) { ctx.report('E212', item.loc, { what: 'An ESCALATE trigger', key: 'WHEN' }); continue; }
@@ -259,6 +277,7 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
     const dueMs = ctx.duration(get('due'), 'DUE', 's');
     const dueNode = get('due');
     if (dueMs !== null && dueMs <= 0 && dueNode) ctx.report('E214', dueNode.loc, { what: 'DUE', expected: 'a duration above zero', value: String(dueMs) });
+    const onDue = compileOnDue(ctx, get('on_due'), get('then_expire_after'), dueNode, item);
     esc.triggers.push({
       when,
       reason: ctx.text(get('reason'), 'REASON'),
@@ -266,6 +285,7 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
       tags,
       type: ctx.oneOf(get('type'), HUMAN_TASK_TYPES, 'TYPE') ?? (tags.some((t) => t.toLowerCase().includes('approval')) ? 'approval' : 'escalation'),
       due_ms: dueMs !== null && dueMs > 0 ? dueMs : null,
+      ...(onDue ? { on_due: onDue } : {}),
       ...(fields.length > 0 ? { fields } : {}),
       ...(routing ? { routing } : {}),
       loc: ctx.loc(item.loc),

@@ -194,6 +194,8 @@ export type RuntimeCommand =
       /** The human task's type, deadline and form (a trigger's TYPE, DUE and FIELDS); absent in turns recorded before them. */
       taskType?: string;
       dueMs?: number | null;
+      /** The trigger's ON_DUE: raise_priority (absent: the task expires at DUE). */
+      onDue?: { action: 'raise_priority'; thenExpireAfterMs: number | null };
       fields?: HumanTaskFieldIR[];
       /** ESCALATE `routing:` (a trigger's own overriding it field by field). */
       routing?: EscalationRoutingIR;

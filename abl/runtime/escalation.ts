@@ -43,6 +43,7 @@ export class Escalation {
     const task = {
       taskType: trigger?.type ?? 'escalation',
       dueMs: trigger?.due_ms ?? null,
+      ...(trigger?.on_due ? { onDue: { action: trigger.on_due.action, thenExpireAfterMs: trigger.on_due.then_expire_after_ms } } : {}),
       ...(trigger?.fields ? { fields: trigger.fields } : {}),
       ...(routing ? { routing } : {}),
     };

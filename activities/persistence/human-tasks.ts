@@ -16,15 +16,17 @@ export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
       createdAt: new Date(createdAt),
       updatedAt: new Date(updatedAt),
     };
-    // Filters name `_id` alone: FerretDB answers those from its key and scans for anything else.
-    // One task's writes come one after another (its workflow serialises them), so reading the
-    // stored revision first is enough to skip a retried, older write.
-    const stored = await deps.models.HumanTask.findOne({ _id: taskId }, { revision: 1, tenantId: 1 }).lean();
-    if (stored && (stored.tenantId !== task.tenantId || stored.revision >= task.revision)) return;
+    // One conditional upsert. The filter carries the owner (db/owned.ts: ownership is in the
+    // filter, never a comparison after a read) and the older-revision guard, so a row of another
+    // tenant or project, or a newer revision of this task, matches nothing: the upsert then tries
+    // to insert the same `_id` and the store refuses it as a duplicate, which is the no-op wanted.
     try {
-      await deps.models.HumanTask.updateOne({ _id: taskId }, { $set: doc }, { upsert: true });
+      await deps.models.HumanTask.updateOne(
+        { _id: taskId, tenantId: task.tenantId, projectId: task.projectId, revision: { $lt: task.revision } },
+        { $set: doc },
+        { upsert: true },
+      );
     } catch (err) {
-      // Written meanwhile by the task's other writer (the session's first write and the workflow's are the same revision).
       if (!isDuplicateKey(err)) throw err;
     }
   };

@@ -97,7 +97,7 @@ export const ZCancelTaskRequest = z.object({ reason: z.string().min(1).max(1000)
 
 const ZTransition = z
   .object({
-    action: z.enum(['created', 'claimed', 'assigned', 'resolved', 'expired', 'cancelled']),
+    action: z.enum(['created', 'claimed', 'assigned', 'resolved', 'expired', 'cancelled', 'priority_raised']),
     from: z.enum(HUMAN_TASK_STATUSES).nullable(),
     to: z.enum(HUMAN_TASK_STATUSES),
     by: z.string().nullable().describe('Who made it (`agent:<name>` for an escalation; null for an expiry)'),

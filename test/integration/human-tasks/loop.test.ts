@@ -1,7 +1,8 @@
 // Human tasks end to end on the real stack: a chat turn escalates, the task is listed, claimed and
 // resolved through the API, and the session resumes with the `human` object and applies
-// on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE,
-// cancellation and session deletion; the reviewer permission; another tenant's task is 404.
+// on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE
+// (and ON_DUE: raise_priority first), cancellation, session deletion and any other end of the
+// session; the reviewer permission; another tenant's task is 404.
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
@@ -9,6 +10,8 @@ import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
+import { DEPLOYMENT_RETIRED_REASON, endSignal } from '../../../workflows/definitions';
+import { TaskPriorityKey } from '../../../workflows/search-attributes';
 
 jest.setTimeout(120_000);
 
@@ -69,6 +72,7 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Billing', 'AGENT: Billing\nGOAL: "Billing."\nON_START:\n  RESPOND: "Billing here."\n');
   await publishAgent(api, t, 'Refunds', refunds('Refunds'));
   await publishAgent(api, t, 'Quick_Refunds', refunds('Quick_Refunds', 'DUE: 2s'));
+  await publishAgent(api, t, 'Raising_Refunds', refunds('Raising_Refunds', 'DUE: 1s\n      ON_DUE: raise_priority\n      THEN_EXPIRE_AFTER: 3s'));
 });
 afterAll(async () => {
   await stack.close();
@@ -208,6 +212,33 @@ it('expires a task at its DUE and resumes the session with human.expired', async
   expect(late.body.error.details.status).toBe('expired');
 });
 
+it('raises the priority at DUE (ON_DUE: raise_priority), then expires after THEN_EXPIRE_AFTER', async () => {
+  const { sessionId, taskId } = await escalated('Raising_Refunds');
+  const raised = await eventually(
+    async () => (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task,
+    (x) => x.priority === 'critical' || x.status !== 'pending',
+    20_000,
+    50,
+  );
+  expect(raised).toMatchObject({ status: 'pending', priority: 'critical' });
+  expect(raised.history.map((h: { action: string; note?: string }) => [h.action, h.note ?? null])).toEqual([
+    ['created', null],
+    ['priority_raised', 'high → critical'],
+  ]);
+  // The queue's order and the Web UI's search attribute follow.
+  const listed = await api.get(`${tasksUrl()}?priority=critical&sessionId=${sessionId}`, { key: t.adminKey });
+  expect(listed.body.tasks.map((x: { id: string }) => x.id)).toEqual([taskId]);
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`human-task/${taskId}`);
+  // The search attribute is recorded when the workflow task that wrote the projection completes.
+  await eventually(async () => (await handle.describe()).typedSearchAttributes.get(TaskPriorityKey), (p) => p === 4, 20_000, 50);
+
+  await replies(sessionId, 'Nobody answered in time.');
+  const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+  expect(task.status).toBe('expired');
+  expect(task.history.map((h: { action: string }) => h.action)).toEqual(['created', 'priority_raised', 'expired']);
+  await replayWithTodaysCode(await decodeEncryptedPayloads(await handle.fetchHistory(), stack.ctx.payloadCodec), `human-task/${taskId}`);
+});
+
 it('cancels a task: the session resumes with human.cancelled, and the task cannot be resolved', async () => {
   const { sessionId, taskId } = await escalated();
   const cancelled = await api.post(`${tasksUrl()}/${taskId}/cancel`, { key: t.adminKey, json: { reason: 'withdrawn' } });
@@ -224,6 +255,34 @@ it('cancels the open tasks of a deleted session', async () => {
   expect(deleted.status).toBe(200);
   const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
   expect(task).toMatchObject({ status: 'cancelled', cancelReason: 'session deleted' });
+});
+
+it('cancels the open task of a session that ends any other way (here a deployment drain’s end signal)', async () => {
+  const { sessionId, taskId } = await escalated();
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`);
+  await handle.signal(endSignal, { reason: DEPLOYMENT_RETIRED_REASON });
+  await handle.result();
+  const task = await eventually(
+    async () => (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task,
+    (x) => x.status === 'cancelled',
+    20_000,
+    100,
+  );
+  expect(task.cancelReason).toBe('session ended (deployment_retired)');
+  expect(task.history.map((h: { action: string; by: string | null }) => [h.action, h.by])).toEqual([
+    ['created', 'agent:Refunds'],
+    ['cancelled', 'system'],
+  ]);
+  await flushProjection(stack.ctx, sessionId);
+  const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
+  const events = (traces.body.events ?? traces.body.traceEvents) as { type: string; data: Record<string, unknown> }[];
+  expect(events.filter((e) => e.type === 'human_task').map((e) => e.data)).toEqual([
+    expect.objectContaining({ taskId, status: 'created' }),
+    expect.objectContaining({ taskId, status: 'cancelled', reason: 'session ended (deployment_retired)', waitedMs: expect.any(Number) }),
+  ]);
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('session-end-cancels-task-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });
 
 it('assigns to a team and to a user; a user assigned elsewhere cannot claim', async () => {

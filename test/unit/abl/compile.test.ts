@@ -286,6 +286,27 @@ FLOW:
 `, [other('B')]).coordination.escalation).toMatchSnapshot();
   });
 
+  it('ESCALATE: ON_DUE raise_priority with THEN_EXPIRE_AFTER; expire is the default', () => {
+    const triggers = agentOf(`ESCALATE:
+  triggers:
+    - WHEN: a == 1
+      DUE: 30m
+      ON_DUE: raise_priority
+      THEN_EXPIRE_AFTER: 4h
+    - WHEN: a == 2
+      DUE: 30m
+      ON_DUE: raise_priority
+    - WHEN: a == 3
+      DUE: 30m
+      ON_DUE: expire
+`).coordination.escalation!.triggers;
+    expect(triggers.map((t) => t.on_due ?? null)).toEqual([
+      { action: 'raise_priority', then_expire_after_ms: 4 * 3_600_000 },
+      { action: 'raise_priority', then_expire_after_ms: null },
+      null,
+    ]);
+  });
+
   it('COMPLETE: respond forms and STORE', () => {
     expect(agentOf(`TEMPLATES:
   bye:
