@@ -100,18 +100,22 @@ const MB = 1024 * 1024;
 /** A thread's figures from bench/support/memory-probe.js. */
 interface ProbeLine { tag: string; threadId: number; main: boolean; heapUsed: number; heapTotal: number; heapPhysical: number; external: number; malloced: number; nativeContexts: number; detachedContexts: number; rss: number; arrayBuffers: number }
 
+let probeThreads = 0;
 /** Asks the worker's threads for their heap figures (SIGWINCH) and returns one line per thread. */
 async function probeWorker(pid: number, file: string): Promise<string> {
   const seen = existsSync(file) ? readFileSync(file, 'utf8').length : 0;
   process.kill(pid, 'SIGWINCH');
-  // Every thread answers after its own GC: done once the main thread has and no line came for a second.
+  // Every thread answers after its own GC, which takes seconds for a large heap on a loaded machine:
+  // done once as many threads as ever have answered (the first probe: once nothing came for 2 s).
   let count = -1;
-  for (let i = 0; i < 120; i++) {
+  let quiet = 0;
+  for (let i = 0; i < 240; i++) {
     await sleep(500);
     const lines = readFileSync(file, 'utf8').slice(seen).split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeLine);
-    const settled = lines.length === count;
+    quiet = lines.length === count ? quiet + 1 : 0;
     count = lines.length;
-    if (settled && lines.some((l) => l.main)) {
+    if (lines.length >= probeThreads || (probeThreads === 0 && quiet >= 4 && lines.some((l) => l.main))) {
+      probeThreads = Math.max(probeThreads, lines.length);
       const heaps = lines.reduce((sum, l) => sum + l.heapUsed, 0);
       const pages = lines.reduce((sum, l) => sum + l.heapPhysical, 0);
       const rss = Math.max(...lines.map((l) => l.rss));
