@@ -8,7 +8,7 @@
 // resumed reply in its transcript (the workflow's clock as it recorded the reply), so no polling
 // blurs it. Memory: the worker's RSS once `--suspended` sessions (cumulative) wait at once.
 import { createHmac } from 'node:crypto';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -38,6 +38,11 @@ const { values } = parseArgs({
     'flush-ms': { type: 'string' },
     /** Writes a V8 CPU profile of the worker process into this directory when it stops. */
     'worker-cpu-prof': { type: 'string' },
+    /**
+     * At each `--suspended` point, also splits the worker's memory by thread: live JS heap after a
+     * full GC in the main thread and in the SDK's workflow thread (bench/support/memory-probe.js).
+     */
+    'memory-probe': { type: 'boolean', default: false },
   },
 });
 /** Sessions suspended at once (first turns in flight) while the bench fills the worker. */
@@ -91,6 +96,41 @@ async function resumeHistory(client: Client, sessionId: string): Promise<string>
   return `${kinds.length} events from the signal on: ${[...tally].map(([k, n]) => `${n}x ${k}`).join(', ')}`;
 }
 
+const MB = 1024 * 1024;
+/** A thread's figures from bench/support/memory-probe.js. */
+interface ProbeLine { tag: string; threadId: number; main: boolean; heapUsed: number; heapTotal: number; heapPhysical: number; external: number; malloced: number; nativeContexts: number; detachedContexts: number; rss: number; arrayBuffers: number }
+
+let probeThreads = 0;
+/** Asks the worker's threads for their heap figures (SIGWINCH) and returns one line per thread. */
+async function probeWorker(pid: number, file: string): Promise<string> {
+  const seen = existsSync(file) ? readFileSync(file, 'utf8').length : 0;
+  process.kill(pid, 'SIGWINCH');
+  // Every thread answers after its own GC, which takes seconds for a large heap on a loaded machine:
+  // done once as many threads as ever have answered (the first probe: once nothing came for 2 s).
+  let count = -1;
+  let quiet = 0;
+  for (let i = 0; i < 240; i++) {
+    await sleep(500);
+    const lines = readFileSync(file, 'utf8').slice(seen).split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeLine);
+    quiet = lines.length === count ? quiet + 1 : 0;
+    count = lines.length;
+    if (lines.length >= probeThreads || (probeThreads === 0 && quiet >= 4 && lines.some((l) => l.main))) {
+      probeThreads = Math.max(probeThreads, lines.length);
+      const heaps = lines.reduce((sum, l) => sum + l.heapUsed, 0);
+      const pages = lines.reduce((sum, l) => sum + l.heapPhysical, 0);
+      const rss = Math.max(...lines.map((l) => l.rss));
+      const threads = lines
+        .sort((a, b) => a.threadId - b.threadId)
+        .map((l) => `${l.main ? 'main' : `thread ${l.threadId}`}: heap used ${(l.heapUsed / MB).toFixed(0)} of ${(l.heapPhysical / MB).toFixed(0)} MB, ${l.nativeContexts} contexts (${l.detachedContexts} detached), external ${(l.external / MB).toFixed(0)} MB`);
+      return (
+        `  after a full GC: RSS ${(rss / MB).toFixed(0)} MB = V8 heap pages ${(pages / MB).toFixed(0)} MB (JS in use ${(heaps / MB).toFixed(0)} MB) ` +
+        `+ outside the V8 heaps ${((rss - pages) / MB).toFixed(0)} MB; ${threads.join('; ')}`
+      );
+    }
+  }
+  return '  memory probe: no answer from the worker';
+}
+
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function main() {
@@ -142,7 +182,21 @@ async function main() {
   server.keepAliveTimeout = 10 * 60_000;
   await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
   const baseUrl = `http://127.0.0.1:${apiPort}`;
-  const worker = await startWorkerProcess(config, values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []);
+  const probeFile = path.join(tmp, 'worker-memory.jsonl');
+  if (values['memory-probe']) process.env.MEMORY_PROBE_FILE = probeFile;
+  const worker = await startWorkerProcess(config, [
+    ...(values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []),
+    ...(values['memory-probe'] ? ['--expose-gc', '--require', path.join(__dirname, 'support', 'memory-probe.js')] : []),
+  ]);
+  // A worker that dies mid-run says why: its last output is printed with its exit.
+  let workerTail = '';
+  const keepTail = (d: Buffer) => (workerTail = (workerTail + d.toString()).slice(-4000));
+  worker.child.stdout!.on('data', keepTail);
+  worker.child.stderr!.on('data', keepTail);
+  worker.child.once('exit', (code, signal) => {
+    if (!stopping) process.stderr.write(`worker exited (${code ?? signal}):\n${workerTail}\n`);
+  });
+  let stopping = false;
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
   const cpu = new CpuMeter({ worker: worker.child.pid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
   const apiOps = countMongoCommands(ctx);
@@ -287,6 +341,7 @@ FLOW:
       lastSession = batch[batch.length - 1]!.sessionId;
     }
     const callbacks = resumed.length;
+    if (ROUNDS > 0) {
     out(
       `${ROUNDS} rounds of ${CONCURRENT} concurrent callbacks (projection flush ${config.SESSION_PROJECTION_FLUSH_MS} ms, worker: ${config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS} workflow tasks, ` +
         `${config.WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES} local activities at once, ${config.WORKER_MAX_CACHED_WORKFLOWS} cached workflows)`,
@@ -300,9 +355,11 @@ FLOW:
     out(`API MongoDB commands per callback:   ${perOpCounts(callbackOps, callbacks)}`);
     out(`API MongoDB commands per suspension: ${perOpCounts(suspendOps, suspendedCount)}`);
     out(`one resume in the session's history: ${await resumeHistory(client, lastSession)}`);
+    }
 
     // Memory: the worker's RSS with this many sessions waiting at once (the ones above have ended).
     out(`worker RSS before: ${rssMb(worker.child.pid!).toFixed(0)} MB`);
+    if (values['memory-probe']) out(await probeWorker(worker.child.pid!, probeFile));
     let waiting = 0;
     const oldest: { sessionId: string; callbackId: string }[] = [];
     for (const point of MEMORY_POINTS) {
@@ -319,6 +376,7 @@ FLOW:
         `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(worker.child.pid!).toFixed(0)} MB ` +
           `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
       );
+      if (values['memory-probe']) out(await probeWorker(worker.child.pid!, probeFile));
     }
     if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
@@ -332,6 +390,7 @@ FLOW:
       out(`CPU per callback    (ms): ${CpuMeter.perOp({}, evictedCpu, times.length)}`);
     }
   } finally {
+    stopping = true;
     await worker.stop();
     await client.connection.close();
     await new Promise((r) => server.close(r));
