@@ -185,11 +185,12 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
   } catch (err) {
     throw temporalErrorToApiError(err, 'Human task runtime');
   }
-  // The workflow's first act is its projection write.
-  for (let waited = 0; waited < TEMPORAL_CALL_TIMEOUT_MS; waited += 25) {
+  // The workflow's first act is its projection write. Each read filters on tenant and project
+  // (a collection scan on FerretDB), so the wait between reads doubles from 25 ms to 500 ms.
+  for (let waited = 0, pause = 25; waited < TEMPORAL_CALL_TIMEOUT_MS; waited += pause, pause = Math.min(pause * 2, 500)) {
     const doc = await findOwned(ctx.models.HumanTask, taskId, scope);
     if (doc) return doc;
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, pause));
   }
   throw new ApiError('SERVICE_UNAVAILABLE', 'The task was created but is not readable yet (no worker?); list it again shortly');
 }
