@@ -21,6 +21,8 @@ import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import { createAppRunActivities } from './app-runs/app-run';
+import { createHttpAsyncConversationActivities } from './http-async/conversation';
+import { createHttpAsyncDeliveryActivities } from './http-async/delivery';
 
 export interface ActivityDeps {
   models: Models;
@@ -70,6 +72,8 @@ export function createActivities(deps: ActivityDeps) {
     cancelSuspension: createCancelSuspension(deps),
     recordHumanTask: createRecordHumanTask(deps),
     ...createAppRunActivities(deps),
+    ...createHttpAsyncConversationActivities(deps),
+    ...createHttpAsyncDeliveryActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

@@ -6,7 +6,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export const SESSION_STATUSES = ['active', 'ended'] as const;
-export const SESSION_CHANNELS = ['api', 'web_debug', 'voice'] as const;
+export const SESSION_CHANNELS = ['api', 'web_debug', 'voice', 'http_async'] as const;
 
 export interface SessionDoc {
   /** The session id (a UUID); the workflow id is `session/<id>` (runtimeSessionId). */

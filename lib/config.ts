@@ -152,6 +152,13 @@ export const ConfigSchema = z.object({
   LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** `host:port` receivers HTTP-async webhook callback URLs may point at although private (docs/http-async.md). */
   HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /** HTTP-async delivery retries (docs/http-async.md "Retries"): the first wait, doubling to the cap. */
+  HTTP_ASYNC_RETRY_INITIAL_MS: positiveInt.max(3600_000).default(1_000),
+  HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: positiveInt.max(24 * 3600_000).default(3600_000),
+  /** No delivery attempt starts later than this after the first; the delivery is then failed. */
+  HTTP_ASYNC_DELIVERY_WINDOW_MS: positiveInt.max(7 * 24 * 3600_000).default(24 * 3600_000),
+  /** How often a delivery held by a paused subscription checks whether it was resumed. */
+  HTTP_ASYNC_PAUSED_CHECK_MS: positiveInt.max(3600_000).default(30_000),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */

@@ -4,12 +4,16 @@
 
 export const ERROR_STATUS = {
   BAD_REQUEST: 400,
+  /** An HTTP-async follow-up sent with the caller's own key instead of the canonical one (docs/http-async.md). */
+  SESSION_KEY_NOT_CANONICAL: 400,
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** An HTTP-async message for a paused webhook subscription (docs/http-async.md). */
+  SUBSCRIPTION_PAUSED: 409,
   GONE: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

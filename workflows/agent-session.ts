@@ -13,6 +13,8 @@ import {
   endSignal,
   flushUpdate,
   humanTaskSignal,
+  httpAsyncReplySignal,
+  httpAsyncSessionEndedSignal,
   sessionEndedSignal,
   resetUpdate,
   stateQuery,
@@ -31,6 +33,7 @@ import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
 import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, SESSION_END_CANCELS_TASK_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
+import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
 import { pinnedBundleRef } from './bundle-ref';
 
@@ -407,6 +410,20 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     stats.traceEventCount += trace.events.length;
     traceSeq = trace.nextSeq;
     await projection.record(trace, response ? [{ role: 'assistant' as const, agent: activeThread()?.agent ?? null, content: response }] : []);
+    if (input.httpAsync) {
+      // The HTTP-async caller hears this reply through its conversation, which delivers it.
+      const thread = activeThread();
+      const action = advanced.outcome === 'completed' ? 'complete' : advanced.outcome === 'suspended' ? (runtime.pending?.kind === 'human_task' ? 'escalate' : 'suspend') : 'continue';
+      await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncReplySignal, {
+        sessionId: input.sessionId,
+        replyId: `${input.sessionId}:${turnCount}`,
+        response,
+        cause: w.kind === 'human_task' ? 'human_task' : result ? 'callback' : 'expired',
+        action,
+        ...channelContent(compiled, thread?.agent, thread?.flow?.step),
+        llm: llmProvenance(trace.events),
+      });
+    }
   }
 
   /** Waits for the result of the call the session waits on, or its expiry, and resumes the turn. */
@@ -498,5 +515,18 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   stats.traceEventCount += trace.events.length;
   await projection.record(trace, [], false);
   if (projection.deferred) await projection.flush();
+  if (input.httpAsync) await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason });
   return { status: 'ended', reason };
+}
+
+/**
+ * Tells an HTTP-async session's conversation (a durable signal command). Only sessions started by
+ * a conversation carry `httpAsync`, so no recorded history meets this code: it needs no marker.
+ */
+async function signalConversation<T>(workflowId: string, signal: wf.SignalDefinition<[T]>, arg: T): Promise<void> {
+  try {
+    await wf.getExternalWorkflowHandle(workflowId).signal(signal, arg);
+  } catch {
+    // The conversation has closed: nothing waits for this any more.
+  }
 }

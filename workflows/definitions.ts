@@ -15,7 +15,7 @@ export const stopProbeUpdate = defineUpdate<void>('stopProbe');
 // ---------------------------------------------------------------------------------------------
 // AgentSession (`session/<sessionId>`): one workflow per conversation.
 
-export type SessionChannel = 'api' | 'web_debug' | 'voice';
+export type SessionChannel = 'api' | 'web_debug' | 'voice' | 'http_async';
 
 export interface SessionStartInput {
   sessionId: string;
@@ -45,6 +45,12 @@ export interface SessionStartInput {
    * @default 250
    */
   projectionFlushMs?: number;
+  /**
+   * Set on a session of the HTTP-async channel: the conversation workflow its replies outside a
+   * turn (after a callback or a human task) and its end are signalled to. Absent on every other
+   * session, so the code that uses it never runs in their histories.
+   */
+  httpAsync?: { conversationWorkflowId: string };
 }
 
 /** Projection rows a session holds until its next write (see `projectionFlushMs`). */
@@ -340,3 +346,96 @@ export interface AppRunResult {
   status: 'success' | 'failed';
   delivered: boolean;
 }
+
+// ---------------------------------------------------------------------------------------------
+// HttpAsyncConversation (`http-async/<hash of the session key>`): one per session key of the
+// HTTP-async channel (docs/http-async.md). Accepted messages arrive as signals (signal-with-start),
+// are answered one turn at a time in the order accepted, and every event for the caller's server
+// goes through one ordered delivery lane with retries.
+
+/** When and how often a failed delivery is tried again (docs/http-async.md "Retries"). */
+export interface HttpAsyncRetrySchedule {
+  /** The wait before the second attempt; each later wait doubles, capped at `maxIntervalMs`. */
+  initialIntervalMs: number;
+  maxIntervalMs: number;
+  /** No attempt starts later than this after the first one; the delivery is then failed. */
+  windowMs: number;
+  /** How often a delivery held by a paused subscription looks again. */
+  pausedCheckMs: number;
+}
+
+export interface HttpAsyncConversationInput {
+  tenantId: string;
+  projectId: string;
+  /** The subscription's Source ID (`whs-…`). */
+  subscriptionId: string;
+  /** The canonical key, `http_async:<project>:<subscription>:<caller key>`. */
+  sessionKey: string;
+  environment: string;
+  schedule: HttpAsyncRetrySchedule;
+  /** A session idle this long ends; the conversation checks on its session after twice that. */
+  sessionIdleTimeoutMs: number;
+  /** Continue-as-new past this many history events (the server also suggests it). */
+  maxHistoryEvents?: number;
+  carried?: HttpAsyncCarriedState;
+}
+
+/** One accepted message; its text and metadata are in history only through the payload codec. */
+export interface HttpAsyncInboundMessage {
+  messageId: string;
+  text: string;
+  metadata?: Record<string, unknown>;
+  acceptedAtMs: number;
+}
+
+export const HTTP_ASYNC_STATUSES = ['processing', 'suspended', 'waiting_for_human', 'resumed', 'ended', 'delivery_failed'] as const;
+export type HttpAsyncStatus = (typeof HTTP_ASYNC_STATUSES)[number];
+
+/** One event waiting in (or being tried by) the delivery lane. `body` is the exact JSON posted. */
+export interface HttpAsyncOutbound {
+  /** The delivery's `message_id`: the accepted message's for its reply, a new one otherwise. */
+  messageId: string;
+  event: 'agent.response' | 'agent.status' | 'agent.media';
+  body: Record<string, unknown>;
+  /** Attempts made so far and when the first started (the retry window runs from it). */
+  attempts: number;
+  firstAttemptAtMs: number | null;
+}
+
+export interface HttpAsyncCarriedState {
+  inbox: HttpAsyncInboundMessage[];
+  outbox: HttpAsyncOutbound[];
+  /** Message ids already taken, newest last (a bounded window), so a repeated signal is dropped. */
+  seen: string[];
+  session: { sessionId: string } | null;
+  /** The accepted message whose turn the session waits in (a callback or a human task). */
+  waitingFor?: string | null;
+}
+
+/** What a session of the channel signals to its conversation: a reply outside a turn, or its end. */
+export interface HttpAsyncSessionReplyInput {
+  sessionId: string;
+  /** Unique per reply (`<sessionId>:<turn>`): a repeated signal delivers once. */
+  replyId: string;
+  response: string;
+  cause: 'callback' | 'expired' | 'human_task';
+  /** The session's state after the reply: waiting again, or ended. */
+  action: 'continue' | 'suspend' | 'escalate' | 'complete';
+  richContent?: Record<string, unknown>;
+  actions?: Record<string, unknown>;
+  llm: { generated: boolean; usedInternally: boolean; usedFallback: boolean };
+}
+export interface HttpAsyncSessionEndedInput {
+  sessionId: string;
+  reason: string;
+}
+export const httpAsyncMessageSignal = defineSignal<[HttpAsyncInboundMessage]>('httpAsyncMessage');
+export const httpAsyncReplySignal = defineSignal<[HttpAsyncSessionReplyInput]>('httpAsyncReply');
+export const httpAsyncSessionEndedSignal = defineSignal<[HttpAsyncSessionEndedInput]>('httpAsyncSessionEnded');
+export interface HttpAsyncConversationView {
+  sessionKey: string;
+  sessionId: string | null;
+  queued: number;
+  pendingDeliveries: number;
+}
+export const httpAsyncStateQuery = defineQuery<HttpAsyncConversationView>('httpAsyncState');

@@ -5,3 +5,4 @@ export { delegationWorkflow } from './delegation';
 export { deploymentDrain } from './deployment-drain';
 export { humanTaskWorkflow } from './human-task';
 export { appRun } from './app-run';
+export { httpAsyncConversation } from './http-async-conversation';

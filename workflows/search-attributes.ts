@@ -13,7 +13,7 @@ export const SessionStatusKey = defineSearchAttributeKey('SessionStatus', Search
 /** Set on sessions pinned to a deployment and on that deployment's drain workflow. */
 export const DeploymentIdKey = defineSearchAttributeKey('DeploymentId', SearchAttributeType.KEYWORD);
 // A human task's workflow (`human-task/<taskId>`). Temporal's SQL visibility holds at most ten
-// Keyword attributes, so the priority is a number and the assignee a list.
+// Keyword attributes (a KeywordList counts as one; all ten are used), so the priority is a number and the assignee a list.
 export const TaskStatusKey = defineSearchAttributeKey('TaskStatus', SearchAttributeType.KEYWORD);
 export const TaskTypeKey = defineSearchAttributeKey('TaskType', SearchAttributeType.KEYWORD);
 /** 1 low, 2 medium, 3 high, 4 critical (`TaskPriority >= 3` finds the urgent ones). */

@@ -215,7 +215,7 @@ function nestedJson(levels: number): z.ZodType {
   const inner = nestedJson(levels - 1);
   return z.union([scalar, z.array(inner), z.record(z.string(), inner)]);
 }
-const ZRunMetadata = z
+export const ZRunMetadata = z
   .record(z.string(), nestedJson(METADATA_LIMITS.maxDepth - 1))
   .refine((m) => Object.keys(m).length <= METADATA_LIMITS.maxKeys, `at most ${METADATA_LIMITS.maxKeys} keys`)
   .openapi({ maxProperties: METADATA_LIMITS.maxKeys });

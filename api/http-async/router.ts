@@ -1,10 +1,13 @@
-// HTTP-async webhook subscriptions (/api/projects/:projectId/channels/http-async/subscriptions):
-// reads need http_async:read, changes http_async:manage. docs/http-async.md.
+// The HTTP-async channel: its message route (POST /api/v1/channels/http-async/message) and its
+// webhook subscriptions (/api/projects/:projectId/channels/http-async/subscriptions): reads need
+// http_async:read, changes http_async:manage. docs/http-async.md.
 import { type HttpAsyncDeliveryDoc, type HttpAsyncSubscriptionDoc } from '../../db/http-async-subscription';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
   ZCreateSubscriptionRequest,
+  ZHttpAsyncMessageAccepted,
+  ZHttpAsyncMessageRequest,
   ZListDeliveriesResponse,
   ZListQuery,
   ZListSubscriptionsResponse,
@@ -23,6 +26,7 @@ import {
   setSubscriptionStatus,
   updateSubscription,
 } from './service';
+import { acceptHttpAsyncMessage } from './messages';
 
 const TAGS = ['HTTP-async channel'];
 const BASE = '/api/projects/:projectId/channels/http-async/subscriptions';
@@ -83,6 +87,26 @@ const statusRoute = (status: 'active' | 'paused') =>
   });
 
 export const httpAsyncRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/v1/channels/http-async/message',
+    operationId: 'sendHttpAsyncMessage',
+    summary: 'Send a message of the HTTP-async channel: 202 once it is queued; the reply is POSTed to the subscription',
+    description:
+      'Needs the HTTP-async submission scope (`http_async.execute`). The answer confirms durable queuing only: the reply arrives at the subscription\'s callback URL as an `agent.response` with the same `message_id`, signed with `X-ABL-Signature` (docs/http-async.md). ' +
+      'Messages of one `session_key` are answered one at a time in the order accepted. The first message sends your own key; every follow-up sends the canonical `session_key` returned here (your own key again is 400 `SESSION_KEY_NOT_CANONICAL`). ' +
+      '404 for a project or subscription the key cannot see; 409 `SUBSCRIPTION_PAUSED`; 429 when one conversation is sent faster than SESSION_MESSAGES_PER_MINUTE or the tenant over its rate limit; 503 when the message could not be queued (retry with backoff).',
+    tags: TAGS,
+    auth: 'session:execute',
+    body: ZHttpAsyncMessageRequest,
+    bodyExample: { project_id: 'proj_123', subscription_id: 'whs-abc123', message: 'Where is my order?', session_key: 'customer-42', metadata: { ticket: 'T-1001' } },
+    successStatus: 202,
+    response: ZHttpAsyncMessageAccepted,
+    errorStatuses: [400, 403, 404, 409, 429, 503],
+    async handler({ ctx, principal, body, res }) {
+      return acceptHttpAsyncMessage(ctx, principal, body, res);
+    },
+  }),
   defineRoute({
     method: 'post',
     path: BASE,

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import '../openapi/registry';
 import { DELIVERY_STATUSES, HTTP_ASYNC_EVENTS, SUBSCRIPTION_STATUSES } from '../../db/http-async-subscription';
 import { KEY_ENVIRONMENTS } from '../platform-keys/environments';
-import { trimmedText, ZLimitQuery, ZOffsetQuery, ZProjectIdParam } from '../http/schemas';
+import { NOT_BLANK_PATTERN, trimmedText, ZLimitQuery, ZOffsetQuery, ZProjectIdParam } from '../http/schemas';
+import { ZRunMetadata } from '../agentic-apps/schemas';
 
 export const SUBSCRIPTION_NAME_MAX = 200;
 export const CALLBACK_URL_MAX = 2048;
@@ -113,3 +114,37 @@ export const ZTestMessageResponse = z.object({
     })
     .openapi('HttpAsyncTestResult'),
 });
+
+// ------------------------------------------------------------------ POST /api/v1/channels/http-async/message
+
+/** Longest message text, the same as an agentic-app run's input item. */
+export const HTTP_ASYNC_MESSAGE_MAX_CHARS = 16_000;
+/** Longest session key as sent; a caller's own key is what is left after the canonical prefix. */
+export const SESSION_KEY_MAX = 512;
+
+export const ZHttpAsyncMessageRequest = z
+  .object({
+    project_id: z.string().min(1).max(64).describe('The owning project'),
+    subscription_id: z.string().min(1).max(64).describe("The webhook subscription's Source ID (`whs-…`)"),
+    message: z.string().min(1).max(HTTP_ASYNC_MESSAGE_MAX_CHARS).regex(NOT_BLANK_PATTERN, 'must not be blank').describe('What the user said'),
+    session_key: z
+      .string()
+      .min(1)
+      .max(SESSION_KEY_MAX)
+      // eslint-disable-next-line no-control-regex
+      .regex(/^[^\x00-\x1f\x7f]+$/, 'must not contain control characters')
+      .describe("Your own key on the first message; on every follow-up the canonical key (`http_async:…`) the first acknowledgement returned"),
+    metadata: ZRunMetadata.optional().describe('Returned unchanged in the callback; max 16 KB of JSON, 50 keys, depth 5'),
+  })
+  .strict()
+  .openapi('HttpAsyncMessageRequest');
+export type THttpAsyncMessageRequest = z.infer<typeof ZHttpAsyncMessageRequest>;
+
+export const ZHttpAsyncMessageAccepted = z
+  .object({
+    message_id: z.string().describe('The accepted message; the `agent.response` delivery that answers it carries the same id'),
+    session_key: z.string().describe('The canonical key, `http_async:<project>:<subscription>:<your key>`: store it and send it unchanged'),
+    status: z.literal('accepted'),
+    _note: z.string(),
+  })
+  .openapi('HttpAsyncMessageAccepted');

@@ -23,5 +23,5 @@ export function publicRequestId(res: Response): string {
  * `{ success: false, error: { code, message, requestId } }`.
  */
 export function isPublicApiPath(path: string): boolean {
-  return /^\/api\/(?:public\/|v2\/|v1\/project\/)/i.test(path);
+  return /^\/api\/(?:public\/|v2\/|v1\/project\/|v1\/channels\/)/i.test(path);
 }

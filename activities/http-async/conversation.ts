@@ -1,0 +1,172 @@
+// The activities of an HTTP-async conversation (workflows/http-async-conversation.ts) that reach
+// the session: starting its AgentSession (capacity, record, workflow), sending one accepted
+// message as a `turn` update (update id = message id, so a retried activity runs the turn once),
+// and asking whether a session still runs.
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import { type Client } from '@temporalio/client';
+import { acquireSessionSlot } from '../../db/session-capacity';
+import { isDuplicateKey } from '../../db/duplicate-key';
+import { ApiError } from '../../lib/errors';
+import { buildSessionStartInput, createSessionRecord, discardSessionRecord, resolveNewSessionTarget } from '../../api/sessions/service';
+import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowAlreadyStarted, isWorkflowNotFound, sessionStartOptions, sessionWorkflowId } from '../../api/sessions/workflow-client';
+import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
+import { llmProvenance } from '../../workflows/http-async-bodies';
+import type { ActivityDeps } from '../index';
+
+export interface StartHttpAsyncSessionInput {
+  tenantId: string;
+  projectId: string;
+  environment: string;
+  conversationWorkflowId: string;
+  /** The message that needs the session: the session id is derived from it, so a retry starts the same one. */
+  messageId: string;
+}
+
+export interface HttpAsyncTurnInput {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  messageId: string;
+  text: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** What the conversation needs of a turn (not the whole TurnResult: variables stay out of its history). */
+export type HttpAsyncTurnOutcome =
+  | {
+      ok: true;
+      response: string;
+      action: HttpAsyncSessionReplyInput['action'];
+      suspension?: { tool: string; expiresAt: string };
+      humanTask?: { id: string; dueAt: string | null };
+      richContent?: Record<string, unknown>;
+      actions?: Record<string, unknown>;
+      llm: HttpAsyncSessionReplyInput['llm'];
+    }
+  /** The session has ended (or never ran): the conversation starts a new one for this message. */
+  | { ok: false; sessionGone: true }
+  | { ok: false; sessionGone: false; error: { code: string; message: string } };
+
+/** A UUID-shaped id derived from the message id, so every attempt of the start names one session. */
+export function sessionIdForMessage(messageId: string): string {
+  const h = createHash('sha256').update(`http-async-session:${messageId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export function turnOutcome(result: TurnResult): HttpAsyncTurnOutcome {
+  const action = result.action.type === 'handoff' ? 'continue' : result.action.type;
+  const suspension = result.action.suspension as { tool: string; expiresAt: string } | undefined;
+  const humanTask = result.action.humanTask as { id: string; dueAt: string | null } | undefined;
+  return {
+    ok: true,
+    response: result.response,
+    action,
+    ...(suspension ? { suspension: { tool: suspension.tool, expiresAt: suspension.expiresAt } } : {}),
+    ...(humanTask ? { humanTask: { id: humanTask.id, dueAt: humanTask.dueAt } } : {}),
+    ...(result.richContent ? { richContent: result.richContent } : {}),
+    ...(result.actions ? { actions: result.actions } : {}),
+    llm: llmProvenance(result.traceEvents),
+  };
+}
+
+/** The failure of an update as the caller's server will read it, or null when Temporal did not answer (retry). */
+function turnFailure(err: unknown): HttpAsyncTurnOutcome | null {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const failure = e as { name?: string; type?: unknown; message?: string };
+    if (failure.name === 'ApplicationFailure') {
+      // The session ended between the conversation's last look and this turn.
+      if (failure.type === 'CONFLICT' && failure.message?.startsWith('Session has ended')) return { ok: false, sessionGone: true };
+      return { ok: false, sessionGone: false, error: { code: typeof failure.type === 'string' ? failure.type : 'INTERNAL_ERROR', message: failure.message ?? 'The turn failed' } };
+    }
+  }
+  if (isWorkflowNotFound(err)) return { ok: false, sessionGone: true };
+  return null;
+}
+
+function requireClient(deps: ActivityDeps): Client {
+  if (!deps.temporalClient) throw ApplicationFailure.nonRetryable('This worker has no Temporal client for HTTP-async conversations', 'SERVICE_UNAVAILABLE');
+  return deps.temporalClient;
+}
+
+export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
+  return {
+    /**
+     * Starts the session that answers a conversation's messages: the project's entry agent in the
+     * subscription's environment, counted against the tenant's session cap. Idempotent per message.
+     */
+    async startHttpAsyncSession(input: StartHttpAsyncSessionInput): Promise<{ sessionId: string }> {
+      const client = requireClient(deps);
+      const scope = { tenantId: input.tenantId, projectId: input.projectId };
+      const sessionId = sessionIdForMessage(input.messageId);
+      let target: Awaited<ReturnType<typeof resolveNewSessionTarget>>;
+      try {
+        target = await resolveNewSessionTarget(deps.models, scope, { environment: input.environment });
+      } catch (err) {
+        if (err instanceof ApiError) throw ApplicationFailure.nonRetryable(err.message, err.code);
+        throw err;
+      }
+      const start = {
+        ...buildSessionStartInput(deps.config, {
+          ...scope,
+          sessionId,
+          agentId: target.agent.agentId,
+          agentName: target.agent.agentName,
+          channel: 'http_async',
+          environment: input.environment,
+          deploymentId: target.deployment?._id ?? null,
+        }),
+        httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
+      };
+      const slot = await acquireSessionSlot(deps.models, { tenantId: input.tenantId, sessionId, cap: deps.config.MAX_CONCURRENT_SESSIONS });
+      if (slot === 'full') throw ApplicationFailure.nonRetryable('Concurrent session limit exceeded', 'RATE_LIMIT_EXCEEDED');
+      try {
+        await createSessionRecord(deps.models, start);
+      } catch (err) {
+        // A retried attempt: the first wrote the record.
+        if (!isDuplicateKey(err)) throw err;
+      }
+      try {
+        await client.workflow.start(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(deps.config, start));
+      } catch (err) {
+        if (!isWorkflowAlreadyStarted(err)) {
+          await discardSessionRecord(deps.models, start).catch(() => undefined);
+          throw err;
+        }
+      }
+      await deps.models.HttpAsyncConversation.updateOne(
+        { _id: input.conversationWorkflowId, tenantId: input.tenantId },
+        { $set: { sessionId, lastSessionStartedAt: new Date() } },
+      );
+      return { sessionId };
+    },
+
+    /** Sends one accepted message to the session as a turn; the same message id is answered once. */
+    async runHttpAsyncTurn(input: HttpAsyncTurnInput): Promise<HttpAsyncTurnOutcome> {
+      const client = requireClient(deps);
+      try {
+        const result = await client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
+          args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
+          updateId: input.messageId,
+        });
+        return turnOutcome(result);
+      } catch (err) {
+        const failure = turnFailure(err);
+        if (!failure) throw err;
+        return failure;
+      }
+    },
+
+    /** Whether the session's workflow still runs (a conversation that heard nothing for long asks). */
+    async isHttpAsyncSessionRunning(input: { sessionId: string }): Promise<boolean> {
+      const client = requireClient(deps);
+      try {
+        const description = await client.workflow.getHandle(sessionWorkflowId(input.sessionId)).describe();
+        return description.status.name === 'RUNNING';
+      } catch (err) {
+        if (isWorkflowNotFound(err)) return false;
+        throw err;
+      }
+    },
+  };
+}

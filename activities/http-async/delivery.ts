@@ -1,0 +1,74 @@
+// One attempt of an HTTP-async delivery (workflows/http-async-conversation.ts holds the retry
+// schedule): the subscription as it is now (paused, deleted, not subscribed to the event), the
+// signed POST through the destination rules, and the attempt in the subscription's recent
+// deliveries. A 410 from the receiver pauses the subscription.
+import { openSubscriptionSecret, recordDeliveryAttempt } from '../../db/http-async-subscription';
+import { postSignedCallback } from '../../lib/http-async/callback-post';
+import { secretMasterKeyRing } from '../../lib/envelope';
+import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
+import { type HttpAsyncOutbound } from '../../workflows/definitions';
+import type { ActivityDeps } from '../index';
+
+export interface DeliverHttpAsyncInput {
+  tenantId: string;
+  projectId: string;
+  subscriptionId: string;
+  delivery: Pick<HttpAsyncOutbound, 'messageId' | 'event' | 'body'>;
+  /** No attempt follows this one if it fails: the delivery is then recorded as failed. */
+  final: boolean;
+}
+
+/**
+ * - `delivered`: the receiver answered 2xx.
+ * - `failed`: it did not (or could not be reached); the workflow tries again on its schedule.
+ * - `paused`: the subscription is paused; nothing was sent, the workflow looks again later.
+ * - `gone`: the receiver answered 410; the subscription is now paused.
+ * - `dropped`: nothing to deliver to (the subscription was deleted, or it no longer takes this event).
+ * - `blocked`: the destination rules refuse the callback URL; no attempt can succeed.
+ */
+export type DeliveryOutcome = 'delivered' | 'failed' | 'paused' | 'gone' | 'dropped' | 'blocked';
+
+export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
+  const policy = httpAsyncDestinationPolicy(deps.config);
+  const ring = secretMasterKeyRing(deps.config);
+  return {
+    async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null }> {
+      const { tenantId, projectId, subscriptionId, delivery } = input;
+      const sub = await deps.models.HttpAsyncSubscription.findOne({ _id: subscriptionId, tenantId, projectId }).lean();
+      if (!sub || !sub.events.includes(delivery.event)) return { outcome: 'dropped', error: null };
+      const record = (status: 'pending' | 'delivered' | 'failed', statusCode: number | null, latencyMs: number | null, error: string | null) =>
+        recordDeliveryAttempt(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, status, statusCode, latencyMs, error });
+      if (sub.status === 'paused') {
+        // Held, not attempted; once the schedule's window has passed it is failed, and visible.
+        if (input.final) await record('failed', null, null, 'the subscription was paused for the whole delivery window');
+        return { outcome: 'paused', error: 'subscription paused' };
+      }
+      let secret: string;
+      try {
+        if (!ring) throw new Error('no master keys');
+        secret = await openSubscriptionSecret(deps.models.TenantDataKey, ring, sub);
+      } catch {
+        // The master key that sealed it is gone: no attempt can be signed until the secret is rotated.
+        await record(input.final ? 'failed' : 'pending', null, null, 'the signing secret cannot be decrypted; rotate it');
+        return { outcome: 'failed', error: 'signing secret unavailable' };
+      }
+      const outcome = await postSignedCallback({ url: sub.callbackUrl, secret, event: delivery.event, body: delivery.body, fetch: destinationGuard(policy).fetch });
+      if (outcome.ok) {
+        await record('delivered', outcome.statusCode, outcome.latencyMs, null);
+        return { outcome: 'delivered', error: null };
+      }
+      if (outcome.statusCode === 410) {
+        await deps.models.HttpAsyncSubscription.updateOne({ _id: sub._id, tenantId, projectId, status: 'active' }, { $set: { status: 'paused' } });
+        await record('failed', 410, outcome.latencyMs, 'receiver answered 410 Gone: the subscription was paused');
+        deps.logger.warn({ tenantId, projectId, subscriptionId }, 'an HTTP-async receiver answered 410; its subscription is paused');
+        return { outcome: 'gone', error: outcome.error };
+      }
+      if (outcome.blocked) {
+        await record('failed', null, outcome.latencyMs, outcome.error);
+        return { outcome: 'blocked', error: outcome.error };
+      }
+      await record(input.final ? 'failed' : 'pending', outcome.statusCode, outcome.latencyMs, outcome.error);
+      return { outcome: 'failed', error: outcome.error };
+    },
+  };
+}

@@ -1,0 +1,104 @@
+// POST /api/v1/channels/http-async/message: accepts one message of the HTTP-async channel. The
+// answer (202) comes once the message is durably recorded: a signal-with-start of the
+// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply.
+import { type Response } from 'express';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
+import { ApiError } from '../../lib/errors';
+import { isDuplicateKey } from '../../db/duplicate-key';
+import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
+import { httpAsyncMessageSignal, type HttpAsyncConversationInput } from '../../workflows/definitions';
+import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
+import { type AppContext } from '../context';
+import { findVisibleProject } from '../http/route';
+import { consumeRateLimit } from '../middleware/rate-limit';
+import { validateMetadata } from '../chat-agent/service';
+import { TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToApiError, withDeadline } from '../sessions/workflow-client';
+import { newMessageId } from './service';
+import { type THttpAsyncMessageRequest } from './schemas';
+
+export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
+export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscription\'s callback URL; send session_key unchanged with every follow-up.';
+
+export interface AcceptedMessage {
+  message_id: string;
+  session_key: string;
+  status: 'accepted';
+  _note: string;
+}
+
+export async function acceptHttpAsyncMessage(ctx: AppContext, principal: Principal, body: THttpAsyncMessageRequest, res: Response): Promise<AcceptedMessage> {
+  // A scoped key needs the submission scope itself; other credentials hold it through session:execute.
+  if (!hasGrant(principal, 'http_async.execute')) throw new ApiError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
+  validateMetadata(body.metadata);
+  const project = await findVisibleProject(ctx, principal, body.project_id);
+  if (!project) throw ApiError.notFound('Project');
+  const sub = await ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: project.tenantId, projectId: project._id }, { secret: 0 }).lean();
+  if (!sub || !canActInEnvironment(principal, sub.environment)) throw ApiError.notFound('Subscription');
+  if (sub.status === 'paused') throw new ApiError('SUBSCRIPTION_PAUSED', 'The subscription is paused: its replies cannot be delivered. Resume it, then send again');
+
+  const parsed = parseSessionKey(body.session_key, project._id, sub._id);
+  if (parsed.kind === 'foreign') {
+    throw new ApiError('SESSION_KEY_NOT_CANONICAL', 'body.session_key: a key starting with "http_async:" must be the canonical key this project and subscription returned');
+  }
+  const sessionKey = canonicalSessionKey(project._id, sub._id, parsed.callerKey);
+  const workflowId = conversationWorkflowId(sessionKey);
+  await consumeRateLimit(ctx.sessionMessageLimiter, `${project.tenantId}:${workflowId}`, res, 'Conversation message rate limit exceeded');
+
+  // The caller's own key opens a conversation once; every follow-up sends the canonical key.
+  let opened = false;
+  if (parsed.kind === 'caller') {
+    try {
+      await ctx.models.HttpAsyncConversation.create({ _id: workflowId, tenantId: project.tenantId, projectId: project._id, subscriptionId: sub._id, sessionKey });
+      opened = true;
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      throw new ApiError('SESSION_KEY_NOT_CANONICAL', {
+        message: 'body.session_key: this conversation has started; send the canonical session_key returned with its first message',
+        details: { session_key: sessionKey },
+      });
+    }
+  }
+
+  const messageId = newMessageId();
+  const start: HttpAsyncConversationInput = {
+    tenantId: project.tenantId,
+    projectId: project._id,
+    subscriptionId: sub._id,
+    sessionKey,
+    environment: sub.environment,
+    schedule: {
+      initialIntervalMs: ctx.config.HTTP_ASYNC_RETRY_INITIAL_MS,
+      maxIntervalMs: ctx.config.HTTP_ASYNC_RETRY_MAX_INTERVAL_MS,
+      windowMs: ctx.config.HTTP_ASYNC_DELIVERY_WINDOW_MS,
+      pausedCheckMs: ctx.config.HTTP_ASYNC_PAUSED_CHECK_MS,
+    },
+    sessionIdleTimeoutMs: ctx.config.SESSION_IDLE_TIMEOUT_MS,
+  };
+  try {
+    const client = await temporalClient(ctx);
+    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+      client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, {
+        workflowId,
+        taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+        args: [start],
+        signal: httpAsyncMessageSignal,
+        signalArgs: [{ messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() }],
+        typedSearchAttributes: new TypedSearchAttributes([
+          { key: TenantIdKey, value: project.tenantId },
+          { key: ProjectIdKey, value: project._id },
+          { key: ChannelKey, value: 'http_async' },
+          { key: EnvironmentKey, value: sub.environment },
+        ]),
+        // The key itself is not a search attribute (the server's ten Keyword attributes are taken):
+        // the workflow id is its hash, and the summary shows it in the Web UI.
+        staticSummary: `http_async · ${sessionKey.slice(0, 200)}`,
+      }),
+    );
+  } catch (err) {
+    // Not accepted: the key is not taken either, so the same first message can be sent again.
+    if (opened) await ctx.models.HttpAsyncConversation.deleteOne({ _id: workflowId, tenantId: project.tenantId }).catch(() => undefined);
+    throw temporalErrorToApiError(err, 'HTTP-async runtime');
+  }
+  return { message_id: messageId, session_key: sessionKey, status: 'accepted', _note: ACCEPTED_NOTE };
+}

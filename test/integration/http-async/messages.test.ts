@@ -1,0 +1,232 @@
+// The HTTP-async channel end to end on the real stack, with a real receiving server on loopback:
+// 202 once queued, the reply POSTed with the same message_id and the spec's body, canonical
+// session keys, ordering of 20 rapid messages, the follow-up rules, scope, tenancy and bad bodies.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
+import { createHash } from 'node:crypto';
+import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
+import { switchboardDataConverter } from '../../../lib/payload-codec';
+import { Client, Connection } from '@temporalio/client';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { client } from '../../support/http';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+
+jest.setTimeout(120_000);
+
+interface Delivery {
+  headers: IncomingHttpHeaders;
+  raw: string;
+  body: Record<string, unknown>;
+}
+
+// Stays in its one step: every message gets "Noted <metadata.n>." and the step's rich content.
+const ECHO_AGENT = `AGENT: Echo
+GOAL: "Acknowledge every message."
+FLOW:
+  steps: [echo]
+  echo:
+    REASONING: false
+    RESPOND: "Noted {{session.messageMetadata.n}}."
+    RICH_CONTENT:
+      markdown: "**Anything else?**"
+    ACTIONS:
+      - id: done
+        label: "Done"
+    ON_INPUT:
+      - ELSE:
+        THEN: echo
+`;
+
+let stack: TestStack;
+let api: ReturnType<typeof client>;
+let t: SeededTenant;
+let other: SeededTenant;
+let receiver: Server;
+let receiverUrl: string;
+const deliveries: Delivery[] = [];
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, raw, body: JSON.parse(raw) as Record<string, unknown> });
+      res.writeHead(200);
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiverUrl] } });
+  api = client(stack.baseUrl);
+  t = await seedTenant(stack.ctx);
+  other = await seedTenant(stack.ctx);
+  await publishAgent(api, t, 'Echo', ECHO_AGENT);
+});
+afterAll(async () => {
+  await stack.close();
+  receiver.closeAllConnections();
+  await new Promise((r) => receiver.close(r));
+});
+
+const MESSAGE = '/api/v1/channels/http-async/message';
+const send = (json: Record<string, unknown>, key = t.adminKey) => api.post<Record<string, unknown> & { error?: { code: string; message: string; details?: Record<string, unknown> } }>(MESSAGE, { headers: { 'x-api-key': key }, json });
+
+async function subscribe(owner = t, events = ['agent.response', 'agent.status', 'agent.media']) {
+  const res = await api.post<{ subscription: { id: string }; signingSecret: string }>(`/api/projects/${owner.projectId}/channels/http-async/subscriptions`, {
+    key: owner.adminKey,
+    json: { name: 'Front end', callbackUrl: receiverUrl, events },
+  });
+  expect(res.status).toBe(201);
+  return { id: res.body.subscription.id, secret: res.body.signingSecret };
+}
+
+const responsesFor = (sessionKey: string) => deliveries.filter((d) => d.body.event === 'agent.response' && d.body.session_key === sessionKey);
+const statusesFor = (sessionKey: string) => deliveries.filter((d) => d.body.event === 'agent.status' && d.body.session_key === sessionKey).map((d) => d.body.status);
+
+describe('POST /api/v1/channels/http-async/message', () => {
+  it('answers 202 with a canonical key, then POSTs the reply with the same message_id, signed, metadata echoed', async () => {
+    const sub = await subscribe();
+    const callerKey = `customer-${Date.now()}`;
+    const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'Hello there', session_key: callerKey, metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 } });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ message_id: expect.stringMatching(/^ham-/), session_key: `http_async:${t.projectId}:${sub.id}:${callerKey}`, status: 'accepted', _note: expect.any(String) });
+    const sessionKey = res.body.session_key as string;
+
+    const [reply] = await eventually(async () => responsesFor(sessionKey), (r) => r.length >= 1, 30_000);
+    expect(reply).toBeDefined();
+    expect(verifyAblSignature(sub.secret, reply!.raw, reply!.headers['x-abl-timestamp'] as string, reply!.headers['x-abl-signature'] as string)).toBe(true);
+    expect(reply!.headers['x-abl-event']).toBe('agent.response');
+    const body = reply!.body;
+    expect(body).toMatchObject({
+      message_id: res.body.message_id,
+      session_key: sessionKey,
+      response: expect.any(String),
+      channel_output: { kind: 'text', text: body.response },
+      outcome: { status: 'ok', usedFallback: false },
+      trace_context: { session_id: body.session_id, delivery: 'correlation_only' },
+      is_new_session: true,
+      response_metadata: { isLlmGenerated: expect.any(Boolean), responseProvenance: { schemaVersion: 1, kind: expect.any(String), disclaimerRequired: expect.any(Boolean), usedLlmInternally: expect.any(Boolean) } },
+      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 },
+    });
+    expect(body).not.toHaveProperty('intent');
+    expect(body).not.toHaveProperty('conv_status');
+    expect(String(body.response).length).toBeGreaterThan(0);
+
+    // The session runs on channel http_async and its transcript has the turn.
+    const session = await stack.ctx.models.Session.findOne({ _id: body.session_id, tenantId: t.tenantId }).lean();
+    expect(session?.channel).toBe('http_async');
+
+    // A follow-up with the canonical key continues the same session.
+    const second = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'And another thing', session_key: sessionKey });
+    expect(second.status).toBe(202);
+    expect(second.body.session_key).toBe(sessionKey);
+    const replies = await eventually(async () => responsesFor(sessionKey), (r) => r.length >= 2, 30_000);
+    expect(replies[1]!.body).toMatchObject({ message_id: second.body.message_id, session_id: body.session_id, is_new_session: false, metadata: {} });
+    // agent.status reported processing for each message, agent.media the step's rich content.
+    expect(statusesFor(sessionKey).filter((s) => s === 'processing')).toHaveLength(2);
+    const media = await eventually(async () => deliveries.filter((d) => d.body.event === 'agent.media' && d.body.session_key === sessionKey), (m) => m.length >= 2, 10_000);
+    expect(media[0]!.headers['x-abl-event']).toBe('agent.media');
+    expect(media[0]!.body).toMatchObject({
+      message_id: expect.stringMatching(/^ham-/),
+      related_message_id: res.body.message_id,
+      session_id: body.session_id,
+      channel_output: { kind: 'rich', rich_content: { markdown: '**Anything else?**' }, actions: { items: [{ id: 'done', label: 'Done' }] } },
+      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 },
+    });
+    // Every delivery is listed under the subscription's recent deliveries, delivered at the first attempt.
+    const listed = await api.get<{ deliveries: { messageId: string; status: string; attempts: number; statusCode: number }[] }>(
+      `/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries`,
+      { key: t.adminKey },
+    );
+    expect(listed.body.deliveries.find((d) => d.messageId === res.body.message_id)).toMatchObject({ status: 'delivered', attempts: 1, statusCode: 200 });
+  });
+
+  it('answers 20 rapid messages one turn at a time, in the order they were accepted', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const callerKey = `rapid-${Date.now()}`;
+    // Sent back to back, each right after the previous 202: the first turn is still running while
+    // the others are accepted, so they wait in the conversation's queue.
+    const accepted: { message_id: string; session_key: string }[] = [];
+    for (let n = 0; n < 20; n++) {
+      const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: `message ${n}`, session_key: accepted[0]?.session_key ?? callerKey, metadata: { n } });
+      expect(res.status).toBe(202);
+      accepted.push(res.body as { message_id: string; session_key: string });
+    }
+    const sessionKey = accepted[0]!.session_key;
+    const replies = await eventually(async () => responsesFor(sessionKey), (r) => r.length >= 20, 60_000);
+    expect(replies.map((r) => r.body.message_id)).toEqual(accepted.map((a) => a.message_id));
+    // The first turn starts the session: the step's greeting comes before the answer.
+    expect(replies.map((r) => String(r.body.response).split('\n\n').pop())).toEqual(accepted.map((_, n) => `Noted ${n}.`));
+    expect(replies.map((r) => r.body.metadata)).toEqual(accepted.map((_, n) => ({ n })));
+    expect(new Set(replies.map((r) => r.body.session_id)).size).toBe(1);
+    // One session, its transcript in the same order.
+    const sessionId = replies[0]!.body.session_id as string;
+    const transcript = await stack.ctx.models.TranscriptMessage.find({ tenantId: t.tenantId, sessionId, role: 'user' }).sort({ seq: 1 }).lean();
+    expect(transcript.map((m) => m.content)).toEqual(accepted.map((_, n) => `message ${n}`));
+  });
+
+  it('refuses the caller key again once the conversation started (400, with the canonical key), and foreign canonical keys', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const callerKey = `again-${Date.now()}`;
+    const first = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'hi', session_key: callerKey });
+    expect(first.status).toBe(202);
+    const again = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'hi again', session_key: callerKey });
+    expect(again.status).toBe(400);
+    expect(again.body.error).toMatchObject({ code: 'SESSION_KEY_NOT_CANONICAL', details: { session_key: first.body.session_key }, requestId: expect.stringMatching(/^tr-/) });
+    const foreign = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'hi', session_key: `http_async:${t.otherProjectId}:${sub.id}:x` });
+    expect(foreign.status).toBe(400);
+    expect(foreign.body.error?.code).toBe('SESSION_KEY_NOT_CANONICAL');
+  });
+
+  it('makes the conversation findable in Temporal by tenant and channel, its id the hash of the session key', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'find me', session_key: `find-${Date.now()}` });
+    expect(res.status).toBe(202);
+    const workflowId = `http-async/${createHash('sha256').update(String(res.body.session_key)).digest('hex')}`;
+    const connection = await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS });
+    try {
+      const temporal = new Client({ connection, namespace: stack.config.TEMPORAL_NAMESPACE, dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
+      const found = await eventually(
+        async () => {
+          const ids: string[] = [];
+          for await (const w of temporal.workflow.list({ query: `${TenantIdKey.name} = '${t.tenantId}' AND ${ChannelKey.name} = 'http_async' AND WorkflowId = '${workflowId}'` })) ids.push(w.workflowId);
+          return ids;
+        },
+        (ids) => ids.length === 1,
+        10_000,
+        200,
+      );
+      expect(found).toEqual([workflowId]);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('is 404 for another tenant\'s project or subscription, 403 without the scope, 409 when paused, 400 for bad bodies', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const base = { project_id: t.projectId, subscription_id: sub.id, message: 'hi', session_key: `edge-${Date.now()}` };
+    expect((await send(base, other.adminKey)).status).toBe(404);
+    const otherSub = await subscribe(other, ['agent.response']);
+    expect((await send({ ...base, subscription_id: otherSub.id })).status).toBe(404);
+    expect((await send({ ...base, project_id: t.otherProjectId })).status).toBe(404);
+    const readOnly = await t.keyWith(['session:read']);
+    expect((await send(base, readOnly)).status).toBe(403);
+    expect((await api.post(MESSAGE, { json: base })).status).toBe(401);
+    for (const bad of [{ ...base, message: '' }, { ...base, session_key: undefined }, { ...base, extra: 1 }, { ...base, metadata: 'x' }, { ...base, session_key: 'a\u0001b' }]) {
+      const res = await send(bad as Record<string, unknown>);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+    }
+    const paused = await api.post(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/pause`, { key: t.adminKey });
+    expect(paused.status).toBe(200);
+    const refused = await send(base);
+    expect(refused.status).toBe(409);
+    expect(refused.body.error?.code).toBe('SUBSCRIPTION_PAUSED');
+    // Nothing was taken: the same caller key opens the conversation once resumed.
+    await api.post(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/resume`, { key: t.adminKey });
+    expect((await send(base)).status).toBe(202);
+  });
+});

@@ -1,0 +1,261 @@
+// HttpAsyncConversation (`http-async/<hash of the session key>`): owns the order of one HTTP-async
+// conversation (docs/http-async.md). Accepted messages (signals) wait in its inbox and are answered
+// one turn at a time on the AgentSession machinery; every event for the caller's server (replies,
+// statuses, media) goes through one ordered delivery lane that retries on a schedule with jitter.
+// It ends when its session has ended and nothing is left to answer or deliver.
+import * as wf from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import {
+  httpAsyncMessageSignal,
+  httpAsyncReplySignal,
+  httpAsyncSessionEndedSignal,
+  httpAsyncStateQuery,
+  type HttpAsyncCarriedState,
+  type HttpAsyncConversationInput,
+  type HttpAsyncInboundMessage,
+  type HttpAsyncOutbound,
+  type HttpAsyncSessionReplyInput,
+  type HttpAsyncStatus,
+} from './definitions';
+import { mediaBody, responseBody, retryDelayMs, statusBody, type ConversationRef } from './http-async-bodies';
+import { SessionIdKey } from './search-attributes';
+
+const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning } = wf.proxyActivities<Activities>({
+  // A turn can call models and tools; the session's own timeouts bound it well inside this.
+  startToCloseTimeout: '5 minutes',
+  // Temporal or MongoDB not answering; a refusal (no agent, session cap) is non-retryable.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
+/** One attempt: the receiver's 10 s plus reading the subscription and recording the attempt. */
+const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  // Only for the activity itself failing (MongoDB, a worker lost mid-attempt); the receiver's
+  // failures are answered, not thrown, and retried on the delivery schedule below.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+
+/** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
+const SEEN_KEPT = 1_000;
+const DEFAULT_MAX_HISTORY_EVENTS = 4_000;
+
+export async function httpAsyncConversation(input: HttpAsyncConversationInput): Promise<{ status: 'ended' }> {
+  const carried: HttpAsyncCarriedState | undefined = input.carried;
+  const inbox: HttpAsyncInboundMessage[] = [...(carried?.inbox ?? [])];
+  const outbox: HttpAsyncOutbound[] = [...(carried?.outbox ?? [])];
+  const seen: string[] = [...(carried?.seen ?? [])];
+  const seenSet = new Set(seen);
+  let session: { sessionId: string } | null = carried?.session ?? null;
+  // The message whose turn the session now waits in (a callback or a human task), so the reply
+  // that comes later says what it answers.
+  let waitingFor: string | null = carried?.waitingFor ?? null;
+  let turnBusy = false;
+  let deliveryBusy = false;
+  let rolling = false;
+  let lastActivityMs = Date.now();
+
+  const remember = (id: string) => {
+    seen.push(id);
+    seenSet.add(id);
+    if (seen.length > SEEN_KEPT) seenSet.delete(seen.shift()!);
+  };
+  const ref = (sessionId: string): ConversationRef => ({ sessionKey: input.sessionKey, sessionId });
+  const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
+    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null });
+  };
+  const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
+    const messageId = `has-${wf.uuid4()}`;
+    enqueue(messageId, 'agent.status', statusBody(ref(sessionId), { messageId, status: s, relatedMessageId, ...(details ? { details } : {}) }));
+  };
+
+  wf.setHandler(httpAsyncStateQuery, () => ({ sessionKey: input.sessionKey, sessionId: session?.sessionId ?? null, queued: inbox.length, pendingDeliveries: outbox.length }));
+  wf.setHandler(httpAsyncMessageSignal, (message) => {
+    if (seenSet.has(message.messageId)) return;
+    remember(message.messageId);
+    inbox.push(message);
+    lastActivityMs = Date.now();
+  });
+  wf.setHandler(httpAsyncReplySignal, (reply) => {
+    if (seenSet.has(reply.replyId)) return;
+    remember(reply.replyId);
+    lastActivityMs = Date.now();
+    deliverReply(reply);
+  });
+  wf.setHandler(httpAsyncSessionEndedSignal, ({ sessionId, reason }) => {
+    if (session?.sessionId !== sessionId) return;
+    session = null;
+    waitingFor = null;
+    lastActivityMs = Date.now();
+    status(sessionId, 'ended', null, { reason });
+  });
+
+  /** What a turn (or a later reply) leads to: the reply, its media, and the state it leaves. */
+  function deliverOutcome(
+    sessionId: string,
+    replyMessageId: string,
+    relatedMessageId: string,
+    outcome: { response: string; action: HttpAsyncSessionReplyInput['action']; richContent?: Record<string, unknown>; actions?: Record<string, unknown>; llm: HttpAsyncSessionReplyInput['llm'] },
+    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown> },
+  ) {
+    const conv = ref(sessionId);
+    if (outcome.response) {
+      enqueue(replyMessageId, 'agent.response', responseBody(conv, { messageId: replyMessageId, inReplyTo: extra.inReplyTo, response: outcome.response, isNewSession: extra.isNewSession, metadata: extra.metadata, llm: outcome.llm }));
+    }
+    if (outcome.richContent || outcome.actions) {
+      const mediaId = `ham-${wf.uuid4()}`;
+      enqueue(mediaId, 'agent.media', mediaBody(conv, { messageId: mediaId, relatedMessageId: relatedMessageId, richContent: outcome.richContent, actions: outcome.actions, metadata: extra.metadata }));
+    }
+    if (outcome.action === 'suspend' || outcome.action === 'escalate') {
+      waitingFor = relatedMessageId;
+      status(sessionId, outcome.action === 'suspend' ? 'suspended' : 'waiting_for_human', relatedMessageId, extra.details);
+    }
+    // A completed session also signals its end; that signal reports `ended` (once).
+  }
+
+  function deliverReply(reply: HttpAsyncSessionReplyInput) {
+    if (session?.sessionId !== reply.sessionId) return;
+    const related = waitingFor ?? reply.replyId;
+    waitingFor = null;
+    status(reply.sessionId, 'resumed', related, { cause: reply.cause });
+    const messageId = `ham-${wf.uuid4()}`;
+    deliverOutcome(reply.sessionId, messageId, related, reply, { isNewSession: false, metadata: {}, inReplyTo: related });
+  }
+
+  async function answer(message: HttpAsyncInboundMessage): Promise<void> {
+    const metadata = message.metadata ?? {};
+    for (let tries = 0; ; tries++) {
+      let isNewSession = false;
+      if (!session) {
+        try {
+          session = await startHttpAsyncSession({
+            tenantId: input.tenantId,
+            projectId: input.projectId,
+            environment: input.environment,
+            conversationWorkflowId: wf.workflowInfo().workflowId,
+            messageId: message.messageId,
+          });
+        } catch (err) {
+          const failure = applicationFailureOf(err);
+          const pseudo = ref('');
+          enqueue(message.messageId, 'agent.response', responseBody(pseudo, { messageId: message.messageId, response: '', isNewSession: false, metadata, llm: NO_LLM, error: failure }));
+          return;
+        }
+        isNewSession = true;
+        wf.upsertSearchAttributes([{ key: SessionIdKey, value: session.sessionId }]);
+      }
+      const sessionId = session.sessionId;
+      status(sessionId, 'processing', message.messageId);
+      const outcome = await runHttpAsyncTurn({ tenantId: input.tenantId, projectId: input.projectId, sessionId, messageId: message.messageId, text: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) });
+      if (outcome.ok) {
+        const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
+        deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}) });
+        return;
+      }
+      if (outcome.sessionGone && tries === 0) {
+        // Ended since the last message (idle, completed): this message opens a new session.
+        if (session?.sessionId === sessionId) session = null;
+        continue;
+      }
+      const error = outcome.sessionGone ? { code: 'CONFLICT', message: 'The session ended before the message could be answered' } : outcome.error;
+      enqueue(message.messageId, 'agent.response', responseBody(ref(sessionId), { messageId: message.messageId, response: '', isNewSession, metadata, llm: NO_LLM, error }));
+      return;
+    }
+  }
+
+  /**
+   * Delivers the oldest event until it is delivered, dropped or its window has passed (true), or
+   * until the run rolls over between attempts (false: the event stays first in the outbox).
+   */
+  async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
+    const { schedule } = input;
+    for (;;) {
+      d.firstAttemptAtMs ??= Date.now();
+      const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
+      const final = Date.now() + nextWait - d.firstAttemptAtMs > schedule.windowMs;
+      const { outcome, error } = await deliverHttpAsyncEvent({
+        tenantId: input.tenantId,
+        projectId: input.projectId,
+        subscriptionId: input.subscriptionId,
+        delivery: { messageId: d.messageId, event: d.event, body: d.body },
+        final,
+      });
+      if (outcome === 'delivered' || outcome === 'dropped') return true;
+      if (outcome === 'paused' && !final) {
+        // Held while paused: looked at again, not counted as an attempt.
+        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, d.firstAttemptAtMs + schedule.windowMs - Date.now())))) return false;
+        continue;
+      }
+      d.attempts++;
+      if (outcome === 'failed' && !final) {
+        // A rollover does not wait out the pause: the next run carries the attempts and goes on.
+        if (await wf.condition(() => rolling, nextWait)) return false;
+        continue;
+      }
+      // Failed for good (window spent, 410, refused destination, or paused past the window).
+      if (d.event !== 'agent.status') {
+        const sessionId = typeof d.body.session_id === 'string' ? d.body.session_id : '';
+        status(sessionId, 'delivery_failed', d.messageId, { event: d.event, attempts: d.attempts, reason: outcome, last_error: error });
+      }
+      return true;
+    }
+  }
+
+  async function turnLane(): Promise<void> {
+    for (;;) {
+      await wf.condition(() => inbox.length > 0 || rolling);
+      if (rolling) return;
+      turnBusy = true;
+      await answer(inbox.shift()!);
+      turnBusy = false;
+      lastActivityMs = Date.now();
+    }
+  }
+
+  async function deliveryLane(): Promise<void> {
+    for (;;) {
+      await wf.condition(() => outbox.length > 0 || rolling);
+      if (rolling) return;
+      deliveryBusy = true;
+      const done = await deliver(outbox[0]!);
+      deliveryBusy = false;
+      if (!done) return;
+      outbox.shift();
+    }
+  }
+
+  const lanes = Promise.all([turnLane(), deliveryLane()]);
+  const idle = () => inbox.length === 0 && outbox.length === 0 && !turnBusy && !deliveryBusy;
+  const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
+  const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
+  // A session that ended without telling (terminated by an operator) is found by asking.
+  const quietCheckMs = Math.max(60_000, input.sessionIdleTimeoutMs * 2);
+
+  const rollOver = async (): Promise<never> => {
+    const next: HttpAsyncCarriedState = { inbox, outbox, seen, session, waitingFor };
+    return wf.continueAsNew<typeof httpAsyncConversation>({ ...input, carried: next });
+  };
+  for (;;) {
+    const settled = await wf.condition(() => (idle() && session === null) || shouldRollOver(), quietCheckMs);
+    if (settled) break;
+    if (idle() && session !== null && Date.now() - lastActivityMs >= quietCheckMs && waitingFor === null) {
+      const running = await isHttpAsyncSessionRunning({ sessionId: session.sessionId });
+      if (!running && idle()) session = null;
+    }
+  }
+  rolling = true;
+  await lanes;
+  await wf.condition(wf.allHandlersFinished);
+  // A message (or a reply) that arrived while the run was closing is answered by the next run.
+  if (shouldRollOver() || inbox.length > 0 || outbox.length > 0 || session !== null) await rollOver();
+  return { status: 'ended' };
+}
+
+const NO_LLM = { generated: false, usedInternally: false, usedFallback: false };
+
+function applicationFailureOf(err: unknown): { code: string; message: string } {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const failure = e as { name?: string; type?: unknown; message?: string };
+    if (failure.name === 'ApplicationFailure' && typeof failure.type === 'string') return { code: failure.type, message: failure.message ?? 'The session could not start' };
+  }
+  return { code: 'INTERNAL_ERROR', message: 'The session could not start' };
+}
