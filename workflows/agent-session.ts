@@ -515,7 +515,12 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   stats.traceEventCount += trace.events.length;
   await projection.record(trace, [], false);
   if (projection.deferred) await projection.flush();
-  if (input.httpAsync) await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason });
+  if (input.httpAsync) {
+    // After the last reply's signal (a resume that ended the session may still be sending it):
+    // two signals in flight at once can arrive in either order.
+    await wf.condition(() => inFlight === 0);
+    await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason });
+  }
   return { status: 'ended', reason };
 }
 

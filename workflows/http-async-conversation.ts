@@ -49,6 +49,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   // The message whose turn the session now waits in (a callback or a human task), so the reply
   // that comes later says what it answers.
   let waitingFor: string | null = carried?.waitingFor ?? null;
+  const endedSessions: string[] = [];
   let turnBusy = false;
   let deliveryBusy = false;
   let rolling = false;
@@ -84,6 +85,8 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   wf.setHandler(httpAsyncSessionEndedSignal, ({ sessionId, reason }) => {
     if (session?.sessionId !== sessionId) return;
     session = null;
+    endedSessions.push(sessionId);
+    if (endedSessions.length > 10) endedSessions.shift();
     waitingFor = null;
     lastActivityMs = Date.now();
     status(sessionId, 'ended', null, { reason });
@@ -113,7 +116,9 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   }
 
   function deliverReply(reply: HttpAsyncSessionReplyInput) {
-    if (session?.sessionId !== reply.sessionId) return;
+    // A reply of a session that has just ended is still the caller's (the two signals are sent
+    // one after the other, but a reply is never dropped for arriving late).
+    if (session?.sessionId !== reply.sessionId && !endedSessions.includes(reply.sessionId)) return;
     const related = waitingFor ?? reply.replyId;
     waitingFor = null;
     status(reply.sessionId, 'resumed', related, { cause: reply.cause });
