@@ -10,6 +10,8 @@ export interface HttpAsyncConversationDoc {
   projectId: string;
   subscriptionId: string;
   sessionKey: string;
+  /** The first message's id when it was sent with an Idempotency-Key, so a retry of it is known. */
+  firstMessageId: string | null;
   /** The session answering the conversation now; a new one starts when it has ended. */
   sessionId: string | null;
   lastSessionStartedAt: Date | null;
@@ -24,6 +26,7 @@ const HttpAsyncConversationSchema = new Schema<HttpAsyncConversationDoc>(
     projectId: { type: String, required: true },
     subscriptionId: { type: String, required: true },
     sessionKey: { type: String, required: true },
+    firstMessageId: { type: String, default: null },
     sessionId: { type: String, default: null },
     lastSessionStartedAt: { type: Date, default: null },
   },

@@ -1,6 +1,7 @@
 // POST /api/v1/channels/http-async/message: accepts one message of the HTTP-async channel. The
 // answer (202) comes once the message is durably recorded: a signal-with-start of the
 // conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply.
+import { createHash } from 'node:crypto';
 import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
@@ -27,7 +28,25 @@ export interface AcceptedMessage {
   _note: string;
 }
 
-export async function acceptHttpAsyncMessage(ctx: AppContext, principal: Principal, body: THttpAsyncMessageRequest, res: Response): Promise<AcceptedMessage> {
+/** What an Idempotency-Key may be (the chat route's rule). */
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The message id: random, or derived from the Idempotency-Key within the conversation, so a
+ * retried request names the same message and the conversation takes it once.
+ */
+function messageIdFor(tenantId: string, workflowId: string, idempotencyKey: string | null): string {
+  if (!idempotencyKey) return newMessageId();
+  return 'ham-' + createHash('sha256').update(`${tenantId}\n${workflowId}\n${idempotencyKey}`).digest('hex').slice(0, 24);
+}
+
+export async function acceptHttpAsyncMessage(
+  ctx: AppContext,
+  principal: Principal,
+  body: THttpAsyncMessageRequest,
+  res: Response,
+  idempotencyKey: string | null = null,
+): Promise<AcceptedMessage> {
   // A scoped key needs the submission scope itself; other credentials hold it through session:execute.
   if (!hasGrant(principal, 'http_async.execute')) throw new ApiError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
   validateMetadata(body.metadata);
@@ -45,22 +64,33 @@ export async function acceptHttpAsyncMessage(ctx: AppContext, principal: Princip
   const workflowId = conversationWorkflowId(sessionKey);
   await consumeRateLimit(ctx.sessionMessageLimiter, `${project.tenantId}:${workflowId}`, res, 'Conversation message rate limit exceeded');
 
-  // The caller's own key opens a conversation once; every follow-up sends the canonical key.
+  const messageId = messageIdFor(project.tenantId, workflowId, idempotencyKey);
+  // The caller's own key opens a conversation once; every follow-up sends the canonical key. A
+  // retry of the first message with its Idempotency-Key is that message again, not a follow-up.
   let opened = false;
   if (parsed.kind === 'caller') {
     try {
-      await ctx.models.HttpAsyncConversation.create({ _id: workflowId, tenantId: project.tenantId, projectId: project._id, subscriptionId: sub._id, sessionKey });
+      await ctx.models.HttpAsyncConversation.create({
+        _id: workflowId,
+        tenantId: project.tenantId,
+        projectId: project._id,
+        subscriptionId: sub._id,
+        sessionKey,
+        firstMessageId: idempotencyKey ? messageId : null,
+      });
       opened = true;
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
-      throw new ApiError('SESSION_KEY_NOT_CANONICAL', {
-        message: 'body.session_key: this conversation has started; send the canonical session_key returned with its first message',
-        details: { session_key: sessionKey },
-      });
+      const existing = idempotencyKey ? await ctx.models.HttpAsyncConversation.findOne({ _id: workflowId, tenantId: project.tenantId }, { firstMessageId: 1 }).lean() : null;
+      if (!existing || existing.firstMessageId !== messageId) {
+        throw new ApiError('SESSION_KEY_NOT_CANONICAL', {
+          message: 'body.session_key: this conversation has started; send the canonical session_key returned with its first message',
+          details: { session_key: sessionKey },
+        });
+      }
     }
   }
 
-  const messageId = newMessageId();
   const start: HttpAsyncConversationInput = {
     tenantId: project.tenantId,
     projectId: project._id,

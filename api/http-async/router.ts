@@ -26,7 +26,8 @@ import {
   setSubscriptionStatus,
   updateSubscription,
 } from './service';
-import { acceptHttpAsyncMessage } from './messages';
+import { acceptHttpAsyncMessage, IDEMPOTENCY_KEY } from './messages';
+import { ApiError } from '../../lib/errors';
 
 const TAGS = ['HTTP-async channel'];
 const BASE = '/api/projects/:projectId/channels/http-async/subscriptions';
@@ -94,6 +95,7 @@ export const httpAsyncRoutes: AnyRoute[] = [
     summary: 'Send a message of the HTTP-async channel: 202 once it is queued; the reply is POSTed to the subscription',
     description:
       'Needs the HTTP-async submission scope (`http_async.execute`). The answer confirms durable queuing only: the reply arrives at the subscription\'s callback URL as an `agent.response` with the same `message_id`, signed with `X-ABL-Signature` (docs/http-async.md). ' +
+      'Send `Idempotency-Key` to make a retried request count once: the same key in the same conversation gives the same `message_id`, and the message is answered once (a retried first message may send your own key again). ' +
       'Messages of one `session_key` are answered one at a time in the order accepted. The first message sends your own key; every follow-up sends the canonical `session_key` returned here (your own key again is 400 `SESSION_KEY_NOT_CANONICAL`). ' +
       '404 for a project or subscription the key cannot see; 409 `SUBSCRIPTION_PAUSED`; 429 when one conversation is sent faster than SESSION_MESSAGES_PER_MINUTE or the tenant over its rate limit; 503 when the message could not be queued (retry with backoff).',
     tags: TAGS,
@@ -103,8 +105,12 @@ export const httpAsyncRoutes: AnyRoute[] = [
     successStatus: 202,
     response: ZHttpAsyncMessageAccepted,
     errorStatuses: [400, 403, 404, 409, 429, 503],
-    async handler({ ctx, principal, body, res }) {
-      return acceptHttpAsyncMessage(ctx, principal, body, res);
+    async handler({ ctx, principal, body, req, res }) {
+      const key = req.headers['idempotency-key'];
+      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+        throw new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-');
+      }
+      return acceptHttpAsyncMessage(ctx, principal, body, res, (key as string | undefined) ?? null);
     },
   }),
   defineRoute({

@@ -10,6 +10,7 @@ import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { Client, Connection } from '@temporalio/client';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 
@@ -72,7 +73,7 @@ afterAll(async () => {
 });
 
 const MESSAGE = '/api/v1/channels/http-async/message';
-const send = (json: Record<string, unknown>, key = t.adminKey) => api.post<Record<string, unknown> & { error?: { code: string; message: string; details?: Record<string, unknown> } }>(MESSAGE, { headers: { 'x-api-key': key }, json });
+const send = (json: Record<string, unknown>, key = t.adminKey, extra: Record<string, string> = {}) => api.post<Record<string, unknown> & { error?: { code: string; message: string; details?: Record<string, unknown> } }>(MESSAGE, { headers: { 'x-api-key': key, ...extra }, json });
 
 async function subscribe(owner = t, events = ['agent.response', 'agent.status', 'agent.media']) {
   const res = await api.post<{ subscription: { id: string }; signingSecret: string }>(`/api/projects/${owner.projectId}/channels/http-async/subscriptions`, {
@@ -84,6 +85,7 @@ async function subscribe(owner = t, events = ['agent.response', 'agent.status', 
 }
 
 const responsesFor = (sessionKey: string) => deliveries.filter((d) => d.body.event === 'agent.response' && d.body.session_key === sessionKey);
+const statusesForAll = async (sessionKey: string) => deliveries.filter((d) => d.body.session_key === sessionKey);
 const statusesFor = (sessionKey: string) => deliveries.filter((d) => d.body.event === 'agent.status' && d.body.session_key === sessionKey).map((d) => d.body.status);
 
 describe('POST /api/v1/channels/http-async/message', () => {
@@ -164,6 +166,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(new Set(replies.map((r) => r.body.session_id)).size).toBe(1);
     // One session, its transcript in the same order.
     const sessionId = replies[0]!.body.session_id as string;
+    await flushProjection(stack.ctx, sessionId);
     const transcript = await stack.ctx.models.TranscriptMessage.find({ tenantId: t.tenantId, sessionId, role: 'user' }).sort({ seq: 1 }).lean();
     expect(transcript.map((m) => m.content)).toEqual(accepted.map((_, n) => `message ${n}`));
   });
@@ -179,6 +182,30 @@ describe('POST /api/v1/channels/http-async/message', () => {
     const foreign = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'hi', session_key: `http_async:${t.otherProjectId}:${sub.id}:x` });
     expect(foreign.status).toBe(400);
     expect(foreign.body.error?.code).toBe('SESSION_KEY_NOT_CANONICAL');
+  });
+
+  it('takes a message retried with the same Idempotency-Key once, the first message included', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const first = { project_id: t.projectId, subscription_id: sub.id, message: 'first', session_key: `idem-${Date.now()}`, metadata: { n: 1 } };
+    const a = await send(first, t.adminKey, { 'idempotency-key': 'req-1' });
+    // The answer was lost: the same request again, own key and all.
+    const b = await send(first, t.adminKey, { 'idempotency-key': 'req-1' });
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(b.body).toEqual(a.body);
+    const sessionKey = a.body.session_key as string;
+    const follow = { ...first, message: 'second', session_key: sessionKey, metadata: { n: 2 } };
+    const c = await send(follow, t.adminKey, { 'idempotency-key': 'req-2' });
+    const d = await send(follow, t.adminKey, { 'idempotency-key': 'req-2' });
+    expect(d.body.message_id).toBe(c.body.message_id);
+    expect(c.body.message_id).not.toBe(a.body.message_id);
+    // Another request with a new key and the caller's own key is a follow-up sent wrongly.
+    expect((await send(first, t.adminKey, { 'idempotency-key': 'req-3' })).status).toBe(400);
+    expect((await send(first, t.adminKey, { 'idempotency-key': 'bad key!' })).status).toBe(400);
+    const replies = await eventually(async () => responsesFor(sessionKey), (r) => r.length >= 2, 30_000);
+    // Give a duplicate the time to show up, then count: each message answered once.
+    await eventually(async () => statusesForAll(sessionKey), () => false, 1_000, 100);
+    expect(responsesFor(sessionKey).map((r) => r.body.message_id)).toEqual([a.body.message_id, c.body.message_id]);
+    expect(replies.map((r) => r.body.metadata)).toEqual([{ n: 1 }, { n: 2 }]);
   });
 
   it('makes the conversation findable in Temporal by tenant and channel, its id the hash of the session key', async () => {
