@@ -74,3 +74,29 @@ HumanTaskSchema.index({ tenantId: 1, sessionId: 1, status: 1 });
 
 export type HumanTaskModel = Model<HumanTaskDoc>;
 export const humanTaskModel = (c: Connection): HumanTaskModel => c.model<HumanTaskDoc>('HumanTask', HumanTaskSchema, 'human_tasks');
+
+/**
+ * A task as its workflow sees it (workflows/definitions.ts HumanTaskView: dates as ISO strings),
+ * turned into its row. Shared by the workflow's projection write and the API's first write.
+ */
+export type HumanTaskRowSource = Omit<HumanTaskDoc, '_id' | 'priorityRank' | 'dueAt' | 'claimedAt' | 'createdAt' | 'updatedAt' | 'routing'> & {
+  taskId: string;
+  routing: object | null;
+  dueAt: string | null;
+  claimedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+};
+
+export function humanTaskRow(task: HumanTaskRowSource): Omit<HumanTaskDoc, '_id'> {
+  const { taskId: _taskId, dueAt, claimedAt, createdAt, updatedAt, ...rest } = task;
+  return {
+    ...rest,
+    routing: rest.routing as Record<string, unknown> | null,
+    priorityRank: PRIORITY_RANK[task.priority],
+    dueAt: dueAt ? new Date(dueAt) : null,
+    claimedAt: claimedAt ? new Date(claimedAt) : null,
+    createdAt: new Date(createdAt),
+    updatedAt: new Date(updatedAt),
+  };
+}

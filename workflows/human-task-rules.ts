@@ -13,7 +13,7 @@ import {
 /** A refused transition: `code` is the API error code, `details` go into the error body. */
 export class TransitionRefused extends Error {
   constructor(
-    readonly code: 'CONFLICT' | 'VALIDATION_ERROR',
+    readonly code: 'CONFLICT' | 'VALIDATION_ERROR' | 'UNPROCESSABLE_ENTITY',
     message: string,
     readonly details?: Record<string, unknown>,
   ) {
@@ -94,7 +94,8 @@ export function checkResolve(task: HumanTaskView, input: ResolveTaskInput): void
   }
   const problems = fieldProblems(task.fields, input.fields ?? {});
   if (DECISION_TYPES.has(task.type) && !input.decision) problems.unshift(`decision: is required for a${task.type === 'approval' ? 'n' : ''} ${task.type} task`);
-  if (problems.length > 0) throw new TransitionRefused('VALIDATION_ERROR', problems.join('; '), { fields: problems });
+  // The body was well formed; what it lacks is what this task's form asks for: 422.
+  if (problems.length > 0) throw new TransitionRefused('UNPROCESSABLE_ENTITY', problems.join('; '), { fields: problems });
 }
 
 /** A priority raised by `boost` levels (routing's priority_boost), capped at critical. */

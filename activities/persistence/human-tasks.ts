@@ -1,28 +1,20 @@
 // The HumanTask workflow's projection write: the whole task after a transition, replacing an
 // older revision only (a retried write of an earlier transition never undoes a later one).
 import { type ActivityDeps } from '..';
-import { PRIORITY_RANK } from '../../db/human-task';
+import { humanTaskRow } from '../../db/human-task';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import type { HumanTaskView } from '../../workflows/definitions';
 
 export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
   return async function recordHumanTask(task: HumanTaskView): Promise<void> {
-    const { taskId, dueAt, claimedAt, createdAt, updatedAt, ...rest } = task;
-    const doc = {
-      ...rest,
-      priorityRank: PRIORITY_RANK[task.priority],
-      dueAt: dueAt ? new Date(dueAt) : null,
-      claimedAt: claimedAt ? new Date(claimedAt) : null,
-      createdAt: new Date(createdAt),
-      updatedAt: new Date(updatedAt),
-    };
+    const doc = humanTaskRow(task);
     // One conditional upsert. The filter carries the owner (db/owned.ts: ownership is in the
     // filter, never a comparison after a read) and the older-revision guard, so a row of another
     // tenant or project, or a newer revision of this task, matches nothing: the upsert then tries
     // to insert the same `_id` and the store refuses it as a duplicate, which is the no-op wanted.
     try {
       await deps.models.HumanTask.updateOne(
-        { _id: taskId, tenantId: task.tenantId, projectId: task.projectId, revision: { $lt: task.revision } },
+        { _id: task.taskId, tenantId: task.tenantId, projectId: task.projectId, revision: { $lt: task.revision } },
         { $set: doc },
         { upsert: true },
       );

@@ -169,14 +169,14 @@ export const humanTaskRoutes: AnyRoute[] = [
     operationId: 'resolveHumanTask',
     summary: 'Resolve a task: it becomes completed and the waiting session resumes with the decision',
     description:
-      'Exactly once: of concurrent resolves one wins; the others get 409 with `error.details.resolution` (the winner’s). 400 names every ' +
+      'Exactly once: of concurrent resolves one wins; the others get 409 with `error.details.resolution` (the winner’s). 422 names every ' +
       'missing or mistyped form field (`decision` is required for approval and decision tasks). 409 also when another user claimed it.',
     tags: TAGS,
     auth: 'human_task:write',
     params: ZTaskParams,
     body: ZResolveTaskRequest,
     bodyExample: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 120 }, notes: 'Customer in good standing' },
-    errorStatuses: [400, 404, 409, 503],
+    errorStatuses: [400, 404, 409, 422, 503],
     links: taskLinks('$request.path.taskId'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, params, body }) {

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { ApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
-import { type HumanTaskDoc } from '../../db/human-task';
+import { humanTaskRow, type HumanTaskDoc } from '../../db/human-task';
 import { findOwned } from '../../db/owned';
 import {
   assignTaskUpdate,
@@ -18,7 +18,7 @@ import {
   type HumanTaskStatus,
   type HumanTaskView,
 } from '../../workflows/definitions';
-import type { humanTaskWorkflow } from '../../workflows/human-task';
+import { initialTaskView, type humanTaskWorkflow } from '../../workflows/human-task';
 import { AssigneeKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 import { isWorkflowNotFound, temporalClient, temporalErrorToApiError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
@@ -143,11 +143,14 @@ export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, re
 }
 
 /**
- * A task with no session (POST .../human-tasks): its workflow starts, writes its projection, and
- * the call answers once that is readable.
+ * A task with no session (POST .../human-tasks): its row is written first (revision 1, exactly
+ * what the workflow's first projection write would write, which then finds it and does nothing),
+ * then its workflow starts. A start that fails removes the row again: no task is listed without
+ * a workflow, and the call answers with the task as listed.
  */
 export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreateTaskRequest, createdBy: string): Promise<HumanTaskDoc> {
   const taskId = `ht_${randomUUID().replace(/-/g, '')}`;
+  const createdAtMs = Date.now();
   const input: HumanTaskStartInput = {
     taskId,
     ...scope,
@@ -162,9 +165,11 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
     dueAtMs: body.dueAt ? Date.parse(body.dueAt) : null,
     routing: body.assignedToTeam ? { queue: body.assignedToTeam, skills: [], priority_boost: 0, extra: {} } : null,
     createdBy,
+    createdAtMs,
   };
-  if (input.dueAtMs !== null && input.dueAtMs <= Date.now()) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
+  if (input.dueAtMs !== null && input.dueAtMs <= createdAtMs) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
   const client = await temporalClient(ctx);
+  const created = await ctx.models.HumanTask.create({ _id: taskId, ...humanTaskRow(initialTaskView(input, createdAtMs)) });
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
       client.workflow.start<typeof humanTaskWorkflow>('humanTaskWorkflow', {
@@ -183,16 +188,12 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
       }),
     );
   } catch (err) {
+    await ctx.models.HumanTask.deleteOne({ _id: taskId, tenantId: scope.tenantId, projectId: scope.projectId }).catch((cleanupErr: unknown) =>
+      ctx.logger.warn({ err: cleanupErr, taskId }, 'could not remove the row of a task whose workflow did not start'),
+    );
     throw temporalErrorToApiError(err, 'Human task runtime');
   }
-  // The workflow's first act is its projection write. Each read filters on tenant and project
-  // (a collection scan on FerretDB), so the wait between reads doubles from 25 ms to 500 ms.
-  for (let waited = 0, pause = 25; waited < TEMPORAL_CALL_TIMEOUT_MS; waited += pause, pause = Math.min(pause * 2, 500)) {
-    const doc = await findOwned(ctx.models.HumanTask, taskId, scope);
-    if (doc) return doc;
-    await new Promise((r) => setTimeout(r, pause));
-  }
-  throw new ApiError('SERVICE_UNAVAILABLE', 'The task was created but is not readable yet (no worker?); list it again shortly');
+  return created.toObject();
 }
 
 /**

@@ -128,11 +128,11 @@ it('escalates, lists, claims and resolves a task; the session continues with the
 
   // Missing and mistyped fields are named; nothing changes.
   const bad = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { channel: 'cash' } } });
-  expect(bad.status).toBe(400);
+  expect(bad.status).toBe(422);
   expect(bad.body.error.message).toContain('fields.approved_amount: is required');
   expect(bad.body.error.message).toContain('fields.channel: must be one of card, voucher');
   const noDecision = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', fields: { approved_amount: 550 } } });
-  expect(noDecision.status).toBe(400);
+  expect(noDecision.status).toBe(422);
   expect(noDecision.body.error.message).toContain('decision: is required');
   const badBody = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { decision: 'approved', fields: {} } });
   expect(badBody.status).toBe(400);

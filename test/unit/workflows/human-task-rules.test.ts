@@ -52,6 +52,7 @@ it('names every missing or mistyped field', () => {
 
 it('refuses a resolution without a decision on an approval, and any transition once terminal, with the resolution', () => {
   expect(refusal(() => checkResolve(task(), { respondedBy: 'a', fields: { amount: 1 } })).message).toBe('decision: is required for an approval task');
+  expect(refusal(() => checkResolve(task(), { respondedBy: 'a', fields: { amount: 1 } })).code).toBe('UNPROCESSABLE_ENTITY');
   const resolution = { respondedBy: 'a', decision: 'approved', fields: {}, notes: null, resolvedAt: 'x' };
   const done = refusal(() => checkResolve(task({ status: 'completed', resolution }), { respondedBy: 'b', decision: 'rejected', fields: { amount: 1 } }));
   expect(done.code).toBe('CONFLICT');
