@@ -30,6 +30,7 @@ import { callbackRoutes } from './callbacks/router';
 import { humanTaskRoutes } from './human-tasks/router';
 import { agenticAppRoutes } from './agentic-apps/router';
 import { httpAsyncRoutes } from './http-async/router';
+import { registerHttpAsyncWebhooks } from './http-async/webhooks';
 import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
@@ -65,6 +66,7 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   const router: Router = express.Router();
   const mounted: MountedRoute[] = [];
   for (const routes of [...featureRoutes, extraRoutes]) mounted.push(...mountRoutes(router, registry, ctx, routes));
+  registerHttpAsyncWebhooks(registry);
   // OPTIONS answered from the mounted patterns, which honour `reservedParams`: Express's own answer
   // would list the methods of a `:param` route for the literal it reserves (DELETE for
   // `apikeys/create`). Same form as Express's: the methods, with HEAD where GET is, sorted.

@@ -47,6 +47,14 @@ function requiredErrorStatuses(route: AnyRoute): string[] {
   return [...statuses];
 }
 
+it('describes the HTTP-async events under webhooks, signed, with their bodies', async () => {
+  const res = await api.get('/openapi.json');
+  const webhooks = res.body.webhooks as Record<string, { post: { requestBody: { content: Record<string, { schema: { $ref: string } }> }; parameters: { name: string; in: string }[] } }>;
+  expect(Object.keys(webhooks).sort()).toEqual(['agent.media', 'agent.response', 'agent.status']);
+  expect(webhooks['agent.response']!.post.requestBody.content['application/json']!.schema.$ref).toBe('#/components/schemas/HttpAsyncAgentResponseEvent');
+  expect(webhooks['agent.status']!.post.parameters.map((p) => `${p.in}:${p.name}`)).toEqual(expect.arrayContaining(['header:x-abl-signature', 'header:x-abl-timestamp']));
+});
+
 describe('every operation of the document', () => {
   it('lists every route once', () => {
     expect(operations.size).toBe(routes.length);

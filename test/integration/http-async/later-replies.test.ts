@@ -6,6 +6,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
+import { ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
@@ -156,7 +157,11 @@ it('delivers the reply that follows an async tool callback with its own message_
   expect(later.body.message_id).toMatch(/^ham-/);
   expect(later.body.message_id).not.toBe(accepted.body.message_id);
   expect(of(key).find((d) => d.body.status === 'resumed')!.body).toMatchObject({ related_message_id: accepted.body.message_id, details: { cause: 'callback' } });
-  for (const d of of(key)) expect(verifyAblSignature(sub.secret, d.raw, d.headers['x-abl-timestamp'] as string, d.headers['x-abl-signature'] as string)).toBe(true);
+  for (const d of of(key)) {
+    expect(verifyAblSignature(sub.secret, d.raw, d.headers['x-abl-timestamp'] as string, d.headers['x-abl-signature'] as string)).toBe(true);
+    // Every body is what /openapi.json's webhooks say it is.
+    (d.body.event === 'agent.status' ? ZAgentStatusEvent : ZAgentResponseEvent).parse(d.body);
+  }
 
   // The session has ended: the next message opens a new one.
   const next = await send(payments, sub.id, 'pay again', key);

@@ -4,6 +4,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
+import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { createHash } from 'node:crypto';
 import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
@@ -113,6 +114,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
       response_metadata: { isLlmGenerated: expect.any(Boolean), responseProvenance: { schemaVersion: 1, kind: expect.any(String), disclaimerRequired: expect.any(Boolean), usedLlmInternally: expect.any(Boolean) } },
       metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 },
     });
+    ZAgentResponseEvent.parse(body);
     expect(body).not.toHaveProperty('intent');
     expect(body).not.toHaveProperty('conv_status');
     expect(String(body.response).length).toBeGreaterThan(0);
@@ -131,6 +133,8 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(statusesFor(sessionKey).filter((s) => s === 'processing')).toHaveLength(2);
     const media = await eventually(async () => deliveries.filter((d) => d.body.event === 'agent.media' && d.body.session_key === sessionKey), (m) => m.length >= 2, 10_000);
     expect(media[0]!.headers['x-abl-event']).toBe('agent.media');
+    ZAgentMediaEvent.parse(media[0]!.body);
+    for (const d of deliveries.filter((x) => x.body.session_key === sessionKey && x.body.event === 'agent.status')) ZAgentStatusEvent.parse(d.body);
     expect(media[0]!.body).toMatchObject({
       message_id: expect.stringMatching(/^ham-/),
       related_message_id: res.body.message_id,
