@@ -5,6 +5,7 @@ import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
 import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
+import { startStaleClaimSweep } from './callbacks/stale-claims';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -21,6 +22,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   ctx.logger.info({ port }, `API listening on http://${config.HOST}:${port}`);
   const stopReconciler = startCapacityReconciler(ctx);
+  const stopClaimSweep = startStaleClaimSweep(ctx);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
     stopping = true;
     ctx.logger.info({ signal }, 'API shutting down');
     stopReconciler();
+    stopClaimSweep();
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();

@@ -8,6 +8,8 @@ import { type EncryptedValue } from '../lib/encryption';
 
 /** Encryptor purpose for callback secrets: they cannot be opened as another kind of secret. */
 export const CALLBACK_SECRET_PURPOSE = 'callback-secret';
+/** Encryptor purpose for a claimed callback's payload, kept until it is handed to the session. */
+export const CALLBACK_PAYLOAD_PURPOSE = 'callback-payload';
 
 /**
  * `pending`: waiting for its callback; `claimed`: a delivery won and is signalling the session;
@@ -31,6 +33,11 @@ export interface SuspensionDoc {
   /** How it was resumed: by the signed callback or the authenticated resume route. */
   resumedVia?: 'callback' | 'resume';
   claimedAt?: Date;
+  /**
+   * The claimed result (JSON, encrypted), so a claim whose API process died before handing it to
+   * the session is delivered by the stale-claim sweep (api/callbacks/stale-claims.ts).
+   */
+  claimedPayload?: EncryptedValue;
   deliveredAt?: Date;
   createdAt: Date;
   updatedAt: Date;
@@ -50,6 +57,7 @@ const SuspensionSchema = new Schema<SuspensionDoc>(
     expiresAt: { type: Date, required: true },
     resumedVia: { type: String },
     claimedAt: { type: Date },
+    claimedPayload: { type: EncryptedValueSchema },
     deliveredAt: { type: Date },
   },
   { timestamps: true, versionKey: false },

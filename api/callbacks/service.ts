@@ -1,12 +1,13 @@
 // Delivering an async tool's result to the session that waits on it, exactly once: the delivery
 // claims the suspension (pending → claimed, one atomic update, so one of any number of concurrent
-// duplicates wins), signals the session's workflow, then marks the claim delivered. When the signal
-// cannot be sent the claim is handed back, so a retry can deliver it (503).
+// duplicates wins) together with the result, signals the session's workflow, then marks the claim
+// delivered. When the signal cannot be sent the claim is handed back, so a retry can deliver it
+// (503); when the process dies in between, the stale-claim sweep delivers the kept result.
 import { createHmac } from 'node:crypto';
 import { type AppContext } from '../context';
 import { ApiError } from '../../lib/errors';
 import { safeEqual } from '../../lib/crypto';
-import { CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension';
+import { CALLBACK_PAYLOAD_PURPOSE, CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { callbackSignal } from '../../workflows/definitions';
 import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
 import { requireEncryptor } from '../chat/llm-runtime';
@@ -27,12 +28,17 @@ function notClaimable(doc: SuspensionDoc | null, now: Date): ApiError | Delivery
   return new ApiError('CONFLICT', 'The suspension is being delivered; retry shortly');
 }
 
-/** Claims a pending, unexpired suspension; the loser of a race learns why it lost. */
-async function claim(ctx: AppContext, filter: { _id: string; tenantId?: string }, via: 'callback' | 'resume'): Promise<SuspensionDoc | DeliveryOutcome> {
+/**
+ * Claims a pending, unexpired suspension with its result (kept encrypted until delivered, so a
+ * claim whose process dies before the signal is still delivered: stale-claims.ts); the loser of
+ * a race learns why it lost.
+ */
+async function claim(ctx: AppContext, filter: { _id: string; tenantId: string }, via: 'callback' | 'resume', payload: unknown): Promise<SuspensionDoc | DeliveryOutcome> {
   const now = new Date();
+  const claimedPayload = requireEncryptor(ctx).encrypt(filter.tenantId, CALLBACK_PAYLOAD_PURPOSE, JSON.stringify(payload ?? null));
   const claimed = await ctx.models.Suspension.findOneAndUpdate(
     { ...filter, status: 'pending', expiresAt: { $gt: now } },
-    { $set: { status: 'claimed', claimedAt: now, resumedVia: via } },
+    { $set: { status: 'claimed', claimedAt: now, resumedVia: via, claimedPayload } },
     { new: true },
   ).lean();
   if (claimed) return claimed;
@@ -41,8 +47,18 @@ async function claim(ctx: AppContext, filter: { _id: string; tenantId?: string }
   return outcome;
 }
 
-/** Signals the session; on failure the claim is handed back (or closed when the session is gone). */
-async function deliver(ctx: AppContext, suspension: SuspensionDoc, payload: unknown, via: 'callback' | 'resume'): Promise<DeliveryOutcome> {
+/**
+ * Signals the session, then marks the claim delivered. When the signal cannot be sent the claim is
+ * handed back (a retry can deliver it), or, for the stale-claim sweep, kept for its next round; a
+ * session that has ended closes it.
+ */
+export async function deliver(
+  ctx: AppContext,
+  suspension: SuspensionDoc,
+  payload: unknown,
+  via: 'callback' | 'resume',
+  onFailure: 'hand_back' | 'keep_claimed' = 'hand_back',
+): Promise<DeliveryOutcome> {
   const owned = { _id: suspension._id, tenantId: suspension.tenantId };
   try {
     const client = await temporalClient(ctx);
@@ -51,13 +67,15 @@ async function deliver(ctx: AppContext, suspension: SuspensionDoc, payload: unkn
     );
   } catch (err) {
     if (isWorkflowNotFound(err)) {
-      await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'cancelled' } });
+      await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'cancelled' }, $unset: { claimedPayload: 1 } });
       throw new ApiError('GONE', 'The session that made this call has ended');
     }
-    await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'pending' }, $unset: { claimedAt: 1, resumedVia: 1 } });
+    if (onFailure === 'hand_back') {
+      await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'pending' }, $unset: { claimedAt: 1, resumedVia: 1, claimedPayload: 1 } });
+    }
     throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The result could not be handed to the session; retry shortly (the callback was not used)', cause: err });
   }
-  await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'delivered', deliveredAt: new Date() } });
+  await ctx.models.Suspension.updateOne({ ...owned, status: 'claimed' }, { $set: { status: 'delivered', deliveredAt: new Date() }, $unset: { claimedPayload: 1 } });
   return { status: 'delivered' };
 }
 
@@ -73,7 +91,7 @@ export async function acceptCallback(ctx: AppContext, callbackId: string, rawBod
     if (!signature) throw new ApiError('UNAUTHORIZED', 'Missing x-callback-signature: send sha256=<hex HMAC-SHA256 of the raw body with the callback secret>');
     if (!safeEqual(signature.trim().toLowerCase(), callbackSignature(secret, rawBody))) throw new ApiError('UNAUTHORIZED', 'Invalid callback signature');
   }
-  const claimed = await claim(ctx, { _id: callbackId, tenantId: suspension.tenantId }, 'callback');
+  const claimed = await claim(ctx, { _id: callbackId, tenantId: suspension.tenantId }, 'callback', payload);
   if (!('_id' in claimed)) return claimed;
   return deliver(ctx, claimed, payload, 'callback');
 }
@@ -88,7 +106,7 @@ export async function resumeSession(ctx: AppContext, scope: { tenantId: string; 
     if (latest && (latest.status === 'claimed' || latest.status === 'delivered')) return { status: 'already_processed', suspensionId: latest._id };
     throw new ApiError('CONFLICT', 'The session is not waiting on an async tool call');
   }
-  const claimed = await claim(ctx, { _id: pending._id, tenantId: scope.tenantId }, 'resume');
+  const claimed = await claim(ctx, { _id: pending._id, tenantId: scope.tenantId }, 'resume', toolResult);
   if (!('_id' in claimed)) return { ...claimed, suspensionId: pending._id };
   return { ...(await deliver(ctx, claimed, toolResult, 'resume')), suspensionId: pending._id };
 }

@@ -8,6 +8,9 @@ import { type AddressInfo } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../../api/app';
+import { redeliverStaleClaims, STALE_CLAIM_MS } from '../../../api/callbacks/stale-claims';
+import { requireEncryptor } from '../../../api/chat/llm-runtime';
+import { CALLBACK_PAYLOAD_PURPOSE } from '../../../db/suspension';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import type { AppContext } from '../../../api/context';
 import { client } from '../../support/http';
@@ -192,6 +195,29 @@ it('resumes on a signed callback exactly once, whatever the duplicates', async (
   expect(resumes[0]!.data).toMatchObject({ tool: 'process_payment', callbackId: suspensionId, outcome: 'callback', via: 'callback', waitedMs: expect.any(Number) });
   const status = await temporal.workflow.getHandle(`session/${sessionId}`).query<{ status: string }>('state');
   expect(status.status).not.toBe('suspended');
+});
+
+it('delivers a claim whose API process stopped before handing it over, by the stale-claim sweep', async () => {
+  const { sessionId, suspensionId, request } = await suspendedSession();
+  const secret = request.body.notify!.callbackSecret!;
+  const body = JSON.stringify({ status: 'completed', transactionId: 'tx_swept' });
+  // What a process leaves when it stops right after its claim: the result kept, no signal sent.
+  const claimedAt = new Date(Date.now() - STALE_CLAIM_MS - 1_000);
+  const claimedPayload = requireEncryptor(stack.ctx).encrypt(t.tenantId, CALLBACK_PAYLOAD_PURPOSE, body);
+  await stack.ctx.models.Suspension.updateOne({ _id: suspensionId, tenantId: t.tenantId, status: 'pending' }, { $set: { status: 'claimed', claimedAt, resumedVia: 'callback', claimedPayload } });
+  // The caller's retry is a duplicate of a claimed id: 200 already_processed, as the spec says.
+  const retry = await callback(suspensionId, body, { 'x-callback-signature': sign(secret, body) });
+  expect(await retry.json()).toEqual({ ok: true, status: 'already_processed' });
+  // A claim younger than the stale age is left to its process.
+  expect(await redeliverStaleClaims(stack.ctx, new Date(claimedAt.getTime() + STALE_CLAIM_MS - 1))).toBe(0);
+  expect(await redeliverStaleClaims(stack.ctx)).toBe(1);
+  const lines = await replies(sessionId, 'Payment tx_swept went through.');
+  expect(lines.filter((l) => l.includes('went through'))).toEqual(['Payment tx_swept went through.']);
+  const doc = await stack.ctx.models.Suspension.findById(suspensionId).lean();
+  expect(doc).toMatchObject({ status: 'delivered' });
+  expect(doc?.claimedPayload).toBeUndefined();
+  // Nothing left to sweep.
+  expect(await redeliverStaleClaims(stack.ctx, new Date(Date.now() + STALE_CLAIM_MS * 2))).toBe(0);
 });
 
 it('takes a payload with status "failed" down the ON_FAIL path', async () => {
