@@ -3,32 +3,25 @@
 // reply is delivered to the subscription with its own message_id, after `suspended` /
 // `waiting_for_human` and `resumed` statuses; a session that completes reports `ended`.
 import { createHmac } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startReceiver, type Receiver } from '../../support/receiver';
 
 jest.setTimeout(120_000);
-
-interface Delivery {
-  headers: Record<string, string | string[] | undefined>;
-  raw: string;
-  body: Record<string, unknown>;
-}
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;
 /** One tenant per agent: a project's conversations start with its oldest agent. */
 let payments: SeededTenant;
 let refunds: SeededTenant;
-let server: Server;
+let receiver: Receiver;
 let origin: string;
-const deliveries: Delivery[] = [];
-const toolRequests: { notify?: { url?: string; callbackSecret?: string } }[] = [];
+const deliveries = () => receiver.received.filter((r) => r.path === '/hooks');
+const toolRequests = () => receiver.received.filter((r) => r.path === '/pay').map((r) => r.body as { notify?: { url?: string; callbackSecret?: string } });
 
 const PAYMENTS = (endpoint: string) => `AGENT: Payments
 GOAL: "Take a payment."
@@ -83,23 +76,9 @@ FLOW:
 `;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-    req.on('end', () => {
-      if (req.url === '/pay') {
-        toolRequests.push(JSON.parse(raw || '{}') as (typeof toolRequests)[number]);
-        res.writeHead(202);
-        res.end();
-        return;
-      }
-      deliveries.push({ headers: req.headers, raw, body: JSON.parse(raw) as Record<string, unknown> });
-      res.writeHead(200);
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // The payment service acknowledges with 202; the subscription's receiver takes callbacks with 200.
+  receiver = await startReceiver((r) => (r.path === '/pay' ? 202 : 200));
+  origin = receiver.origin;
   stack = await startTestStack({ worker: true, allowPrivate: { tools: [origin], httpAsync: [`${origin}/hooks`] } });
   api = client(stack.baseUrl);
   payments = await seedTenant(stack.ctx);
@@ -109,8 +88,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack.close();
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+  await receiver.close();
 });
 
 async function subscribe(owner: SeededTenant) {
@@ -128,7 +106,7 @@ const send = (owner: SeededTenant, subscriptionId: string, message: string, sess
     json: { project_id: owner.projectId, subscription_id: subscriptionId, message, session_key: sessionKey },
   });
 
-const of = (sessionKey: string) => deliveries.filter((d) => d.body.session_key === sessionKey);
+const of = (sessionKey: string) => deliveries().filter((d) => d.body.session_key === sessionKey);
 const events = (sessionKey: string) => of(sessionKey).map((d) => (d.body.event === 'agent.status' ? `status:${String(d.body.status)}` : `response:${String(d.body.response)}`));
 
 it('delivers the reply that follows an async tool callback with its own message_id', async () => {
@@ -144,7 +122,7 @@ it('delivers the reply that follows an async tool callback with its own message_
   expect(suspended.body).toMatchObject({ related_message_id: accepted.body.message_id, details: { tool: 'process_payment', expires_at: expect.any(String) } });
 
   // The payment service answers later, by the signed callback the platform gave it.
-  const request = toolRequests[toolRequests.length - 1]!;
+  const request = toolRequests()[toolRequests().length - 1]!;
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx-77' });
   const signature = `sha256=${createHmac('sha256', request.notify!.callbackSecret!).update(body).digest('hex')}`;
   const cb = await fetch(request.notify!.url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-callback-signature': signature }, body });

@@ -1,8 +1,6 @@
 // The HTTP-async channel end to end on the real stack, with a real receiving server on loopback:
 // 202 once queued, the reply POSTed with the same message_id and the spec's body, canonical
 // session keys, ordering of 20 rapid messages, the follow-up rules, scope, tenancy and bad bodies.
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { createHash } from 'node:crypto';
@@ -14,14 +12,9 @@ import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../../support/receiver';
 
 jest.setTimeout(120_000);
-
-interface Delivery {
-  headers: IncomingHttpHeaders;
-  raw: string;
-  body: Record<string, unknown>;
-}
 
 // Stays in its one step: every message gets "Noted <metadata.n>." and the step's rich content.
 const ECHO_AGENT = `AGENT: Echo
@@ -45,22 +38,14 @@ let stack: TestStack;
 let api: ReturnType<typeof client>;
 let t: SeededTenant;
 let other: SeededTenant;
-let receiver: Server;
+let receiver: Receiver;
 let receiverUrl: string;
-const deliveries: Delivery[] = [];
+let deliveries: ReceivedRequest[];
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-    req.on('end', () => {
-      deliveries.push({ headers: req.headers, raw, body: JSON.parse(raw) as Record<string, unknown> });
-      res.writeHead(200);
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
+  receiver = await startReceiver();
+  deliveries = receiver.received;
+  receiverUrl = `${receiver.origin}/hooks`;
   stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiverUrl] } });
   api = client(stack.baseUrl);
   t = await seedTenant(stack.ctx);
@@ -69,8 +54,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack.close();
-  receiver.closeAllConnections();
-  await new Promise((r) => receiver.close(r));
+  await receiver.close();
 });
 
 const MESSAGE = '/api/v1/channels/http-async/message';
