@@ -35,6 +35,14 @@ const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
 });
 
+/**
+ * The delivery window runs from when an event was queued, not from its first attempt: in one
+ * ordered lane an event behind a failing one would otherwise get a whole window of its own after
+ * that one's, and a receiver that is down would hold a reply for a window per event before it.
+ * Runs recorded before it replay with the window from the first attempt.
+ */
+export const DELIVERY_WINDOW_FROM_QUEUE_PATCH = 'http-async-window-from-queue-v1';
+
 /** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
 const SEEN_KEPT = 1_000;
 const DEFAULT_MAX_HISTORY_EVENTS = 4_000;
@@ -61,7 +69,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   };
   const ref = (sessionId: string): ConversationRef => ({ sessionKey: input.sessionKey, sessionId });
   const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
-    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null });
+    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() });
   };
   const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
     const messageId = `has-${wf.uuid4()}`;
@@ -164,14 +172,16 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
 
   /**
    * Delivers the oldest event until it is delivered, dropped or its window has passed (true), or
-   * until the run rolls over between attempts (false: the event stays first in the outbox).
+   * until the run rolls over between attempts (false: the event stays first in the outbox). An
+   * event that reaches the head of the lane after its window still gets one (final) attempt.
    */
   async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
     const { schedule } = input;
     for (;;) {
       d.firstAttemptAtMs ??= Date.now();
+      const windowStart = d.queuedAtMs !== undefined && wf.patched(DELIVERY_WINDOW_FROM_QUEUE_PATCH) ? d.queuedAtMs : d.firstAttemptAtMs;
       const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
-      const final = Date.now() + nextWait - d.firstAttemptAtMs > schedule.windowMs;
+      const final = Date.now() + nextWait - windowStart > schedule.windowMs;
       const { outcome, error } = await deliverHttpAsyncEvent({
         tenantId: input.tenantId,
         projectId: input.projectId,
@@ -182,10 +192,11 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       if (outcome === 'delivered' || outcome === 'dropped') return true;
       if (outcome === 'paused' && !final) {
         // Held while paused: looked at again, not counted as an attempt.
-        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, d.firstAttemptAtMs + schedule.windowMs - Date.now())))) return false;
+        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, windowStart + schedule.windowMs - Date.now())))) return false;
         continue;
       }
-      d.attempts++;
+      // Held by a pause when the window ended: nothing was posted this time.
+      if (outcome !== 'paused') d.attempts++;
       if (outcome === 'failed' && !final) {
         // A rollover does not wait out the pause: the next run carries the attempts and goes on.
         if (await wf.condition(() => rolling, nextWait)) return false;

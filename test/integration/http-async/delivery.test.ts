@@ -7,11 +7,13 @@ import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
 import { httpAsyncStateQuery } from '../../../workflows/definitions';
+import { DELIVERY_WINDOW_FROM_QUEUE_PATCH } from '../../../workflows/http-async-conversation';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { patchIdsIn, replayWithTodaysCode } from '../../support/workflow-history';
 
 jest.setTimeout(120_000);
 
@@ -37,12 +39,12 @@ interface Received {
   raw: string;
   body: Record<string, unknown>;
   at: number;
-  /** What the receiver answered: a status, or 'dropped' when it cut the connection. */
-  answered: number | 'dropped';
+  /** What the receiver answered: a status, 'dropped' when it cut the connection, 'held' when it never answered. */
+  answered: number | 'dropped' | 'held';
 }
 
-/** What the receiver does with one request on a path: answer a status, or cut the connection. */
-type Behaviour = (req: IncomingMessage, n: number) => number | 'drop';
+/** What the receiver does with one request on a path: answer a status, cut the connection, or never answer. */
+type Behaviour = (body: Record<string, unknown>, n: number) => number | 'drop' | 'hold';
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;
@@ -59,12 +61,11 @@ beforeAll(async () => {
     req.on('end', () => {
       const path = req.url ?? '';
       const n = received.filter((r) => r.path === path).length;
-      const decision = (behaviours.get(path) ?? (() => 200))(req, n);
-      received.push({ path, headers: req.headers, raw, body: JSON.parse(raw) as Record<string, unknown>, at: Date.now(), answered: decision === 'drop' ? 'dropped' : decision });
-      if (decision === 'drop') {
-        req.socket.destroy();
-        return;
-      }
+      const body = JSON.parse(raw) as Record<string, unknown>;
+      const decision = (behaviours.get(path) ?? (() => 200))(body, n);
+      received.push({ path, headers: req.headers, raw, body, at: Date.now(), answered: decision === 'drop' ? 'dropped' : decision === 'hold' ? 'held' : decision });
+      if (decision === 'drop') req.socket.destroy();
+      if (typeof decision !== 'number') return;
       res.writeHead(decision);
       res.end();
     });
@@ -188,7 +189,8 @@ it('marks a delivery failed once the receiver was down for the whole window, rep
 
   const failed = await eventually(() => listed(sub, first.message_id), (d) => d?.status === 'failed', 60_000, 100);
   expect(failed).toMatchObject({ event: 'agent.response', status: 'failed', statusCode: null, lastError: expect.stringMatching(/could not reach the receiver/) });
-  expect(failed!.attempts).toBeGreaterThanOrEqual(2);
+  // Its window ran from when it was queued, alongside the status before it: it was tried at least once.
+  expect(failed!.attempts).toBeGreaterThanOrEqual(1);
   expect(withId(sub, first.message_id)).toHaveLength(failed!.attempts);
   // The `processing` status before it failed the same way; a status event that fails reports nothing.
   const processing = at(sub).find((r) => r.body.event === 'agent.status' && r.body.status === 'processing');
@@ -268,4 +270,49 @@ it('pauses the subscription when the receiver answers 410, and fails the deliver
   });
   expect(refused.status).toBe(409);
   expect(refused.body.error.code).toBe('SUBSCRIPTION_PAUSED');
+});
+
+it('counts only the POSTs made when a paused subscription outlasts the window, and reports the held delivery once resumed', async () => {
+  const sub = await subscribe('/hooks/paused-long', ['agent.response', 'agent.status'], (body) => (body.event === 'agent.response' ? 500 : 200));
+  const sent = await send(sub, `paused-long-${Date.now()}`, 1);
+  await eventually(async () => withId(sub, sent.message_id), (r) => r.length >= 1, 30_000, 20);
+  expect((await api.post(`${SUBS()}/${sub.id}/pause`, { key: t.adminKey })).status).toBe(200);
+
+  // Still paused when its window ends: failed, with the attempts it made before the pause.
+  const record = await eventually(() => listed(sub, sent.message_id), (d) => d?.status === 'failed', 60_000, 100);
+  const posts = withId(sub, sent.message_id);
+  expect(posts.every((r) => r.answered === 500)).toBe(true);
+  expect(record).toMatchObject({ status: 'failed', attempts: posts.length, statusCode: 500, lastError: expect.stringMatching(/paused/) });
+
+  // Its `delivery_failed` status waited for the resume, and says the same.
+  expect((await api.post(`${SUBS()}/${sub.id}/resume`, { key: t.adminKey })).status).toBe(200);
+  const report = await eventually(async () => at(sub).find((r) => r.body.status === 'delivery_failed' && r.answered === 200), (r) => r !== undefined, 30_000, 50);
+  expect(report!.body).toMatchObject({ related_message_id: sent.message_id, details: { event: 'agent.response', attempts: posts.length, reason: 'paused' } });
+  expectAllSigned(sub);
+});
+
+it('runs a delivery\'s window from when it was queued, so one that waited out its window behind a slow one gets one last attempt', async () => {
+  let back = false;
+  // The conversation's first event (its `processing` status) is held open twice until the POST
+  // times out (10 s each), longer than the 6 s window of the reply queued right behind it.
+  const sub = await subscribe('/hooks/slow', ['agent.response', 'agent.status'], (_body, n) => (n < 2 ? 'hold' : back ? 200 : 503));
+  const sent = await send(sub, `slow-${Date.now()}`, 1);
+
+  const record = await eventually(() => listed(sub, sent.message_id), (d) => d?.status === 'failed', 90_000, 100);
+  expect(at(sub).slice(0, 2).map((r) => [r.body.status, r.answered])).toEqual([
+    ['processing', 'held'],
+    ['processing', 'held'],
+  ]);
+  expect(record).toMatchObject({ status: 'failed', attempts: 1, statusCode: 503 });
+  expect(withId(sub, sent.message_id)).toHaveLength(1);
+
+  back = true;
+  const report = await eventually(async () => at(sub).find((r) => r.body.status === 'delivery_failed' && r.answered === 200), (r) => r !== undefined, 30_000, 50);
+  expect(report!.body).toMatchObject({ related_message_id: sent.message_id, details: { event: 'agent.response', attempts: 1, reason: 'failed', last_error: 'receiver answered 503' } });
+  expectAllSigned(sub);
+
+  // The run recorded the marker that chose this window, and replays with today's code.
+  const recorded = await history(sent.session_key);
+  expect(patchIdsIn(recorded)).toContain(DELIVERY_WINDOW_FROM_QUEUE_PATCH);
+  await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
 });
