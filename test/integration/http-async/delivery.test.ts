@@ -316,3 +316,36 @@ it('runs a delivery\'s window from when it was queued, so one that waited out it
   expect(patchIdsIn(recorded)).toContain(DELIVERY_WINDOW_FROM_QUEUE_PATCH);
   await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
 });
+
+it('keeps the lane going when the delivery activity itself fails for good, and answers the next message', async () => {
+  const sub = await subscribe('/hooks/unreadable', ['agent.response'], () => 200);
+  const first = await send(sub, `unreadable-${Date.now()}`, 1);
+  await eventually(async () => withId(sub, first.message_id), (r) => r.length === 1, 30_000, 50);
+
+  // The activity cannot read the subscription (its events are gone): every attempt throws, as it
+  // would with MongoDB unreachable, until Temporal gives up retrying it.
+  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $unset: { events: '' } });
+  const second = await send(sub, first.session_key, 2);
+  const workflowId = conversationWorkflowId(first.session_key);
+  // Temporal retries the activity briefly, then the conversation has it as a failed attempt.
+  const gaveUp = await eventually(
+    async () => ((await history(first.session_key)).events ?? []).some((e) => e.activityTaskFailedEventAttributes),
+    (failed) => failed,
+    60_000,
+    200,
+  );
+  expect(gaveUp).toBe(true);
+  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $set: { events: ['agent.response'] } });
+
+  // The conversation is not stuck: the next message is answered and delivered.
+  const third = await send(sub, first.session_key, 3);
+  const reply = await eventually(async () => withId(sub, third.message_id), (r) => r.some((x) => x.answered === 200), 60_000, 100);
+  expect(reply.map((r) => r.answered)).toContain(200);
+  expect(reply[0]!.body).toMatchObject({ session_key: first.session_key, metadata: { n: 3 } });
+  const described = await (await stack.ctx.temporal.client()).workflow.getHandle(workflowId).describe();
+  expect(described.status.name).toBe('RUNNING');
+  // The message whose reply was being tried then is delivered at a later attempt or reported failed, never lost silently.
+  const record = await eventually(() => listed(sub, second.message_id), (d) => d?.status === 'delivered' || d?.status === 'failed', 30_000, 100);
+  expect(['delivered', 'failed']).toContain(record?.status);
+  expectAllSigned(sub);
+});
