@@ -18,8 +18,8 @@ import { patchIdsIn, replayWithTodaysCode } from '../../support/workflow-history
 jest.setTimeout(120_000);
 
 // A short schedule: waits of 200 ms doubling, never capped within the attempts below (so each
-// wait is at least the one before it, jitter or not), and a window of 6 s after the first attempt.
-const SCHEDULE = { HTTP_ASYNC_RETRY_INITIAL_MS: '200', HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: '3200', HTTP_ASYNC_DELIVERY_WINDOW_MS: '6000', HTTP_ASYNC_PAUSED_CHECK_MS: '200' };
+// wait is at least the one before it, jitter or not), and a window of 10 s from when an event is queued.
+const SCHEDULE = { HTTP_ASYNC_RETRY_INITIAL_MS: '200', HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: '3200', HTTP_ASYNC_DELIVERY_WINDOW_MS: '10000', HTTP_ASYNC_PAUSED_CHECK_MS: '200' };
 
 const ECHO_AGENT = `AGENT: Echo
 GOAL: "Acknowledge every message."
@@ -294,7 +294,7 @@ it('counts only the POSTs made when a paused subscription outlasts the window, a
 it('runs a delivery\'s window from when it was queued, so one that waited out its window behind a slow one gets one last attempt', async () => {
   let back = false;
   // The conversation's first event (its `processing` status) is held open twice until the POST
-  // times out (10 s each), longer than the 6 s window of the reply queued right behind it.
+  // times out (10 s each), twice the 10 s window of the reply queued right behind it.
   const sub = await subscribe('/hooks/slow', ['agent.response', 'agent.status'], (_body, n) => (n < 2 ? 'hold' : back ? 200 : 503));
   const sent = await send(sub, `slow-${Date.now()}`, 1);
 
