@@ -171,3 +171,19 @@ export async function recordDeliveryAttempt(model: HttpAsyncDeliveryModel, attem
   // An upsert with `new` always answers the document.
   return doc as HttpAsyncDeliveryDoc;
 }
+
+/**
+ * A delivery a paused subscription held until its window ended: failed, its attempts and the last
+ * one's status left as they were (nothing was posted this time; it may never have been tried).
+ */
+export async function failHeldDelivery(
+  model: HttpAsyncDeliveryModel,
+  held: Pick<DeliveryAttempt, 'tenantId' | 'projectId' | 'subscriptionId' | 'messageId' | 'event' | 'error'>,
+): Promise<void> {
+  const { tenantId, projectId, subscriptionId, messageId, event } = held;
+  await model.updateOne(
+    { tenantId, subscriptionId, messageId },
+    { $setOnInsert: { projectId, event, test: false }, $set: { status: 'failed', lastError: held.error } },
+    { upsert: true },
+  );
+}

@@ -397,9 +397,15 @@ export interface HttpAsyncOutbound {
   messageId: string;
   event: 'agent.response' | 'agent.status' | 'agent.media';
   body: Record<string, unknown>;
-  /** Attempts made so far and when the first started (the retry window runs from it). */
+  /** POSTs made so far (held checks of a paused subscription are not attempts), and when the first started. */
   attempts: number;
   firstAttemptAtMs: number | null;
+  /**
+   * When it was queued: its delivery window runs from here, so time spent behind other events of
+   * the lane counts. Absent on events carried from a run before it (their window runs from the
+   * first attempt).
+   */
+  queuedAtMs?: number;
 }
 
 export interface HttpAsyncCarriedState {

@@ -19,6 +19,7 @@ import {
 } from './definitions';
 import { mediaBody, responseBody, retryDelayMs, statusBody, type ConversationRef } from './http-async-bodies';
 import { SessionIdKey } from './search-attributes';
+import type { DeliveryOutcome } from '../activities/http-async/delivery';
 
 const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning } = wf.proxyActivities<Activities>({
   // A turn can call models and tools; the session's own timeouts bound it well inside this.
@@ -30,10 +31,19 @@ const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning } = w
 /** One attempt: the receiver's 10 s plus reading the subscription and recording the attempt. */
 const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '20 seconds',
-  // Only for the activity itself failing (MongoDB, a worker lost mid-attempt); the receiver's
-  // failures are answered, not thrown, and retried on the delivery schedule below.
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 20 },
+  // Only for the activity itself failing (MongoDB, a worker lost mid-attempt), and briefly: one
+  // that still fails counts as a failed attempt of the delivery schedule below, which retries it
+  // like a receiver's failure (those are answered, not thrown).
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
 });
+
+/**
+ * The delivery window runs from when an event was queued, not from its first attempt: in one
+ * ordered lane an event behind a failing one would otherwise get a whole window of its own after
+ * that one's, and a receiver that is down would hold a reply for a window per event before it.
+ * Runs recorded before it replay with the window from the first attempt.
+ */
+export const DELIVERY_WINDOW_FROM_QUEUE_PATCH = 'http-async-window-from-queue-v1';
 
 /** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
 const SEEN_KEPT = 1_000;
@@ -62,7 +72,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   };
   const ref = (sessionId: string): ConversationRef => ({ sessionKey: input.sessionKey, sessionId });
   const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
-    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null });
+    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() });
   };
   const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
     const messageId = `has-${wf.uuid4()}`;
@@ -168,29 +178,45 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   }
 
   /**
-   * Delivers the oldest event until it is delivered, dropped or its window has passed (true), or
-   * until the run rolls over between attempts (false: the event stays first in the outbox).
+   * One attempt of a delivery. The activity failing past its own retries is a failed attempt: a
+   * rejection here would stop the lane, and the conversation with it, for good.
    */
-  async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
-    const { schedule } = input;
-    for (;;) {
-      d.firstAttemptAtMs ??= Date.now();
-      const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
-      const final = Date.now() + nextWait - d.firstAttemptAtMs > schedule.windowMs;
-      const { outcome, error } = await deliverHttpAsyncEvent({
+  async function attempt(d: HttpAsyncOutbound, final: boolean): Promise<{ outcome: DeliveryOutcome; error: string | null }> {
+    try {
+      return await deliverHttpAsyncEvent({
         tenantId: input.tenantId,
         projectId: input.projectId,
         subscriptionId: input.subscriptionId,
         delivery: { messageId: d.messageId, event: d.event, body: d.body },
         final,
       });
+    } catch (err) {
+      if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
+      return { outcome: 'failed', error: 'the delivery could not be attempted (internal error)' };
+    }
+  }
+
+  /**
+   * Delivers the oldest event until it is delivered, dropped or its window has passed (true), or
+   * until the run rolls over between attempts (false: the event stays first in the outbox). An
+   * event that reaches the head of the lane after its window still gets one (final) attempt.
+   */
+  async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
+    const { schedule } = input;
+    for (;;) {
+      d.firstAttemptAtMs ??= Date.now();
+      const windowStart = d.queuedAtMs !== undefined && wf.patched(DELIVERY_WINDOW_FROM_QUEUE_PATCH) ? d.queuedAtMs : d.firstAttemptAtMs;
+      const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
+      const final = Date.now() + nextWait - windowStart > schedule.windowMs;
+      const { outcome, error } = await attempt(d, final);
       if (outcome === 'delivered' || outcome === 'dropped') return true;
       if (outcome === 'paused' && !final) {
         // Held while paused: looked at again, not counted as an attempt.
-        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, d.firstAttemptAtMs + schedule.windowMs - Date.now())))) return false;
+        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, windowStart + schedule.windowMs - Date.now())))) return false;
         continue;
       }
-      d.attempts++;
+      // Held by a pause when the window ended: nothing was posted this time.
+      if (outcome !== 'paused') d.attempts++;
       if (outcome === 'failed' && !final) {
         // A rollover does not wait out the pause: the next run carries the attempts and goes on.
         if (await wf.condition(() => rolling, nextWait)) return false;

@@ -2,7 +2,7 @@
 // schedule): the subscription as it is now (paused, deleted, not subscribed to the event), the
 // signed POST through the destination rules, and the attempt in the subscription's recent
 // deliveries. A 410 from the receiver pauses the subscription.
-import { openSubscriptionSecret, recordDeliveryAttempt } from '../../db/http-async-subscription';
+import { failHeldDelivery, openSubscriptionSecret, recordDeliveryAttempt } from '../../db/http-async-subscription';
 import { postSignedCallback } from '../../lib/http-async/callback-post';
 import { secretMasterKeyRing } from '../../lib/envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
@@ -40,7 +40,9 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
         recordDeliveryAttempt(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, status, statusCode, latencyMs, error });
       if (sub.status === 'paused') {
         // Held, not attempted; once the schedule's window has passed it is failed, and visible.
-        if (input.final) await record('failed', null, null, 'the subscription was paused for the whole delivery window');
+        if (input.final) {
+          await failHeldDelivery(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, error: 'the subscription was paused when the delivery window ended' });
+        }
         return { outcome: 'paused', error: 'subscription paused' };
       }
       let secret: string;
