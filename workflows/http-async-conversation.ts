@@ -160,7 +160,15 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       }
       const sessionId = session.sessionId;
       status(sessionId, 'processing', message.messageId);
-      const outcome = await runHttpAsyncTurn({ tenantId: input.tenantId, projectId: input.projectId, sessionId, messageId: message.messageId, text: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) });
+      let outcome: Awaited<ReturnType<typeof runHttpAsyncTurn>>;
+      try {
+        outcome = await runHttpAsyncTurn({ tenantId: input.tenantId, projectId: input.projectId, sessionId, messageId: message.messageId, text: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) });
+      } catch (err) {
+        // Temporal or the store unreachable past the activity's retries: the message is answered
+        // with an error rather than left to stop the lane (and the conversation) for good.
+        if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
+        outcome = { ok: false, sessionGone: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The message could not be handed to the session; send it again' } };
+      }
       if (outcome.ok) {
         const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
         deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}) });
@@ -269,7 +277,11 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
     const settled = await wf.condition(() => (idle() && session === null) || shouldRollOver(), quietCheckMs);
     if (settled) break;
     if (idle() && session !== null && Date.now() - lastActivityMs >= quietCheckMs && waitingFor === null) {
-      const running = await isHttpAsyncSessionRunning({ sessionId: session.sessionId });
+      // Unanswered, the session counts as running: the next quiet period asks again.
+      const running = await isHttpAsyncSessionRunning({ sessionId: session.sessionId }).catch((err: unknown) => {
+        if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
+        return true;
+      });
       if (!running && idle()) session = null;
     }
   }
