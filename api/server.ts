@@ -6,6 +6,7 @@ import { buildAppContext, closeAppContext } from './bootstrap';
 import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
+import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -23,6 +24,7 @@ async function main(): Promise<void> {
   ctx.logger.info({ port }, `API listening on http://${config.HOST}:${port}`);
   const stopReconciler = startCapacityReconciler(ctx);
   const stopClaimSweep = startStaleClaimSweep(ctx);
+  const stopRunSweep = startInterruptedRunSweep(ctx);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -31,6 +33,7 @@ async function main(): Promise<void> {
     ctx.logger.info({ signal }, 'API shutting down');
     stopReconciler();
     stopClaimSweep();
+    stopRunSweep();
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();

@@ -77,16 +77,18 @@ export type AppRunOutcome =
 /**
  * Records a run's outcome once (a repeated call finds it finished and changes nothing) and takes
  * it off its session's runs in flight: the session is `idle` again, or `error` after a failure.
+ * True for the call that recorded it.
  */
 export async function finishAppRun(
   models: { AppRun: AppRunModel; AppSession: AppSessionModel },
   run: Pick<AppRunDoc, '_id' | 'tenantId' | 'sessionId'>,
   outcome: AppRunOutcome,
-): Promise<void> {
+): Promise<boolean> {
   const set = outcome.ok
     ? { status: 'success', output: outcome.output, spanIds: outcome.spanIds, finishedAt: new Date() }
     : { status: 'failed', error: outcome.error, finishedAt: new Date() };
   const changed = await models.AppRun.updateOne({ _id: run._id, tenantId: run.tenantId, status: 'running' }, { $set: set });
-  if (changed.modifiedCount === 0) return;
+  if (changed.modifiedCount === 0) return false;
   await models.AppSession.updateOne({ _id: run.sessionId, tenantId: run.tenantId }, { $inc: { activeRuns: -1 }, $set: { lastRunFailed: !outcome.ok } });
+  return true;
 }

@@ -198,6 +198,8 @@ export const ConfigSchema = z.object({
   SESSION_CAPACITY_RECONCILE_MS: z.coerce.number().int().min(0).default(5 * 60 * 1000),
   /** How often each API process delivers callback claims its process did not hand over (0: off). */
   CALLBACK_CLAIM_SWEEP_MS: z.coerce.number().int().min(0).default(15_000),
+  /** How often each API process closes app runs whose process stopped mid-request (0: off). */
+  APP_RUN_SWEEP_MS: z.coerce.number().int().min(0).default(60_000),
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
 });
 

@@ -6,6 +6,7 @@
 import { CALLBACK_PAYLOAD_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { ApiError } from '../../lib/errors';
 import { requireEncryptor } from '../chat/llm-runtime';
+import { runPeriodically } from '../../lib/periodic';
 import { type AppContext } from '../context';
 import { TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
 import { deliver } from './service';
@@ -58,24 +59,7 @@ async function redeliver(ctx: AppContext, doc: SuspensionDoc): Promise<boolean> 
 
 export function startStaleClaimSweep(ctx: AppContext): () => void {
   const every = ctx.config.CALLBACK_CLAIM_SWEEP_MS;
-  if (every <= 0) return () => undefined;
-  let stopped = false;
-  let timer: NodeJS.Timeout;
-  const schedule = () => {
-    timer = setTimeout(() => void run(), every);
-    timer.unref();
-  };
-  const run = async () => {
-    try {
-      await redeliverStaleClaims(ctx);
-    } catch (err) {
-      ctx.logger.warn({ err }, 'the stale callback claim sweep failed; it runs again at the next interval');
-    }
-    if (!stopped) schedule();
-  };
-  schedule();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return runPeriodically(every, every, () => redeliverStaleClaims(ctx), (err) =>
+    ctx.logger.warn({ err }, 'the stale callback claim sweep failed; it runs again at the next interval'),
+  );
 }

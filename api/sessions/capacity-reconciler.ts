@@ -4,6 +4,7 @@
 // the previous run finished. Several API processes may run it at once: each of its changes is one
 // the count's revisions admit only once.
 import { reconcileAllSessionCapacity } from '../../db/session-capacity';
+import { runPeriodically } from '../../lib/periodic';
 import { type AppContext } from '../context';
 
 /** Delay of the first run after the process starts. */
@@ -11,24 +12,7 @@ const FIRST_RUN_MS = 10_000;
 
 export function startCapacityReconciler(ctx: AppContext): () => void {
   const every = ctx.config.SESSION_CAPACITY_RECONCILE_MS;
-  if (every <= 0) return () => undefined;
-  let stopped = false;
-  let timer: NodeJS.Timeout;
-  const schedule = (ms: number) => {
-    timer = setTimeout(() => void run(), ms);
-    timer.unref();
-  };
-  const run = async () => {
-    try {
-      await reconcileAllSessionCapacity(ctx.models);
-    } catch (err) {
-      ctx.logger.warn({ err }, 'session capacity reconciliation failed; it runs again at the next interval');
-    }
-    if (!stopped) schedule(every);
-  };
-  schedule(Math.min(every, FIRST_RUN_MS));
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
+  return runPeriodically(every, Math.min(every, FIRST_RUN_MS), () => reconcileAllSessionCapacity(ctx.models), (err) =>
+    ctx.logger.warn({ err }, 'session capacity reconciliation failed; it runs again at the next interval'),
+  );
 }

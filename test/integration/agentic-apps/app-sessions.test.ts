@@ -8,6 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { ChannelKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { ZAppSessionDetailResponse, ZCreateAppSessionResponse, ZExecuteRunResponse, ZListAppSessionsResponse, ZTerminateResponse } from '../../../api/agentic-apps/schemas';
 import { publishAgent } from '../../support/agents';
+import { closeInterruptedRuns, INTERRUPTED_RUN_ERROR, staleRunAgeMs } from '../../../api/agentic-apps/stale-runs';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -303,6 +304,25 @@ describe('tenancy and permissions', () => {
 });
 
 describe('runs', () => {
+  it('closes a run whose API process stopped mid-request, so its session is no longer busy', async () => {
+    const reference = ref('interrupted');
+    const done = ZExecuteRunResponse.parse((await execute({ sessionIdentity: [{ type: 'sessionReference', value: reference }], input: text('hello') })).body);
+    const sessionId = done.sessionInfo.sessionId.replace(/^s-/, '');
+    // What a process leaves when it stops in the middle of a synchronous run.
+    const old = new Date(Date.now() - staleRunAgeMs(stack.config) - 1_000);
+    const runId = `r-interrupted${refSeq}`;
+    await stack.ctx.models.AppRun.create({ _id: runId, tenantId: t.tenantId, projectId: t.projectId, sessionId, messageId: 'msg-x', status: 'running', message: 'hi', createdAt: old });
+    await stack.ctx.models.AppSession.updateOne({ _id: sessionId, tenantId: t.tenantId }, { $inc: { activeRuns: 1 } });
+    expect((await create([{ type: 'sessionReference', value: reference }])).body.session.status).toBe('busy');
+    // A run younger than the stale age is left to its request.
+    expect(await closeInterruptedRuns(stack.ctx, new Date(old.getTime() + staleRunAgeMs(stack.config) - 1))).toBe(0);
+    expect(await closeInterruptedRuns(stack.ctx)).toBe(1);
+    expect((await create([{ type: 'sessionReference', value: reference }])).body.session.status).toBe('error');
+    const status = await post(`${base()}/runs/${runId}/status`, {});
+    expect(status.body.run).toMatchObject({ status: 'failed', error: INTERRUPTED_RUN_ERROR });
+    expect(await closeInterruptedRuns(stack.ctx)).toBe(0);
+  });
+
   it('runs a turn synchronously; the run and the detail carry the same r- id, with observations from the trace', async () => {
     const reference = ref('sync');
     // Any JSON as metadata, even what a document cannot hold (nested arrays).
