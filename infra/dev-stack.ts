@@ -20,7 +20,9 @@ import {
   waitForHttpOk,
   type ManagedProcess,
 } from './processes';
-import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from './sample-backend';
+import { SAMPLE_RECEIVER_PATH, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from './sample-backend';
+import { ensureDevSubscription } from './seed-subscription';
+import { secretMasterKeyRing } from '../lib/envelope';
 import { ensureDevTenant } from './seed';
 import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
 
@@ -115,7 +117,7 @@ async function main(): Promise<void> {
     log(`serving the sample back-end on ${backend.url}`);
     // Exactly the sample back-end is let through the tools' private-address refusal; private
     // networks as a whole stay refused.
-    Object.assign(env, sampleBackendToolEnv(backend));
+    Object.assign(env, sampleBackendToolEnv(backend), sampleBackendHttpAsyncEnv(backend));
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
@@ -126,6 +128,8 @@ async function main(): Promise<void> {
     const baseUrl = `http://localhost:${apiPort}`;
     const { credentials, created } = await ensureDevTenant(models, path.join(DATA_DIR, 'dev-credentials.json'), baseUrl);
     const seeded = await seedDevProject(models, credentials, { sampleBackendUrl: backend.url });
+    const receiverUrl = `${backend.url}${SAMPLE_RECEIVER_PATH}`;
+    const subscriptionId = await ensureDevSubscription(models, secretMasterKeyRing(config), credentials, receiverUrl);
     const stale = await toolFilesOffSampleBackend(models, credentials, backend.url);
     if (stale.length > 0) {
       log(
@@ -162,6 +166,7 @@ async function main(): Promise<void> {
         : []),
       `  MongoDB        ${config.MONGODB_URI}`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
+      `  Sample webhook ${receiverUrl}   (the dev project's HTTP-async subscription delivers here; GET shows what came)`,
       '',
       `Dev credentials (${created ? 'created' : 'reused'}): .data/dev-credentials.json`,
       `  tenantId   ${credentials.tenantId}`,
@@ -171,6 +176,15 @@ async function main(): Promise<void> {
       '',
       'Try:',
       `  curl -H "Authorization: Bearer ${credentials.apiKey}" ${baseUrl}/api/projects/${credentials.projectId}`,
+      ...(subscriptionId
+        ? [
+            '  An HTTP-async conversation (docs/http-async.md); the replies arrive at the sample receiver:',
+            `  curl -H "X-API-Key: ${credentials.apiKey}" -H "Content-Type: application/json" \\`,
+            `    -d '{"project_id":"${credentials.projectId}","subscription_id":"${subscriptionId}","message":"Hi, I need help with an invoice","session_key":"me"}' \\`,
+            `    ${baseUrl}/api/v1/channels/http-async/message`,
+            `  curl ${receiverUrl}`,
+          ]
+        : []),
       '',
       'Press Ctrl-C to stop.',
       '',

@@ -1,5 +1,6 @@
 // The sample back-end the dev stack serves on loopback for the seeded support-desk agents, so
-// their tools answer offline: invoices and refunds, flights and hotels, KYC checks and accounts.
+// their tools answer offline: invoices and refunds, flights and hotels, KYC checks and accounts;
+// and a sample receiver for the dev project's HTTP-async subscription.
 // Answers are deterministic (fixed tables, or derived from the request) and include "not found".
 import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -171,11 +172,35 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown> |
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, later: (work: () => Promise<void>) => void): Promise<void> {
+/** Where the dev project's HTTP-async subscription delivers (docs/http-async.md), on the sample back-end. */
+export const SAMPLE_RECEIVER_PATH = '/hooks/abl';
+/** Callbacks the sample receiver keeps, newest last. */
+const RECEIVER_KEEPS = 100;
+
+export interface ReceivedCallback {
+  event: string;
+  receivedAt: string;
+  body: Record<string, unknown>;
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, later: (work: () => Promise<void>) => void, inbox: ReceivedCallback[]): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://sample-backend');
   let answer: { status: number; body: unknown } = notFound(`No route ${req.method} ${url.pathname}`);
   const route = ROUTES.find((r) => r.path.test(url.pathname) && r.method === req.method);
-  if (route) {
+  if (url.pathname === SAMPLE_RECEIVER_PATH && (req.method === 'POST' || req.method === 'GET')) {
+    // The sample receiver: takes every callback (it does not check signatures; a real receiver
+    // must, examples/http-async/receiver.ts) and shows the last ones on GET.
+    if (req.method === 'POST') {
+      const body = await readJson(req);
+      if (body) {
+        inbox.push({ event: String(req.headers['x-abl-event'] ?? body.event ?? 'unknown'), receivedAt: new Date().toISOString(), body });
+        if (inbox.length > RECEIVER_KEEPS) inbox.shift();
+      }
+      answer = body ? { status: 200, body: { ok: true } } : { status: 400, body: { error: { code: 'BAD_REQUEST', message: 'body must be a JSON object' } } };
+    } else {
+      answer = { status: 200, body: { callbacks: inbox } };
+    }
+  } else if (route) {
     const body = await readJson(req);
     const params = (route.path.exec(url.pathname) ?? []).slice(1).map(decodeURIComponent);
     answer = body ? route.handle({ params, query: url.searchParams, body, later }) : { status: 400, body: { error: { code: 'BAD_REQUEST', message: 'body must be a JSON object' } } };
@@ -189,6 +214,8 @@ export interface SampleBackend {
   url: string;
   /** `127.0.0.1:3010`: what the tool destination rules must let through. */
   hostPort: string;
+  /** What the sample receiver (`POST /hooks/abl`) took, newest last. */
+  callbacks: ReceivedCallback[];
   close(): Promise<void>;
 }
 
@@ -202,8 +229,9 @@ export async function startSampleBackend(port: number, host = '127.0.0.1', callb
     }, callbackDelayMs);
     timers.add(timer);
   };
+  const callbacks: ReceivedCallback[] = [];
   const server: Server = createServer((req, res) => {
-    serve(req, res, later).catch(() => {
+    serve(req, res, later, callbacks).catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { code: 'INTERNAL', message: 'sample back-end error' } }));
     });
@@ -217,6 +245,7 @@ export async function startSampleBackend(port: number, host = '127.0.0.1', callb
   return {
     url: `http://${hostPort}`,
     hostPort,
+    callbacks,
     close: async () => {
       for (const timer of timers) clearTimeout(timer);
       server.closeAllConnections();
@@ -231,4 +260,9 @@ export async function startSampleBackend(port: number, host = '127.0.0.1', callb
  */
 export function sampleBackendToolEnv(backend: Pick<SampleBackend, 'hostPort'>): Record<string, string> {
   return { TOOL_ALLOWED_PRIVATE_DESTINATIONS: backend.hostPort };
+}
+
+/** What HTTP-async deliveries need to reach the sample receiver: exactly its host:port. */
+export function sampleBackendHttpAsyncEnv(backend: Pick<SampleBackend, 'hostPort'>): Record<string, string> {
+  return { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: backend.hostPort };
 }

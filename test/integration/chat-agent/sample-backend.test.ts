@@ -1,9 +1,12 @@
 // The seeded sample project against the dev stack's sample back-end, through the real API and
 // worker: a new user's billing conversation ends in the invoice and a refund from the back-end,
 // an unknown invoice takes the agent's ON_FAIL path, and a trip plan fans out to flights and
-// hotels. The back-end is started and allowed exactly as infra/dev-stack.ts does it.
+// hotels; the dev project's HTTP-async subscription answers at the sample receiver. The back-end
+// is started and allowed exactly as infra/dev-stack.ts does it.
 import { seedDevProject, toolFilesOffSampleBackend } from '../../../infra/seed-project';
-import { sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
+import { SAMPLE_RECEIVER_PATH, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
+import { DEV_SUBSCRIPTION_NAME, ensureDevSubscription } from '../../../infra/seed-subscription';
+import { secretMasterKeyRing } from '../../../lib/envelope';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
@@ -16,7 +19,7 @@ let t: SeededTenant;
 beforeAll(async () => {
   backend = await startSampleBackend(0);
   // Only the dev stack's tool settings: the sample back-end is the one private destination allowed.
-  stack = await startTestStack({ worker: true, env: sampleBackendToolEnv(backend) });
+  stack = await startTestStack({ worker: true, env: { ...sampleBackendToolEnv(backend), ...sampleBackendHttpAsyncEnv(backend) } });
   t = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId }, { sampleBackendUrl: backend.url });
 });
@@ -102,4 +105,29 @@ it('finds the tool files of a project seeded without the sample back-end, so the
   const older = { tenantId: t.tenantId, projectId: t.otherProjectId };
   await seedDevProject(stack.ctx.models, older);
   expect(await toolFilesOffSampleBackend(stack.ctx.models, older, backend.url)).toEqual(['billing-api', 'travel']);
+});
+
+it('answers an HTTP-async message at the sample receiver through the dev subscription, created once', async () => {
+  const receiverUrl = `${backend.url}${SAMPLE_RECEIVER_PATH}`;
+  const owner = { tenantId: t.tenantId, projectId: t.projectId };
+  const id = await ensureDevSubscription(stack.ctx.models, secretMasterKeyRing(stack.config), owner, receiverUrl);
+  expect(id).toMatch(/^whs-/);
+  expect(await ensureDevSubscription(stack.ctx.models, secretMasterKeyRing(stack.config), owner, receiverUrl)).toBe(id);
+  expect(await stack.ctx.models.HttpAsyncSubscription.countDocuments({ ...owner, name: DEV_SUBSCRIPTION_NAME })).toBe(1);
+
+  const api = client(stack.baseUrl);
+  const sent = await api.post('/api/v1/channels/http-async/message', {
+    headers: { 'x-api-key': t.adminKey },
+    json: { project_id: t.projectId, subscription_id: id, message: 'hello', session_key: 'me' },
+  });
+  expect(sent.status).toBe(202);
+  const replies = await eventually(
+    async () => backend.callbacks.filter((c) => c.event === 'agent.response' && c.body.message_id === sent.body.message_id),
+    (found) => found.length === 1,
+    30_000,
+  );
+  expect(replies[0]!.body).toMatchObject({ session_key: sent.body.session_key, is_new_session: true, outcome: { status: 'ok' } });
+  // What came is shown on GET, as the dev stack's banner says.
+  const shown = (await (await fetch(receiverUrl)).json()) as { callbacks: { body: { message_id: string } }[] };
+  expect(shown.callbacks.map((c) => c.body.message_id)).toContain(sent.body.message_id);
 });
