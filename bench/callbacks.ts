@@ -1,6 +1,6 @@
 // Async tool callbacks: how fast a signed callback turns into the session's resumed answer, next
 // to a bare Temporal update round trip (the floor), and what suspended sessions cost the worker.
-//   node --import tsx bench/callbacks.ts [--concurrent 100] [--rounds 3] [--suspended 1000,10000]
+//   node --import tsx bench/callbacks.ts [--concurrent 100] [--rounds 3] [--suspended 1000,10000] [--store postgres]
 // Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, the API in this
 // process, the worker as its own process so its memory is its own) and an async tool server that
 // acknowledges with 202. Latency: `--concurrent` sessions are suspended, then all their callbacks
@@ -28,6 +28,7 @@ import { pingUpdate } from '../workflows/definitions';
 import { switchboardDataConverter } from '../lib/payload-codec';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
+import { startThrowawayPostgres } from './support/postgres';
 
 const { values } = parseArgs({
   options: {
@@ -43,8 +44,14 @@ const { values } = parseArgs({
      * full GC in the main thread and in the SDK's workflow thread (bench/support/memory-probe.js).
      */
     'memory-probe': { type: 'boolean', default: false },
+    /**
+     * `postgres`: FerretDB stores in a throwaway PostgreSQL cluster (bench/support/postgres.ts)
+     * instead of SQLite, whose filtered writes decode whole collections: for runs at scale only.
+     */
+    store: { type: 'string', default: 'sqlite' },
   },
 });
+if (values.store !== 'sqlite' && values.store !== 'postgres') throw new Error(`--store: sqlite or postgres, not ${values.store}`);
 /** Sessions suspended at once (first turns in flight) while the bench fills the worker. */
 const LANES = Number(values.lanes);
 const CONCURRENT = Number(values.concurrent);
@@ -151,7 +158,10 @@ async function main() {
   const toolHost = `127.0.0.1:${(tool.address() as AddressInfo).port}`;
 
   const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
-  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
+  const postgres = values.store === 'postgres' ? startThrowawayPostgres(await freePort()) : null;
+  // Stopped on any exit, a failed start included (stop() is synchronous and runs once).
+  if (postgres) process.once('exit', () => postgres.stop());
+  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0, postgresqlUrl: postgres?.url });
   const apiPort = await freePort();
   const config = loadConfig({
     PORT: String(apiPort),
@@ -198,7 +208,13 @@ async function main() {
   });
   let stopping = false;
   const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
-  const cpu = new CpuMeter({ worker: worker.child.pid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
+  const cpu = new CpuMeter({
+    worker: worker.child.pid,
+    temporal: temporal.process.child.pid,
+    mongo: ferret.process.child.pid,
+    ...(postgres ? { postgres: { tree: postgres.pid } } : {}),
+  });
+  if (postgres) out('store: FerretDB on a throwaway PostgreSQL cluster (--store postgres); "mongo" is FerretDB, "postgres" the cluster');
   const apiOps = countMongoCommands(ctx);
   // The untimed wait after a phase: the held projection write and its settle land in that phase.
   const settleMs = config.SESSION_PROJECTION_FLUSH_MS + 750;
@@ -399,6 +415,7 @@ FLOW:
     await new Promise((r) => tool.close(r));
     await temporal.process.stop();
     await ferret.process.stop();
+    postgres?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

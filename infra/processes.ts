@@ -75,6 +75,8 @@ export interface FerretDbOptions {
   /** 0 picks a free port. */
   port: number;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
+  /** Store in this PostgreSQL database instead of SQLite under dataDir (benches at scale only). */
+  postgresqlUrl?: string;
 }
 
 /** Starts the FerretDB shim and resolves once it listens, with its MongoDB URI. */
@@ -82,7 +84,15 @@ export async function startFerretDb(options: FerretDbOptions): Promise<{ uri: st
   mkdirSync(options.dataDir, { recursive: true });
   const child = spawn(
     toolPath('ferretdb'),
-    ['-listen', `127.0.0.1:${options.port}`, '-data-dir', options.dataDir, '-log-level', options.logLevel ?? 'error'],
+    [
+      '-listen',
+      `127.0.0.1:${options.port}`,
+      '-data-dir',
+      options.dataDir,
+      '-log-level',
+      options.logLevel ?? 'error',
+      ...(options.postgresqlUrl ? ['-postgresql-url', options.postgresqlUrl] : []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const proc = manage('ferretdb', child);

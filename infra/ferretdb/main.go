@@ -2,6 +2,8 @@
 //
 // Switchboard's dev and test stacks use it as their MongoDB. The upstream cmd/ferretdb needs
 // version files generated at release time, so we embed the library package instead.
+// With -postgresql-url it stores in PostgreSQL instead: only for benches at scale (see
+// docs/performance.md), where SQLite's full-collection decoding of filtered writes would dominate.
 package main
 
 import (
@@ -21,6 +23,7 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (port 0 picks a free port)")
 	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases")
 	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
+	postgresqlURL := flag.String("postgresql-url", "", "store in this PostgreSQL database instead of SQLite (benches only; -data-dir is then unused)")
 	flag.Parse()
 
 	var level slog.Level
@@ -30,26 +33,30 @@ func main() {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	dir, err := filepath.Abs(*dataDir)
-	if err == nil {
-		err = os.MkdirAll(dir, 0o755)
+	config := &ferretdb.Config{
+		Listener: ferretdb.ListenerConfig{TCP: *listen},
+		Logger:   logger,
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "ferretdb-shim: data dir: %v\n", err)
-		os.Exit(1)
+	if *postgresqlURL != "" {
+		config.Handler = "postgresql"
+		config.PostgreSQLURL = *postgresqlURL
+	} else {
+		dir, err := filepath.Abs(*dataDir)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ferretdb-shim: data dir: %v\n", err)
+			os.Exit(1)
+		}
+		// WAL (FerretDB's default) with synchronous=NORMAL, as SQLite advises for WAL: a commit no
+		// longer waits for an fsync, and a crash of any process, FerretDB's included, still loses
+		// nothing; only the machine losing power can drop the last commits, which a dev store can afford.
+		config.Handler = "sqlite"
+		config.SQLiteURL = "file:" + dir + "/?_pragma=synchronous(normal)"
 	}
 
-	// WAL (FerretDB's default) with synchronous=NORMAL, as SQLite advises for WAL: a commit no
-	// longer waits for an fsync, and a crash of any process, FerretDB's included, still loses
-	// nothing; only the machine losing power can drop the last commits, which a dev store can afford.
-	sqliteURL := "file:" + dir + "/?_pragma=synchronous(normal)"
-
-	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: *listen},
-		Logger:    logger,
-		Handler:   "sqlite",
-		SQLiteURL: sqliteURL,
-	})
+	f, err := ferretdb.New(config)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ferretdb-shim: %v\n", err)
 		os.Exit(1)
