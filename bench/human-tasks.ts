@@ -152,7 +152,7 @@ FLOW:
         priority,
         priorityRank: PRIORITY_RANK[priority],
         tags: [],
-        context: { n: i },
+        contextJson: JSON.stringify({ n: i }),
         fields: [],
         routing: null,
         assignedTo: status === 'pending' ? null : `user-${i % 50}`,

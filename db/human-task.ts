@@ -17,7 +17,11 @@ export interface HumanTaskDoc {
   /** 0 critical … 3 low: lists sort by it, then by age. */
   priorityRank: number;
   tags: string[];
-  context: Record<string, unknown>;
+  /**
+   * The task's context as JSON text: any JSON a caller or a session sends, which a document cannot
+   * always hold (keys with dots, nested arrays). Read it with `taskContext`.
+   */
+  contextJson: string;
   fields: { name: string; type: string; label: string | null; required: boolean; options: string[] }[];
   routing: Record<string, unknown> | null;
   assignedTo: string | null;
@@ -46,7 +50,7 @@ const HumanTaskSchema = new Schema<HumanTaskDoc>(
     priority: { type: String, required: true },
     priorityRank: { type: Number, required: true },
     tags: { type: [String], default: [] },
-    context: { type: Schema.Types.Mixed, default: {} },
+    contextJson: { type: String, default: '{}' },
     fields: { type: Schema.Types.Mixed, default: [] },
     routing: { type: Schema.Types.Mixed, default: null },
     assignedTo: { type: String, default: null },
@@ -79,9 +83,10 @@ export const humanTaskModel = (c: Connection): HumanTaskModel => c.model<HumanTa
  * A task as its workflow sees it (workflows/definitions.ts HumanTaskView: dates as ISO strings),
  * turned into its row. Shared by the workflow's projection write and the API's first write.
  */
-export type HumanTaskRowSource = Omit<HumanTaskDoc, '_id' | 'priorityRank' | 'dueAt' | 'claimedAt' | 'createdAt' | 'updatedAt' | 'routing'> & {
+export type HumanTaskRowSource = Omit<HumanTaskDoc, '_id' | 'priorityRank' | 'dueAt' | 'claimedAt' | 'createdAt' | 'updatedAt' | 'routing' | 'contextJson'> & {
   taskId: string;
   routing: object | null;
+  context: Record<string, unknown>;
   dueAt: string | null;
   claimedAt: string | null;
   createdAt: string;
@@ -89,9 +94,10 @@ export type HumanTaskRowSource = Omit<HumanTaskDoc, '_id' | 'priorityRank' | 'du
 };
 
 export function humanTaskRow(task: HumanTaskRowSource): Omit<HumanTaskDoc, '_id'> {
-  const { taskId: _taskId, dueAt, claimedAt, createdAt, updatedAt, ...rest } = task;
+  const { taskId: _taskId, dueAt, claimedAt, createdAt, updatedAt, context, ...rest } = task;
   return {
     ...rest,
+    contextJson: JSON.stringify(context ?? {}),
     routing: rest.routing as Record<string, unknown> | null,
     priorityRank: PRIORITY_RANK[task.priority],
     dueAt: dueAt ? new Date(dueAt) : null,
@@ -99,4 +105,10 @@ export function humanTaskRow(task: HumanTaskRowSource): Omit<HumanTaskDoc, '_id'
     createdAt: new Date(createdAt),
     updatedAt: new Date(updatedAt),
   };
+}
+
+/** A row's context; rows written before `contextJson` hold it as a document. */
+export function taskContext(doc: Pick<HumanTaskDoc, 'contextJson'> & { context?: unknown }): Record<string, unknown> {
+  if (typeof doc.contextJson === 'string') return JSON.parse(doc.contextJson) as Record<string, unknown>;
+  return (doc.context as Record<string, unknown> | undefined) ?? {};
 }

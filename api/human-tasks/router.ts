@@ -1,7 +1,7 @@
 // The human task routes: list and read (human_task:read), create, claim, assign, resolve and
 // cancel (human_task:write, which a reviewer holds without agent:write). docs/human-tasks.md.
 import { type z } from 'zod';
-import { type HumanTaskDoc } from '../../db/human-task';
+import { taskContext, type HumanTaskDoc } from '../../db/human-task';
 import { type HumanTaskView } from '../../workflows/definitions';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
@@ -56,7 +56,7 @@ function presentTask(t: Task): z.infer<typeof ZTaskDetail> {
   const item = presentListItem(t);
   return {
     ...item,
-    context: t.context,
+    context: 'taskId' in t ? t.context : taskContext(t),
     fields: t.fields as z.infer<typeof ZTaskDetail>['fields'],
     routing: (t.routing as Record<string, unknown> | null) ?? null,
     claimedAt: iso(t.claimedAt),

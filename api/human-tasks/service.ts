@@ -56,7 +56,7 @@ export function taskListFilter(scope: TaskScope, q: TListTasksQuery): Record<str
 /** List order: most urgent first, and within a priority the one waiting longest. */
 export const TASK_LIST_SORT = { priorityRank: 1, createdAt: 1, _id: 1 } as const;
 /** What a list item leaves out. */
-export const TASK_LIST_PROJECTION = { context: 0, history: 0, fields: 0 } as const;
+export const TASK_LIST_PROJECTION = { contextJson: 0, context: 0, history: 0, fields: 0 } as const;
 
 export async function listTasks(ctx: AppContext, scope: TaskScope, q: TListTasksQuery): Promise<{ total: number; tasks: HumanTaskDoc[] }> {
   const filter = taskListFilter(scope, q);

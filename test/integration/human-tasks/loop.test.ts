@@ -309,6 +309,20 @@ it('assigns to a team and to a user; a user assigned elsewhere cannot claim', as
   expect(done.body.task.status).toBe('completed');
 });
 
+it('keeps any JSON context, keys with dots and nested arrays included, through create, read and transitions', async () => {
+  const context = { 'order.id': 'A-1', matrix: [[1, 2], [[3]]], nested: { 'a.b': [[{ c: null }]] } };
+  const created = await api.post(tasksUrl(), { key: t.adminKey, json: { type: 'review', title: 'Odd context', context } });
+  expect(created.status).toBe(201);
+  const id = created.body.task.id as string;
+  expect(created.body.task.context).toEqual(context);
+  expect((await api.get(`${tasksUrl()}/${id}`, { key: t.adminKey })).body.task.context).toEqual(context);
+  const claimed = await api.post(`${tasksUrl()}/${id}/claim`, { key: t.adminKey, json: { userId: 'ada' } });
+  expect(claimed.body.task.context).toEqual(context);
+  // The workflow's projection writes it too: the row follows the claim.
+  const read = await eventually(() => api.get(`${tasksUrl()}/${id}`, { key: t.adminKey }), (r) => r.body.task.status === 'in_progress', 10_000, 100);
+  expect(read.body.task).toMatchObject({ status: 'in_progress', context });
+});
+
 it('sorts by priority, then oldest first, and filters', async () => {
   const make = async (priority: string, type = 'review') =>
     (await api.post(tasksUrl(), { key: t.adminKey, json: { type, title: `${priority} one`, priority, tags: ['sorting'] } })).body.task.id as string;
