@@ -77,7 +77,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
   it('answers 202 with a canonical key, then POSTs the reply with the same message_id, signed, metadata echoed', async () => {
     const sub = await subscribe();
     const callerKey = `customer-${Date.now()}`;
-    const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'Hello there', session_key: callerKey, metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 } });
+    const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'Hello there', session_key: callerKey, metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1, 'x.y': [[1], []] } });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ message_id: expect.stringMatching(/^ham-/), session_key: `http_async:${t.projectId}:${sub.id}:${callerKey}`, status: 'accepted', _note: expect.any(String) });
     const sessionKey = res.body.session_key as string;
@@ -96,7 +96,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
       trace_context: { session_id: body.session_id, delivery: 'correlation_only' },
       is_new_session: true,
       response_metadata: { isLlmGenerated: expect.any(Boolean), responseProvenance: { schemaVersion: 1, kind: expect.any(String), disclaimerRequired: expect.any(Boolean), usedLlmInternally: expect.any(Boolean) } },
-      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 },
+      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1, 'x.y': [[1], []] },
     });
     ZAgentResponseEvent.parse(body);
     expect(body).not.toHaveProperty('intent');
@@ -124,7 +124,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
       related_message_id: res.body.message_id,
       session_id: body.session_id,
       channel_output: { kind: 'rich', rich_content: { markdown: '**Anything else?**' }, actions: { items: [{ id: 'done', label: 'Done' }] } },
-      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1 },
+      metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1, 'x.y': [[1], []] },
     });
     // Every delivery is listed under the subscription's recent deliveries, delivered at the first attempt.
     const listed = await api.get<{ deliveries: { messageId: string; status: string; attempts: number; statusCode: number }[] }>(
