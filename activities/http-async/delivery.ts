@@ -50,9 +50,27 @@ export async function recordAttempt(model: HttpAsyncDeliveryModel, attempt: Deli
   await recordDeliveryAttempt(model, attempt);
 }
 
+/** Opened signing secrets kept per worker; a few hundred bytes each. */
+const OPENED_SECRETS_KEPT = 1_000;
+
 export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
   const policy = httpAsyncDestinationPolicy(deps.config);
   const ring = secretMasterKeyRing(deps.config);
+  // Opening a secret reads the tenant's data key (a query per delivery). The clear secret is a
+  // function of the sealed value and its place alone (data keys never change, the AAD names the
+  // place, the GCM tag this sealing), so it is kept under those: a rotation seals anew and misses.
+  // The subscription itself is read on every attempt, so a pause, a new URL or a deletion counts at once.
+  const opened = new Map<string, string>();
+  const openSecret = async (sub: Parameters<typeof openSubscriptionSecret>[2]): Promise<string> => {
+    const key = JSON.stringify([sub.tenantId, sub.projectId, sub._id, sub.secret.iv, sub.secret.tag, sub.secret.data]);
+    const known = opened.get(key);
+    if (known !== undefined) return known;
+    if (!ring) throw new Error('no master keys');
+    const secret = await openSubscriptionSecret(deps.models.TenantDataKey, ring, sub);
+    if (opened.size >= OPENED_SECRETS_KEPT) opened.delete(opened.keys().next().value!);
+    opened.set(key, secret);
+    return secret;
+  };
   return {
     async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null }> {
       const { tenantId, projectId, subscriptionId, delivery } = input;
@@ -67,8 +85,7 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
       }
       let secret: string;
       try {
-        if (!ring) throw new Error('no master keys');
-        secret = await openSubscriptionSecret(deps.models.TenantDataKey, ring, sub);
+        secret = await openSecret(sub);
       } catch {
         // The master key that sealed it is gone: no attempt can be signed until the secret is rotated.
         await record(input.final ? 'failed' : 'pending', null, null, 'the signing secret cannot be decrypted; rotate it');
