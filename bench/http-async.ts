@@ -125,13 +125,27 @@ async function main() {
 
     const accepted: number[] = [];
     const toCallback: number[] = [];
-    /** Sends one message; resolves with its id once the 202 is in (its accept time recorded). */
+    /** Answers other than the expected one, sent again after a second as a caller would (counted, printed). */
+    const refused: string[] = [];
+    const post = async (path: string, body: unknown, headers: Record<string, string>, expected: number) => {
+      for (let tries = 0; ; tries++) {
+        const res = await http.post(path, body, headers);
+        if (res.status === expected) return res;
+        const retryable = res.status === 429 || res.status >= 500;
+        if (!retryable || tries >= 5) throw new Error(`${path}: ${res.status} ${JSON.stringify(res.body)}`);
+        refused.push(`${path.split('/').pop()} ${res.status} ${(res.body as { error?: { code?: string } })?.error?.code ?? ''}`);
+        await sleep(1000);
+      }
+    };
+    /**
+     * Sends one message; resolves with its id once the 202 is in (its accept time recorded). A
+     * message answered 503 may still have been recorded: its reply is not waited for, the one of
+     * the message sent again is (the receiver is idempotent on message_id, as docs/http-async.md asks).
+     */
     const send = async (sessionKey: string, text: string, samples: { accepted: number[] } | null) => {
       const sentAt = performance.now();
-      const res = await http.post('/api/v1/channels/http-async/message', { project_id: project._id, subscription_id: subscriptionId, session_key: sessionKey, message: text }, { 'x-api-key': key });
-      const at = performance.now();
-      if (res.status !== 202) throw new Error(`message: ${res.status} ${JSON.stringify(res.body)}`);
-      samples?.accepted.push(at - sentAt);
+      const res = await post('/api/v1/channels/http-async/message', { project_id: project._id, subscription_id: subscriptionId, session_key: sessionKey, message: text }, { 'x-api-key': key }, 202);
+      samples?.accepted.push(performance.now() - sentAt);
       const body = res.body as { message_id: string; session_key: string };
       return { messageId: body.message_id, sessionKey: body.session_key, sentAt };
     };
@@ -158,8 +172,7 @@ async function main() {
     const chat = async (state: { sessionId?: string }, count: number, timed: boolean) => {
       for (let k = 0; k < count; k++) {
         const started = performance.now();
-        const res = await http.post('/api/v1/chat/agent', { projectId: project._id, message: `message ${k + 1}`, ...(state.sessionId ? { sessionId: state.sessionId } : {}) }, auth);
-        if (res.status !== 200) throw new Error(`chat: ${res.status} ${JSON.stringify(res.body)}`);
+        const res = await post('/api/v1/chat/agent', { projectId: project._id, message: `message ${k + 1}`, ...(state.sessionId ? { sessionId: state.sessionId } : {}) }, auth, 200);
         if (timed) chatTurns.push(performance.now() - started);
         state.sessionId ??= (res.body as { sessionId: string }).sessionId;
       }
@@ -189,6 +202,7 @@ async function main() {
     const cpuOf: Record<string, CpuSnapshot> = { floor: {}, httpAsync: {}, chat: {} };
     const wallOf: Record<string, number> = { floor: 0, httpAsync: 0, chat: 0 };
     const phase = async (name: string, run: () => Promise<unknown>) => {
+      process.stderr.write(`${new Date().toISOString()} ${name}\n`);
       const before = cpu.snapshot();
       const began = performance.now();
       await run();
@@ -221,11 +235,16 @@ async function main() {
     out(`CPU per bare signal (ms):          ${CpuMeter.perOp({}, cpuOf.floor!, total)}`);
     out(`CPU per HTTP-async message (ms):   ${CpuMeter.perOp({}, cpuOf.httpAsync!, total)}  [bench = API + client + receiver]`);
     out(`CPU per chat turn (ms):            ${CpuMeter.perOp({}, cpuOf.chat!, total)}  [bench = API + client]`);
+    if (refused.length > 0) out(`answers other than 202/200, sent again: ${refused.length} (${[...new Set(refused)].join('; ')})`);
     out(`deliveries received: ${[...receiver.counts].map(([k, n]) => `${k} ${n}`).join(', ')}`);
     out(await breakdown(stack.client, conversations.slice(0, Number(values.breakdown)).map((c) => c.key)));
     if (values['dump-history']) out(await dumpHistory(stack.client, conversationWorkflowId(conversations[0]!.key)));
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     http.close();
+  } catch (err) {
+    // Said before the stack goes down (a client call still retrying then fails on its own).
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
   } finally {
     await stack.close();
     receiver.server.closeAllConnections();
@@ -307,7 +326,7 @@ async function dumpHistory(client: Awaited<ReturnType<typeof startBenchStack>>['
 }
 
 main().then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (err: unknown) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exit(1);
