@@ -238,6 +238,29 @@ async function main() {
     if (refused.length > 0) out(`answers other than 202/200, sent again: ${refused.length} (${[...new Set(refused)].join('; ')})`);
     out(`deliveries received: ${[...receiver.counts].map(([k, n]) => `${k} ${n}`).join(', ')}`);
     out(await breakdown(stack.client, conversations.slice(0, Number(values.breakdown)).map((c) => c.key)));
+    // One at a time, nothing else in flight: an accept (each message sent once the previous reply
+    // arrived), a bare signal-with-start, and an authenticated no-op request (the API's fixed cost).
+    await settle();
+    const alone = { accepted: [] as number[], floor: [] as number[], noop: [] as number[] };
+    const lone = { key: 'alone' };
+    for (let k = 0; k < 30; k++) {
+      const m = await send(lone.key, `message ${k + 1}`, alone);
+      lone.key = m.sessionKey;
+      await receiver.reply(m.messageId);
+    }
+    for (let k = 0; k < 30; k++) {
+      let started = performance.now();
+      await client.workflow.signalWithStart('probeWorkflow', { workflowId: 'signal-probe-alone', taskQueue: config.TEMPORAL_TASK_QUEUE, signal: benchSignal, signalArgs: [{ n: k }] });
+      alone.floor.push(performance.now() - started);
+      started = performance.now();
+      const me = await http.get('/api/auth/me', auth);
+      if (me.status !== 200) throw new Error(`auth/me: ${me.status}`);
+      alone.noop.push(performance.now() - started);
+    }
+    out('one at a time (nothing else in flight):');
+    out(`  ${line('HTTP-async accept', alone.accepted.slice(1))}`);
+    out(`  ${line('bare signal-with-start', alone.floor)}`);
+    out(`  ${line('authenticated no-op request', alone.noop)}`);
     if (values['dump-history']) out(await dumpHistory(stack.client, conversationWorkflowId(conversations[0]!.key)));
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     http.close();
