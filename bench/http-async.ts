@@ -2,7 +2,8 @@
 // reply at a receiver server in this process, next to `/chat/agent` turns of the same agent and a
 // bare Temporal signal-with-start (the floor of the 202) at the same concurrency, on one stack.
 //   node --import tsx bench/http-async.ts [--sessions 100] [--messages 20] [--burst] [--rounds 2]
-//     [--events agent.response]
+//     [--events agent.response] [--breakdown 10] [--dump-history]
+// Figures and what they mean: docs/performance.md, "HTTP-async channel".
 // Each conversation is a chat user: message k+1 is sent once the reply (agent.response) to message
 // k has arrived; `--burst` sends a conversation's messages back to back instead (each right after
 // the previous 202) and waits for the replies at the end. The agent answers without a model (a
