@@ -35,6 +35,8 @@ export interface BenchStackOptions {
   env?: Record<string, string | undefined>;
   /** Node arguments for the worker process (e.g. `--cpu-prof`). */
   workerNodeArgs?: string[];
+  /** The API's MongoDB client emits command events (`commandStarted`), for a bench to count them. */
+  monitorApiCommands?: boolean;
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
@@ -73,7 +75,9 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
     // (test/support/worker-process.ts) and the rest (destination allowances, tuning) alike.
     for (const [name, value] of Object.entries(settings)) if (value !== undefined && name !== 'LOG_LEVEL') process.env[name] = value;
     const config = loadConfig(settings);
-    const ctx = await buildAppContext(config, createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }));
+    // BENCH_LOG_LEVEL=error prints what the API logs (the cause of a 500) as JSON lines among the figures.
+    const apiConfig = options.monitorApiCommands ? { ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` } : config;
+    const ctx = await buildAppContext(apiConfig, createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }));
     undo.push(() => closeAppContext(ctx));
     const server = createServer(createApp(ctx));
     // Idle kept-alive sockets stay open through a bench's pauses.
