@@ -160,6 +160,7 @@ async function main() {
     ],
   });
   const { ctx, config, client, baseUrl, cpu } = stack;
+  const workerPid = stack.workerPid!;
   const apiOps = countMongoCommands(ctx);
   // The untimed wait after a phase: the held projection write and its settle land in that phase.
   const settleMs = config.SESSION_PROJECTION_FLUSH_MS + 750;
@@ -319,8 +320,8 @@ FLOW:
     }
 
     // Memory: the worker's RSS with this many sessions waiting at once (the ones above have ended).
-    out(`worker RSS before: ${rssMb(stack.workerPid).toFixed(0)} MB`);
-    if (values['memory-probe']) out(await probeWorker(stack.workerPid, probeFile));
+    out(`worker RSS before: ${rssMb(workerPid).toFixed(0)} MB`);
+    if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
     let waiting = 0;
     const oldest: { sessionId: string; callbackId: string }[] = [];
     for (const point of MEMORY_POINTS) {
@@ -334,10 +335,10 @@ FLOW:
       waiting = point;
       await sleep(5_000);
       out(
-        `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(stack.workerPid).toFixed(0)} MB ` +
+        `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(workerPid).toFixed(0)} MB ` +
           `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
       );
-      if (values['memory-probe']) out(await probeWorker(stack.workerPid, probeFile));
+      if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
     }
     if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);

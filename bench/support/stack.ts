@@ -17,12 +17,15 @@ import { startWorkerProcess } from '../../test/support/worker-process';
 import { CpuMeter } from './cpu';
 
 export interface BenchStack {
+  /** A temp dir of the bench's own, removed at close. */
+  dir: string;
   config: Config;
   ctx: AppContext;
   baseUrl: string;
   /** A Temporal client of the bench's own (for floors and histories), with the stack's payload codec. */
   client: Client;
-  workerPid: number;
+  /** Undefined with `worker: 'none'`. */
+  workerPid: number | undefined;
   /** CPU of the bench process (client and API), the worker, Temporal and FerretDB. */
   cpu: CpuMeter;
   close(): Promise<void>;
@@ -37,6 +40,8 @@ export interface BenchStackOptions {
   workerNodeArgs?: string[];
   /** The API's MongoDB client emits command events (`commandStarted`), for a bench to count them. */
   monitorApiCommands?: boolean;
+  /** `none`: no worker process (the bench runs one of its own). @default 'process' */
+  worker?: 'process' | 'none';
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
@@ -87,28 +92,34 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       server.closeAllConnections();
       return new Promise((r) => server.close(r));
     });
-    const worker = await startWorkerProcess(config, options.workerNodeArgs);
-    let stopping = false;
-    undo.push(() => {
-      stopping = true;
-      return worker.stop();
-    });
-    let workerTail = '';
-    const keepTail = (d: Buffer) => (workerTail = (workerTail + d.toString()).slice(-4000));
-    worker.child.stdout!.on('data', keepTail);
-    worker.child.stderr!.on('data', keepTail);
-    worker.child.once('exit', (code, signal) => {
-      if (!stopping) process.stderr.write(`worker exited (${code ?? signal}):\n${workerTail}\n`);
-    });
+    let workerPid: number | undefined;
+    if (options.worker !== 'none') {
+      const worker = await startWorkerProcess(config, options.workerNodeArgs);
+      workerPid = worker.child.pid;
+      let stopping = false;
+      undo.push(() => {
+        stopping = true;
+        return worker.stop();
+      });
+      // A worker that dies mid-run says why: its last output is printed with its exit.
+      let workerTail = '';
+      const keepTail = (d: Buffer) => (workerTail = (workerTail + d.toString()).slice(-4000));
+      worker.child.stdout!.on('data', keepTail);
+      worker.child.stderr!.on('data', keepTail);
+      worker.child.once('exit', (code, signal) => {
+        if (!stopping) process.stderr.write(`worker exited (${code ?? signal}):\n${workerTail}\n`);
+      });
+    }
     const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
     undo.push(() => client.connection.close());
     return {
+      dir: tmp,
       config,
       ctx,
       baseUrl: `http://127.0.0.1:${apiPort}`,
       client,
-      workerPid: worker.child.pid!,
-      cpu: new CpuMeter({ worker: worker.child.pid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid }),
+      workerPid,
+      cpu: new CpuMeter({ worker: workerPid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid }),
       close: stop,
     };
   } catch (err) {
