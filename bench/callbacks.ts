@@ -1,8 +1,8 @@
 // Async tool callbacks: how fast a signed callback turns into the session's resumed answer, next
 // to a bare Temporal update round trip (the floor), and what suspended sessions cost the worker.
 //   node --import tsx bench/callbacks.ts [--concurrent 100] [--rounds 3] [--suspended 1000,10000] [--store postgres]
-// Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, the API in this
-// process, the worker as its own process so its memory is its own) and an async tool server that
+// Starts its own stack (bench/support/stack.ts: Temporal dev server in memory, FerretDB in a temp
+// dir, the API in this process, the worker as its own process so its memory is its own) and an async tool server that
 // acknowledges with 202. Latency: `--concurrent` sessions are suspended, then all their callbacks
 // are fired at once; a session's figure runs from sending its callback to the timestamp of the
 // resumed reply in its transcript (the workflow's clock as it recorded the reply), so no polling
@@ -14,21 +14,14 @@ import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { type CommandStartedEvent } from 'mongodb';
-import { buildAppContext, closeAppContext } from '../api/bootstrap';
 import { type AppContext } from '../api/context';
-import { createApp } from '../api/app';
 import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
-import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
-import { loadConfig } from '../lib/config';
-import { createLogger } from '../lib/logger';
-import { startWorkerProcess } from '../test/support/worker-process';
 import { pingUpdate } from '../workflows/definitions';
-import { switchboardDataConverter } from '../lib/payload-codec';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
-import { startThrowawayPostgres } from './support/postgres';
+import { startBenchStack } from './support/stack';
 
 const { values } = parseArgs({
   options: {
@@ -157,64 +150,25 @@ async function main() {
   await new Promise<void>((r) => tool.listen(0, '127.0.0.1', r));
   const toolHost = `127.0.0.1:${(tool.address() as AddressInfo).port}`;
 
-  const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
-  const postgres = values.store === 'postgres' ? startThrowawayPostgres(await freePort()) : null;
-  // Stopped on any exit, a failed start included (stop() is synchronous and runs once).
-  if (postgres) process.once('exit', () => postgres.stop());
-  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0, postgresqlUrl: postgres?.url });
-  const apiPort = await freePort();
-  const config = loadConfig({
-    PORT: String(apiPort),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
-    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/callbacks`,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: 'callbacks',
-    JWT_SECRET: 'c'.repeat(40),
-    ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_REQUESTS: '10000000',
-    SESSION_MESSAGES_PER_MINUTE: '1000000',
-    MAX_CONCURRENT_SESSIONS: '1000000',
-    ...(values['flush-ms'] !== undefined ? { SESSION_PROJECTION_FLUSH_MS: values['flush-ms'] } : {}),
-    TOOL_ALLOWED_PRIVATE_DESTINATIONS: toolHost,
-    LLM_TIER_FAST: 'local',
-    LLM_TIER_BALANCED: 'local',
-    LLM_TIER_POWERFUL: 'local',
-    // The worker's tuning comes from this environment (its process inherits it); read here too, to print it.
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('WORKER_MAX_'))),
-  });
-  // The API (this process) has its MongoDB commands counted; the worker's connection is left plain.
-  // BENCH_LOG_LEVEL=error prints what the API logs (the cause of a 500) as JSON lines among the figures.
-  const ctx = await buildAppContext({ ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` }, createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }));
-  const server = createServer(createApp(ctx));
-  // Idle kept-alive sockets stay open through the bench's pauses: a server closing one as the client
-  // reuses it would fail that request with "socket hang up".
-  server.keepAliveTimeout = 10 * 60_000;
-  await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
-  const baseUrl = `http://127.0.0.1:${apiPort}`;
   const probeFile = path.join(tmp, 'worker-memory.jsonl');
   if (values['memory-probe']) process.env.MEMORY_PROBE_FILE = probeFile;
-  const worker = await startWorkerProcess(config, [
-    ...(values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []),
-    ...(values['memory-probe'] ? ['--expose-gc', '--require', path.join(__dirname, 'support', 'memory-probe.js')] : []),
-  ]);
-  // A worker that dies mid-run says why: its last output is printed with its exit.
-  let workerTail = '';
-  const keepTail = (d: Buffer) => (workerTail = (workerTail + d.toString()).slice(-4000));
-  worker.child.stdout!.on('data', keepTail);
-  worker.child.stderr!.on('data', keepTail);
-  worker.child.once('exit', (code, signal) => {
-    if (!stopping) process.stderr.write(`worker exited (${code ?? signal}):\n${workerTail}\n`);
+  // The API (this process) has its MongoDB commands counted; the worker's connection is left plain.
+  const stack = await startBenchStack({
+    name: 'callbacks',
+    env: {
+      ...(values['flush-ms'] !== undefined ? { SESSION_PROJECTION_FLUSH_MS: values['flush-ms'] } : {}),
+      TOOL_ALLOWED_PRIVATE_DESTINATIONS: toolHost,
+    },
+    monitorApiCommands: true,
+    store: values.store === 'postgres' ? 'postgres' : 'sqlite',
+    workerNodeArgs: [
+      ...(values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []),
+      ...(values['memory-probe'] ? ['--expose-gc', '--require', path.join(__dirname, 'support', 'memory-probe.js')] : []),
+    ],
   });
-  let stopping = false;
-  const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
-  const cpu = new CpuMeter({
-    worker: worker.child.pid,
-    temporal: temporal.process.child.pid,
-    mongo: ferret.process.child.pid,
-    ...(postgres ? { postgres: { tree: postgres.pid } } : {}),
-  });
-  if (postgres) out('store: FerretDB on a throwaway PostgreSQL cluster (--store postgres); "mongo" is FerretDB, "postgres" the cluster');
+  const { ctx, config, client, baseUrl, cpu } = stack;
+  const workerPid = stack.workerPid!;
+  if (values.store === 'postgres') out('store: FerretDB on a throwaway PostgreSQL cluster (--store postgres); "mongo" is FerretDB, "postgres" the cluster');
   const apiOps = countMongoCommands(ctx);
   // The untimed wait after a phase: the held projection write and its settle land in that phase.
   const settleMs = config.SESSION_PROJECTION_FLUSH_MS + 750;
@@ -374,8 +328,8 @@ FLOW:
     }
 
     // Memory: the worker's RSS with this many sessions waiting at once (the ones above have ended).
-    out(`worker RSS before: ${rssMb(worker.child.pid!).toFixed(0)} MB`);
-    if (values['memory-probe']) out(await probeWorker(worker.child.pid!, probeFile));
+    out(`worker RSS before: ${rssMb(workerPid).toFixed(0)} MB`);
+    if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
     let waiting = 0;
     const oldest: { sessionId: string; callbackId: string }[] = [];
     for (const point of MEMORY_POINTS) {
@@ -389,10 +343,10 @@ FLOW:
       waiting = point;
       await sleep(5_000);
       out(
-        `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(worker.child.pid!).toFixed(0)} MB ` +
+        `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(workerPid).toFixed(0)} MB ` +
           `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
       );
-      if (values['memory-probe']) out(await probeWorker(worker.child.pid!, probeFile));
+      if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
     }
     if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
@@ -406,16 +360,9 @@ FLOW:
       out(`CPU per callback    (ms): ${CpuMeter.perOp({}, evictedCpu, times.length)}`);
     }
   } finally {
-    stopping = true;
-    await worker.stop();
-    await client.connection.close();
-    await new Promise((r) => server.close(r));
-    await closeAppContext(ctx);
+    await stack.close();
     tool.closeAllConnections();
     await new Promise((r) => tool.close(r));
-    await temporal.process.stop();
-    await ferret.process.stop();
-    postgres?.stop();
     rmSync(tmp, { recursive: true, force: true });
   }
 }

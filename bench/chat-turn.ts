@@ -2,38 +2,28 @@
 // bare Temporal update round trip (the probe workflow's no-op update) on the same stack.
 //   node --import tsx bench/chat-turn.ts [--sessions 10] [--turns 60] [--rounds 3] [--worker process|inline]
 //     [--first-turns 20] [--active-sessions 10000]
-// Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, API, worker).
+// Starts its own stack (bench/support/stack.ts: Temporal dev server in memory, FerretDB in a temp dir, API, worker).
 // Then first turns (the message that starts a session) one at a time, each after the previous
 // one's held writes, in a tenant of its own, with
 // no active session and again after --active-sessions active session records were written
 // straight into MongoDB, each next to a bare update-with-start of a probe workflow (the floor);
 // --first-turns 0 skips them.
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
-import { switchboardDataConverter } from '../lib/payload-codec';
-import { createServer } from 'node:http';
-import { type AddressInfo } from 'node:net';
-import { buildAppContext, closeAppContext } from '../api/bootstrap';
-import { createApp } from '../api/app';
-import { createLogger } from '../lib/logger';
-import { loadConfig } from '../lib/config';
-import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
 import { createSwitchboardWorker } from '../workers/create-worker';
 import { createActivityDeps } from '../workers/activity-deps';
 import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
-import { startWorkerProcess } from '../test/support/worker-process';
 import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
 import { driverCollection } from '../db/driver-collection';
 import { readCapacity, reconcileSessionCapacity } from '../db/session-capacity';
 import { type SessionDoc } from '../db/session';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
+import { startBenchStack } from './support/stack';
 
 const { values } = parseArgs({
   options: {
@@ -71,34 +61,18 @@ const fmt = (label: string, s: ReturnType<typeof stats>, wallMs: number) =>
 
 async function main() {
   Runtime.install({ logger: new DefaultLogger('ERROR'), shutdownSignals: [] });
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-'));
-  const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
-  const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0 });
-  const config = loadConfig({
-    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/bench`,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: 'bench',
-    JWT_SECRET: 'b'.repeat(40),
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT_REQUESTS: '1000000',
-    SESSION_MESSAGES_PER_MINUTE: '100000',
-    MAX_CONCURRENT_SESSIONS: '100000',
-    LLM_TIER_FAST: 'local',
-    LLM_TIER_BALANCED: 'local',
-    LLM_TIER_POWERFUL: 'local',
+  const stack = await startBenchStack({
+    name: 'bench',
     // The projection write delay can be tried from the environment (default 1000 ms).
-    SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS,
+    env: { RATE_LIMIT_REQUESTS: '1000000', SESSION_MESSAGES_PER_MINUTE: '100000', MAX_CONCURRENT_SESSIONS: '100000', SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS },
+    // As in production, the worker is its own process by default (`--worker inline` shares this one).
+    worker: values.worker === 'inline' ? 'none' : 'process',
   });
-  const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const { ctx, config, baseUrl, client, cpu } = stack;
   const settle = () => new Promise((resolve) => setTimeout(resolve, config.SESSION_PROJECTION_FLUSH_MS + RATE_LIMIT_BATCH_MS + SETTLE_MARGIN_MS));
-  const server = createServer(createApp(ctx));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  // As in production, the worker is its own process by default (`--worker inline` shares this one).
-  let stopWorker: () => Promise<void>;
-  let workerPid: number | undefined;
+  let stopWorker = async () => {};
   if (values.worker === 'inline') {
-    const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    const nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
     const worker = await createSwitchboardWorker({
       connection: nativeConnection,
       namespace: 'default',
@@ -112,18 +86,12 @@ async function main() {
       await running;
       await nativeConnection.close();
     };
-  } else {
-    const proc = await startWorkerProcess(config);
-    workerPid = proc.child.pid;
-    stopWorker = () => proc.stop();
   }
-  const { credentials } = await ensureDevTenant(ctx.models, path.join(tmp, 'creds.json'), baseUrl);
+  const { credentials } = await ensureDevTenant(ctx.models, path.join(stack.dir, 'creds.json'), baseUrl);
   const agents = await seedDevProject(ctx.models, credentials);
   process.stdout.write(`stack up; agents: ${agents.join(', ')}; ${SESSIONS} sessions x ${TURNS} turns\n`);
 
-  const cpu = new CpuMeter({ worker: workerPid, temporal: temporal.process.child.pid, mongo: ferret.process.child.pid });
   // Bare Temporal: one probe workflow per session, TURNS no-op updates each, same concurrency.
-  const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(ctx.payloadCodec) });
   const bare: number[] = [];
   // Starts are not turns: every probe workflow exists before the clock starts.
   const probes = await Promise.all(
@@ -292,11 +260,7 @@ async function main() {
 
   http.close();
   await stopWorker();
-  server.close();
-  await closeAppContext(ctx);
-  await ferret.process.stop();
-  await temporal.process.stop();
-  rmSync(tmp, { recursive: true, force: true });
+  await stack.close();
 }
 
 main().catch((err) => {

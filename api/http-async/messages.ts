@@ -50,9 +50,14 @@ export async function acceptHttpAsyncMessage(
   // A scoped key needs the submission scope itself; other credentials hold it through session:execute.
   if (!hasGrant(principal, 'http_async.execute')) throw new ApiError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
   validateMetadata(body.metadata);
-  const project = await findVisibleProject(ctx, principal, body.project_id);
+  // Both reads at once (each a round trip to the store, one after the other about half of a 202's
+  // time): a visible project is the principal's tenant's with this id, so the subscription's
+  // owner is known before the project is read, and it is only used once the project is found.
+  const [project, sub] = await Promise.all([
+    findVisibleProject(ctx, principal, body.project_id),
+    ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: principal.tenantId, projectId: body.project_id }, { secret: 0 }).lean(),
+  ]);
   if (!project) throw ApiError.notFound('Project');
-  const sub = await ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: project.tenantId, projectId: project._id }, { secret: 0 }).lean();
   if (!sub || !canActInEnvironment(principal, sub.environment)) throw ApiError.notFound('Subscription');
   if (sub.status === 'paused') throw new ApiError('SUBSCRIPTION_PAUSED', 'The subscription is paused: its replies cannot be delivered. Resume it, then send again');
 
