@@ -372,6 +372,11 @@ export interface HttpAsyncConversationInput {
   /** The canonical key, `http_async:<project>:<subscription>:<caller key>`. */
   sessionKey: string;
   environment: string;
+  /**
+   * The events the subscription took when the conversation started; kept current from each
+   * delivery's answer. Absent in runs started before it: every event is queued.
+   */
+  events?: string[];
   schedule: HttpAsyncRetrySchedule;
   /** A session idle this long ends; the conversation checks on its session after twice that. */
   sessionIdleTimeoutMs: number;
@@ -416,6 +421,8 @@ export interface HttpAsyncCarriedState {
   session: { sessionId: string } | null;
   /** The accepted message whose turn the session waits in (a callback or a human task). */
   waitingFor?: string | null;
+  /** The subscription's events as the last delivery found them (null: gone). */
+  subscribed?: string[] | null;
 }
 
 /** What a session of the channel signals to its conversation: a reply outside a turn, or its end. */

@@ -45,6 +45,13 @@ const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
  */
 export const DELIVERY_WINDOW_FROM_QUEUE_PATCH = 'http-async-window-from-queue-v1';
 
+/**
+ * Events the subscription does not take are not queued (a `processing` status nobody subscribed
+ * to cost an activity and a workflow task per message). What it takes comes with the start and
+ * then from each delivery's answer. Runs recorded before it queue every event.
+ */
+export const SUBSCRIBED_EVENTS_PATCH = 'http-async-subscribed-events-v1';
+
 /** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
 const SEEN_KEPT = 1_000;
 const DEFAULT_MAX_HISTORY_EVENTS = 4_000;
@@ -71,7 +78,11 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
     if (seen.length > SEEN_KEPT) seenSet.delete(seen.shift()!);
   };
   const ref = (sessionId: string): ConversationRef => ({ sessionKey: input.sessionKey, sessionId });
+  // What the subscription takes, when known (null: gone, or not known in runs from before it).
+  let subscribed: string[] | null = carried?.subscribed !== undefined ? carried.subscribed : (input.events ?? null);
+  const filtersEvents = input.events !== undefined && wf.patched(SUBSCRIBED_EVENTS_PATCH);
   const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
+    if (filtersEvents && subscribed !== null && !subscribed.includes(event)) return;
     outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() });
   };
   const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
@@ -189,7 +200,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
    * One attempt of a delivery. The activity failing past its own retries is a failed attempt: a
    * rejection here would stop the lane, and the conversation with it, for good.
    */
-  async function attempt(d: HttpAsyncOutbound, final: boolean): Promise<{ outcome: DeliveryOutcome; error: string | null }> {
+  async function attempt(d: HttpAsyncOutbound, final: boolean): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
     try {
       return await deliverHttpAsyncEvent({
         tenantId: input.tenantId,
@@ -216,7 +227,8 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       const windowStart = d.queuedAtMs !== undefined && wf.patched(DELIVERY_WINDOW_FROM_QUEUE_PATCH) ? d.queuedAtMs : d.firstAttemptAtMs;
       const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
       const final = Date.now() + nextWait - windowStart > schedule.windowMs;
-      const { outcome, error } = await attempt(d, final);
+      const { outcome, error, events } = await attempt(d, final);
+      if (filtersEvents && events !== undefined) subscribed = events;
       if (outcome === 'delivered' || outcome === 'dropped') return true;
       if (outcome === 'paused' && !final) {
         // Held while paused: looked at again, not counted as an attempt.
@@ -270,7 +282,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   const quietCheckMs = Math.max(60_000, input.sessionIdleTimeoutMs * 2);
 
   const rollOver = async (): Promise<never> => {
-    const next: HttpAsyncCarriedState = { inbox, outbox, seen, session, waitingFor };
+    const next: HttpAsyncCarriedState = { inbox, outbox, seen, session, waitingFor, ...(filtersEvents ? { subscribed } : {}) };
     return wf.continueAsNew<typeof httpAsyncConversation>({ ...input, carried: next });
   };
   for (;;) {

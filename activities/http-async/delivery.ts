@@ -71,45 +71,56 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
     opened.set(key, secret);
     return secret;
   };
+  async function attemptDelivery(input: DeliverHttpAsyncInput): Promise<{ answer: { outcome: DeliveryOutcome; error: string | null }; events: string[] | null }> {
+    const { tenantId, projectId, subscriptionId, delivery } = input;
+    const sub = await deps.models.HttpAsyncSubscription.findOne({ _id: subscriptionId, tenantId, projectId }).lean();
+    const events = sub ? [...sub.events] : null;
+    const answer = (outcome: DeliveryOutcome, error: string | null) => ({ answer: { outcome, error }, events });
+    if (!sub || !sub.events.includes(delivery.event)) return answer('dropped', null);
+    const record = (status: 'pending' | 'delivered' | 'failed', statusCode: number | null, latencyMs: number | null, error: string | null) =>
+      recordAttempt(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, status, statusCode, latencyMs, error });
+    if (sub.status === 'paused') {
+      // Held, not attempted; once the schedule's window has passed it is failed, and visible.
+      if (input.final) {
+        await failHeldDelivery(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, error: 'the subscription was paused when the delivery window ended' });
+      }
+      return answer('paused', 'subscription paused');
+    }
+    let secret: string;
+    try {
+      secret = await openSecret(sub);
+    } catch {
+      // The master key that sealed it is gone: no attempt can be signed until the secret is rotated.
+      await record(input.final ? 'failed' : 'pending', null, null, 'the signing secret cannot be decrypted; rotate it');
+      return answer('failed', 'signing secret unavailable');
+    }
+    const outcome = await postSignedCallback({ url: sub.callbackUrl, secret, event: delivery.event, body: delivery.body, fetch: destinationGuard(policy).fetch });
+    if (outcome.ok) {
+      await record('delivered', outcome.statusCode, outcome.latencyMs, null);
+      return answer('delivered', null);
+    }
+    if (outcome.statusCode === 410) {
+      await deps.models.HttpAsyncSubscription.updateOne({ _id: sub._id, tenantId, projectId, status: 'active' }, { $set: { status: 'paused' } });
+      await record('failed', 410, outcome.latencyMs, 'receiver answered 410 Gone: the subscription was paused');
+      deps.logger.warn({ tenantId, projectId, subscriptionId }, 'an HTTP-async receiver answered 410; its subscription is paused');
+      return answer('gone', outcome.error);
+    }
+    if (outcome.blocked) {
+      await record('failed', null, outcome.latencyMs, outcome.error);
+      return answer('blocked', outcome.error);
+    }
+    await record(input.final ? 'failed' : 'pending', outcome.statusCode, outcome.latencyMs, outcome.error);
+    return answer('failed', outcome.error);
+  }
+
   return {
-    async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null }> {
-      const { tenantId, projectId, subscriptionId, delivery } = input;
-      const sub = await deps.models.HttpAsyncSubscription.findOne({ _id: subscriptionId, tenantId, projectId }).lean();
-      if (!sub || !sub.events.includes(delivery.event)) return { outcome: 'dropped', error: null };
-      const record = (status: 'pending' | 'delivered' | 'failed', statusCode: number | null, latencyMs: number | null, error: string | null) =>
-        recordAttempt(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, status, statusCode, latencyMs, error });
-      if (sub.status === 'paused') {
-        // Held, not attempted; once the schedule's window has passed it is failed, and visible.
-        if (input.final) {
-          await failHeldDelivery(deps.models.HttpAsyncDelivery, { tenantId, projectId, subscriptionId, messageId: delivery.messageId, event: delivery.event, error: 'the subscription was paused when the delivery window ended' });
-        }
-        return { outcome: 'paused', error: 'subscription paused' };
-      }
-      let secret: string;
-      try {
-        secret = await openSecret(sub);
-      } catch {
-        // The master key that sealed it is gone: no attempt can be signed until the secret is rotated.
-        await record(input.final ? 'failed' : 'pending', null, null, 'the signing secret cannot be decrypted; rotate it');
-        return { outcome: 'failed', error: 'signing secret unavailable' };
-      }
-      const outcome = await postSignedCallback({ url: sub.callbackUrl, secret, event: delivery.event, body: delivery.body, fetch: destinationGuard(policy).fetch });
-      if (outcome.ok) {
-        await record('delivered', outcome.statusCode, outcome.latencyMs, null);
-        return { outcome: 'delivered', error: null };
-      }
-      if (outcome.statusCode === 410) {
-        await deps.models.HttpAsyncSubscription.updateOne({ _id: sub._id, tenantId, projectId, status: 'active' }, { $set: { status: 'paused' } });
-        await record('failed', 410, outcome.latencyMs, 'receiver answered 410 Gone: the subscription was paused');
-        deps.logger.warn({ tenantId, projectId, subscriptionId }, 'an HTTP-async receiver answered 410; its subscription is paused');
-        return { outcome: 'gone', error: outcome.error };
-      }
-      if (outcome.blocked) {
-        await record('failed', null, outcome.latencyMs, outcome.error);
-        return { outcome: 'blocked', error: outcome.error };
-      }
-      await record(input.final ? 'failed' : 'pending', outcome.statusCode, outcome.latencyMs, outcome.error);
-      return { outcome: 'failed', error: outcome.error };
+    /**
+     * One attempt. `events` is what the subscription takes now (null when it is gone), so the
+     * conversation stops queueing events nobody subscribed to.
+     */
+    async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
+      const result = await attemptDelivery(input);
+      return { ...result.answer, events: result.events };
     },
   };
 }

@@ -102,6 +102,8 @@ export async function acceptHttpAsyncMessage(
     subscriptionId: sub._id,
     sessionKey,
     environment: sub.environment,
+    // What the subscription takes, so the conversation queues nothing else (read as stored).
+    ...(Array.isArray(sub.events) ? { events: [...sub.events] } : {}),
     schedule: {
       initialIntervalMs: ctx.config.HTTP_ASYNC_RETRY_INITIAL_MS,
       maxIntervalMs: ctx.config.HTTP_ASYNC_RETRY_MAX_INTERVAL_MS,

@@ -41,5 +41,6 @@ export const client = (baseUrl: string) => ({
   get: <T = any>(path: string, o?: RequestOptions) => request<T>(baseUrl, 'GET', path, o), // eslint-disable-line @typescript-eslint/no-explicit-any
   post: <T = any>(path: string, o?: RequestOptions) => request<T>(baseUrl, 'POST', path, o), // eslint-disable-line @typescript-eslint/no-explicit-any
   put: <T = any>(path: string, o?: RequestOptions) => request<T>(baseUrl, 'PUT', path, o), // eslint-disable-line @typescript-eslint/no-explicit-any
+  patch: <T = any>(path: string, o?: RequestOptions) => request<T>(baseUrl, 'PATCH', path, o), // eslint-disable-line @typescript-eslint/no-explicit-any
   delete: <T = any>(path: string, o?: RequestOptions) => request<T>(baseUrl, 'DELETE', path, o), // eslint-disable-line @typescript-eslint/no-explicit-any
 });

@@ -95,7 +95,7 @@ it('opens a signing secret once, and signs with the new one right after a rotati
       tenantId: t.tenantId, projectId: t.projectId, subscriptionId: created.body.subscription.id, final: false,
       delivery: { messageId, event: 'agent.response', body: { event: 'agent.response', message_id: messageId, response: 'Noted.' } },
     });
-    expect(result).toEqual({ outcome: 'delivered', error: null });
+    expect(result).toEqual({ outcome: 'delivered', error: null, events: ['agent.response'] });
     expect(received).toHaveLength(before + 1);
     const last = received[received.length - 1]!;
     return (secret: string) => verifyAblSignature(secret, last.raw, last.headers['x-abl-timestamp'] as string, last.headers['x-abl-signature'] as string);

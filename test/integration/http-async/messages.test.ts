@@ -152,11 +152,33 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(replies.map((r) => String(r.body.response).split('\n\n').pop())).toEqual(accepted.map((_, n) => `Noted ${n}.`));
     expect(replies.map((r) => r.body.metadata)).toEqual(accepted.map((_, n) => ({ n })));
     expect(new Set(replies.map((r) => r.body.session_id)).size).toBe(1);
+    // The subscription takes agent.response only: nothing else was sent, nor even queued.
+    expect(deliveries.filter((d) => d.body.session_key === sessionKey && d.body.event !== 'agent.response')).toEqual([]);
+    const listed = await api.get<{ deliveries: { event: string }[] }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries?limit=200`, { key: t.adminKey });
+    expect(listed.body.deliveries.map((d) => d.event)).toEqual(Array(20).fill('agent.response'));
     // One session, its transcript in the same order.
     const sessionId = replies[0]!.body.session_id as string;
     await flushProjection(stack.ctx, sessionId);
     const transcript = await stack.ctx.models.TranscriptMessage.find({ tenantId: t.tenantId, sessionId, role: 'user' }).sort({ seq: 1 }).lean();
     expect(transcript.map((m) => m.content)).toEqual(accepted.map((_, n) => `message ${n}`));
+  });
+
+  it('takes a change of the subscription\'s events from the next delivery on', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const first = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'one', session_key: `events-${Date.now()}` });
+    const key = first.body.session_key as string;
+    await eventually(async () => responsesFor(key), (r) => r.length === 1, 30_000);
+    const changed = await api.patch(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}`, { key: t.adminKey, json: { events: ['agent.response', 'agent.status'] } });
+    expect(changed.status).toBe(200);
+    // The conversation learns of the change with the next delivery (this message's reply) ...
+    await send({ project_id: t.projectId, subscription_id: sub.id, message: 'two', session_key: key });
+    await eventually(async () => responsesFor(key), (r) => r.length === 2, 30_000);
+    // ... and from then on its statuses are sent.
+    const third = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'three', session_key: key });
+    await eventually(async () => responsesFor(key), (r) => r.length === 3, 30_000);
+    const processing = deliveries.filter((d) => d.body.session_key === key && d.body.status === 'processing');
+    expect(processing.map((d) => d.body.related_message_id)).toContain(third.body.message_id);
+    expect(processing.map((d) => d.body.related_message_id)).not.toContain(first.body.message_id);
   });
 
   it('refuses the caller key again once the conversation started (400, with the canonical key), and foreign canonical keys', async () => {
