@@ -20,6 +20,7 @@ import { conversationWorkflowId } from '../lib/http-async/session-key';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 import { startBenchStack } from './support/stack';
+import { echoAgent } from '../test/support/agents';
 
 const { values } = parseArgs({
   options: {
@@ -42,17 +43,7 @@ const ROUNDS = Math.max(1, Math.min(Number(values.rounds), MESSAGES));
 const EVENTS = values.events.split(',').map((e) => e.trim()).filter(Boolean);
 
 // Answers every message from its one step, without a model.
-const ECHO_AGENT = `AGENT: Echo
-GOAL: "Acknowledge every message."
-FLOW:
-  steps: [echo]
-  echo:
-    REASONING: false
-    RESPOND: "Noted."
-    ON_INPUT:
-      - ELSE:
-        THEN: echo
-`;
+const ECHO_AGENT = echoAgent();
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const summary = (samples: number[]) => {

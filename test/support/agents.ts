@@ -23,3 +23,22 @@ export async function useFakeOpenAI(api: Api, owner: Owner, baseURL: string, api
   const settings = await api.put(`/api/projects/${owner.projectId}/llm-settings`, { key: owner.adminKey, json: { defaultModel: 'openai:gpt-4o-mini' } });
   if (settings.status !== 200) throw new Error(`setting the default model: ${settings.status} ${settings.text}`);
 }
+
+/**
+ * An agent that stays in its one step and answers every message without a model: "Noted <n>."
+ * with the message's metadata `n` (empty when none), plus `extra` lines in the step (e.g.
+ * RICH_CONTENT). Used by the HTTP-async tests and bench.
+ */
+export function echoAgent(extra = ''): string {
+  return `AGENT: Echo
+GOAL: "Acknowledge every message."
+FLOW:
+  steps: [echo]
+  echo:
+    REASONING: false
+    RESPOND: "Noted {{session.messageMetadata.n}}."
+${extra}    ON_INPUT:
+      - ELSE:
+        THEN: echo
+`;
+}

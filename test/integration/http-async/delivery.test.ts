@@ -9,7 +9,7 @@ import { conversationWorkflowId } from '../../../lib/http-async/session-key';
 import { httpAsyncStateQuery } from '../../../workflows/definitions';
 import { DELIVERY_WINDOW_FROM_QUEUE_PATCH } from '../../../workflows/http-async-conversation';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
-import { publishAgent } from '../../support/agents';
+import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -21,17 +21,7 @@ jest.setTimeout(120_000);
 // wait is at least the one before it, jitter or not), and a window of 10 s from when an event is queued.
 const SCHEDULE = { HTTP_ASYNC_RETRY_INITIAL_MS: '200', HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: '3200', HTTP_ASYNC_DELIVERY_WINDOW_MS: '10000', HTTP_ASYNC_PAUSED_CHECK_MS: '200' };
 
-const ECHO_AGENT = `AGENT: Echo
-GOAL: "Acknowledge every message."
-FLOW:
-  steps: [echo]
-  echo:
-    REASONING: false
-    RESPOND: "Noted {{session.messageMetadata.n}}."
-    ON_INPUT:
-      - ELSE:
-        THEN: echo
-`;
+const ECHO_AGENT = echoAgent();
 
 interface Received {
   path: string;

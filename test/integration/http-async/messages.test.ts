@@ -4,10 +4,12 @@
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { createHash } from 'node:crypto';
+import { conversationWorkflowId } from '../../../lib/http-async/session-key';
+import { httpAsyncStateQuery } from '../../../workflows/definitions';
 import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { Client, Connection } from '@temporalio/client';
-import { publishAgent } from '../../support/agents';
+import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { client } from '../../support/http';
@@ -17,22 +19,7 @@ import { startReceiver, type ReceivedRequest, type Receiver } from '../../suppor
 jest.setTimeout(120_000);
 
 // Stays in its one step: every message gets "Noted <metadata.n>." and the step's rich content.
-const ECHO_AGENT = `AGENT: Echo
-GOAL: "Acknowledge every message."
-FLOW:
-  steps: [echo]
-  echo:
-    REASONING: false
-    RESPOND: "Noted {{session.messageMetadata.n}}."
-    RICH_CONTENT:
-      markdown: "**Anything else?**"
-    ACTIONS:
-      - id: done
-        label: "Done"
-    ON_INPUT:
-      - ELSE:
-        THEN: echo
-`;
+const ECHO_AGENT = echoAgent('    RICH_CONTENT:\n      markdown: "**Anything else?**"\n    ACTIONS:\n      - id: done\n        label: "Done"\n');
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;
@@ -173,6 +160,9 @@ describe('POST /api/v1/channels/http-async/message', () => {
     // The conversation learns of the change with the next delivery (this message's reply) ...
     await send({ project_id: t.projectId, subscription_id: sub.id, message: 'two', session_key: key });
     await eventually(async () => responsesFor(key), (r) => r.length === 2, 30_000);
+    // The receiver has the reply before the conversation has the delivery's answer: wait for that.
+    const conversation = (await stack.ctx.temporal.client()).workflow.getHandle(conversationWorkflowId(key));
+    await eventually(() => conversation.query(httpAsyncStateQuery), (v) => v.pendingDeliveries === 0 && v.queued === 0, 10_000, 50);
     // ... and from then on its statuses are sent.
     const third = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'three', session_key: key });
     await eventually(async () => responsesFor(key), (r) => r.length === 3, 30_000);

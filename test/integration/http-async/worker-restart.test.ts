@@ -4,7 +4,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
-import { publishAgent } from '../../support/agents';
+import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -12,17 +12,7 @@ import { startWorkerProcess } from '../../support/worker-process';
 
 jest.setTimeout(180_000);
 
-const ECHO_AGENT = `AGENT: Echo
-GOAL: "Acknowledge every message."
-FLOW:
-  steps: [echo]
-  echo:
-    REASONING: false
-    RESPOND: "Noted {{session.messageMetadata.n}}."
-    ON_INPUT:
-      - ELSE:
-        THEN: echo
-`;
+const ECHO_AGENT = echoAgent();
 
 interface Received {
   headers: IncomingHttpHeaders;
