@@ -197,7 +197,7 @@ export const httpAsyncRoutes: AnyRoute[] = [
     method: 'delete',
     path: ONE,
     operationId: 'deleteHttpAsyncSubscription',
-    summary: 'Delete a subscription and its recent deliveries; its Source ID is refused from then on',
+    summary: 'Delete a subscription, its recent deliveries and its conversations; its Source ID is refused from then on',
     tags: TAGS,
     auth: 'http_async:manage',
     params: ZSubscriptionParams,

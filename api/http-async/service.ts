@@ -151,6 +151,8 @@ export async function deleteSubscription(ctx: AppContext, principal: Principal, 
   const removed = await ctx.models.HttpAsyncSubscription.deleteOne({ _id: current._id, tenantId: current.tenantId, projectId: current.projectId });
   if (removed.deletedCount === 0) throw ApiError.notFound('Subscription');
   await ctx.models.HttpAsyncDelivery.deleteMany({ tenantId: current.tenantId, subscriptionId: current._id });
+  // Its conversations' keys go too; a running conversation drops what it still had to deliver.
+  await ctx.models.HttpAsyncConversation.deleteMany({ tenantId: current.tenantId, projectId: current.projectId, subscriptionId: current._id });
 }
 
 export const newMessageId = (): string => 'ham-' + createId();

@@ -208,6 +208,17 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(replies.map((r) => r.body.metadata)).toEqual([{ n: 1 }, { n: 2 }]);
   });
 
+  it('forgets a deleted subscription\'s conversations: their keys are 404 afterwards', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const first = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'hi', session_key: `gone-${Date.now()}` });
+    expect(first.status).toBe(202);
+    await eventually(async () => responsesFor(first.body.session_key as string), (r) => r.length === 1, 30_000);
+    expect(await stack.ctx.models.HttpAsyncConversation.countDocuments({ tenantId: t.tenantId, subscriptionId: sub.id })).toBe(1);
+    expect((await api.delete(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}`, { key: t.adminKey })).status).toBe(200);
+    expect(await stack.ctx.models.HttpAsyncConversation.countDocuments({ tenantId: t.tenantId, subscriptionId: sub.id })).toBe(0);
+    expect((await send({ project_id: t.projectId, subscription_id: sub.id, message: 'again', session_key: first.body.session_key })).status).toBe(404);
+  });
+
   it('makes the conversation findable in Temporal by tenant and channel, its id the hash of the session key', async () => {
     const sub = await subscribe(t, ['agent.response']);
     const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'find me', session_key: `find-${Date.now()}` });
