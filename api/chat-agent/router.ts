@@ -1,4 +1,5 @@
 // POST /api/v1/chat/agent: run one message through a project's agents.
+import { readIdempotencyKey } from '../http/idempotency-key';
 import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
@@ -6,7 +7,6 @@ import { sessionLinks } from '../sessions/router';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
 import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from './service';
 
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export const chatAgentRoutes: AnyRoute[] = [
   defineRoute({
@@ -39,7 +39,6 @@ export const chatAgentRoutes: AnyRoute[] = [
     },
     onRefused: ({ existing }, ctx) => refundSessionCharge(ctx, existing),
     async handler({ ctx, principal, body, req, res, preloaded: { project, existing } }) {
-      const key = req.headers['idempotency-key'];
       const refused = (error: ApiError) => {
         refundSessionCharge(ctx, existing);
         return error;
@@ -47,10 +46,8 @@ export const chatAgentRoutes: AnyRoute[] = [
       if (!project || (principal.projectId && principal.projectId !== project._id)) {
         throw refused(new ApiError('NOT_FOUND', 'Project not found or has no agents'));
       }
-      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
-        throw refused(new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-'));
-      }
-      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey: (key as string | undefined) ?? null, res, existing });
+      const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(ctx, existing));
+      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, res, existing });
       const { traceEvents, ...rest } = result;
       // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
       const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;

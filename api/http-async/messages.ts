@@ -28,9 +28,6 @@ export interface AcceptedMessage {
   _note: string;
 }
 
-/** What an Idempotency-Key may be (the chat route's rule). */
-export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/;
-
 /**
  * The message id: random, or derived from the Idempotency-Key within the conversation, so a
  * retried request names the same message and the conversation takes it once.

@@ -26,8 +26,8 @@ import {
   setSubscriptionStatus,
   updateSubscription,
 } from './service';
-import { acceptHttpAsyncMessage, IDEMPOTENCY_KEY } from './messages';
-import { ApiError } from '../../lib/errors';
+import { acceptHttpAsyncMessage } from './messages';
+import { readIdempotencyKey } from '../http/idempotency-key';
 
 const TAGS = ['HTTP-async channel'];
 const BASE = '/api/projects/:projectId/channels/http-async/subscriptions';
@@ -106,11 +106,7 @@ export const httpAsyncRoutes: AnyRoute[] = [
     response: ZHttpAsyncMessageAccepted,
     errorStatuses: [400, 403, 404, 409, 429, 503],
     async handler({ ctx, principal, body, req, res }) {
-      const key = req.headers['idempotency-key'];
-      if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
-        throw new ApiError('VALIDATION_ERROR', 'headers.idempotency-key: 1-128 characters of letters, digits and ._:-');
-      }
-      return acceptHttpAsyncMessage(ctx, principal, body, res, (key as string | undefined) ?? null);
+      return acceptHttpAsyncMessage(ctx, principal, body, res, readIdempotencyKey(req));
     },
   }),
   defineRoute({
