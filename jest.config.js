@@ -20,7 +20,8 @@ module.exports = {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      // test/security holds one test per security boundary, each against the real stack.
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/security/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
