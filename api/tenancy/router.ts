@@ -183,13 +183,17 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/api-keys',
     operationId: 'createApiKey',
     summary: 'Create an API key (the key is shown once)',
-    description: 'A permission-style key (`permissions`) or a scoped key (`scopeId`), either bound to environments (docs/public-api.md).',
+    description:
+      'A permission-style key (`permissions`) or a scoped key (`scopeId`), either bound to environments (docs/public-api.md). ' +
+      "The key holds no more than the calling credential: its project, environments (the caller's when omitted) and expiry " +
+      "(the caller's when omitted) stay within the caller's; 403 otherwise.",
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
     // 404: `projectId` or `scopeId` names a project or scope that is not this tenant's (or not the
-    // key's own project's); 409: a key of that name exists in the scope; 422: `expiresAt` is
+    // key's own project's); 403 (added for every permission-checked route): the new key would reach
+    // more than the caller (api/platform-keys/bounds.ts); 409: a key of that name exists in the scope; 422: `expiresAt` is
     // already past, or the body gives both or neither of `permissions` and `scopeId`; 429: the
     // scope holds its most keys.
     errorStatuses: [404, 409, 422, 429],
@@ -207,8 +211,10 @@ export const tenancyRoutes: AnyRoute[] = [
         permissions: body.permissions,
         scopeId: body.scopeId ?? null,
         environments: body.environments,
-        expiresAt: body.expiresAt ? new Date(body.expiresAt) : null,
+        // Omitted (undefined) takes the calling key's expiry; null is "never".
+        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : new Date(body.expiresAt),
         createdBy: principal.subjectId,
+        issuer: principal,
       });
       return { success: true, apiKey: presentApiKey(apiKey), key };
     },
