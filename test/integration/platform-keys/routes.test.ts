@@ -174,7 +174,8 @@ describe('POST /api/public/apikeys/create', () => {
   });
 
   it("lets a key with API_SCOPE_KEY_FULL manage its own app's keys without naming the app", async () => {
-    const managers = await scopeWith(['API_SCOPE_KEY_FULL']);
+    // It makes keys only in scopes within its own grants.
+    const managers = await scopeWith(['API_SCOPE_KEY_FULL', 'SESSIONS_LIST']);
     const { key: manager } = await keyIn(managers);
     const target = await scopeWith(['SESSIONS_LIST']);
     const res = await api.post('/api/public/apikeys/create', { ...xKey(manager), json: { scope_name: target.scope_name, api_key_name: 'made by a manager' } });
