@@ -20,11 +20,11 @@ export function requireGrantsHeld(principal: Principal, grants: Iterable<string>
   }
 }
 
-/** 403 unless the principal holds every permission (`admin` holds them all). */
-export function requirePermissionsHeld(principal: Principal, permissions: readonly Permission[]): void {
+/** 403 unless the principal holds every permission (`admin` holds them all); `what` says who would have held them. */
+export function requirePermissionsHeld(principal: Principal, permissions: readonly Permission[], what: string): void {
   const missing = [...new Set(permissions)].filter((p) => !hasPermission(principal, p));
   if (missing.length > 0) {
-    throw new ApiError('FORBIDDEN', `The key would hold permissions this credential does not hold: ${missing.join(', ')}`);
+    throw new ApiError('FORBIDDEN', `${what} would hold permissions this credential does not hold: ${missing.join(', ')}`);
   }
 }
 

@@ -19,6 +19,7 @@ import {
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
+import { requirePermissionsHeld } from '../platform-keys/bounds';
 
 const ZCreatedKey = z.object({
   success: z.literal(true),
@@ -146,6 +147,9 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/users',
     operationId: 'createUser',
     summary: 'Create a user who can log in for a JWT',
+    description:
+      'A user reaches the whole tenant and every environment, and does not expire: a credential bound to a project or to environments, ' +
+      'or a key that expires, gets 403.',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateUserRequestSchema,
@@ -155,6 +159,13 @@ export const tenancyRoutes: AnyRoute[] = [
     response: z.object({ success: z.literal(true), user: ZUserSchema }),
     async handler({ ctx, principal, body }) {
       if (principal.projectId) throw new ApiError('FORBIDDEN', 'A project-bound credential cannot create users');
+      // A user reaches every environment and never expires: a key bound to environments, or one
+      // that expires, would make through it a credential wider than itself.
+      if (principal.environments && principal.environments.length > 0) {
+        throw new ApiError('FORBIDDEN', 'A credential bound to environments cannot create users: a user reaches every environment');
+      }
+      if (principal.expiresAt) throw new ApiError('FORBIDDEN', 'A key that expires cannot create users: a user does not expire');
+      requirePermissionsHeld(principal, body.permissions, 'The user');
       const user = await createUser(ctx.models, principal.tenantId, body);
       return { success: true, user: presentUser(user) };
     },

@@ -106,7 +106,7 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
   // A project-bound credential sees no other project, and makes no tenant-wide key.
   if (issuer?.projectId && projectId !== issuer.projectId) throw ApiError.notFound(input.scopeId ? 'Scope' : 'Project');
   if (issuer && scopeGrants) requireGrantsHeld(issuer, scopeGrants, 'A key of this scope');
-  if (issuer && !input.scopeId) requirePermissionsHeld(issuer, permissions);
+  if (issuer && !input.scopeId) requirePermissionsHeld(issuer, permissions, 'The key');
   const environments = issuer ? boundedEnvironments(issuer, input.environments) : [...new Set(input.environments ?? [])];
   const expiresAt = issuer ? boundedExpiry(issuer, input.expiresAt) : (input.expiresAt ?? null);
   if (expiresAt && expiresAt.getTime() <= Date.now()) {

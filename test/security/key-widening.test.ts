@@ -199,6 +199,23 @@ describe('POST /api/api-keys', () => {
   });
 });
 
+describe('POST /api/users', () => {
+  it('is refused to an environment-bound or expiring admin key: a user reaches every environment and never expires', async () => {
+    const users = () => stack.ctx.models.User.countDocuments({ tenantId: t.tenantId });
+    const before = await users();
+    const staging = await permissionKey(['admin'], { environments: ['staging'] });
+    const expiring = await permissionKey(['admin'], { expiresAt: new Date(Date.now() + 86_400_000) });
+    for (const key of [staging, expiring]) {
+      const res = await api.post('/api/users', { key, json: { email: `u${++counter}@widen.test`, password: 'correct horse battery staple', permissions: ['admin'] } });
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+    expect(await users()).toBe(before);
+    const unbound = await api.post('/api/users', { key: t.adminKey, json: { email: `u${++counter}@widen.test`, password: 'correct horse battery staple', permissions: ['admin'] } });
+    expect(unbound.status).toBe(201);
+  });
+});
+
 describe('the admin CLI', () => {
   function admin(...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
     return new Promise((resolve) => {
