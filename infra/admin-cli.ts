@@ -52,6 +52,18 @@ function need(flags: Flags, name: string): string {
   return value;
 }
 
+/**
+ * An optional flag's value: undefined when it is not given, an error when it is given empty. An
+ * empty `--project` or `--environments` (an unset shell variable) must never quietly stand for
+ * "none", which would make a tenant-wide or an every-environment key.
+ */
+function optional(flags: Flags, name: string, whenOmitted: string): string | undefined {
+  const value = flags[name];
+  if (value === undefined) return undefined;
+  if (value.trim() === '') throw new Error(`--${name} is empty; give a value, or leave it out for ${whenOmitted}`);
+  return value;
+}
+
 const list = (value: string) => value.split(',').map((p) => p.trim()).filter(Boolean);
 
 function permissions(flags: Flags): Permission[] {
@@ -62,8 +74,10 @@ function permissions(flags: Flags): Permission[] {
 }
 
 function environments(flags: Flags): string[] | undefined {
-  if (!flags.environments) return undefined;
-  const names = list(flags.environments);
+  const value = optional(flags, 'environments', 'every environment');
+  if (value === undefined) return undefined;
+  const names = list(value);
+  if (names.length === 0) throw new Error('--environments names no environment (dev, staging, production); leave it out for every environment');
   const bad = names.filter((e) => !(KEY_ENVIRONMENTS as readonly string[]).includes(e));
   if (bad.length > 0) throw new Error(`unknown environment(s): ${bad.join(', ')} (dev, staging, production)`);
   return names;
@@ -97,11 +111,15 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
         }),
       );
     case 'create-key': {
-      if (flags.scope && flags.permissions) throw new Error('give either --permissions or --scope, not both');
+      // The operator holds everything; the key is bounded by what the command names: the tenant,
+      // the project (a scope's, for a scoped key) and the environments.
+      if (flags.scope !== undefined && flags.permissions !== undefined) throw new Error('give either --permissions or --scope, not both');
+      const projectId = optional(flags, 'project', 'a tenant-wide key') ?? null;
+      const scopeId = optional(flags, 'scope', 'a permission-style key');
       const { key, apiKey } = await createApiKey(models, need(flags, 'tenant'), {
         name: need(flags, 'name'),
-        projectId: flags.project ?? null,
-        ...(flags.scope ? { scopeId: flags.scope } : { permissions: permissions(flags) }),
+        projectId,
+        ...(scopeId ? { scopeId } : { permissions: permissions(flags) }),
         environments: environments(flags),
         expiresAt: flags.expires ? expiryOf(parseExpiry(flags.expires)) : null,
       });

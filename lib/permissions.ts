@@ -52,6 +52,8 @@ export interface Principal {
   scope?: { id: string; grants: ReadonlySet<string> } | null;
   /** The environments the key may act in; absent or null means every environment. */
   environments?: readonly string[] | null;
+  /** When the key stops working; absent or null means never (a user's login is not bounded here). */
+  expiresAt?: Date | null;
 }
 
 /** `admin` implies every other permission. */

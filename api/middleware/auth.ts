@@ -196,7 +196,7 @@ function settleScope(read: Promise<ApiScopeDoc | null>): Promise<ScopeRead> {
  */
 async function principalOfKey(ctx: AppContext, doc: ApiKeyDoc, started: Promise<ScopeRead> | null): Promise<Principal> {
   const environments = doc.environments && doc.environments.length > 0 ? [...doc.environments] : null;
-  const base = { kind: 'api_key' as const, subjectId: doc._id, tenantId: doc.tenantId, projectId: doc.projectId, environments };
+  const base = { kind: 'api_key' as const, subjectId: doc._id, tenantId: doc.tenantId, projectId: doc.projectId, environments, expiresAt: doc.expiresAt ?? null };
   if (!doc.scopeId) return { ...base, permissions: toPermissions(doc.permissions), scope: null };
   const read = started ? await started : null;
   const scope = read?.ok ? read.scope : await readScopeById(ctx, doc.scopeId, doc.tenantId);

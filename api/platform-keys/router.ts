@@ -21,6 +21,14 @@ import {
   ZUpdateScopeRequest,
 } from './schemas';
 import { createScope, deleteScope, expiryOf, findScope, metaOf, presentPlatformKey, presentScope, updateScope } from './service';
+import { requireGrantsHeld } from './bounds';
+import { hasGrant } from '../../lib/permissions';
+
+/** The names a `permissions` object sets to `value`. */
+const namesSetTo = (permissions: Record<string, 'YES' | 'NO' | undefined> | undefined, value: 'YES' | 'NO'): string[] =>
+  Object.entries(permissions ?? {})
+    .filter(([, v]) => v === value)
+    .map(([name]) => name);
 
 const TAGS = ['Public API: keys and scopes'];
 
@@ -37,6 +45,7 @@ export const platformKeyRoutes: AnyRoute[] = [
     summary: 'Create a platform key in a scope (the key is shown once)',
     description:
       `The key belongs to the named scope of the app and holds what the scope grants. 404 when the scope does not exist in the app; ` +
+      `403 when the scope grants a name the calling credential does not hold, or the key would reach an environment the calling key is not bound to, or outlive it; ` +
       `409 when the scope already has a key of that name; 429 (KEY_LIMIT_REACHED) when the scope holds ${KEYS_PER_SCOPE} keys.`,
     tags: TAGS,
     auth: 'api_key:manage',
@@ -59,8 +68,9 @@ export const platformKeyRoutes: AnyRoute[] = [
         name: body.api_key_name,
         scopeId: scope._id,
         environments: body.environments,
-        expiresAt: expiryOf(body.expiry),
+        expiresAt: body.expiry === undefined ? undefined : expiryOf(body.expiry),
         createdBy: principal.subjectId,
+        issuer: principal,
       });
       const { key_prefix: _p, created_at: _c, last_used_at: _l, ...shown } = presentPlatformKey(apiKey, scope);
       return { success: true, api_key: { apikey: key, ...shown }, meta: metaOf(res) };
@@ -116,6 +126,7 @@ export const platformKeyRoutes: AnyRoute[] = [
     path: '/api/public/apps/:appId/scopes',
     operationId: 'createScope',
     summary: 'Create a scope: a named permission set of the app',
+    description: 'The scope may grant only names the calling credential holds itself: any other set to YES is 403, and nothing is created.',
     tags: TAGS,
     auth: 'api_key:manage',
     params: ZAppParam,
@@ -127,6 +138,7 @@ export const platformKeyRoutes: AnyRoute[] = [
     response: z.object({ success: z.literal(true), scope: ZScope, meta: ZMeta }),
     async handler({ ctx, principal, params, body, res }) {
       const app = await loadApp(ctx, principal, params.appId);
+      requireGrantsHeld(principal, namesSetTo(body.permissions, 'YES'), 'The scope');
       const scope = await createScope(ctx.models, app, { name: body.scope_name, description: body.description, permissions: body.permissions });
       return { success: true, scope: presentScope(scope), meta: metaOf(res) };
     },
@@ -150,8 +162,10 @@ export const platformKeyRoutes: AnyRoute[] = [
     method: 'put',
     path: '/api/public/apps/:appId/scopes/:scopeId',
     operationId: 'updateScope',
-    summary: "Change a scope's permissions (only a key of that scope may; in force everywhere when this returns)",
-    description: 'Names given are set to YES or NO; names not given keep their value. A credential that is not a key of this scope gets 403.',
+    summary: "Narrow a scope's permissions (only a key of that scope may; in force everywhere when this returns)",
+    description:
+      'Names given are set to YES or NO; names not given keep their value. A credential that is not a key of this scope gets 403; ' +
+      'so does a YES for a name the scope does not grant already (a key never widens its own scope), and nothing changes.',
     tags: TAGS,
     auth: 'api_key:write',
     params: ZScopeParams,
@@ -162,6 +176,10 @@ export const platformKeyRoutes: AnyRoute[] = [
     async handler({ ctx, principal, params, body, res }) {
       const scope = await findScope(ctx, await loadApp(ctx, principal, params.appId), params.scopeId);
       if (principal.scope?.id !== scope._id) throw new ApiError('FORBIDDEN', 'Only a key of this scope can update it');
+      // Judged on the scope as stored now and on what the key was read to hold: a YES must be in both.
+      const granted = new Set(scope.grants);
+      const wider = namesSetTo(body.permissions, 'YES').filter((name) => !granted.has(name) || !hasGrant(principal, name));
+      if (wider.length > 0) throw new ApiError('FORBIDDEN', `A key cannot widen its own scope; the scope does not grant ${wider.join(', ')}`);
       const updated = await updateScope(ctx, scope, body);
       return { success: true, scope: presentScope(updated), meta: metaOf(res) };
     },

@@ -43,11 +43,19 @@ export const ZCreatePlatformKeyRequest = z.object({
   scope_name: trimmedText(200).describe('The scope the key belongs to; it must exist in the app'),
   api_key_name: trimmedText(200).describe('Unique within the scope'),
   app_id: z.string().min(1).max(64).optional().describe("The app; defaults to the calling key's app (required for a key bound to no app)"),
-  environments: z.array(ZKeyEnvironment).min(1).max(KEY_ENVIRONMENTS.length).optional().describe('Environments the key may act in; all when omitted'),
+  environments: z
+    .array(ZKeyEnvironment)
+    .min(1)
+    .max(KEY_ENVIRONMENTS.length)
+    .optional()
+    .describe("Environments the key may act in, within the calling key's; when omitted, the calling key's (all for a key bound to none)"),
   expiry: z
     .union([z.enum(['30_days', '90_days', 'never']), ZDateTime])
-    .default('never')
-    .describe('`30_days`, `90_days`, `never` (default) or an ISO 8601 date-time in the future'),
+    .optional()
+    .describe(
+      '`30_days`, `90_days`, `never` or an ISO 8601 date-time in the future, no later than the calling key expires; ' +
+        "when omitted, the calling key's expiry (`never` for a key that has none)",
+    ),
 });
 
 export const ZPlatformKey = z

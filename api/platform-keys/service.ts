@@ -75,18 +75,29 @@ export async function createScope(
   }
 }
 
-/** Sets the given names (others keep their value), then waits until every API process sees it. */
+/**
+ * Narrows a scope: the names set NO are removed (others keep their value), then this waits until
+ * every API process sees it. A scope is never widened here: a name set YES must be granted
+ * already (403 otherwise), and is left as it is. The removal is one atomic `$pullAll`, never a
+ * rewrite of the whole list, so two concurrent changes cannot put back what the other removed.
+ */
 export async function updateScope(
   ctx: AppContext,
   scope: ApiScopeDoc,
   input: { permissions: Record<string, 'YES' | 'NO' | undefined>; description?: string },
 ): Promise<ApiScopeDoc> {
-  const grants = applyPermissions(scope.grants, input.permissions);
-  const updated = await ctx.models.ApiScope.findOneAndUpdate(
-    { _id: scope._id, tenantId: scope.tenantId },
-    { $set: { grants, ...(input.description !== undefined ? { description: input.description } : {}) } },
-    { new: true },
-  ).lean();
+  const entries = Object.entries(input.permissions);
+  const added = entries.filter(([name, v]) => v === 'YES' && !scope.grants.includes(name)).map(([name]) => name);
+  if (added.length > 0) throw new ApiError('FORBIDDEN', `A key cannot widen its own scope; the scope does not grant ${added.join(', ')}`);
+  const removed = entries.filter(([, v]) => v === 'NO').map(([name]) => name);
+  const update = {
+    ...(removed.length > 0 ? { $pullAll: { grants: removed } } : {}),
+    ...(input.description !== undefined ? { $set: { description: input.description } } : {}),
+  };
+  const filter = { _id: scope._id, tenantId: scope.tenantId };
+  const updated = Object.keys(update).length > 0
+    ? await ctx.models.ApiScope.findOneAndUpdate(filter, update, { new: true }).lean()
+    : await ctx.models.ApiScope.findOne(filter).lean();
   if (!updated) throw ApiError.notFound('Scope');
   await waitForEveryProcess(ctx);
   return updated;

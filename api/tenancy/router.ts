@@ -19,6 +19,7 @@ import {
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
+import { requirePermissionsHeld } from '../platform-keys/bounds';
 
 const ZCreatedKey = z.object({
   success: z.literal(true),
@@ -146,6 +147,9 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/users',
     operationId: 'createUser',
     summary: 'Create a user who can log in for a JWT',
+    description:
+      'A user reaches the whole tenant and every environment, and does not expire: a credential bound to a project or to environments, ' +
+      'or a key that expires, gets 403.',
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateUserRequestSchema,
@@ -155,6 +159,13 @@ export const tenancyRoutes: AnyRoute[] = [
     response: z.object({ success: z.literal(true), user: ZUserSchema }),
     async handler({ ctx, principal, body }) {
       if (principal.projectId) throw new ApiError('FORBIDDEN', 'A project-bound credential cannot create users');
+      // A user reaches every environment and never expires: a key bound to environments, or one
+      // that expires, would make through it a credential wider than itself.
+      if (principal.environments && principal.environments.length > 0) {
+        throw new ApiError('FORBIDDEN', 'A credential bound to environments cannot create users: a user reaches every environment');
+      }
+      if (principal.expiresAt) throw new ApiError('FORBIDDEN', 'A key that expires cannot create users: a user does not expire');
+      requirePermissionsHeld(principal, body.permissions, 'The user');
       const user = await createUser(ctx.models, principal.tenantId, body);
       return { success: true, user: presentUser(user) };
     },
@@ -183,13 +194,17 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/api-keys',
     operationId: 'createApiKey',
     summary: 'Create an API key (the key is shown once)',
-    description: 'A permission-style key (`permissions`) or a scoped key (`scopeId`), either bound to environments (docs/public-api.md).',
+    description:
+      'A permission-style key (`permissions`) or a scoped key (`scopeId`), either bound to environments (docs/public-api.md). ' +
+      "The key holds no more than the calling credential: its project, environments (the caller's when omitted) and expiry " +
+      "(the caller's when omitted) stay within the caller's; 403 otherwise.",
     tags: ['Tenancy'],
     auth: 'admin',
     body: ZCreateApiKeyRequestSchema,
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
     // 404: `projectId` or `scopeId` names a project or scope that is not this tenant's (or not the
-    // key's own project's); 409: a key of that name exists in the scope; 422: `expiresAt` is
+    // key's own project's); 403 (added for every permission-checked route): the new key would reach
+    // more than the caller (api/platform-keys/bounds.ts); 409: a key of that name exists in the scope; 422: `expiresAt` is
     // already past, or the body gives both or neither of `permissions` and `scopeId`; 429: the
     // scope holds its most keys.
     errorStatuses: [404, 409, 422, 429],
@@ -207,8 +222,10 @@ export const tenancyRoutes: AnyRoute[] = [
         permissions: body.permissions,
         scopeId: body.scopeId ?? null,
         environments: body.environments,
-        expiresAt: body.expiresAt ? new Date(body.expiresAt) : null,
+        // Omitted (undefined) takes the calling key's expiry; null is "never".
+        expiresAt: body.expiresAt === undefined ? undefined : body.expiresAt === null ? null : new Date(body.expiresAt),
         createdBy: principal.subjectId,
+        issuer: principal,
       });
       return { success: true, apiKey: presentApiKey(apiKey), key };
     },

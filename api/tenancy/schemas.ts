@@ -66,8 +66,15 @@ export const ZCreateApiKeyRequestSchema = z.object({
     .optional()
     .describe('A permission-style key: these permissions. Give either `permissions` or `scopeId`'),
   scopeId: z.string().min(1).max(80).optional().describe("A scoped key: the scope (`as-` id) whose permissions it holds; binds it to the scope's project"),
-  environments: z.array(z.enum(KEY_ENVIRONMENTS)).min(1).max(KEY_ENVIRONMENTS.length).optional().describe('Environments the key may act in; all when omitted'),
-  expiresAt: ZDateTime.nullable().optional().describe('ISO 8601; the key stops working then'),
+  environments: z
+    .array(z.enum(KEY_ENVIRONMENTS))
+    .min(1)
+    .max(KEY_ENVIRONMENTS.length)
+    .optional()
+    .describe("Environments the key may act in, within the calling key's; when omitted, the calling key's (all for a key bound to none)"),
+  expiresAt: ZDateTime.nullable()
+    .optional()
+    .describe("ISO 8601; the key stops working then, no later than the calling key does. Omitted: the calling key's expiry; null: never (refused from a key that expires)"),
 });
 
 export const ZApiKeySchema = z

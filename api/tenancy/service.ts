@@ -4,8 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../../lib/errors';
 import { hashPassword, sha256Hex } from '../../lib/crypto';
 import { newApiKey, newId, slugify } from '../../lib/ids';
-import { type Permission } from '../../lib/permissions';
+import { type Permission, type Principal } from '../../lib/permissions';
 import { type Models } from '../../db/models';
+import { boundedEnvironments, boundedExpiry, requireGrantsHeld, requirePermissionsHeld } from '../platform-keys/bounds';
 
 function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
@@ -66,10 +67,16 @@ export interface CreateApiKeyInput {
   permissions?: Permission[];
   /** The scope (`as-` id) the key belongs to; it binds the key to the scope's project. */
   scopeId?: string | null;
-  /** Environments the key may act in; empty or absent means all. */
+  /** Environments the key may act in; empty or absent means all (or, with an `issuer` bound to some, its own). */
   environments?: readonly string[];
+  /** null: never; absent: never (or, with an `issuer` that expires, its expiry). */
   expiresAt?: Date | null;
   createdBy?: string | null;
+  /**
+   * The credential making the key, when a request does: the key then holds no more than it does
+   * (api/platform-keys/bounds.ts). Absent for the operator (CLI, tenant creation, seed).
+   */
+  issuer?: Principal;
 }
 
 /** Most keys one scope holds (docs/public-api.md "Limits"). */
@@ -81,11 +88,13 @@ const STALE_CLAIM_MS = 60_000;
 export async function createApiKey(models: Models, tenantId: string, input: CreateApiKeyInput) {
   let projectId = input.projectId ?? null;
   let permissions: Permission[] = input.permissions ?? [];
+  let scopeGrants: string[] | null = null;
   if (input.scopeId) {
     const scope = await models.ApiScope.findOne({ _id: input.scopeId, tenantId }).lean();
     if (!scope || (projectId && projectId !== scope.projectId)) throw ApiError.notFound('Scope');
     projectId = scope.projectId;
     permissions = [];
+    scopeGrants = scope.grants;
   } else if (permissions.length === 0) {
     throw new ApiError('UNPROCESSABLE_ENTITY', 'body.permissions: a key needs permissions or a scope');
   }
@@ -93,7 +102,14 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
     const project = await models.Project.exists({ _id: projectId, tenantId });
     if (!project) throw ApiError.notFound('Project');
   }
-  if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
+  const { issuer } = input;
+  // A project-bound credential sees no other project, and makes no tenant-wide key.
+  if (issuer?.projectId && projectId !== issuer.projectId) throw ApiError.notFound(input.scopeId ? 'Scope' : 'Project');
+  if (issuer && scopeGrants) requireGrantsHeld(issuer, scopeGrants, 'A key of this scope');
+  if (issuer && !input.scopeId) requirePermissionsHeld(issuer, permissions, 'The key');
+  const environments = issuer ? boundedEnvironments(issuer, input.environments) : [...new Set(input.environments ?? [])];
+  const expiresAt = issuer ? boundedExpiry(issuer, input.expiresAt) : (input.expiresAt ?? null);
+  if (expiresAt && expiresAt.getTime() <= Date.now()) {
     // Well formed, but unusable now: a 422, since whether it is past depends on the clock.
     throw new ApiError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
   }
@@ -110,8 +126,8 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
       keyPrefix: key.slice(0, 8),
       permissions,
       scopeId: input.scopeId ?? null,
-      environments: [...new Set(input.environments ?? [])],
-      expiresAt: input.expiresAt ?? null,
+      environments,
+      expiresAt,
       createdBy: input.createdBy ?? null,
     });
     return { key, apiKey: doc.toObject() };

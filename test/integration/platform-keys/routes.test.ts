@@ -174,7 +174,8 @@ describe('POST /api/public/apikeys/create', () => {
   });
 
   it("lets a key with API_SCOPE_KEY_FULL manage its own app's keys without naming the app", async () => {
-    const managers = await scopeWith(['API_SCOPE_KEY_FULL']);
+    // It makes keys only in scopes within its own grants.
+    const managers = await scopeWith(['API_SCOPE_KEY_FULL', 'SESSIONS_LIST']);
     const { key: manager } = await keyIn(managers);
     const target = await scopeWith(['SESSIONS_LIST']);
     const res = await api.post('/api/public/apikeys/create', { ...xKey(manager), json: { scope_name: target.scope_name, api_key_name: 'made by a manager' } });
@@ -250,8 +251,8 @@ describe('scopes decide what a key may do', () => {
     expect(foreignKey.status).toBe(404);
   });
 
-  it('lets only a key of the scope change it (PUT), and the change applies to its keys when it returns', async () => {
-    const scope = await scopeWith(['API_SCOPE_KEY_EDIT', 'SESSIONS_LIST']);
+  it('lets only a key of the scope narrow it (PUT), never widen it, and the change applies to its keys when it returns', async () => {
+    const scope = await scopeWith(['API_SCOPE_KEY_EDIT', 'SESSIONS_LIST', 'AGENTS_VIEW']);
     const { key } = await keyIn(scope);
     const outsider = (await keyIn(await scopeWith(['API_SCOPE_KEY_FULL']))).key;
     const path = `${scopesPath()}/${scope.scope_id}`;
@@ -261,9 +262,14 @@ describe('scopes decide what a key may do', () => {
       expect(refused.body).toEqual(ERROR('FORBIDDEN'));
     }
     expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key })).status).toBe(200);
+    // A name the scope does not grant yet is a widening: 403, and nothing changes.
+    const wider = await api.put(path, { key, json: { permissions: { SESSIONS_LIST: 'NO', APP_EDIT: 'YES' } } });
+    expect(wider.status).toBe(403);
+    expect(wider.body).toEqual(ERROR('FORBIDDEN'));
+    expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key })).status).toBe(200);
     const res = await api.put(path, { key, json: { permissions: { SESSIONS_LIST: 'NO', AGENTS_VIEW: 'YES' } } });
     expect(res.status).toBe(200);
-    expect(res.body.scope.permissions).toMatchObject({ SESSIONS_LIST: 'NO', AGENTS_VIEW: 'YES', API_SCOPE_KEY_EDIT: 'YES' });
+    expect(res.body.scope.permissions).toMatchObject({ SESSIONS_LIST: 'NO', AGENTS_VIEW: 'YES', API_SCOPE_KEY_EDIT: 'YES', APP_EDIT: 'NO' });
     expect(res.body.meta.requestId).toMatch(/^tr-/);
     expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key })).status).toBe(403);
     expect((await api.get(`/api/projects/${t.projectId}/agents`, { key })).status).toBe(200);
