@@ -3,7 +3,7 @@
 // result to the caller's callback URL through the same destination rules as HTTP tools.
 import { computeSignature } from '../../lib/http-async/signing';
 import { ApplicationFailure } from '@temporalio/activity';
-import { type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
+import { APP_RUN_CALLBACK_TOKEN_PURPOSE, type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
 import { isErrorCode } from '../../lib/error-codes';
 import { blockedDestinationOf, destinationGuard, toolDestinationPolicy } from '../../lib/net/destination';
@@ -11,8 +11,7 @@ import { turnUpdate, type AppRunInput, type TurnUpdateInput } from '../../workfl
 import type { ActivityDeps } from '../index';
 
 
-/** Purpose of a run's callback token at rest (lib/encryption.ts). */
-export const APP_RUN_CALLBACK_TOKEN_PURPOSE = 'app-run-callback-token';
+export { APP_RUN_CALLBACK_TOKEN_PURPOSE };
 
 /** The result body a callback receives, the same bytes on every attempt. */
 export function appRunCallbackBody(run: AppRunDoc, session: AppSessionDoc | null): string {
