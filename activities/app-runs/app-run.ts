@@ -78,7 +78,7 @@ export function createAppRunActivities(deps: ActivityDeps) {
     async deliverAppRunCallback(input: AppRunInput): Promise<void> {
       const run = await readRun(input);
       if (!run.callbackUrl || !run.callbackToken || run.deliveredAt) return;
-      if (!deps.encryptor) throw ApplicationFailure.nonRetryable('ENCRYPTION_KEY is not configured', 'SERVICE_UNAVAILABLE');
+      if (!deps.encryptor) throw ApplicationFailure.nonRetryable('no master key (ENCRYPTION_KEYS or ENCRYPTION_KEY) is configured', 'SERVICE_UNAVAILABLE');
       const token = deps.encryptor.decrypt(run.tenantId, APP_RUN_CALLBACK_TOKEN_PURPOSE, run.callbackToken);
       const session = await deps.models.AppSession.findOne({ _id: run.sessionId, tenantId: run.tenantId }).lean();
       const body = appRunCallbackBody(run, session);
