@@ -18,7 +18,7 @@ export const DERIVED_KEY_ID = 'derived-1';
 
 /** The id of the codec key derived from master key `masterKeyId`: `derived-1` for ENCRYPTION_KEY, as it always was. */
 export function derivedCodecKeyId(masterKeyId: string): string {
-  return masterKeyId === ENCRYPTION_KEY_ID ? DERIVED_KEY_ID : `derived-${masterKeyId}`;
+  return masterKeyId === ENCRYPTION_KEY_ID ? DERIVED_KEY_ID : `master-${masterKeyId}`;
 }
 
 const IV_BYTES = 12;
@@ -74,7 +74,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (!id) throw new PayloadCodecError(`Encrypted payload has no ${KEY_ID_METADATA} metadata`);
     const key = this.ring.byId.get(id);
     if (!key) {
-      // `derived-<id>` keys come from the master keys (ENCRYPTION_KEYS); the others are PAYLOAD_CODEC_KEYS.
+      // `derived-1` and `master-<id>` keys come from the master keys (ENCRYPTION_KEYS); the others are PAYLOAD_CODEC_KEYS.
       throw new PayloadCodecError(`Payload was encrypted with key "${id}", which is not in PAYLOAD_CODEC_KEYS (keys: ${[...this.ring.byId.keys()].join(', ')})`);
     }
     const sealed = Buffer.from(payload.data ?? new Uint8Array());

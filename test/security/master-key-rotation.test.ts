@@ -142,7 +142,7 @@ it('keeps every secret readable through a rotation from A to B, re-encrypts unde
   const failed = await reencrypt(B);
   expect(failed.status).toBe(1);
   expect(JSON.parse(failed.out).failed).toEqual([{ tenantId: stranger.tenantId, error: expect.stringMatching(/master key "kz", which ENCRYPTION_KEYS does not list/) }]);
-  await expect(s.ctx.payloadCodec!.decode([codecPayloadUnderA])).rejects.toThrow(/key "derived-ka", which is not in/);
+  await expect(s.ctx.payloadCodec!.decode([codecPayloadUnderA])).rejects.toThrow(/key "master-ka", which is not in/);
 });
 
 /** A value as the former `v1` format wrote it: the master key straight into HKDF, no key id. */

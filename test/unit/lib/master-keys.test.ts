@@ -71,7 +71,7 @@ describe('per-purpose keys', () => {
     expect(single.current.key.equals(before)).toBe(true);
     const rotated = payloadCodecKeyRing({ ENCRYPTION_KEYS: `k2:${b64()}`, ENCRYPTION_KEY: master });
     expect(rotated.source).toBe('ENCRYPTION_KEYS');
-    expect(rotated.ring!.current.id).toBe('derived-k2');
+    expect(rotated.ring!.current.id).toBe('master-k2');
     expect(rotated.ring!.byId.get('derived-1')!.equals(before)).toBe(true);
   });
 });
