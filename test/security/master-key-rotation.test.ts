@@ -2,18 +2,19 @@
 // release wrote in the legacy formats) still read once B is put first with A kept for decryption;
 // the re-encrypt command moves everything under B, tenant by tenant, and can run again; with A
 // dropped everything still reads, and a ciphertext under a key the ring does not list fails clearly.
-import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
+// No scheme is keyed by a root key itself: each uses its own derived key.
+import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { ROOT } from '../../infra/processes';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
-import { client } from '../support/http';
+import { client, request } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { verifyAblSignature } from '../../examples/http-async/verify-signature';
 import { resolveToolSecrets } from '../../db/tool-secret';
 import { loadDecryptedLlmCredentials } from '../../db/llm-credential';
 import { requireMasterKeys } from '../../api/tool-secrets/service';
 import { llmRuntime } from '../../api/chat/llm-runtime';
-import { newDataKey, seal } from '../../lib/envelope';
+import { newDataKey, seal, unseal } from '../../lib/envelope';
 import { toolSecretAad } from '../../db/tool-secret';
 import { type Payload } from '@temporalio/common';
 
@@ -23,6 +24,7 @@ const keyA = randomBytes(32);
 const keyB = randomBytes(32);
 const A = `ka:${keyA.toString('base64')}`;
 const B = `kb:${keyB.toString('base64')}`;
+const UI_ORIGIN = 'http://localhost:8233';
 
 let receiver: Receiver;
 let mongoUri: string;
@@ -36,7 +38,7 @@ let codecPayloadUnderA: Payload;
 /** A stack on the one database of this file, with the master keys given (ENCRYPTION_KEY unset). */
 async function stackWith(keys: string): Promise<TestStack> {
   await stack?.close();
-  stack = await startTestStack({ env: { ENCRYPTION_KEY: '', ENCRYPTION_KEYS: keys, ...(mongoUri ? { MONGODB_URI: mongoUri } : {}) }, allowPrivate: { httpAsync: [receiver.origin] } });
+  stack = await startTestStack({ env: { ENCRYPTION_KEY: '', ENCRYPTION_KEYS: keys, TEMPORAL_UI_ORIGIN: UI_ORIGIN, ...(mongoUri ? { MONGODB_URI: mongoUri } : {}) }, allowPrivate: { httpAsync: [receiver.origin] } });
   mongoUri = stack.config.MONGODB_URI;
   return stack;
 }
@@ -143,6 +145,28 @@ it('keeps every secret readable through a rotation from A to B, re-encrypts unde
   expect(failed.status).toBe(1);
   expect(JSON.parse(failed.out).failed).toEqual([{ tenantId: stranger.tenantId, error: expect.stringMatching(/master key "kz", which ENCRYPTION_KEYS does not list/) }]);
   await expect(s.ctx.payloadCodec!.decode([codecPayloadUnderA])).rejects.toThrow(/key "master-ka", which is not in/);
+});
+
+it('keys each scheme with its own derived key, never a root key itself', async () => {
+  const s = await stackWith(A);
+  const owner = await seedTenant(s.ctx);
+  const api = client(s.baseUrl);
+  expect((await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'K', value: 'v-1' } })).status).toBe(201);
+  // The tenant's data key is not wrapped by the master key itself: A alone opens it under no additional data.
+  const stored = (await s.ctx.models.TenantDataKey.findOne({ tenantId: owner.tenantId }).lean())!;
+  for (const version of ['v1', 'v2']) {
+    expect(() => unseal(keyA, `switchboard/tenant-data-key/${version}/${owner.tenantId}/ka`, stored.wrapped)).toThrow();
+  }
+  // The operator session cookie is not an HMAC under PLATFORM_ADMIN_TOKEN itself: one forged so is refused.
+  const token = s.config.PLATFORM_ADMIN_TOKEN!;
+  const decode = (cookie: string) =>
+    request(s.baseUrl, 'POST', '/codec/decode', { raw: JSON.stringify({ payloads: [] }), headers: { 'content-type': 'application/json', origin: UI_ORIGIN, cookie } });
+  const login = await request(s.baseUrl, 'POST', '/codec/login', { raw: new URLSearchParams({ token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+  expect((await decode(cookie)).status).toBe(200);
+  const expiry = cookie.split('=')[1]!.split('.')[0]!;
+  const underToken = createHmac('sha256', token).update(`codec-session:${expiry}`).digest('base64url');
+  expect((await decode(`sb_codec_session=${expiry}.${underToken}`)).status).toBe(401);
 });
 
 /** A value as the former `v1` format wrote it: the master key straight into HKDF, no key id. */
