@@ -34,7 +34,7 @@ export interface ActivityDeps {
   sessionBundles: SessionBundleStore;
   /** Values of the {{secrets.NAME}} a tool references, from the encrypted tool-secret store (db/tool-secret.ts). */
   resolveToolSecrets: ResolveToolSecrets;
-  /** Secrets at rest (callback secrets); null when ENCRYPTION_KEY is unset. */
+  /** Secrets at rest (callback secrets); null when no master key (ENCRYPTION_KEYS or ENCRYPTION_KEY) is set. */
   encryptor: Encryptor | null;
   /** The moderation provider of a provider guardrail, per project (providers/moderation/resolve.ts). */
   resolveModeration: ResolveModeration;

@@ -6,6 +6,9 @@ import { type EncryptedValue } from '../lib/encryption';
 import { EncryptedValueSchema } from './encrypted-value';
 import { type AppSessionModel } from './app-session';
 
+/** Purpose of a run's callback token at rest (lib/encryption.ts). */
+export const APP_RUN_CALLBACK_TOKEN_PURPOSE = 'app-run-callback-token';
+
 export const APP_RUN_STATUSES = ['pending', 'running', 'success', 'failed'] as const;
 export type AppRunStatus = (typeof APP_RUN_STATUSES)[number];
 

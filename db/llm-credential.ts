@@ -3,6 +3,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { EncryptedValueSchema } from './encrypted-value';
 import { type EncryptedValue, type Encryptor } from '../lib/encryption';
+import { UnknownMasterKeyError } from '../lib/master-keys';
 import { newId } from '../lib/ids';
 
 /** Providers that take a credential (`local` needs none). */
@@ -99,14 +100,21 @@ export interface DecryptedLlmCredential {
 }
 
 export class CredentialDecryptionError extends Error {
-  constructor(readonly provider: CredentialProvider) {
-    super(`The stored ${provider} credential cannot be decrypted (was ENCRYPTION_KEY changed?)`);
+  constructor(
+    readonly provider: CredentialProvider,
+    cause?: unknown,
+  ) {
+    super(
+      cause instanceof UnknownMasterKeyError
+        ? `The stored ${provider} credential cannot be decrypted: ${cause.message}`
+        : `The stored ${provider} credential cannot be decrypted (was its master key removed from ENCRYPTION_KEYS, or ENCRYPTION_KEY changed?)`,
+    );
     this.name = 'CredentialDecryptionError';
   }
 }
 
 /**
- * The project's credentials, decrypted. With no encryptor (ENCRYPTION_KEY unset) none can be
+ * The project's credentials, decrypted. With no encryptor (no master key configured) none can be
  * read, so the project has none. @throws CredentialDecryptionError when a value cannot be opened.
  */
 export async function loadDecryptedLlmCredentials(
@@ -120,8 +128,8 @@ export async function loadDecryptedLlmCredentials(
   return docs.map((doc) => {
     try {
       return { provider: doc.provider, apiKey: encryptor.decrypt(tenantId, LLM_CREDENTIAL_PURPOSE, doc.apiKey), baseURL: doc.baseURL };
-    } catch {
-      throw new CredentialDecryptionError(doc.provider);
+    } catch (err) {
+      throw new CredentialDecryptionError(doc.provider, err);
     }
   });
 }

@@ -1,9 +1,10 @@
-// Each tenant's tool-secret data key, stored only wrapped by a master key (lib/envelope.ts). It is
+// Each tenant's data key (tool secrets, HTTP-async signing secrets), stored only wrapped under a
+// master key of the ring (lib/envelope.ts). It is
 // made on first use: a unique index on tenantId lets exactly one of several concurrent creators
 // win, and the others read the winner's key.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
-import { newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/envelope';
+import { isCurrentWrapping, newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/envelope';
 import { newId } from '../lib/ids';
 
 export interface TenantDataKeyDoc {
@@ -11,6 +12,8 @@ export interface TenantDataKeyDoc {
   tenantId: string;
   /** Id (in the master key ring) of the key that wrapped `wrapped`. */
   masterKeyId: string;
+  /** How it is wrapped (lib/envelope.ts): 2, or absent for the master key itself (older data keys). */
+  scheme?: number | null;
   wrapped: Sealed;
   createdAt: Date;
   updatedAt: Date;
@@ -26,6 +29,7 @@ const TenantDataKeySchema = new Schema<TenantDataKeyDoc>(
     _id: { type: String, default: newId },
     tenantId: { type: String, required: true },
     masterKeyId: { type: String, required: true },
+    scheme: { type: Number },
     wrapped: { type: SealedSchema, required: true },
   },
   { timestamps: true, versionKey: false },
@@ -58,26 +62,31 @@ export async function tenantDataKey(model: TenantDataKeyModel, ring: KeyRing, te
 }
 
 /**
- * Re-wraps every data key not yet under the ring's current master key (after a new key was put
- * first in SECRET_MASTER_KEYS), so the old master key can then be dropped. The data keys
- * themselves do not change: no secret needs re-encrypting. Safe to run again.
- * @throws UnknownMasterKeyError when a data key's master key is no longer in the ring.
+ * Re-wraps every data key (of one tenant, or all) not yet under the ring's current master key in
+ * the current scheme (after a new key was put first in ENCRYPTION_KEYS), so the old master key can
+ * then be dropped. The data keys themselves do not change: no secret needs re-encrypting. Safe to
+ * run again. @throws UnknownMasterKeyError when a data key's master key is no longer in the ring.
  */
-export async function rewrapTenantDataKeys(model: TenantDataKeyModel, ring: KeyRing): Promise<{ rewrapped: number; alreadyCurrent: number }> {
+export async function rewrapTenantDataKeys(
+  model: TenantDataKeyModel,
+  ring: KeyRing,
+  tenantId?: string,
+): Promise<{ rewrapped: number; alreadyCurrent: number }> {
   let rewrapped = 0;
   let alreadyCurrent = 0;
-  for await (const doc of model.find({}).lean().cursor()) {
-    if (doc.masterKeyId === ring.current.id) {
+  for await (const doc of model.find(tenantId === undefined ? {} : { tenantId }).lean().cursor()) {
+    if (isCurrentWrapping(ring, doc)) {
       alreadyCurrent++;
       continue;
     }
     const key = unwrapDataKey(ring, doc.tenantId, doc);
-    // Conditional on the old wrapping, so a concurrent re-wrap is not overwritten with a stale read.
+    // Conditional on the wrapping read, so a concurrent re-wrap is not overwritten with a stale read.
     const result = await model.updateOne(
-      { _id: doc._id, tenantId: doc.tenantId, masterKeyId: doc.masterKeyId },
+      { _id: doc._id, tenantId: doc.tenantId, masterKeyId: doc.masterKeyId, 'wrapped.data': doc.wrapped.data },
       { $set: wrapDataKey(ring.current, doc.tenantId, key) },
     );
     if (result.modifiedCount > 0) rewrapped++;
+    else alreadyCurrent++;
   }
   return { rewrapped, alreadyCurrent };
 }

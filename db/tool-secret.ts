@@ -100,7 +100,7 @@ export async function resolveToolSecrets(
   const names = [...new Set(query.names)];
   if (names.length === 0) return {};
   const where = `for tool ${query.toolName} in environment "${query.environment}"`;
-  if (!ring) throw new ToolSecretUnavailableError(names[0]!, 'not_configured', `secret "${names[0]}" cannot be read: encryption is not configured (SECRET_MASTER_KEYS or ENCRYPTION_KEY)`);
+  if (!ring) throw new ToolSecretUnavailableError(names[0]!, 'not_configured', `secret "${names[0]}" cannot be read: encryption is not configured (ENCRYPTION_KEYS or ENCRYPTION_KEY)`);
   const rows = await models.ToolSecret.find({
     tenantId: query.tenantId,
     projectId: query.projectId,
@@ -121,7 +121,7 @@ export async function resolveToolSecrets(
       dataKey ??= await tenantDataKey(models.TenantDataKey, ring, query.tenantId);
       values[name] = unseal(dataKey, toolSecretAad(row), row.value).toString('utf8');
     } catch {
-      throw new ToolSecretUnavailableError(name, 'unreadable', `secret "${name}" ${where} cannot be decrypted (was its master key removed from SECRET_MASTER_KEYS?)`);
+      throw new ToolSecretUnavailableError(name, 'unreadable', `secret "${name}" ${where} cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?)`);
     }
   }
   return values;

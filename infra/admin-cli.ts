@@ -9,11 +9,15 @@ import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes, type Models } from '../db/models';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../api/tenancy/service';
 import { presentApiKey, presentProject, presentTenant, presentUser } from '../api/tenancy/present';
-import { secretMasterKeyRing } from '../lib/envelope';
+import { masterKeyRing } from '../lib/master-keys';
+import { type KeyRing } from '../lib/key-ring';
 import { isScopeGrantName } from '../lib/api-scopes';
 import { createScope, expiryOf, presentScope } from '../api/platform-keys/service';
 import { KEY_ENVIRONMENTS } from '../api/platform-keys/environments';
 import { rewrapTenantDataKeys } from '../db/tenant-data-key';
+import { reencryptTenant, tenantsWithSecrets } from '../db/reencrypt';
+import { Encryptor } from '../lib/encryption';
+import { derivedCodecKeyId } from '../lib/payload-codec';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -32,9 +36,13 @@ Commands:
   list-keys       --tenant <tenantId>
   revoke-key      --tenant <tenantId> --key-id <id>
   rewrap-data-keys
-                  re-wraps every tenant's tool-secret data key under the first key of
-                  SECRET_MASTER_KEYS (run after putting a new master key first; then the
-                  old key can be removed). Safe to run again.
+                  re-wraps every tenant's data key under the first key of ENCRYPTION_KEYS
+                  (reencrypt does this and more). Safe to run again.
+  reencrypt       [--tenant <tenantId>]
+                  after putting a new master key first in ENCRYPTION_KEYS: tenant by tenant,
+                  re-wraps data keys and re-encrypts every value at rest under it, printing
+                  counts; then the old key can be removed. Safe to run again; an interrupted
+                  run resumes where it stopped.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import human_task:read
@@ -42,9 +50,18 @@ Permissions: session:read session:execute agent:read agent:write deployment:crea
 Grants (a scope's permission names and operation scopes): docs/public-api.md
 Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
   API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API
-  process refuses the key. SECRET_MASTER_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys.`;
+  process refuses the key. ENCRYPTION_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys,
+  reencrypt.`;
 
 type Flags = Record<string, string | undefined>;
+
+/** The master key ring from ENCRYPTION_KEYS / ENCRYPTION_KEY (or SECRET_MASTER_KEYS), set as for the API. */
+function masterKeysFromEnv(): KeyRing {
+  const env = (name: string) => process.env[name] || undefined;
+  const ring = masterKeyRing({ ENCRYPTION_KEYS: env('ENCRYPTION_KEYS'), SECRET_MASTER_KEYS: env('SECRET_MASTER_KEYS'), ENCRYPTION_KEY: env('ENCRYPTION_KEY') });
+  if (!ring) throw new Error('set ENCRYPTION_KEYS (id:base64key,..., newest first) to the same value as the API and worker');
+  return ring;
+}
 
 function need(flags: Flags, name: string): string {
   const value = flags[name];
@@ -153,14 +170,39 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
       return presentApiKey(doc, (await lastUsedTimes(models.ApiKeyUsage, tenantId, [doc._id])).get(doc._id));
     }
     case 'rewrap-data-keys': {
-      let ring;
-      try {
-        ring = secretMasterKeyRing({ SECRET_MASTER_KEYS: process.env.SECRET_MASTER_KEYS || undefined, ENCRYPTION_KEY: process.env.ENCRYPTION_KEY || undefined });
-      } catch (err) {
-        throw new Error(`SECRET_MASTER_KEYS ${(err as Error).message}`);
-      }
-      if (!ring) throw new Error('set SECRET_MASTER_KEYS (id:base64key,..., newest first) to the same value as the API and worker');
+      const ring = masterKeysFromEnv();
       return { masterKeyId: ring.current.id, ...(await rewrapTenantDataKeys(models.TenantDataKey, ring)) };
+    }
+    case 'reencrypt': {
+      const ring = masterKeysFromEnv();
+      const encryptor = new Encryptor(ring);
+      const tenants = flags.tenant ? [flags.tenant] : await tenantsWithSecrets(models);
+      const summary = { masterKeyId: ring.current.id, tenants: 0, dataKeys: { rewrapped: 0, alreadyCurrent: 0 }, values: { reencrypted: 0, alreadyCurrent: 0 }, failed: [] as { tenantId: string; error: string }[] };
+      for (const tenantId of tenants) {
+        summary.tenants++;
+        try {
+          const done = await reencryptTenant(models, ring, encryptor, tenantId);
+          summary.dataKeys.rewrapped += done.dataKeys.rewrapped;
+          summary.dataKeys.alreadyCurrent += done.dataKeys.alreadyCurrent;
+          summary.values.reencrypted += done.values.reencrypted;
+          summary.values.alreadyCurrent += done.values.alreadyCurrent;
+          process.stderr.write(`tenant ${tenantId}: ${done.dataKeys.rewrapped} data key(s) re-wrapped, ${done.values.reencrypted} value(s) re-encrypted\n`);
+        } catch (err) {
+          // The other tenants go on; a run after the cause is fixed picks this one up.
+          summary.failed.push({ tenantId, error: (err as Error).message });
+          process.stderr.write(`tenant ${tenantId}: failed: ${(err as Error).message}\n`);
+        }
+      }
+      if (summary.failed.length > 0) process.exitCode = 1;
+      else {
+        const codecKeys = [...ring.byId.keys()].filter((id) => id !== ring.current.id).map(derivedCodecKeyId);
+        if (codecKeys.length > 0 && !process.env.PAYLOAD_CODEC_KEYS) {
+          process.stderr.write(
+            `Secrets at rest no longer need the old master key(s). Temporal payloads encrypted with ${codecKeys.join(', ')} (derived from them) still do: keep them listed until those workflow histories are past retention (docs/operations.md).\n`,
+          );
+        }
+      }
+      return summary;
     }
     default:
       throw new Error(`unknown command "${command}"\n\n${USAGE}`);

@@ -5,6 +5,7 @@ import { parsePriceTable } from '../providers/llm/pricing';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
 import { keyRingSetting } from './key-ring';
+import { masterKeyRing } from './master-keys';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -80,20 +81,25 @@ export const ConfigSchema = z.object({
    */
   CALLBACK_MAX_WAIT_MS: positiveInt.max(30 * 24 * 3600_000).default(7 * 24 * 3600_000),
 
-  /** Master key for secrets at rest (base64, 32 bytes); tenant keys are derived from it. */
+  /**
+   * The master key ring (lib/master-keys.ts), `id:base64,id:base64`, newest first: the first
+   * encrypts, every listed one decrypts what names it (docs/secrets.md, "Rotating the master key").
+   * Each scheme (data-key wrapping, values at rest, payload codec) uses its own HKDF subkey.
+   */
+  ENCRYPTION_KEYS: keyRingSetting,
+  /**
+   * One master key (base64, 32 bytes): alone, the ring of one key `encryption-key`; beside
+   * ENCRYPTION_KEYS, kept under that id for decryption only.
+   */
   ENCRYPTION_KEY: z
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
-  /**
-   * Master keys that wrap each tenant's tool-secret data key, `id:base64,id:base64`, newest first:
-   * the first wraps new data keys, any listed one unwraps (docs/secrets.md). Unset: ENCRYPTION_KEY
-   * is the one master key, under the id `encryption-key`.
-   */
+  /** The former name of ENCRYPTION_KEYS, read when ENCRYPTION_KEYS is unset (setting both stops the process). */
   SECRET_MASTER_KEYS: keyRingSetting,
   /**
    * Keys of the Temporal payload codec (lib/payload-codec.ts), `id:base64,id:base64`, newest first:
-   * the first encrypts, all decrypt. Unset: one key derived from ENCRYPTION_KEY (id `derived-1`).
+   * the first encrypts, all decrypt. Unset: a key derived from each master key (ENCRYPTION_KEY's: `derived-1`).
    */
   PAYLOAD_CODEC_KEYS: keyRingSetting,
   /** Origin of the Temporal Web UI allowed to call /codec/encode and /codec/decode (CORS). */
@@ -244,6 +250,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError([
       'TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production; list the internal services tools may reach in TOOL_ALLOWED_PRIVATE_DESTINATIONS (host:port) instead',
     ]);
+  }
+  try {
+    masterKeyRing(raw);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message]);
   }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).

@@ -1,19 +1,25 @@
 // Encrypts every Temporal payload (workflow inputs, activity arguments and results, signals,
 // updates, memos) with AES-256-GCM before it leaves the process, so workflow history, which ops
 // teams read in the Temporal Web UI, never holds a secret, a callback secret or an API key in clear.
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { type Config, ConfigError } from './config';
 import { type Logger } from './logger';
 import { parseKeyRing, type KeyRing } from './key-ring';
+import { deriveKey, ENCRYPTION_KEY_ID, KEY_PURPOSE, masterKeyRing, type MasterKeySettings } from './master-keys';
 
 /** `encoding` of an encrypted payload; the original payload (with its metadata) is the plaintext. */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 /** Metadata naming the key of the ring that encrypted the payload. */
 export const KEY_ID_METADATA = 'encryption-key-id';
-/** Key id of the codec key derived from ENCRYPTION_KEY when PAYLOAD_CODEC_KEYS is unset. */
+/** Key id of the codec key derived from ENCRYPTION_KEY (the master key `encryption-key`). */
 export const DERIVED_KEY_ID = 'derived-1';
+
+/** The id of the codec key derived from master key `masterKeyId`: `derived-1` for ENCRYPTION_KEY, as it always was. */
+export function derivedCodecKeyId(masterKeyId: string): string {
+  return masterKeyId === ENCRYPTION_KEY_ID ? DERIVED_KEY_ID : `master-${masterKeyId}`;
+}
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -68,6 +74,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (!id) throw new PayloadCodecError(`Encrypted payload has no ${KEY_ID_METADATA} metadata`);
     const key = this.ring.byId.get(id);
     if (!key) {
+      // `derived-1` and `master-<id>` keys come from the master keys (ENCRYPTION_KEYS); the others are PAYLOAD_CODEC_KEYS.
       throw new PayloadCodecError(`Payload was encrypted with key "${id}", which is not in PAYLOAD_CODEC_KEYS (keys: ${[...this.ring.byId.keys()].join(', ')})`);
     }
     const sealed = Buffer.from(payload.data ?? new Uint8Array());
@@ -86,26 +93,34 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 }
 
 /** Where the codec key came from, for the start-up log line. */
-export type CodecKeySource = 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY' | 'none';
+export type CodecKeySource = 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEYS' | 'none';
 
-/** The codec key ring configuration gives: PAYLOAD_CODEC_KEYS, else one key derived from ENCRYPTION_KEY. */
-export function payloadCodecKeyRing(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY'>): { ring: KeyRing | null; source: CodecKeySource } {
+type CodecSettings = MasterKeySettings & { PAYLOAD_CODEC_KEYS?: string | undefined };
+
+/**
+ * The codec key ring configuration gives: PAYLOAD_CODEC_KEYS, else a key derived from each master
+ * key (the current one encrypts). Keys derived from the master keys always decrypt what they wrote,
+ * so moving to PAYLOAD_CODEC_KEYS, or rotating the master key, keeps histories readable as long as
+ * the master key stays listed.
+ */
+export function payloadCodecKeyRing(config: CodecSettings): { ring: KeyRing | null; source: CodecKeySource } {
+  const masters = masterKeyRing(config);
   // Its own key, never the master itself: a leaked codec key must not open secrets at rest.
-  const derived = config.ENCRYPTION_KEY
-    ? Buffer.from(hkdfSync('sha256', Buffer.from(config.ENCRYPTION_KEY, 'base64'), utf8('switchboard'), utf8('temporal-payload-codec'), 32))
-    : null;
+  const derive = (master: Buffer) => deriveKey(master, KEY_PURPOSE.payloadCodec, 'switchboard');
+  const derived = new Map([...(masters?.byId ?? new Map<string, Buffer>())].map(([id, key]) => [derivedCodecKeyId(id), derive(key)] as const));
   if (config.PAYLOAD_CODEC_KEYS) {
     const ring = parseKeyRing(config.PAYLOAD_CODEC_KEYS);
-    // Moving from the derived key to listed keys: what the derived key wrote still decrypts.
-    if (derived && !ring.byId.has(DERIVED_KEY_ID)) ring.byId = new Map([...ring.byId, [DERIVED_KEY_ID, derived]]);
+    // Listed keys win over a derived key of the same id.
+    ring.byId = new Map([...derived, ...ring.byId]);
     return { ring, source: 'PAYLOAD_CODEC_KEYS' };
   }
-  if (derived) return { ring: parseKeyRing(`${DERIVED_KEY_ID}:${derived.toString('base64')}`), source: 'ENCRYPTION_KEY' };
-  return { ring: null, source: 'none' };
+  if (!masters) return { ring: null, source: 'none' };
+  const currentId = derivedCodecKeyId(masters.current.id);
+  return { ring: { current: { id: currentId, key: derived.get(currentId)! }, byId: derived }, source: 'ENCRYPTION_KEYS' };
 }
 
 /** The codec of this configuration, or null when no key is configured (payloads stay in clear). */
-export function payloadCodecFromConfig(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY'>): AesGcmPayloadCodec | null {
+export function payloadCodecFromConfig(config: CodecSettings): AesGcmPayloadCodec | null {
   const { ring } = payloadCodecKeyRing(config);
   return ring ? new AesGcmPayloadCodec(ring) : null;
 }
@@ -123,17 +138,17 @@ export function switchboardDataConverter(codec: PayloadCodec | null): DataConver
 
 /** The warning logged at start when payloads stay in clear (never in production, which refuses to start). */
 export const CLEAR_PAYLOADS_WARNING =
-  'No PAYLOAD_CODEC_KEYS or ENCRYPTION_KEY: Temporal payloads (messages, tool arguments, results) are stored in clear in workflow history';
+  'No PAYLOAD_CODEC_KEYS, ENCRYPTION_KEYS or ENCRYPTION_KEY: Temporal payloads (messages, tool arguments, results) are stored in clear in workflow history';
 
 /**
  * The codec a process (API, worker) starts with. Without a key it refuses to start in production
  * (ConfigError) and logs a warning elsewhere, so clear payloads are never a silent default.
  */
-export function payloadCodecForProcess(config: Pick<Config, 'PAYLOAD_CODEC_KEYS' | 'ENCRYPTION_KEY' | 'NODE_ENV'>, logger: Logger): AesGcmPayloadCodec | null {
+export function payloadCodecForProcess(config: CodecSettings & Pick<Config, 'NODE_ENV'>, logger: Logger): AesGcmPayloadCodec | null {
   const { ring, source } = payloadCodecKeyRing(config);
   if (!ring) {
     if (config.NODE_ENV === 'production') {
-      throw new ConfigError(['PAYLOAD_CODEC_KEYS (or ENCRYPTION_KEY, from which a codec key is derived) must be set when NODE_ENV=production: Temporal payloads are encrypted with it']);
+      throw new ConfigError(['PAYLOAD_CODEC_KEYS (or ENCRYPTION_KEYS / ENCRYPTION_KEY, from which a codec key is derived) must be set when NODE_ENV=production: Temporal payloads are encrypted with it']);
     }
     logger.warn(CLEAR_PAYLOADS_WARNING);
     return null;

@@ -3,7 +3,7 @@
 // the session-bundle store (with this worker's bundle cache) and tool secrets (read from the
 // encrypted store at each call). A project's LLM settings and credentials are reused for
 // PROJECT_LLM_TTL_MS: a change reaches running sessions within that time.
-import { Encryptor } from '../lib/encryption';
+import { encryptorFromConfig } from '../lib/encryption';
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
@@ -30,7 +30,7 @@ export const PROJECT_LLM_TTL_MS = 5_000;
 
 export function createActivityDeps(options: { config: Config; models: Models; logger: Logger }): ActivityDeps {
   const { config, models, logger } = options;
-  const encryptor = config.ENCRYPTION_KEY ? new Encryptor(config.ENCRYPTION_KEY) : null;
+  const encryptor = encryptorFromConfig(config);
   const settings = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => getProjectLlmSettings(models.LlmSettings, tenantId, projectId));
   const credentials = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => loadDecryptedLlmCredentials(models.LlmCredential, encryptor, tenantId, projectId));
   const resolveProject = createProjectLlmResolver({

@@ -3,7 +3,7 @@
 // result to the caller's callback URL through the same destination rules as HTTP tools.
 import { computeSignature } from '../../lib/http-async/signing';
 import { ApplicationFailure } from '@temporalio/activity';
-import { type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
+import { APP_RUN_CALLBACK_TOKEN_PURPOSE, type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
 import { isErrorCode } from '../../lib/error-codes';
 import { blockedDestinationOf, destinationGuard, toolDestinationPolicy } from '../../lib/net/destination';
@@ -11,8 +11,7 @@ import { turnUpdate, type AppRunInput, type TurnUpdateInput } from '../../workfl
 import type { ActivityDeps } from '../index';
 
 
-/** Purpose of a run's callback token at rest (lib/encryption.ts). */
-export const APP_RUN_CALLBACK_TOKEN_PURPOSE = 'app-run-callback-token';
+export { APP_RUN_CALLBACK_TOKEN_PURPOSE };
 
 /** The result body a callback receives, the same bytes on every attempt. */
 export function appRunCallbackBody(run: AppRunDoc, session: AppSessionDoc | null): string {
@@ -79,7 +78,7 @@ export function createAppRunActivities(deps: ActivityDeps) {
     async deliverAppRunCallback(input: AppRunInput): Promise<void> {
       const run = await readRun(input);
       if (!run.callbackUrl || !run.callbackToken || run.deliveredAt) return;
-      if (!deps.encryptor) throw ApplicationFailure.nonRetryable('ENCRYPTION_KEY is not configured', 'SERVICE_UNAVAILABLE');
+      if (!deps.encryptor) throw ApplicationFailure.nonRetryable('no master key (ENCRYPTION_KEYS or ENCRYPTION_KEY) is configured', 'SERVICE_UNAVAILABLE');
       const token = deps.encryptor.decrypt(run.tenantId, APP_RUN_CALLBACK_TOKEN_PURPOSE, run.callbackToken);
       const session = await deps.models.AppSession.findOne({ _id: run.sessionId, tenantId: run.tenantId }).lean();
       const body = appRunCallbackBody(run, session);

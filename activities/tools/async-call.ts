@@ -86,7 +86,7 @@ export function createStartAsyncCall(deps: ActivityDeps) {
     if (binding.type !== 'http' || !binding.async) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an async tool`, 'TOOL_UNSUPPORTED');
     const encryptor = deps.encryptor;
     if (!encryptor) {
-      throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: async tools need ENCRYPTION_KEY to keep their callback secrets`, 'CALLBACK_UNAVAILABLE');
+      throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: async tools need ENCRYPTION_KEYS or ENCRYPTION_KEY to keep their callback secrets`, 'CALLBACK_UNAVAILABLE');
     }
     const suspension = await suspensionFor(input, encryptor);
     const secret = encryptor.decrypt(input.tenantId, CALLBACK_SECRET_PURPOSE, suspension.secret);

@@ -2,7 +2,7 @@
 // workflow, answered synchronously, as Server-Sent Events, or (isAsync) with 202 while an AppRun
 // workflow runs the turn and delivers the result to the caller's signed callback.
 import { type Response } from 'express';
-import { finishAppRun, markAppRunStarted, type AppRunDoc } from '../../db/app-run';
+import { APP_RUN_CALLBACK_TOKEN_PURPOSE, finishAppRun, markAppRunStarted, type AppRunDoc } from '../../db/app-run';
 import { type AppSessionDoc } from '../../db/app-session';
 import { newId } from '../../lib/ids';
 import { ApiError, isApiError } from '../../lib/errors';
@@ -19,8 +19,6 @@ import { temporalClient, temporalErrorToApiError, TEMPORAL_CALL_TIMEOUT_MS, with
 import { type TExecuteRunBody } from './schemas';
 import { findOrCreateAppSession, parseIdentity, readAppSession, sessionInfo, type AppScope } from './sessions';
 
-/** Purpose of a run's callback token at rest; the same as activities/app-runs/app-run.ts. */
-const CALLBACK_TOKEN_PURPOSE = 'app-run-callback-token';
 /** Started by name: the worker registers `appRun` from workflows/index.ts. */
 const APP_RUN_WORKFLOW_TYPE = 'appRun';
 
@@ -137,7 +135,7 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
 
 async function startAsyncRun(ctx: AppContext, session: AppSessionDoc, message: string, metadata: Record<string, unknown> | undefined, body: TExecuteRunBody): Promise<ExecuteOutcome> {
   const callback = body.callbackUrl
-    ? { callbackUrl: body.callbackUrl, callbackToken: requireEncryptor(ctx).encrypt(session.tenantId, CALLBACK_TOKEN_PURPOSE, body.callbackToken!) }
+    ? { callbackUrl: body.callbackUrl, callbackToken: requireEncryptor(ctx).encrypt(session.tenantId, APP_RUN_CALLBACK_TOKEN_PURPOSE, body.callbackToken!) }
     : {};
   const client = await temporalClient(ctx);
   const run = await newRun(ctx, session, message, metadata, { isAsync: true, ...callback });

@@ -4,7 +4,7 @@
 // A project's settings and credentials are reused for PROJECT_LLM_TTL_MS; a write through this
 // process (any successful non-GET under /api/projects/:projectId) drops them at once, so only
 // other replicas can see a change late, by at most that long.
-import { Encryptor } from '../../lib/encryption';
+import { encryptorFromConfig, type Encryptor } from '../../lib/encryption';
 import { ApiError } from '../../lib/errors';
 import { CredentialDecryptionError, loadDecryptedLlmCredentials } from '../../db/llm-credential';
 import { getProjectLlmSettings } from '../../db/llm-settings';
@@ -38,7 +38,7 @@ const runtimes = new WeakMap<AppContext, ApiLlmRuntime>();
 export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
   const existing = runtimes.get(ctx);
   if (existing) return existing;
-  const encryptor = ctx.config.ENCRYPTION_KEY ? new Encryptor(ctx.config.ENCRYPTION_KEY) : null;
+  const encryptor = encryptorFromConfig(ctx.config);
   const settings = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) => getProjectLlmSettings(ctx.models.LlmSettings, tenantId, projectId));
   const credentials = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, projectId) =>
     loadDecryptedLlmCredentials(ctx.models.LlmCredential, encryptor, tenantId, projectId),
@@ -64,7 +64,7 @@ export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
   return runtime;
 }
 
-/** The encryptor, or 503 when ENCRYPTION_KEY is not set. */
+/** The encryptor, or 503 when no master key (ENCRYPTION_KEYS or ENCRYPTION_KEY) is set. */
 export function requireEncryptor(ctx: AppContext): Encryptor {
   const { encryptor } = llmRuntime(ctx);
   if (!encryptor) throw new ApiError('SERVICE_UNAVAILABLE', 'encryption not configured');

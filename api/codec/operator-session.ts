@@ -4,14 +4,18 @@
 import { createHmac } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
 import { safeEqual } from '../../lib/crypto';
+import { deriveKey, KEY_PURPOSE } from '../../lib/master-keys';
 import { type AppContext } from '../context';
 
 export const CODEC_SESSION_COOKIE = 'sb_codec_session';
 const SESSION_SECONDS = 12 * 60 * 60;
 
-/** `<expiry>.<HMAC of it under the token>`: changing PLATFORM_ADMIN_TOKEN ends every session. */
+/**
+ * `<expiry>.<HMAC of it>` under a key derived from the token for this use alone (the token itself
+ * is a credential, not a signing key): changing PLATFORM_ADMIN_TOKEN ends every session.
+ */
 function sign(token: string, expiresAt: number): string {
-  return createHmac('sha256', token).update(`codec-session:${expiresAt}`).digest('base64url');
+  return createHmac('sha256', deriveKey(token, KEY_PURPOSE.codecOperatorSession, 'switchboard')).update(`codec-session:${expiresAt}`).digest('base64url');
 }
 
 export function sessionCookieValue(token: string, now = Date.now()): string {

@@ -56,7 +56,7 @@ function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
   if (!tokenOk && !hasCodecSession(ctx, req)) {
     throw new ApiError('UNAUTHORIZED', 'An operator credential is required: X-Platform-Admin-Token or Authorization: Bearer <PLATFORM_ADMIN_TOKEN>');
   }
-  if (!ctx.payloadCodec) throw new ApiError('SERVICE_UNAVAILABLE', 'No payload codec key is configured (PAYLOAD_CODEC_KEYS or ENCRYPTION_KEY): payloads are in clear');
+  if (!ctx.payloadCodec) throw new ApiError('SERVICE_UNAVAILABLE', 'No payload codec key is configured (PAYLOAD_CODEC_KEYS, ENCRYPTION_KEYS or ENCRYPTION_KEY): payloads are in clear');
   return ctx.payloadCodec;
 }
 

@@ -194,7 +194,7 @@ export async function sendTestMessage(
   try {
     secret = await openSubscriptionSecret(ctx.models.TenantDataKey, ring, sub);
   } catch {
-    throw new ApiError('SERVICE_UNAVAILABLE', 'the signing secret cannot be decrypted (was its master key removed from SECRET_MASTER_KEYS?); rotate the secret');
+    throw new ApiError('SERVICE_UNAVAILABLE', 'the signing secret cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?); rotate the secret');
   }
   const messageId = newMessageId();
   const outcome = await postSignedCallback({

@@ -13,11 +13,11 @@ import { requireEnvironment } from '../platform-keys/environments';
 
 const rings = new WeakMap<AppContext['config'], KeyRing | null>();
 
-/** The master key ring, or 503 when neither SECRET_MASTER_KEYS nor ENCRYPTION_KEY is set. */
+/** The master key ring, or 503 when neither ENCRYPTION_KEYS nor ENCRYPTION_KEY is set. */
 export function requireMasterKeys(ctx: AppContext): KeyRing {
   if (!rings.has(ctx.config)) rings.set(ctx.config, secretMasterKeyRing(ctx.config));
   const ring = rings.get(ctx.config);
-  if (!ring) throw new ApiError('SERVICE_UNAVAILABLE', 'encryption not configured: set SECRET_MASTER_KEYS or ENCRYPTION_KEY to store tool secrets');
+  if (!ring) throw new ApiError('SERVICE_UNAVAILABLE', 'encryption not configured: set ENCRYPTION_KEYS or ENCRYPTION_KEY to store tool secrets');
   return ring;
 }
 

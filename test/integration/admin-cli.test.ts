@@ -111,5 +111,5 @@ it('re-wraps tool-secret data keys under a new master key, after which the old o
   expect(lost.err).toContain('master key "k2"');
   const bad = await adminWith({ SECRET_MASTER_KEYS: 'k1:short' }, 'rewrap-data-keys');
   expect(bad.status).toBe(1);
-  expect(bad.err).toContain('SECRET_MASTER_KEYS key "k1" must be 32 bytes');
+  expect(bad.err).toContain('SECRET_MASTER_KEYS: key "k1" must be 32 bytes');
 });

@@ -1,6 +1,7 @@
 // Password hashing, constant-time comparison and per-tenant encryption.
 import { hashPassword, safeEqual, verifyPassword } from '../../../lib/crypto';
 import { Encryptor } from '../../../lib/encryption';
+import { parseKeyRing } from '../../../lib/key-ring';
 import { newApiKey, API_KEY_PATTERN } from '../../../lib/ids';
 
 it('hashes passwords with a salt and verifies them', async () => {
@@ -26,7 +27,7 @@ it('makes API keys of the documented shape', () => {
 });
 
 it('encrypts per tenant and purpose, and detects tampering', () => {
-  const enc = new Encryptor(Buffer.alloc(32, 7).toString('base64'));
+  const enc = new Encryptor(parseKeyRing(`k1:${Buffer.alloc(32, 7).toString('base64')}`));
   const sealed = enc.encrypt('tenant-a', 'tool-secret', 's3cret');
   expect(JSON.stringify(sealed)).not.toContain('s3cret');
   expect(enc.decrypt('tenant-a', 'tool-secret', sealed)).toBe('s3cret');
