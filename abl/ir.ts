@@ -390,6 +390,11 @@ export const HUMAN_TASK_TYPES = ['approval', 'data_entry', 'review', 'decision',
 export type HumanTaskType = (typeof HUMAN_TASK_TYPES)[number];
 /** Form field types a human task may collect. */
 export const HUMAN_TASK_FIELD_TYPES = ['text', 'textarea', 'number', 'boolean', 'select', 'date'] as const;
+/**
+ * Names a human task's form may not use: the `human` object's outcome flags, which come only from
+ * the resolution's decision and the task's outcome, and the resolution's own keys.
+ */
+export const HUMAN_TASK_RESERVED_FIELDS = ['approved', 'rejected', 'resolved', 'expired', 'cancelled', 'decision', 'notes', 'respondedBy', 'displayName'] as const;
 
 /** One field of a human task's form: what the person fills in when resolving it. */
 export interface HumanTaskFieldIR {

@@ -9,7 +9,7 @@ import type { DrainView, SessionStartInput } from '../workflows/definitions';
 import { findOwned } from '../db/owned';
 import { createCallLlm, createCallLlmIfLocal, type RecordLlmUsage, type ResolveLlmTarget } from './llm/call-llm';
 import { createRecordTurn } from './persistence/record-turn';
-import { createRecordHumanTask } from './persistence/human-tasks';
+import { createHumanTaskRoom, createRecordHumanTask } from './persistence/human-tasks';
 import { createModerate } from './moderation/moderate';
 import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
@@ -71,6 +71,7 @@ export function createActivities(deps: ActivityDeps) {
     startAsyncCall: createStartAsyncCall(deps),
     cancelSuspension: createCancelSuspension(deps),
     recordHumanTask: createRecordHumanTask(deps),
+    humanTaskRoom: createHumanTaskRoom(deps),
     ...createAppRunActivities(deps),
     ...createHttpAsyncConversationActivities(deps),
     ...createHttpAsyncDeliveryActivities(deps),

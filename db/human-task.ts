@@ -10,6 +10,11 @@ export interface HumanTaskDoc {
   projectId: string;
   sessionId: string | null;
   agentName: string | null;
+  /**
+   * The environment the task belongs to: its session's, or the creating key's. Null (or absent) on
+   * tasks recorded before tasks carried one: only credentials bound to no environment see those.
+   */
+  environment?: string | null;
   type: string;
   title: string;
   status: string;
@@ -28,7 +33,7 @@ export interface HumanTaskDoc {
   assignedToTeam: string | null;
   claimedAt: Date | null;
   dueAt: Date | null;
-  resolution: { respondedBy: string; decision: string | null; fields: Record<string, unknown>; notes: string | null; resolvedAt: string } | null;
+  resolution: { respondedBy: string; displayName?: string | null; decision: string | null; fields: Record<string, unknown>; notes: string | null; resolvedAt: string } | null;
   cancelReason: string | null;
   history: { action: string; from: string | null; to: string; by: string | null; at: string; note?: string }[];
   createdBy: string;
@@ -44,6 +49,7 @@ const HumanTaskSchema = new Schema<HumanTaskDoc>(
     projectId: { type: String, required: true },
     sessionId: { type: String, default: null },
     agentName: { type: String, default: null },
+    environment: { type: String, default: null },
     type: { type: String, required: true },
     title: { type: String, required: true },
     status: { type: String, required: true },
@@ -111,4 +117,15 @@ export function humanTaskRow(task: HumanTaskRowSource): Omit<HumanTaskDoc, '_id'
 export function taskContext(doc: Pick<HumanTaskDoc, 'contextJson'> & { context?: unknown }): Record<string, unknown> {
   if (typeof doc.contextJson === 'string') return JSON.parse(doc.contextJson) as Record<string, unknown>;
   return (doc.context as Record<string, unknown> | undefined) ?? {};
+}
+
+/** The statuses of a task still waiting for someone (the others are final). */
+export const OPEN_TASK_STATUSES = ['pending', 'assigned', 'in_progress'] as const;
+
+/**
+ * A project's open tasks, counted up to `atMost` (enough to compare with a bound, without counting
+ * a large queue to its end). Served by the (tenantId, projectId, status, …) index.
+ */
+export function countOpenTasks(model: HumanTaskModel, owner: { tenantId: string; projectId: string }, atMost: number): Promise<number> {
+  return model.countDocuments({ ...owner, status: { $in: [...OPEN_TASK_STATUSES] } }).limit(atMost).exec();
 }

@@ -207,6 +207,8 @@ export const ConfigSchema = z.object({
   /** How often each API process closes app runs whose process stopped mid-request (0: off). */
   APP_RUN_SWEEP_MS: z.coerce.number().int().min(0).default(60_000),
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
+  /** Open (pending, assigned, in progress) human tasks per project; beyond, 429 QUEUE_FULL (docs/human-tasks.md). */
+  HUMAN_TASK_MAX_OPEN_PER_PROJECT: positiveInt.default(10_000),
 });
 
 type RawConfig = z.infer<typeof ConfigSchema>;

@@ -267,12 +267,21 @@ export interface HumanTaskStartInput {
   routing: EscalationRoutingIR | null;
   /** Who created it: `agent:<name>` for an escalation, else the API caller's subject. */
   createdBy: string;
+  /**
+   * The environment the task belongs to: its session's, or the creating key's for a task created
+   * through the API. Absent on tasks started before tasks carried one: those are visible only to
+   * credentials bound to no environment.
+   */
+  environment?: string;
   /** Creation time as its starter wrote it to the projection (the workflow's start otherwise). */
   createdAtMs?: number;
 }
 
 export interface HumanTaskResolution {
+  /** The credential that resolved it: a user id, or an API key id. */
   respondedBy: string;
+  /** The name the resolver gave (`respondedBy` in the body), for display only; absent on older tasks. */
+  displayName?: string | null;
   decision: string | null;
   fields: Record<string, unknown>;
   notes: string | null;
@@ -305,7 +314,10 @@ export interface HumanTaskView extends Omit<HumanTaskStartInput, 'dueAtMs' | 'cr
 }
 
 export interface ClaimTaskInput {
+  /** The claiming credential (a user id or an API key id), never a name the caller chose. */
   userId: string;
+  /** The name the claimer gave, for display only. */
+  displayName?: string;
 }
 export interface AssignTaskInput {
   assignedTo?: string;
@@ -313,7 +325,10 @@ export interface AssignTaskInput {
   by: string;
 }
 export interface ResolveTaskInput {
+  /** The resolving credential (a user id or an API key id), never a name the caller chose. */
   respondedBy: string;
+  /** The name the resolver gave, for display only (null: none given). */
+  displayName?: string | null;
   decision?: string;
   fields?: Record<string, unknown>;
   notes?: string;

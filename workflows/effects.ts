@@ -12,7 +12,7 @@ import type { HumanTaskPriority, HumanTaskStartInput, SessionStartInput, Session
 import type { TurnTrace } from './session-trace';
 import type { delegationWorkflow } from './delegation';
 import { initialTaskView, type humanTaskWorkflow } from './human-task';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASKS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH } from './patches';
 import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
 import { boostedPriority, priorityNumber } from './human-task-rules';
 
@@ -262,7 +262,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
 
 /** A cancelled suspension is best-effort bookkeeping: a short local activity. */
 const { cancelSuspension } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 3 } });
-const { recordHumanTask } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 10 } });
+const { recordHumanTask, humanTaskRoom } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 10 } });
 
 /**
  * An async tool call: the activity records the suspension and sends the request with its callback
@@ -323,6 +323,8 @@ async function startHumanTask(ctx: EffectContext, command: Extract<RuntimeComman
     tenantId: ctx.tenantId,
     projectId: ctx.projectId,
     sessionId: ctx.sessionId,
+    // The task belongs to the session's environment: keys bound to others do not see it.
+    ...(ctx.environment ? { environment: ctx.environment } : {}),
     agentName: command.agent,
     type: command.taskType ?? 'escalation',
     title: command.reason,
@@ -337,6 +339,13 @@ async function startHumanTask(ctx: EffectContext, command: Extract<RuntimeComman
     createdAtMs: Date.now(),
   };
   const priority = boostedPriority(requested, input.routing?.priority_boost ?? 0);
+  // The project's open tasks are bounded: without room, the escalation resumes as an expired one.
+  // A failed count does not hold the escalation back (the bound guards against floods, not races).
+  if (wf.patched(HUMAN_TASK_ROOM_PATCH) && !(await humanTaskRoom({ tenantId: ctx.tenantId, projectId: ctx.projectId }).catch(() => true))) {
+    ctx.stats.errorCount++;
+    ctx.trace.add('error', { agent: command.agent, kind: 'human_task_error', message: 'The project has reached its limit of open human tasks (HUMAN_TASK_MAX_OPEN_PER_PROJECT)' });
+    return { type: 'wait_expired', commandId: command.id };
+  }
   const inherited = wf.workflowInfo().typedSearchAttributes.getAll().filter((p) => p.key.name !== SessionStatusKey.name && p.key.name !== AgentNameKey.name);
   try {
     await wf.startChild<typeof humanTaskWorkflow>('humanTaskWorkflow', {

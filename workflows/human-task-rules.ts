@@ -1,6 +1,6 @@
 // What a human task's transitions allow, as pure checks over the task: the HumanTask workflow's
 // update validators call them, so a refused claim, assign, resolve or cancel never reaches history.
-import type { HumanTaskFieldIR } from '../abl/ir';
+import { HUMAN_TASK_RESERVED_FIELDS, type HumanTaskFieldIR } from '../abl/ir';
 import {
   HUMAN_TASK_PRIORITIES,
   TERMINAL_TASK_STATUSES,
@@ -55,10 +55,22 @@ export function checkCancel(task: HumanTaskView): void {
   refuseTerminal(task, 'cancel');
 }
 
-/** Problems with one resolution's fields against the task's form, as `fields.<name>: why`. */
+const RESERVED = new Set<string>(HUMAN_TASK_RESERVED_FIELDS);
+
+/**
+ * Problems with one resolution's fields against the task's form, as `fields.<name>: why`. A value
+ * for a field the form does not have is refused, and so is one named after an outcome (`approved`,
+ * `rejected` …, which only the decision and the outcome set) even on a form that declares it.
+ */
 export function fieldProblems(form: readonly HumanTaskFieldIR[], values: Record<string, unknown>): string[] {
   const problems: string[] = [];
+  const known = new Set(form.map((f) => f.name));
+  for (const name of Object.keys(values)) {
+    if (RESERVED.has(name)) problems.push(`fields.${name}: is set by the decision and the outcome, not by a field`);
+    else if (!known.has(name)) problems.push(`fields.${name}: is not a field of this task's form`);
+  }
   for (const field of form) {
+    if (RESERVED.has(field.name)) continue;
     const value = values[field.name];
     const at = `fields.${field.name}`;
     if (value === undefined || value === null || value === '') {

@@ -107,12 +107,12 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
   wf.setHandler(taskStateQuery, () => task);
   wf.setHandler(
     claimTaskUpdate,
-    ({ userId }) =>
+    ({ userId, displayName }) =>
       answer(() => {
         if (task.status === 'in_progress') return; // the claimer again: nothing changes
         task.assignedTo = userId;
         task.claimedAt = new Date().toISOString();
-        transition('claimed', 'in_progress', userId);
+        transition('claimed', 'in_progress', userId, displayName ? `as ${displayName}` : undefined);
       }),
     { validator: (i) => refuse(() => checkClaim(task, i.userId)) },
   );
@@ -134,7 +134,15 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
     resolveTaskUpdate,
     (i) =>
       answer(() => {
-        task.resolution = { respondedBy: i.respondedBy, decision: i.decision ?? null, fields: i.fields ?? {}, notes: i.notes ?? null, resolvedAt: new Date().toISOString() };
+        // `displayName` only when the update carried one (a display field; older histories have none).
+        task.resolution = {
+          respondedBy: i.respondedBy,
+          ...('displayName' in i ? { displayName: i.displayName ?? null } : {}),
+          decision: i.decision ?? null,
+          fields: i.fields ?? {},
+          notes: i.notes ?? null,
+          resolvedAt: new Date().toISOString(),
+        };
         transition('resolved', 'completed', i.respondedBy, i.decision);
       }),
     { validator: (i) => refuse(() => checkResolve(task, i)) },

@@ -148,6 +148,14 @@ export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
 export const HUMAN_TASKS_PATCH = 'human-tasks-v1';
 
 /**
+ * Before it starts a human task, a session asks whether the project has room for one more open
+ * task (HUMAN_TASK_MAX_OPEN_PER_PROJECT, a local activity); without room the escalation resumes at
+ * once as an expired one, as when the task cannot be started. Runs recorded before it started the
+ * task without asking. Asked at each escalation.
+ */
+export const HUMAN_TASK_ROOM_PATCH = 'human-task-room-v1';
+
+/**
  * A session that ends while it waits on a human task (idle timeout, the end signal of a delete or
  * a deployment drain, COMPLETE) signals the task to cancel itself, and traces it. Runs recorded
  * before it left the task open until its DUE, or for ever. Asked only when a session ends while

@@ -1,7 +1,7 @@
 // HANDOFF, DELEGATE and ESCALATE reducers (ABL.md §9). WHENs here may be natural language.
 
 import type { ValueNode } from '../ast';
-import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_TYPES, type DelegateIR, type EscalationIR, type EscalationRoutingIR, type HandoffIR, type HandoffReturnIR, type HumanCompleteActionIR, type HumanTaskFieldIR, type Json, type TypeIR } from '../ir';
+import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_RESERVED_FIELDS, HUMAN_TASK_TYPES, type DelegateIR, type EscalationIR, type EscalationRoutingIR, type HandoffIR, type HandoffReturnIR, type HumanCompleteActionIR, type HumanTaskFieldIR, type Json, type TypeIR } from '../ir';
 import { splitKey } from '../parser';
 import { describe, pairValue, textOf, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
@@ -223,6 +223,11 @@ function compileTaskFields(ctx: CompileContext, node: ValueNode | null): HumanTa
     const name = ctx.str(get('name'), 'FIELDS name');
     if (!name) { ctx.report('E212', item.loc, { what: 'A FIELDS entry', key: 'name' }); continue; }
     if (out.some((x) => x.name === name)) { ctx.report('E210', item.loc, { what: `FIELDS ${name}`, expected: 'a name used once', found: 'a repeated name' }); continue; }
+    // The `human` object's outcome flags come from the decision and the outcome only, never a field.
+    if ((HUMAN_TASK_RESERVED_FIELDS as readonly string[]).includes(name)) {
+      ctx.report('E210', item.loc, { what: `FIELDS ${name}`, expected: `a name other than ${HUMAN_TASK_RESERVED_FIELDS.join(', ')}`, found: `"${name}", which the outcome sets` });
+      continue;
+    }
     const type = ctx.oneOf(get('type'), HUMAN_TASK_FIELD_TYPES, `FIELDS ${name} type`) ?? 'text';
     const options = ctx.strList(get('options'), `FIELDS ${name} options`);
     if (type === 'select' && options.length === 0) { ctx.report('E212', item.loc, { what: `The select field ${name}`, key: 'options' }); continue; }

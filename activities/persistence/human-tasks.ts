@@ -1,7 +1,8 @@
 // The HumanTask workflow's projection write: the whole task after a transition, replacing an
-// older revision only (a retried write of an earlier transition never undoes a later one).
+// older revision only (a retried write of an earlier transition never undoes a later one); and the
+// room check a session makes before it starts a task (the per-project bound on open tasks).
 import { type ActivityDeps } from '..';
-import { humanTaskRow } from '../../db/human-task';
+import { countOpenTasks, humanTaskRow } from '../../db/human-task';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import type { HumanTaskView } from '../../workflows/definitions';
 
@@ -21,5 +22,16 @@ export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
+  };
+}
+
+/**
+ * Whether the project has room for one more open task (HUMAN_TASK_MAX_OPEN_PER_PROJECT). Counted,
+ * then started: escalations racing each other may pass the bound by as many as are in flight at once.
+ */
+export function createHumanTaskRoom(deps: Pick<ActivityDeps, 'models' | 'config'>) {
+  return async function humanTaskRoom(owner: { tenantId: string; projectId: string }): Promise<boolean> {
+    const limit = deps.config.HUMAN_TASK_MAX_OPEN_PER_PROJECT;
+    return (await countOpenTasks(deps.models.HumanTask, { tenantId: owner.tenantId, projectId: owner.projectId }, limit)) < limit;
   };
 }

@@ -5,6 +5,19 @@ import { defineRoute, type AnyRoute } from '../http/route';
 import { ZSessionId } from '../sessions/schemas';
 import { rawBodyOf } from '../http/raw-body';
 import { acceptCallback, resumeSession } from './service';
+import { type AppContext } from '../context';
+import { ApiError } from '../../lib/errors';
+import { canActInEnvironment, type Principal } from '../../lib/permissions';
+
+/**
+ * A session of an environment the key is not bound to is not there for it: 404, as on the session
+ * routes (docs/public-api.md, "Environment binding"). Costs a read only for an environment-bound key.
+ */
+async function requireSessionEnvironment(ctx: AppContext, principal: Principal, scope: { tenantId: string; projectId?: string }, sessionId: string): Promise<void> {
+  if (!principal.environments?.length) return;
+  const session = await ctx.models.Session.findOne({ _id: sessionId, ...scope }, { environment: 1 }).lean();
+  if (session && !canActInEnvironment(principal, session.environment)) throw ApiError.notFound('Session');
+}
 
 const ZCallbackParams = z.object({
   callbackId: z
@@ -59,7 +72,8 @@ export const callbackRoutes: AnyRoute[] = [
     description:
       'For callers that poll the outside system instead of receiving its callback: `toolResult` becomes the result of the call the ' +
       'session waits on, exactly as a callback’s body would. Claims the suspension like a callback does: 200 once, then ' +
-      '`already_processed`; 409 when the session waits on nothing; 410 when its wait expired.',
+      '`already_processed`; 409 when the session waits on nothing; 410 when its wait expired. A session of an environment the key is not ' +
+      'bound to is 404.',
     tags: ['Callbacks'],
     auth: 'session:execute',
     params: z.object({ id: ZSessionId }),
@@ -76,6 +90,7 @@ export const callbackRoutes: AnyRoute[] = [
       .openapi('SessionResumed'),
     async handler({ ctx, principal, params, body }) {
       const scope = { tenantId: principal.tenantId, ...(principal.projectId ? { projectId: principal.projectId } : {}) };
+      await requireSessionEnvironment(ctx, principal, scope, params.id);
       const outcome = await resumeSession(ctx, scope, params.id, body.toolResult);
       return { success: true, sessionId: params.id, suspensionId: outcome.suspensionId, status: outcome.status === 'delivered' ? 'resumed' : 'already_processed' };
     },

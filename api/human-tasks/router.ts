@@ -6,6 +6,7 @@ import { type HumanTaskView } from '../../workflows/definitions';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { type Principal } from '../../lib/permissions';
+import { requireEnvironment } from '../platform-keys/environments';
 import { type ProjectDoc } from '../../db/project';
 import {
   checkAssignTask,
@@ -25,7 +26,17 @@ import {
 import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from './service';
 
 const TAGS = ['Human tasks'];
-const scopeOf = (principal: Principal, project: ProjectDoc | null): TaskScope => ({ tenantId: principal.tenantId, projectId: project!._id });
+/** The caller's tasks: its project, and for an environment-bound key only its environments' tasks. */
+const scopeOf = (principal: Principal, project: ProjectDoc | null): TaskScope => ({ tenantId: principal.tenantId, projectId: project!._id, environments: principal.environments ?? null });
+/** Who acts: the credential (a user's id for a JWT, the key's id for an API key), never a body field. */
+const actorOf = (principal: Principal): string => principal.subjectId;
+
+/** A created task's environment: the one named, else the key's when it is bound to exactly one, else `dev`. */
+function createEnvironment(principal: Principal, named: string | undefined): string {
+  const environment = named ?? (principal.environments?.length === 1 ? principal.environments[0]! : 'dev');
+  requireEnvironment(principal, environment);
+  return environment;
+}
 const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
 /** The operations on one task, linked from every answer that names it. */
@@ -44,6 +55,7 @@ function presentListItem(t: Task): z.infer<typeof ZTaskListItem> {
     tags: t.tags,
     sessionId: t.sessionId,
     agentName: t.agentName,
+    environment: t.environment ?? null,
     assignedTo: t.assignedTo,
     assignedToTeam: t.assignedToTeam,
     dueAt: iso(t.dueAt),
@@ -60,7 +72,7 @@ function presentTask(t: Task): z.infer<typeof ZTaskDetail> {
     fields: t.fields as z.infer<typeof ZTaskDetail>['fields'],
     routing: (t.routing as Record<string, unknown> | null) ?? null,
     claimedAt: iso(t.claimedAt),
-    resolution: t.resolution,
+    resolution: t.resolution ? { ...t.resolution, displayName: t.resolution.displayName ?? null } : null,
     cancelReason: t.cancelReason,
     createdBy: t.createdBy,
     session: t.sessionId ? { id: t.sessionId, href: `/api/projects/${t.projectId}/sessions/${t.sessionId}` } : null,
@@ -92,7 +104,10 @@ export const humanTaskRoutes: AnyRoute[] = [
     path: '/api/projects/:projectId/human-tasks',
     operationId: 'createHumanTask',
     summary: 'Create a human task with no session (status pending)',
-    description: 'The task workflow starts and the answer is the task as listed. A `dueAt` in the past is 422.',
+    description:
+      'The task workflow starts and the answer is the task as listed. A `dueAt` in the past is 422. The task belongs to `environment`, by default ' +
+      'the key’s when it is bound to exactly one, else `dev`; an environment the key is not bound to is 403. 429 `QUEUE_FULL` when the project ' +
+      'has HUMAN_TASK_MAX_OPEN_PER_PROJECT open tasks.',
     tags: TAGS,
     auth: 'human_task:write',
     params: ZProjectIdParam,
@@ -105,12 +120,13 @@ export const humanTaskRoutes: AnyRoute[] = [
       context: { customerId: 'C-42' },
     },
     successStatus: 201,
-    errorStatuses: [400, 404, 422, 503],
+    errorStatuses: [400, 403, 404, 422, 429, 503],
     links: taskLinks('$response.body#/task/id'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, body }) {
       checkCreateTask(body);
-      return { success: true, task: presentTask(await createTask(ctx, scopeOf(principal, project), body, `${principal.kind}:${principal.subjectId}`)) };
+      const environment = createEnvironment(principal, body.environment);
+      return { success: true, task: presentTask(await createTask(ctx, scopeOf(principal, project), body, `${principal.kind}:${principal.subjectId}`, environment)) };
     },
   }),
   defineRoute({
@@ -131,18 +147,22 @@ export const humanTaskRoutes: AnyRoute[] = [
     method: 'post',
     path: '/api/projects/:projectId/human-tasks/:taskId/claim',
     operationId: 'claimHumanTask',
-    summary: 'Claim a task: it becomes in_progress with the claimer as assignee',
-    description: 'From pending, or assigned (to this user or to a team). Claiming again by the same user answers the task unchanged. 409 when another user claimed it or it is assigned to another user, or it is completed, expired or cancelled.',
+    summary: 'Claim a task: it becomes in_progress with the calling credential as assignee',
+    description:
+      'The claimer is the calling credential: the user id of a user token, the key id of an API key (`userId` in the body is only a display name). ' +
+      'From pending, or assigned (to this credential or to a team). Claiming again by the same credential answers the task unchanged. 409 when ' +
+      'another credential claimed it or it is assigned to another, or it is completed, expired or cancelled.',
     tags: TAGS,
     auth: 'human_task:write',
     params: ZTaskParams,
     body: ZClaimTaskRequest,
-    bodyExample: { userId: 'ada' },
+    bodyOptional: true,
+    bodyExample: { userId: 'Ada Lovelace' },
     errorStatuses: [400, 404, 409, 503],
     links: taskLinks('$request.path.taskId'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, params, body }) {
-      return { success: true, task: presentTask(await claimTask(ctx, scopeOf(principal, project), params.taskId, body.userId)) };
+      return { success: true, task: presentTask(await claimTask(ctx, scopeOf(principal, project), params.taskId, actorOf(principal), body.userId)) };
     },
   }),
   defineRoute({
@@ -169,18 +189,21 @@ export const humanTaskRoutes: AnyRoute[] = [
     operationId: 'resolveHumanTask',
     summary: 'Resolve a task: it becomes completed and the waiting session resumes with the decision',
     description:
-      'Exactly once: of concurrent resolves one wins; the others get 409 with `error.details.resolution` (the winner’s). 422 names every ' +
-      'missing or mistyped form field (`decision` is required for approval and decision tasks). 409 also when another user claimed it.',
+      'The resolver is the calling credential (`resolution.respondedBy`: the user id or key id); `respondedBy` in the body is only a display ' +
+      'name (`resolution.displayName`). Exactly once: of concurrent resolves one wins; the others get 409 with `error.details.resolution` (the ' +
+      'winner’s). 422 names every missing or mistyped form field, every field the form does not have and every outcome name (`approved`, ' +
+      '`rejected`, `resolved`, `expired`, `cancelled` …: only `decision` and the outcome set those); `decision` is required for approval and ' +
+      'decision tasks. 409 also when another credential claimed it.',
     tags: TAGS,
     auth: 'human_task:write',
     params: ZTaskParams,
     body: ZResolveTaskRequest,
-    bodyExample: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 120 }, notes: 'Customer in good standing' },
+    bodyExample: { respondedBy: 'Ada Lovelace', decision: 'approved', fields: { approved_amount: 120 }, notes: 'Customer in good standing' },
     errorStatuses: [400, 404, 409, 422, 503],
     links: taskLinks('$request.path.taskId'),
     response: ZTaskResponse,
     async handler({ ctx, principal, project, params, body }) {
-      return { success: true, task: presentTask(await resolveTask(ctx, scopeOf(principal, project), params.taskId, body)) };
+      return { success: true, task: presentTask(await resolveTask(ctx, scopeOf(principal, project), params.taskId, actorOf(principal), body)) };
     },
   }),
   defineRoute({

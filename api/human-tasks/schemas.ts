@@ -2,7 +2,8 @@
 import { ApiError } from '../../lib/errors';
 import { z } from 'zod';
 import '../openapi/registry';
-import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_TYPES } from '../../abl/ir';
+import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_RESERVED_FIELDS, HUMAN_TASK_TYPES } from '../../abl/ir';
+import { SESSION_ENVIRONMENTS } from '../sessions/schemas';
 import { HUMAN_TASK_PRIORITIES, HUMAN_TASK_STATUSES } from '../../workflows/definitions';
 import { NOT_BLANK_PATTERN, ZDateTime, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
@@ -58,6 +59,10 @@ export const ZCreateTaskRequest = z
     context: z.record(z.string(), z.unknown()).default({}).describe('Data the person needs'),
     dueAt: ZDateTime.optional().describe('SLA deadline: past it the task expires'),
     assignedToTeam: z.string().min(1).max(200).optional().describe('The team (queue) the task waits with'),
+    environment: z
+      .enum(SESSION_ENVIRONMENTS)
+      .optional()
+      .describe('The environment the task belongs to; default the key’s environment when it is bound to one, else `dev`'),
   })
   .openapi('CreateHumanTaskRequest');
 export type TCreateTaskRequest = z.infer<typeof ZCreateTaskRequest>;
@@ -70,10 +75,13 @@ export function checkCreateTask(body: TCreateTaskRequest): void {
   const problems: string[] = [];
   for (const f of body.fields) if (f.type === 'select' && f.options.length === 0) problems.push(`body.fields.${f.name}: a select needs options`);
   if (new Set(body.fields.map((f) => f.name)).size !== body.fields.length) problems.push('body.fields: field names must be unique');
+  for (const f of body.fields) if ((HUMAN_TASK_RESERVED_FIELDS as readonly string[]).includes(f.name)) problems.push(`body.fields.${f.name}: is a name the outcome uses (${HUMAN_TASK_RESERVED_FIELDS.join(', ')})`);
   if (problems.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', problems.join('; '));
 }
 
-export const ZClaimTaskRequest = z.object({ userId: who('The user claiming the task') }).openapi('ClaimHumanTaskRequest');
+export const ZClaimTaskRequest = z
+  .object({ userId: who('A display name for the claimer; the claimer is always the calling credential (user id or API key id)').optional() })
+  .openapi('ClaimHumanTaskRequest');
 export const ZAssignTaskRequest = z
   .object({
     assignedTo: z.string().min(1).max(200).regex(NOT_BLANK_PATTERN, 'must not be blank').optional().describe('User id'),
@@ -87,9 +95,12 @@ export function checkAssignTask(body: { assignedTo?: string; assignedToTeam?: st
 }
 export const ZResolveTaskRequest = z
   .object({
-    respondedBy: who('Who resolved it'),
+    respondedBy: who('A display name for the resolver; the resolver is always the calling credential (user id or API key id)').optional(),
     decision: z.string().min(1).max(200).optional().describe('e.g. `approved` or `rejected`; required for approval and decision tasks'),
-    fields: z.record(z.string(), z.unknown()).default({}).describe('Values of the task’s form, by field name'),
+    fields: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe('Values of the task’s form, by field name; a name the form does not have, or an outcome name (`approved`, `rejected` …), is 422'),
     notes: z.string().max(10_000).optional(),
   })
   .openapi('ResolveHumanTaskRequest');
@@ -108,7 +119,8 @@ const ZTransition = z
 
 const ZResolution = z
   .object({
-    respondedBy: z.string(),
+    respondedBy: z.string().describe('The credential that resolved it: a user id or an API key id'),
+    displayName: z.string().nullable().describe('The name the resolver gave, for display only (null when none, or on older tasks)'),
     decision: z.string().nullable(),
     fields: z.record(z.string(), z.unknown()),
     notes: z.string().nullable(),
@@ -126,7 +138,8 @@ export const ZTaskListItem = z
     tags: z.array(z.string()),
     sessionId: z.string().nullable().describe('The session waiting on the task (null for a task created through the API)'),
     agentName: z.string().nullable(),
-    assignedTo: z.string().nullable(),
+    environment: z.string().nullable().describe('The session’s environment, or the creating key’s; null on tasks recorded before tasks carried one'),
+    assignedTo: z.string().nullable().describe('The user id or API key id the task is assigned to or claimed by'),
     assignedToTeam: z.string().nullable(),
     dueAt: z.string().nullable(),
     createdAt: z.string(),

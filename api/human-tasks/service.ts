@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { ApiError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
-import { humanTaskRow, type HumanTaskDoc } from '../../db/human-task';
+import { countOpenTasks, humanTaskRow, type HumanTaskDoc } from '../../db/human-task';
 import { findOwned } from '../../db/owned';
 import {
   assignTaskUpdate,
@@ -19,7 +19,7 @@ import {
   type HumanTaskView,
 } from '../../workflows/definitions';
 import { initialTaskView, type humanTaskWorkflow } from '../../workflows/human-task';
-import { AssigneeKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
+import { AssigneeKey, EnvironmentKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 import { isWorkflowNotFound, temporalClient, temporalErrorToApiError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
 import { TASK_ID_PATTERN, type TCreateTaskRequest, type TListTasksQuery } from './schemas';
@@ -27,6 +27,21 @@ import { TASK_ID_PATTERN, type TCreateTaskRequest, type TListTasksQuery } from '
 export interface TaskScope {
   tenantId: string;
   projectId: string;
+  /**
+   * An environment-bound credential's environments: tasks of other environments, and tasks
+   * recorded without one, are invisible to it (404, left out of lists). Absent or empty: all.
+   */
+  environments?: readonly string[] | null;
+}
+
+/** The owner part of a scope, as filters and start inputs carry it. */
+const ownerOf = (scope: TaskScope) => ({ tenantId: scope.tenantId, projectId: scope.projectId });
+const boundTo = (scope: TaskScope): readonly string[] | null => (scope.environments?.length ? scope.environments : null);
+
+/** Whether an environment-bound credential may see the task; a task without an environment only unbound ones. */
+function visibleTo(scope: TaskScope, task: Pick<HumanTaskDoc, 'environment'>): boolean {
+  const bound = boundTo(scope);
+  return !bound || (typeof task.environment === 'string' && bound.includes(task.environment));
 }
 
 const PRIORITY_NUMBER = { low: 1, medium: 2, high: 3, critical: 4 } as const;
@@ -40,8 +55,10 @@ export function taskWorkflowId(taskId: string): string {
 /** The projection filter of a list: the scope and every filter given (the bench reuses it for its floor). */
 export function taskListFilter(scope: TaskScope, q: TListTasksQuery): Record<string, unknown> {
   const created = { ...(q.createdFrom ? { $gte: new Date(q.createdFrom) } : {}), ...(q.createdTo ? { $lt: new Date(q.createdTo) } : {}) };
+  const bound = boundTo(scope);
   return {
-    ...scope,
+    ...ownerOf(scope),
+    ...(bound ? { environment: { $in: [...bound] } } : {}),
     ...(q.status ? { status: q.status } : {}),
     ...(q.type ? { type: q.type } : {}),
     ...(q.priority ? { priority: q.priority } : {}),
@@ -69,8 +86,9 @@ export async function listTasks(ctx: AppContext, scope: TaskScope, q: TListTasks
 
 export async function findTask(ctx: AppContext, scope: TaskScope, taskId: string): Promise<HumanTaskDoc> {
   // The tenant and project are in the filter (db/owned.ts): another tenant's task is never read.
-  const task = TASK_ID_PATTERN.test(taskId) ? await findOwned(ctx.models.HumanTask, taskId, scope) : null;
-  if (!task) throw new ApiError('NOT_FOUND', 'Human task not found');
+  // A task of an environment the credential is not bound to is not there for it, like another project's.
+  const task = TASK_ID_PATTERN.test(taskId) ? await findOwned(ctx.models.HumanTask, taskId, ownerOf(scope)) : null;
+  if (!task || !visibleTo(scope, task)) throw new ApiError('NOT_FOUND', 'Human task not found');
   return task;
 }
 
@@ -125,17 +143,25 @@ function finished(task: HumanTaskDoc, kind: Transition): ApiError {
   return new ApiError('CONFLICT', { message: `Cannot ${VERB[kind]} a task that is ${task.status}`, details: { status: task.status, resolution: task.resolution } });
 }
 
-export function claimTask(ctx: AppContext, scope: TaskScope, taskId: string, userId: string) {
-  return transition(ctx, scope, taskId, 'claim', (h) => h.executeUpdate(claimTaskUpdate, { args: [{ userId }] }));
+/**
+ * Who acts on a task: the calling credential (a user's id, an API key's id), never a name from the
+ * body. The claim lock and "only the claimer resolves" compare these.
+ */
+export type TaskActor = string;
+
+export function claimTask(ctx: AppContext, scope: TaskScope, taskId: string, actor: TaskActor, displayName?: string) {
+  return transition(ctx, scope, taskId, 'claim', (h) => h.executeUpdate(claimTaskUpdate, { args: [{ userId: actor, ...(displayName ? { displayName } : {}) }] }));
 }
 
 export function assignTask(ctx: AppContext, scope: TaskScope, taskId: string, body: { assignedTo?: string; assignedToTeam?: string }, by: string) {
   return transition(ctx, scope, taskId, 'assign', (h) => h.executeUpdate(assignTaskUpdate, { args: [{ ...body, by }] }));
 }
 
-export function resolveTask(ctx: AppContext, scope: TaskScope, taskId: string, body: { respondedBy: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
+export function resolveTask(ctx: AppContext, scope: TaskScope, taskId: string, actor: TaskActor, body: { respondedBy?: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
+  const { respondedBy: displayName, ...rest } = body;
+  const input = { ...rest, respondedBy: actor, displayName: displayName ?? null };
   // One update id per resolution: a retried request is the same update, answered once.
-  return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [body], updateId: `resolve-${randomUUID()}` }));
+  return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [input], updateId: `resolve-${randomUUID()}` }));
 }
 
 export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, reason: string | undefined, by: string) {
@@ -148,12 +174,13 @@ export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, re
  * then its workflow starts. A start that fails removes the row again: no task is listed without
  * a workflow, and the call answers with the task as listed.
  */
-export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreateTaskRequest, createdBy: string): Promise<HumanTaskDoc> {
+export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreateTaskRequest, createdBy: string, environment: string): Promise<HumanTaskDoc> {
   const taskId = `ht_${randomUUID().replace(/-/g, '')}`;
   const createdAtMs = Date.now();
   const input: HumanTaskStartInput = {
     taskId,
-    ...scope,
+    ...ownerOf(scope),
+    environment,
     sessionId: null,
     agentName: null,
     type: body.type,
@@ -168,6 +195,7 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
     createdAtMs,
   };
   if (input.dueAtMs !== null && input.dueAtMs <= createdAtMs) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
+  await requireTaskRoom(ctx, scope);
   const client = await temporalClient(ctx);
   const created = await ctx.models.HumanTask.create({ _id: taskId, ...humanTaskRow(initialTaskView(input, createdAtMs)) });
   try {
@@ -179,6 +207,7 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
         typedSearchAttributes: new TypedSearchAttributes([
           { key: TenantIdKey, value: scope.tenantId },
           { key: ProjectIdKey, value: scope.projectId },
+          { key: EnvironmentKey, value: environment },
           { key: TaskStatusKey, value: 'pending' },
           { key: TaskTypeKey, value: body.type },
           { key: TaskPriorityKey, value: PRIORITY_NUMBER[body.priority] },
@@ -188,12 +217,24 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
       }),
     );
   } catch (err) {
-    await ctx.models.HumanTask.deleteOne({ _id: taskId, tenantId: scope.tenantId, projectId: scope.projectId }).catch((cleanupErr: unknown) =>
+    await ctx.models.HumanTask.deleteOne({ _id: taskId, ...ownerOf(scope) }).catch((cleanupErr: unknown) =>
       ctx.logger.warn({ err: cleanupErr, taskId }, 'could not remove the row of a task whose workflow did not start'),
     );
     throw temporalErrorToApiError(err, 'Human task runtime');
   }
   return created.toObject();
+}
+
+/**
+ * The bound on a project's open tasks (HUMAN_TASK_MAX_OPEN_PER_PROJECT): 429 QUEUE_FULL when it is
+ * reached. Counted, then created: creates racing each other may pass it by as many as are in flight at once.
+ */
+async function requireTaskRoom(ctx: AppContext, scope: TaskScope): Promise<void> {
+  const limit = ctx.config.HUMAN_TASK_MAX_OPEN_PER_PROJECT;
+  const open = await countOpenTasks(ctx.models.HumanTask, ownerOf(scope), limit);
+  if (open >= limit) {
+    throw new ApiError('QUEUE_FULL', `The project has ${limit} open human tasks, its limit (HUMAN_TASK_MAX_OPEN_PER_PROJECT); resolve or cancel some first`);
+  }
 }
 
 /**

@@ -72,7 +72,7 @@ FLOW:
     THEN: decide
   decide:
     REASONING: false
-    RESPOND: "Refund of {{human.approved_amount}} approved by {{human.respondedBy}}."
+    RESPOND: "Refund of {{human.approved_amount}}: {{human.decision}}."
 `;
 
 beforeAll(async () => {
@@ -167,8 +167,8 @@ it('delivers the reply that follows a human task resolved through the API', asyn
     json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 550 } },
   });
   expect(resolved.status).toBe(200);
-  const later = await eventually(async () => of(key).find((d) => String(d.body.response).includes('approved by ada')), (d) => d !== undefined, 30_000);
-  expect(later!.body).toMatchObject({ response: 'Refund of 550 approved by ada.', in_reply_to: second.body.message_id, is_new_session: false });
+  const later = await eventually(async () => of(key).find((d) => String(d.body.response).includes('Refund of 550: approved')), (d) => d !== undefined, 30_000);
+  expect(later!.body).toMatchObject({ response: 'Refund of 550: approved.', in_reply_to: second.body.message_id, is_new_session: false });
   expect(later!.body.message_id).not.toBe(second.body.message_id);
   expect(of(key).find((d) => d.body.status === 'resumed')!.body).toMatchObject({ details: { cause: 'human_task' } });
 });

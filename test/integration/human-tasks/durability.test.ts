@@ -118,8 +118,11 @@ it('resumes the session on a new worker after the one that created the task was 
   try {
     const resolved = await api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved' } });
     expect(resolved.status).toBe(200);
-    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes('Decision: approved by ada.'), 30_000, 200);
-    expect(lines.filter((l) => l === 'Decision: approved by ada.')).toHaveLength(1);
+    // The resolver is the calling key (its id), whatever name the body gives.
+    const line = `Decision: approved by ${resolved.body.task.resolution.respondedBy}.`;
+    expect(resolved.body.task.resolution).toMatchObject({ respondedBy: expect.stringMatching(/^ak-/), displayName: 'ada' });
+    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes(line), 30_000, 200);
+    expect(lines.filter((l) => l === line)).toHaveLength(1);
   } finally {
     await second.stop();
   }

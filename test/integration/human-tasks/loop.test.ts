@@ -3,6 +3,7 @@
 // on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE
 // (and ON_DUE: raise_priority first), cancellation, session deletion and any other end of the
 // session; the reviewer permission; another tenant's task is 404.
+import { createApiKey } from '../../../api/tenancy/service';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
@@ -19,6 +20,9 @@ let stack: TestStack;
 let t: SeededTenant;
 let other: SeededTenant;
 let api: ReturnType<typeof client>;
+/** Two reviewers' keys: who claims and resolves is the key that calls (its id), never a name in the body. */
+let ada: { key: string; id: string };
+let bob: { key: string; id: string };
 
 const refunds = (name: string, due = '') => `AGENT: ${name}
 GOAL: "Approve large refunds with a manager."
@@ -69,6 +73,12 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
+  const reviewer = async (name: string) => {
+    const made = await createApiKey(stack.ctx.models, t.tenantId, { name, permissions: ['human_task:read', 'human_task:write'] });
+    return { key: made.key, id: made.apiKey._id };
+  };
+  ada = await reviewer('ada');
+  bob = await reviewer('bob');
   await publishAgent(api, t, 'Billing', 'AGENT: Billing\nGOAL: "Billing."\nON_START:\n  RESPOND: "Billing here."\n');
   await publishAgent(api, t, 'Refunds', refunds('Refunds'));
   await publishAgent(api, t, 'Quick_Refunds', refunds('Quick_Refunds', 'DUE: 2s'));
@@ -120,39 +130,39 @@ it('escalates, lists, claims and resolves a task; the session continues with the
   const held = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId, message: 'any news?' } });
   expect(held.body.response).toMatch(/our team/);
 
-  const claimed = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: t.adminKey, json: { userId: 'ada' } });
+  const claimed = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: ada.key, json: { userId: 'Ada' } });
   expect(claimed.status).toBe(200);
-  expect(claimed.body.task).toMatchObject({ status: 'in_progress', assignedTo: 'ada' });
-  const stolen = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: t.adminKey, json: { userId: 'bob' } });
+  expect(claimed.body.task).toMatchObject({ status: 'in_progress', assignedTo: ada.id });
+  const stolen = await api.post(`${tasksUrl()}/${taskId}/claim`, { key: bob.key, json: { userId: 'Ada' } });
   expect(stolen.status).toBe(409);
 
   // Missing and mistyped fields are named; nothing changes.
-  const bad = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved', fields: { channel: 'cash' } } });
+  const bad = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: ada.key, json: { respondedBy: 'Ada', decision: 'approved', fields: { channel: 'cash' } } });
   expect(bad.status).toBe(422);
   expect(bad.body.error.message).toContain('fields.approved_amount: is required');
   expect(bad.body.error.message).toContain('fields.channel: must be one of card, voucher');
-  const noDecision = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', fields: { approved_amount: 550 } } });
+  const noDecision = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: ada.key, json: { respondedBy: 'Ada', fields: { approved_amount: 550 } } });
   expect(noDecision.status).toBe(422);
   expect(noDecision.body.error.message).toContain('decision: is required');
-  const badBody = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { decision: 'approved', fields: {} } });
+  const badBody = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: ada.key, json: { respondedBy: 42, decision: 'approved', fields: {} } });
   expect(badBody.status).toBe(400);
   expect(badBody.body.error.message).toContain('respondedBy');
 
   const resolved = await api.post(`${tasksUrl()}/${taskId}/resolve`, {
-    key: t.adminKey,
-    json: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' },
+    key: ada.key,
+    json: { respondedBy: 'Ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' },
   });
   expect(resolved.status).toBe(200);
-  expect(resolved.body.task).toMatchObject({ status: 'completed', resolution: { respondedBy: 'ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' } });
+  expect(resolved.body.task).toMatchObject({ status: 'completed', resolution: { respondedBy: ada.id, displayName: 'Ada', decision: 'approved', fields: { approved_amount: 550, channel: 'voucher' }, notes: 'ok' } });
   expect(resolved.body.task.history.map((h: { action: string }) => h.action)).toEqual(['created', 'claimed', 'resolved']);
 
-  const lines = await replies(sessionId, 'Refund of 550 by voucher approved by ada.');
-  expect(lines[lines.length - 1]).toBe('Refund of 550 by voucher approved by ada.\n\nAnything else?');
+  const lines = await replies(sessionId, `Refund of 550 by voucher approved by ${ada.id}.`);
+  expect(lines[lines.length - 1]).toBe(`Refund of 550 by voucher approved by ${ada.id}.\n\nAnything else?`);
 
   // A second resolve is a conflict that carries the first one.
-  const again = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'bob', decision: 'rejected', fields: { approved_amount: 1 } } });
+  const again = await api.post(`${tasksUrl()}/${taskId}/resolve`, { key: bob.key, json: { decision: 'rejected', fields: { approved_amount: 1 } } });
   expect(again.status).toBe(409);
-  expect(again.body.error.details).toMatchObject({ status: 'completed', resolution: { respondedBy: 'ada', decision: 'approved' } });
+  expect(again.body.error.details).toMatchObject({ status: 'completed', resolution: { respondedBy: ada.id, decision: 'approved' } });
 
   // Trace events record the creation and the resolution with the wait.
   const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
@@ -160,7 +170,7 @@ it('escalates, lists, claims and resolves a task; the session continues with the
   const human = events.filter((e) => e.type === 'human_task').map((e) => e.data);
   expect(human).toEqual([
     expect.objectContaining({ taskId, status: 'created', type: 'approval', priority: 'high' }),
-    expect.objectContaining({ taskId, status: 'completed', respondedBy: 'ada', decision: 'approved', waitedMs: expect.any(Number) }),
+    expect.objectContaining({ taskId, status: 'completed', respondedBy: ada.id, decision: 'approved', waitedMs: expect.any(Number) }),
   ]);
 
   // The session recorded the marker where it created the task, and both workflows replay with today's code.

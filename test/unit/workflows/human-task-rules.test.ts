@@ -50,6 +50,17 @@ it('names every missing or mistyped field', () => {
   expect(fieldProblems(task().fields, { amount: 5, channel: 'card', on: '2026-01-31', ok: false })).toEqual([]);
 });
 
+it('refuses a value for a field the form does not have, and any outcome name, even one a form declares', () => {
+  expect(fieldProblems(task().fields, { amount: 5, approved: true, extra: 'x' })).toEqual([
+    'fields.approved: is set by the decision and the outcome, not by a field',
+    "fields.extra: is not a field of this task's form",
+  ]);
+  // An older form that declared such a field: it can be neither given nor required.
+  const form = [{ name: 'approved', type: 'boolean' as const, label: null, required: true, options: [] }];
+  expect(fieldProblems(form, {})).toEqual([]);
+  expect(fieldProblems(form, { approved: true })).toEqual(['fields.approved: is set by the decision and the outcome, not by a field']);
+});
+
 it('refuses a resolution without a decision on an approval, and any transition once terminal, with the resolution', () => {
   expect(refusal(() => checkResolve(task(), { respondedBy: 'a', fields: { amount: 1 } })).message).toBe('decision: is required for an approval task');
   expect(refusal(() => checkResolve(task(), { respondedBy: 'a', fields: { amount: 1 } })).code).toBe('UNPROCESSABLE_ENTITY');
