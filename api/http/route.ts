@@ -199,6 +199,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Missing or invalid credential',
   403: 'The credential lacks the permission',
   404: 'Not found, or not visible to this tenant',
+  408: 'The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body)',
   409: 'Conflict',
   410: 'Gone',
   413: 'Body over the size limit',
@@ -288,8 +289,8 @@ export function documentedErrorStatuses(route: AnyRoute): number[] {
   // A body may be too large, or not uncompressed UTF-8 JSON.
   if (route.body) statuses.add(413).add(415);
   if (route.admit) statuses.add(409);
-  // Node's HTTP server refuses a request line and headers over 16 KB before any route runs.
-  statuses.add(431);
+  // Node's HTTP server refuses a request line and headers over 16 KB, or sent too slowly, before any route runs.
+  statuses.add(408).add(431);
   return [...statuses].sort((a, b) => a - b);
 }
 
@@ -319,7 +320,7 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
     };
   }
   for (const status of documentedErrorStatuses(route)) {
-    if (status === 431) {
+    if (status === 408 || status === 431) {
       responses[status] = { description: STATUS_TEXT[status]! };
       continue;
     }
@@ -531,6 +532,7 @@ export interface MountedRoute {
 /** Mounts routes on the router and the registry; returns their patterns for 405 detection. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, ctx: AppContext, routes: AnyRoute[]): MountedRoute[] {
   return routes.map((route) => {
+    if (route.admit && route.preload) throw new Error(`${route.operationId}: a route with \`admit\` reads its body last and cannot preload`);
     router[route.method](route.path, toExpressHandler(ctx, route));
     registerInOpenApi(registry, route);
     return { method: route.method, pattern: pathPattern(route) };
