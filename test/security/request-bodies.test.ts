@@ -178,6 +178,13 @@ describe('request bodies are read only for a caller allowed to send them', () =>
     expect(free.status).toBe(200);
   });
 
+  it('refuses an import body holding far more JSON objects and arrays than an import needs (413), before parsing it', async () => {
+    const body = `{"files":{},"padding":[${'{},'.repeat(IMPORT_LIMITS.requestBodyContainers)}{}]}`;
+    const res = await client(api.baseUrl).post(importPath(), { key: t.adminKey, raw: body, headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body holds more than 1000 JSON objects and arrays' } });
+  });
+
   it('stops reading a body at the 1 MB limit of an ordinary route', async () => {
     const exchange = rawRequest(
       `POST /api/projects/${t.projectId}/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${t.adminKey}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
