@@ -1,6 +1,5 @@
-// Builds the Express app: request ids and logs, JSON parsing with the spec's limits, every
-// feature's routes (mounted and documented together), the OpenAPI document and the errors.
-import { isUtf8 } from 'node:buffer';
+// Builds the Express app: request ids and logs, every feature's routes (mounted and documented
+// together; each reads its own body, api/http/route.ts), the OpenAPI document and the errors.
 import express, { type Express, type Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { ApiError } from '../lib/errors';
@@ -21,7 +20,6 @@ import { deploymentRoutes } from './deployments/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
-import { IMPORT_LIMITS, isImportPath } from './project-io/limits';
 import { projectIoRoutes } from './project-io/router';
 import { tenancyRoutes } from './tenancy/router';
 import { platformKeyRoutes } from './platform-keys/router';
@@ -31,7 +29,6 @@ import { humanTaskRoutes } from './human-tasks/router';
 import { agenticAppRoutes } from './agentic-apps/router';
 import { httpAsyncRoutes } from './http-async/router';
 import { registerHttpAsyncWebhooks } from './http-async/webhooks';
-import { keepRawBody } from './http/raw-body';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes];
@@ -45,22 +42,9 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
 
   app.use(requestId);
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
-  // Before the body parser, so a refused body still carries the CORS headers the UI needs to read it.
+  // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
+  // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).
   app.use('/codec', codecCors(ctx));
-  // The import routes take a project's files in one body: they get the spec's 60 MB limit,
-  // every other route the standard 1 MB.
-  const json = (limit: number | string) =>
-    express.json({
-      limit,
-      type: ['application/json', 'application/*+json'],
-      verify: (req, _res, buf) => {
-        if (!isUtf8(buf)) throw Object.assign(new Error('Request body is not valid UTF-8'), { type: 'entity.verify.failed', status: 400 });
-        keepRawBody(req, buf);
-      },
-    });
-  const standardJson = json('1mb');
-  const importJson = json(IMPORT_LIMITS.requestBodyBytes);
-  app.use((req, res, next) => (isImportPath(req.path) ? importJson : standardJson)(req, res, next));
 
   const registry = createOpenApiRegistry();
   const router: Router = express.Router();

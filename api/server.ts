@@ -7,6 +7,7 @@ import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
 import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
+import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -14,10 +15,9 @@ async function main(): Promise<void> {
   if (config.NODE_ENV === 'production' && config.RATE_LIMIT_STORE === 'memory') {
     ctx.logger.warn('RATE_LIMIT_STORE=memory: counters are per process; use it only with a single API replica');
   }
-  const server = createServer(createApp(ctx));
-  server.requestTimeout = 0; // SSE streams stay open; per-route deadlines bound work instead.
-  server.headersTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
+  // Header, request (receiving it only: SSE streams go on) and idle timeouts, and the per-address connection cap.
+  const server = createServer(httpServerOptions(config), createApp(ctx));
+  limitConnectionsPerAddress(server, config.HTTP_MAX_CONNECTIONS_PER_ADDRESS);
   await new Promise<void>((resolve) => server.listen(config.PORT, config.HOST, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -1,10 +1,12 @@
-// Project import locks: at most one document per project while an import runs. The holder
-// renews `expiresAt`; a holder that crashed stops renewing, so the next import may take the
-// lock over once it has expired (no TTL index is needed for that, the expiry is compared).
+// Project import locks and slots: at most one `import:` document per project while an import
+// runs, and one `preview:` document per running dry run; a tenant's live documents are its
+// import slots (api/project-io/import-lock.ts). The holder renews `expiresAt`; a holder that
+// crashed stops renewing, so the next import may take the lock over once it has expired (no TTL
+// index is needed for that, the expiry is compared).
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export interface ImportLockDoc {
-  /** `import:<projectId>`: the unique key that makes a second holder impossible. */
+  /** `import:<projectId>`: the unique key that makes a second holder impossible (`preview:<projectId>:<holder>` for a dry run). */
   _id: string;
   tenantId: string;
   projectId: string;

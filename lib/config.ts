@@ -68,6 +68,17 @@ export const ConfigSchema = z.object({
   LOGIN_WINDOW_SECONDS: positiveInt.default(900),
 
   REQUEST_TIMEOUT_MS: positiveInt.default(30000),
+  /** How long a client may take to send a request's headers (ms); then 408 and the connection closes. */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.default(20_000),
+  /**
+   * How long a client may take to send a whole request, headers and body (ms); then 408 and the
+   * connection closes. It bounds receiving the request only: a response (an SSE stream) goes on.
+   */
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(120_000),
+  /** How long a kept-alive connection may stay idle between requests (ms). */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt.default(65_000),
+  /** Open connections per peer address (the socket's, never X-Forwarded-For); 0: no cap. */
+  HTTP_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).default(100),
   /**
    * How long a graceful stop (SIGTERM, SIGINT) lets requests in flight finish (ms). Chat streams
    * still running then end with a retryable `error` event and are recorded; other requests still
@@ -246,6 +257,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.NODE_ENV === 'production' && raw.TRUST_PROXY === true) {
     // Every client could then pick its own address, and no per-address limit would hold.
     throw new ConfigError(['TRUST_PROXY: true trusts any X-Forwarded-For; in production give a hop count or the proxies\' addresses']);
+  }
+  if (raw.HTTP_HEADERS_TIMEOUT_MS > raw.HTTP_REQUEST_TIMEOUT_MS) {
+    // The headers are part of the request: Node's HTTP server refuses the pair.
+    throw new ConfigError([`HTTP_HEADERS_TIMEOUT_MS (${raw.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${raw.HTTP_REQUEST_TIMEOUT_MS})`]);
   }
   if (raw.NODE_ENV === 'production' && raw.TOOL_ALLOW_PRIVATE_NETWORKS) {
     // The blanket switch would let any tenant's tool reach internal services and cloud metadata.

@@ -70,7 +70,7 @@ function send(res: Response, status: number, html: string): void {
 export function codecLoginRouter(ctx: AppContext): Router {
   const router = express.Router();
   router.get('/codec/login', (_req, res) => send(res, 200, FORM));
-  router.post('/codec/login', express.urlencoded({ extended: false, limit: '4kb' }), (req: Request, res: Response) => {
+  router.post('/codec/login', express.urlencoded({ extended: false, limit: '4kb', inflate: false }), (req: Request, res: Response) => {
     const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
     const given = (req.body as Record<string, unknown> | undefined)?.token;
     if (!expected) return send(res, 503, page('Codec sign-in is disabled', '<p>PLATFORM_ADMIN_TOKEN is not set on the API.</p>'));

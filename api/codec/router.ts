@@ -43,9 +43,10 @@ const toJson = (p: Payload) => ({
 /**
  * The operator credential, as `X-Platform-Admin-Token` (curl, scripts), `Authorization: Bearer`
  * (the Temporal CLI's `--codec-auth`, a proxy in front of the Web UI), compared in constant time,
- * or the browser session of /codec/login sent by the Temporal UI's origin.
+ * or the browser session of /codec/login sent by the Temporal UI's origin. Checked before the
+ * body is read (the routes' `authorize`).
  */
-function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
+function authorizeOperator({ ctx, req }: { ctx: AppContext; req: Request }): void {
   const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
   if (!expected) throw new ApiError('SERVICE_UNAVAILABLE', 'The codec endpoint is disabled: PLATFORM_ADMIN_TOKEN is not set');
   const header = req.headers['x-platform-admin-token'];
@@ -56,6 +57,9 @@ function requireOperator(ctx: AppContext, req: Request): AesGcmPayloadCodec {
   if (!tokenOk && !hasCodecSession(ctx, req)) {
     throw new ApiError('UNAUTHORIZED', 'An operator credential is required: X-Platform-Admin-Token or Authorization: Bearer <PLATFORM_ADMIN_TOKEN>');
   }
+}
+
+function requireCodec(ctx: AppContext): AesGcmPayloadCodec {
   if (!ctx.payloadCodec) throw new ApiError('SERVICE_UNAVAILABLE', 'No payload codec key is configured (PAYLOAD_CODEC_KEYS, ENCRYPTION_KEYS or ENCRYPTION_KEY): payloads are in clear');
   return ctx.payloadCodec;
 }
@@ -77,12 +81,13 @@ export const codecRoutes: AnyRoute[] = [
     tags: ['Operations'],
     auth: 'public',
     security: 'platformAdmin',
+    authorize: authorizeOperator,
     body: ZPayloads,
     bodyExample: PLAIN_EXAMPLE,
     errorStatuses: [401, 503],
     response: ZPayloads.openapi({ example: ENCRYPTED_EXAMPLE }),
-    async handler({ ctx, req, body }) {
-      const codec = requireOperator(ctx, req);
+    async handler({ ctx, body }) {
+      const codec = requireCodec(ctx);
       return { payloads: (await codec.encode(body.payloads.map(fromJson))).map(toJson) };
     },
   }),
@@ -95,12 +100,13 @@ export const codecRoutes: AnyRoute[] = [
     tags: ['Operations'],
     auth: 'public',
     security: 'platformAdmin',
+    authorize: authorizeOperator,
     body: ZPayloads,
     bodyExample: ENCRYPTED_EXAMPLE,
     errorStatuses: [401, 422, 503],
     response: ZPayloads.openapi({ example: PLAIN_EXAMPLE }),
-    async handler({ ctx, req, body }) {
-      const codec = requireOperator(ctx, req);
+    async handler({ ctx, body }) {
+      const codec = requireCodec(ctx);
       try {
         return { payloads: (await codec.decode(body.payloads.map(fromJson))).map(toJson) };
       } catch (err) {

@@ -2,7 +2,9 @@
 // each definition both with Express and with the OpenAPI registry, so every route is documented.
 // After authentication, the tenant rate-limit charge, the `:projectId` lookup and a route's
 // read-only `preload` run together (one round trip of latency, not three); their outcomes are
-// still judged in the documented order: 429, 403, 404, 415, 400.
+// still judged in the documented order: 401, 429, 403, 404, 415, (409 admission), 413, 400.
+// The request body is read here, never before: only once the caller holds the route's permission
+// (for a route with `admit`, once every check has passed and the admission is taken).
 import { type OpenAPIRegistry, type ResponseConfig } from '@asteasolutions/zod-to-openapi';
 import { type NextFunction, type Request, type Response, type Router } from 'express';
 import { type z } from 'zod';
@@ -14,6 +16,7 @@ import { type AppContext } from '../context';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
+import { type BodyLimit, mediaRefusal, readJsonBody, STANDARD_BODY_BYTES } from './body';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -29,6 +32,8 @@ export interface HandlerInput<P, Q, B, Auth extends RouteAuth, L = undefined> {
   principal: Auth extends 'public' ? null : Principal;
   /** The project named by `:projectId`, already checked to be visible to the caller. */
   project: ProjectDoc | null;
+  /** What the route's `admit` took (undefined without one); the pipeline releases it. */
+  admission?: Admission;
   /** What the route's `preload` found (undefined without one). */
   preloaded: L;
   req: Request;
@@ -48,6 +53,18 @@ export interface PreloadInput<P, Q, B> {
    * preload is still running: a preload checks it before it starts anything it would have to undo.
    */
   signal: AbortSignal;
+  req: Request;
+  ctx: AppContext;
+}
+
+/** A slot a route takes before its body is read (`admit`), released when the request ends. */
+export interface Admission {
+  release(): Promise<void>;
+}
+
+export interface AdmitInput {
+  principal: Principal;
+  project: ProjectDoc | null;
   req: Request;
   ctx: AppContext;
 }
@@ -103,6 +120,20 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   reservedParams?: Record<string, readonly string[]>;
   /** A request body the documentation shows (and the fuzzer's examples phase sends). */
   bodyExample?: unknown;
+  /** The body's limits; by default 1 MB (STANDARD_BODY_BYTES) and no count of objects. */
+  bodyLimit?: BodyLimit;
+  /**
+   * For a route whose body may be large: taken after every check but the input's (401, 429, 403,
+   * 404, 415) and before the body is read, so that a caller waiting for a slot costs nothing
+   * (throws 409 when none is free). The pipeline releases it when the request ends. Such a
+   * route has no `preload`.
+   */
+  admit?(input: AdmitInput): Promise<Admission>;
+  /**
+   * For a `public` route that checks its own credential from the headers (the codec's operator
+   * token): runs before its body is read, and throws 401 for a caller it refuses.
+   */
+  authorize?(input: { req: Request; ctx: AppContext }): void;
   /**
    * True when the route takes no body at all as `{}` (every field optional). Otherwise a
    * request without a body is a 400, like a body missing a required field.
@@ -168,6 +199,7 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Missing or invalid credential',
   403: 'The credential lacks the permission',
   404: 'Not found, or not visible to this tenant',
+  408: 'The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body)',
   409: 'Conflict',
   410: 'Gone',
   413: 'Body over the size limit',
@@ -254,10 +286,11 @@ export function documentedErrorStatuses(route: AnyRoute): number[] {
   if (route.auth !== 'public' && route.auth !== 'authenticated') statuses.add(403);
   if (route.path.includes(':projectId')) statuses.add(404);
   if (route.body || route.query || route.params) statuses.add(400);
-  // Any body is parsed before the route runs: too large, or not JSON.
+  // A body may be too large, or not uncompressed UTF-8 JSON.
   if (route.body) statuses.add(413).add(415);
-  // Node's HTTP server refuses a request line and headers over 16 KB before any route runs.
-  statuses.add(431);
+  if (route.admit) statuses.add(409);
+  // Node's HTTP server refuses a request line and headers over 16 KB, or sent too slowly, before any route runs.
+  statuses.add(408).add(431);
   return [...statuses].sort((a, b) => a - b);
 }
 
@@ -287,7 +320,7 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
     };
   }
   for (const status of documentedErrorStatuses(route)) {
-    if (status === 431) {
+    if (status === 408 || status === 431) {
       responses[status] = { description: STATUS_TEXT[status]! };
       continue;
     }
@@ -344,8 +377,20 @@ function isReserved(values: readonly string[], value: unknown): boolean {
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId');
   const reserved = Object.entries(route.reservedParams ?? {});
+  const bodyLimit = route.bodyLimit ?? { bytes: STANDARD_BODY_BYTES };
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (reserved.some(([name, values]) => isReserved(values, req.params[name]))) return next();
+    try {
+      await runPipeline(req, res);
+    } catch (err) {
+      // A body still arriving that the pipeline did not read (refused before it, or past its
+      // limit) is not read at all: the connection closes after the answer.
+      if (!req.complete && !res.headersSent) res.setHeader('Connection', 'close');
+      throw err;
+    }
+  };
+
+  async function runPipeline(req: Request, res: Response): Promise<void> {
     // The key read (when what this process knows of the key has aged out) and, for a key seen
     // before, the tenant charge are the longest round trips: they are sent before anything else. A malformed credential is judged first all the same.
     const charge = (tenantId: string) => settle(consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(tenantId), res));
@@ -357,29 +402,46 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
       } catch (error) {
         malformed = { error };
       }
+    } else if (route.authorize) {
+      route.authorize({ req, ctx });
     }
     const earlyCharge = auth?.early ? charge(auth.early.tenantId) : null;
 
-    // Parsing is synchronous; its errors wait their turn (after 401, 429, 403, 404 and 415).
-    const mediaOk = !(route.body && hasBody(req) && !req.is(['application/json', 'application/*+json']));
+    // Header checks are synchronous; their errors wait their turn (after 401, 429, 403 and 404).
+    const sendsBody = route.body !== undefined && hasBody(req);
+    const media = sendsBody ? mediaRefusal(req) : null;
     const params = parse(route.params, req.params, 'params');
     const query = parse(route.query, req.query, 'query');
-    const body: Outcome<unknown> = !route.body
-      ? { ok: true, value: undefined }
-      : !route.bodyOptional && !hasBody(req)
-        ? { ok: false, error: new ApiError('VALIDATION_ERROR', 'body: is required (a JSON object)') }
-        : parse(route.body, req.body ?? {}, 'body');
-    const inputOk = mediaOk && params.ok && query.ok && body.ok;
+    const headersOk = media === null && params.ok && query.ok;
+
+    // The body, read once, and only for a caller the route lets send it: a principal holding the
+    // permission (one confirmed, or a key this process has read before and is confirming again),
+    // or anyone on a public route. Up to the route's limit, never inflated.
+    let bodyRead: Promise<Outcome<unknown>> | null = null;
+    const readBody = (): Promise<Outcome<unknown>> =>
+      (bodyRead ??= !route.body
+        ? Promise.resolve({ ok: true, value: undefined })
+        : !sendsBody
+          ? Promise.resolve(
+              route.bodyOptional ? parse(route.body, {}, 'body') : { ok: false, error: new ApiError('VALIDATION_ERROR', 'body: is required (a JSON object)') },
+            )
+          : settle(readJsonBody(req, bodyLimit)).then((read) => (read.ok ? parse(route.body, read.value, 'body') : read)));
 
     // The lookups a principal allows, started together. Preloads not handed to the handler
     // have their signal aborted at once and are given to `onRefused` once they settle.
     const preloads: { outcome: Promise<Outcome<unknown>>; refused: AbortController }[] = [];
     const startLookups = (principal: Principal | null) => {
       const permitted = principal === null || route.auth === 'authenticated' || route.auth === 'public' || hasPermission(principal, route.auth);
+      const bodyNow = permitted && headersOk && !route.admit && (principal !== null || route.auth === 'public');
+      const body = bodyNow ? readBody() : null;
       let preload: Promise<Outcome<unknown>> | null = null;
-      if (route.preload && principal && permitted && inputOk) {
+      if (route.preload && principal && body) {
         const refused = new AbortController();
-        preload = settle(route.preload({ params: params.value, query: query.value, body: body.value, principal, signal: refused.signal, req, ctx }));
+        preload = body.then((input) =>
+          input.ok
+            ? settle(route.preload!({ params: unwrap(params), query: unwrap(query), body: input.value, principal, signal: refused.signal, req, ctx }))
+            : input,
+        );
         preloads.push({ outcome: preload, refused });
       }
       return {
@@ -400,6 +462,8 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
     let charged: Promise<Outcome<void>> | null = null;
     let lookups: ReturnType<typeof startLookups> | null = null;
     let project: ProjectDoc | null;
+    let admission: Admission | undefined;
+    let body: unknown;
     let preloaded: unknown;
     try {
       if (malformed) throw malformed.error;
@@ -422,31 +486,42 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
       if (charged) unwrap(await charged);
       if (!lookups.permitted) throw new ApiError('FORBIDDEN', `This credential lacks the '${String(route.auth)}' permission`);
       project = lookups.project ? unwrap(await lookups.project) : null;
-      if (!mediaOk) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
+      if (media) throw media;
+      unwrap(params);
+      unwrap(query);
+      if (route.admit) admission = await route.admit({ principal: principal!, project, req, ctx });
+      body = unwrap(await readBody());
       preloaded = lookups.preload ? unwrap(await lookups.preload) : undefined;
     } catch (err) {
       refuseUnused(null);
+      await admission?.release();
       throw err;
     }
     refuseUnused(lookups.preload);
-    const result = await route.handler({
-      params: unwrap(params),
-      query: unwrap(query),
-      body: unwrap(body),
-      principal,
-      project,
-      preloaded,
-      req,
-      res,
-      ctx,
-    });
+    let result: unknown;
+    try {
+      result = await route.handler({
+        params: unwrap(params),
+        query: unwrap(query),
+        body,
+        principal,
+        project,
+        admission,
+        preloaded,
+        req,
+        res,
+        ctx,
+      });
+    } finally {
+      await admission?.release();
+    }
     if (project && req.method !== 'GET') notifyProjectWrite(ctx, project);
     if (result === RESPONSE_SENT || res.headersSent) return;
     for (const [name, value] of Object.entries(route.responseHeaders ?? {})) res.setHeader(name, value);
     // A handler may pick another status itself (a PUT that created answers 201).
     if (res.statusCode === 200) res.status(route.successStatus ?? 200);
     res.json(result);
-  };
+  }
 }
 
 export interface MountedRoute {
@@ -457,6 +532,7 @@ export interface MountedRoute {
 /** Mounts routes on the router and the registry; returns their patterns for 405 detection. */
 export function mountRoutes(router: Router, registry: OpenAPIRegistry, ctx: AppContext, routes: AnyRoute[]): MountedRoute[] {
   return routes.map((route) => {
+    if (route.admit && route.preload) throw new Error(`${route.operationId}: a route with \`admit\` reads its body last and cannot preload`);
     router[route.method](route.path, toExpressHandler(ctx, route));
     registerInOpenApi(registry, route);
     return { method: route.method, pattern: pathPattern(route) };

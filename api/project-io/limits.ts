@@ -1,14 +1,18 @@
 // The spec's limits for project export and import (core-api.md "Limits"), in one place so the
-// routes, the body parser and the docs agree.
+// routes, their body limits and the docs agree.
 
 const MB = 1024 * 1024;
 
 export const IMPORT_LIMITS = {
-  /** The import routes' own JSON body limit (the API's standard limit is 1 MB). */
+  /** The import routes' own JSON body limit, read once an import slot is taken (the API's standard limit is 1 MB). */
   requestBodyBytes: 60 * MB,
   fileBytes: 1 * MB,
   totalBytes: 50 * MB,
   files: 500,
+  /** Imports and import previews running at once in a tenant (one import per project). */
+  importsPerTenant: 3,
+  /** Objects and arrays in an import body: it needs two (the body and `files`). */
+  requestBodyContainers: 1000,
   /** A lock not renewed for this long is free to take: its holder has crashed. */
   lockTtlMs: 120_000,
   /** The holder renews well inside the TTL, so a slow but live import keeps its lock. */
@@ -26,13 +30,6 @@ export const EXPORT_LIMITS: ExportLimits = {
   tools: 500,
   responseBytes: 100 * MB,
 };
-
-/** The paths of the two import routes (Express matches paths case-insensitively, so do we). */
-const IMPORT_PATH = /^\/api\/projects\/[^/]+\/project-io\/import(?:\/preview)?\/?$/i;
-
-export function isImportPath(path: string): boolean {
-  return IMPORT_PATH.test(path);
-}
 
 /** `1048576` → `1 MB`, for messages. */
 export function formatBytes(bytes: number): string {

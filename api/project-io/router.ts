@@ -1,10 +1,12 @@
 // Project export and import routes (`/api/projects/:projectId/project-io`): the spec's table,
-// with the import's own 60 MB body limit (api/app.ts) and one import per project at a time.
-import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
+// with the import's own 60 MB body limit, read only once the caller holds an import slot (one
+// import per project at a time, a few imports and previews per tenant).
+import { type AdmitInput, defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { assertResponseSize, buildExportPreview, buildProjectExport } from './export';
 import { applyImport } from './import-apply';
-import { acquireImportLock } from './import-lock';
+import { acquireImportLock, acquirePreviewSlot } from './import-lock';
+import { IMPORT_LIMITS } from './limits';
 import { checkImportFiles, planImport } from './import-plan';
 import {
   IMPORT_BODY_EXAMPLE,
@@ -21,6 +23,8 @@ import { zipProjectExport } from './zip';
 const TAGS = ['Project export and import'];
 const BASE = '/api/projects/:projectId/project-io';
 const sameProject = { projectId: '$request.path.projectId' };
+const importBodyLimit = { bytes: IMPORT_LIMITS.requestBodyBytes, containers: IMPORT_LIMITS.requestBodyContainers };
+const scopeOf = ({ project }: AdmitInput) => ({ tenantId: project!.tenantId, projectId: project!._id });
 
 export const projectIoRoutes: AnyRoute[] = [
   defineRoute({
@@ -78,12 +82,15 @@ export const projectIoRoutes: AnyRoute[] = [
     summary: 'Dry run of an import: the operations it would apply; changes nothing',
     description:
       'The same checks as the import: 400 for unsafe or unknown paths, 413 over the size limits, 422 for ABL errors (`error.details.diagnostics`) ' +
-      'or a broken manifest, lockfile or deployments.json, 409 when it would delete an agent a deployment runs.',
+      'or a broken manifest, lockfile or deployments.json, 409 when it would delete an agent a deployment runs, or while the tenant already runs ' +
+      `${IMPORT_LIMITS.importsPerTenant} imports and previews.`,
     tags: TAGS,
     auth: 'project:import',
     params: ZProjectIdParam,
     body: ZImportRequestSchema,
     bodyExample: IMPORT_BODY_EXAMPLE,
+    bodyLimit: importBodyLimit,
+    admit: (input) => acquirePreviewSlot(input.ctx.models, scopeOf(input)),
     errorStatuses: [409, 413, 422],
     links: linksTo(['importProject', 'previewProjectExport'], sameProject),
     response: ZImportPreviewResponse,
@@ -100,31 +107,29 @@ export const projectIoRoutes: AnyRoute[] = [
     description:
       'Creates, updates and deletes agents and tool libraries so the project matches the files, then makes a version of each agent created ' +
       'or changed (with the label in lockfile.json when the draft compiles to its hash). All or nothing. 409 while another import into the ' +
-      'project runs (lock with a 120 s TTL).',
+      `project runs (lock with a 120 s TTL), or while the tenant already runs ${IMPORT_LIMITS.importsPerTenant} imports and previews. The body is ` +
+      'read only once the lock is taken.',
     tags: TAGS,
     auth: 'project:import',
     params: ZProjectIdParam,
     body: ZImportRequestSchema,
     bodyExample: IMPORT_BODY_EXAMPLE,
+    bodyLimit: importBodyLimit,
+    // The project's import lock, held until the request ends (the pipeline releases it).
+    admit: (input) => acquireImportLock(input.ctx.models, scopeOf(input)),
     errorStatuses: [409, 413, 422],
     links: linksTo(['exportProject', 'previewProjectExport', 'listAgents'], sameProject),
     response: ZImportResponse,
     async handler({ ctx, principal, project, body }) {
       const checked = checkImportFiles(body.files);
-      const scope = { tenantId: project!.tenantId, projectId: project!._id };
-      const lock = await acquireImportLock(ctx.models, scope);
-      try {
-        const plan = await planImport(ctx.models, project!, checked);
-        const applied = await applyImport(ctx.models, plan, { createdBy: principal.subjectId, logger: ctx.logger });
-        return {
-          success: true,
-          applied: { created: applied.created, updated: applied.updated, deleted: applied.deleted },
-          operations: plan.operations,
-          versions: applied.versions,
-        };
-      } finally {
-        await lock.release();
-      }
+      const plan = await planImport(ctx.models, project!, checked);
+      const applied = await applyImport(ctx.models, plan, { createdBy: principal.subjectId, logger: ctx.logger });
+      return {
+        success: true,
+        applied: { created: applied.created, updated: applied.updated, deleted: applied.deleted },
+        operations: plan.operations,
+        versions: applied.versions,
+      };
     },
   }),
 ];

@@ -82,3 +82,15 @@ it('reads the private destinations allowed for tools and LLM base URLs as canoni
     expect(() => loadConfig({ ...minimal, TOOL_ALLOWED_PRIVATE_DESTINATIONS: bad })).toThrow(/TOOL_ALLOWED_PRIVATE_DESTINATIONS: .* is not host:port/);
   }
 });
+
+it('bounds the HTTP server by default, and refuses a headers timeout longer than the request timeout', () => {
+  expect(loadConfig(minimal)).toMatchObject({
+    HTTP_HEADERS_TIMEOUT_MS: 20_000,
+    HTTP_REQUEST_TIMEOUT_MS: 120_000,
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: 65_000,
+    HTTP_MAX_CONNECTIONS_PER_ADDRESS: 100,
+  });
+  expect(loadConfig({ ...minimal, HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0' }).HTTP_MAX_CONNECTIONS_PER_ADDRESS).toBe(0);
+  expect(() => loadConfig({ ...minimal, HTTP_HEADERS_TIMEOUT_MS: '30000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS \(30000\) must not exceed HTTP_REQUEST_TIMEOUT_MS \(10000\)/);
+  expect(() => loadConfig({ ...minimal, HTTP_REQUEST_TIMEOUT_MS: '0' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
+});
