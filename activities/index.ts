@@ -14,7 +14,7 @@ import { createModerate } from './moderation/moderate';
 import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
-import { capToolResult } from './tools/result-cap';
+import { capToolResult } from '../lib/result-cap';
 import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';

@@ -9,6 +9,8 @@ import { sessionBundleCodec } from './session-bundle-storage';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
+/** The payload converter of the worker and its workflow bundle: session bundles get their own encoding. */
+export const PAYLOAD_CONVERTER_PATH = require.resolve('../lib/payload-converter');
 
 export interface CreateWorkerOptions {
   connection: NativeConnection;
@@ -23,24 +25,27 @@ export interface CreateWorkerOptions {
   /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
   workflowBundle?: WorkerOptions['workflowBundle'];
   tuning?: Partial<WorkerTuning>;
+  /** Worker interceptors (tests use one to hold an activity while they act). */
+  interceptors?: WorkerOptions['interceptors'];
 }
 
 export async function createSwitchboardWorker(options: CreateWorkerOptions): Promise<Worker> {
   const payloadCodecs = [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])];
   // Activities that talk to other workflows (an async app run's turn) use the worker's own
   // connection, with the same codecs as the worker.
-  const temporalClient = options.deps.temporalClient ?? new Client({ connection: options.connection, namespace: options.namespace, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadCodecs } });
+  const temporalClient = options.deps.temporalClient ?? new Client({ connection: options.connection, namespace: options.namespace, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs } });
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities({ ...options.deps, temporalClient }),
-    // Session bundles travel through history as their hash (workers/session-bundle-storage.ts),
-    // and every payload is then encrypted (lib/payload-codec.ts): codecs encode in this order and
-    // decode in the reverse one.
+    // Session bundles, which only the payload converter marks as such (lib/payload-converter.ts),
+    // travel through history as their hash (workers/session-bundle-storage.ts), and every payload
+    // is then encrypted (lib/payload-codec.ts): codecs encode in this order and decode in the
+    // reverse one. A prebuilt workflow bundle must be built with the same converter path.
     // Failure messages and stack traces are moved into an encoded payload so the codec covers them.
-    dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadCodecs },
+    dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs },
     // A graceful stop (a redeploy) lets activities in flight finish instead of cancelling them at
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.
@@ -48,5 +53,6 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     ...DEFAULT_WORKER_TUNING,
     ...tuningFromConfig(options.deps.config),
     ...options.tuning,
+    ...(options.interceptors ? { interceptors: options.interceptors } : {}),
   });
 }

@@ -31,7 +31,7 @@ import {
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
-import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, SESSION_END_CANCELS_TASK_PATCH } from './patches';
+import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH, SESSION_END_CANCELS_TASK_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
 import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
@@ -445,9 +445,13 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
-  const rollOver = async () => {
+  /** Continues as new, unless work came in while the held rows were written: then it returns, and the caller waits to try again. */
+  const rollOver = async (): Promise<void> => {
     if (projection.deferred) await projection.flush();
     await wf.condition(wf.allHandlersFinished);
+    // A callback delivered during that write (its signal handled, its resume not yet started or
+    // still running) belongs to this run: the next one carries the wait, not a result already taken.
+    if ((inFlight > 0 || delivered !== null) && wf.patched(CALLBACK_AT_ROLLOVER_PATCH)) return;
     // Rows of turns answered during that write go along (the next run writes them).
     const next: CarriedSessionState = {
       runtime,
@@ -481,8 +485,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       }
     };
     void watchIdle();
-    await wf.condition(() => ended !== null || (inFlight === 0 && delivered === null && shouldRollOver()));
-    if (ended === null) await rollOver();
+    for (;;) {
+      await wf.condition(() => ended !== null || (inFlight === 0 && delivered === null && shouldRollOver()));
+      if (ended !== null) break;
+      await rollOver();
+    }
   } else {
     // Runs recorded before the watchdog: a fresh idle timer after every turn.
     while (!ended) {

@@ -170,3 +170,11 @@ export const SESSION_END_CANCELS_TASK_PATCH = 'session-end-cancels-task-v1';
  * about to run, so histories of agents without one carry no marker.
  */
 export const MODERATION_GUARDRAILS_PATCH = 'moderation-guardrails-v1';
+
+/**
+ * A session does not continue as new while a callback's result is waiting to be taken or the
+ * resume it started is still running: a callback (or a suspension's expiry) that comes while the
+ * rollover writes its held rows is handled in this run, which then rolls over again. Runs recorded
+ * before it continued as new regardless, cutting such a resume off. Asked only when that happens.
+ */
+export const CALLBACK_AT_ROLLOVER_PATCH = 'callback-at-rollover-v1';

@@ -10,9 +10,13 @@ import type { AgentIR, CompilationOutput } from '../../abl/ir';
 import { type DeploymentDoc } from '../../db/deployment';
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
+import { markSessionBundle, type SessionBundleOwner } from '../../lib/payload-converter';
 import type { SessionStartInput } from '../../workflows/definitions';
 
-/** What a load returns: the hash first, so its JSON starts with it (the storage driver reads that prefix). */
+/**
+ * What a load returns. Marked as a bundle of its project (lib/payload-converter.ts), so its payload
+ * gets the bundle encoding the worker's codec keeps out of history; nothing else ever does.
+ */
 export type SessionBundle = { bundleHash: string } & CompilationOutput;
 
 export interface BundleQuery {
@@ -80,8 +84,11 @@ function applyModelOverrides(agents: Record<string, AgentIR>, overrides: Deploym
 export interface SessionBundleStore {
   /** The session's bundle (null when there is nothing to run). */
   load(query: BundleQuery): Promise<SessionBundle | null>;
-  /** A recorded bundle by hash alone: for the worker's payload storage, which sees only the hash. */
-  loadByHash(bundleHash: string): Promise<SessionBundle | null>;
+  /**
+   * A recorded bundle by hash, for the worker's payload storage, which sees only the reference:
+   * within its owner's project (null only for references written before they named their owner).
+   */
+  loadByHash(bundleHash: string, owner: SessionBundleOwner | null): Promise<SessionBundle | null>;
   /** Bundles this worker holds, as encoded payloads (filled by the payload storage). */
   readonly payloads: BundleCache<unknown>;
   /** How many bundles were built from MongoDB (for tests and benches). */
@@ -124,7 +131,7 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
     for (const row of rows) agents[row.agentName] = JSON.parse(row.irJson) as AgentIR;
     applyModelOverrides(agents, identity.modelOverrides);
     stats.built++;
-    const bundle: SessionBundle = {
+    const bundle: SessionBundle = markSessionBundle({
       bundleHash,
       irVersion: rows[0]!.irVersion,
       sourceHash: rows.map((v) => v.sourceHash).sort().join(':'),
@@ -134,12 +141,12 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
       entry_agent: identity.entryAgent,
       diagnostics: [],
       ok: true,
-    };
+    }, identity);
     bundles.set(bundleHash, { bundle, tenantId: identity.tenantId, projectId: identity.projectId });
     return bundle;
   }
 
-  async function loadByHash(bundleHash: string, scope?: { tenantId: string; projectId: string }): Promise<SessionBundle | null> {
+  async function loadByHash(bundleHash: string, scope: SessionBundleOwner | null): Promise<SessionBundle | null> {
     const cached = bundles.get(bundleHash);
     if (cached) return !scope || (cached.tenantId === scope.tenantId && cached.projectId === scope.projectId) ? cached.bundle : null;
     const doc = scope ? await findOwned(models.SessionBundle, bundleHash, scope) : await models.SessionBundle.findById(bundleHash).lean();
@@ -158,7 +165,7 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
   return {
     payloads,
     stats,
-    loadByHash: (bundleHash) => loadByHash(bundleHash),
+    loadByHash,
     async load(query) {
       const scope = { tenantId: query.tenantId, projectId: query.projectId };
       const ref = query.bundleRef;

@@ -11,12 +11,27 @@ import { CALLBACK_PAYLOAD_PURPOSE, CALLBACK_SECRET_PURPOSE, type SuspensionDoc }
 import { callbackSignal } from '../../workflows/definitions';
 import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
 import { requireEncryptor } from '../chat/llm-runtime';
+import { capToolResult } from '../../lib/result-cap';
+import type { Json } from '../../abl/ir';
 
 export type DeliveryOutcome = { status: 'delivered' } | { status: 'already_processed' };
 
 /** `sha256=<hex>` of the raw body under the suspension's secret, as the caller must send it. */
 export function callbackSignature(secret: string, rawBody: Buffer | string): string {
   return `sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`;
+}
+
+/**
+ * An async call's result as the session keeps it: cut to TOOL_RESULT_HISTORY_MAX_BYTES with the
+ * markers a synchronous tool's result gets (lib/result-cap.ts), before it is claimed, kept or sent.
+ */
+function sessionResult(ctx: AppContext, suspension: { _id: string; tenantId: string }, payload: unknown): Json {
+  const maxBytes = ctx.config.TOOL_RESULT_HISTORY_MAX_BYTES;
+  const capped = capToolResult((payload ?? null) as Json, maxBytes);
+  if (capped.truncated) {
+    ctx.logger.warn({ tenantId: suspension.tenantId, callbackId: suspension._id, resultBytes: capped.originalBytes, maxBytes }, 'async tool result truncated to TOOL_RESULT_HISTORY_MAX_BYTES');
+  }
+  return capped.value;
 }
 
 /** Why a suspension that was not claimed now cannot be: already done, expired, or never sent. */
@@ -91,9 +106,10 @@ export async function acceptCallback(ctx: AppContext, callbackId: string, rawBod
     if (!signature) throw new ApiError('UNAUTHORIZED', 'Missing x-callback-signature: send sha256=<hex HMAC-SHA256 of the raw body with the callback secret>');
     if (!safeEqual(signature.trim().toLowerCase(), callbackSignature(secret, rawBody))) throw new ApiError('UNAUTHORIZED', 'Invalid callback signature');
   }
-  const claimed = await claim(ctx, { _id: callbackId, tenantId: suspension.tenantId }, 'callback', payload);
+  const result = sessionResult(ctx, suspension, payload);
+  const claimed = await claim(ctx, { _id: callbackId, tenantId: suspension.tenantId }, 'callback', result);
   if (!('_id' in claimed)) return claimed;
-  return deliver(ctx, claimed, payload, 'callback');
+  return deliver(ctx, claimed, result, 'callback');
 }
 
 /** `POST /api/v1/sessions/:id/resume`: the polling alternative, for a session of the caller's tenant. */
@@ -106,7 +122,8 @@ export async function resumeSession(ctx: AppContext, scope: { tenantId: string; 
     if (latest && (latest.status === 'claimed' || latest.status === 'delivered')) return { status: 'already_processed', suspensionId: latest._id };
     throw new ApiError('CONFLICT', 'The session is not waiting on an async tool call');
   }
-  const claimed = await claim(ctx, { _id: pending._id, tenantId: scope.tenantId }, 'resume', toolResult);
+  const result = sessionResult(ctx, pending, toolResult);
+  const claimed = await claim(ctx, { _id: pending._id, tenantId: scope.tenantId }, 'resume', result);
   if (!('_id' in claimed)) return { ...claimed, suspensionId: pending._id };
-  return { ...(await deliver(ctx, claimed, toolResult, 'resume')), suspensionId: pending._id };
+  return { ...(await deliver(ctx, claimed, result, 'resume')), suspensionId: pending._id };
 }

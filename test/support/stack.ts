@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { NativeConnection, Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
+import { NativeConnection, Runtime, DefaultLogger, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../../api/app';
 import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
@@ -14,6 +14,7 @@ import { createApiKey, createProject, createTenant, createUser } from '../../api
 import { type Permission } from '../../lib/permissions';
 import { createSwitchboardWorker } from '../../workers/create-worker';
 import { createActivityDeps } from '../../workers/activity-deps';
+import { type SessionBundleStore } from '../../activities/persistence/session-bundles';
 
 let runtimeInstalled = false;
 function installRuntime(): void {
@@ -39,6 +40,8 @@ export interface TestStackOptions {
   allowPrivate?: { tools?: string[]; llm?: string[]; httpAsync?: string[] };
   /** The API's and the worker's logger (e.g. one that records lines for a test to read). */
   logger?: Logger;
+  /** Interceptors of the in-process worker (e.g. one that holds an activity for a test to act meanwhile). */
+  workerInterceptors?: WorkerOptions['interceptors'];
 }
 
 export interface TestStack {
@@ -46,6 +49,8 @@ export interface TestStack {
   ctx: AppContext;
   config: Config;
   worker: Worker | null;
+  /** The in-process worker's session bundle store (its caches), or null without a worker. */
+  sessionBundles: SessionBundleStore | null;
   close(): Promise<void>;
 }
 
@@ -102,16 +107,20 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;
   let nativeConnection: NativeConnection | null = null;
+  let sessionBundles: SessionBundleStore | null = null;
   if (options.worker) {
     installRuntime();
     nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    const deps = createActivityDeps({ config, models: ctx.models, logger: ctx.logger });
+    sessionBundles = deps.sessionBundles;
     worker = await createSwitchboardWorker({
       connection: nativeConnection,
       namespace: config.TEMPORAL_NAMESPACE,
       taskQueue: config.TEMPORAL_TASK_QUEUE,
-      deps: createActivityDeps({ config, models: ctx.models, logger: ctx.logger }),
+      deps,
       payloadCodec: ctx.payloadCodec,
       workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! },
+      ...(options.workerInterceptors ? { interceptors: options.workerInterceptors } : {}),
     });
     workerRun = worker.run();
   }
@@ -121,6 +130,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     ctx,
     config,
     worker,
+    sessionBundles,
     async close() {
       if (worker && workerRun) {
         worker.shutdown();

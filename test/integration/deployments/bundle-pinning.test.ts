@@ -4,7 +4,7 @@
 // a worker that does not hold a bundle rebuilds it from MongoDB by hash; the history replays.
 import { seedDevProject } from '../../../infra/seed-project';
 import { createSessionBundleStore } from '../../../activities/persistence/session-bundles';
-import { SESSION_BUNDLE_ENCODING } from '../../../workers/session-bundle-storage';
+import { SESSION_BUNDLE_REF_ENCODING } from '../../../workers/session-bundle-storage';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
@@ -65,7 +65,10 @@ function payloadsOf(history: RawHistory): { encoding: string; text: string }[] {
   visit(history.events);
   return out;
 }
-const bundleHashesIn = (history: RawHistory) => payloadsOf(history).filter((p) => p.encoding === SESSION_BUNDLE_ENCODING).map((p) => p.text);
+const bundleHashesIn = (history: RawHistory) =>
+  payloadsOf(history)
+    .filter((p) => p.encoding === SESSION_BUNDLE_REF_ENCODING)
+    .map((p) => (JSON.parse(p.text) as { bundleHash: string }).bundleHash);
 
 it('keeps a session on its bundle across continue-as-new after a newer version is saved; history holds only the hash', async () => {
   const first = await chat(t, { message: 'hello' });

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { compileProject, type Json, type ToolIR } from '../../../abl';
 import { runHttpTool } from '../../../activities/tools/http-tool';
 import { readBodyCapped } from '../../../activities/tools/response-body';
-import { capToolResult, TRUNCATED_KEYS_KEY, TRUNCATION_MARKER } from '../../../activities/tools/result-cap';
+import { capToolResult, TRUNCATED_KEYS_KEY, TRUNCATION_MARKER } from '../../../lib/result-cap';
 
 const sizeOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
 

@@ -1,8 +1,9 @@
-// Bounds what of a tool result enters a session (TOOL_RESULT_HISTORY_MAX_BYTES): the result is the
-// activity's return value, so it is written to workflow history and from there reaches the agent's
+// Bounds what of a tool result enters a session (TOOL_RESULT_HISTORY_MAX_BYTES): the result of a
+// tool call (the activity's return value) or of an async one (a callback's or resume's body, the
+// session's signal), so it is written to workflow history and from there reaches the agent's
 // variables, trace events and the remembered turns. A larger result keeps its shape, with long
 // strings, arrays and objects cut and a marker where something was cut; the full body is dropped.
-import type { Json } from '../../abl/ir';
+import type { Json } from '../abl/ir';
 
 /** Every cut leaves a marker that starts with this, e.g. `…[truncated: 1200 more characters]`. */
 export const TRUNCATION_MARKER = '…[truncated';
