@@ -110,7 +110,7 @@ export function createActivities(deps: ActivityDeps) {
       let result: Json;
       try {
         result = await runHttpTool(
-          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
+          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations, messageMetadata: input.messageMetadata },
           {
             allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
             allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
@@ -120,10 +120,10 @@ export function createActivities(deps: ActivityDeps) {
         );
       } catch (err) {
         // A failure's message and details go to history and the trace: no resolved value may ride along.
-        throw scrubFailure(err, secrets);
+        throw scrubFailure(err, secrets.values);
       }
       // A server that echoes a credential back must not put it in the result either.
-      result = scrubSecrets(result, secrets);
+      result = scrubSecrets(result, secrets.values);
       // What this returns is written to workflow history: only a bounded cut of a large result.
       const capped = capToolResult(result, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES);
       if (capped.truncated) {

@@ -103,7 +103,8 @@ export function createStartAsyncCall(deps: ActivityDeps) {
           tool: input.tool,
           args: input.args,
           timeoutMs: input.requestTimeoutMs,
-          secrets,
+          secrets: secrets.values,
+          secretDestinations: secrets.destinations,
           messageMetadata: input.messageMetadata,
           bodyFields: { [binding.async.callbackUrlField]: callbackUrl(deps.config.PUBLIC_BASE_URL, input.callbackId), [secretFieldFor(binding.async.callbackUrlField)]: secret },
         },
@@ -117,7 +118,7 @@ export function createStartAsyncCall(deps: ActivityDeps) {
       );
     } catch (err) {
       // The failure's message goes to history and the trace: neither a tool secret nor the callback secret may ride along.
-      throw scrubFailure(err, { ...secrets, callbackSecret: secret });
+      throw scrubFailure(err, { ...secrets.values, callbackSecret: secret });
     }
     return { callbackId: input.callbackId, expiresAtMs: suspension.expiresAt.getTime() };
   };

@@ -8,6 +8,7 @@ import { fixedContext, renderTemplate } from '../../abl';
 import { readBodyCapped } from './response-body';
 import { authHeaders } from './http-auth';
 import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
+import { assertSecretsMayGoTo, scrubSecrets, type SecretDestinations } from './tool-secrets';
 
 export interface HttpToolInput {
   tool: ToolIR;
@@ -15,6 +16,8 @@ export interface HttpToolInput {
   timeoutMs: number;
   /** Secrets the tool's templates may reference as {{secrets.NAME}}, already resolved. */
   secrets: Record<string, string>;
+  /** Where each of `secrets` may be sent; a request carrying one elsewhere is refused before it is sent. */
+  secretDestinations: SecretDestinations;
   messageMetadata?: Record<string, unknown>;
   /**
    * Fields written into the JSON body at dot-paths after it is built (an async tool's callback
@@ -33,7 +36,7 @@ function fillPlaceholders(template: string, args: Record<string, Json>, used: Se
   });
 }
 
-export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { url: URL; init: RequestInit } {
+export function buildHttpRequest(binding: HttpBinding, input: Omit<HttpToolInput, 'secretDestinations'>): { url: URL; init: RequestInit } {
   const used = new Set<string>();
   const scope = { ...input.args, secrets: input.secrets, message_metadata: (input.messageMetadata ?? {}) as Json };
   const render = (text: string) => renderTemplate(text, scope, fixedContext(0));
@@ -111,6 +114,9 @@ export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: unsupported URL scheme ${url.protocol}`, 'TOOL_BAD_REQUEST');
   }
+  // Every secret the tool references rides in this one request (URL, headers or body), and the
+  // URL is the final one (arguments filled in): each must allow its destination.
+  assertSecretsMayGoTo(input.tool.name, Object.keys(input.secrets), input.secretDestinations, url);
   // SSRF protection: the guard's connections go only to addresses its own resolution checked.
   const guard = destinationGuard({
     allowPrivateNetworks: options.allowPrivate,
@@ -137,7 +143,8 @@ export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions
   if (!res.ok) {
     const message = `Tool ${input.tool.name} answered HTTP ${res.status}`;
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
-      throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: text.slice(0, 500) });
+      // Scrubbed before it is cut, so a secret echoed across the cut leaves no part of it behind.
+      throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: scrubSecrets(text, input.secrets).slice(0, 500) });
     }
     throw ApplicationFailure.retryable(message, 'TOOL_HTTP_5XX', { status: res.status });
   }
