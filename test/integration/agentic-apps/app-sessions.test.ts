@@ -42,7 +42,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  stack = await startTestStack({ worker: true, allowPrivate: { tools: [receiverOrigin] } });
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [receiverOrigin], appRunCallbacks: [receiverOrigin] } });
   api = client(stack.baseUrl);
   t = await seedTenant(stack.ctx);
   await publishAgent(api, t, 'Helper', 'AGENT: Helper\nGOAL: "Help the caller."\n');
@@ -233,7 +233,7 @@ FLOW:
     expect(body.events[1]).toMatchObject({ type: 'Welcome_Event', content: { messageToUser: 'I could not read the mail.' } });
     expect(mailRequests.length).toBe(before);
 
-    const stored = await api.post('/api/tool-secrets', { key: o.adminKey, json: { projectId: o.projectId, toolName: 'read_mail', secretKey: 'MAIL_TOKEN', value: 'user-access-token-1' } });
+    const stored = await api.post('/api/tool-secrets', { key: o.adminKey, json: { projectId: o.projectId, toolName: 'read_mail', secretKey: 'MAIL_TOKEN', value: 'user-access-token-1', allowedHosts: [new URL(receiverOrigin).host] } });
     expect(stored.status).toBe(201);
     const authorised = await createIn('mail-2');
     expect(authorised.body.session).toMatchObject({ sessionReference: 'mail-2', status: 'idle' });
