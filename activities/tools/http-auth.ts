@@ -1,6 +1,7 @@
 // Headers an HTTP tool's `auth` and `auth_config` add to its request, rendered like any other
 // template (so {{secrets.NAME}} works there). A header the tool sets itself in `headers` wins.
-// OAuth2 token exchange (token_url, client_id, client_secret) is not performed yet.
+// OAuth2 client credentials (token_url, client_id, client_secret) are not exchanged: such a tool
+// does not compile (E418), and one compiled before that fails its calls rather than send none.
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 
@@ -29,6 +30,11 @@ export function authHeaders(binding: HttpBinding, render: (template: string) => 
     const token = template ? render(template).trim() : '';
     if (!token) throw ApplicationFailure.nonRetryable('This tool needs OAuth authorisation: no access token is stored for it yet', 'TOOL_NOT_AUTHORIZED');
     headers.authorization = `Bearer ${token}`;
+  } else if (binding.auth === 'oauth2_client') {
+    throw ApplicationFailure.nonRetryable(
+      'This tool uses auth: oauth2_client, whose client-credentials token exchange is not performed; it is not called without its credential. Use auth: bearer with a stored token (E418)',
+      'TOOL_AUTH_UNSUPPORTED',
+    );
   } else if (binding.auth === 'api_key') {
     const key = text(config.api_key) ?? text(config.key) ?? text(config.value);
     if (key) headers[text(config.header_name) ?? 'X-API-Key'] = render(key);

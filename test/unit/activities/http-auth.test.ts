@@ -43,8 +43,8 @@ describe('oauth2_user', () => {
     expect(failure).toMatchObject({ type: 'TOOL_NOT_AUTHORIZED', nonRetryable: true });
   });
 
-  it('leaves other schemes as they were', () => {
-    expect(authHeaders(binding('oauth2_client', { access_token: 'x' }), render({}))).toEqual({});
+  it('refuses oauth2_client rather than call without a credential, and leaves bearer as it was', () => {
+    expect(() => authHeaders(binding('oauth2_client', { access_token: 'x' }), render({}))).toThrow(/oauth2_client.*not performed/);
     expect(authHeaders(binding('bearer', { token: 't' }), render({}))).toEqual({ authorization: 'Bearer t' });
   });
 });
