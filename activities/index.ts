@@ -15,7 +15,7 @@ import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from './tools/result-cap';
-import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
+import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
@@ -110,7 +110,8 @@ export function createActivities(deps: ActivityDeps) {
       let result: Json;
       try {
         result = await runHttpTool(
-          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations, messageMetadata: input.messageMetadata },
+          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations,
+          credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]), messageMetadata: input.messageMetadata },
           {
             allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
             allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,

@@ -179,7 +179,10 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }
   // A call must never go out without the credential its author asked for.
-  if (binding.type === 'http' && binding.auth === 'oauth2_client') ctx.report('E418', f.map.get('auth')?.loc ?? item.loc, { name: sig.name });
+  if (binding.type === 'http' && binding.auth === 'oauth2_client') {
+    const missing = ['token_url', 'client_id', 'client_secret'].find((k) => typeof binding.auth_config[k] !== 'string' || (binding.auth_config[k] as string).trim() === '');
+    if (missing) ctx.report('E418', f.map.get('auth_config')?.loc ?? f.map.get('auth')?.loc ?? item.loc, { name: sig.name, key: missing });
+  }
   // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
 
   // parameters: extra metadata per param

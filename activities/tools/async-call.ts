@@ -11,7 +11,7 @@ import { CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension
 import { isDuplicateKey } from '../../db/duplicate-key';
 import type { ActivityDeps } from '../index';
 import { runHttpTool } from './http-tool';
-import { scrubFailure, secretsForCall } from './tool-secrets';
+import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, secretsForCall } from './tool-secrets';
 
 export interface StartAsyncCallInput {
   tenantId: string;
@@ -105,6 +105,7 @@ export function createStartAsyncCall(deps: ActivityDeps) {
           timeoutMs: input.requestTimeoutMs,
           secrets: secrets.values,
           secretDestinations: secrets.destinations,
+          credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]),
           messageMetadata: input.messageMetadata,
           bodyFields: { [binding.async.callbackUrlField]: callbackUrl(deps.config.PUBLIC_BASE_URL, input.callbackId), [secretFieldFor(binding.async.callbackUrlField)]: secret },
         },

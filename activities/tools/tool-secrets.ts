@@ -18,7 +18,8 @@ export const SCRUBBED = '[secret]';
 const BLOCK = /\{\{([\s\S]*?)\}\}|\{%([\s\S]*?)%\}/g;
 const REFERENCE = /\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(["'])(.*?)\2\s*\])/g;
 
-function namesIn(template: string, into: Set<string>): void {
+/** Adds the secret names `template` references to `into`. */
+export function secretNamesIn(template: string, into: Set<string>): void {
   for (const block of template.matchAll(BLOCK)) {
     const inner = block[1] ?? block[2] ?? '';
     for (const ref of inner.matchAll(REFERENCE)) into.add(ref[1] ?? ref[3]!);
@@ -38,7 +39,7 @@ export function secretReferences(tool: ToolIR): string[] {
   const templates = [binding.endpoint, ...Object.values(binding.query_params), ...Object.values(binding.headers), binding.body_template ?? ''];
   stringsOf(binding.auth_config, templates);
   const names = new Set<string>();
-  for (const t of templates) namesIn(t, names);
+  for (const t of templates) secretNamesIn(t, names);
   return [...names];
 }
 
