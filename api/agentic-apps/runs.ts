@@ -96,9 +96,10 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   const async = !streaming && body.isAsync;
   if (async && body.callbackUrl) {
     if (!body.callbackToken) throw new ApiError('VALIDATION_ERROR', 'body.callbackToken: is required with callbackUrl (it signs the callback)');
-    // The rules of HTTP-async receivers: https in production, a public address by resolution.
+    // The rules of HTTP-async receivers: https in production, a public address by resolution; as
+    // there, 422 (the body is schema-valid, the URL unusable here).
     const checked = await checkCallbackUrlRules(body.callbackUrl, { production: ctx.config.NODE_ENV === 'production', policy: appRunCallbackDestinationPolicy(ctx.config) });
-    if (!checked.ok) throw new ApiError('VALIDATION_ERROR', checked.message);
+    if (!checked.ok) throw new ApiError('UNPROCESSABLE_ENTITY', checked.message);
   }
   const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
   if (session.terminatedAt) throw new ApiError('CONFLICT', 'Session has been terminated; start a new session');

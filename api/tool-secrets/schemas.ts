@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { queryInt, trimmedText, ZDateTime, ZLimitQuery } from '../http/schemas';
-import { ALLOWED_HOSTS_MAX, parseAllowedHost, parseAllowedHosts } from '../../lib/net/allowed-hosts';
+import { ALLOWED_HOST_PATTERN, ALLOWED_HOSTS_MAX, parseAllowedHost, parseAllowedHosts } from '../../lib/net/allowed-hosts';
 
 export const TOOL_SECRET_NAME_MAX = 256;
 export const TOOL_SECRET_VALUE_MAX = 16_384;
@@ -12,13 +12,19 @@ const ZEnvironment = trimmedText(64).describe('Environment the secret is for, e.
 const ZValue = z.string().min(1).max(TOOL_SECRET_VALUE_MAX).describe('The secret; stored encrypted and never returned');
 const ZAllowedHosts = z
   .array(
-    z.string().max(300).superRefine((entry, ctx) => {
-      try {
-        parseAllowedHost(entry);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-      }
-    }),
+    z
+      .string()
+      .max(260)
+      .regex(ALLOWED_HOST_PATTERN, 'must be a host name or IPv4 address with an optional :port (e.g. api.example.com, api.example.com:8443, 203.0.113.7)')
+      // The pattern is the rule; the parser is asked too, so that the transform below cannot throw.
+      .superRefine((entry, ctx) => {
+        if (!ALLOWED_HOST_PATTERN.test(entry)) return;
+        try {
+          parseAllowedHost(entry);
+        } catch (err) {
+          ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        }
+      }),
   )
   .min(1, 'list at least one host the secret may be sent to')
   .max(ALLOWED_HOSTS_MAX)
@@ -50,7 +56,8 @@ export const ZRotateToolSecretRequest = z
   })
   .strict()
   .refine((body) => body.value !== undefined || body.allowedHosts !== undefined, { message: 'give value, allowedHosts or both', path: ['value'] })
-  .openapi('RotateToolSecretRequest');
+  // Said in the document too, so a client (and the fuzzer) knows one of them is needed.
+  .openapi('RotateToolSecretRequest', { anyOf: [{ required: ['value'] }, { required: ['allowedHosts'] }] });
 
 export const ZToolSecretIdParam = z.object({ id: z.string().min(1).max(64).describe('Tool secret id') });
 

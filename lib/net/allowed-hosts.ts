@@ -1,6 +1,8 @@
 // The hosts a tool secret may be sent to (docs/secrets.md, "Where a secret may be sent"): each
 // entry is a host (its scheme's default port: 443 for https, 80 for http) or host:port, matched
-// exactly against the URL a request goes to. No wildcards: each host is listed.
+// exactly against the URL a request goes to. No wildcards: each host is listed. Host names are
+// ASCII (an IDN in its xn-- form) and IP literals IPv4, so the pattern below is the whole rule and
+// the API document can state it.
 /** At most this many entries per secret. */
 export const ALLOWED_HOSTS_MAX = 32;
 
@@ -9,7 +11,12 @@ function canonicalHost(hostname: string): string {
   return hostname.toLowerCase().replace(/\.$/, '');
 }
 
-const ENTRY = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]*\\%]+)(?::(\d{1,5}))?$/;
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])';
+const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+/** A host name (its last label starts with a letter, so it is never read as an IPv4 address) or an IPv4 address, then an optional :port. */
+export const ALLOWED_HOST_PATTERN = new RegExp(`^(?:(?:${LABEL}\\.)*[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\\.?|(?:${OCTET}\\.){3}${OCTET})(?::${PORT})?$`);
+const ENTRY = /^([^:]+)(?::(\d+))?$/;
 
 /**
  * The canonical form of one entry (`billing.example.com`, `api.example.com:8443`, `[2001:db8::1]:443`).
@@ -22,9 +29,11 @@ export function parseAllowedHost(entry: string): string {
   if (trimmed.includes('*')) throw bad('is a wildcard; list each host (e.g. api.example.com)');
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed)) throw bad('is a URL; give only its host or host:port (e.g. api.example.com, api.example.com:8443)');
   const match = ENTRY.exec(trimmed);
-  if (!match) throw bad('is not a host or host:port (e.g. api.example.com, api.example.com:8443, [2001:db8::1]:443)');
+  if (!match || !ALLOWED_HOST_PATTERN.test(trimmed)) {
+    if (match?.[2] !== undefined && (Number(match[2]) < 1 || Number(match[2]) > 65535)) throw bad('has a port outside 1-65535');
+    throw bad('is not a host name or IPv4 address with an optional :port (e.g. api.example.com, api.example.com:8443, 203.0.113.7)');
+  }
   const port = match[2];
-  if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) throw bad('has a port outside 1-65535');
   let url: URL;
   try {
     url = new URL(`http://${match[1]}/`);

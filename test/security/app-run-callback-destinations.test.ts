@@ -79,10 +79,10 @@ describe('on a development box where tools may reach private networks', () => {
   });
   afterAll(() => s.stack.close());
 
-  it('refuses a loopback callback URL with 400, and starts no run', async () => {
+  it('refuses a loopback callback URL with 422, and starts no run', async () => {
     const before = delivered.length;
     const res = await execute(s, `${receiverOrigin}/hook`);
-    expect([res.status, res.body.error?.code]).toEqual([400, 'VALIDATION_ERROR']);
+    expect([res.status, res.body.error?.code]).toEqual([422, 'UNPROCESSABLE_ENTITY']);
     expect(res.body.error.message).toMatch(/^body\.callbackUrl: private, loopback/);
     expect(await s.stack.ctx.models.AppRun.countDocuments({ tenantId: s.t.tenantId })).toBe(0);
     expect(delivered.length).toBe(before);
@@ -95,7 +95,7 @@ describe('on a development box where tools may reach private networks', () => {
     expect(addresses.length).toBeGreaterThan(0);
     expect(addresses.every((a) => !isPublicAddress(a.address))).toBe(true);
     const res = await execute(s, `http://${name}:${receiverPort}/hook`);
-    expect([res.status, res.body.error?.code]).toEqual([400, 'VALIDATION_ERROR']);
+    expect([res.status, res.body.error?.code]).toEqual([422, 'UNPROCESSABLE_ENTITY']);
     expect(res.body.error.message).toContain('body.callbackUrl');
     expect(await s.stack.ctx.models.AppRun.countDocuments({ tenantId: s.t.tenantId })).toBe(0);
   });
@@ -139,7 +139,7 @@ describe('in production', () => {
 
   it('refuses an http:// callback URL, even to an allowed receiver', async () => {
     const res = await execute(s, `${receiverOrigin}/hook`);
-    expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([400, 'VALIDATION_ERROR', 'body.callbackUrl: must use https://']);
+    expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([422, 'UNPROCESSABLE_ENTITY', 'body.callbackUrl: must use https://']);
     expect(await s.stack.ctx.models.AppRun.countDocuments({ tenantId: s.t.tenantId })).toBe(0);
   });
 });

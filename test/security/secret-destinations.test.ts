@@ -165,6 +165,7 @@ describe('the list on create and update', () => {
       ['billing.example.com:0'],
       ['billing.example.com:70000'],
       ['bill ing.example.com'],
+      ['[2001:db8::1]:443'],
       [''],
     ];
     for (const allowedHosts of cases) {
@@ -175,13 +176,13 @@ describe('the list on create and update', () => {
     expect(await stack.ctx.models.ToolSecret.countDocuments({ tenantId: t.tenantId, secretKey: 'OTHER' })).toBe(0);
   });
 
-  it('is stored in canonical form (lower case, IPv6 in brackets, repeats once)', async () => {
+  it('is stored in canonical form (lower case, no trailing dot, repeats once)', async () => {
     const res = await api.post(secretsPath, {
       key: t.adminKey,
-      json: { projectId: t.projectId, ...base, allowedHosts: ['Billing.Example.COM', 'billing.example.com', 'api.example.com:8443', '[2001:DB8::1]:443', '[2001:db8::2]'] },
+      json: { projectId: t.projectId, ...base, allowedHosts: ['Billing.Example.COM', 'billing.example.com.', 'api.example.com:8443', '203.0.113.7'] },
     });
     expect(res.status).toBe(201);
-    expect(res.body.secret.allowedHosts).toEqual(['billing.example.com', 'api.example.com:8443', '[2001:db8::1]:443', '[2001:db8::2]']);
+    expect(res.body.secret.allowedHosts).toEqual(['billing.example.com', 'api.example.com:8443', '203.0.113.7']);
   });
 
   it('refuses an update with nothing to change, or a bad list, and changes nothing', async () => {

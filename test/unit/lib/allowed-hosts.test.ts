@@ -6,16 +6,14 @@ describe('parseAllowedHost', () => {
     ['Billing.Example.COM', 'billing.example.com'],
     ['billing.example.com.', 'billing.example.com'],
     ['billing.example.com:8443', 'billing.example.com:8443'],
-    ['billing.example.com:0443', 'billing.example.com:443'],
     ['203.0.113.7', '203.0.113.7'],
-    ['[2001:DB8::1]:443', '[2001:db8::1]:443'],
-    ['[2001:db8::2]', '[2001:db8::2]'],
-    ['bücher.example', 'xn--bcher-kva.example'],
+    ['203.0.113.7:8080', '203.0.113.7:8080'],
+    ['xn--bcher-kva.example', 'xn--bcher-kva.example'],
   ])('reads %s as %s', (entry, canonical) => {
     expect(parseAllowedHost(entry)).toBe(canonical);
   });
 
-  it.each(['', 'https://billing.example.com', 'billing.example.com/v2', '*.example.com', 'user@billing.example.com', 'billing.example.com:0', 'billing.example.com:65536', 'bill ing.example.com', '2001:db8::1', 'a:1:2', '[zz]'])(
+  it.each(['', 'https://billing.example.com', 'billing.example.com/v2', '*.example.com', 'user@billing.example.com', 'billing.example.com:0', 'billing.example.com:65536', 'bill ing.example.com', '2001:db8::1', 'a:1:2', '[zz]', '[2001:db8::1]:443', 'bücher.example', 'billing.example.com:0443', '1.2.3', '999.1.1.1', '-a.example.com', 'a..b'])(
     'refuses %j',
     (entry) => {
       expect(() => parseAllowedHost(entry)).toThrow();
@@ -24,7 +22,7 @@ describe('parseAllowedHost', () => {
 });
 
 describe('isAllowedHost', () => {
-  const allowed = ['billing.example.com', 'api.example.com:8443', '[2001:db8::1]:443'];
+  const allowed = ['billing.example.com', 'api.example.com:8443', '203.0.113.7'];
   it.each([
     ['https://billing.example.com/v2/x', true],
     ['http://billing.example.com/x', true],
@@ -35,8 +33,9 @@ describe('isAllowedHost', () => {
     ['https://api.example.com:8443/x', true],
     ['http://api.example.com:8443/x', true],
     ['https://api.example.com/x', false],
-    ['https://[2001:db8::1]/x', true],
-    ['https://[2001:db8::1]:8443/x', false],
+    ['https://203.0.113.7/x', true],
+    ['https://203.0.113.7:8443/x', false],
+    ['https://[::ffff:203.0.113.7]/x', false],
   ])('%s → %s', (url, expected) => {
     expect(isAllowedHost(allowed, new URL(url))).toBe(expected);
   });
