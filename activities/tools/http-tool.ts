@@ -139,6 +139,8 @@ export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions
     timeoutMs: input.timeoutMs,
     ...(options.signal ? { signal: options.signal } : {}),
   };
+  // The token the secrets obtain goes to the endpoint: refuse before any exchange if they may not.
+  assertSecretsMayGoTo(input.tool.name, Object.keys(input.secrets), input.secretDestinations, buildHttpRequest(binding, input, 'not-yet-exchanged').url);
   const token = await clientCredentialsToken(exchange);
   // The token is a credential like the secrets it came from: scrubbed from what the call returns or throws.
   const scrub = { access_token: token };

@@ -194,3 +194,17 @@ it('does not send the client secret to a token URL its hosts do not list', async
   const result = res.traceEvents.find((e) => e.type === 'tool_result');
   expect((result?.data.error as { message: string }).message).toContain(`may not be sent to ${new URL(tokenOrigin).host}`);
 });
+
+it('asks for no token when the secrets may not go to the API that would receive it', async () => {
+  const t = await seedTenant(stack.ctx);
+  await publishAgent(api, t, 'Payments', agent(fullConfig()));
+  await storeSecrets(t, CLIENT_SECRET, [new URL(tokenOrigin).host]);
+  const tokensBefore = tokenRequests.length;
+  const apiBefore = apiRequests.length;
+  const res = await ask(t);
+  expect(res.response).toBe('The refund failed.');
+  expect(tokenRequests.length).toBe(tokensBefore);
+  expect(apiRequests.length).toBe(apiBefore);
+  const result = res.traceEvents.find((e) => e.type === 'tool_result');
+  expect((result?.data.error as { message: string }).message).toContain(`may not be sent to ${new URL(apiOrigin).host}`);
+});
