@@ -99,6 +99,7 @@ export const DIAGNOSTICS = {
   E413: def('error', 'Import of a non-library file', '"{file}" is not a tool library (it does not start with TOOLS:).', 'Import from a tools/*.tools.abl file.'),
   E414: def('error', 'Invalid import', 'Cannot read the import "{src}".', 'Write FROM "../tools/x.tools.abl" USE: a, b  or  file: "../tools/x.tools.abl" [a, b].'),
   W415: def('warning', 'Tool kind not executed yet', 'Tool "{name}" is {what}, which the runtime cannot execute yet: a call to it fails with a tool_error unless a test mock answers it.', 'Bind it to an HTTP endpoint (type: http or async_webhook), or keep it for tests with tool mocks (docs/abl.md, "Not yet supported").'),
+  E418: def('error', 'Incomplete OAuth2 client credentials', 'Tool "{name}" uses auth: oauth2_client but its auth_config has no {key}, so no access token can be obtained.', 'Give auth_config.token_url (the token endpoint), client_id and client_secret (e.g. "{{secrets.CLIENT_SECRET}}"); each call exchanges them for an access token (docs/secrets.md, "OAuth2 client credentials").'),
   E417: def('error', 'Invalid tool access', 'Tool "{name}" {key}: {detail}.', 'Write pii_access: full|masked|none or a list of PII kinds (email, phone, card, ssn) and sensitive GATHER fields, and context_access: all|none or a list of message metadata keys (docs/abl.md, "What a tool receives").'),
 
   // GATHER (E45x)

@@ -15,7 +15,7 @@ import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { capToolResult } from '../lib/result-cap';
-import { scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
+import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
@@ -111,7 +111,8 @@ export function createActivities(deps: ActivityDeps) {
       let result: Json;
       try {
         result = await runHttpTool(
-          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets, messageMetadata: input.messageMetadata },
+          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations,
+          credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]), messageMetadata: input.messageMetadata },
           {
             allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
             allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
@@ -121,10 +122,10 @@ export function createActivities(deps: ActivityDeps) {
         );
       } catch (err) {
         // A failure's message and details go to history and the trace: no resolved value may ride along.
-        throw scrubFailure(err, secrets);
+        throw scrubFailure(err, secrets.values);
       }
       // A server that echoes a credential back must not put it in the result either.
-      result = scrubSecrets(result, secrets);
+      result = scrubSecrets(result, secrets.values);
       // What this returns is written to workflow history: only a bounded cut of a large result.
       const capped = capToolResult(result, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES);
       if (capped.truncated) {

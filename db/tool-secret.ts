@@ -20,6 +20,12 @@ export interface ToolSecretDoc {
   environment: string;
   version: number;
   expiresAt: Date | null;
+  /**
+   * Where the value may be sent: host (the scheme's default port) or host:port entries
+   * (lib/net/allowed-hosts.ts). Absent on rows stored before secrets named their hosts: such a
+   * secret is sent nowhere until its hosts are set.
+   */
+  allowedHosts?: string[];
   value: Sealed;
   createdAt: Date;
   updatedAt: Date;
@@ -35,6 +41,8 @@ const ToolSecretSchema = new Schema<ToolSecretDoc>(
     environment: { type: String, required: true },
     version: { type: Number, required: true, default: 1 },
     expiresAt: { type: Date, default: null },
+    // No default: a row without the field is one stored before the field existed.
+    allowedHosts: { type: [String], default: undefined },
     value: { type: SealedSchema, required: true },
   },
   { timestamps: true, versionKey: false },
@@ -86,6 +94,14 @@ export interface ToolSecretQuery {
   now?: Date;
 }
 
+/** A resolved secret: its value and the hosts it may be sent to (empty: none). */
+export interface ResolvedToolSecret {
+  /** The row's id, for messages that say how to fix it. */
+  id: string;
+  value: string;
+  allowedHosts: string[];
+}
+
 /**
  * The values of `names` for one tool call: the row for this tool (toolName = the tool's name)
  * wins, else the project-wide row (toolName `*`), in the given environment. A row past
@@ -97,6 +113,16 @@ export async function resolveToolSecrets(
   ring: KeyRing | null,
   query: ToolSecretQuery,
 ): Promise<Record<string, string>> {
+  const resolved = await resolveToolSecretsWithHosts(models, ring, query);
+  return Object.fromEntries(Object.entries(resolved).map(([name, secret]) => [name, secret.value]));
+}
+
+/** As resolveToolSecrets, with each secret's allowed hosts, which a tool call must respect. */
+export async function resolveToolSecretsWithHosts(
+  models: { ToolSecret: ToolSecretModel; TenantDataKey: TenantDataKeyModel },
+  ring: KeyRing | null,
+  query: ToolSecretQuery,
+): Promise<Record<string, ResolvedToolSecret>> {
   const names = [...new Set(query.names)];
   if (names.length === 0) return {};
   const where = `for tool ${query.toolName} in environment "${query.environment}"`;
@@ -110,7 +136,7 @@ export async function resolveToolSecrets(
   }).lean();
   const now = (query.now ?? new Date()).getTime();
   let dataKey: Buffer | null = null;
-  const values: Record<string, string> = {};
+  const values: Record<string, ResolvedToolSecret> = {};
   for (const name of names) {
     const row = rows.find((r) => r.secretKey === name && r.toolName === query.toolName) ?? rows.find((r) => r.secretKey === name && r.toolName === ANY_TOOL);
     if (!row) throw new ToolSecretUnavailableError(name, 'missing', `secret "${name}" is not set ${where} (nor project-wide, tool name "*")`);
@@ -119,7 +145,7 @@ export async function resolveToolSecrets(
     }
     try {
       dataKey ??= await tenantDataKey(models.TenantDataKey, ring, query.tenantId);
-      values[name] = unseal(dataKey, toolSecretAad(row), row.value).toString('utf8');
+      values[name] = { id: row._id, value: unseal(dataKey, toolSecretAad(row), row.value).toString('utf8'), allowedHosts: row.allowedHosts ?? [] };
     } catch {
       throw new ToolSecretUnavailableError(name, 'unreadable', `secret "${name}" ${where} cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?)`);
     }
@@ -127,7 +153,8 @@ export async function resolveToolSecrets(
   return values;
 }
 
-export type ToolSecretAction = 'create' | 'rotate' | 'delete';
+/** `update`: the allowed hosts changed and the value did not. */
+export type ToolSecretAction = 'create' | 'rotate' | 'update' | 'delete';
 
 /** Who changed which secret, when, to which version. Never the value. */
 export interface ToolSecretAuditDoc {
@@ -140,6 +167,8 @@ export interface ToolSecretAuditDoc {
   secretKey: string;
   environment: string;
   version: number;
+  /** The allowed hosts after the action (absent on records written before secrets named their hosts). */
+  allowedHosts?: string[];
   actor: { type: string; id: string };
   at: Date;
 }
@@ -150,11 +179,12 @@ const ToolSecretAuditSchema = new Schema<ToolSecretAuditDoc>(
     tenantId: { type: String, required: true },
     projectId: { type: String, required: true },
     secretId: { type: String, required: true },
-    action: { type: String, required: true, enum: ['create', 'rotate', 'delete'] },
+    action: { type: String, required: true, enum: ['create', 'rotate', 'update', 'delete'] },
     toolName: { type: String, required: true },
     secretKey: { type: String, required: true },
     environment: { type: String, required: true },
     version: { type: Number, required: true },
+    allowedHosts: { type: [String], default: undefined },
     actor: { type: new Schema({ type: { type: String, required: true }, id: { type: String, required: true } }, { _id: false }), required: true },
     at: { type: Date, required: true, default: () => new Date() },
   },

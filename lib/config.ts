@@ -169,6 +169,8 @@ export const ConfigSchema = z.object({
   LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** `host:port` receivers HTTP-async webhook callback URLs may point at although private (docs/http-async.md). */
   HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /** `host:port` receivers async agentic-app run callback URLs may point at although private (docs/agentic-app-sessions.md). */
+  APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** HTTP-async delivery retries (docs/http-async.md "Retries"): the first wait, doubling to the cap. */
   HTTP_ASYNC_RETRY_INITIAL_MS: positiveInt.max(3600_000).default(1_000),
   HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: positiveInt.max(24 * 3600_000).default(3600_000),

@@ -22,7 +22,7 @@ import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
 import { secretMasterKeyRing } from '../lib/envelope';
-import { resolveToolSecrets } from '../db/tool-secret';
+import { resolveToolSecretsWithHosts } from '../db/tool-secret';
 import { createModerationResolver } from '../providers/moderation/resolve';
 
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
@@ -59,7 +59,7 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     resolveLlm,
     recordUsage,
     sessionBundles: createSessionBundleStore({ models, cacheSize: config.SESSION_BUNDLE_CACHE_SIZE }),
-    resolveToolSecrets: (query) => resolveToolSecrets(models, masterKeys, query),
+    resolveToolSecrets: (query) => resolveToolSecretsWithHosts(models, masterKeys, query),
     encryptor,
     // Moderation uses the project's OpenAI LLM credential (same cache, same destination rules).
     resolveModeration: createModerationResolver({

@@ -178,6 +178,11 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     const what = { contract: 'contract-only (no type)', sandbox: 'a sandbox tool', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }
+  // A call must never go out without the credential its author asked for.
+  if (binding.type === 'http' && binding.auth === 'oauth2_client') {
+    const missing = ['token_url', 'client_id', 'client_secret'].find((k) => typeof binding.auth_config[k] !== 'string' || (binding.auth_config[k] as string).trim() === '');
+    if (missing) ctx.report('E418', f.map.get('auth_config')?.loc ?? f.map.get('auth')?.loc ?? item.loc, { name: sig.name, key: missing });
+  }
   // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
 
   // parameters: extra metadata per param

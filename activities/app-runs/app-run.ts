@@ -1,12 +1,15 @@
 // The activities of an async agentic-app run (workflows/app-run.ts): the turn, sent to the
 // session's AgentSession workflow through a Temporal client, and the signed delivery of the
-// result to the caller's callback URL through the same destination rules as HTTP tools.
+// result to the caller's callback URL under the rules of HTTP-async receivers: every connection
+// to an address the guard's own resolution checked (APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS
+// exempts a receiver; there is no blanket opt-out), and redirects never followed.
 import { computeSignature } from '../../lib/http-async/signing';
 import { ApplicationFailure } from '@temporalio/activity';
 import { APP_RUN_CALLBACK_TOKEN_PURPOSE, type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
 import { isErrorCode } from '../../lib/error-codes';
-import { blockedDestinationOf, destinationGuard, toolDestinationPolicy } from '../../lib/net/destination';
+import { appRunCallbackDestinationPolicy, destinationGuard } from '../../lib/net/destination';
+import { postCallback } from '../../lib/http-async/callback-post';
 import { turnUpdate, type AppRunInput, type TurnUpdateInput } from '../../workflows/definitions';
 import type { ActivityDeps } from '../index';
 
@@ -84,30 +87,25 @@ export function createAppRunActivities(deps: ActivityDeps) {
       const body = appRunCallbackBody(run, session);
       const timestamp = String(Math.floor(Date.now() / 1000));
       await deps.models.AppRun.updateOne({ _id: run._id, tenantId: run.tenantId }, { $inc: { deliveryAttempts: 1 } });
-      const guard = destinationGuard(toolDestinationPolicy(deps.config));
-      let status: number;
-      try {
-        const res = await guard.fetch(run.callbackUrl, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-abl-timestamp': timestamp,
-            // The platform's one callback signature: sha256=<hex> of HMAC-SHA256(callbackToken, `<timestamp>.<rawBody>`).
-            'x-abl-signature': computeSignature(token, timestamp, body),
-            'x-abl-run-id': run._id,
-          },
-          body,
-          redirect: 'manual',
-          signal: AbortSignal.timeout(20_000),
-        });
-        status = res.status;
-        await res.body?.cancel().catch(() => undefined);
-      } catch (err) {
-        const blocked = blockedDestinationOf(err);
-        if (blocked) throw ApplicationFailure.nonRetryable(blocked.message, 'DESTINATION_BLOCKED');
-        throw ApplicationFailure.retryable(`Callback delivery failed: ${(err as Error).message}`, 'CALLBACK_DELIVERY_FAILED');
+      const outcome = await postCallback({
+        url: run.callbackUrl,
+        headers: {
+          'content-type': 'application/json',
+          'x-abl-timestamp': timestamp,
+          // The platform's one callback signature: sha256=<hex> of HMAC-SHA256(callbackToken, `<timestamp>.<rawBody>`).
+          'x-abl-signature': computeSignature(token, timestamp, body),
+          'x-abl-run-id': run._id,
+        },
+        rawBody: body,
+        fetch: destinationGuard(appRunCallbackDestinationPolicy(deps.config)).fetch,
+        timeoutMs: 20_000,
+      });
+      if (outcome.blocked) throw ApplicationFailure.nonRetryable(outcome.error ?? 'The callback destination is not allowed', 'DESTINATION_BLOCKED');
+      // A redirect is final: it is never followed, and the same URL would answer it again.
+      if (outcome.statusCode !== null && outcome.statusCode >= 300 && outcome.statusCode < 400) {
+        throw ApplicationFailure.nonRetryable(`Callback ${outcome.error}`, 'CALLBACK_REDIRECT');
       }
-      if (status < 200 || status >= 300) throw ApplicationFailure.retryable(`Callback answered ${status}`, 'CALLBACK_DELIVERY_FAILED');
+      if (!outcome.ok) throw ApplicationFailure.retryable(`Callback delivery failed: ${outcome.error}`, 'CALLBACK_DELIVERY_FAILED');
       await deps.models.AppRun.updateOne({ _id: run._id, tenantId: run.tenantId }, { $set: { deliveredAt: new Date() } });
     },
   };

@@ -11,7 +11,7 @@ import { CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension
 import { isDuplicateKey } from '../../db/duplicate-key';
 import type { ActivityDeps } from '../index';
 import { runHttpTool } from './http-tool';
-import { scrubFailure, secretsForCall } from './tool-secrets';
+import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, secretsForCall } from './tool-secrets';
 
 export interface StartAsyncCallInput {
   tenantId: string;
@@ -103,7 +103,9 @@ export function createStartAsyncCall(deps: ActivityDeps) {
           tool: input.tool,
           args: input.args,
           timeoutMs: input.requestTimeoutMs,
-          secrets,
+          secrets: secrets.values,
+          secretDestinations: secrets.destinations,
+          credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]),
           messageMetadata: input.messageMetadata,
           bodyFields: { [binding.async.callbackUrlField]: callbackUrl(deps.config.PUBLIC_BASE_URL, input.callbackId), [secretFieldFor(binding.async.callbackUrlField)]: secret },
         },
@@ -117,7 +119,7 @@ export function createStartAsyncCall(deps: ActivityDeps) {
       );
     } catch (err) {
       // The failure's message goes to history and the trace: neither a tool secret nor the callback secret may ride along.
-      throw scrubFailure(err, { ...secrets, callbackSecret: secret });
+      throw scrubFailure(err, { ...secrets.values, callbackSecret: secret });
     }
     return { callbackId: input.callbackId, expiresAtMs: suspension.expiresAt.getTime() };
   };

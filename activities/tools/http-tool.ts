@@ -8,6 +8,8 @@ import { fixedContext, renderTemplate } from '../../abl';
 import { readBodyCapped } from './response-body';
 import { authHeaders } from './http-auth';
 import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
+import { assertSecretsMayGoTo, scrubFailure, scrubSecrets, type SecretDestinations } from './tool-secrets';
+import { clientCredentialsToken, forgetClientCredentialsToken, type ClientCredentialsCall } from './oauth2-client';
 
 export interface HttpToolInput {
   tool: ToolIR;
@@ -15,6 +17,13 @@ export interface HttpToolInput {
   timeoutMs: number;
   /** Secrets the tool's templates may reference as {{secrets.NAME}}, already resolved. */
   secrets: Record<string, string>;
+  /** Where each of `secrets` may be sent; a request carrying one elsewhere is refused before it is sent. */
+  secretDestinations: SecretDestinations;
+  /**
+   * Tenant, project and environment of the call: an `oauth2_client` tool's access token is cached
+   * under it (with the tool and its credentials) until it expires. Without it, no cache.
+   */
+  credentialScope?: string;
   messageMetadata?: Record<string, unknown>;
   /**
    * Fields written into the JSON body at dot-paths after it is built (an async tool's callback
@@ -33,15 +42,21 @@ function fillPlaceholders(template: string, args: Record<string, Json>, used: Se
   });
 }
 
-export function buildHttpRequest(binding: HttpBinding, input: HttpToolInput): { url: URL; init: RequestInit } {
-  const used = new Set<string>();
+/** Renders a template of the tool with the call's arguments, secrets and message metadata. */
+function templateRenderer(input: Pick<HttpToolInput, 'args' | 'secrets' | 'messageMetadata'>): (text: string) => string {
   const scope = { ...input.args, secrets: input.secrets, message_metadata: (input.messageMetadata ?? {}) as Json };
-  const render = (text: string) => renderTemplate(text, scope, fixedContext(0));
+  return (text: string) => renderTemplate(text, scope, fixedContext(0));
+}
+
+/** The request; `accessToken` is an `oauth2_client` tool's token from the client-credentials exchange. */
+export function buildHttpRequest(binding: HttpBinding, input: Omit<HttpToolInput, 'secretDestinations'>, accessToken?: string): { url: URL; init: RequestInit } {
+  const used = new Set<string>();
+  const render = templateRenderer(input);
   const url = new URL(fillPlaceholders(render(binding.endpoint), input.args, used));
   for (const [key, value] of Object.entries(binding.query_params)) url.searchParams.set(key, render(value));
   const headers = new Headers();
   for (const [key, value] of Object.entries(binding.headers)) headers.set(key, render(value));
-  for (const [key, value] of Object.entries(authHeaders(binding, render))) if (!headers.has(key)) headers.set(key, value);
+  for (const [key, value] of Object.entries(authHeaders(binding, render, accessToken))) if (!headers.has(key)) headers.set(key, value);
   const unused = Object.fromEntries(Object.entries(input.args).filter(([k]) => !used.has(k)));
   let body: string | undefined;
   const sendsBody = binding.method === 'POST' || binding.method === 'PUT' || binding.method === 'PATCH';
@@ -107,21 +122,51 @@ export interface HttpToolOptions {
 export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
   const binding = input.tool.binding;
   if (binding.type !== 'http') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an http tool`, 'TOOL_UNSUPPORTED');
-  const { url, init } = buildHttpRequest(binding, input);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: unsupported URL scheme ${url.protocol}`, 'TOOL_BAD_REQUEST');
-  }
   // SSRF protection: the guard's connections go only to addresses its own resolution checked.
   const guard = destinationGuard({
     allowPrivateNetworks: options.allowPrivate,
     allowedPrivateDestinations: options.allowedPrivateDestinations ?? [],
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
+  if (binding.auth !== 'oauth2_client') return send(binding, input, options, guard.fetch);
+  const exchange: ClientCredentialsCall = {
+    tool: input.tool,
+    binding,
+    render: templateRenderer(input),
+    secretDestinations: input.secretDestinations,
+    ...(input.credentialScope ? { cacheScope: input.credentialScope } : {}),
+    fetch: guard.fetch,
+    timeoutMs: input.timeoutMs,
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
+  // The token the secrets obtain goes to the endpoint: refuse before any exchange if they may not.
+  assertSecretsMayGoTo(input.tool.name, Object.keys(input.secrets), input.secretDestinations, buildHttpRequest(binding, input, 'not-yet-exchanged').url);
+  const token = await clientCredentialsToken(exchange);
+  // The token is a credential like the secrets it came from: scrubbed from what the call returns or throws.
+  const scrub = { access_token: token };
+  try {
+    return scrubSecrets(await send(binding, input, options, guard.fetch, token), scrub);
+  } catch (err) {
+    // Refused (revoked, or expired early): the next call fetches a new one.
+    if (err instanceof ApplicationFailure && (err.details?.[0] as { status?: number } | undefined)?.status === 401) forgetClientCredentialsToken(exchange);
+    throw scrubFailure(err, scrub);
+  }
+}
+
+async function send(binding: HttpBinding, input: HttpToolInput, options: HttpToolOptions, guardedFetch: typeof globalThis.fetch, accessToken?: string): Promise<Json> {
+  const { url, init } = buildHttpRequest(binding, input, accessToken);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: unsupported URL scheme ${url.protocol}`, 'TOOL_BAD_REQUEST');
+  }
+  // Every secret the tool references rides in this one request (URL, headers or body), or, for
+  // oauth2_client, the token they obtained does; the URL is the final one (arguments filled in):
+  // each must allow its destination.
+  assertSecretsMayGoTo(input.tool.name, Object.keys(input.secrets), input.secretDestinations, url);
   const timeout = AbortSignal.timeout(input.timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   let res: Response;
   try {
-    res = await guard.fetch(url, { ...init, signal, redirect: 'manual' });
+    res = await guardedFetch(url, { ...init, signal, redirect: 'manual' });
   } catch (err) {
     const blocked = blockedDestinationOf(err);
     if (blocked) throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: ${blocked.message}`, 'TOOL_BLOCKED');
@@ -137,7 +182,8 @@ export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions
   if (!res.ok) {
     const message = `Tool ${input.tool.name} answered HTTP ${res.status}`;
     if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) {
-      throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: text.slice(0, 500) });
+      // Scrubbed before it is cut, so a secret echoed across the cut leaves no part of it behind.
+      throw ApplicationFailure.nonRetryable(message, 'TOOL_HTTP_4XX', { status: res.status, body: scrubSecrets(text, input.secrets).slice(0, 500) });
     }
     throw ApplicationFailure.retryable(message, 'TOOL_HTTP_5XX', { status: res.status });
   }

@@ -1,10 +1,12 @@
 // {{secrets.NAME}} in an HTTP tool: which names its templates reference (endpoint, query, headers,
 // auth_config, body), resolving them inside the tool activity (never in the workflow, whose
 // history would keep them), and scrubbing resolved values from whatever the call returns or
-// throws, so they reach neither workflow history, the trace nor logs.
+// throws, so they reach neither workflow history, the trace nor logs. A secret is sent only to the
+// hosts its row names (docs/secrets.md, "Where a secret may be sent").
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
-import { type ToolSecretQuery } from '../../db/tool-secret';
+import { type ResolvedToolSecret, type ToolSecretQuery } from '../../db/tool-secret';
+import { destinationOf, isAllowedHost } from '../../lib/net/allowed-hosts';
 
 /** The environment a tool call's secrets come from while sessions carry none of their own. */
 export const DEFAULT_TOOL_SECRET_ENVIRONMENT = 'dev';
@@ -16,7 +18,8 @@ export const SCRUBBED = '[secret]';
 const BLOCK = /\{\{([\s\S]*?)\}\}|\{%([\s\S]*?)%\}/g;
 const REFERENCE = /\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*(["'])(.*?)\2\s*\])/g;
 
-function namesIn(template: string, into: Set<string>): void {
+/** Adds the secret names `template` references to `into`. */
+export function secretNamesIn(template: string, into: Set<string>): void {
   for (const block of template.matchAll(BLOCK)) {
     const inner = block[1] ?? block[2] ?? '';
     for (const ref of inner.matchAll(REFERENCE)) into.add(ref[1] ?? ref[3]!);
@@ -36,7 +39,7 @@ export function secretReferences(tool: ToolIR): string[] {
   const templates = [binding.endpoint, ...Object.values(binding.query_params), ...Object.values(binding.headers), binding.body_template ?? ''];
   stringsOf(binding.auth_config, templates);
   const names = new Set<string>();
-  for (const t of templates) namesIn(t, names);
+  for (const t of templates) secretNamesIn(t, names);
   return [...names];
 }
 
@@ -80,7 +83,35 @@ export function scrubFailure(err: unknown, secrets: Record<string, string>): unk
   return err;
 }
 
-export type ResolveToolSecrets = (query: ToolSecretQuery) => Promise<Record<string, string>>;
+export type ResolveToolSecrets = (query: ToolSecretQuery) => Promise<Record<string, ResolvedToolSecret>>;
+
+/** Where each resolved secret may be sent, by name (its row id for messages). */
+export type SecretDestinations = Record<string, { id: string; allowedHosts: readonly string[] }>;
+
+/** The secrets of one call: the values for the templates, and where each may go. */
+export interface CallSecrets {
+  values: Record<string, string>;
+  destinations: SecretDestinations;
+}
+
+/**
+ * Fails the call for good (TOOL_SECRET_DESTINATION_NOT_ALLOWED), before anything is sent, when
+ * one of `names` (resolved secrets the request carries) may not be sent to `url`. A secret that
+ * names no hosts (stored before secrets named them) may be sent nowhere.
+ */
+export function assertSecretsMayGoTo(toolName: string, names: Iterable<string>, destinations: SecretDestinations, url: URL): void {
+  for (const name of names) {
+    const grant = destinations[name];
+    const allowed = grant?.allowedHosts ?? [];
+    if (allowed.length > 0 && isAllowedHost(allowed, url)) continue;
+    const fix = `PUT /api/tool-secrets/${grant?.id ?? ':id'}`;
+    const message =
+      allowed.length === 0
+        ? `Tool ${toolName}: secret "${name}" names no hosts it may be sent to; set them with ${fix} {"allowedHosts": ["${destinationOf(url)}"]} if ${destinationOf(url)} is meant to receive it`
+        : `Tool ${toolName}: secret "${name}" may not be sent to ${destinationOf(url)} (its allowed hosts: ${allowed.join(', ')}); add the host with ${fix} if it is meant to receive it`;
+    throw ApplicationFailure.nonRetryable(message, 'TOOL_SECRET_DESTINATION_NOT_ALLOWED', { secretKey: name, destination: destinationOf(url) });
+  }
+}
 
 /**
  * Resolves the secrets `tool` references for one call. A missing, expired or unreadable secret
@@ -89,11 +120,12 @@ export type ResolveToolSecrets = (query: ToolSecretQuery) => Promise<Record<stri
 export async function secretsForCall(
   resolve: ResolveToolSecrets,
   call: { tenantId: string; projectId: string; tool: ToolIR; environment?: string },
-): Promise<Record<string, string>> {
+): Promise<CallSecrets> {
   const names = secretReferences(call.tool);
-  if (names.length === 0) return {};
+  if (names.length === 0) return { values: {}, destinations: {} };
+  let resolved: Record<string, ResolvedToolSecret>;
   try {
-    return await resolve({
+    resolved = await resolve({
       tenantId: call.tenantId,
       projectId: call.projectId,
       toolName: call.tool.name,
@@ -107,4 +139,9 @@ export async function secretsForCall(
     }
     throw err;
   }
+  const entries = Object.entries(resolved);
+  return {
+    values: Object.fromEntries(entries.map(([name, s]) => [name, s.value])),
+    destinations: Object.fromEntries(entries.map(([name, s]) => [name, { id: s.id, allowedHosts: s.allowedHosts }])),
+  };
 }

@@ -164,7 +164,8 @@ export const agenticAppRoutes: AnyRoute[] = [
     bodyExample: { sessionIdentity: [{ type: 'sessionReference', value: 'order-1234' }], input: [{ type: 'text', content: 'I have a question about my invoice' }] },
     alsoSuccess: [202],
     alternateResponses: { 'text/event-stream': ZRunStreamEvent },
-    errorStatuses: [404, 409, 429, 503],
+    // 422: a callbackUrl that is not https in production, or not a public destination.
+    errorStatuses: [404, 409, 422, 429, 503],
     links: linksTo(['getAppRunStatus'], { appId: '$request.path.appId', envName: '$request.path.envName', runId: '$response.body#/sessionInfo/runId' }),
     response: ZExecuteRunResponse,
     async handler({ ctx, principal, params, body, res }) {

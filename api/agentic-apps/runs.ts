@@ -7,7 +7,8 @@ import { type AppSessionDoc } from '../../db/app-session';
 import { newId } from '../../lib/ids';
 import { ApiError, isApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
-import { assertDestinationLiteral, blockedDestinationOf, toolDestinationPolicy } from '../../lib/net/destination';
+import { appRunCallbackDestinationPolicy } from '../../lib/net/destination';
+import { checkCallbackUrlRules } from '../../lib/net/callback-url';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppRunInput } from '../../workflows/definitions';
 import { TypedSearchAttributes } from '@temporalio/common';
@@ -93,12 +94,10 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   const async = !streaming && body.isAsync;
   if (async && body.callbackUrl) {
     if (!body.callbackToken) throw new ApiError('VALIDATION_ERROR', 'body.callbackToken: is required with callbackUrl (it signs the callback)');
-    try {
-      assertDestinationLiteral(new URL(body.callbackUrl), toolDestinationPolicy(ctx.config));
-    } catch (err) {
-      if (blockedDestinationOf(err)) throw new ApiError('VALIDATION_ERROR', `body.callbackUrl: ${(err as Error).message}`);
-      throw err;
-    }
+    // The rules of HTTP-async receivers: https in production, a public address by resolution; as
+    // there, 422 (the body is schema-valid, the URL unusable here).
+    const checked = await checkCallbackUrlRules(body.callbackUrl, { production: ctx.config.NODE_ENV === 'production', policy: appRunCallbackDestinationPolicy(ctx.config) });
+    if (!checked.ok) throw new ApiError('UNPROCESSABLE_ENTITY', checked.message);
   }
   const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
   if (session.terminatedAt) throw new ApiError('CONFLICT', 'Session has been terminated; start a new session');

@@ -228,7 +228,7 @@ export const ZExecuteRunBody = z.object({
     .optional()
     .describe('SSE of the run\'s events; wins over isAsync'),
   isAsync: z.boolean().default(false),
-  callbackUrl: z.url({ protocol: /^https?$/ }).max(2048).optional().describe('http(s) URL the result is POSTed to (the destination rules of HTTP tools apply)'),
+  callbackUrl: z.url({ protocol: /^https?$/ }).max(2048).optional().describe('http(s) URL the result is POSTed to: https in production, a public destination (422 otherwise), as HTTP-async callback URLs'),
   callbackToken: z.string().min(16).max(512).optional().describe('Signs the callback (X-ABL-Signature); required with callbackUrl; never sent'),
   metadata: ZRunMetadata.optional().describe('Per-run; max 16 KB of JSON, 50 keys, depth 5'),
   source: ZSource.optional(),

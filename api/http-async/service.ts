@@ -4,7 +4,8 @@
 import { createId } from '@paralleldrive/cuid2';
 import { ApiError } from '../../lib/errors';
 import { canActInEnvironment, type Principal } from '../../lib/permissions';
-import { BlockedDestinationError, UnresolvableDestinationError, assertDestinationResolved, destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
+import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
+import { checkCallbackUrlRules } from '../../lib/net/callback-url';
 import { newSigningSecret } from '../../lib/http-async/signing';
 import { postSignedCallback, type CallbackPostOutcome } from '../../lib/http-async/callback-post';
 import { type ProjectDoc } from '../../db/project';
@@ -33,28 +34,9 @@ function normalizeEvents(events: readonly HttpAsyncEvent[]): HttpAsyncEvent[] {
  * schema-valid): a URL the parser takes, https in production, a public destination by resolution.
  */
 export async function checkCallbackUrl(ctx: AppContext, raw: string): Promise<string> {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: is not a URL the platform can call');
-  }
-  // The schema already refuses other schemes and credentials (which would be stored and shown in
-  // clear); the parser is asked again because it, not the pattern, decides what is sent.
-  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
-    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: must be an http:// or https:// URL without a user name or password');
-  }
-  if (ctx.config.NODE_ENV === 'production' && url.protocol !== 'https:') throw new ApiError('UNPROCESSABLE_ENTITY', 'body.callbackUrl: must use https://');
-  try {
-    await assertDestinationResolved(url, policyOf(ctx));
-  } catch (err) {
-    if (err instanceof BlockedDestinationError) {
-      throw new ApiError('UNPROCESSABLE_ENTITY', `body.callbackUrl: private, loopback, link-local and other non-public destinations are refused (${err.host})`);
-    }
-    if (err instanceof UnresolvableDestinationError) throw new ApiError('UNPROCESSABLE_ENTITY', `body.callbackUrl: the host ${err.host} does not resolve`);
-    throw err;
-  }
-  return url.toString();
+  const checked = await checkCallbackUrlRules(raw, { production: ctx.config.NODE_ENV === 'production', policy: policyOf(ctx) });
+  if (!checked.ok) throw new ApiError('UNPROCESSABLE_ENTITY', checked.message);
+  return checked.url;
 }
 
 /** The subscription if it is in this project (of this tenant) and the key's environments, else 404. */

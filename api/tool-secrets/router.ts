@@ -28,6 +28,7 @@ function presentSecret(doc: ToolSecretDoc) {
     environment: doc.environment,
     version: doc.version,
     expiresAt: iso(doc.expiresAt),
+    allowedHosts: doc.allowedHosts ?? [],
     createdAt: doc.createdAt.toISOString(),
     updatedAt: doc.updatedAt.toISOString(),
   };
@@ -42,6 +43,7 @@ function presentAudit(doc: ToolSecretAuditDoc) {
     secretKey: doc.secretKey,
     environment: doc.environment,
     version: doc.version,
+    allowedHosts: doc.allowedHosts ?? [],
     actor: { type: doc.actor.type, id: doc.actor.id },
     at: doc.at.toISOString(),
   };
@@ -55,12 +57,13 @@ export const toolSecretRoutes: AnyRoute[] = [
     summary: 'Store a secret for a tool of a project (the value is encrypted and never returned)',
     description:
       'A tool references it as {{secrets.<secretKey>}} in its headers, auth_config or body. toolName `*` makes it project-wide. ' +
+      'allowedHosts names where the value may be sent (host or host:port); a tool call to any other destination fails. ' +
       '409 when the project already has the same toolName, secretKey and environment; 422 when expiresAt is not in the future; ' +
       '503 when encryption is not configured.',
     tags: TAGS,
     auth: 'credential:write',
     body: ZCreateToolSecretRequest,
-    bodyExample: { projectId: 'jqmvff06cp7cvm69y75r2r1x', toolName: 'get_invoice', secretKey: 'BILLING_TOKEN', value: 'tok_live_example', environment: 'dev' },
+    bodyExample: { projectId: 'jqmvff06cp7cvm69y75r2r1x', toolName: 'get_invoice', secretKey: 'BILLING_TOKEN', value: 'tok_live_example', allowedHosts: ['billing.example.com'], environment: 'dev' },
     successStatus: 201,
     response: ZCreatedToolSecretResponse,
     links: {
@@ -133,8 +136,10 @@ export const toolSecretRoutes: AnyRoute[] = [
     method: 'put',
     path: '/api/tool-secrets/:id',
     operationId: 'rotateToolSecret',
-    summary: 'Rotate a tool secret: a new value, re-encrypted, version + 1',
-    description: 'The next tool call uses the new value. expiresAt may be changed at the same time (null removes it).',
+    summary: 'Rotate a tool secret (a new value, re-encrypted, version + 1) or change where it may be sent',
+    description:
+      'The next tool call uses the new value and hosts. value, allowedHosts or both; allowedHosts alone keeps the value and its version (audited as update). ' +
+      'expiresAt may be changed at the same time (null removes it).',
     tags: TAGS,
     auth: 'credential:write',
     params: ZToolSecretIdParam,
@@ -145,8 +150,8 @@ export const toolSecretRoutes: AnyRoute[] = [
     errorStatuses: [404, 422, 503],
     async handler({ ctx, principal, params, body }) {
       const doc = await rotateToolSecret(ctx, principal, params.id, body);
-      const { id, toolName, secretKey, environment, version, updatedAt } = presentSecret(doc);
-      return { success: true, secret: { id, toolName, secretKey, environment, version, updatedAt } };
+      const { id, toolName, secretKey, environment, version, allowedHosts, updatedAt } = presentSecret(doc);
+      return { success: true, secret: { id, toolName, secretKey, environment, version, allowedHosts, updatedAt } };
     },
   }),
   defineRoute({

@@ -43,6 +43,7 @@ async function audit(ctx: AppContext, principal: Principal, action: ToolSecretAc
     secretKey: doc.secretKey,
     environment: doc.environment,
     version: doc.version,
+    allowedHosts: doc.allowedHosts ?? [],
     actor: { type: principal.kind, id: principal.subjectId },
     at: new Date(),
   });
@@ -61,6 +62,8 @@ export interface CreateToolSecretInput {
   secretKey: string;
   environment: string;
   value: string;
+  /** Canonical entries (the schema parses them). */
+  allowedHosts: string[];
   expiresAt?: string | null;
 }
 
@@ -73,7 +76,7 @@ export async function createToolSecret(ctx: AppContext, principal: Principal, in
   const value = await sealToolSecret(ctx.models.TenantDataKey, ring, place, input.value);
   let doc: ToolSecretDoc;
   try {
-    doc = (await ctx.models.ToolSecret.create({ ...place, version: 1, expiresAt, value })).toObject();
+    doc = (await ctx.models.ToolSecret.create({ ...place, version: 1, expiresAt, allowedHosts: input.allowedHosts, value })).toObject();
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     throw new ApiError('CONFLICT', `A secret "${input.secretKey}" for tool "${input.toolName}" in environment "${input.environment}" already exists in this project; rotate it with PUT /api/tool-secrets/:id`);
@@ -93,19 +96,33 @@ async function requireSecret(ctx: AppContext, principal: Principal, id: string):
   return doc;
 }
 
-export async function rotateToolSecret(ctx: AppContext, principal: Principal, id: string, input: { value: string; expiresAt?: string | null }): Promise<ToolSecretDoc> {
-  const ring = requireMasterKeys(ctx);
+export interface UpdateToolSecretInput {
+  /** A new value: stored re-encrypted, version + 1 (a rotation). */
+  value?: string;
+  /** New allowed hosts, canonical (the schema parses them). */
+  allowedHosts?: string[];
+  expiresAt?: string | null;
+}
+
+/** Rotates the value and/or replaces the allowed hosts; only a new value adds to the version. */
+export async function rotateToolSecret(ctx: AppContext, principal: Principal, id: string, input: UpdateToolSecretInput): Promise<ToolSecretDoc> {
+  const ring = input.value !== undefined ? requireMasterKeys(ctx) : null;
   const current = await requireSecret(ctx, principal, id);
   const expiresAt = assertFuture(input.expiresAt);
-  const value = await sealToolSecret(ctx.models.TenantDataKey, ring, current, input.value);
+  const value = ring && input.value !== undefined ? await sealToolSecret(ctx.models.TenantDataKey, ring, current, input.value) : undefined;
+  const set = {
+    ...(value ? { value } : {}),
+    ...(input.allowedHosts ? { allowedHosts: input.allowedHosts } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
   const doc = await ctx.models.ToolSecret.findOneAndUpdate(
     { _id: current._id, tenantId: current.tenantId },
-    { $set: { value, ...(expiresAt !== undefined ? { expiresAt } : {}) }, $inc: { version: 1 } },
+    { $set: set, ...(value ? { $inc: { version: 1 } } : {}) },
     { new: true, lean: true },
   );
   // Deleted between the read and the update.
   if (!doc) throw ApiError.notFound('Tool secret');
-  await audit(ctx, principal, 'rotate', doc);
+  await audit(ctx, principal, value ? 'rotate' : 'update', doc);
   return doc;
 }
 

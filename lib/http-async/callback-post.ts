@@ -1,6 +1,7 @@
 // One signed POST of an HTTP-async callback to a receiver, through the destination guard: the
 // test message sends it once, the delivery activity once per attempt. It never throws for the
 // receiver's sake; the outcome (status, latency, error) is what recent deliveries record.
+// postCallback is the same POST with the caller's own headers (async agentic-app runs use it).
 import { performance } from 'node:perf_hooks';
 import { blockedDestinationOf } from '../net/destination';
 import { EVENT_HEADER, signatureHeaders } from './signing';
@@ -37,9 +38,25 @@ function isTimeout(err: unknown): boolean {
 }
 
 export async function postSignedCallback(input: CallbackPostInput): Promise<CallbackPostOutcome> {
-  const timeoutMs = input.timeoutMs ?? CALLBACK_TIMEOUT_MS;
   const rawBody = JSON.stringify(input.body);
   const headers = { 'content-type': 'application/json', 'user-agent': 'Switchboard-Webhooks/1', [EVENT_HEADER]: input.event, ...signatureHeaders(input.secret, rawBody) };
+  return postCallback({ url: input.url, headers, rawBody, fetch: input.fetch, ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}) });
+}
+
+export interface RawCallbackPostInput {
+  url: string;
+  /** Every header sent, signature included. */
+  headers: Record<string, string>;
+  rawBody: string;
+  /** The guarded fetch (lib/net/destination.ts) for the destination's rules. */
+  fetch: typeof globalThis.fetch;
+  timeoutMs?: number;
+}
+
+/** One POST through the guard, redirects not followed; never throws for the receiver's sake. */
+export async function postCallback(input: RawCallbackPostInput): Promise<CallbackPostOutcome> {
+  const timeoutMs = input.timeoutMs ?? CALLBACK_TIMEOUT_MS;
+  const { headers, rawBody } = input;
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   try {

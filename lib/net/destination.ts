@@ -344,3 +344,8 @@ export async function assertDestinationResolved(url: URL, policy: DestinationPol
 export function httpAsyncDestinationPolicy(config: { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: readonly string[] }): DestinationPolicy {
   return { allowPrivateNetworks: false, allowedPrivateDestinations: config.HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS };
 }
+
+/** The rules for async agentic-app run callback URLs, from configuration (no blanket opt-out). */
+export function appRunCallbackDestinationPolicy(config: { APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS: readonly string[] }): DestinationPolicy {
+  return { allowPrivateNetworks: false, allowedPrivateDestinations: config.APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS };
+}

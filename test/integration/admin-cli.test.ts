@@ -86,7 +86,7 @@ it('explains bad input and exits non-zero', async () => {
 it('re-wraps tool-secret data keys under a new master key, after which the old one can be dropped', async () => {
   const owner = await seedTenant(stack.ctx);
   const api = client(stack.baseUrl);
-  const created = await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'CRM_TOKEN', value: 'crm-token-5e8a01' } });
+  const created = await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'CRM_TOKEN', value: 'crm-token-5e8a01', allowedHosts: ['crm.example.com'] } });
   expect(created.status).toBe(201);
   const query = { tenantId: owner.tenantId, projectId: owner.projectId, toolName: 'crm', environment: 'dev', names: ['CRM_TOKEN'] };
   const newOnly = parseKeyRing(NEW_MASTER);

@@ -33,11 +33,11 @@ export interface TestStackOptions {
   /** Override the Mongo URI (a dedicated FerretDB, e.g. for readiness tests). */
   mongoUri?: string;
   /**
-   * The test's own servers on loopback (URLs) that HTTP tools, project LLM base URLs or HTTP-async
-   * callback URLs may reach.
+   * The test's own servers on loopback (URLs) that HTTP tools, project LLM base URLs, HTTP-async
+   * callback URLs or app-run callback URLs may reach.
    * The destination rules stay on for everything else, as in production.
    */
-  allowPrivate?: { tools?: string[]; llm?: string[]; httpAsync?: string[] };
+  allowPrivate?: { tools?: string[]; llm?: string[]; httpAsync?: string[]; appRunCallbacks?: string[] };
   /** The API's and the worker's logger (e.g. one that records lines for a test to read). */
   logger?: Logger;
   /** Interceptors of the in-process worker (e.g. one that holds an activity for a test to act meanwhile). */
@@ -92,6 +92,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       ...(allow.tools ? { TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.tools) } : {}),
       ...(allow.llm ? { LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.llm) } : {}),
       ...(allow.httpAsync ? { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.httpAsync) } : {}),
+      ...(allow.appRunCallbacks ? { APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS: destinationList(allow.appRunCallbacks) } : {}),
       ...options.env,
     },
     options.mongoUri,

@@ -42,7 +42,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  stack = await startTestStack({ worker: true, allowPrivate: { tools: [receiverOrigin] } });
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [receiverOrigin], appRunCallbacks: [receiverOrigin] } });
   api = client(stack.baseUrl);
   t = await seedTenant(stack.ctx);
   await publishAgent(api, t, 'Helper', 'AGENT: Helper\nGOAL: "Help the caller."\n');
@@ -233,7 +233,7 @@ FLOW:
     expect(body.events[1]).toMatchObject({ type: 'Welcome_Event', content: { messageToUser: 'I could not read the mail.' } });
     expect(mailRequests.length).toBe(before);
 
-    const stored = await api.post('/api/tool-secrets', { key: o.adminKey, json: { projectId: o.projectId, toolName: 'read_mail', secretKey: 'MAIL_TOKEN', value: 'user-access-token-1' } });
+    const stored = await api.post('/api/tool-secrets', { key: o.adminKey, json: { projectId: o.projectId, toolName: 'read_mail', secretKey: 'MAIL_TOKEN', value: 'user-access-token-1', allowedHosts: [new URL(receiverOrigin).host] } });
     expect(stored.status).toBe(201);
     const authorised = await createIn('mail-2');
     expect(authorised.body.session).toMatchObject({ sessionReference: 'mail-2', status: 'idle' });
@@ -452,7 +452,7 @@ describe('runs', () => {
     expect(after.body.session.status).toBe('error');
   });
 
-  it('refuses bad run bodies with 400, and a callback to a private address', async () => {
+  it('refuses bad run bodies with 400, and a callback to a private address with 422', async () => {
     const identity = [{ type: 'sessionReference', value: ref('bad') }];
     const cases: unknown[] = [
       { sessionIdentity: identity, input: [] },
@@ -461,7 +461,6 @@ describe('runs', () => {
       { sessionIdentity: identity, input: [{ type: 'tool_input', content: { order: 1 } }] },
       { sessionIdentity: identity, input: text('x'.repeat(16_001)) },
       { sessionIdentity: identity, input: text('hi'), isAsync: true, callbackUrl: `${receiverOrigin}/hook` },
-      { sessionIdentity: identity, input: text('hi'), isAsync: true, callbackUrl: 'http://10.0.0.1/hook', callbackToken: 'callback-token-0123456789' },
       { sessionIdentity: identity, input: text('hi'), isAsync: true, callbackUrl: 'ftp://example.com/x', callbackToken: 'callback-token-0123456789' },
       { input: text('hi') },
       { sessionIdentity: identity, input: text('hi'), metadata: { a: { b: { c: { d: { e: {} } } } } } },
@@ -471,6 +470,9 @@ describe('runs', () => {
       const res = await execute(json as Record<string, unknown>);
       expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
     }
+    // Schema-valid, but not a destination the platform calls: 422, as for HTTP-async callback URLs.
+    const privateCallback = await execute({ sessionIdentity: identity, input: text('hi'), isAsync: true, callbackUrl: 'http://10.0.0.1/hook', callbackToken: 'callback-token-0123456789' });
+    expect({ status: privateCallback.status, code: privateCallback.body?.error?.code }).toEqual({ status: 422, code: 'UNPROCESSABLE_ENTITY' });
     expect((await post(`${base()}/runs/r-doesnotexist1/status`, {})).status).toBe(404);
   });
 });

@@ -88,7 +88,7 @@ async function ask(agentId: string) {
 }
 
 async function storeSecret(toolName: string, secretKey: string, value: string) {
-  const res = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName, secretKey, value } });
+  const res = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName, secretKey, value, allowedHosts: [new URL(toolsUrl).host] } });
   expect(res.status).toBe(201);
   return res.body.secret.id as string;
 }
@@ -141,12 +141,12 @@ it("sends the tool's own secret and the project-wide one, uses a rotated value a
 it("uses the secrets of the session's environment: a staging deployment's session gets the staging row", async () => {
   const staging = await api.post('/api/tool-secrets', {
     key: t.adminKey,
-    json: { projectId: t.projectId, toolName: 'check_order', secretKey: 'API_TOKEN', value: 'staging-token-5150', environment: 'staging' },
+    json: { projectId: t.projectId, toolName: 'check_order', secretKey: 'API_TOKEN', value: 'staging-token-5150', environment: 'staging', allowedHosts: [new URL(toolsUrl).host] },
   });
   expect(staging.status).toBe(201);
   const projectWide = await api.post('/api/tool-secrets', {
     key: t.adminKey,
-    json: { projectId: t.projectId, toolName: '*', secretKey: 'PROJECT_KEY', value: 'staging-project-5150', environment: 'staging' },
+    json: { projectId: t.projectId, toolName: '*', secretKey: 'PROJECT_KEY', value: 'staging-project-5150', environment: 'staging', allowedHosts: [new URL(toolsUrl).host] },
   });
   expect(projectWide.status).toBe(201);
   const deployed = await api.post(`/api/projects/${t.projectId}/deployments`, {

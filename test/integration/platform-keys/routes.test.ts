@@ -348,7 +348,7 @@ describe('environment binding', () => {
   it("lets a staging key manage staging tool secrets only, and hides production's", async () => {
     const { key } = await keyIn(await scopeWith(['tool_secrets.write']), { environments: ['staging'] });
     const create = (environment: string, k = key) =>
-      api.post('/api/tool-secrets', { key: k, json: { projectId: t.projectId, toolName: 'billing', secretKey: 'TOKEN', value: `tok-${environment}`, environment } });
+      api.post('/api/tool-secrets', { key: k, json: { projectId: t.projectId, toolName: 'billing', secretKey: 'TOKEN', value: `tok-${environment}`, environment, allowedHosts: ['billing.example.com'] } });
     expect((await create('production')).status).toBe(403);
     const mine = await create('staging');
     expect(mine.status).toBe(201);

@@ -26,7 +26,7 @@ type Secret = { id: string; toolName: string; secretKey: string; environment: st
 async function create(fields: Record<string, unknown>, key = t.adminKey) {
   return api.post<{ success: boolean; secret: Secret; error: { code: string; message: string } }>('/api/tool-secrets', {
     key,
-    json: { projectId: t.projectId, toolName: 'get_invoice', secretKey: 'API_TOKEN', value: VALUE, ...fields },
+    json: { projectId: t.projectId, toolName: 'get_invoice', secretKey: 'API_TOKEN', value: VALUE, allowedHosts: ['billing.example.com'], ...fields },
   });
 }
 
@@ -36,7 +36,7 @@ describe('create', () => {
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       success: true,
-      secret: { id: expect.any(String), toolName: 'get_invoice', secretKey: 'CREATE_1', environment: 'dev', version: 1, expiresAt: null, createdAt: expect.any(String) },
+      secret: { id: expect.any(String), toolName: 'get_invoice', secretKey: 'CREATE_1', environment: 'dev', version: 1, expiresAt: null, allowedHosts: ['billing.example.com'], createdAt: expect.any(String) },
     });
     expect(res.text).not.toContain(VALUE);
     const stored = await stack.ctx.models.ToolSecret.findById(res.body.secret.id).lean();
@@ -104,7 +104,7 @@ describe('list', () => {
     expect(all.status).toBe(200);
     expect(all.body).toMatchObject({ success: true, total: 3, page: 1, limit: 50 });
     expect(all.body.secrets.map((s: Secret) => s.secretKey)).toEqual(['PAGE_A', 'PAGE_B', 'PAGE_C']);
-    expect(Object.keys(all.body.secrets[0]).sort()).toEqual(['createdAt', 'environment', 'expiresAt', 'id', 'secretKey', 'toolName', 'updatedAt', 'version']);
+    expect(Object.keys(all.body.secrets[0]).sort()).toEqual(['allowedHosts', 'createdAt', 'environment', 'expiresAt', 'id', 'secretKey', 'toolName', 'updatedAt', 'version']);
     const page2 = await api.get(`/api/tool-secrets?projectId=${t.otherProjectId}&toolName=pager&page=2&limit=2`, { key: t.adminKey });
     expect(page2.body).toMatchObject({ total: 3, page: 2, limit: 2 });
     expect(page2.body.secrets.map((s: Secret) => s.secretKey)).toEqual(['PAGE_C']);
@@ -125,7 +125,7 @@ describe('rotate and delete', () => {
     expect(rotated.status).toBe(200);
     expect(rotated.body).toEqual({
       success: true,
-      secret: { id: created.id, toolName: 'get_invoice', secretKey: 'ROTATE', environment: 'dev', version: 2, updatedAt: expect.any(String) },
+      secret: { id: created.id, toolName: 'get_invoice', secretKey: 'ROTATE', environment: 'dev', version: 2, allowedHosts: ['billing.example.com'], updatedAt: expect.any(String) },
     });
     expect(rotated.text).not.toContain('rotated-value-1234');
     const after = await stack.ctx.models.ToolSecret.findById(created.id).lean();
@@ -182,7 +182,7 @@ describe('audit', () => {
 
     const res = await api.get(`/api/projects/${t.otherProjectId}/tool-secrets/audit?secretId=${created.id}`, { key: writer });
     expect(res.status).toBe(200);
-    const common = { secretId: created.id, toolName: 'get_invoice', secretKey: 'AUDITED', environment: 'qa', actor: { type: 'api_key', id: writerId } };
+    const common = { secretId: created.id, toolName: 'get_invoice', secretKey: 'AUDITED', environment: 'qa', allowedHosts: ['billing.example.com'], actor: { type: 'api_key', id: writerId } };
     expect(res.body).toMatchObject({ success: true, total: 3, page: 1, limit: 50 });
     expect(res.body.records).toEqual([
       { id: expect.any(String), action: 'delete', version: 2, at: expect.any(String), ...common },
@@ -265,7 +265,7 @@ describe('without encryption configured', () => {
   it('answers 503 to create and rotate, and still lists', async () => {
     const owner = await seedTenant(bare.ctx);
     const bareApi = client(bare.baseUrl);
-    const res = await bareApi.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 't', secretKey: 'K', value: 'v' } });
+    const res = await bareApi.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 't', secretKey: 'K', value: 'v', allowedHosts: ['billing.example.com'] } });
     expect(res.status).toBe(503);
     expect(res.body.error).toEqual({ code: 'SERVICE_UNAVAILABLE', message: expect.stringContaining('encryption not configured') });
     expect((await bareApi.get(`/api/tool-secrets?projectId=${owner.projectId}`, { key: owner.adminKey })).body).toMatchObject({ success: true, secrets: [], total: 0 });

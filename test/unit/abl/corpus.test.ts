@@ -57,7 +57,7 @@ describe('ABL corpus', () => {
     expect(pay?.call?.with.extra?.ast?.type).toBe('Map');
     expect(out.tool_libraries['tools/payments.tools.abl']?.tools.map((t) => [t.name, t.returns.kind, t.binding.type === 'http' ? t.binding.auth : null])).toEqual([
       ['charge', 'object', 'saml'],
-      ['refund', 'object', 'oauth2_client'],
+      ['refund', 'object', 'oauth2_user'],
     ]);
     expect(a.Yaml_Desk?.tools.map((t) => t.name)).toEqual(['refund', 'lookup_member']);
   });

@@ -43,8 +43,9 @@ describe('oauth2_user', () => {
     expect(failure).toMatchObject({ type: 'TOOL_NOT_AUTHORIZED', nonRetryable: true });
   });
 
-  it('leaves other schemes as they were', () => {
-    expect(authHeaders(binding('oauth2_client', { access_token: 'x' }), render({}))).toEqual({});
+  it('sends an oauth2_client tool its exchanged token and refuses one without, and leaves bearer as it was', () => {
+    expect(() => authHeaders(binding('oauth2_client', { access_token: 'x' }), render({}))).toThrow(/no access token from the client-credentials exchange/);
+    expect(authHeaders(binding('oauth2_client', {}), render({}), 'exchanged-token')).toEqual({ authorization: 'Bearer exchanged-token' });
     expect(authHeaders(binding('bearer', { token: 't' }), render({}))).toEqual({ authorization: 'Bearer t' });
   });
 });

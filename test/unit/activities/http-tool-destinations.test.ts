@@ -21,7 +21,7 @@ TOOLS:
 }
 
 const run = (endpoint: string, options: Parameters<typeof runHttpTool>[1]) =>
-  runHttpTool({ tool: toolFor(endpoint), args: { id: '1' }, timeoutMs: 2000, secrets: {} }, options);
+  runHttpTool({ tool: toolFor(endpoint), args: { id: '1' }, timeoutMs: 2000, secrets: {}, secretDestinations: {} }, options);
 
 let internal: Server;
 let allowed: Server;

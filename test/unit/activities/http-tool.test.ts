@@ -56,7 +56,7 @@ it('fills path placeholders and puts unused parameters in the query string for G
 
 it('sends unused parameters as a JSON body for POST', async () => {
   const tool = toolFrom(agent(`${base}/invoices/{invoice_id}/refunds`, 'POST'));
-  const result = await runHttpTool({ tool, args: { invoice_id: 'INV-9', expand: 'x' }, timeoutMs: 2000, secrets: {} }, { allowPrivate: true });
+  const result = await runHttpTool({ tool, args: { invoice_id: 'INV-9', expand: 'x' }, timeoutMs: 2000, secrets: {}, secretDestinations: {} }, { allowPrivate: true });
   expect(result).toEqual({ id: 'INV-1', amount: 12 });
   const last = seen[seen.length - 1]!;
   expect(last.method).toBe('POST');
@@ -66,7 +66,7 @@ it('sends unused parameters as a JSON body for POST', async () => {
 
 it('refuses loopback and private destinations unless allowed', async () => {
   const tool = toolFrom(agent(`${base}/x`));
-  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: false })).rejects.toMatchObject({
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: false })).rejects.toMatchObject({
     type: 'TOOL_BLOCKED',
     nonRetryable: true,
   });
@@ -79,23 +79,23 @@ it('refuses loopback and private destinations unless allowed', async () => {
 it('classifies 4xx and redirects as final and 5xx as retryable', async () => {
   const tool = toolFrom(agent(`${base}/x/{invoice_id}`));
   nextStatus = 404;
-  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: true })).rejects.toMatchObject({
     type: 'TOOL_HTTP_4XX',
     nonRetryable: true,
   });
   nextStatus = 503;
-  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: true })).rejects.toMatchObject({
     type: 'TOOL_HTTP_5XX',
     nonRetryable: false,
   });
   nextStatus = 302;
-  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: true })).rejects.toMatchObject({
     type: 'TOOL_REDIRECT',
     nonRetryable: true,
   });
   nextStatus = 200;
   nextBody = '';
-  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {} }, { allowPrivate: true })).rejects.toMatchObject({
+  await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: true })).rejects.toMatchObject({
     type: 'TOOL_EMPTY_RESULT',
   });
   nextBody = '{"ok":true}';

@@ -33,7 +33,7 @@ describe('reading a tool response body', () => {
     ]);
     return out.agents.A!.tools[0]!;
   }
-  const run = (maxResponseBytes: number) => runHttpTool({ tool: tool(), args: {}, timeoutMs: 5000, secrets: {} }, { allowPrivate: true, maxResponseBytes });
+  const run = (maxResponseBytes: number) => runHttpTool({ tool: tool(), args: {}, timeoutMs: 5000, secrets: {}, secretDestinations: {} }, { allowPrivate: true, maxResponseBytes });
   const json = (bytes: number) => JSON.stringify({ data: 'x'.repeat(bytes - '{"data":""}'.length) });
 
   it('accepts a body of exactly the cap and refuses one byte more, whether its length is declared or not', async () => {

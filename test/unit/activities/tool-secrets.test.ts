@@ -93,7 +93,7 @@ describe('scrubbing', () => {
 describe('secretsForCall', () => {
   it('asks only for the referenced names, in the dev environment unless one is given', async () => {
     const asked: unknown[] = [];
-    const resolve = async (q: unknown) => (asked.push(q), { LOOKUP_KEY: 'v' });
+    const resolve = async (q: unknown) => (asked.push(q), { LOOKUP_KEY: { id: 's1', value: 'v', allowedHosts: ['x.example.com'] } });
     await secretsForCall(resolve, { tenantId: 't', projectId: 'p', tool: apiKey });
     await secretsForCall(resolve, { tenantId: 't', projectId: 'p', tool: apiKey, environment: 'production' });
     expect(asked).toEqual([
@@ -101,7 +101,7 @@ describe('secretsForCall', () => {
       { tenantId: 't', projectId: 'p', toolName: 'lookup', environment: 'production', names: ['LOOKUP_KEY'] },
     ]);
     const plain = toolFrom(`  ping() -> object\n    type: http\n    endpoint: "https://x.example.com"\n`);
-    expect(await secretsForCall(() => Promise.reject(new Error('not called')), { tenantId: 't', projectId: 'p', tool: plain })).toEqual({});
+    expect(await secretsForCall(() => Promise.reject(new Error('not called')), { tenantId: 't', projectId: 'p', tool: plain })).toEqual({ values: {}, destinations: {} });
   });
 
   it('turns an unavailable secret into a final TOOL_SECRET_UNAVAILABLE failure naming it', async () => {
