@@ -103,7 +103,7 @@ const TOOLS = [
     label: 'FerretDB v1.24.2 shim',
     // The shim is our own source: rebuild when it changes.
     id: () => 'v1.24.2-' + sha256(['main.go', 'go.mod', 'go.sum'].map((f) => path.join(ROOT, 'infra', 'ferretdb', f))),
-    note: 'MongoDB wire protocol on SQLite, for the dev and test stacks',
+    note: 'MongoDB wire protocol on the embedded PostgreSQL, for the dev and test stacks',
     build: (outDir) =>
       runGoBuild('FerretDB v1.24.2 shim', ['build', '-v', '-o', path.join(outDir, 'ferretdb'), '.'], {
         cwd: path.join(ROOT, 'infra', 'ferretdb'),
