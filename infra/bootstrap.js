@@ -42,8 +42,10 @@ function ensureNpmDependencies() {
   log('installing npm dependencies…');
   const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: ROOT, stdio: 'inherit' });
   if (res.status !== 0) throw new Error('npm install failed');
-  // npm may have normalised the lock file; stamp what is on disk now.
-  fs.writeFileSync(stamp, sha256([lock, path.join(ROOT, 'package.json')]));
+  // npm may have normalised the lock file; stamp what is on disk now. Written aside and renamed
+  // in, as npm replaces files: a node_modules copied with hard links keeps the others' stamps.
+  fs.writeFileSync(stamp + '.tmp', sha256([lock, path.join(ROOT, 'package.json')]));
+  fs.renameSync(stamp + '.tmp', stamp);
 }
 
 function requireGo() {
