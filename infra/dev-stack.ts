@@ -1,8 +1,8 @@
 // `npm start`: runs the whole stack locally. Starts the Temporal dev server (SQLite under
 // .data/, Web UI on 8233) and the store, FerretDB on an embedded PostgreSQL (infra/dev-store.ts,
-// data under .data/postgres/), unless TEMPORAL_ADDRESS or MONGODB_URI point elsewhere, serves the sample back-end the seeded agents' tools call (on
-// loopback, the one private destination the dev tools may reach), seeds the dev tenant, then
-// runs the API and the worker.
+// data under .data/postgres/), unless TEMPORAL_ADDRESS or MONGODB_URI point elsewhere, serves
+// the sample back-end the seeded agents' tools call (on loopback, the one private destination
+// the dev tools may reach), seeds the dev tenant, then runs the API and the worker.
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';

@@ -1,10 +1,12 @@
 // Starts and stops the real parts of the stack as child processes: the Temporal dev server and
-// the store (the FerretDB shim on an embedded PostgreSQL cluster). Shared by `npm start` (dev-stack.ts) and the test harness.
+// the store (the FerretDB shim on an embedded PostgreSQL cluster). Shared by `npm start`
+// (dev-stack.ts), the test harness, the fuzzer and the benches.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { manage, type ManagedProcess } from './managed-process';
 import { startPostgres, type EmbeddedPostgres } from './postgres';
 import { SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTE_TYPE_NAMES } from '../workflows/search-attributes';
 
@@ -16,8 +18,6 @@ export function toolPath(name: 'temporal' | 'ferretdb' | 'livekit-server'): stri
   if (!existsSync(bin)) throw new Error(`${bin} is missing; run \`node infra/bootstrap.js\` (npm start does it)`);
   return bin;
 }
-
-import { manage, type ManagedProcess } from './managed-process';
 
 export { manage, type ManagedProcess };
 
@@ -57,7 +57,7 @@ export interface FerretDbOptions {
   postgresPort?: number;
   /** See PostgresOptions (infra/postgres.ts). @default 'throwaway' */
   durability?: 'durable' | 'throwaway';
-  /** Serve the SQLite files in dataDir instead: only to read a store from before PostgreSQL once (infra/legacy-store.ts). */
+  /** Serve the SQLite files in dataDir instead: only to read a store from before PostgreSQL once (infra/dev-store.ts). */
   sqlite?: boolean;
   log?: (msg: string) => void;
 }

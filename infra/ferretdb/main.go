@@ -4,7 +4,7 @@
 // PostgreSQL cluster given by -postgresql-url (infra/postgres.ts starts it). The upstream
 // cmd/ferretdb needs version files generated at release time, so we embed the library package.
 // Without -postgresql-url it serves the SQLite files in -data-dir: the store before PostgreSQL,
-// kept only so that such a directory can be read once and copied over (infra/legacy-store.ts).
+// kept only so that such a directory can be read once and copied over (infra/dev-store.ts).
 package main
 
 import (
