@@ -111,6 +111,8 @@ export async function startPostgres(options: PostgresOptions): Promise<EmbeddedP
     'unix_socket_directories=',
     'max_connections=200',
     'synchronous_commit=off',
+    // FerretDB's queries are short; compiling one costs more than it saves.
+    'jit=off',
     ...(options.durability === 'throwaway' ? ['fsync=off', 'full_page_writes=off'] : []),
     // Logs go to our stderr pipe (the tail is shown if the server fails); no log files.
     'logging_collector=off',
