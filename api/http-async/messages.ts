@@ -1,25 +1,38 @@
 // POST /api/v1/channels/http-async/message: accepts one message of the HTTP-async channel. The
-// answer (202) comes once the message is durably recorded: a signal-with-start of the
-// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply.
+// answer (202) comes once the message is durably recorded: an update-with-start of the
+// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply. The
+// workflow refuses a message past its queue limits (429 QUEUE_FULL); nothing is queued then.
 import { createHash } from 'node:crypto';
 import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
 import { ApiError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
-import { httpAsyncMessageSignal, type HttpAsyncConversationInput } from '../../workflows/definitions';
+import { httpAsyncAcceptUpdate, type HttpAsyncConversationInput, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../http/route';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { validateMetadata } from '../chat-agent/service';
-import { TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToApiError, withDeadline } from '../sessions/workflow-client';
+import { sendUpdateResendingDropped, temporalClient, temporalErrorToApiError } from '../sessions/workflow-client';
 import { newMessageId } from './service';
 import { type THttpAsyncMessageRequest } from './schemas';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
 export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscription\'s callback URL; send session_key unchanged with every follow-up.';
+
+/**
+ * How long the workflow has to take a message: a worker runs the update (the queue check), so
+ * this is longer than a plain call to Temporal.
+ */
+export const ACCEPT_TIMEOUT_MS = 10_000;
+/** A full queue drains as turns and deliveries finish; the caller is told to wait this long. */
+export const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
+
+/** The largest carried state (bytes) a conversation queues toward; Temporal refuses a payload of 2 MB. */
+export const HTTP_ASYNC_MAX_QUEUED_BYTES = 1024 * 1024;
 
 export interface AcceptedMessage {
   message_id: string;
@@ -109,30 +122,51 @@ export async function acceptHttpAsyncMessage(
     },
     sessionIdleTimeoutMs: ctx.config.SESSION_IDLE_TIMEOUT_MS,
   };
+  const limits: HttpAsyncQueueLimits = {
+    maxQueuedMessages: ctx.config.HTTP_ASYNC_MAX_QUEUED_MESSAGES,
+    maxPendingDeliveries: ctx.config.HTTP_ASYNC_MAX_PENDING_DELIVERIES,
+    maxQueuedBytes: HTTP_ASYNC_MAX_QUEUED_BYTES,
+  };
   try {
     const client = await temporalClient(ctx);
-    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, {
-        workflowId,
-        taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-        args: [start],
-        signal: httpAsyncMessageSignal,
-        signalArgs: [{ messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() }],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: TenantIdKey, value: project.tenantId },
-          { key: ProjectIdKey, value: project._id },
-          { key: ChannelKey, value: 'http_async' },
-          { key: EnvironmentKey, value: sub.environment },
-        ]),
-        // The key itself is not a search attribute (the server's ten Keyword attributes are taken):
-        // the workflow id is its hash, and the summary shows it in the Web UI.
-        staticSummary: `http_async · ${sessionKey.slice(0, 200)}`,
-      }),
+    const deadline = Date.now() + ACCEPT_TIMEOUT_MS;
+    // The update id is the message id: a repeated request is taken once (the workflow also
+    // remembers recent ids across continue-as-new). Each send needs its own start operation.
+    await sendUpdateResendingDropped(deadline, () =>
+      client.withDeadline(deadline, () =>
+        client.workflow.executeUpdateWithStart(httpAsyncAcceptUpdate, {
+          args: [{ messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() }, limits],
+          updateId: messageId,
+          startWorkflowOperation: new WithStartWorkflowOperation(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, {
+            workflowId,
+            taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            args: [start],
+            typedSearchAttributes: new TypedSearchAttributes([
+              { key: TenantIdKey, value: project.tenantId },
+              { key: ProjectIdKey, value: project._id },
+              { key: ChannelKey, value: 'http_async' },
+              { key: EnvironmentKey, value: sub.environment },
+            ]),
+            // The key itself is not a search attribute (the server's ten Keyword attributes are taken):
+            // the workflow id is its hash, and the summary shows it in the Web UI.
+            staticSummary: `http_async · ${sessionKey.slice(0, 200)}`,
+          }),
+        }),
+      ),
     );
   } catch (err) {
     // Not accepted: the key is not taken either, so the same first message can be sent again.
     if (opened) await ctx.models.HttpAsyncConversation.deleteOne({ _id: workflowId, tenantId: project.tenantId }).catch(() => undefined);
-    throw temporalErrorToApiError(err, 'HTTP-async runtime');
+    const error = temporalErrorToApiError(err, 'HTTP-async runtime');
+    if (error.code === 'QUEUE_FULL') {
+      throw new ApiError('QUEUE_FULL', {
+        message: error.message,
+        extraBody: { retryAfterMs: QUEUE_FULL_RETRY_AFTER_MS },
+        headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_MS / 1000) },
+      });
+    }
+    throw error;
   }
   return { message_id: messageId, session_key: sessionKey, status: 'accepted', _note: ACCEPTED_NOTE };
 }
