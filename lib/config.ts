@@ -207,6 +207,11 @@ export const ConfigSchema = z.object({
   /** How often each API process closes app runs whose process stopped mid-request (0: off). */
   APP_RUN_SWEEP_MS: z.coerce.number().int().min(0).default(60_000),
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
+  /**
+   * Runs of one agentic-app session in flight at once (docs/agentic-app-sessions.md); an async
+   * run past it is refused with 429 QUEUE_FULL. Under Temporal's 10 updates in flight per workflow.
+   */
+  APP_RUN_MAX_IN_FLIGHT_PER_SESSION: positiveInt.max(8).default(5),
 });
 
 type RawConfig = z.infer<typeof ConfigSchema>;
