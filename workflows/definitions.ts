@@ -391,6 +391,8 @@ export interface HttpAsyncInboundMessage {
   text: string;
   metadata?: Record<string, unknown>;
   acceptedAtMs: number;
+  /** With a message sent as a signal (no worker answered the update): the limits it is held to. */
+  limits?: HttpAsyncQueueLimits;
 }
 
 export const HTTP_ASYNC_STATUSES = ['processing', 'suspended', 'waiting_for_human', 'resumed', 'ended', 'delivery_failed'] as const;

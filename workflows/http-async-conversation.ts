@@ -112,10 +112,16 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
     if (inboxBytes + outboxBytes + jsonBytes(message) > limits.maxQueuedBytes) return `the waiting messages and events would pass ${limits.maxQueuedBytes} bytes`;
     return null;
   };
-  // Messages sent as signals by earlier versions of the API (no bound could refuse them).
-  wf.setHandler(httpAsyncMessageSignal, (message) => {
+  // Messages sent as signals: while no worker answered the update (the API could not ask), or by
+  // earlier versions of the API (no limits). One past the limits is answered at once with the
+  // error QUEUE_FULL instead of being queued.
+  wf.setHandler(httpAsyncMessageSignal, ({ limits, ...message }) => {
     if (seenSet.has(message.messageId)) return;
-    take(message);
+    const full = limits ? fullBecause(message, limits) : null;
+    if (!full) return take(message);
+    remember(message.messageId);
+    const error = { code: 'QUEUE_FULL', message: queueFull(full).message };
+    enqueue(message.messageId, 'agent.response', responseBody(ref(session?.sessionId ?? ''), { messageId: message.messageId, response: '', isNewSession: false, metadata: message.metadata ?? {}, llm: NO_LLM, error }));
   });
   // The validator refuses a full queue without a trace in history; the handler checks again, as
   // the state may have changed between the two for updates of the same workflow task.
