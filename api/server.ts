@@ -7,10 +7,22 @@ import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
 import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
+import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
+import { searchAttributeSpecs } from '../workflows/search-attributes';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const ctx = await buildAppContext(config);
+  // Refuses to serve a namespace that lacks what the workflows set. Temporal unreachable now is
+  // not a refusal: the API starts, answers 503 until it is back, and the worker checks too.
+  const temporal = await ctx.temporal.client().catch((err: unknown) => {
+    ctx.logger.warn({ err }, 'Temporal is unreachable; its namespace and search attributes were not checked');
+    return null;
+  });
+  if (temporal) await assertTemporalSetUp(temporal.connection, config.TEMPORAL_NAMESPACE, searchAttributeSpecs()).catch(async (err: unknown) => {
+    await closeAppContext(ctx).catch(() => undefined);
+    throw err;
+  });
   if (config.NODE_ENV === 'production' && config.RATE_LIMIT_STORE === 'memory') {
     ctx.logger.warn('RATE_LIMIT_STORE=memory: counters are per process; use it only with a single API replica');
   }
@@ -64,6 +76,10 @@ main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
     process.exit(2);
+  }
+  if (err instanceof TemporalSetupError) {
+    process.stderr.write(`API refused to start: ${err.message}\n`);
+    process.exit(3);
   }
   process.stderr.write(`API failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
