@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
+import { type AppContext } from './context';
 import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
@@ -10,16 +11,26 @@ import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 
+/**
+ * Refuses to serve a namespace that lacks what the workflows set (TemporalSetupError). Temporal
+ * not answering now is not a refusal: the API starts and answers 503 until it is back (the worker
+ * checks too).
+ */
+async function refuseWithoutTemporalSetUp(ctx: AppContext): Promise<void> {
+  const unchecked = (err: unknown) => ctx.logger.warn({ err }, 'Temporal namespace and search attributes not checked at start');
+  try {
+    const temporal = await ctx.temporal.client();
+    await assertTemporalSetUp(temporal.connection, ctx.config.TEMPORAL_NAMESPACE, searchAttributeSpecs(), unchecked);
+  } catch (err) {
+    if (err instanceof TemporalSetupError) throw err;
+    unchecked(err);
+  }
+}
+
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const ctx = await buildAppContext(config);
-  // Refuses to serve a namespace that lacks what the workflows set. Temporal unreachable now is
-  // not a refusal: the API starts, answers 503 until it is back, and the worker checks too.
-  const temporal = await ctx.temporal.client().catch((err: unknown) => {
-    ctx.logger.warn({ err }, 'Temporal is unreachable; its namespace and search attributes were not checked');
-    return null;
-  });
-  if (temporal) await assertTemporalSetUp(temporal.connection, config.TEMPORAL_NAMESPACE, searchAttributeSpecs()).catch(async (err: unknown) => {
+  await refuseWithoutTemporalSetUp(ctx).catch(async (err: unknown) => {
     await closeAppContext(ctx).catch(() => undefined);
     throw err;
   });

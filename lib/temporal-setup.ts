@@ -115,8 +115,20 @@ export class TemporalSetupError extends Error {
   override readonly name = 'TemporalSetupError';
 }
 
-/** Throws TemporalSetupError naming what is missing; one listSearchAttributes call. */
-export async function assertTemporalSetUp(connection: Services, namespace: string, specs: SearchAttributeSpec[]): Promise<void> {
-  const refusal = searchAttributeRefusal(namespace, await checkSearchAttributes(connection, namespace, specs));
+/**
+ * Throws TemporalSetupError naming what is missing; one listSearchAttributes call. A server that
+ * does not let these credentials list them (gRPC PERMISSION_DENIED or UNIMPLEMENTED, as some
+ * hosted services answer) is not a refusal: `onUnchecked` is told, and the process starts.
+ */
+export async function assertTemporalSetUp(connection: Services, namespace: string, specs: SearchAttributeSpec[], onUnchecked: (err: unknown) => void = () => undefined): Promise<void> {
+  let problem: SearchAttributeProblem;
+  try {
+    problem = await checkSearchAttributes(connection, namespace, specs);
+  } catch (err) {
+    const code = (err as { code?: unknown })?.code;
+    if (code === 7 || code === 12) return onUnchecked(err);
+    throw err;
+  }
+  const refusal = searchAttributeRefusal(namespace, problem);
   if (refusal) throw new TemporalSetupError(refusal);
 }
