@@ -10,6 +10,7 @@ import { startFakeOpenAI, type FakeLlmServer } from '../support/fake-openai';
 import { client } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
+import { startWorkerProcess } from '../support/worker-process';
 
 jest.setTimeout(180_000);
 
@@ -110,4 +111,49 @@ it('takes exactly as many messages as the queue holds from many sent at once whi
   for (const s of await stack.ctx.models.Session.find({ tenantId: t.tenantId }).lean()) {
     await temporal.workflow.getHandle(`session/${s._id}`).terminate('test done').catch(() => undefined);
   }
+});
+
+describe('while no worker runs', () => {
+  let idle: TestStack;
+  let worker: Awaited<ReturnType<typeof startWorkerProcess>> | null = null;
+  beforeAll(async () => {
+    idle = await startTestStack({ worker: false, allowPrivate: { httpAsync: [receiver.origin] }, env: { HTTP_ASYNC_MAX_QUEUED_MESSAGES: '2' } });
+  });
+  afterAll(async () => {
+    await worker?.stop();
+    await idle?.close();
+  });
+
+  it('records the messages, and the worker that comes later answers those within the limit and the rest with QUEUE_FULL', async () => {
+    const idleApi = client(idle.baseUrl);
+    const t = await seedTenant(idle.ctx);
+    await publishAgent(idleApi, t, 'Echo', echoAgent());
+    const created = await idleApi.post<{ subscription: { id: string } }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions`, {
+      key: t.adminKey,
+      json: { name: 'Front end', callbackUrl: `${receiver.origin}/idle`, events: ['agent.response'] },
+    });
+    const sub = created.body.subscription.id;
+    const post = (sessionKey: string, message: string) =>
+      idleApi.post<Answer>(MESSAGE, { headers: { 'x-api-key': t.adminKey }, json: { project_id: t.projectId, subscription_id: sub, message, session_key: sessionKey } });
+    // No worker takes the update: each message is recorded as a signal, still answered 202.
+    const first = await post(`idle-${Date.now()}`, 'first');
+    expect(first.status).toBe(202);
+    const key = first.body.session_key!;
+    const more = await Promise.all([1, 2, 3].map((n) => post(key, `more ${n}`)));
+    expect(more.map((m) => m.status)).toEqual([202, 202, 202]);
+    const ids = [first, ...more].map((m) => m.body.message_id!);
+
+    worker = await startWorkerProcess(idle.config);
+    const replies = await eventually(
+      async () => receiver.received.filter((r) => r.path === '/idle' && r.body.session_key === key),
+      (r) => r.length >= 4,
+      120_000,
+      100,
+    );
+    expect(replies.map((r) => r.body.message_id).sort()).toEqual([...ids].sort());
+    const refused = replies.filter((r) => (r.body.outcome as { error?: { code?: string } } | undefined)?.error?.code === 'QUEUE_FULL');
+    // Two fit the queue (the turn lane had not started when the worker read them); two did not.
+    expect(refused).toHaveLength(2);
+    expect(replies.filter((r) => (r.body.outcome as { status?: string }).status === 'ok')).toHaveLength(2);
+  });
 });
