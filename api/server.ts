@@ -3,15 +3,38 @@ import { createServer } from 'node:http';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
+import { type AppContext } from './context';
 import { runningCalls } from './running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
 import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
+import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
+import { searchAttributeSpecs } from '../workflows/search-attributes';
+
+/**
+ * Refuses to serve a namespace that lacks what the workflows set (TemporalSetupError). Temporal
+ * not answering now is not a refusal: the API starts and answers 503 until it is back (the worker
+ * checks too).
+ */
+async function refuseWithoutTemporalSetUp(ctx: AppContext): Promise<void> {
+  const unchecked = (err: unknown) => ctx.logger.warn({ err }, 'Temporal namespace and search attributes not checked at start');
+  try {
+    const temporal = await ctx.temporal.client();
+    await assertTemporalSetUp(temporal.connection, ctx.config.TEMPORAL_NAMESPACE, searchAttributeSpecs(), unchecked);
+  } catch (err) {
+    if (err instanceof TemporalSetupError) throw err;
+    unchecked(err);
+  }
+}
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const ctx = await buildAppContext(config);
+  await refuseWithoutTemporalSetUp(ctx).catch(async (err: unknown) => {
+    await closeAppContext(ctx).catch(() => undefined);
+    throw err;
+  });
   if (config.NODE_ENV === 'production' && config.RATE_LIMIT_STORE === 'memory') {
     ctx.logger.warn('RATE_LIMIT_STORE=memory: counters are per process; use it only with a single API replica');
   }
@@ -64,6 +87,10 @@ main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
     process.exit(2);
+  }
+  if (err instanceof TemporalSetupError) {
+    process.stderr.write(`API refused to start: ${err.message}\n`);
+    process.exit(3);
   }
   process.stderr.write(`API failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);

@@ -18,6 +18,12 @@ import { rewrapTenantDataKeys } from '../db/tenant-data-key';
 import { reencryptTenant, tenantsWithSecrets } from '../db/reencrypt';
 import { Encryptor } from '../lib/encryption';
 import { derivedCodecKeyId } from '../lib/payload-codec';
+import { Connection } from '@temporalio/client';
+import { z } from 'zod';
+import { ConfigSchema } from '../lib/config';
+import { temporalConnectionSettings } from '../lib/temporal-options';
+import { setUpTemporalNamespace } from '../lib/temporal-setup';
+import { searchAttributeSpecs } from '../workflows/search-attributes';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -43,6 +49,10 @@ Commands:
                   re-wraps data keys and re-encrypts every value at rest under it, printing
                   counts; then the old key can be removed. Safe to run again; an interrupted
                   run resumes where it stopped.
+  temporal-setup  [--retention-days <n>]
+                  creates TEMPORAL_NAMESPACE when missing (retention default 7 days) and
+                  registers every search attribute the workflows set (docs/operations.md);
+                  prints what it did. Safe to run again. Needs no MongoDB.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import human_task:read
@@ -51,7 +61,24 @@ Grants (a scope's permission names and operation scopes): docs/public-api.md
 Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
   API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API
   process refuses the key. ENCRYPTION_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys,
-  reencrypt.`;
+  reencrypt.
+  TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS, TEMPORAL_API_KEY, TEMPORAL_TLS_CERT_PATH,
+  TEMPORAL_TLS_KEY_PATH, as the API's: temporal-setup.`;
+
+/** temporal-setup: the namespace and its search attributes, with the API's TEMPORAL_* settings. */
+async function temporalSetup(flags: Flags): Promise<unknown> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true }).safeParse(env);
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  const retentionDays = z.coerce.number().int().min(1).max(3650).safeParse(flags['retention-days'] ?? '7');
+  if (!retentionDays.success) throw new Error('--retention-days takes a whole number of days (1-3650)');
+  const connection = await Connection.connect(temporalConnectionSettings(parsed.data));
+  try {
+    return await setUpTemporalNamespace(connection, parsed.data.TEMPORAL_NAMESPACE, searchAttributeSpecs(), { retentionDays: retentionDays.data });
+  } finally {
+    await connection.close();
+  }
+}
 
 type Flags = Record<string, string | undefined>;
 
@@ -213,12 +240,16 @@ async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: Object.fromEntries(
-      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description'].map((o) => [o, { type: 'string' as const }]),
+      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days'].map((o) => [o, { type: 'string' as const }]),
     ),
   });
   const command = positionals[0];
   if (!command || command === 'help') {
     process.stdout.write(USAGE + '\n');
+    return;
+  }
+  if (command === 'temporal-setup') {
+    process.stdout.write(JSON.stringify(await temporalSetup(values as Flags), null, 2) + '\n');
     return;
   }
   const uri = process.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/switchboard';

@@ -178,6 +178,12 @@ export const ConfigSchema = z.object({
   HTTP_ASYNC_DELIVERY_WINDOW_MS: positiveInt.max(7 * 24 * 3600_000).default(24 * 3600_000),
   /** How often a delivery held by a paused subscription checks whether it was resumed. */
   HTTP_ASYNC_PAUSED_CHECK_MS: positiveInt.max(3600_000).default(30_000),
+  /**
+   * An HTTP-async conversation's queues (docs/http-async.md "Limits"): messages waiting for their
+   * turn, and events waiting for delivery; a message past either is refused (429 QUEUE_FULL).
+   */
+  HTTP_ASYNC_MAX_QUEUED_MESSAGES: positiveInt.max(200).default(50),
+  HTTP_ASYNC_MAX_PENDING_DELIVERIES: positiveInt.max(1000).default(200),
   /** Idle time after which a session ends (ms); ABL's session_idle_timeout overrides per agent. */
   SESSION_IDLE_TIMEOUT_MS: positiveInt.default(30 * 60 * 1000),
   /** A session's workflow continues-as-new past this many history events (or when Temporal suggests it). */
@@ -222,6 +228,11 @@ export const ConfigSchema = z.object({
   MAX_TURNS_IN_FLIGHT: positiveInt.default(200),
   /** Open (pending, assigned, in progress) human tasks per project; beyond, 429 QUEUE_FULL (docs/human-tasks.md). */
   HUMAN_TASK_MAX_OPEN_PER_PROJECT: positiveInt.default(10_000),
+  /**
+   * Runs of one agentic-app session in flight at once (docs/agentic-app-sessions.md); an async
+   * run past it is refused with 429 QUEUE_FULL. Under Temporal's 10 updates in flight per workflow.
+   */
+  APP_RUN_MAX_IN_FLIGHT_PER_SESSION: positiveInt.max(8).default(5),
 });
 
 type RawConfig = z.infer<typeof ConfigSchema>;

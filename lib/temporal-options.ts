@@ -8,7 +8,7 @@ export interface TemporalConnectionSettings {
   apiKey?: string;
 }
 
-export function temporalConnectionSettings(config: Config): TemporalConnectionSettings {
+export function temporalConnectionSettings(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_TLS' | 'TEMPORAL_API_KEY' | 'TEMPORAL_TLS_CERT_PATH' | 'TEMPORAL_TLS_KEY_PATH'>): TemporalConnectionSettings {
   const settings: TemporalConnectionSettings = { address: config.TEMPORAL_ADDRESS };
   if (config.TEMPORAL_TLS_CERT_PATH && config.TEMPORAL_TLS_KEY_PATH) {
     settings.tls = {

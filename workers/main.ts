@@ -10,6 +10,8 @@ import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { createActivityDeps } from './activity-deps';
 import { createSwitchboardWorker } from './create-worker';
+import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
+import { searchAttributeSpecs } from '../workflows/search-attributes';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -18,6 +20,14 @@ async function main(): Promise<void> {
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
+  // Workflows that set a search attribute the namespace lacks would fail: refuse to run them.
+  try {
+    await assertTemporalSetUp(connection, config.TEMPORAL_NAMESPACE, searchAttributeSpecs(), (err) => logger.warn({ err }, 'The Temporal search attributes could not be listed with these credentials; not checked'));
+  } catch (err) {
+    await connection.close();
+    await models.connection.close();
+    throw err;
+  }
   const worker = await createSwitchboardWorker({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
@@ -36,6 +46,10 @@ main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
     process.exit(2);
+  }
+  if (err instanceof TemporalSetupError) {
+    process.stderr.write(`worker refused to start: ${err.message}\n`);
+    process.exit(3);
   }
   process.stderr.write(`worker failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);

@@ -406,6 +406,8 @@ export interface HttpAsyncInboundMessage {
   text: string;
   metadata?: Record<string, unknown>;
   acceptedAtMs: number;
+  /** With a message sent as a signal (no worker answered the update): the limits it is held to. */
+  limits?: HttpAsyncQueueLimits;
 }
 
 export const HTTP_ASYNC_STATUSES = ['processing', 'suspended', 'waiting_for_human', 'resumed', 'ended', 'delivery_failed'] as const;
@@ -458,6 +460,20 @@ export interface HttpAsyncSessionEndedInput {
   reason: string;
 }
 export const httpAsyncMessageSignal = defineSignal<[HttpAsyncInboundMessage]>('httpAsyncMessage');
+/** The bounds a conversation holds a new message to (docs/http-async.md "Limits"), sent with each message. */
+export interface HttpAsyncQueueLimits {
+  /** Messages accepted and not yet taken by a turn. */
+  maxQueuedMessages: number;
+  /** Events waiting in (or being tried by) the delivery lane. */
+  maxPendingDeliveries: number;
+  /** Bytes of JSON of the queued messages and pending events together (what continue-as-new carries). */
+  maxQueuedBytes: number;
+}
+/**
+ * Accepts a message (update-with-start): refused with an ApplicationFailure of type `QUEUE_FULL`
+ * when the conversation is at one of its limits, so the API answers 429 and nothing is queued.
+ */
+export const httpAsyncAcceptUpdate = defineUpdate<{ accepted: true }, [HttpAsyncInboundMessage, HttpAsyncQueueLimits]>('httpAsyncAccept');
 export const httpAsyncReplySignal = defineSignal<[HttpAsyncSessionReplyInput]>('httpAsyncReply');
 export const httpAsyncSessionEndedSignal = defineSignal<[HttpAsyncSessionEndedInput]>('httpAsyncSessionEnded');
 export interface HttpAsyncConversationView {

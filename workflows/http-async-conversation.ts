@@ -6,6 +6,7 @@
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import {
+  httpAsyncAcceptUpdate,
   httpAsyncMessageSignal,
   httpAsyncReplySignal,
   httpAsyncSessionEndedSignal,
@@ -14,6 +15,7 @@ import {
   type HttpAsyncConversationInput,
   type HttpAsyncInboundMessage,
   type HttpAsyncOutbound,
+  type HttpAsyncQueueLimits,
   type HttpAsyncSessionReplyInput,
   type HttpAsyncStatus,
 } from './definitions';
@@ -81,9 +83,14 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   // What the subscription takes, when known (null: gone, or not known in runs from before it).
   let subscribed: string[] | null = carried?.subscribed !== undefined ? carried.subscribed : (input.events ?? null);
   const filtersEvents = input.events !== undefined && wf.patched(SUBSCRIBED_EVENTS_PATCH);
+  // Bytes of JSON of what waits (carried by continue-as-new), kept as the queues change.
+  let inboxBytes = inbox.reduce((n, m) => n + jsonBytes(m), 0);
+  let outboxBytes = outbox.reduce((n, d) => n + eventBytes(d), 0);
   const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
     if (filtersEvents && subscribed !== null && !subscribed.includes(event)) return;
-    outbox.push({ messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() });
+    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() };
+    outbox.push(d);
+    outboxBytes += eventBytes(d);
   };
   const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
     const messageId = `has-${wf.uuid4()}`;
@@ -91,12 +98,48 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   };
 
   wf.setHandler(httpAsyncStateQuery, () => ({ sessionKey: input.sessionKey, sessionId: session?.sessionId ?? null, queued: inbox.length, pendingDeliveries: outbox.length }));
-  wf.setHandler(httpAsyncMessageSignal, (message) => {
-    if (seenSet.has(message.messageId)) return;
+  const take = (message: HttpAsyncInboundMessage) => {
     remember(message.messageId);
     inbox.push(message);
+    inboxBytes += jsonBytes(message);
     lastActivityMs = Date.now();
+  };
+  /** Why a new message cannot be queued now, or null. A message already taken is never refused. */
+  const fullBecause = (message: HttpAsyncInboundMessage, limits: HttpAsyncQueueLimits): string | null => {
+    if (seenSet.has(message.messageId)) return null;
+    if (inbox.length >= limits.maxQueuedMessages) return `${inbox.length} messages are waiting for their turn (the limit is ${limits.maxQueuedMessages})`;
+    if (outbox.length >= limits.maxPendingDeliveries) return `${outbox.length} events are waiting for delivery (the limit is ${limits.maxPendingDeliveries})`;
+    if (inboxBytes + outboxBytes + jsonBytes(message) > limits.maxQueuedBytes) return `the waiting messages and events would pass ${limits.maxQueuedBytes} bytes`;
+    return null;
+  };
+  // Messages sent as signals: while no worker answered the update (the API could not ask), or by
+  // earlier versions of the API (no limits). One past the limits is answered at once with the
+  // error QUEUE_FULL instead of being queued.
+  wf.setHandler(httpAsyncMessageSignal, ({ limits, ...message }) => {
+    if (seenSet.has(message.messageId)) return;
+    const full = limits ? fullBecause(message, limits) : null;
+    if (!full) return take(message);
+    remember(message.messageId);
+    const error = { code: 'QUEUE_FULL', message: queueFull(full).message };
+    enqueue(message.messageId, 'agent.response', responseBody(ref(session?.sessionId ?? ''), { messageId: message.messageId, response: '', isNewSession: false, metadata: message.metadata ?? {}, llm: NO_LLM, error }));
   });
+  // The validator refuses a full queue without a trace in history; the handler checks again, as
+  // the state may have changed between the two for updates of the same workflow task.
+  wf.setHandler(
+    httpAsyncAcceptUpdate,
+    (message, limits) => {
+      const full = fullBecause(message, limits);
+      if (full) throw queueFull(full);
+      if (!seenSet.has(message.messageId)) take(message);
+      return { accepted: true as const };
+    },
+    {
+      validator: (message, limits) => {
+        const full = fullBecause(message, limits);
+        if (full) throw queueFull(full);
+      },
+    },
+  );
   wf.setHandler(httpAsyncReplySignal, (reply) => {
     if (seenSet.has(reply.replyId)) return;
     remember(reply.replyId);
@@ -256,7 +299,9 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       await wf.condition(() => inbox.length > 0 || rolling);
       if (rolling) return;
       turnBusy = true;
-      await answer(inbox.shift()!);
+      const message = inbox.shift()!;
+      inboxBytes -= jsonBytes(message);
+      await answer(message);
       turnBusy = false;
       lastActivityMs = Date.now();
     }
@@ -270,7 +315,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       const done = await deliver(outbox[0]!);
       deliveryBusy = false;
       if (!done) return;
-      outbox.shift();
+      outboxBytes -= eventBytes(outbox.shift()!);
     }
   }
 
@@ -303,6 +348,20 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   // A message (or a reply) that arrived while the run was closing is answered by the next run.
   if (shouldRollOver() || inbox.length > 0 || outbox.length > 0 || session !== null) await rollOver();
   return { status: 'ended' };
+}
+
+/** UTF-8 bytes of a value's JSON (what a payload of it costs). */
+function jsonBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).length;
+}
+
+/** An event's bytes, counted by what does not change while it is tried (its attempts do). */
+function eventBytes(d: HttpAsyncOutbound): number {
+  return jsonBytes({ messageId: d.messageId, event: d.event, body: d.body });
+}
+
+function queueFull(why: string): wf.ApplicationFailure {
+  return wf.ApplicationFailure.create({ type: 'QUEUE_FULL', message: `The conversation's queue is full: ${why}; send it again once earlier messages are answered`, nonRetryable: true });
 }
 
 const NO_LLM = { generated: false, usedInternally: false, usedFallback: false };

@@ -21,7 +21,7 @@ export const TaskPriorityKey = defineSearchAttributeKey('TaskPriority', SearchAt
 /** Who holds the task: the assigned or claiming user id and/or `team:<name>` (`Assignee = 'ada'`). */
 export const AssigneeKey = defineSearchAttributeKey('Assignee', SearchAttributeType.KEYWORD_LIST);
 
-/** Every custom attribute; registered at dev-server start and by `ensureSearchAttributes`. */
+/** Every custom attribute; registered at dev-server start, by `ensureSearchAttributes` and by `npm run admin -- temporal-setup`. */
 export const SEARCH_ATTRIBUTE_KEYS: ReturnType<typeof defineSearchAttributeKey<SearchAttributeType>>[] = [
   TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey, DeploymentIdKey,
   TaskStatusKey, TaskTypeKey, TaskPriorityKey, AssigneeKey,
@@ -33,3 +33,8 @@ export const SEARCH_ATTRIBUTE_TYPE_NAMES: Partial<Record<SearchAttributeType, { 
   [SearchAttributeType.INT]: { cli: 'Int', indexedValueType: 3 },
   [SearchAttributeType.KEYWORD_LIST]: { cli: 'KeywordList', indexedValueType: 7 },
 };
+
+/** Each attribute's name, type name and IndexedValueType, as lib/temporal-setup.ts checks and registers them. */
+export function searchAttributeSpecs(): { name: string; typeName: string; indexedValueType: number }[] {
+  return SEARCH_ATTRIBUTE_KEYS.map((k) => ({ name: k.name, typeName: SEARCH_ATTRIBUTE_TYPE_NAMES[k.type]!.cli, indexedValueType: SEARCH_ATTRIBUTE_TYPE_NAMES[k.type]!.indexedValueType }));
+}

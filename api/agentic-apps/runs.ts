@@ -17,6 +17,7 @@ import { requireEncryptor } from '../chat/llm-runtime';
 import { SseWriter } from '../chat/sse';
 import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../chat-agent/service';
 import { temporalClient, temporalErrorToApiError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
+import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { type TExecuteRunBody } from './schemas';
 import { findOrCreateAppSession, parseIdentity, readAppSession, sessionInfo, type AppScope } from './sessions';
 
@@ -102,7 +103,7 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
   if (session.terminatedAt) throw new ApiError('CONFLICT', 'Session has been terminated; start a new session');
 
-  if (async) return startAsyncRun(ctx, session, message, metadata, body);
+  if (async) return startAsyncRun(ctx, session, message, metadata, body, options.res);
 
   // The message charge and the session read happen before any byte of a stream is written.
   const existing = await startExistingSessionTurn(ctx, options.principal, session._id, options.res);
@@ -132,13 +133,44 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   return { streamed: true };
 }
 
-async function startAsyncRun(ctx: AppContext, session: AppSessionDoc, message: string, metadata: Record<string, unknown> | undefined, body: TExecuteRunBody): Promise<ExecuteOutcome> {
+/** What a session refuses a run with while it holds its limit of runs in flight. */
+const queueFull = (max: number) =>
+  new ApiError('QUEUE_FULL', {
+    message: `The session has ${max} runs in flight (the limit); send the run again when one has finished`,
+    extraBody: { retryAfterMs: 1000 },
+    headers: { 'Retry-After': '1' },
+  });
+
+/**
+ * Charges the run to the session's message rate (as a synchronous run is), then takes a place
+ * among the session's runs in flight by one conditional increment, so concurrent requests cannot
+ * pass the limit; a refusal hands the charge back. The run's end (finishAppRun) gives the place back.
+ */
+async function startAsyncRun(ctx: AppContext, session: AppSessionDoc, message: string, metadata: Record<string, unknown> | undefined, body: TExecuteRunBody, res: Response): Promise<ExecuteOutcome> {
   const callback = body.callbackUrl
     ? { callbackUrl: body.callbackUrl, callbackToken: requireEncryptor(ctx).encrypt(session.tenantId, APP_RUN_CALLBACK_TOKEN_PURPOSE, body.callbackToken!) }
     : {};
-  const client = await temporalClient(ctx);
-  const run = await newRun(ctx, session, message, metadata, { isAsync: true, ...callback });
-  await markAppRunStarted(ctx.models, run);
+  const limiterKey = `session:${session._id}`;
+  await consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded');
+  const max = ctx.config.APP_RUN_MAX_IN_FLIGHT_PER_SESSION;
+  let run: AppRunDoc;
+  let client: Awaited<ReturnType<typeof temporalClient>>;
+  try {
+    client = await temporalClient(ctx);
+    const place = await ctx.models.AppSession.updateOne(
+      { _id: session._id, tenantId: session.tenantId, $or: [{ activeRuns: { $lt: max } }, { activeRuns: { $exists: false } }] },
+      { $inc: { activeRuns: 1 } },
+    );
+    if (place.modifiedCount === 0) throw queueFull(max);
+    // Created running: its place is taken above, and finishAppRun gives it back.
+    run = await newRun(ctx, session, message, metadata, { isAsync: true, status: 'running', ...callback }).catch(async (err: unknown) => {
+      await ctx.models.AppSession.updateOne({ _id: session._id, tenantId: session.tenantId }, { $inc: { activeRuns: -1 } });
+      throw err;
+    });
+  } catch (err) {
+    void refundRateLimit(ctx.sessionMessageLimiter, limiterKey).catch(() => undefined);
+    throw err;
+  }
   const input: AppRunInput = { tenantId: run.tenantId, projectId: run.projectId, runId: run._id };
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
@@ -159,6 +191,7 @@ async function startAsyncRun(ctx: AppContext, session: AppSessionDoc, message: s
   } catch (err) {
     const error = temporalErrorToApiError(err, 'The run runtime');
     await finishAppRun(ctx.models, run, { ok: false, error: { code: error.code, message: error.message } });
+    void refundRateLimit(ctx.sessionMessageLimiter, limiterKey).catch(() => undefined);
     throw error;
   }
   const current = await readAppSession(ctx, session, session._id);

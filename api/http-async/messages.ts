@@ -1,31 +1,88 @@
 // POST /api/v1/channels/http-async/message: accepts one message of the HTTP-async channel. The
-// answer (202) comes once the message is durably recorded: a signal-with-start of the
-// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply.
+// answer (202) comes once the message is durably recorded: an update-with-start of the
+// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply. The
+// workflow refuses a message past its queue limits (429 QUEUE_FULL); nothing is queued then.
 import { createHash } from 'node:crypto';
 import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
 import { ApiError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
-import { httpAsyncMessageSignal, type HttpAsyncConversationInput } from '../../workflows/definitions';
+import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../http/route';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { validateMetadata } from '../chat-agent/service';
-import { TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToApiError, withDeadline } from '../sessions/workflow-client';
+import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToApiError, withDeadline } from '../sessions/workflow-client';
 import { newMessageId } from './service';
 import { type THttpAsyncMessageRequest } from './schemas';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
 export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscription\'s callback URL; send session_key unchanged with every follow-up.';
 
+/**
+ * How long a worker has to take a message (the update runs the queue check). Past it, the message
+ * is recorded as a signal instead, which needs no worker, as long as the conversation's history
+ * leaves room (HISTORY_ROOM): the workflow holds it to the same limits when it reads it.
+ */
+export const ACCEPT_TIMEOUT_MS = 5_000;
+/**
+ * How much history a conversation may have for a message to be recorded while no worker answers.
+ * Far inside Temporal's limits (50 MB and 50,000 events per run); concurrent requests can pass it
+ * by at most one conversation's message rate (SESSION_MESSAGES_PER_MINUTE) of messages.
+ */
+export const HISTORY_ROOM = { bytes: 4 * 1024 * 1024, events: 8_000 };
+/** A full queue drains as turns and deliveries finish; the caller is told to wait this long. */
+export const QUEUE_FULL_RETRY_AFTER_MS = 5_000;
+
+/** The largest carried state (bytes) a conversation queues toward; Temporal refuses a payload of 2 MB. */
+export const HTTP_ASYNC_MAX_QUEUED_BYTES = 1024 * 1024;
+
 export interface AcceptedMessage {
   message_id: string;
   session_key: string;
   status: 'accepted';
   _note: string;
+}
+
+const queueFull = (message: string) =>
+  new ApiError('QUEUE_FULL', { message, extraBody: { retryAfterMs: QUEUE_FULL_RETRY_AFTER_MS }, headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_MS / 1000) } });
+
+/** The update was not answered in time: the call's deadline passed (no worker took it). */
+function workerDidNotAnswer(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const x = e as { name?: string; code?: unknown };
+    if (x.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || x.code === 4) return true;
+  }
+  return false;
+}
+
+/**
+ * Records a message no worker took in time as a signal-with-start (durable without a worker): the
+ * conversation answers it once a worker runs, or answers it with the error QUEUE_FULL when it is
+ * past the limits then. Refused with QUEUE_FULL when the waiting messages fill the history room.
+ */
+async function recordWithoutWorker(
+  ctx: AppContext,
+  workflowId: string,
+  message: HttpAsyncInboundMessage,
+  limits: HttpAsyncQueueLimits,
+  startOptions: { workflowId: string; taskQueue: string; args: [HttpAsyncConversationInput]; typedSearchAttributes: TypedSearchAttributes; staticSummary: string },
+): Promise<void> {
+  const client = await temporalClient(ctx);
+  const described = await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(workflowId).describe()).catch((err: unknown) => {
+    if (isWorkflowNotFound(err)) return null;
+    throw err;
+  });
+  if (described && described.status.name === 'RUNNING' && ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events)) {
+    throw new ApiError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
+  }
+  await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+    client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, signal: httpAsyncMessageSignal, signalArgs: [{ ...message, limits }] }),
+  );
 }
 
 /**
@@ -109,30 +166,51 @@ export async function acceptHttpAsyncMessage(
     },
     sessionIdleTimeoutMs: ctx.config.SESSION_IDLE_TIMEOUT_MS,
   };
+  const limits: HttpAsyncQueueLimits = {
+    maxQueuedMessages: ctx.config.HTTP_ASYNC_MAX_QUEUED_MESSAGES,
+    maxPendingDeliveries: ctx.config.HTTP_ASYNC_MAX_PENDING_DELIVERIES,
+    maxQueuedBytes: HTTP_ASYNC_MAX_QUEUED_BYTES,
+  };
+  const message: HttpAsyncInboundMessage = { messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() };
+  const startOptions = {
+    workflowId,
+    taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
+    args: [start] as [HttpAsyncConversationInput],
+    typedSearchAttributes: new TypedSearchAttributes([
+      { key: TenantIdKey, value: project.tenantId },
+      { key: ProjectIdKey, value: project._id },
+      { key: ChannelKey, value: 'http_async' },
+      { key: EnvironmentKey, value: sub.environment },
+    ]),
+    // The key itself is not a search attribute (the server's ten Keyword attributes are taken):
+    // the workflow id is its hash, and the summary shows it in the Web UI.
+    staticSummary: `http_async · ${sessionKey.slice(0, 200)}`,
+  };
   try {
     const client = await temporalClient(ctx);
-    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, {
-        workflowId,
-        taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
-        args: [start],
-        signal: httpAsyncMessageSignal,
-        signalArgs: [{ messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() }],
-        typedSearchAttributes: new TypedSearchAttributes([
-          { key: TenantIdKey, value: project.tenantId },
-          { key: ProjectIdKey, value: project._id },
-          { key: ChannelKey, value: 'http_async' },
-          { key: EnvironmentKey, value: sub.environment },
-        ]),
-        // The key itself is not a search attribute (the server's ten Keyword attributes are taken):
-        // the workflow id is its hash, and the summary shows it in the Web UI.
-        staticSummary: `http_async · ${sessionKey.slice(0, 200)}`,
-      }),
-    );
+    const deadline = Date.now() + ACCEPT_TIMEOUT_MS;
+    try {
+      // The update id is the message id: a repeated request is taken once (the workflow also
+      // remembers recent ids across continue-as-new). Each send needs its own start operation.
+      await sendUpdateResendingDropped(deadline, () =>
+        client.withDeadline(deadline, () =>
+          client.workflow.executeUpdateWithStart(httpAsyncAcceptUpdate, {
+            args: [message, limits],
+            updateId: messageId,
+            startWorkflowOperation: new WithStartWorkflowOperation(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, workflowIdConflictPolicy: 'USE_EXISTING' }),
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!workerDidNotAnswer(err)) throw err;
+      await recordWithoutWorker(ctx, workflowId, message, limits, startOptions);
+    }
   } catch (err) {
     // Not accepted: the key is not taken either, so the same first message can be sent again.
     if (opened) await ctx.models.HttpAsyncConversation.deleteOne({ _id: workflowId, tenantId: project.tenantId }).catch(() => undefined);
-    throw temporalErrorToApiError(err, 'HTTP-async runtime');
+    const error = err instanceof ApiError ? err : temporalErrorToApiError(err, 'HTTP-async runtime');
+    if (error.code === 'QUEUE_FULL') throw queueFull(error.message);
+    throw error;
   }
   return { message_id: messageId, session_key: sessionKey, status: 'accepted', _note: ACCEPTED_NOTE };
 }
