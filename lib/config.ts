@@ -52,6 +52,15 @@ export const ConfigSchema = z.object({
   TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
 
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  /**
+   * Earlier JWT_SECRETs, comma-separated: they no longer sign, and still verify the tokens they
+   * signed until those expire (docs/auth-and-tenancy.md, rotating the JWT secret).
+   */
+  JWT_PREVIOUS_SECRETS: z
+    .string()
+    .default('')
+    .transform((text) => text.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+    .pipe(z.array(z.string().min(32, 'each must be at least 32 characters')).max(10)),
   JWT_ISSUER: z.string().min(1).default('switchboard'),
   JWT_TTL_SECONDS: positiveInt.default(3600),
 

@@ -3,7 +3,7 @@
 // SDK tokens, public widget keys and sandbox JWTs: each is one more source in CREDENTIAL_SOURCES
 // and one more resolver, and falls under the one-credential rule with the others.
 import { type Request } from 'express';
-import { jwtVerify, SignJWT, errors as joseErrors } from 'jose';
+import { decodeProtectedHeader, jwtVerify, SignJWT, errors as joseErrors } from 'jose';
 import { ApiError, isApiError } from '../../lib/errors';
 import { safeEqual, sha256Hex } from '../../lib/crypto';
 import { API_KEY_PATTERN } from '../../lib/ids';
@@ -13,6 +13,7 @@ import { type ApiScopeDoc } from '../../db/api-scope';
 import { isScopeGrantName, permissionsOfGrants } from '../../lib/api-scopes';
 import { driverCollection } from '../../db/driver-collection';
 import { FreshReads } from '../../lib/fresh-reads';
+import { jwtKeyRing } from '../../lib/jwt-keys';
 import { type AppContext } from '../context';
 
 const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
@@ -242,20 +243,43 @@ function noteKeyUsed(ctx: AppContext, key: Pick<KnownKey, 'keyId' | 'tenantId' |
     .catch(() => undefined);
 }
 
-function jwtKey(ctx: AppContext): Uint8Array {
-  return new TextEncoder().encode(ctx.config.JWT_SECRET);
+/**
+ * Verifies a user JWT with the key its `kid` names (the current JWT_SECRET or one of
+ * JWT_PREVIOUS_SECRETS). A token without a `kid` (issued before tokens named their key) is tried
+ * with each key of the ring; an unknown `kid` is refused.
+ */
+async function verifyUserJwt(ctx: AppContext, token: string) {
+  const ring = jwtKeyRing(ctx.config);
+  const options = { issuer: ctx.config.JWT_ISSUER, audience: 'switchboard-api', algorithms: ['HS256'] };
+  const tryKeys = async (keys: Uint8Array[]) => {
+    for (const [index, key] of keys.entries()) {
+      try {
+        return await jwtVerify(token, key, options);
+      } catch (err) {
+        if (!(err instanceof joseErrors.JWSSignatureVerificationFailed) || index === keys.length - 1) throw err;
+      }
+    }
+    throw unauthorized('Invalid token');
+  };
+  let kid: unknown;
+  try {
+    kid = decodeProtectedHeader(token).kid;
+  } catch {
+    throw unauthorized('Invalid token');
+  }
+  if (kid === undefined) return tryKeys(ring.all.map((k) => k.key));
+  const named = ring.all.find((k) => k.kid === kid);
+  if (!named) throw unauthorized('Invalid token');
+  return tryKeys([named.key]);
 }
 
 async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal> {
   let subject: string | undefined;
   try {
-    const { payload } = await jwtVerify(token, jwtKey(ctx), {
-      issuer: ctx.config.JWT_ISSUER,
-      audience: 'switchboard-api',
-      algorithms: ['HS256'],
-    });
+    const { payload } = await verifyUserJwt(ctx, token);
     subject = payload.sub;
   } catch (err) {
+    if (isApiError(err)) throw err;
     if (err instanceof joseErrors.JWTExpired) throw unauthorized('Token has expired');
     throw unauthorized('Invalid token');
   }
@@ -327,13 +351,14 @@ export async function authenticate(ctx: AppContext, req: Request): Promise<Princ
 /** Issues a user JWT (HS256) for `sub`, valid for JWT_TTL_SECONDS. */
 export async function issueUserToken(ctx: Pick<AppContext, 'config'>, userId: string, tenantId: string) {
   const expiresAt = new Date(Date.now() + ctx.config.JWT_TTL_SECONDS * 1000);
+  const signing = jwtKeyRing(ctx.config).current;
   const token = await new SignJWT({ tid: tenantId })
-    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT', kid: signing.kid })
     .setSubject(userId)
     .setIssuer(ctx.config.JWT_ISSUER)
     .setAudience('switchboard-api')
     .setIssuedAt()
     .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
-    .sign(new TextEncoder().encode(ctx.config.JWT_SECRET));
+    .sign(signing.key);
   return { token, expiresAt };
 }
