@@ -12,6 +12,7 @@ import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
 import { markSessionBundle, type SessionBundleOwner } from '../../lib/payload-converter';
 import type { SessionStartInput } from '../../workflows/definitions';
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 /**
  * What a load returns. Marked as a bundle of its project (lib/payload-converter.ts), so its payload
@@ -186,7 +187,9 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
       const bundleHash = bundleHashOf(identity);
       const cached = bundles.get(bundleHash);
       if (cached) return cached.bundle;
-      // Content-addressed: a concurrent first load of the same bundle writes the same document.
+      // Content-addressed: a concurrent first load of the same bundle writes the same document, so
+      // losing the upsert race (a duplicate key: MongoDB retries that itself, FerretDB does not)
+      // means the document is there.
       await models.SessionBundle.updateOne(
         { _id: bundleHash },
         {
@@ -199,7 +202,9 @@ export function createSessionBundleStore(deps: { models: Models; cacheSize: numb
           },
         },
         { upsert: true },
-      );
+      ).catch((err: unknown) => {
+        if (!isDuplicateKey(err)) throw err;
+      });
       return build(bundleHash, identity);
     },
   };
