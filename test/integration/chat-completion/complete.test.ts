@@ -241,7 +241,7 @@ describe('stored credentials', () => {
     const dump = JSON.stringify(raw);
     expect(dump).not.toContain(OPENAI_KEY);
     expect(dump).not.toContain(ANTHROPIC_KEY);
-    expect(raw[0]!.apiKey).toMatchObject({ alg: 'v1', iv: expect.any(String), tag: expect.any(String), data: expect.any(String) });
+    expect(raw[0]!.apiKey).toMatchObject({ alg: 'v2', kid: expect.any(String), iv: expect.any(String), tag: expect.any(String), data: expect.any(String) });
 
     const listed = await api.get(`/api/projects/${acme.projectId}/llm-credentials`, { key: acme.adminKey });
     expect(listed.status).toBe(200);
