@@ -19,7 +19,7 @@ export function publicRequestId(res: Response): string {
 }
 
 /**
- * The public API's routes (spec: public-api.md), whose error envelope carries the request id:
+ * The public API's routes, whose error envelope carries the request id:
  * `{ success: false, error: { code, message, requestId } }`.
  */
 export function isPublicApiPath(path: string): boolean {
