@@ -86,7 +86,7 @@ it('keeps every secret readable through a rotation from A to B, re-encrypts unde
   t = await seedTenant(s.ctx);
   legacy = await seedTenant(s.ctx);
   const api = client(s.baseUrl);
-  expect((await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName: 'crm', secretKey: 'CRM_TOKEN', value: 'crm-token-under-a' } })).status).toBe(201);
+  expect((await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName: 'crm', secretKey: 'CRM_TOKEN', value: 'crm-token-under-a', allowedHosts: ['crm.example.com'] } })).status).toBe(201);
   expect((await api.put(`/api/projects/${t.projectId}/llm-credentials/openai`, { key: t.adminKey, json: { apiKey: 'sk-openai-under-a' } })).status).toBe(201);
   const sub = await api.post<{ subscription: { id: string }; signingSecret: string }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions`, {
     key: t.adminKey,
@@ -151,7 +151,7 @@ it('keys each scheme with its own derived key, never a root key itself', async (
   const s = await stackWith(A);
   const owner = await seedTenant(s.ctx);
   const api = client(s.baseUrl);
-  expect((await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'K', value: 'v-1' } })).status).toBe(201);
+  expect((await api.post('/api/tool-secrets', { key: owner.adminKey, json: { projectId: owner.projectId, toolName: 'crm', secretKey: 'K', value: 'v-1', allowedHosts: ['crm.example.com'] } })).status).toBe(201);
   // The tenant's data key is not wrapped by the master key itself: A alone opens it under no additional data.
   const stored = (await s.ctx.models.TenantDataKey.findOne({ tenantId: owner.tenantId }).lean())!;
   for (const version of ['v1', 'v2']) {
