@@ -16,6 +16,7 @@ import { type AppContext } from '../context';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
+import { pathOfNul } from './storable-text';
 import { type BodyLimit, mediaRefusal, readJsonBody, STANDARD_BODY_BYTES } from './body';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -225,7 +226,10 @@ type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
 function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): Outcome<T> {
   if (!schema) return { ok: true, value: {} as T };
   const result = schema.safeParse(value);
-  return result.success ? { ok: true, value: result.data } : { ok: false, error: new ApiError('VALIDATION_ERROR', formatZodError(where, result.error)) };
+  if (!result.success) return { ok: false, error: new ApiError('VALIDATION_ERROR', formatZodError(where, result.error)) };
+  const nul = pathOfNul(result.data, where);
+  if (nul) return { ok: false, error: new ApiError('UNPROCESSABLE_ENTITY', `${nul}: text must not contain the NUL character (U+0000)`) };
+  return { ok: true, value: result.data };
 }
 
 /** Never rejects, so a promise whose outcome is judged later cannot become an unhandled rejection. */
@@ -253,7 +257,8 @@ export async function findVisibleProject(ctx: AppContext, principal: Principal, 
 }
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {
-  const project = principal && typeof projectId === 'string' ? await findVisibleProject(ctx, principal, projectId) : null;
+  // No project id holds U+0000 (storable-text.ts), and the store would refuse to look it up.
+  const project = principal && typeof projectId === 'string' && !projectId.includes('\u0000') ? await findVisibleProject(ctx, principal, projectId) : null;
   if (!project) throw ApiError.notFound('Project');
   return project;
 }
@@ -286,6 +291,8 @@ export function documentedErrorStatuses(route: AnyRoute): number[] {
   if (route.auth !== 'public' && route.auth !== 'authenticated') statuses.add(403);
   if (route.path.includes(':projectId')) statuses.add(404);
   if (route.body || route.query || route.params) statuses.add(400);
+  // Well-formed input whose text holds U+0000, which the store cannot keep (storable-text.ts).
+  if (route.body || route.query || route.params) statuses.add(422);
   // A body may be too large, or not uncompressed UTF-8 JSON.
   if (route.body) statuses.add(413).add(415);
   if (route.admit) statuses.add(409);

@@ -73,6 +73,27 @@ it('answers a non-UTF-8 body with 400 and a non-UTF-8 charset with 415', async (
   expect(charset.status).toBe(415);
 });
 
+it('refuses text holding the NUL character with 422, wherever it is, and stores nothing', async () => {
+  // MongoDB would keep it, PostgreSQL under the dev store cannot: one rule for every route.
+  const before = await projectCount();
+  const named = await api.post('/api/projects', { key: t.adminKey, json: { name: 'a\u0000b' } });
+  expect(named.status).toBe(422);
+  expectEnvelope(named.body, 'UNPROCESSABLE_ENTITY');
+  expect(named.body.error.message).toContain('body.name');
+  const keyed = await api.post(`/api/projects/${t.projectId}/human-tasks`, {
+    key: t.adminKey,
+    json: { type: 'approval', title: 'ok', context: { 'k\u0000': 1 } },
+  });
+  expect(keyed.status).toBe(422);
+  expect(await projectCount()).toBe(before);
+  expect(await stack.ctx.models.HumanTask.countDocuments({ tenantId: t.tenantId })).toBe(0);
+  const secret = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: 'p\u0000', toolName: 'crm', secretKey: 'K', value: 'v', allowedHosts: ['crm.example.com'] } });
+  expect(secret.status).toBe(422);
+  // A path id holding it names nothing.
+  const path = await api.get('/api/projects/x%00y/agents', { key: t.adminKey });
+  expect(path.status).toBe(404);
+});
+
 it('names the offending field in a validation error', async () => {
   const res = await api.post('/api/api-keys', { key: t.adminKey, json: { name: 'x', permissions: ['agent:fly'] } });
   expect(res.status).toBe(400);
