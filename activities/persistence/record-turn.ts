@@ -11,6 +11,7 @@ import { releaseSessionSlot } from '../../db/session-capacity';
 import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type TranscriptMessageDoc } from '../../db/transcript-message';
+import { storable } from '../../lib/storable-text';
 
 export interface RecordTurnInput {
   tenantId: string;
@@ -38,11 +39,11 @@ export function createRecordTurn(deps: { models: Models }) {
     const { models } = deps;
     const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
     if (input.messages.length > 0) {
-      const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, turn: m.turn ?? input.turn, timestamp: new Date(m.timestamp) }));
+      const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, content: storable(m.content), turn: m.turn ?? input.turn, timestamp: new Date(m.timestamp) }));
       await driverCollection(models.TranscriptMessage).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     if (input.traceEvents.length > 0) {
-      const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, turn: e.turn ?? input.turn, timestamp: new Date(e.timestamp) }));
+      const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, data: storable(e.data), turn: e.turn ?? input.turn, timestamp: new Date(e.timestamp) }));
       await driverCollection(models.TraceEvent).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;

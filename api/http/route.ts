@@ -16,7 +16,7 @@ import { type AppContext } from '../context';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
-import { pathOfNul } from './storable-text';
+import { pathOfNul } from '../../lib/storable-text';
 import { type BodyLimit, mediaRefusal, readJsonBody, STANDARD_BODY_BYTES } from './body';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -257,7 +257,7 @@ export async function findVisibleProject(ctx: AppContext, principal: Principal, 
 }
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {
-  // No project id holds U+0000 (storable-text.ts), and the store would refuse to look it up.
+  // No project id holds U+0000 (lib/storable-text.ts), and the store would refuse to look it up.
   const project = principal && typeof projectId === 'string' && !projectId.includes('\u0000') ? await findVisibleProject(ctx, principal, projectId) : null;
   if (!project) throw ApiError.notFound('Project');
   return project;
@@ -291,7 +291,7 @@ export function documentedErrorStatuses(route: AnyRoute): number[] {
   if (route.auth !== 'public' && route.auth !== 'authenticated') statuses.add(403);
   if (route.path.includes(':projectId')) statuses.add(404);
   if (route.body || route.query || route.params) statuses.add(400);
-  // Well-formed input whose text holds U+0000, which the store cannot keep (storable-text.ts).
+  // Well-formed input whose text holds U+0000, which the store cannot keep (lib/storable-text.ts).
   if (route.body || route.query || route.params) statuses.add(422);
   // A body may be too large, or not uncompressed UTF-8 JSON.
   if (route.body) statuses.add(413).add(415);
