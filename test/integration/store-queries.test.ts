@@ -108,7 +108,7 @@ beforeAll(async () => {
       status: 'active',
       createdAt: before,
     }));
-    await (models[model] as Model<unknown>).collection.insertMany(docs as never[]);
+    await (models[model] as unknown as Model<unknown>).collection.insertMany(docs as never[]);
   }
 });
 
@@ -119,7 +119,7 @@ afterAll(async () => {
 
 describe('hot queries', () => {
   it.each(HOT_QUERIES.map((q) => [q.name, q] as const))('%s: pushed down on the embedded store', async (_name, q) => {
-    const collection = (models[q.model] as Model<unknown>).collection.collectionName;
+    const collection = (models[q.model] as unknown as Model<unknown>).collection.collectionName;
     const out = await connection.db!.command({ explain: { find: collection, filter: q.filter, ...(q.sort ? { sort: q.sort } : {}), ...(q.limit ? { limit: q.limit } : {}) } });
     expect(out.filterPushdown).toBe(true);
     // The SQL filter FerretDB ran names each pushable equality: none of them is left to Go over a scan.
@@ -129,7 +129,7 @@ describe('hot queries', () => {
   });
 
   it.each(HOT_QUERIES.map((q) => [q.name, q] as const))('%s: served by a declared index on MongoDB', (_name, q) => {
-    const model = models[q.model] as Model<unknown>;
+    const model = models[q.model] as unknown as Model<unknown>;
     const index = servingIndex(model, q.filter);
     expect(index).not.toBeNull();
     // A tenant-owned query is served by an index that starts with the tenant (or by `_id`).
