@@ -6,7 +6,6 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { ensureJsonbIndexes } from './postgres-indexes';
 import { manage, type ManagedProcess } from './managed-process';
 import { startPostgres, type EmbeddedPostgres } from './postgres';
 import { SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTE_TYPE_NAMES } from '../workflows/search-attributes';
@@ -60,8 +59,6 @@ export interface FerretDbOptions {
   durability?: 'durable' | 'throwaway';
   /** Serve the SQLite files in dataDir instead: only to read a store from before PostgreSQL once (infra/dev-store.ts). */
   sqlite?: boolean;
-  /** GIN indexes on the JSONB of every collection's table (infra/postgres-indexes.ts; off only to measure without them). @default true */
-  jsonbIndexes?: boolean;
   log?: (msg: string) => void;
 }
 
@@ -96,8 +93,6 @@ export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb>
     mkdirSync(options.dataDir, { recursive: true });
   }
   try {
-    // Before FerretDB connects: its statements are planned knowing the indexes.
-    if (postgres && options.jsonbIndexes !== false) await ensureJsonbIndexes(postgres.url);
     const ferret = await startFerretDbShim(options, postgres?.url);
     const pg = postgres;
     const both: ManagedProcess = {

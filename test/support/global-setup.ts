@@ -38,7 +38,6 @@ export default async function globalSetup(): Promise<void> {
   writeFileSync(bundlePath, bundle.code);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
-  process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
   process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
   process.env.SB_TEST_TMP = tmpDir;
   (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
