@@ -62,6 +62,8 @@ const AppRunSchema = new Schema<AppRunDoc>(
   { versionKey: false, minimize: false },
 );
 AppRunSchema.index({ tenantId: 1, sessionId: 1, createdAt: 1 });
+// The sweep of runs left pending or running by a stopped process (api/agentic-apps/stale-runs.ts), across tenants.
+AppRunSchema.index({ status: 1, createdAt: 1 });
 
 export type AppRunModel = Model<AppRunDoc>;
 export const appRunModel = (c: Connection): AppRunModel => c.model<AppRunDoc>('AppRun', AppRunSchema, 'app_runs');

@@ -28,5 +28,8 @@ const ImportLockSchema = new Schema<ImportLockDoc>(
   { versionKey: false },
 );
 
+// A tenant's live import slots (countDocuments by tenant and expiry, on every import and dry run).
+ImportLockSchema.index({ tenantId: 1, expiresAt: 1 });
+
 export type ImportLockModel = Model<ImportLockDoc>;
 export const importLockModel = (c: Connection): ImportLockModel => c.model<ImportLockDoc>('ImportLock', ImportLockSchema, 'import_locks');

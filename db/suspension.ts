@@ -64,6 +64,8 @@ const SuspensionSchema = new Schema<SuspensionDoc>(
 );
 // The resume route finds a session's pending suspension.
 SuspensionSchema.index({ tenantId: 1, sessionId: 1, status: 1 });
+// The sweep of claims whose delivery stalled (api/callbacks/stale-claims.ts), across tenants.
+SuspensionSchema.index({ status: 1, claimedAt: 1 });
 
 export type SuspensionModel = Model<SuspensionDoc>;
 export const suspensionModel = (c: Connection): SuspensionModel => c.model<SuspensionDoc>('Suspension', SuspensionSchema, 'suspensions');

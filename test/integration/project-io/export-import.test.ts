@@ -282,7 +282,6 @@ describe('import', () => {
     ['../agents/X.abl', 'contains ".."'],
     ['agents/../../etc/passwd', 'contains ".."'],
     ['/agents/X.abl', 'starts with "/"'],
-    ['agents/X\u0000.abl', 'contains a NUL byte'],
     ['agents\\X.abl', 'contains a backslash'],
   ])('rejects the unsafe path %j (400) on preview and import', async (path, reason) => {
     const before = await snapshot(acme.projectId);
@@ -290,6 +289,17 @@ describe('import', () => {
       const res = await api.post(`${io(acme.projectId)}/${route}`, { key: acme.adminKey, json: { files: { 'agents/Hub.abl': hub, [path]: 'AGENT: X\nGOAL: "x"\n' } } });
       expect(res.status).toBe(400);
       expect(res.body.error).toEqual({ code: 'VALIDATION_ERROR', message: `files: unsafe path(s): ${JSON.stringify(path)} ${reason}` });
+    }
+    expect(await snapshot(acme.projectId)).toBe(before);
+  });
+
+  it('rejects a path holding NUL (422, as any text holding it) on preview and import', async () => {
+    const before = await snapshot(acme.projectId);
+    for (const route of ['import/preview', 'import']) {
+      const res = await api.post(`${io(acme.projectId)}/${route}`, { key: acme.adminKey, json: { files: { 'agents/Hub.abl': hub, 'agents/X\u0000.abl': 'AGENT: X\nGOAL: "x"\n' } } });
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('UNPROCESSABLE_ENTITY');
+      expect(res.body.error.message).toContain('NUL');
     }
     expect(await snapshot(acme.projectId)).toBe(before);
   });
