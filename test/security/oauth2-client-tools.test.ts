@@ -9,7 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { chatOnce, publishAgent } from '../support/agents';
 import { flushProjection } from '../support/projection';
 import { payloadText, sessionHistory } from '../support/workflow-history';
 
@@ -110,11 +110,7 @@ async function storeSecrets(t: SeededTenant, secret: string, hosts: string[]) {
   }
 }
 
-async function ask(t: SeededTenant) {
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Payments', message: 'refund it' } });
-  expect(res.status).toBe(200);
-  return res.body as { sessionId: string; response: string; traceEvents: { type: string; data: Record<string, unknown> }[] };
-}
+const ask = (t: SeededTenant) => chatOnce(api, t, 'Payments', 'refund it');
 
 it('does not compile a tool whose auth_config cannot make the exchange (E418), so no version of it runs', async () => {
   const t = await seedTenant(stack.ctx);

@@ -135,3 +135,15 @@ FLOW:
     RESPOND: "${o.respond}"
 `;
 }
+
+export interface TraceEvent {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/** One message to `agentId` in a new session through POST /api/v1/chat/agent, which must answer 200: its body, and its raw text to search. */
+export async function chatOnce(api: Api, owner: Owner, agentId: string, message: string) {
+  const res = await api.post('/api/v1/chat/agent', { key: owner.adminKey, json: { projectId: owner.projectId, agentId, message } });
+  expect(res.status).toBe(200);
+  return { ...(res.body as { sessionId: string; response: string; traceEvents: TraceEvent[] }), text: res.text };
+}

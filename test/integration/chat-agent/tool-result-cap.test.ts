@@ -5,7 +5,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { chatOnce, publishAgent } from '../../support/agents';
 import { flushProjection } from '../../support/projection';
 import { payloadText, sessionHistory } from '../../support/workflow-history';
 
@@ -60,13 +60,7 @@ afterAll(async () => {
   await new Promise((r) => tools.close(r));
 });
 
-type Trace = { type: string; data: Record<string, unknown> };
-
-async function ask(agentId: string) {
-  const res = await client(stack.baseUrl).post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'the report please' } });
-  expect(res.status).toBe(200);
-  return res.body as { sessionId: string; response: string; traceEvents: Trace[] };
-}
+const ask = (agentId: string) => chatOnce(client(stack.baseUrl), t, agentId, 'the report please');
 
 it('fails a call whose body is over TOOL_RESPONSE_MAX_BYTES, and the agent takes its ON_FAIL path', async () => {
   const res = await ask('Huge_Agent');

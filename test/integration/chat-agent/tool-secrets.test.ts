@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../../lib/logger';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { chatOnce, publishAgent } from '../../support/agents';
 import { flushProjection } from '../../support/projection';
 import { payloadText, sessionHistory } from '../../support/workflow-history';
 
@@ -79,13 +79,7 @@ afterAll(async () => {
   await new Promise((r) => tools.close(r));
 });
 
-type Trace = { type: string; data: Record<string, unknown> };
-
-async function ask(agentId: string) {
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'where is my order?' } });
-  expect(res.status).toBe(200);
-  return { ...(res.body as { sessionId: string; response: string; traceEvents: Trace[] }), text: res.text };
-}
+const ask = (agentId: string) => chatOnce(api, t, agentId, 'where is my order?');
 
 async function storeSecret(toolName: string, secretKey: string, value: string) {
   const res = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName, secretKey, value, allowedHosts: [new URL(toolsUrl).host] } });
