@@ -6,10 +6,10 @@
 // with the resume cut off and a wait whose result it has already taken.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { createHmac } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { paymentAgent, publishAgent } from '../support/agents';
+import { sendCallback } from '../support/callbacks';
 import { eventually } from '../support/eventually';
 import { flushProjection } from '../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
@@ -38,35 +38,16 @@ const releaseWrite = gate();
 const recordCalled = gate();
 const releaseRecord = gate();
 
-const agent = (origin: string) => `AGENT: Payments
-GOAL: "Take a payment."
-TOOLS:
-  process_payment(amount: number) -> {status: string, transactionId: string}
-    type: async_webhook
-    endpoint: "${origin}/pay"
-    method: POST
-    callback_url_field: "notify.url"
-    timeout_seconds: 3600
-  record_payment(transactionId: string) -> {ok: boolean}
+// After the callback, the `done` step records the payment with a second (plain HTTP) tool.
+const agent = (origin: string) =>
+  paymentAgent({
+    endpoint: `${origin}/pay`,
+    moreTools: `  record_payment(transactionId: string) -> {ok: boolean}
     type: http
     endpoint: "${origin}/record"
     method: POST
-FLOW:
-  steps: [pay, done, failed]
-  pay:
-    REASONING: false
-    RESPOND: "Processing your payment."
-    CALL: process_payment
-      WITH:
-        amount: 42
-      AS: payment
-    ON_SUCCESS:
-      THEN: done
-    ON_FAIL:
-      THEN: failed
-  done:
-    REASONING: false
-    CALL: record_payment
+`,
+    done: `    CALL: record_payment
       WITH:
         transactionId: "{{payment.transactionId}}"
       AS: recorded
@@ -76,10 +57,8 @@ FLOW:
     ON_FAIL:
       RESPOND: "Payment {{payment.transactionId}} went through, unrecorded."
       THEN: COMPLETE
-  failed:
-    REASONING: false
-    RESPOND: "The payment did not go through."
-`;
+`,
+  });
 
 beforeAll(async () => {
   external = createServer((req, res) => {
@@ -155,11 +134,7 @@ it('delivers a callback that arrives during the rollover’s database write', as
   // The session is rolling over, its write held: the callback comes now.
   await writeHeld.opened;
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx_rollover' });
-  const delivered = await fetch(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-callback-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
-    body,
-  });
+  const delivered = await sendCallback(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, secret, body);
   expect(delivered.status).toBe(200);
   expect(await delivered.json()).toEqual({ ok: true });
   // The held write outlasts its attempt's timeout, and its retry writes the rows: the rollover

@@ -1,13 +1,12 @@
 // An async tool's result enters a session bounded like a synchronous tool's: a callback's body or a
 // resume's toolResult over TOOL_RESULT_HISTORY_MAX_BYTES (64 KiB) reaches the agent, the trace and
 // the workflow history only as a cut with `…[truncated` markers; short fields stay whole.
-import { createServer, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
-import { createHmac } from 'node:crypto';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { paymentAgent, publishAgent } from '../support/agents';
+import { sendCallback } from '../support/callbacks';
 import { eventually } from '../support/eventually';
 import { flushProjection } from '../support/projection';
+import { startReceiver, type Receiver } from '../support/receiver';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
 import { sessionHistory } from '../support/workflow-history';
 
@@ -17,79 +16,43 @@ const HISTORY_MAX = 64 * 1024;
 // The end of the long report: it must not survive the cut anywhere.
 const SENTINEL = 'END-OF-REPORT-5c1d';
 
-interface Received {
-  body: { notify?: { url?: string; callbackSecret?: string } };
+interface PaymentRequest {
+  notify?: { url?: string; callbackSecret?: string };
 }
 
 let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
-let external: Server;
-const received: Received[] = [];
+let external: Receiver;
 
-const paymentAgent = (endpoint: string) => `AGENT: Payments
-GOAL: "Take a payment."
-TOOLS:
-  process_payment(amount: number) -> {status: string, transactionId: string, report: string}
-    type: async_webhook
-    endpoint: "${endpoint}"
-    method: POST
-    callback_url_field: "notify.url"
-    timeout_seconds: 3600
-FLOW:
-  steps: [pay, done, failed]
-  pay:
-    REASONING: false
-    RESPOND: "Processing your payment."
-    CALL: process_payment
-      WITH:
-        amount: 42
-      AS: payment
-    ON_SUCCESS:
-      THEN: done
-    ON_FAIL:
-      THEN: failed
-  done:
-    REASONING: false
-    RESPOND: "Payment {{payment.transactionId}} went through: {{payment.report}}"
-  failed:
-    REASONING: false
-    RESPOND: "The payment did not go through."
-`;
+const payments = (endpoint: string) =>
+  paymentAgent({ endpoint, resultFields: 'status: string, transactionId: string, report: string', done: '    RESPOND: "Payment {{payment.transactionId}} went through: {{payment.report}}"\n' });
 
 beforeAll(async () => {
-  external = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-    req.on('end', () => {
-      received.push({ body: JSON.parse(body || '{}') as Received['body'] });
-      res.writeHead(202);
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => external.listen(0, '127.0.0.1', r));
-  const origin = `http://127.0.0.1:${(external.address() as AddressInfo).port}`;
+  // The payment service acknowledges with 202; its verdict comes by callback.
+  external = await startReceiver(() => 202);
+  const origin = external.origin;
   stack = await startTestStack({ worker: true, allowPrivate: { tools: [origin] } });
   expect(stack.config.TOOL_RESULT_HISTORY_MAX_BYTES).toBe(HISTORY_MAX);
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
-  await publishAgent(api, t, 'Payments', paymentAgent(`${origin}/pay`));
+  await publishAgent(api, t, 'Payments', payments(`${origin}/pay`));
 });
 afterAll(async () => {
   await stack.close();
-  external.closeAllConnections();
-  await new Promise((r) => external.close(r));
+  await external.close();
 });
 
 /** A result of about 300 KB: far over the cap, well under the API's 1 MB body limit. */
 const bigResult = (transactionId: string) => ({ status: 'completed', transactionId, report: `${'lorem ipsum '.repeat(25_000)}${SENTINEL}` });
 
 async function suspendedSession() {
+  const received = external.received;
   const before = received.length;
   const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Payments', message: 'pay please' } });
   expect(res.status).toBe(202);
   await eventually(async () => received.length, (n) => n > before, 10_000);
-  return { sessionId: res.body.sessionId as string, suspensionId: res.body.suspensionId as string, secret: received[before]!.body.notify!.callbackSecret! };
+  return { sessionId: res.body.sessionId as string, suspensionId: res.body.suspensionId as string, secret: (received[before]!.body as PaymentRequest).notify!.callbackSecret! };
 }
 
 async function assistantLines(sessionId: string): Promise<string[]> {
@@ -126,11 +89,7 @@ it('cuts a signed callback body over TOOL_RESULT_HISTORY_MAX_BYTES before it rea
   const { sessionId, suspensionId, secret } = await suspendedSession();
   const body = JSON.stringify(bigResult('tx_cb'));
   expect(Buffer.byteLength(body)).toBeGreaterThan(4 * HISTORY_MAX);
-  const res = await fetch(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-callback-signature': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` },
-    body,
-  });
+  const res = await sendCallback(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, secret, body);
   expect(res.status).toBe(200);
   await expectCutResult(sessionId, 'tx_cb');
 });

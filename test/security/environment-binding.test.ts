@@ -4,7 +4,7 @@
 // carried one is visible only to credentials bound to no environment.
 import { createApiKey } from '../../api/tenancy/service';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { escalationAgent, publishAgent } from '../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
 
 jest.setTimeout(120_000);
@@ -15,27 +15,7 @@ let api: ReturnType<typeof client>;
 let devKey: string;
 let prodKey: string;
 
-const ESCALATES = `AGENT: Escalates
-GOAL: "Hand large amounts to a person."
-ESCALATE:
-  triggers:
-    - WHEN: amount > 5 AND human IS NOT SET
-      REASON: "Amount {{amount}} needs a person"
-  on_human_complete:
-    - IF human.resolved == true: CONTINUE
-FLOW:
-  steps: [ask, done]
-  ask:
-    REASONING: false
-    GATHER:
-      - amount: required
-        type: number
-        prompt: "How much?"
-    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Done."
-`;
+const ESCALATES = escalationAgent({ name: 'Escalates', goal: 'Hand large amounts to a person.', over: 5, reason: 'Amount {{amount}} needs a person', respond: 'Done.' });
 
 const tasksUrl = () => `/api/projects/${t.projectId}/human-tasks`;
 const reviewer = ['human_task:read', 'human_task:write', 'session:execute', 'session:read'] as const;

@@ -3,7 +3,7 @@
 // `fields` are the form's only, so `approved` and its kin come from the decision alone.
 import { createApiKey } from '../../api/tenancy/service';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { escalationAgent, publishAgent } from '../support/agents';
 import { eventually } from '../support/eventually';
 import { flushProjection } from '../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
@@ -16,31 +16,14 @@ let api: ReturnType<typeof client>;
 let ada: { key: string; id: string };
 let bob: { key: string; id: string };
 
-const APPROVALS = `AGENT: Approvals
-GOAL: "Ask a manager before large refunds."
-ESCALATE:
-  triggers:
-    - WHEN: amount > 5 AND human IS NOT SET
-      REASON: "Refund of {{amount}}"
-      TYPE: approval
-      FIELDS:
-        - name: comment
-          type: text
-  on_human_complete:
-    - IF human.resolved == true: CONTINUE
-FLOW:
-  steps: [ask, done]
-  ask:
-    REASONING: false
-    GATHER:
-      - amount: required
-        type: number
-        prompt: "How much?"
-    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "{{#if human.approved}}Refund approved.{{/if}}{{#if human.rejected}}Refund declined.{{/if}}"
-`;
+const APPROVALS = escalationAgent({
+  name: 'Approvals',
+  goal: 'Ask a manager before large refunds.',
+  over: 5,
+  reason: 'Refund of {{amount}}',
+  trigger: '      TYPE: approval\n      FIELDS:\n        - name: comment\n          type: text\n',
+  respond: '{{#if human.approved}}Refund approved.{{/if}}{{#if human.rejected}}Refund declined.{{/if}}',
+});
 
 const tasksUrl = () => `/api/projects/${t.projectId}/human-tasks`;
 

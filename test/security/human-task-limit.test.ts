@@ -3,7 +3,7 @@
 // expired one instead of adding a task; finishing a task makes room again. Another project's
 // tasks do not count.
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { escalationAgent, publishAgent } from '../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../support/workflow-history';
 
@@ -13,27 +13,15 @@ let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
 
-const ESCALATES = `AGENT: Escalates
-GOAL: "Hand large amounts to a person."
-ESCALATE:
-  triggers:
-    - WHEN: amount > 5 AND human IS NOT SET
-      REASON: "Amount {{amount}} needs a person"
-  on_human_complete:
-    - IF human.expired == true: CONTINUE
-FLOW:
-  steps: [ask, done]
-  ask:
-    REASONING: false
-    GATHER:
-      - amount: required
-        type: number
-        prompt: "How much?"
-    THEN: done
-  done:
-    REASONING: false
-    RESPOND: "{{#if human.expired}}Nobody can take it now.{{/if}}"
-`;
+// An expired escalation continues too, saying so.
+const ESCALATES = escalationAgent({
+  name: 'Escalates',
+  goal: 'Hand large amounts to a person.',
+  over: 5,
+  reason: 'Amount {{amount}} needs a person',
+  continueIf: 'human.expired == true',
+  respond: '{{#if human.expired}}Nobody can take it now.{{/if}}',
+});
 
 beforeAll(async () => {
   stack = await startTestStack({ worker: true, env: { HUMAN_TASK_MAX_OPEN_PER_PROJECT: '3' } });

@@ -9,9 +9,9 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { chatOnce, publishAgent } from '../support/agents';
 import { flushProjection } from '../support/projection';
-import { sessionHistory } from '../support/workflow-history';
+import { payloadText, sessionHistory } from '../support/workflow-history';
 
 const CLIENT_ID = 'payments-client';
 const CLIENT_SECRET = 'cs-9f3b27d1e6a04c58';
@@ -110,18 +110,7 @@ async function storeSecrets(t: SeededTenant, secret: string, hosts: string[]) {
   }
 }
 
-async function ask(t: SeededTenant) {
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Payments', message: 'refund it' } });
-  expect(res.status).toBe(200);
-  return res.body as { sessionId: string; response: string; traceEvents: { type: string; data: Record<string, unknown> }[] };
-}
-
-function payloadText(value: unknown): string {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  if (Array.isArray(value)) return value.map(payloadText).join('\n');
-  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
-  return '';
-}
+const ask = (t: SeededTenant) => chatOnce(api, t, 'Payments', 'refund it');
 
 it('does not compile a tool whose auth_config cannot make the exchange (E418), so no version of it runs', async () => {
   const t = await seedTenant(stack.ctx);
@@ -181,10 +170,11 @@ it('fails the call, without calling the API, when the token endpoint refuses the
   expect(JSON.stringify(res)).not.toContain('cs-wrong-00000000');
 });
 
-it('does not send the client secret to a token URL its hosts do not list', async () => {
+/** With the secrets allowed only to `allowedOrigin`'s host, the call fails naming `refusedOrigin`'s host, and neither server gets a request. */
+async function expectRefusedBeforeAnyRequest(allowedOrigin: string, refusedOrigin: string): Promise<void> {
   const t = await seedTenant(stack.ctx);
   await publishAgent(api, t, 'Payments', agent(fullConfig()));
-  await storeSecrets(t, CLIENT_SECRET, [new URL(apiOrigin).host]);
+  await storeSecrets(t, CLIENT_SECRET, [new URL(allowedOrigin).host]);
   const tokensBefore = tokenRequests.length;
   const apiBefore = apiRequests.length;
   const res = await ask(t);
@@ -192,19 +182,13 @@ it('does not send the client secret to a token URL its hosts do not list', async
   expect(tokenRequests.length).toBe(tokensBefore);
   expect(apiRequests.length).toBe(apiBefore);
   const result = res.traceEvents.find((e) => e.type === 'tool_result');
-  expect((result?.data.error as { message: string }).message).toContain(`may not be sent to ${new URL(tokenOrigin).host}`);
+  expect((result?.data.error as { message: string }).message).toContain(`may not be sent to ${new URL(refusedOrigin).host}`);
+}
+
+it('does not send the client secret to a token URL its hosts do not list', async () => {
+  await expectRefusedBeforeAnyRequest(apiOrigin, tokenOrigin);
 });
 
 it('asks for no token when the secrets may not go to the API that would receive it', async () => {
-  const t = await seedTenant(stack.ctx);
-  await publishAgent(api, t, 'Payments', agent(fullConfig()));
-  await storeSecrets(t, CLIENT_SECRET, [new URL(tokenOrigin).host]);
-  const tokensBefore = tokenRequests.length;
-  const apiBefore = apiRequests.length;
-  const res = await ask(t);
-  expect(res.response).toBe('The refund failed.');
-  expect(tokenRequests.length).toBe(tokensBefore);
-  expect(apiRequests.length).toBe(apiBefore);
-  const result = res.traceEvents.find((e) => e.type === 'tool_result');
-  expect((result?.data.error as { message: string }).message).toContain(`may not be sent to ${new URL(apiOrigin).host}`);
+  await expectRefusedBeforeAnyRequest(tokenOrigin, apiOrigin);
 });

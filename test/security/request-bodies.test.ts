@@ -201,29 +201,30 @@ describe('request bodies are read only for a caller allowed to send them', () =>
 });
 
 describe('the HTTP server bounds how long and how many connections a client holds', () => {
-  it('cuts a request whose body trickles in at the request timeout (408)', async () => {
-    const exchange = rawRequest(`POST /api/v1/callbacks/cb_slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n`);
+  /** Writes `piece(n)` every 100 ms (at most 400 pieces) after `head` until the server answers and closes; returns the answer and how many pieces went. */
+  async function trickle(head: string, piece: (n: number) => string): Promise<{ response: string; sent: number }> {
+    const exchange = rawRequest(head);
     let sent = 0;
-    // One byte every 100 ms: the whole body would take 40 s, far beyond the timeout.
-    const trickle = setInterval(() => {
-      if (sent < 400 && !exchange.socket.destroyed) exchange.socket.write(sent++ === 0 ? '{' : ' ');
+    const timer = setInterval(() => {
+      if (sent < 400 && !exchange.socket.destroyed) exchange.socket.write(piece(sent++));
     }, 100);
     const response = await exchange.answered;
     await exchange.closed;
-    clearInterval(trickle);
+    clearInterval(timer);
+    return { response, sent };
+  }
+
+  it('cuts a request whose body trickles in at the request timeout (408)', async () => {
+    // One byte every 100 ms: the whole body would take 40 s, far beyond the timeout.
+    const { response, sent } = await trickle(`POST /api/v1/callbacks/cb_slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n`, (n) =>
+      n === 0 ? '{' : ' ',
+    );
     expect(sent).toBeLessThan(400);
     expect(statusOf(response)).toBe(408);
   });
 
   it('cuts a request whose headers trickle in at the headers timeout (408)', async () => {
-    const exchange = rawRequest('GET /healthz HTTP/1.1\r\nHost: x\r\n');
-    let sent = 0;
-    const trickle = setInterval(() => {
-      if (sent < 400 && !exchange.socket.destroyed) exchange.socket.write(`X-${sent++}: y\r\n`);
-    }, 100);
-    const response = await exchange.answered;
-    await exchange.closed;
-    clearInterval(trickle);
+    const { response, sent } = await trickle('GET /healthz HTTP/1.1\r\nHost: x\r\n', (n) => `X-${n}: y\r\n`);
     expect(sent).toBeLessThan(400);
     expect(statusOf(response)).toBe(408);
   });

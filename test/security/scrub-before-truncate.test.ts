@@ -8,7 +8,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../support/http';
 import { publishAgent } from '../support/agents';
 import { flushProjection } from '../support/projection';
-import { sessionHistory } from '../support/workflow-history';
+import { payloadText, sessionHistory } from '../support/workflow-history';
 
 const SECRET = 'zq7Kx9PwLm3Rt8VbN2sYc4Hd';
 /** A piece of the secret that falls before the cut. */
@@ -75,13 +75,6 @@ afterAll(async () => {
   tools.closeAllConnections();
   await new Promise((r) => tools.close(r));
 });
-
-function payloadText(value: unknown): string {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  if (Array.isArray(value)) return value.map(payloadText).join('\n');
-  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
-  return '';
-}
 
 it('leaves no part of a secret cut at the 4xx body limit in the trace, the records or workflow history', async () => {
   const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Echo_Agent', message: 'look it up' } });

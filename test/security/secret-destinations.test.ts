@@ -7,7 +7,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
-import { publishAgent } from '../support/agents';
+import { chatOnce, publishAgent } from '../support/agents';
 
 const TOKEN = 'billing-token-6f1d2c9a';
 
@@ -78,13 +78,7 @@ afterAll(async () => {
   }
 });
 
-type Trace = { type: string; data: Record<string, unknown> };
-
-async function ask(agentId: string) {
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'is my invoice paid?' } });
-  expect(res.status).toBe(200);
-  return { ...(res.body as { sessionId: string; response: string; traceEvents: Trace[] }), text: res.text };
-}
+const ask = (agentId: string) => chatOnce(api, t, agentId, 'is my invoice paid?');
 
 const secretsPath = '/api/tool-secrets';
 

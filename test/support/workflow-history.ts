@@ -51,6 +51,14 @@ export function historyBytes(history: unknown): Buffer {
   return Buffer.concat(parts);
 }
 
+/** Every payload of a history (the bytes of its data and metadata) as text, joined by newlines, to search for what a session recorded. */
+export function payloadText(value: unknown): string {
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+  if (Array.isArray(value)) return value.map(payloadText).join('\n');
+  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
+  return '';
+}
+
 /** Patch ids recorded in a history (markers named core_patch carry `{ id, deprecated }`). */
 export function patchIdsIn(history: History): string[] {
   return (history.events ?? [])

@@ -5,7 +5,6 @@
 // polling alternative; a callback that cannot be handed over answers 503 and can be retried.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { createHmac } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../../api/app';
 import { redeliverStaleClaims, STALE_CLAIM_MS } from '../../../api/callbacks/stale-claims';
@@ -14,7 +13,8 @@ import { CALLBACK_PAYLOAD_PURPOSE } from '../../../db/suspension';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import type { AppContext } from '../../../api/context';
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { paymentAgent, publishAgent } from '../../support/agents';
+import { signCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -34,35 +34,6 @@ let external: Server;
 let temporal: Client;
 const received: Received[] = [];
 
-const paymentAgent = (name: string, endpoint: string, timeout = 'timeout_seconds: 3600') => `AGENT: ${name}
-GOAL: "Take a payment."
-TOOLS:
-  process_payment(amount: number) -> {status: string, transactionId: string}
-    type: async_webhook
-    endpoint: "${endpoint}"
-    method: POST
-    callback_url_field: "notify.url"
-    ${timeout}
-FLOW:
-  steps: [pay, done, failed]
-  pay:
-    REASONING: false
-    RESPOND: "Processing your payment."
-    CALL: process_payment
-      WITH:
-        amount: 42
-      AS: payment
-    ON_SUCCESS:
-      THEN: done
-    ON_FAIL:
-      THEN: failed
-  done:
-    REASONING: false
-    RESPOND: "Payment {{payment.transactionId}} went through."
-  failed:
-    REASONING: false
-    RESPOND: "The payment did not go through."
-`;
 
 beforeAll(async () => {
   external = createServer((req, res) => {
@@ -81,9 +52,9 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
-  await publishAgent(api, t, 'Payments', paymentAgent('Payments', `${origin}/pay`));
-  await publishAgent(api, t, 'Quick_Payments', paymentAgent('Quick_Payments', `${origin}/quick`, 'timeout_seconds: 2'));
-  await publishAgent(api, other, 'Payments', paymentAgent('Payments', `${origin}/other`));
+  await publishAgent(api, t, 'Payments', paymentAgent({ name: 'Payments', endpoint: `${origin}/pay` }));
+  await publishAgent(api, t, 'Quick_Payments', paymentAgent({ name: 'Quick_Payments', endpoint: `${origin}/quick`, timeout: 'timeout_seconds: 2' }));
+  await publishAgent(api, other, 'Payments', paymentAgent({ name: 'Payments', endpoint: `${origin}/other` }));
   await publishAgent(api, t, 'Greeter', 'AGENT: Greeter\nGOAL: "Greet."\nON_START:\n  RESPOND: "Hello."\n');
   temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
@@ -93,8 +64,6 @@ afterAll(async () => {
   external.closeAllConnections();
   await new Promise((r) => external.close(r));
 });
-
-const sign = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
 /** Starts a session that suspends at its payment call; returns it with the request the tool server got. */
 async function suspendedSession(agentId = 'Payments', owner = t) {
@@ -155,17 +124,17 @@ it('refuses a wrong content type, a missing or bad signature and an unknown id, 
   const { sessionId, suspensionId, request } = await suspendedSession();
   const secret = request.body.notify!.callbackSecret!;
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx_bad' });
-  const asText = await fetch(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, { method: 'POST', headers: { 'content-type': 'text/plain', 'x-callback-signature': sign(secret, body) }, body });
+  const asText = await fetch(`${stack.baseUrl}/api/v1/callbacks/${suspensionId}`, { method: 'POST', headers: { 'content-type': 'text/plain', 'x-callback-signature': signCallback(secret, body) }, body });
   expect(asText.status).toBe(415);
   const unsigned = await callback(suspensionId, body);
   expect(unsigned.status).toBe(401);
   expect(((await unsigned.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringMatching(/Missing x-callback-signature/) });
-  const wrongKey = await callback(suspensionId, body, { 'x-callback-signature': sign('not-the-secret', body) });
+  const wrongKey = await callback(suspensionId, body, { 'x-callback-signature': signCallback('not-the-secret', body) });
   expect(wrongKey.status).toBe(401);
   // Signed for another body: the signature covers the bytes sent.
-  const otherBody = await callback(suspensionId, body, { 'x-callback-signature': sign(secret, JSON.stringify({ status: 'completed' })) });
+  const otherBody = await callback(suspensionId, body, { 'x-callback-signature': signCallback(secret, JSON.stringify({ status: 'completed' })) });
   expect(otherBody.status).toBe(401);
-  const unknown = await callback('cb_0000000000000000000000000000dead', body, { 'x-callback-signature': sign(secret, body) });
+  const unknown = await callback('cb_0000000000000000000000000000dead', body, { 'x-callback-signature': signCallback(secret, body) });
   expect(unknown.status).toBe(404);
   const doc = await stack.ctx.models.Suspension.findById(suspensionId).lean();
   expect(doc?.status).toBe('pending');
@@ -176,7 +145,7 @@ it('resumes on a signed callback exactly once, whatever the duplicates', async (
   const { sessionId, suspensionId, request } = await suspendedSession();
   const secret = request.body.notify!.callbackSecret!;
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx_123' });
-  const answers = await Promise.all(Array.from({ length: 200 }, () => callback(suspensionId, body, { 'x-callback-signature': sign(secret, body) })));
+  const answers = await Promise.all(Array.from({ length: 200 }, () => callback(suspensionId, body, { 'x-callback-signature': signCallback(secret, body) })));
   const bodies = await Promise.all(answers.map((a) => a.json() as Promise<{ ok: boolean; status?: string }>));
   expect(answers.every((a) => a.status === 200)).toBe(true);
   expect(bodies.filter((b) => b.status === undefined)).toEqual([{ ok: true }]);
@@ -184,7 +153,7 @@ it('resumes on a signed callback exactly once, whatever the duplicates', async (
 
   const lines = await replies(sessionId, 'Payment tx_123 went through.');
   expect(lines.filter((l) => l.includes('went through'))).toEqual(['Payment tx_123 went through.']);
-  const again = await callback(suspensionId, body, { 'x-callback-signature': sign(secret, body) });
+  const again = await callback(suspensionId, body, { 'x-callback-signature': signCallback(secret, body) });
   expect(await again.json()).toEqual({ ok: true, status: 'already_processed' });
   expect((await stack.ctx.models.Suspension.findById(suspensionId).lean())?.status).toBe('delivered');
 
@@ -206,7 +175,7 @@ it('delivers a claim whose API process stopped before handing it over, by the st
   const claimedPayload = requireEncryptor(stack.ctx).encrypt(t.tenantId, CALLBACK_PAYLOAD_PURPOSE, body);
   await stack.ctx.models.Suspension.updateOne({ _id: suspensionId, tenantId: t.tenantId, status: 'pending' }, { $set: { status: 'claimed', claimedAt, resumedVia: 'callback', claimedPayload } });
   // The caller's retry is a duplicate of a claimed id: 200 already_processed, as the spec says.
-  const retry = await callback(suspensionId, body, { 'x-callback-signature': sign(secret, body) });
+  const retry = await callback(suspensionId, body, { 'x-callback-signature': signCallback(secret, body) });
   expect(await retry.json()).toEqual({ ok: true, status: 'already_processed' });
   // A claim younger than the stale age is left to its process.
   expect(await redeliverStaleClaims(stack.ctx, new Date(claimedAt.getTime() + STALE_CLAIM_MS - 1))).toBe(0);
@@ -223,7 +192,7 @@ it('delivers a claim whose API process stopped before handing it over, by the st
 it('takes a payload with status "failed" down the ON_FAIL path', async () => {
   const { sessionId, suspensionId, request } = await suspendedSession();
   const body = JSON.stringify({ status: 'failed', reason: 'card declined' });
-  const res = await callback(suspensionId, body, { 'x-callback-signature': sign(request.body.notify!.callbackSecret!, body) });
+  const res = await callback(suspensionId, body, { 'x-callback-signature': signCallback(request.body.notify!.callbackSecret!, body) });
   expect(res.status).toBe(200);
   await replies(sessionId, 'The payment did not go through.');
 });
@@ -233,7 +202,7 @@ it('resumes with a tool_timeout when the wait expires; a late callback is 410', 
   const lines = await replies(sessionId, 'The payment did not go through.');
   expect(lines).toContain('The payment did not go through.');
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx_late' });
-  const late = await callback(suspensionId, body, { 'x-callback-signature': sign(request.body.notify!.callbackSecret!, body) });
+  const late = await callback(suspensionId, body, { 'x-callback-signature': signCallback(request.body.notify!.callbackSecret!, body) });
   expect(late.status).toBe(410);
   const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
   const resume = (traces.body.traceEvents as { type: string; data: Record<string, unknown> }[]).find((e) => e.type === 'resume');
@@ -268,7 +237,7 @@ it('answers 503 and keeps the suspension when the result cannot be handed over; 
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     const body = JSON.stringify({ status: 'completed', transactionId: 'tx_retry' });
-    const headers = { 'content-type': 'application/json', 'x-callback-signature': sign(request.body.notify!.callbackSecret!, body) };
+    const headers = { 'content-type': 'application/json', 'x-callback-signature': signCallback(request.body.notify!.callbackSecret!, body) };
     const failed = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/callbacks/${suspensionId}`, { method: 'POST', headers, body });
     expect(failed.status).toBe(503);
     expect((await stack.ctx.models.Suspension.findById(suspensionId).lean())?.status).toBe('pending');

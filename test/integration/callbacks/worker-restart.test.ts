@@ -2,9 +2,9 @@
 // answered by whichever worker runs next. The callback secret never enters workflow history.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { createHmac } from 'node:crypto';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
+import { sendCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -77,13 +77,8 @@ it('resumes on a new worker after the one that suspended it was killed, with no 
   expect(received[0]!.callbackUrl).toMatch(/\/api\/v1\/callbacks\/cb_/);
   const secret = received[0]!.callbackSecret!;
   const body = JSON.stringify({ verdict: 'clear' });
-  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
   // Accepted with no worker running: the result waits in the session's history.
-  const delivered = await fetch(`${stack.baseUrl}/api/v1/callbacks/${res.body.suspensionId}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-callback-signature': signature },
-    body,
-  });
+  const delivered = await sendCallback(`${stack.baseUrl}/api/v1/callbacks/${res.body.suspensionId}`, secret, body);
   expect(await delivered.json()).toEqual({ ok: true });
 
   const second = await startWorkerProcess(stack.config);

@@ -5,9 +5,9 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { chatOnce, publishAgent } from '../../support/agents';
 import { flushProjection } from '../../support/projection';
-import { sessionHistory } from '../../support/workflow-history';
+import { payloadText, sessionHistory } from '../../support/workflow-history';
 
 const RESPONSE_MAX = 64 * 1024;
 const HISTORY_MAX = 4096;
@@ -60,21 +60,7 @@ afterAll(async () => {
   await new Promise((r) => tools.close(r));
 });
 
-type Trace = { type: string; data: Record<string, unknown> };
-
-async function ask(agentId: string) {
-  const res = await client(stack.baseUrl).post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'the report please' } });
-  expect(res.status).toBe(200);
-  return res.body as { sessionId: string; response: string; traceEvents: Trace[] };
-}
-
-/** Every payload of a workflow history as text. */
-function payloadText(value: unknown): string {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  if (Array.isArray(value)) return value.map(payloadText).join('\n');
-  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
-  return '';
-}
+const ask = (agentId: string) => chatOnce(client(stack.baseUrl), t, agentId, 'the report please');
 
 it('fails a call whose body is over TOOL_RESPONSE_MAX_BYTES, and the agent takes its ON_FAIL path', async () => {
   const res = await ask('Huge_Agent');

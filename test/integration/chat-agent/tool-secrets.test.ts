@@ -8,9 +8,9 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../../lib/logger';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { chatOnce, publishAgent } from '../../support/agents';
 import { flushProjection } from '../../support/projection';
-import { sessionHistory } from '../../support/workflow-history';
+import { payloadText, sessionHistory } from '../../support/workflow-history';
 
 const TOKEN_V1 = 'tok-first-8d2f6b1e';
 const TOKEN_V2 = 'tok-second-3a9c7e55';
@@ -79,25 +79,12 @@ afterAll(async () => {
   await new Promise((r) => tools.close(r));
 });
 
-type Trace = { type: string; data: Record<string, unknown> };
-
-async function ask(agentId: string) {
-  const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: 'where is my order?' } });
-  expect(res.status).toBe(200);
-  return { ...(res.body as { sessionId: string; response: string; traceEvents: Trace[] }), text: res.text };
-}
+const ask = (agentId: string) => chatOnce(api, t, agentId, 'where is my order?');
 
 async function storeSecret(toolName: string, secretKey: string, value: string) {
   const res = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName, secretKey, value, allowedHosts: [new URL(toolsUrl).host] } });
   expect(res.status).toBe(201);
   return res.body.secret.id as string;
-}
-
-function payloadText(value: unknown): string {
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
-  if (Array.isArray(value)) return value.map(payloadText).join('\n');
-  if (value && typeof value === 'object') return Object.values(value).map(payloadText).join('\n');
-  return '';
 }
 
 /** Everything a session left behind that someone could read: none may hold a secret value. */

@@ -2,10 +2,10 @@
 // signed callback, and a human task resolved through the API, each resume the session and the
 // reply is delivered to the subscription with its own message_id, after `suspended` /
 // `waiting_for_human` and `resumed` statuses; a session that completes reports `ended`.
-import { createHmac } from 'node:crypto';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
-import { publishAgent } from '../../support/agents';
+import { paymentAgent, publishAgent } from '../../support/agents';
+import { sendCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -23,30 +23,6 @@ let origin: string;
 const deliveries = () => receiver.received.filter((r) => r.path === '/hooks');
 const toolRequests = () => receiver.received.filter((r) => r.path === '/pay').map((r) => r.body as { notify?: { url?: string; callbackSecret?: string } });
 
-const PAYMENTS = (endpoint: string) => `AGENT: Payments
-GOAL: "Take a payment."
-TOOLS:
-  process_payment(amount: number) -> {status: string, transactionId: string}
-    type: async_webhook
-    endpoint: "${endpoint}"
-    method: POST
-    callback_url_field: "notify.url"
-    timeout_seconds: 3600
-FLOW:
-  steps: [pay, done]
-  pay:
-    REASONING: false
-    RESPOND: "Processing your payment."
-    CALL: process_payment
-      WITH:
-        amount: 42
-      AS: payment
-    ON_SUCCESS:
-      THEN: done
-  done:
-    REASONING: false
-    RESPOND: "Payment {{payment.transactionId}} went through."
-`;
 
 const REFUNDS = `AGENT: Refunds
 GOAL: "Approve large refunds with a manager."
@@ -83,7 +59,7 @@ beforeAll(async () => {
   api = client(stack.baseUrl);
   payments = await seedTenant(stack.ctx);
   refunds = await seedTenant(stack.ctx);
-  await publishAgent(api, payments, 'Payments', PAYMENTS(`${origin}/pay`));
+  await publishAgent(api, payments, 'Payments', paymentAgent({ endpoint: `${origin}/pay`, failedStep: false }));
   await publishAgent(api, refunds, 'Refunds', REFUNDS);
 });
 afterAll(async () => {
@@ -124,8 +100,7 @@ it('delivers the reply that follows an async tool callback with its own message_
   // The payment service answers later, by the signed callback the platform gave it.
   const request = toolRequests()[toolRequests().length - 1]!;
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx-77' });
-  const signature = `sha256=${createHmac('sha256', request.notify!.callbackSecret!).update(body).digest('hex')}`;
-  const cb = await fetch(request.notify!.url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-callback-signature': signature }, body });
+  const cb = await sendCallback(request.notify!.url!, request.notify!.callbackSecret!, body);
   expect(cb.status).toBe(200);
 
   const all = await eventually(async () => events(key), (e) => e.includes('status:ended'), 30_000);

@@ -2,7 +2,7 @@
 // and a task outlives the worker that created it: a new worker resumes the session when it is
 // resolved. Flow escalations (THEN: ESCALATE) create tasks like triggers do.
 import { client } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { escalationAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -14,28 +14,15 @@ let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
 
-const approvals = `AGENT: Approvals
-GOAL: "Get a manager's approval."
-ESCALATE:
-  triggers:
-    - WHEN: amount > 100 AND human IS NOT SET
-      REASON: "Approve {{amount}}"
-      TAGS: [approval]
-  on_human_complete:
-    - IF human.resolved == true: CONTINUE
-FLOW:
-  steps: [ask, answer]
-  ask:
-    REASONING: false
-    GATHER:
-      - amount: required
-        type: number
-        prompt: "How much?"
-    THEN: answer
-  answer:
-    REASONING: false
-    RESPOND: "Decision: {{human.decision}} by {{human.respondedBy}}."
-`;
+const approvals = escalationAgent({
+  name: 'Approvals',
+  goal: "Get a manager's approval.",
+  over: 100,
+  reason: 'Approve {{amount}}',
+  trigger: '      TAGS: [approval]\n',
+  after: 'answer',
+  respond: 'Decision: {{human.decision}} by {{human.respondedBy}}.',
+});
 
 const desk = `AGENT: Desk
 GOAL: "Pass everything to a person."
