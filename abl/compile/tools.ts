@@ -183,6 +183,18 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     const missing = ['token_url', 'client_id', 'client_secret'].find((k) => typeof binding.auth_config[k] !== 'string' || (binding.auth_config[k] as string).trim() === '');
     if (missing) ctx.report('E418', f.map.get('auth_config')?.loc ?? f.map.get('auth')?.loc ?? item.loc, { name: sig.name, key: missing });
   }
+  // A scheme the executor does not apply must not look as if it did (auth: custom sends only its custom_headers).
+  if (binding.type === 'http' && (binding.auth === 'saml' || binding.auth === 'custom')) {
+    const custom = binding.auth_config.custom_headers;
+    const hasCustom = custom !== null && typeof custom === 'object' && !Array.isArray(custom) && Object.keys(custom).length > 0;
+    if (binding.auth === 'saml' || !hasCustom) {
+      ctx.report('W419', f.map.get('auth')?.loc ?? item.loc, {
+        name: sig.name,
+        kind: binding.auth,
+        what: binding.auth === 'saml' ? 'with no SAML assertion, only the headers the tool writes itself' : 'with no credential: auth_config has no custom_headers',
+      });
+    }
+  }
   // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
 
   // parameters: extra metadata per param

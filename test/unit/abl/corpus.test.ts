@@ -22,6 +22,7 @@ describe('ABL corpus', () => {
       'W802 agents/Remember_Rules.agent.abl:18:7', // - ON_START: "…"
       'W802 agents/Remember_Rules.agent.abl:19:7', // - ON_SESSION_END: "…"
       'W410 agents/Yaml_Desk.agent.yaml:7:5', // Reward[] in a YAML returns map
+      'W419 tools/payments.tools.abl:10:5', // auth: saml adds no credential
     ]);
     expect(out.ok).toBe(true);
     expect(Object.keys(out.agents).sort()).toEqual([
@@ -66,8 +67,8 @@ describe('ABL corpus', () => {
     const files = readProject(join(CORPUS, 'yaml-pair'));
     const abl = compileProject(files.filter((f) => f.path.endsWith('.abl')));
     const yaml = compileProject(files.filter((f) => f.path.endsWith('.yaml')));
-    expect(abl.diagnostics.map((d) => d.code)).toEqual(['W410']);
-    expect(yaml.diagnostics.map((d) => d.code)).toEqual(['W410']);
+    expect(abl.diagnostics.map((d) => d.code)).toEqual(['W410', 'W419']);
+    expect(yaml.diagnostics.map((d) => d.code)).toEqual(['W410', 'W419']);
     expect(Object.keys(yaml.agents)).toEqual(['Booking_Agent']);
     expect(spellingFree(yaml)).toEqual(spellingFree(abl));
     expect(yaml.agents.Booking_Agent?.metadata.file).toBe('agents/Booking_Agent.agent.yaml');
