@@ -5,7 +5,9 @@
 //   2. the pinned Go tools, built from source into .tools/bin (Temporal CLI, the FerretDB shim,
 //      LiveKit server). Builds are cached per version in ~/.cache/switchboard/tools (override
 //      with SWITCHBOARD_TOOLS_CACHE) so a fresh clone on the same machine only copies them;
-//   3. with --fuzz, schemathesis and its pinned dependencies (infra/fuzz/requirements.txt) in a
+//   3. with --test, Chromium for the Web UI browser test: Debian's chromium package through
+//      apt-get when no Chromium is installed (never a browser downloaded from anywhere else);
+//   4. with --fuzz, schemathesis and its pinned dependencies (infra/fuzz/requirements.txt) in a
 //      Python virtual environment at .tools/venv, never system-wide (needs python3 >= 3.10).
 // Plain Node with no dependencies: it runs before `npm ci`.
 'use strict';
@@ -176,12 +178,33 @@ function ensureFuzzVenv() {
   fs.writeFileSync(stamp, want);
 }
 
+// Where Debian's chromium package puts the browser; CHROMIUM_PATH names another one.
+const CHROMIUM_PATHS = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'];
+
+/** Chromium for test/integration/web-ui.test.ts: Debian's package, installed as root or through sudo. */
+function ensureChromium() {
+  if ([process.env.CHROMIUM_PATH, ...CHROMIUM_PATHS].some((p) => p && fs.existsSync(p))) return;
+  if (!fs.existsSync('/usr/bin/apt-get')) {
+    throw new Error(`the Web UI test needs Chromium (looked for ${CHROMIUM_PATHS.join(', ')}): install it, or set CHROMIUM_PATH`);
+  }
+  const sudo = process.getuid && process.getuid() !== 0 ? ['sudo', '-n'] : [];
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  log('installing Chromium (Debian package chromium) for the Web UI test…');
+  for (const args of [['update', '-q'], ['install', '-y', '-q', 'chromium']]) {
+    const cmd = [...sudo, 'apt-get', ...args];
+    const res = spawnSync(cmd[0], cmd.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env });
+    if (res.status !== 0) throw new Error(`${cmd.join(' ')} failed: install the chromium package as root, or set CHROMIUM_PATH`);
+  }
+  log('Chromium ready at /usr/bin/chromium');
+}
+
 async function main() {
   ensureNodeVersion();
   ensureNpmDependencies();
   const stackOnly = process.argv.includes('--test') || process.argv.includes('--fuzz');
   const only = stackOnly ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
   for (const tool of only) await ensureTool(tool);
+  if (process.argv.includes('--test')) ensureChromium();
   if (process.argv.includes('--fuzz')) ensureFuzzVenv();
 }
 

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       await requireFreePort(uiPort, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
       log(`starting Temporal dev server on 127.0.0.1:${port} (data in .data/temporal.sqlite)…`);
       // The Web UI decodes payloads through the API's codec endpoint (docs/operations.md), which
-      // in turn accepts calls from the UI's origin only.
+      // in turn accepts calls from the UI's origin only, here with no sign-in (CODEC_TRUST_LOCAL_UI).
       const temporal = await startTemporalDevServer({
         port,
         uiPort,
@@ -99,7 +99,11 @@ async function main(): Promise<void> {
       started.push(temporal.process);
       env.TEMPORAL_ADDRESS = temporal.address;
       env.TEMPORAL_UI_URL = `http://localhost:${uiPort}`;
-      env.TEMPORAL_UI_ORIGIN ??= env.TEMPORAL_UI_URL;
+      if (!env.TEMPORAL_UI_ORIGIN) {
+        env.TEMPORAL_UI_ORIGIN = env.TEMPORAL_UI_URL;
+        // One developer on loopback: the UI decodes with no sign-in (docs/operations.md). Never in production.
+        if (!env.CODEC_TRUST_LOCAL_UI && env.NODE_ENV !== 'production') env.CODEC_TRUST_LOCAL_UI = 'true';
+      }
     }
     if (!process.env.MONGODB_URI) {
       const port = envNumber('FERRETDB_PORT', 27017);
@@ -162,7 +166,11 @@ async function main(): Promise<void> {
       `  API reference  ${baseUrl}/docs   (OpenAPI: ${baseUrl}/openapi.json)`,
       env.TEMPORAL_UI_URL ? `  Temporal UI    ${env.TEMPORAL_UI_URL}` : `  Temporal       ${config.TEMPORAL_ADDRESS}`,
       ...(env.TEMPORAL_UI_URL
-        ? [`  Decoded payloads in the UI: sign in at ${baseUrl}/codec/login with PLATFORM_ADMIN_TOKEN (.data/dev-secrets.json), then turn on`, '    "Include cross-origin credentials" in the UI\'s codec settings (docs/operations.md)']
+        ? [
+            config.CODEC_TRUST_LOCAL_UI
+              ? `  The UI shows payloads decoded through ${baseUrl}/codec (it trusts the UI on this machine: CODEC_TRUST_LOCAL_UI)`
+              : `  Decoded payloads in the UI: sign in at ${baseUrl}/codec/login with PLATFORM_ADMIN_TOKEN (docs/operations.md)`,
+          ]
         : []),
       `  MongoDB        ${config.MONGODB_URI}`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,

@@ -6,6 +6,7 @@ import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
 import { keyRingSetting } from './key-ring';
 import { masterKeyRing } from './master-keys';
+import { isLoopbackName } from './net/loopback';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -128,6 +129,11 @@ export const ConfigSchema = z.object({
     .refine((v) => new URL(v).origin === v.replace(/\/$/, ''), 'must be an origin: scheme://host[:port], no path')
     .transform((v) => new URL(v).origin)
     .optional(),
+  /**
+   * Dev only: /codec/encode and /codec/decode answer the Web UI at TEMPORAL_UI_ORIGIN (on loopback)
+   * with no operator credential, for requests from this machine (api/codec/local-ui.ts). `npm start` sets it.
+   */
+  CODEC_TRUST_LOCAL_UI: bool.default(false),
 
   /** Models behind the tiers; `provider:model` or a bare model id, e.g. `local`, `openai:gpt-4o-mini`. */
   LLM_TIER_FAST: z.string().min(1).optional(),
@@ -289,6 +295,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError([
       'TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production; list the internal services tools may reach in TOOL_ALLOWED_PRIVATE_DESTINATIONS (host:port) instead',
     ]);
+  }
+  if (raw.CODEC_TRUST_LOCAL_UI) {
+    // Decoding without a credential is for one person's machine: never in production, never for a UI elsewhere.
+    const host = raw.TEMPORAL_UI_ORIGIN ? new URL(raw.TEMPORAL_UI_ORIGIN).hostname : undefined;
+    if (raw.NODE_ENV === 'production') throw new ConfigError(['CODEC_TRUST_LOCAL_UI must not be true when NODE_ENV=production: operators sign in at /codec/login']);
+    if (!host || !isLoopbackName(host)) {
+      throw new ConfigError([`CODEC_TRUST_LOCAL_UI needs TEMPORAL_UI_ORIGIN on loopback (localhost, 127.0.0.1 or [::1]), got ${raw.TEMPORAL_UI_ORIGIN ?? 'none'}`]);
+    }
   }
   try {
     masterKeyRing(raw);

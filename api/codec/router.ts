@@ -9,6 +9,7 @@ import { ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadCodecError, type AesGcmPayl
 import { defineRoute, type AnyRoute } from '../http/route';
 import { type AppContext } from '../context';
 import { hasCodecSession } from './operator-session';
+import { isTrustedLocalUi } from './local-ui';
 
 const ZBase64 = z.string().regex(/^[A-Za-z0-9+/_-]*={0,2}$/, 'must be base64');
 
@@ -43,12 +44,14 @@ const toJson = (p: Payload) => ({
 /**
  * The operator credential, as `X-Platform-Admin-Token` (curl, scripts), `Authorization: Bearer`
  * (the Temporal CLI's `--codec-auth`, a proxy in front of the Web UI), compared in constant time,
- * or the browser session of /codec/login sent by the Temporal UI's origin. Checked before the
- * body is read (the routes' `authorize`).
+ * or the browser session of /codec/login sent by the Temporal UI's origin; in the dev stack, the
+ * local Web UI alone (api/codec/local-ui.ts). Checked before the body is read (the routes' `authorize`).
  */
 function authorizeOperator({ ctx, req }: { ctx: AppContext; req: Request }): void {
   const expected = ctx.config.PLATFORM_ADMIN_TOKEN;
   if (!expected) throw new ApiError('SERVICE_UNAVAILABLE', 'The codec endpoint is disabled: PLATFORM_ADMIN_TOKEN is not set');
+  // The dev stack's own Web UI on this machine (CODEC_TRUST_LOCAL_UI; never in production).
+  if (isTrustedLocalUi(ctx, req)) return;
   const header = req.headers['x-platform-admin-token'];
   const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
   const given = typeof header === 'string' ? header : bearer;
@@ -68,7 +71,7 @@ const DESCRIPTION =
   'The Temporal codec server protocol, for the Temporal Web UI (its codec endpoint is `<API>/codec`) and CLI ' +
   '(`--codec-endpoint <API>/codec --codec-auth "Bearer <token>"`). Requires the operator credential: ' +
   '`X-Platform-Admin-Token`, `Authorization: Bearer` with the same token, or (from TEMPORAL_UI_ORIGIN) the browser session cookie of ' +
-  '`/codec/login`. `X-Namespace` is accepted and not needed: ' +
+  '`/codec/login` (with CODEC_TRUST_LOCAL_UI, a dev-only setting, the local UI needs none). `X-Namespace` is accepted and not needed: ' +
   'one key ring serves every namespace. Browsers may call it only from TEMPORAL_UI_ORIGIN (CORS). See docs/operations.md.';
 
 export const codecRoutes: AnyRoute[] = [

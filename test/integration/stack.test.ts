@@ -1,6 +1,6 @@
 // The stack itself: `npm start`'s stack stops cleanly and keeps its data across restarts, the
 // bootstrap is idempotent, readiness follows MongoDB, and the dev server keeps workflows on disk.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,14 +9,13 @@ import {
   ensureSearchAttributes,
   freePort,
   isPortFree,
-  manage,
   ROOT,
   startFerretDb,
   startTemporalDevServer,
-  type ManagedProcess,
 } from '../../infra/processes';
 import { ensureDevTenant } from '../../infra/seed';
 import { probeWorkflow } from '../../workflows/probe';
+import { freeDevStackPorts, startDevStack } from '../support/dev-stack';
 import { startTestStack } from '../support/stack';
 import { client } from '../support/http';
 
@@ -39,34 +38,8 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number
 describe('npm start stack', () => {
 
 
-  async function startDevStack(dataDir: string, ports: Record<string, number>, external: Record<string, string> = {}): Promise<ManagedProcess & { output: () => string }> {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      SWITCHBOARD_DATA_DIR: dataDir,
-      PORT: String(ports.api),
-      TEMPORAL_PORT: String(ports.temporal),
-      TEMPORAL_UI_PORT: String(ports.ui),
-      FERRETDB_PORT: String(ports.mongo),
-      LOG_LEVEL: 'warn',
-    };
-    delete env.TEMPORAL_ADDRESS;
-    delete env.MONGODB_URI;
-    Object.assign(env, external);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    const proc = manage('dev-stack', child);
-    await waitFor(async () => (output.includes('Switchboard is running') ? true : child.exitCode !== null ? Promise.reject(new Error(output)) : undefined), 150_000).catch(
-      (err: unknown) => {
-        throw new Error(`dev stack did not start: ${String(err)}\n${output}`);
-      },
-    );
-    return { ...proc, output: () => output };
-  }
-
   it('uses a given TEMPORAL_ADDRESS and MONGODB_URI instead of starting its own', async () => {
-    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const ports = await freeDevStackPorts();
     const mongo = `${process.env.SB_TEST_MONGODB_URI!.replace(/\/$/, '')}/external_${Date.now()}`;
     const stack = await startDevStack(path.join(tmp, 'external-data'), ports, { TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!, MONGODB_URI: mongo });
     try {
@@ -85,7 +58,7 @@ describe('npm start stack', () => {
 
   it('serves the seeded tenant, stops every process on SIGTERM, and finds its data again', async () => {
     const dataDir = path.join(tmp, 'dev-data');
-    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const ports = await freeDevStackPorts();
     const first = await startDevStack(dataDir, ports);
     const creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8'));
     expect(creds).toEqual({ tenantId: expect.any(String), projectId: expect.any(String), apiKey: expect.stringMatching(/^abl_[0-9a-f]{48}$/), baseUrl: `http://localhost:${ports.api}` });
@@ -102,6 +75,9 @@ describe('npm start stack', () => {
     const decoded = await api.post('/codec/decode', { json: { payloads: [] }, headers: { origin: uiOrigin, 'x-platform-admin-token': admin } });
     expect(decoded.status).toBe(200);
     expect(decoded.headers.get('access-control-allow-origin')).toBe(uiOrigin);
+    // One developer on loopback: the UI's own calls need no sign-in there (CODEC_TRUST_LOCAL_UI), others still do.
+    expect((await api.post('/codec/decode', { json: { payloads: [] }, headers: { origin: uiOrigin } })).status).toBe(200);
+    expect((await api.post('/codec/decode', { json: { payloads: [] }, headers: { origin: 'http://evil.example' } })).status).toBe(401);
 
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);

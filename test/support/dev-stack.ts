@@ -1,0 +1,57 @@
+// `npm start`'s stack in a test: infra/dev-stack.ts as a child process, with its data in a
+// directory of the test's and every port free, resolved once it prints that it is running.
+import { spawn } from 'node:child_process';
+import { freePort, manage, ROOT, type ManagedProcess } from '../../infra/processes';
+
+export interface DevStackPorts {
+  api: number;
+  temporal: number;
+  ui: number;
+  mongo: number;
+  backend: number;
+}
+
+export async function freeDevStackPorts(): Promise<DevStackPorts> {
+  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), backend: await freePort() };
+}
+
+export type DevStack = ManagedProcess & { output: () => string };
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Starts the dev stack (`external` adds to or overrides its environment, e.g. TEMPORAL_ADDRESS). */
+export async function startDevStack(dataDir: string, ports: DevStackPorts, external: Record<string, string> = {}): Promise<DevStack> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SWITCHBOARD_DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    TEMPORAL_PORT: String(ports.temporal),
+    TEMPORAL_UI_PORT: String(ports.ui),
+    FERRETDB_PORT: String(ports.mongo),
+    SAMPLE_BACKEND_PORT: String(ports.backend),
+    LOG_LEVEL: 'warn',
+  };
+  delete env.TEMPORAL_ADDRESS;
+  delete env.MONGODB_URI;
+  Object.assign(env, external);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const proc = manage('dev-stack', child);
+  await waitFor(async () => (output.includes('Switchboard is running') ? true : child.exitCode !== null ? Promise.reject(new Error(output)) : undefined), 150_000).catch(
+    async (err: unknown) => {
+      await proc.stop();
+      throw new Error(`dev stack did not start: ${String(err)}\n${output}`);
+    },
+  );
+  return { ...proc, output: () => output };
+}
