@@ -119,9 +119,10 @@ async function main(): Promise<void> {
     await requireFreePort(backendPort, 'sample back-end', 'SAMPLE_BACKEND_PORT');
     backend = await startSampleBackend(backendPort);
     log(`serving the sample back-end on ${backend.url}`);
-    // Exactly the sample back-end is let through the tools' private-address refusal; private
-    // networks as a whole stay refused.
-    Object.assign(env, sampleBackendToolEnv(backend), sampleBackendHttpAsyncEnv(backend));
+    // The sample back-end is let through the tools' private-address refusal, added to whatever
+    // the environment already lists; private networks as a whole stay refused.
+    Object.assign(env, sampleBackendToolEnv(backend, env), sampleBackendHttpAsyncEnv(backend, env));
+    log(`tools may reach the private destinations ${env.TOOL_ALLOWED_PRIVATE_DESTINATIONS} (TOOL_ALLOWED_PRIVATE_DESTINATIONS)`);
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);

@@ -254,15 +254,22 @@ export async function startSampleBackend(port: number, host = '127.0.0.1', callb
   };
 }
 
-/**
- * What the tool runtime needs to reach the sample back-end and nothing else private: exactly its
- * host:port as an allowed private destination (never TOOL_ALLOW_PRIVATE_NETWORKS).
- */
-export function sampleBackendToolEnv(backend: Pick<SampleBackend, 'hostPort'>): Record<string, string> {
-  return { TOOL_ALLOWED_PRIVATE_DESTINATIONS: backend.hostPort };
+/** `list` (comma-separated `host:port`, as the environment gives it) with `hostPort` added unless it is there. */
+function withDestination(list: string | undefined, hostPort: string): string {
+  const entries = (list ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return (entries.includes(hostPort) ? entries : [...entries, hostPort]).join(',');
 }
 
-/** What HTTP-async deliveries need to reach the sample receiver: exactly its host:port. */
-export function sampleBackendHttpAsyncEnv(backend: Pick<SampleBackend, 'hostPort'>): Record<string, string> {
-  return { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: backend.hostPort };
+/**
+ * What the tool runtime needs to reach the sample back-end and nothing else private: its
+ * host:port added to the allowed private destinations `env` already lists (the developer's own
+ * tool receivers stay allowed), never TOOL_ALLOW_PRIVATE_NETWORKS.
+ */
+export function sampleBackendToolEnv(backend: Pick<SampleBackend, 'hostPort'>, env: Record<string, string | undefined> = {}): Record<string, string> {
+  return { TOOL_ALLOWED_PRIVATE_DESTINATIONS: withDestination(env.TOOL_ALLOWED_PRIVATE_DESTINATIONS, backend.hostPort) };
+}
+
+/** What HTTP-async deliveries need to reach the sample receiver: its host:port added to what `env` allows. */
+export function sampleBackendHttpAsyncEnv(backend: Pick<SampleBackend, 'hostPort'>, env: Record<string, string | undefined> = {}): Record<string, string> {
+  return { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: withDestination(env.HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS, backend.hostPort) };
 }

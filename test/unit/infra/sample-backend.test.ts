@@ -4,7 +4,7 @@
 import { compileProject, type ToolIR } from '../../../abl';
 import { buildHttpRequest } from '../../../activities/tools/http-tool';
 import { readProjectDir, SAMPLE_PROJECT_DIR } from '../../../infra/seed-project';
-import { callsSampleHostElsewhere, pointAtSampleBackend, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
+import { callsSampleHostElsewhere, pointAtSampleBackend, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
 
 let backend: SampleBackend;
 beforeAll(async () => {
@@ -110,4 +110,24 @@ it('tells tool files that call the sample hosts elsewhere from those that call t
   expect(callsSampleHostElsewhere(pointAtSampleBackend({ f: billing }, backend.url).f!, backend.url)).toBe(false);
   expect(callsSampleHostElsewhere(pointAtSampleBackend({ f: billing }, 'http://127.0.0.1:1').f!, backend.url)).toBe(true);
   expect(callsSampleHostElsewhere('TOOLS:\n  base_url: "https://api.acme.com/v1"\n', backend.url)).toBe(false);
+});
+
+it("adds the sample back-end to the private destinations the environment already allows, never replacing them", () => {
+  const backend = { hostPort: '127.0.0.1:3010' };
+  // Nothing set: exactly the sample back-end.
+  expect(sampleBackendToolEnv(backend, {})).toEqual({ TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:3010' });
+  expect(sampleBackendHttpAsyncEnv(backend, { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: ' ' })).toEqual({ HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:3010' });
+  // The developer's own receivers stay allowed, the sample back-end joins them.
+  expect(sampleBackendToolEnv(backend, { TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4010, billing.internal:8443' })).toEqual({
+    TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4010,billing.internal:8443,127.0.0.1:3010',
+  });
+  expect(sampleBackendHttpAsyncEnv(backend, { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4020' })).toEqual({
+    HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4020,127.0.0.1:3010',
+  });
+  // Listed already: not twice.
+  expect(sampleBackendToolEnv(backend, { TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:3010,127.0.0.1:4010' })).toEqual({
+    TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:3010,127.0.0.1:4010',
+  });
+  // One list never leaks into the other.
+  expect(sampleBackendHttpAsyncEnv(backend, { TOOL_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:4010' })).toEqual({ HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: '127.0.0.1:3010' });
 });
