@@ -151,9 +151,15 @@ function compileRouting(ctx: CompileContext, node: ValueNode | null, where: stri
   const f = ctx.fields(node);
   const get = ctx.getter(f);
   const extra: Record<string, Json> = ctx.extras(f, ['queue', 'skills', 'skill_tags', 'tags', 'priority_boost'], `${where} routing`);
+  const skills = ctx.strList(get('skills') ?? get('skill_tags') ?? get('tags'), 'routing skills');
+  // Kept on the task for the person to read; nothing assigns by them (docs/not-supported.md).
+  if (skills.length > 0) {
+    const at = f.map.get('skills') ?? f.map.get('skill_tags') ?? f.map.get('tags');
+    ctx.report('W859', at?.loc ?? node.loc, { where, skills: skills.join(', ') });
+  }
   return {
     queue: ctx.str(get('queue'), 'routing queue'),
-    skills: ctx.strList(get('skills') ?? get('skill_tags') ?? get('tags'), 'routing skills'),
+    skills,
     priority_boost: ctx.num(get('priority_boost'), 'routing priority_boost') ?? 0,
     extra,
   };

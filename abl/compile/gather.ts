@@ -103,6 +103,9 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
     if (e) activation = { when: e };
   } else if (activationNode) activation = ctx.oneOf(activationNode, ['required', 'optional', 'progressive'] as const, 'activation') ?? 'required';
   const required = ctx.bool(get('required'), `${name}.required`) ?? (activation === 'optional' ? false : requiredDefault);
+  // The runtime bounds only number fields by range (docs/not-supported.md).
+  const rangeAt = props.map.get('range');
+  if (rangeAt && type !== 'number') ctx.report('W454', rangeAt.loc, { name, type });
   return {
     name,
     prompt: ctx.text(get('prompt'), 'prompt'),
