@@ -47,6 +47,7 @@ const cases: Case[] = [
   { name: 'invalid enum value', files: A('MEMORY:\n  session:\n    - cart\n      RESET: sometimes\n'), code: 'E211', line: 6, column: 14, message: /RESET must be one of per_session, per_step, never; found "sometimes"/ },
   { name: 'missing required property', files: A('HANDOFF:\n  - WHEN: x == 1\n'), code: 'E212', line: 4, column: 5, message: /A HANDOFF rule is missing "TO"/ },
   { name: 'unknown property', files: A('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    COLOR: red\n', [other('B')]), code: 'W213', line: 6, column: 5, message: /Unknown property "COLOR" in HANDOFF/ },
+  { name: 'unknown gather field property', files: A('GATHER:\n  a:\n    prompt: "A?"\n    colour: red\n'), code: 'W213', line: 6, column: 5, message: /Unknown property "colour" in gather field a; it is stored but has no effect/ },
   { name: 'invalid duration', files: A('DELEGATE:\n  - AGENT: B\n    TIMEOUT: soon\n', [other('B')]), code: 'E214', line: 5, column: 14, message: /TIMEOUT expects a duration, found "soon"/ },
   { name: 'invalid project.json', files: [...A(''), { path: 'project.json', content: '{nope' }], code: 'E215', line: 1, column: 1, message: /project.json cannot be read/, path: 'project.json' },
   { name: 'empty tool library', files: [...A(''), lib('TOOLS:\n  base_url: "https://x"\n')], code: 'E216', line: 1, column: 1, message: /declares no tools/, path: 'tools/lib.tools.abl' },
