@@ -36,10 +36,13 @@ function examples(page: string): Map<string, string[]> {
   return out;
 }
 
-/** A sample agent: the example as the rest of an agent file, unless it is a whole file. */
-function sampleAgent(example: string): { path: string; content: string } {
-  const content = /^AGENT:/.test(example) ? example : `AGENT: Sample\nGOAL: "Show one construct."\n${example}`;
-  return { path: 'agents/Sample.agent.abl', content };
+/**
+ * A sample project: the example as the rest of an agent file (unless it starts with `AGENT:`); a
+ * later line starting with `AGENT:` begins another agent file of the same project.
+ */
+function sampleProject(example: string): Array<{ path: string; content: string }> {
+  const text = /^AGENT:/.test(example) ? example : `AGENT: Sample\nGOAL: "Show one construct."\n${example}`;
+  return text.split(/^(?=AGENT:)/m).map((content) => ({ path: `agents/${/^AGENT:\s*(\w+)/.exec(content)?.[1] ?? 'Sample'}.agent.abl`, content }));
 }
 
 /** A warning that says a construct is not run (or not fully): by its registry title. */
@@ -69,12 +72,12 @@ describe('docs/not-supported.md', () => {
   it.each(rows)('$code: its example compiles with exactly that warning', ({ code }) => {
     const example = byCode.get(code)?.[0];
     if (example === undefined) throw new Error(`no example under "### ${code}"`);
-    const out = compileProject([sampleAgent(example)]);
+    const out = compileProject(sampleProject(example));
     expect(out.ok).toBe(true);
     const found = out.diagnostics.map((d) => d.code);
     expect(found.length).toBeGreaterThan(0);
     expect([...new Set(found)]).toEqual([code]);
-    // Reported with a position in the sample, after the two header lines the test may add.
+    // Reported with a position in the sample's first file, the one that uses the construct.
     for (const d of out.diagnostics) {
       expect(d.path).toBe('agents/Sample.agent.abl');
       expect(d.line).toBeGreaterThanOrEqual(1);
