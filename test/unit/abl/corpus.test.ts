@@ -29,6 +29,7 @@ describe('ABL corpus', () => {
       'W806 agents/Remember_Rules.agent.abl:18:7', // … and is not run either
       'W802 agents/Remember_Rules.agent.abl:19:7', // - ON_SESSION_END: "…"
       'W806 agents/Remember_Rules.agent.abl:19:7',
+      'W509 agents/Respond_Forms.agent.abl:12:5', // VOICE: no voice channel is served
       'W410 agents/Yaml_Desk.agent.yaml:7:5', // Reward[] in a YAML returns map
       'W419 tools/payments.tools.abl:10:5', // auth: saml adds no credential
     ]);

@@ -118,6 +118,7 @@ const cases: Case[] = [
   { name: 'entry agent not found', files: [...A(''), { path: 'project.json', content: '{"entryAgent": "Nope"}' }], code: 'E705', line: 1, column: 1, message: /entry agent "Nope"/, path: 'project.json' },
   { name: 'delegation retry not run', files: A('DELEGATE:\n  - AGENT: B\n    ON_FAILURE: retry\n', [other('B')]), code: 'W707', line: 5, column: 17, message: /DELEGATE B ON_FAILURE asks for a retry, which the runtime does not run: a failed delegation is skipped, as with continue/ },
   { name: 'handoff ON_FAILURE not run', files: A('HANDOFF:\n  - TO: B\n    WHEN: x == 1\n    ON_FAILURE: "Sorry."\n', [other('B')]), code: 'W708', line: 6, column: 5, message: /HANDOFF to B has ON_FAILURE: Sorry\., which the runtime does not run: a refused handoff is traced as an error/ },
+  { name: 'voice settings not used', files: A(`FLOW:\n${step('a', 'REASONING: false\nRESPOND: "Hi"\nVOICE:\n  speed: slow')}`), code: 'W509', line: 7, column: 5, message: /Step "a" has VOICE settings, which nothing uses/ },
   { name: 'no agents', files: [{ path: 'project.json', content: '{}' }], code: 'W706', line: 1, column: 1, message: /no agent or supervisor documents/, path: 'project.json' },
   { name: 'tool not found', files: A('FLOW:\n' + step('a', 'REASONING: false\nCALL: lookup')), code: 'E721', line: 6, column: 5, message: /Tool lookup not found in project/ },
   { name: 'tool not found before calling', files: A('CONSTRAINTS:\n  - REQUIRE x IS SET BEFORE calling nope\n'), code: 'E721', line: 4, column: 5, message: /Tool nope not found in project/ },
