@@ -134,6 +134,8 @@ export const DIAGNOSTICS = {
   E601: def('error', 'Undefined template', 'TEMPLATE({name}) is not defined in TEMPLATES.', 'Define it under TEMPLATES: {name}: {DEFAULT: "..."} or fix the name.'),
   W602: def('warning', 'Unused template', 'Template "{name}" is never used.', 'Use it with RESPOND: TEMPLATE({name}) or remove it.'),
 
+  W603: def('warning', 'Reply variant not sent', 'The {variant} variant of {what} is kept but never sent: every channel gets the DEFAULT text.', 'Write the text every channel should get in DEFAULT; give a channel rich content with the step\'s RICH_CONTENT (docs/not-supported.md).'),
+
   // Cross-references (E7xx)
   E701: def('error', 'Unknown agent', '{what} targets agent "{name}", which is not in this project.', 'Add agents/{name}.agent.abl or fix the name (known agents: {agents}).'),
   E702: def('error', 'Agent targets itself', '{what}: agent "{name}" cannot target itself.', 'Remove the rule or target another agent.'),
@@ -177,7 +179,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+  'W509', 'W603', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

@@ -77,6 +77,11 @@ export function compileTemplates(ctx: CompileContext, node: ValueNode | null): R
           variants[ve.key.toUpperCase()] = t;
         }
       }
+      // TEMPLATE(x) sends DEFAULT (else the first variant); the others are kept, never sent (docs/not-supported.md).
+      const sent = Object.hasOwn(variants, 'DEFAULT') ? 'DEFAULT' : Object.keys(variants)[0];
+      for (const ve of v.entries) {
+        if (ve.kind === 'Pair' && ve.key.toUpperCase() !== sent && Object.hasOwn(variants, ve.key.toUpperCase())) ctx.report('W603', ve.loc, { variant: ve.key, what: `template ${e.key}` });
+      }
     } else {
       const t = ctx.str(v, `template ${e.key}`);
       if (t !== null) {

@@ -46,7 +46,7 @@ function sampleProject(example: string): Array<{ path: string; content: string }
 }
 
 /** A warning that says a construct is not run (or not fully): by its registry title. */
-const saysNotRun = (d: DiagnosticDef): boolean => /\bnot (run|applied|executed|used|matched|kept)\b|\bnever\b/i.test(d.title);
+const saysNotRun = (d: DiagnosticDef): boolean => /\bnot (run|applied|executed|used|matched|kept|sent)\b|\bnever\b/i.test(d.title);
 
 const rows = tableRows(PAGE);
 const byCode = examples(PAGE);
