@@ -56,7 +56,7 @@ export const DIAGNOSTICS = {
   E203: def('error', 'Unknown section', 'Unknown section "{name}".', 'Check the spelling; valid sections include GOAL, PERSONA, TOOLS, GATHER, FLOW, HANDOFF, DELEGATE, ESCALATE, COMPLETE.'),
   E204: def('error', 'Duplicate section', 'The section {name} appears more than once (first on line {first}).', 'Merge the two {name} sections into one.'),
   W205: def('warning', 'Non-uppercase section keyword', 'Section keyword "{found}" is not uppercase.', 'Write it as "{expected}:".'),
-  W206: def('warning', 'Phase-2 section not executed', 'Section {name} is parsed and kept in IR.extra but is not executed yet.', 'Remove it or keep it knowing it has no effect.'),
+  W206: def('warning', 'Phase-2 section not executed', 'Section {name} is parsed and kept in IR.extra but is not executed yet.', 'Remove it or keep it knowing it has no effect (docs/not-supported.md).'),
   E207: def('error', 'Invalid name', '"{name}" is not a valid {what} name.', 'Use letters, digits and underscores, starting with a letter (e.g. Billing_Agent).'),
   E208: def('error', 'Duplicate agent name', 'Agent "{name}" is also defined in {other}.', 'Agent names must be unique in a project; rename one of them.'),
   E209: def('error', 'Section not allowed here', 'Section {name} is not allowed in a {kind} document.', '{fix}'),
@@ -64,6 +64,8 @@ export const DIAGNOSTICS = {
   E211: def('error', 'Invalid value', '{what} must be one of {allowed}; found "{value}".', 'Use one of {allowed}.'),
   E212: def('error', 'Missing required property', '{what} is missing "{key}".', 'Add "{key}: ..." to it.'),
   W213: def('warning', 'Unknown property', 'Unknown property "{key}" in {where}; it is stored but has no effect.', 'Check the spelling.'),
+  W218: def('warning', 'EXECUTION setting not run', 'EXECUTION {key} is stored but the runtime does not read it, so it changes nothing.', 'Use model, fallback_model, temperature, max_tokens, tool_timeout, llm_timeout, session_idle_timeout, max_reasoning_iterations or max_flow_iterations, or remove it (docs/not-supported.md).'),
+  W219: def('warning', 'LANGUAGE not used', 'LANGUAGE: {value} is stored but the runtime does not use it: replies are in whatever language the texts and the model use.', 'Say it in INSTRUCTIONS (e.g. "Always answer in Spanish") and write the RESPOND texts in it (docs/not-supported.md).'),
   W214: def('warning', 'Ignored key', '"{key}" in {where} is not read, so it does nothing there.', 'Use one of {known}, or move it where it belongs.'),
   E214: def('error', 'Invalid number or duration', '{what} expects {expected}, found "{value}".', 'Write a number, or a duration such as 500ms, 15s, 5m, 2h, 90d.'),
   E215: def('error', 'Invalid project.json', 'project.json cannot be read: {detail}.', 'Write a JSON object such as {"name": "x", "entryAgent": "Main"}.'),
@@ -92,14 +94,20 @@ export const DIAGNOSTICS = {
   E404: def('error', 'Invalid sandbox tool', 'Sandbox tool "{name}": {detail}.', 'Give runtime: javascript|python and either code: | or entrypoint:.'),
   E407: def('error', 'Imported file not found', 'Cannot find the tool library "{file}" (resolved to {resolved}).', 'Paths are relative to the importing file, e.g. "../tools/billing.tools.abl".'),
   E408: def('error', 'Imported tool not in library', 'Tool "{name}" is not defined in {file}.', 'Check the name, or define it in that library.'),
-  W409: def('warning', 'Side effects without confirmation', 'Tool "{name}" declares side_effects: true but has no confirmation policy.', 'Add confirmation: {require: always} (or never, to state it explicitly).'),
+  W409: def('warning', 'Side effects without confirmation', 'Tool "{name}" declares side_effects: true but has no confirmation policy.', 'State it with confirmation: {require: never} and ask the user in a flow step before the CALL (require: always is not run yet, W420), or add confirmation: {require: always} all the same.'),
   W410: def('warning', 'Undeclared type', 'Type "{name}" is not declared; it is treated as an opaque object.', 'Use a primitive type, object, T[] or {field: type}.'),
   E411: def('error', 'Invalid type', 'Cannot read the type "{src}".', 'Use string, number, boolean, date, datetime, object, T[], {f: T, g?: T} or nullable<T>.'),
   E412: def('error', 'Duplicate parameter', 'Parameter "{name}" is declared twice in tool "{tool}".', 'Rename or remove one of them.'),
   E413: def('error', 'Import of a non-library file', '"{file}" is not a tool library (it does not start with TOOLS:).', 'Import from a tools/*.tools.abl file.'),
   E414: def('error', 'Invalid import', 'Cannot read the import "{src}".', 'Write FROM "../tools/x.tools.abl" USE: a, b  or  file: "../tools/x.tools.abl" [a, b].'),
-  W415: def('warning', 'Tool kind not executed yet', 'Tool "{name}" is {what}, which the runtime cannot execute yet: a call to it fails with a tool_error unless a test mock answers it.', 'Bind it to an HTTP endpoint (type: http or async_webhook), or keep it for tests with tool mocks (docs/abl.md, "Not yet supported").'),
-  W419: def('warning', 'Tool auth not applied', 'Tool "{name}" declares auth: {kind}, which the runtime does not apply: its calls go out {what}.', 'Send the credential through headers (e.g. Authorization: "Bearer {{secrets.TOKEN}}") or auth_config.custom_headers, or use auth: bearer, api_key or oauth2_client (docs/abl.md, "Not yet supported").'),
+  W415: def('warning', 'Tool kind not executed yet', 'Tool "{name}" is {what}, which the runtime cannot execute yet: a call to it fails with a tool_error unless a test mock answers it.', 'Bind it to an HTTP endpoint (type: http or async_webhook), or keep it for tests with tool mocks (docs/not-supported.md).'),
+  W419: def('warning', 'Tool auth not applied', 'Tool "{name}" declares auth: {kind}, which the runtime does not apply: its calls go out {what}.', 'Send the credential through headers (e.g. Authorization: "Bearer {{secrets.TOKEN}}") or auth_config.custom_headers, or use auth: bearer, api_key or oauth2_client (docs/not-supported.md).'),
+  W420: def('warning', 'Tool confirmation not run', 'Tool "{name}" asks for confirmation ({what}), which the runtime does not do yet: the call runs without asking the user.', 'Ask in a flow step before the CALL (RESPOND the details, then ON_INPUT yes/no), and write confirmation: {require: never} to say so (docs/not-supported.md).'),
+  W421: def('warning', 'Tool rate limit not applied', 'Tool "{name}" sets rate_limit: {value}, which the runtime does not apply: calls go out as fast as the agent makes them.', 'Limit the rate at the endpoint or a gateway in front of it; a 429 answer is retried with the tool\'s retry (docs/not-supported.md).'),
+  W422: def('warning', 'Tool retry delay not applied', 'Tool "{name}" sets retry_delay: {value}, which the runtime does not apply: a failed call is retried after 500 ms, then twice as long each time, up to 15 s.', 'Remove it; retry adds attempts (a call is tried retry + 1 times, at least 3) (docs/not-supported.md).'),
+  W423: def('warning', 'Tool circuit breaker not applied', 'Tool "{name}" declares a circuit_breaker, which the runtime does not apply: every call goes to the endpoint, however many failed before.', 'Handle repeated failures in the step ON_FAIL or ON_ERROR (e.g. count them with SET and CHECK the count), or remove it (docs/not-supported.md).'),
+  W424: def('warning', 'Tool result caching not applied', 'Tool "{name}" is hinted cacheable, which the runtime does not act on: every call goes to the endpoint.', 'Keep the result with AS: and CALL again only when it IS NOT SET, or remove the hint (docs/not-supported.md).'),
+  W425: def('warning', 'Tool body type not applied', 'Tool "{name}" sets body_type: {type}, which the runtime does not encode: {what}.', 'Write the body with body_template and set its Content-Type in headers (e.g. Content-Type: "application/x-www-form-urlencoded") (docs/not-supported.md).'),
   E418: def('error', 'Incomplete OAuth2 client credentials', 'Tool "{name}" uses auth: oauth2_client but its auth_config has no {key}, so no access token can be obtained.', 'Give auth_config.token_url (the token endpoint), client_id and client_secret (e.g. "{{secrets.CLIENT_SECRET}}"); each call exchanges them for an access token (docs/secrets.md, "OAuth2 client credentials").'),
   E417: def('error', 'Invalid tool access', 'Tool "{name}" {key}: {detail}.', 'Write pii_access: full|masked|none or a list of PII kinds (email, phone, card, ssn) and sensitive GATHER fields, and context_access: all|none or a list of message metadata keys (docs/abl.md, "What a tool receives").'),
 
@@ -109,6 +117,8 @@ export const DIAGNOSTICS = {
   E452: def('error', 'Invalid validation rule', 'Gather field "{name}": {detail}.', 'Write min(n), max(n), enum(a, b), email() or pattern(regex).'),
   E453: def('error', 'Unknown gather dependency', 'Gather field "{name}" depends on "{dep}", which is not a gather field here.', 'Declare "{dep}" or remove it from depends_on.'),
 
+  W454: def('warning', 'Gather range not applied', 'Gather field "{name}" is a {type} field, and range bounds only number fields: its values are not checked against it.', 'Make it type: number, or check the value with validate: pattern(...) or enum(...) (docs/not-supported.md).'),
+
   // FLOW (E5xx)
   E500: def('error', 'Step without REASONING', "Step '{name}' must declare REASONING: true or REASONING: false.", 'Add "REASONING: false" for a scripted step or "REASONING: true" for an LLM step.'),
   E501: def('error', 'Unknown step', '{what} refers to step "{name}", which does not exist in this FLOW.', 'Use one of: {steps}.'),
@@ -116,12 +126,15 @@ export const DIAGNOSTICS = {
   W503: def('warning', 'Unreachable step', 'Step "{name}" cannot be reached from the entry step "{entry}".', 'Add a transition to it (THEN, ON_FAIL, GOTO...) or remove it.'),
   E504: def('error', 'Listed step not defined', 'Step "{name}" is listed in steps but has no block.', 'Add a "{name}:" block under FLOW or remove it from steps.'),
   W505: def('warning', 'Step not listed', 'Step "{name}" is defined but missing from the steps list; it is appended to the order.', 'Add it to steps: [...].'),
+  W509: def('warning', 'Voice settings not used', 'Step "{name}" has VOICE settings, which nothing uses: no voice channel is served yet, and text channels send RESPOND as written.', 'Keep them for when voice is served, or remove them (docs/not-supported.md).'),
   E507: def('error', 'Invalid CALL', 'Cannot read the CALL "{src}": {detail}.', 'Write CALL: tool_name with WITH:/AS:, CALL: tool(a, "x") or CALL: tool(p = expr).'),
   E508: def('error', 'Empty FLOW', 'The FLOW has no steps.', 'Add at least one step block with REASONING: true|false.'),
 
   // Templates (E6xx)
   E601: def('error', 'Undefined template', 'TEMPLATE({name}) is not defined in TEMPLATES.', 'Define it under TEMPLATES: {name}: {DEFAULT: "..."} or fix the name.'),
   W602: def('warning', 'Unused template', 'Template "{name}" is never used.', 'Use it with RESPOND: TEMPLATE({name}) or remove it.'),
+
+  W603: def('warning', 'Reply variant not sent', 'The {variant} variant of {what} is kept but never sent: every channel gets the DEFAULT text.', 'Write the text every channel should get in DEFAULT; give a channel rich content with the step\'s RICH_CONTENT (docs/not-supported.md).'),
 
   // Cross-references (E7xx)
   E701: def('error', 'Unknown agent', '{what} targets agent "{name}", which is not in this project.', 'Add agents/{name}.agent.abl or fix the name (known agents: {agents}).'),
@@ -130,25 +143,44 @@ export const DIAGNOSTICS = {
   E704: def('error', 'Delegation cycle', 'Agents {cycle} delegate to each other in a cycle.', 'Delegation must form a tree; remove one DELEGATE entry.'),
   E705: def('error', 'Entry agent not found', 'project.json names entry agent "{name}", which is not in this project.', 'Set entryAgent to one of: {agents}.'),
   W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
+  W707: def('warning', 'Delegation retry not run', 'DELEGATE {agent} ON_FAILURE asks for a retry, which the runtime does not run: a failed delegation is skipped, as with continue.', 'Write ON_FAILURE: respond (with FAILURE_MESSAGE), escalate or continue; the delegated agent\'s tool calls retry on their own (docs/not-supported.md).'),
+  W708: def('warning', 'Handoff ON_FAILURE not run', 'HANDOFF to {to} has ON_FAILURE: {value}, which the runtime does not run: a refused handoff is traced as an error and the agent stays, answering the message itself.', 'Remove it, and let the agent\'s own instructions or FLOW cover the case (docs/not-supported.md).'),
   E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
   E801: def('error', 'Invalid memory entry', 'Cannot read the {kind} memory entry: {detail}.', 'See MEMORY in docs/abl.md for the shape of each entry.'),
   W802: def('warning', 'Deprecated recall form', 'The recall entry "{key}: …" is the deprecated form; it is read as ON: {on} (a text under it is the instruction, with ACTION: prompt_llm).', 'Write - ON: {on} with ACTION: and PATHS: (docs/abl.md, MEMORY).'),
+  W804: def('warning', 'Memory TTL not applied', 'The remember rule storing {path} sets TTL: {ttl}, which the runtime does not apply: the fact does not expire.', 'Remove TTL, or SET {path} = null where the fact should end; no fact outlives its session anyway (W805) (docs/not-supported.md).'),
+  W805: def('warning', 'Persistent memory not kept across sessions', 'Persistent fact "{path}" (SCOPE: {scope}) is kept for the session only: the runtime does not store facts across sessions, so each session starts from its DEFAULT.', 'Load and save it with your own tools (a CALL in ON_START, another where it changes), or keep it knowing it ends with the session (docs/not-supported.md).'),
+  W806: def('warning', 'Memory recall not run', 'The recall entry ON: {on} is not run: the runtime does not load, inject or prompt with it.', 'Remove it: a reasoning agent\'s prompt already lists the known memory facts, and expressions read a fact by its path (docs/not-supported.md).'),
+  W807: def('warning', 'Session variable reset not applied', 'Session variable "{name}" sets RESET: {reset}, which the runtime does not apply: {what}.', '{fix} (docs/not-supported.md).'),
   E803: def('error', 'Write to read-only memory', 'SET writes "{path}", which is declared with ACCESS: {access}.', 'Declare it with ACCESS: readwrite or write, or write a session variable instead.'),
   E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
   E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
   E856: def('error', 'Invalid provider guardrail', 'Guardrail "{name}": {detail}.', 'Write provider: openai (or openai_moderation, local), category: a moderation category (hate, harassment, self-harm, sexual, violence, illicit, or an id such as violence/graphic), threshold: a number from 0 to 1, and optionally on_error: block|allow (docs/abl.md, "Provider guardrails").'),
-  W857: def('warning', 'Guardrail not run yet', 'Guardrail "{name}" is {what}, which the runtime does not run yet: it never fires.', 'Write a check expression or a provider guardrail instead (docs/abl.md, "Not yet supported").'),
+  W857: def('warning', 'Guardrail not run yet', 'Guardrail "{name}" is {what}, which the runtime does not run yet: it never fires.', 'Write a check expression or a provider guardrail instead (docs/not-supported.md).'),
+  W854: def('warning', 'ON_ERROR retry not applied', 'ON_ERROR {type} sets {key}: {value}, which the runtime does not apply: {instead}.', '{fix} (docs/not-supported.md).'),
+  W855: def('warning', 'Error type never raised', 'ON_ERROR {type} never runs: the runtime raises only tool_timeout, tool_error, validation_error and llm_error (timeout also takes tool timeouts){instead}.', 'Handle it where it happens, or remove it (docs/not-supported.md).'),
+  W858: def('warning', 'Guardrail action not run', 'Guardrail "{name}" has action: {action}, which the runtime does not run yet: when it fires, it only records a guardrail_eval trace event, as warn does.', 'Use block (with a message that asks the user to rephrase) or redact, or a CONSTRAINTS rule with ON_FAIL: ESCALATE (docs/not-supported.md).'),
+  W859: def('warning', 'Routing skills not matched', '{where} routing skills [{skills}] are stored on the human task, but nothing matches people by them: the task waits in its queue for anyone who may resolve it.', 'Route by queue (one queue per skill), or keep skills as a note for the person (docs/not-supported.md).'),
   E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
 
   // NLU (E86x)
   E860: def('error', 'Invalid NLU definition', '{what}: {detail}.', '{fix}'),
-  W861: def('warning', 'NLU setting not run', '{what} is stored but not run: {detail}.', '{fix}'),
+  W861: def('warning', 'NLU setting not run', '{what} is stored but not run: {detail}.', '{fix} (docs/not-supported.md).'),
 } as const satisfies Record<string, DiagnosticDef>;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTICS;
+
+/**
+ * The warnings that say a construct compiles but is not run (or not fully): each has a row in
+ * docs/not-supported.md, and test/unit/abl/not-supported.test.ts keeps the two equal.
+ */
+export const UNSUPPORTED_WARNINGS = [
+  'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
+  'W509', 'W603', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 
 /** Where a diagnostic points. */

@@ -5,6 +5,7 @@ export { parse, type ParseResult } from './parser';
 export { compileProject, validateProject, type CompileOptions, type ProjectFile } from './compile/project';
 export {
   DIAGNOSTICS,
+  UNSUPPORTED_WARNINGS,
   formatDiagnostic,
   formatDiagnostics,
   type Diagnostic,

@@ -66,13 +66,17 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
   }
 
   const versionNode = val('VERSION');
+  const languageNode = val('LANGUAGE');
+  const language = ctx.str(languageNode, 'LANGUAGE');
+  // Kept in the metadata, but no reply or prompt follows it (docs/not-supported.md).
+  if (language !== null) ctx.report('W219', languageNode?.loc ?? head.loc, { value: language });
   const agent: AgentIR = {
     metadata: {
       name,
       kind,
       version: versionNode ? (ctx.str(versionNode, 'VERSION') ?? '1.0.0') : '1.0.0',
       description: ctx.text(val('DESCRIPTION'), 'DESCRIPTION'),
-      language: ctx.str(val('LANGUAGE'), 'LANGUAGE'),
+      language,
       source_hash: '',
       file: doc.path,
     },

@@ -342,6 +342,11 @@ export class CompileContext {
       // RESPOND with variants: {DEFAULT: ..., MARKDOWN: ...} → DEFAULT
       const f = this.fields(node);
       const d = f.map.get('default') ?? f.map.get(f.order[0] ?? '');
+      // Only that one is ever sent (docs/not-supported.md).
+      for (const k of f.order) {
+        const p = f.map.get(k) as PairNode;
+        if (p !== d) this.report('W603', p.loc, { variant: p.key, what });
+      }
       return d ? this.text(pairValue(d), what) : null;
     }
     const raw = this.str(node, what);

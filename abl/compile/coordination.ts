@@ -1,6 +1,6 @@
 // HANDOFF, DELEGATE and ESCALATE reducers (ABL.md §9). WHENs here may be natural language.
 
-import type { ValueNode } from '../ast';
+import type { PairNode, ValueNode } from '../ast';
 import { HUMAN_TASK_FIELD_TYPES, HUMAN_TASK_RESERVED_FIELDS, HUMAN_TASK_TYPES, type DelegateIR, type EscalationIR, type EscalationRoutingIR, type HandoffIR, type HandoffReturnIR, type HumanCompleteActionIR, type HumanTaskFieldIR, type Json, type TypeIR } from '../ir';
 import { splitKey } from '../parser';
 import { describe, pairValue, textOf, type CompileContext, type Fields } from './context';
@@ -41,6 +41,9 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
     if (!when) ctx.report('E212', item.loc, { what: `HANDOFF to ${to}`, key: 'WHEN' });
+    const onFailure = ctx.str(get('on_failure'), 'ON_FAILURE');
+    // Kept in the IR; nothing reads it (docs/not-supported.md).
+    if (onFailure !== null) ctx.report('W708', (f.map.get('on_failure') as PairNode).loc, { to, value: onFailure });
     const contextNode = get('context');
     if (contextNode && contextNode.kind !== 'Map') ctx.report('E210', contextNode.loc, { what: 'HANDOFF CONTEXT', expected: 'pass:/history:/summary: lines', found: describe(contextNode) });
     const cf = ctx.fields(contextNode?.kind === 'Map' ? contextNode : null);
@@ -66,7 +69,7 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
       on_return: onReturn.kind === 'resume_intent' ? 'resume_intent' : 'continue',
       on_return_action: onReturn,
       map: f.map.has('map') ? nameMap(ctx, get('map'), 'MAP') : null,
-      on_failure: ctx.str(get('on_failure'), 'ON_FAILURE'),
+      on_failure: onFailure,
       loc: ctx.loc(item.loc),
     });
   }
@@ -151,9 +154,15 @@ function compileRouting(ctx: CompileContext, node: ValueNode | null, where: stri
   const f = ctx.fields(node);
   const get = ctx.getter(f);
   const extra: Record<string, Json> = ctx.extras(f, ['queue', 'skills', 'skill_tags', 'tags', 'priority_boost'], `${where} routing`);
+  const skills = ctx.strList(get('skills') ?? get('skill_tags') ?? get('tags'), 'routing skills');
+  // Kept on the task for the person to read; nothing assigns by them (docs/not-supported.md).
+  if (skills.length > 0) {
+    const at = f.map.get('skills') ?? f.map.get('skill_tags') ?? f.map.get('tags');
+    ctx.report('W859', at?.loc ?? node.loc, { where, skills: skills.join(', ') });
+  }
   return {
     queue: ctx.str(get('queue'), 'routing queue'),
-    skills: ctx.strList(get('skills') ?? get('skill_tags') ?? get('tags'), 'routing skills'),
+    skills,
     priority_boost: ctx.num(get('priority_boost'), 'routing priority_boost') ?? 0,
     extra,
   };
@@ -184,6 +193,8 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
       const t = ctx.oneOf(failNode, ['respond', 'continue', 'escalate', 'retry'] as const, 'ON_FAILURE');
       onFailure = { type: t ?? 'respond', count: t === 'retry' ? 1 : 0 };
     }
+    // A failed delegation is not tried again (docs/not-supported.md).
+    if (onFailure.type === 'retry' && failNode) ctx.report('W707', failNode.loc, { agent });
     out.push({
       agent,
       when: ctx.expr(get('when'), 'DELEGATE WHEN', { naturalLanguage: true }),

@@ -22,14 +22,58 @@ function compileThen(ctx: CompileContext, node: ValueNode | null, f: Fields): Er
   return null;
 }
 
+/** The error types the runtime raises (abl/runtime/on-error.ts `errorType`); `timeout` also takes tool timeouts. */
+const RAISED = ['tool_timeout', 'tool_error', 'validation_error', 'llm_error', 'timeout'];
+
+/** What happens instead of a handler for a type the runtime never raises. */
+const INSTEAD: Record<string, string> = {
+  routing_failure: ': a refused handoff is traced as an error and the agent stays',
+  agent_unavailable: ': a failed delegation follows its DELEGATE entry\'s ON_FAILURE',
+};
+
+/** A handler for a type that is never raised never runs (docs/not-supported.md). */
+function reportNeverRaised(ctx: CompileContext, type: string, at: Loc): void {
+  if (!RAISED.includes(type)) ctx.report('W855', at, { type, instead: INSTEAD[type] ?? '' });
+}
+
+/**
+ * ON_ERROR RETRY repeats a failed tool call, at once; other errors are not retried by it
+ * (docs/not-supported.md).
+ */
+function reportRetryNotApplied(ctx: CompileContext, type: string, f: Fields, backoff: string | null, retry: number): void {
+  const at = (k: string): Loc => (f.map.get(k) as NonNullable<ReturnType<typeof f.map.get>>).loc;
+  if (retry > 0 && (type === 'llm_error' || type === 'validation_error')) {
+    ctx.report('W854', at('retry'), {
+      type,
+      key: 'RETRY',
+      value: retry,
+      ...(type === 'llm_error'
+        ? { instead: 'RETRY repeats only tool calls; a failed model call is already retried by the platform', fix: 'Remove RETRY' }
+        : { instead: 'RETRY repeats only tool calls; a GATHER field is asked again up to its max_retries', fix: 'Set max_retries on the field instead' }),
+    });
+  }
+  if (backoff !== null) {
+    ctx.report('W854', at('retry_backoff'), {
+      type,
+      key: 'RETRY_BACKOFF',
+      value: backoff,
+      instead: 'its RETRY attempts follow one another at once',
+      fix: "Remove it; the tool's own retry already waits between attempts (500 ms, doubling up to 15 s)",
+    });
+  }
+}
+
 function handler(ctx: CompileContext, type: string, f: Fields, at: Loc): ErrorHandlerIR {
   const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   ctx.extras(f, ['type', 'respond', 'retry', 'retry_backoff', 'then', 'backtrack_to', 'reason'], `ON_ERROR ${type}`);
+  const backoff = ctx.oneOf(get('retry_backoff'), ['fixed', 'exponential', 'linear'] as const, 'RETRY_BACKOFF');
+  const retry = ctx.num(get('retry'), 'RETRY') ?? 0;
+  reportRetryNotApplied(ctx, type, f, backoff, retry);
   return {
     type,
     respond: ctx.text(get('respond'), 'RESPOND'),
-    retry: ctx.num(get('retry'), 'RETRY') ?? 0,
-    retry_backoff: ctx.oneOf(get('retry_backoff'), ['fixed', 'exponential', 'linear'] as const, 'RETRY_BACKOFF') ?? 'fixed',
+    retry,
+    retry_backoff: backoff ?? 'fixed',
     then: compileThen(ctx, get('then'), f),
     loc: ctx.loc(at),
   };
@@ -47,6 +91,7 @@ export function compileErrorHandlers(ctx: CompileContext, node: ValueNode | null
       const f = ctx.fields(item);
       const type = ctx.str(f.map.get('type')?.value, 'TYPE');
       if (!type) ctx.report('E212', item.loc, { what: 'ON_ERROR entry', key: 'TYPE' });
+      else reportNeverRaised(ctx, type, (f.map.get('type') as NonNullable<ReturnType<typeof f.map.get>>).loc);
       out.push(handler(ctx, type ?? 'default', f, item.loc));
     }
     return out;
@@ -56,6 +101,7 @@ export function compileErrorHandlers(ctx: CompileContext, node: ValueNode | null
     return out;
   }
   for (const e of ctx.pairs(node, 'ON_ERROR', 'error type blocks')) {
+    reportNeverRaised(ctx, e.key, e.loc);
     const body = ctx.value(e);
     if (body && body.kind === 'Map') out.push(handler(ctx, e.key, ctx.fields(body), e.loc));
     else {

@@ -96,6 +96,9 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
   const extraAll = ctx.extras(f, STEP_KEYS, `step ${pair.key}`);
   const channel: Record<string, Json> = {};
   for (const k of CHANNEL_KEYS) if (f.map.has(k)) channel[k] = toJson(get(k));
+  // Channels get ACTIONS and RICH_CONTENT; no served channel speaks (docs/not-supported.md).
+  const voice = f.map.get('voice');
+  if (voice) ctx.report('W509', voice.loc, { name: pair.key });
   const call = f.map.get('call');
   const exhausted = get('on_exhausted');
   const gatherNode = get('gather');

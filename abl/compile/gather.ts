@@ -1,7 +1,7 @@
 // GATHER reducer (ABL.md §6): agent-level field blocks and flow-step field lists.
 
 import type { Loc, MapNode, ValueNode } from '../ast';
-import type { GatherFieldIR, GatherType, Json, StepGatherIR, ValidationIR } from '../ir';
+import type { GatherFieldIR, GatherType, StepGatherIR, ValidationIR } from '../ir';
 import { describe, pairValue, toJson, type CompileContext, type Fields } from './context';
 import { patternProblem } from '../regex';
 
@@ -103,6 +103,9 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
     if (e) activation = { when: e };
   } else if (activationNode) activation = ctx.oneOf(activationNode, ['required', 'optional', 'progressive'] as const, 'activation') ?? 'required';
   const required = ctx.bool(get('required'), `${name}.required`) ?? (activation === 'optional' ? false : requiredDefault);
+  // The runtime bounds only number fields by range (docs/not-supported.md).
+  const rangeAt = props.map.get('range');
+  if (rangeAt && type !== 'number') ctx.report('W454', rangeAt.loc, { name, type });
   return {
     name,
     prompt: ctx.text(get('prompt'), 'prompt'),
@@ -122,15 +125,9 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
     transient: ctx.bool(get('transient'), 'transient') ?? false,
     list: ctx.bool(get('list'), 'list') ?? false,
     range: props.map.has('range') ? toJson(get('range')) : null,
-    extra: extrasQuiet(props),
+    extra: ctx.extras(props, FIELD_KEYS, `gather field ${name}`),
     loc: ctx.loc(at),
   };
-}
-
-function extrasQuiet(f: Fields): Record<string, Json> {
-  const out: Record<string, Json> = {};
-  for (const k of f.order) if (!FIELD_KEYS.includes(k)) out[k] = toJson(pairValue(f.map.get(k) as never));
-  return out;
 }
 
 function checkFields(ctx: CompileContext, fields: GatherFieldIR[], where: string): GatherFieldIR[] {

@@ -1,6 +1,6 @@
 // Identity and EXECUTION reducers (ABL.md §3): GOAL, PERSONA, LIMITATIONS, INSTRUCTIONS, IDENTITY, defaults.
 
-import type { SectionNode, ValueNode } from '../ast';
+import type { PairNode, SectionNode, ValueNode } from '../ast';
 import type { AgentIR, Json } from '../ir';
 import { toJson, type CompileContext } from './context';
 
@@ -39,7 +39,12 @@ export function compileExecution(ctx: CompileContext, node: ValueNode | null): A
   const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
   const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations'];
   const other: Record<string, Json> = {};
-  for (const k of f.order) if (!known.includes(k)) other[k] = toJson(g(k));
+  for (const k of f.order) {
+    if (known.includes(k)) continue;
+    other[k] = toJson(g(k));
+    // Stored, as the language asks, but nothing reads it: say so (docs/not-supported.md).
+    ctx.report('W218', (f.map.get(k) as PairNode).loc, { key: (f.map.get(k) as PairNode).key });
+  }
   return {
     model: ctx.str(g('model'), 'model'),
     fallback_model: ctx.str(g('fallback_model'), 'fallback_model'),
@@ -71,6 +76,11 @@ export function compileTemplates(ctx: CompileContext, node: ValueNode | null): R
           ctx.checkTemplate(t, ve.loc);
           variants[ve.key.toUpperCase()] = t;
         }
+      }
+      // TEMPLATE(x) sends DEFAULT (else the first variant); the others are kept, never sent (docs/not-supported.md).
+      const sent = Object.hasOwn(variants, 'DEFAULT') ? 'DEFAULT' : Object.keys(variants)[0];
+      for (const ve of v.entries) {
+        if (ve.kind === 'Pair' && ve.key.toUpperCase() !== sent && Object.hasOwn(variants, ve.key.toUpperCase())) ctx.report('W603', ve.loc, { variant: ve.key, what: `template ${e.key}` });
       }
     } else {
       const t = ctx.str(v, `template ${e.key}`);

@@ -28,6 +28,9 @@ const LEGACY_EVENTS: Record<string, string> = {
   turn_start: 'turn:start',
 };
 
+/** A scalar's text as written, for messages. */
+const written = (node: ValueNode | null): string => (node?.kind === 'Scalar' ? node.raw : '…');
+
 export function compileMemory(ctx: CompileContext, node: ValueNode | null): MemoryIR {
   const mem: MemoryIR = { session: [], persistent: [], remember: [], recall: [] };
   if (!node) return mem;
@@ -42,11 +45,22 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const name = e.name ?? ctx.str(g('name'), 'name');
     if (!name) { ctx.report('E801', e.loc, { kind: 'session', detail: 'the variable has no name' }); continue; }
+    const reset = ctx.oneOf(g('reset'), ['per_session', 'per_step', 'never'] as const, 'RESET') ?? 'per_session';
+    // Every session variable lives exactly as long as its session (docs/not-supported.md).
+    if (reset !== 'per_session') {
+      ctx.report('W807', (e.props.map.get('reset') as NonNullable<ReturnType<typeof e.props.map.get>>).loc, {
+        name,
+        reset,
+        ...(reset === 'per_step'
+          ? { what: 'it keeps its value from step to step until the session ends', fix: `CLEAR: [${name}] in the steps that should start without it, or remove RESET` }
+          : { what: 'it starts again from INITIAL in every session', fix: 'Keep it with your own tools (a CALL in ON_START, another where it changes), or remove RESET' }),
+      });
+    }
     mem.session.push({
       name,
       type: ctx.str(g('type'), 'TYPE'),
       initial: e.props.map.has('initial') ? toJson(g('initial')) : undefined,
-      reset: ctx.oneOf(g('reset'), ['per_session', 'per_step', 'never'] as const, 'RESET') ?? 'per_session',
+      reset,
       description: ctx.str(g('description'), 'DESCRIPTION'),
       loc: ctx.loc(e.loc),
     });
@@ -55,9 +69,12 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const path = e.name ?? ctx.str(g('path'), 'path');
     if (!path) { ctx.report('E801', e.loc, { kind: 'persistent', detail: 'the fact has no path' }); continue; }
+    const scope = ctx.oneOf(g('scope'), ['user', 'project'] as const, 'SCOPE') ?? 'user';
+    // Facts live in the session's state; nothing stores them for the next session (docs/not-supported.md).
+    ctx.report('W805', e.loc, { path, scope });
     mem.persistent.push({
       path,
-      scope: ctx.oneOf(g('scope'), ['user', 'project'] as const, 'SCOPE') ?? 'user',
+      scope,
       access: ctx.oneOf(g('access'), ['read', 'write', 'readwrite'] as const, 'ACCESS') ?? 'readwrite',
       default: e.props.map.has('default') ? toJson(g('default')) : undefined,
       loc: ctx.loc(e.loc),
@@ -77,11 +94,14 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
       if (when) { ctx.report('E108', e.props.map.get('when')?.loc ?? e.loc, { key: 'WHEN' }); continue; }
       when = ctx.exprText(head[2] as string, { line: e.loc.line, column: e.loc.column + (head[1] as string).length }, 'remember WHEN');
     }
+    const ttl = ctx.duration(g('ttl'), 'TTL', 's');
+    // Nothing expires a fact (docs/not-supported.md).
+    if (ttl !== null) ctx.report('W804', (e.props.map.get('ttl') as NonNullable<ReturnType<typeof e.props.map.get>>).loc, { path: m[2] as string, ttl: written(g('ttl')) });
     mem.remember.push({
       when,
       from: ctx.exprText(m[1] as string, storeNode?.loc ?? e.loc, 'STORE'),
       to: m[2] as string,
-      ttl_ms: ctx.duration(g('ttl'), 'TTL', 's'),
+      ttl_ms: ttl,
       loc: ctx.loc(e.loc),
     });
   }
@@ -100,6 +120,7 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
       const props = inner ?? { ...e.props, order: e.props.order.filter((k) => k !== legacy) };
       const get = ctx.getter(props);
       ctx.report('W802', pair.loc, { key: pair.key, on });
+      ctx.report('W806', e.loc, { on });
       ctx.extras(props, ['action', 'paths'], 'recall');
       mem.recall.push({
         on,
@@ -112,6 +133,8 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     }
     const on = ctx.str(g('on'), 'ON');
     if (!on) { ctx.report('E801', e.loc, { kind: 'recall', detail: 'ON: session:start or tool:<name>:after is missing' }); continue; }
+    // No runtime loads, injects or prompts with recall entries (docs/not-supported.md).
+    ctx.report('W806', e.loc, { on });
     mem.recall.push({
       on,
       action: ctx.oneOf(g('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',

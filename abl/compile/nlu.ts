@@ -49,7 +49,7 @@ export function compileNlu(ctx: CompileContext, node: ValueNode | null, at: Loc)
     const p = f.map.get(k)!;
     other[k] = toJson(pairValue(p));
     const detail = NOT_RUN[k];
-    if (detail) ctx.report('W861', p.loc, { what: `NLU ${p.key}`, detail, fix: 'Remove it, or keep it knowing the runtime ignores it.' });
+    if (detail) ctx.report('W861', p.loc, { what: `NLU ${p.key}`, detail, fix: 'Remove it, or keep it knowing the runtime ignores it' });
     else ctx.report('W213', p.loc, { key: p.key, where: 'NLU' });
   }
 
@@ -147,7 +147,7 @@ function intent(ctx: CompileContext, e: Entry, declared: readonly NluEntityIR[])
     ctx.report('W861', file.loc, {
       what: `NLU intent ${name} EXAMPLES_FILE`,
       detail: 'a project holds only ABL files, so the examples in that file are not read',
-      fix: 'Copy the examples into EXAMPLES: [...] on the intent.',
+      fix: 'Copy the examples into EXAMPLES: [...] on the intent',
     });
   }
   if (patterns.length === 0 && examples.length === 0 && !description) {

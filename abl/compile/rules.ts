@@ -155,6 +155,10 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     const kind = ctx.oneOf(kindNode, KINDS, `Guardrail ${name} kind`) ?? 'input';
     const check = ctx.expr(get('check'), `Guardrail ${name} check`);
     const action = ctx.oneOf(get('action'), ACTIONS, `Guardrail ${name} action`) ?? 'block';
+    // Only block, warn and redact act; the others fire as warn does (docs/not-supported.md).
+    if (action === 'fix' || action === 'reask' || action === 'filter' || action === 'escalate') {
+      ctx.report('W858', (f.map.get('action') as PairNode).loc, { name, action });
+    }
     const provider = compileProvider(ctx, name, f, get, at, { kind, action, hasCheck: f.map.has('check') });
     if (!check && !provider && !f.map.has('llm_check') && !f.map.has('provider')) ctx.report('E852', at, { name, detail: 'check is missing' });
     // An LLM judge is accepted as documented but has no runtime yet: say so instead of a silent no-op.

@@ -251,6 +251,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     return compileSet(ctx, n);
   };
   const access = compileAccess(ctx, f, sig.name);
+  reportNotApplied(ctx, f, item, sig.name, defaults, binding, confirmation, hint('side_effects'), hint('cacheable') ? (hintsF.map.get('cacheable')?.loc ?? item.loc) : null);
   return {
     name: sig.name,
     description: ctx.str(get('description'), 'description'),
@@ -273,6 +274,46 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     extra,
     loc: ctx.loc(item.loc),
   };
+}
+
+/** A scalar's text as written, for messages. */
+const written = (node: ValueNode | null | undefined): string => (node?.kind === 'Scalar' ? node.raw : '…');
+
+/**
+ * Settings a tool may write that the runtime does not apply yet (docs/not-supported.md): each gets
+ * its warning where it is written, or at the tool when it comes from its library's defaults.
+ */
+function reportNotApplied(
+  ctx: CompileContext, f: Fields, item: ItemNode, name: string, defaults: Record<string, Json>, binding: BindingIR,
+  confirmation: ConfirmationIR | null, sideEffects: boolean, cacheableAt: Loc | null,
+): void {
+  const own = (k: string): PairNode | undefined => f.map.get(k);
+  const inherited = (k: string): boolean => !own(k) && defaults[k] !== undefined && defaults[k] !== null;
+  for (const [key, code] of [['rate_limit', 'W421'], ['retry_delay', 'W422']] as const) {
+    const p = own(key);
+    if (p) ctx.report(code, p.loc, { name, value: written(ctx.value(p)) });
+    else if (inherited(key)) ctx.report(code, item.loc, { name, value: `${String(defaults[key])}${key === 'retry_delay' ? 'ms' : ''} (its file's default)` });
+  }
+  const cb = own('circuit_breaker');
+  if (cb) ctx.report('W423', cb.loc, { name });
+  if (confirmation && (confirmation.require === 'always' || (confirmation.require === 'when_side_effects' && sideEffects) || confirmation.immutable_params.length > 0)) {
+    const at = own('confirmation') ?? own('confirm') ?? own('immutable');
+    const what = confirmation.immutable_params.length > 0 && confirmation.require === 'never'
+      ? `immutable_params ${confirmation.immutable_params.join(', ')}`
+      : `require: ${confirmation.require}`;
+    ctx.report('W420', at?.loc ?? item.loc, { name, what });
+  }
+  if (cacheableAt) ctx.report('W424', cacheableAt, { name });
+  if (binding.type === 'http') {
+    const typeAt = own('body_type');
+    const hasType = Object.keys(binding.headers).some((h) => h.toLowerCase() === 'content-type');
+    if (typeAt && binding.body_type !== 'json') {
+      const what = !binding.body_template
+        ? 'without a body_template its arguments go as JSON (in the query string for GET and DELETE)'
+        : binding.body_type !== 'text' && !hasType ? 'its body_template is sent as it renders, with Content-Type: text/plain' : null;
+      if (what) ctx.report('W425', typeAt.loc, { name, type: binding.body_type, what });
+    }
+  }
 }
 
 /** `pii_access` / `context_access`: what the tool receives (undefined when neither is written). */

@@ -220,7 +220,8 @@ describe('documented forms', () => {
 
   it('legacy recall `- ON_START: "instruction"` is normalised with W802', () => {
     const out = compile('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n    - ON_SESSION_END: "Summarise"\n    - ON: session:start\n      ACTION: inject_context\n      PATHS: [user.tier]\n');
-    expect(codes(out)).toEqual(['W802', 'W802']);
+    // Each entry is also W806: no recall entry is run yet.
+    expect(codes(out)).toEqual(['W802', 'W806', 'W802', 'W806', 'W806']);
     expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([
       { on: 'session:start', action: 'prompt_llm', paths: [], instruction: 'Greet the user by name' },
       { on: 'session:end', action: 'prompt_llm', paths: [], instruction: 'Summarise' },
@@ -230,7 +231,7 @@ describe('documented forms', () => {
 
   it('legacy recall `- ON_START:` with ACTION/PATHS lines under it reads them', () => {
     const out = compile('MEMORY:\n  recall:\n    - ON_START:\n        ACTION: inject_context\n        PATHS: [user.tier]\n');
-    expect(codes(out)).toEqual(['W802']);
+    expect(codes(out)).toEqual(['W802', 'W806']);
     expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([{ on: 'session:start', action: 'inject_context', paths: ['user.tier'] }]);
   });
 
