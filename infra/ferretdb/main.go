@@ -1,9 +1,10 @@
-// Command ferretdb-shim runs FerretDB (MongoDB wire protocol on SQLite) embedded as a library.
+// Command ferretdb-shim runs FerretDB (the MongoDB wire protocol on PostgreSQL) embedded as a library.
 //
-// Switchboard's dev and test stacks use it as their MongoDB. The upstream cmd/ferretdb needs
-// version files generated at release time, so we embed the library package instead.
-// With -postgresql-url it stores in PostgreSQL instead: only for benches at scale (see
-// docs/performance.md), where SQLite's full-collection decoding of filtered writes would dominate.
+// Switchboard's dev, test, fuzz and bench stacks use it as their MongoDB, stored in an embedded
+// PostgreSQL cluster given by -postgresql-url (infra/postgres.ts starts it). The upstream
+// cmd/ferretdb needs version files generated at release time, so we embed the library package.
+// Without -postgresql-url it serves the SQLite files in -data-dir: the store before PostgreSQL,
+// kept only so that such a directory can be read once and copied over (infra/dev-store.ts).
 package main
 
 import (
@@ -21,9 +22,9 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (port 0 picks a free port)")
-	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases")
+	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases (without -postgresql-url)")
 	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
-	postgresqlURL := flag.String("postgresql-url", "", "store in this PostgreSQL database instead of SQLite (benches only; -data-dir is then unused)")
+	postgresqlURL := flag.String("postgresql-url", "", "store in this PostgreSQL database (-data-dir is then unused)")
 	flag.Parse()
 
 	var level slog.Level

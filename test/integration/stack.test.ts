@@ -47,6 +47,7 @@ describe('npm start stack', () => {
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.ui),
       FERRETDB_PORT: String(ports.mongo),
+      POSTGRES_PORT: String(ports.postgres),
       LOG_LEVEL: 'warn',
     };
     delete env.TEMPORAL_ADDRESS;
@@ -66,16 +67,17 @@ describe('npm start stack', () => {
   }
 
   it('uses a given TEMPORAL_ADDRESS and MONGODB_URI instead of starting its own', async () => {
-    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort() };
     const mongo = `${process.env.SB_TEST_MONGODB_URI!.replace(/\/$/, '')}/external_${Date.now()}`;
     const stack = await startDevStack(path.join(tmp, 'external-data'), ports, { TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!, MONGODB_URI: mongo });
     try {
       expect(stack.output()).not.toContain('starting Temporal dev server');
       expect(stack.output()).not.toContain('starting FerretDB');
       expect(stack.output()).toContain(`MongoDB        ${mongo}`);
-      // Nothing listens on the ports it would have used for its own Temporal and FerretDB.
+      // Nothing listens on the ports it would have used for its own Temporal and store.
       expect(await isPortFree(ports.temporal)).toBe(true);
       expect(await isPortFree(ports.mongo)).toBe(true);
+      expect(await isPortFree(ports.postgres)).toBe(true);
       expect((await client(`http://127.0.0.1:${ports.api}`).get('/readyz')).status).toBe(200);
     } finally {
       stack.child.kill('SIGTERM');
@@ -85,7 +87,7 @@ describe('npm start stack', () => {
 
   it('serves the seeded tenant, stops every process on SIGTERM, and finds its data again', async () => {
     const dataDir = path.join(tmp, 'dev-data');
-    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort() };
+    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort() };
     const first = await startDevStack(dataDir, ports);
     const creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8'));
     expect(creds).toEqual({ tenantId: expect.any(String), projectId: expect.any(String), apiKey: expect.stringMatching(/^abl_[0-9a-f]{48}$/), baseUrl: `http://localhost:${ports.api}` });
@@ -93,6 +95,7 @@ describe('npm start stack', () => {
     const created = await api.post('/api/projects', { key: creds.apiKey, json: { name: 'Survives restarts' } });
     expect(created.status).toBe(201);
     expect(existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);
+    expect(existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
 
     // The Web UI decodes payloads through the API's codec endpoint, which answers the UI's origin.
     const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
