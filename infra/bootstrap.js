@@ -104,7 +104,11 @@ const TOOLS = [
     name: 'ferretdb',
     label: 'FerretDB v1.24.2 shim',
     // The shim is our own source: rebuild when it changes.
-    id: () => 'v1.24.2-' + sha256(['main.go', 'go.mod', 'go.sum'].map((f) => path.join(ROOT, 'infra', 'ferretdb', f))),
+    id: () => {
+      const dir = path.join(ROOT, 'infra', 'ferretdb');
+      const sources = fs.readdirSync(dir).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum').sort();
+      return 'v1.24.2-' + sha256(sources.map((f) => path.join(dir, f)));
+    },
     note: 'MongoDB wire protocol on the embedded PostgreSQL, for the dev and test stacks',
     build: (outDir) =>
       runGoBuild('FerretDB v1.24.2 shim', ['build', '-v', '-o', path.join(outDir, 'ferretdb'), '.'], {
