@@ -1,6 +1,6 @@
 // Async tool callbacks: how fast a signed callback turns into the session's resumed answer, next
 // to a bare Temporal update round trip (the floor), and what suspended sessions cost the worker.
-//   node --import tsx bench/callbacks.ts [--concurrent 100] [--rounds 3] [--suspended 1000,10000] [--store postgres]
+//   node --import tsx bench/callbacks.ts [--concurrent 100] [--rounds 3] [--suspended 1000,10000]
 // Starts its own stack (bench/support/stack.ts: Temporal dev server in memory, FerretDB in a temp
 // dir, the API in this process, the worker as its own process so its memory is its own) and an async tool server that
 // acknowledges with 202. Latency: `--concurrent` sessions are suspended, then all their callbacks
@@ -37,14 +37,8 @@ const { values } = parseArgs({
      * full GC in the main thread and in the SDK's workflow thread (bench/support/memory-probe.js).
      */
     'memory-probe': { type: 'boolean', default: false },
-    /**
-     * `postgres`: FerretDB stores in a throwaway PostgreSQL cluster (bench/support/postgres.ts)
-     * instead of SQLite, whose filtered writes decode whole collections: for runs at scale only.
-     */
-    store: { type: 'string', default: 'sqlite' },
   },
 });
-if (values.store !== 'sqlite' && values.store !== 'postgres') throw new Error(`--store: sqlite or postgres, not ${values.store}`);
 /** Sessions suspended at once (first turns in flight) while the bench fills the worker. */
 const LANES = Number(values.lanes);
 const CONCURRENT = Number(values.concurrent);
@@ -160,7 +154,6 @@ async function main() {
       TOOL_ALLOWED_PRIVATE_DESTINATIONS: toolHost,
     },
     monitorApiCommands: true,
-    store: values.store === 'postgres' ? 'postgres' : 'sqlite',
     workerNodeArgs: [
       ...(values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []),
       ...(values['memory-probe'] ? ['--expose-gc', '--require', path.join(__dirname, 'support', 'memory-probe.js')] : []),
@@ -168,7 +161,7 @@ async function main() {
   });
   const { ctx, config, client, baseUrl, cpu } = stack;
   const workerPid = stack.workerPid!;
-  if (values.store === 'postgres') out('store: FerretDB on a throwaway PostgreSQL cluster (--store postgres); "mongo" is FerretDB, "postgres" the cluster');
+  out('store: FerretDB on the embedded PostgreSQL; "mongo" is FerretDB, "postgres" the cluster');
   const apiOps = countMongoCommands(ctx);
   // The untimed wait after a phase: the held projection write and its settle land in that phase.
   const settleMs = config.SESSION_PROJECTION_FLUSH_MS + 750;

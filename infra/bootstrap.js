@@ -44,8 +44,10 @@ function ensureNpmDependencies() {
   log('installing npm dependencies…');
   const res = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: ROOT, stdio: 'inherit' });
   if (res.status !== 0) throw new Error('npm install failed');
-  // npm may have normalised the lock file; stamp what is on disk now.
-  fs.writeFileSync(stamp, sha256([lock, path.join(ROOT, 'package.json')]));
+  // npm may have normalised the lock file; stamp what is on disk now. Written aside and renamed
+  // in, as npm replaces files: a node_modules copied with hard links keeps the others' stamps.
+  fs.writeFileSync(stamp + '.tmp', sha256([lock, path.join(ROOT, 'package.json')]));
+  fs.renameSync(stamp + '.tmp', stamp);
 }
 
 function requireGo() {
@@ -104,8 +106,12 @@ const TOOLS = [
     name: 'ferretdb',
     label: 'FerretDB v1.24.2 shim',
     // The shim is our own source: rebuild when it changes.
-    id: () => 'v1.24.2-' + sha256(['main.go', 'go.mod', 'go.sum'].map((f) => path.join(ROOT, 'infra', 'ferretdb', f))),
-    note: 'MongoDB wire protocol on SQLite, for the dev and test stacks',
+    id: () => {
+      const dir = path.join(ROOT, 'infra', 'ferretdb');
+      const sources = fs.readdirSync(dir).filter((f) => f.endsWith('.go') || f === 'go.mod' || f === 'go.sum').sort();
+      return 'v1.24.2-' + sha256(sources.map((f) => path.join(dir, f)));
+    },
+    note: 'MongoDB wire protocol on the embedded PostgreSQL, for the dev and test stacks',
     build: (outDir) =>
       runGoBuild('FerretDB v1.24.2 shim', ['build', '-v', '-o', path.join(outDir, 'ferretdb'), '.'], {
         cwd: path.join(ROOT, 'infra', 'ferretdb'),

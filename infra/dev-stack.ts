@@ -1,8 +1,8 @@
 // `npm start`: runs the whole stack locally. Starts the Temporal dev server (SQLite under
-// .data/, Web UI on 8233) and FerretDB (data under .data/) unless TEMPORAL_ADDRESS or
-// MONGODB_URI point elsewhere, serves the sample back-end the seeded agents' tools call (on
-// loopback, the one private destination the dev tools may reach), seeds the dev tenant, then
-// runs the API and the worker.
+// .data/, Web UI on 8233) and the store, FerretDB on an embedded PostgreSQL (infra/dev-store.ts,
+// data under .data/postgres/), unless TEMPORAL_ADDRESS or MONGODB_URI point elsewhere, serves
+// the sample back-end the seeded agents' tools call (on loopback, the one private destination
+// the dev tools may reach), seeds the dev tenant, then runs the API and the worker.
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -10,12 +10,12 @@ import { loadConfig } from '../lib/config';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { loadOrCreateDevSecrets } from './dev-secrets';
+import { startDevStore, STORE_DIR } from './dev-store';
 import {
   ensureSearchAttributes,
   isPortFree,
   manage,
   ROOT,
-  startFerretDb,
   startTemporalDevServer,
   waitForHttpOk,
   type ManagedProcess,
@@ -107,9 +107,11 @@ async function main(): Promise<void> {
     }
     if (!process.env.MONGODB_URI) {
       const port = envNumber('FERRETDB_PORT', 27017);
+      const postgresPort = envNumber('POSTGRES_PORT', 7432);
       await requireFreePort(port, 'FerretDB', 'FERRETDB_PORT');
-      log(`starting FerretDB on 127.0.0.1:${port} (data in .data/ferretdb/)…`);
-      const ferret = await startFerretDb({ dataDir: path.join(DATA_DIR, 'ferretdb'), port });
+      await requireFreePort(postgresPort, 'PostgreSQL', 'POSTGRES_PORT');
+      log(`starting FerretDB on 127.0.0.1:${port}, on PostgreSQL on 127.0.0.1:${postgresPort} (data in .data/${STORE_DIR}/)…`);
+      const ferret = await startDevStore({ dataDir: DATA_DIR, port, postgresPort, log });
       started.push(ferret.process);
       env.MONGODB_URI = `${ferret.uri.replace(/\/$/, '')}/switchboard`;
     }

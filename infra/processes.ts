@@ -1,10 +1,14 @@
 // Starts and stops the real parts of the stack as child processes: the Temporal dev server and
-// the FerretDB shim. Shared by `npm start` (dev-stack.ts) and the test harness.
-import { spawn, type ChildProcess } from 'node:child_process';
+// the store (the FerretDB shim on an embedded PostgreSQL cluster). Shared by `npm start`
+// (dev-stack.ts), the test harness, the fuzzer and the benches.
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { ensureJsonbIndexes } from './postgres-indexes';
+import { manage, type ManagedProcess } from './managed-process';
+import { startPostgres, type EmbeddedPostgres } from './postgres';
 import { SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTE_TYPE_NAMES } from '../workflows/search-attributes';
 
 export const ROOT = path.resolve(__dirname, '..');
@@ -16,33 +20,7 @@ export function toolPath(name: 'temporal' | 'ferretdb' | 'livekit-server'): stri
   return bin;
 }
 
-export interface ManagedProcess {
-  name: string;
-  child: ChildProcess;
-  /** Resolves with the exit code (null when killed by a signal). */
-  exited: Promise<number | null>;
-  stop(timeoutMs?: number): Promise<void>;
-}
-
-export function manage(name: string, child: ChildProcess): ManagedProcess {
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  let stopping: Promise<void> | null = null;
-  return {
-    name,
-    child,
-    exited,
-    stop(timeoutMs = 10_000) {
-      stopping ??= (async () => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-        await exited;
-        clearTimeout(timer);
-      })();
-      return stopping;
-    },
-  };
-}
+export { manage, type ManagedProcess };
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -71,27 +49,80 @@ export async function isPortFree(port: number): Promise<boolean> {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface FerretDbOptions {
+  /** The store's directory: its PostgreSQL cluster (with `sqlite`, the SQLite files of the store before it). */
   dataDir: string;
   /** 0 picks a free port. */
   port: number;
   logLevel?: 'debug' | 'info' | 'warn' | 'error';
-  /** Store in this PostgreSQL database instead of SQLite under dataDir (benches at scale only). */
-  postgresqlUrl?: string;
+  /** PostgreSQL's port; 0 or omitted picks a free port. */
+  postgresPort?: number;
+  /** See PostgresOptions (infra/postgres.ts). @default 'throwaway' */
+  durability?: 'durable' | 'throwaway';
+  /** Serve the SQLite files in dataDir instead: only to read a store from before PostgreSQL once (infra/dev-store.ts). */
+  sqlite?: boolean;
+  /** GIN indexes on the JSONB of every collection's table (infra/postgres-indexes.ts; off only to measure without them). @default true */
+  jsonbIndexes?: boolean;
+  log?: (msg: string) => void;
 }
 
-/** Starts the FerretDB shim and resolves once it listens, with its MongoDB URI. */
-export async function startFerretDb(options: FerretDbOptions): Promise<{ uri: string; port: number; process: ManagedProcess }> {
-  mkdirSync(options.dataDir, { recursive: true });
+export interface FerretDb {
+  uri: string;
+  port: number;
+  /** FerretDB, and PostgreSQL under it: stop() stops both, FerretDB first. */
+  process: ManagedProcess;
+  /** The cluster under FerretDB (null with `sqlite`). */
+  postgres: { url: string; port: number; pid: number | undefined } | null;
+}
+
+/**
+ * Starts the store: the embedded PostgreSQL cluster in dataDir, and the FerretDB shim on it,
+ * serving the MongoDB wire protocol. Resolves once FerretDB listens, with its MongoDB URI.
+ */
+export async function startFerretDb(options: FerretDbOptions): Promise<FerretDb> {
+  let postgres: EmbeddedPostgres | null = null;
+  if (!options.sqlite) {
+    try {
+      postgres = await startPostgres({
+        dataDir: options.dataDir,
+        port: options.postgresPort || (await freePort()),
+        durability: options.durability ?? 'throwaway',
+        log: options.log,
+      });
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      throw new Error(`${why}\nThe store needs the embedded PostgreSQL server; to use a MongoDB of your own instead, set MONGODB_URI (docs/configuration.md)`);
+    }
+  } else {
+    mkdirSync(options.dataDir, { recursive: true });
+  }
+  try {
+    // Before FerretDB connects: its statements are planned knowing the indexes.
+    if (postgres && options.jsonbIndexes !== false) await ensureJsonbIndexes(postgres.url);
+    const ferret = await startFerretDbShim(options, postgres?.url);
+    const pg = postgres;
+    const both: ManagedProcess = {
+      ...ferret.process,
+      async stop(timeoutMs) {
+        await ferret.process.stop(timeoutMs);
+        await pg?.process.stop(timeoutMs);
+      },
+    };
+    return { ...ferret, process: both, postgres: pg && { url: pg.url, port: pg.port, pid: pg.process.child.pid } };
+  } catch (err) {
+    await postgres?.process.stop();
+    throw err;
+  }
+}
+
+async function startFerretDbShim(options: FerretDbOptions, postgresqlUrl: string | undefined): Promise<{ uri: string; port: number; process: ManagedProcess }> {
   const child = spawn(
     toolPath('ferretdb'),
     [
       '-listen',
       `127.0.0.1:${options.port}`,
-      '-data-dir',
-      options.dataDir,
+      ...(postgresqlUrl ? ['-postgresql-url', postgresqlUrl] : ['-data-dir', options.dataDir]),
       '-log-level',
       options.logLevel ?? 'error',
-      ...(options.postgresqlUrl ? ['-postgresql-url', options.postgresqlUrl] : []),
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

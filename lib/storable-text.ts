@@ -1,8 +1,7 @@
-// Text a store may not keep: the NUL character (U+0000). MongoDB stores it, a store on PostgreSQL
-// (FerretDB's PostgreSQL backend) cannot, and no field of the API has a use for it. A request
-// that carries one in any string or key is refused once, in the route pipeline, with 422
-// (pathOfNul); what the worker records of text it did not choose (a tool's answer, a model's
-// reply) has it replaced (storable).
+// Text the store cannot keep: the NUL character (U+0000). MongoDB stores it, PostgreSQL (under the
+// dev store) cannot, and no field of the API has a use for it. A request that carries one in any
+// string or key is refused once, in the route pipeline, with 422 (pathOfNul); what the worker
+// records of text it did not choose (a tool's answer, a model's reply) has it replaced (storable).
 
 /** The path (`body.title`, `params.id`) of the first string or key holding U+0000, or null. */
 export function pathOfNul(value: unknown, where: string): string | null {

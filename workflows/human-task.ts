@@ -21,12 +21,13 @@ import {
   type HumanTaskView,
 } from './definitions';
 import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, priorityNumber, TransitionRefused } from './human-task-rules';
+import { HUMAN_TASK_PROJECTION_ACTIVITY_PATCH } from './patches';
 import { AssigneeKey, TaskPriorityKey, TaskStatusKey } from './search-attributes';
 
-const { recordHumanTask } = wf.proxyLocalActivities<Activities>({
-  startToCloseTimeout: '10 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 },
-});
+const PROJECTION_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 } as const;
+// Runs recorded before HUMAN_TASK_PROJECTION_ACTIVITY_PATCH wrote the projection as a local activity.
+const { recordHumanTask: recordHumanTaskLocally } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: PROJECTION_RETRY });
+const { recordHumanTask: recordHumanTaskCommitted } = wf.proxyActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: PROJECTION_RETRY });
 
 /** A validator's refusal, as a failure the API maps to its code (and nothing in history). */
 function refuse(check: () => void): void {
@@ -62,6 +63,7 @@ export function initialTaskView(input: HumanTaskStartInput, nowMs: number): Huma
 export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<HumanTaskView> {
   const task = initialTaskView(input, Date.now());
   const terminal = () => TERMINAL_TASK_STATUSES.includes(task.status);
+  const recordHumanTask = wf.patched(HUMAN_TASK_PROJECTION_ACTIVITY_PATCH) ? recordHumanTaskCommitted : recordHumanTaskLocally;
 
   // Projection writes go one after another, each with the whole task as it stood.
   let writes: Promise<void> = Promise.resolve();

@@ -178,3 +178,13 @@ export const MODERATION_GUARDRAILS_PATCH = 'moderation-guardrails-v1';
  * before it continued as new regardless, cutting such a resume off. Asked only when that happens.
  */
 export const CALLBACK_AT_ROLLOVER_PATCH = 'callback-at-rollover-v1';
+
+/**
+ * A human task writes its projection with a regular activity, scheduled once the workflow task
+ * that made the transition is committed. A local activity runs inside that workflow task: when the
+ * server refused the task's completion (updates that arrived meanwhile), its write had already
+ * happened, and the retried task could let another of the racing resolves win, leaving the
+ * projection with a resolution the workflow never kept. Runs recorded before it replay with the
+ * local activity. Asked once, when the task workflow starts.
+ */
+export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activity-v1';

@@ -1,6 +1,7 @@
-// A bench's own stack: Temporal dev server in memory, FerretDB in a temp dir, the API in the
-// bench process (over real HTTP) and the worker as its own process, as in production, with a
-// Temporal client and a CPU meter over the processes. Settings go to the API and the worker alike.
+// A bench's own stack: Temporal dev server in memory, the store (FerretDB on PostgreSQL) in a
+// temp dir, the API in the bench process (over real HTTP) and the worker as its own process, as in
+// production, with a Temporal client and a CPU meter over the processes. Settings go to the API
+// and the worker alike.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import os from 'node:os';
@@ -15,7 +16,6 @@ import { createLogger } from '../../lib/logger';
 import { switchboardDataConverter } from '../../lib/payload-codec';
 import { startWorkerProcess } from '../../test/support/worker-process';
 import { CpuMeter } from './cpu';
-import { startThrowawayPostgres } from './postgres';
 
 export interface BenchStack {
   /** A temp dir of the bench's own, removed at close. */
@@ -27,7 +27,7 @@ export interface BenchStack {
   client: Client;
   /** Undefined with `worker: 'none'`. */
   workerPid: number | undefined;
-  /** CPU of the bench process (client and API), the worker, Temporal and FerretDB. */
+  /** CPU of the bench process (client and API), the worker, Temporal, FerretDB and PostgreSQL. */
   cpu: CpuMeter;
   close(): Promise<void>;
 }
@@ -43,8 +43,6 @@ export interface BenchStackOptions {
   monitorApiCommands?: boolean;
   /** `none`: no worker process (the bench runs one of its own). @default 'process' */
   worker?: 'process' | 'none';
-  /** `postgres`: FerretDB on a throwaway PostgreSQL cluster (bench/support/postgres.ts), for runs at scale. @default 'sqlite' */
-  store?: 'sqlite' | 'postgres';
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
@@ -57,13 +55,7 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
   try {
     const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
     undo.push(() => temporal.process.stop());
-    const postgres = options.store === 'postgres' ? startThrowawayPostgres(await freePort()) : null;
-    if (postgres) {
-      // Stopped on any exit too, a failed start included (stop() is synchronous and runs once).
-      process.once('exit', () => postgres.stop());
-      undo.push(() => postgres.stop());
-    }
-    const ferret = await startFerretDb({ dataDir: path.join(tmp, 'ferret'), port: 0, postgresqlUrl: postgres?.url });
+    const ferret = await startFerretDb({ dataDir: path.join(tmp, 'store'), port: 0 });
     undo.push(() => ferret.process.stop());
     const apiPort = await freePort();
     const settings: Record<string, string | undefined> = {
@@ -132,7 +124,7 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
         worker: workerPid,
         temporal: temporal.process.child.pid,
         mongo: ferret.process.child.pid,
-        ...(postgres ? { postgres: { tree: postgres.pid } } : {}),
+        postgres: ferret.postgres?.pid === undefined ? undefined : { tree: ferret.postgres.pid },
       }),
       close: stop,
     };

@@ -1,9 +1,12 @@
-// Command ferretdb-shim runs FerretDB (MongoDB wire protocol on SQLite) embedded as a library.
+// Command ferretdb-shim runs FerretDB (the MongoDB wire protocol on PostgreSQL) embedded as a library.
 //
-// Switchboard's dev and test stacks use it as their MongoDB. The upstream cmd/ferretdb needs
-// version files generated at release time, so we embed the library package instead.
-// With -postgresql-url it stores in PostgreSQL instead: only for benches at scale (see
-// docs/performance.md), where SQLite's full-collection decoding of filtered writes would dominate.
+// Switchboard's dev, test, fuzz and bench stacks use it as their MongoDB, stored in an embedded
+// PostgreSQL cluster given by -postgresql-url (infra/postgres.ts starts it). The upstream
+// cmd/ferretdb needs version files generated at release time, so we embed the library package.
+// Without -postgresql-url it serves the SQLite files in -data-dir: the store before PostgreSQL,
+// kept only so that such a directory can be read once and copied over (infra/dev-store.ts).
+// Clients reach FerretDB through the write gate (writelock.go), which makes single-document
+// writes atomic as they are on MongoDB.
 package main
 
 import (
@@ -11,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,9 +26,9 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (port 0 picks a free port)")
-	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases")
+	dataDir := flag.String("data-dir", ".data/ferretdb", "directory holding the SQLite databases (without -postgresql-url)")
 	logLevel := flag.String("log-level", "warn", "debug, info, warn or error")
-	postgresqlURL := flag.String("postgresql-url", "", "store in this PostgreSQL database instead of SQLite (benches only; -data-dir is then unused)")
+	postgresqlURL := flag.String("postgresql-url", "", "store in this PostgreSQL database (-data-dir is then unused)")
 	flag.Parse()
 
 	var level slog.Level
@@ -34,7 +39,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	config := &ferretdb.Config{
-		Listener: ferretdb.ListenerConfig{TCP: *listen},
+		Listener: ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:   logger,
 	}
 	if *postgresqlURL != "" {
@@ -62,6 +67,13 @@ func main() {
 		os.Exit(1)
 	}
 
+	// Bind the clients' address before FerretDB starts, so that a taken port fails fast.
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb-shim: listen: %v\n", err)
+		os.Exit(1)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -71,7 +83,19 @@ func main() {
 		_ = f.Run(ctx)
 	}()
 
-	// The listener is bound by now; print the URI so a parent process can read the real port.
-	fmt.Printf("ferretdb-shim listening %s\n", f.MongoDBURI())
+	// FerretDB's listener is bound by now; its URI names the port the gate relays to.
+	backend, err := url.Parse(f.MongoDBURI())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ferretdb-shim: FerretDB address: %v\n", err)
+		os.Exit(1)
+	}
+	go serveGated(ln, backend.Host)
+	go func() {
+		<-ctx.Done()
+		_ = ln.Close()
+	}()
+
+	// Print the clients' URI so a parent process can read the real port.
+	fmt.Printf("ferretdb-shim listening mongodb://%s/\n", ln.Addr())
 	<-done
 }

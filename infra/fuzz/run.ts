@@ -1,6 +1,6 @@
 // `npm run fuzz`: schemathesis against a real ephemeral stack (Temporal dev server in memory,
-// FerretDB in a temp dir, the real API and worker as child processes), authenticated with a
-// seeded admin key. Prints one summary line and exits non-zero on any failure (docs/testing.md).
+// FerretDB on a PostgreSQL cluster in a temp dir, the real API and worker as child processes),
+// authenticated with a seeded admin key. Prints one summary line and exits non-zero on any failure (docs/testing.md).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -74,7 +74,7 @@ it('answers a non-UTF-8 body with 400 and a non-UTF-8 charset with 415', async (
 });
 
 it('refuses text holding the NUL character with 422, wherever it is, and stores nothing', async () => {
-  // MongoDB would keep it, a store on PostgreSQL cannot: one rule for every route.
+  // MongoDB would keep it, PostgreSQL under the dev store cannot: one rule for every route.
   const before = await projectCount();
   const named = await api.post('/api/projects', { key: t.adminKey, json: { name: 'a\u0000b' } });
   expect(named.status).toBe(422);

@@ -46,9 +46,10 @@ describe('npm start stack', () => {
       expect(stack.output()).not.toContain('starting Temporal dev server');
       expect(stack.output()).not.toContain('starting FerretDB');
       expect(stack.output()).toContain(`MongoDB        ${mongo}`);
-      // Nothing listens on the ports it would have used for its own Temporal and FerretDB.
+      // Nothing listens on the ports it would have used for its own Temporal and store.
       expect(await isPortFree(ports.temporal)).toBe(true);
       expect(await isPortFree(ports.mongo)).toBe(true);
+      expect(await isPortFree(ports.postgres)).toBe(true);
       expect((await client(`http://127.0.0.1:${ports.api}`).get('/readyz')).status).toBe(200);
     } finally {
       stack.child.kill('SIGTERM');
@@ -66,6 +67,7 @@ describe('npm start stack', () => {
     const created = await api.post('/api/projects', { key: creds.apiKey, json: { name: 'Survives restarts' } });
     expect(created.status).toBe(201);
     expect(existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);
+    expect(existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
 
     // The Web UI decodes payloads through the API's codec endpoint, which answers the UI's origin.
     const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };

@@ -8,11 +8,12 @@ export interface DevStackPorts {
   temporal: number;
   ui: number;
   mongo: number;
+  postgres: number;
   backend: number;
 }
 
 export async function freeDevStackPorts(): Promise<DevStackPorts> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), backend: await freePort() };
+  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort() };
 }
 
 export type DevStack = ManagedProcess & { output: () => string };
@@ -36,6 +37,7 @@ export async function startDevStack(dataDir: string, ports: DevStackPorts, exter
     TEMPORAL_PORT: String(ports.temporal),
     TEMPORAL_UI_PORT: String(ports.ui),
     FERRETDB_PORT: String(ports.mongo),
+    POSTGRES_PORT: String(ports.postgres),
     SAMPLE_BACKEND_PORT: String(ports.backend),
     LOG_LEVEL: 'warn',
   };

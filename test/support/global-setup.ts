@@ -1,6 +1,7 @@
 // Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
-// installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB in a
-// temp dir, both on free ports. Builds the workflow bundle once for every in-process worker.
+// installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB on a
+// PostgreSQL cluster in a temp dir (stopped by global-teardown.ts), all on free ports. Builds
+// the workflow bundle once for every in-process worker.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,13 +31,14 @@ export default async function globalSetup(): Promise<void> {
     },
   });
   const [ferret, bundle] = await Promise.all([
-    startFerretDb({ dataDir: path.join(tmpDir, 'ferretdb'), port: 0 }),
+    startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
   ]);
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
+  process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
   process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
   process.env.SB_TEST_TMP = tmpDir;
   (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
