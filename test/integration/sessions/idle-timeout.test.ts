@@ -170,7 +170,9 @@ it('keeps a session alive through several timeouts while turns come more often, 
   await expectEndedByIdleTimeout(id, session);
 
   // One idle timer per idle period, not one per turn: timers of at least IDLE_MS / 2 (the
-  // watchdog's; projection writes use SESSION_PROJECTION_FLUSH_MS) number far fewer than turns.
+  // watchdog's; projection writes use SESSION_PROJECTION_FLUSH_MS) number fewer than turns. A timer
+  // per turn would make at least as many as turns; how many fewer depends on how fast turns came,
+  // which depends on the machine's load, so the bound is the count of turns itself.
   const history = await handle.fetchHistory();
   const durations = (history.events ?? [])
     .map((e) => e.timerStartedEventAttributes?.startToFireTimeout)
@@ -178,7 +180,7 @@ it('keeps a session alive through several timeouts while turns come more often, 
     .map((d) => Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6));
   const watchdog = durations.filter((ms) => ms >= IDLE_MS / 2 && ms !== stack.config.SESSION_PROJECTION_FLUSH_MS);
   expect(watchdog.length).toBeGreaterThan(0);
-  expect(watchdog.length).toBeLessThan(turns / 2);
+  expect(watchdog.length).toBeLessThan(turns);
 });
 
 it('does not end a session while a turn longer than the timeout runs; it ends a timeout after that turn', async () => {
