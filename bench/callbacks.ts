@@ -15,13 +15,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
-import { type CommandStartedEvent } from 'mongodb';
-import { type AppContext } from '../api/context';
 import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
 import { pingUpdate } from '../workflows/definitions';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { startBenchStack } from './support/stack';
+import { addCounts, countMongoCommands, countsSince, perOpCounts, snapshotCounts, type CommandCounts } from './support/mongo-commands';
 
 const { values } = parseArgs({
   options: {
@@ -55,24 +54,6 @@ const line = (label: string, samples: number[]) => {
 };
 const out = (text: string) => process.stdout.write(`${text}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Counts the MongoDB commands this process (the API) sends, by command and collection. */
-function countMongoCommands(ctx: AppContext): Map<string, number> {
-  const counts = new Map<string, number>();
-  const mongo = ctx.models.Session.db.getClient() as unknown as { on(event: 'commandStarted', fn: (e: CommandStartedEvent) => void): void };
-  mongo.on('commandStarted', (e) => {
-    const collection = e.command[e.commandName];
-    const key = `${e.commandName}${typeof collection === 'string' ? ` ${collection}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  });
-  return counts;
-}
-
-function perOpCounts(counts: Map<string, number>, ops: number): string {
-  const rows = [...counts].filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
-  const total = rows.reduce((sum, [, n]) => sum + n, 0);
-  return `${(total / ops).toFixed(2)} (${rows.map(([k, n]) => `${k} ${(n / ops).toFixed(2)}`).join(', ')})`;
-}
 
 /** The events after the callback's signal in a session's history: what one resume costs Temporal. */
 async function resumeHistory(client: Client, sessionId: string): Promise<string> {
@@ -198,13 +179,13 @@ FLOW:
 
     /** Suspends `n` new sessions, `lanes` at a time; returns their session and callback ids. */
     const suspendCpu: CpuSnapshot = {};
-    const suspendOps = new Map<string, number>();
+    const suspendOps: CommandCounts = new Map();
     let suspendedCount = 0;
     let unanswered = 0;
     const failedCallbacks: string[] = [];
     const suspend = async (n: number, lanes = LANES) => {
       const before = cpu.snapshot();
-      const opsBefore = new Map(apiOps);
+      const opsBefore = snapshotCounts(apiOps);
       const out: { sessionId: string; callbackId: string }[] = [];
       let next = 0;
       await Promise.all(
@@ -228,7 +209,7 @@ FLOW:
       );
       await sleep(settleMs);
       CpuMeter.accumulate(suspendCpu, before, cpu.snapshot());
-      for (const [k, v] of apiOps) suspendOps.set(k, (suspendOps.get(k) ?? 0) + v - (opsBefore.get(k) ?? 0));
+      addCounts(suspendOps, countsSince(apiOps, opsBefore));
       suspendedCount += n;
       return out;
     };
@@ -245,10 +226,10 @@ FLOW:
      * Fires the callbacks of `batch` all at once and waits for every resumed reply; returns each
      * session's callback-to-reply time, and adds the phase's CPU and API commands to the totals.
      */
-    const fireCallbacks = async (batch: { sessionId: string; callbackId: string }[], cpuTotal: CpuSnapshot, opsTotal: Map<string, number>) => {
+    const fireCallbacks = async (batch: { sessionId: string; callbackId: string }[], cpuTotal: CpuSnapshot, opsTotal: CommandCounts) => {
       const sentAt = new Map<string, number>();
       const before = cpu.snapshot();
-      const opsBefore = new Map(apiOps);
+      const opsBefore = snapshotCounts(apiOps);
       await Promise.all(
         batch.map(async ({ sessionId, callbackId }) => {
           const { secret } = requests.get(callbackId)!;
@@ -279,7 +260,7 @@ FLOW:
       if (rows.length < ids.length) throw new Error(`only ${rows.length} of ${ids.length} sessions resumed`);
       await sleep(settleMs);
       CpuMeter.accumulate(cpuTotal, before, cpu.snapshot());
-      for (const [k, v] of apiOps) opsTotal.set(k, (opsTotal.get(k) ?? 0) + v - (opsBefore.get(k) ?? 0));
+      addCounts(opsTotal, countsSince(apiOps, opsBefore));
       return rows.map((row) => row.timestamp.getTime() - sentAt.get(row.sessionId)!);
     };
 
@@ -287,7 +268,7 @@ FLOW:
     const resumed: number[] = [];
     const floorCpu: CpuSnapshot = {};
     const callbackCpu: CpuSnapshot = {};
-    const callbackOps = new Map<string, number>();
+    const callbackOps: CommandCounts = new Map();
     let lastSession = '';
     for (let round = 0; round < ROUNDS; round++) {
       const before = cpu.snapshot();
@@ -315,8 +296,8 @@ FLOW:
     out(`CPU per bare update (ms): ${CpuMeter.perOp({}, floorCpu, floor.length)}`);
     out(`CPU per callback    (ms): ${CpuMeter.perOp({}, callbackCpu, callbacks)}  [bench = API + this client]`);
     out(`CPU per suspension  (ms): ${CpuMeter.perOp({}, suspendCpu, suspendedCount)}`);
-    out(`API MongoDB commands per callback:   ${perOpCounts(callbackOps, callbacks)}`);
-    out(`API MongoDB commands per suspension: ${perOpCounts(suspendOps, suspendedCount)}`);
+    out(`API MongoDB commands per callback:   ${perOpCounts(callbackOps, callbacks, true)}`);
+    out(`API MongoDB commands per suspension: ${perOpCounts(suspendOps, suspendedCount, true)}`);
     out(`one resume in the session's history: ${await resumeHistory(client, lastSession)}`);
     }
 

@@ -24,6 +24,7 @@ import { type SessionDoc } from '../db/session';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 import { startBenchStack } from './support/stack';
+import { addCounts, countMongoCommands, countsSince, perOpCounts, snapshotCounts, type CommandCounts } from './support/mongo-commands';
 
 const { values } = parseArgs({
   options: {
@@ -67,8 +68,12 @@ async function main() {
     env: { RATE_LIMIT_REQUESTS: '1000000', SESSION_MESSAGES_PER_MINUTE: '100000', MAX_CONCURRENT_SESSIONS: '100000', SESSION_PROJECTION_FLUSH_MS: process.env.SESSION_PROJECTION_FLUSH_MS },
     // As in production, the worker is its own process by default (`--worker inline` shares this one).
     worker: values.worker === 'inline' ? 'none' : 'process',
+    // The API's store commands are counted per turn, per no-op request and per first turn.
+    monitorApiCommands: true,
   });
   const { ctx, config, baseUrl, client, cpu } = stack;
+  const apiOps = countMongoCommands(ctx);
+  const chatOps: CommandCounts = new Map();
   const settle = () => new Promise((resolve) => setTimeout(resolve, config.SESSION_PROJECTION_FLUSH_MS + RATE_LIMIT_BATCH_MS + SETTLE_MARGIN_MS));
   let stopWorker = async () => {};
   if (values.worker === 'inline') {
@@ -150,6 +155,7 @@ async function main() {
     CpuMeter.accumulate(bareCpuTotal, before, cpu.snapshot());
 
     before = cpu.snapshot();
+    const opsBefore = snapshotCounts(apiOps);
     wall = Date.now();
     await Promise.all(
       sessionIds.map(async (sessionId) => {
@@ -163,6 +169,7 @@ async function main() {
     chatWall += Date.now() - wall;
     await settle();
     CpuMeter.accumulate(chatCpuTotal, before, cpu.snapshot());
+    addCounts(chatOps, countsSince(apiOps, opsBefore));
     sent += count;
   }
   const bareCpuPerOp = CpuMeter.perOp({}, bareCpuTotal, SESSIONS * TURNS);
@@ -173,13 +180,16 @@ async function main() {
   const authOnly: number[] = [];
   const direct: number[] = [];
   const sessions = await ctx.models.Session.find({ tenantId: credentials.tenantId }).limit(SESSIONS).lean();
+  const noOpOps: CommandCounts = new Map();
   await Promise.all(
     sessions.map(async (session) => {
       const handle = client.workflow.getHandle(session.runtimeSessionId);
       for (let t = 0; t < TURNS; t++) {
+        const opsBefore = snapshotCounts(apiOps);
         let started = performance.now();
         await http.get('/api/auth/me', auth);
         authOnly.push(performance.now() - started);
+        addCounts(noOpOps, countsSince(apiOps, opsBefore));
         started = performance.now();
         await handle.executeUpdate(turnUpdate, { args: [{ clientMessageId: `direct-${session._id}-${t}`, message: 'thanks' }] });
         direct.push(performance.now() - started);
@@ -192,6 +202,20 @@ async function main() {
   process.stdout.write(`${fmt('bare update', b, bareWall)}\n${fmt('chat turn (HTTP, local)', c, chatWall)}\n`);
   process.stdout.write(`breakdown: authenticated no-op request p50 ${stats(authOnly).p50.toFixed(1)} ms; turn update without the API p50 ${stats(direct).p50.toFixed(1)} ms\n`);
   process.stdout.write(`CPU per bare update (ms): ${bareCpuPerOp}\nCPU per chat turn (ms): ${chatCpuPerOp}\n`);
+  // Counted while the requests overlap: a command answered meanwhile for another request may land in one's count.
+  process.stdout.write(`API store commands per chat turn: ${perOpCounts(chatOps, SESSIONS * TURNS, true)}\n`);
+  process.stdout.write(`API store commands per authenticated no-op request (concurrent with direct updates): ${perOpCounts(noOpOps, authOnly.length, true)}\n`);
+  // The no-op request alone, one at a time: its time next to the store's share of it.
+  const lone: number[] = [];
+  const loneOps: CommandCounts = new Map();
+  for (let i = 0; i < 100; i++) {
+    const opsBefore = snapshotCounts(apiOps);
+    const started = performance.now();
+    await http.get('/api/auth/me', auth);
+    lone.push(performance.now() - started);
+    addCounts(loneOps, countsSince(apiOps, opsBefore));
+  }
+  process.stdout.write(`authenticated no-op request, one at a time: p50 ${stats(lone).p50.toFixed(1)} ms; store commands per request: ${perOpCounts(loneOps, lone.length, true)}\n`);
   process.stdout.write(
     `ratio p50 ${(c.p50 / b.p50).toFixed(2)}x (target <= 2x); throughput ${((turns.length / chatWall) / (bare.length / bareWall)).toFixed(2)} of bare (target >= 0.5)\n`,
   );
@@ -208,11 +232,14 @@ async function main() {
       const first: number[] = [];
       const floor: number[] = [];
       const written: number[] = [];
+      const ops: CommandCounts = new Map();
       for (let i = 0; i < FIRST_TURNS; i++) {
+        const opsBefore = snapshotCounts(apiOps);
         let started = performance.now();
         const res = await http.post('/api/v1/chat/agent', { projectId: project._id, message: messages[0] }, { authorization: `Bearer ${key}` });
         if (res.status !== 200) throw new Error(`first turn failed: ${res.status} ${JSON.stringify(res.body)}`);
         const answered = performance.now();
+        addCounts(ops, countsSince(apiOps, opsBefore));
         first.push(answered - started);
         started = performance.now();
         const op = new WithStartWorkflowOperation('probeWorkflow', { workflowId: `first-probe-${label}-${i}`, taskQueue: 'bench', workflowIdConflictPolicy: 'USE_EXISTING' });
@@ -231,10 +258,10 @@ async function main() {
         written.push(performance.now() - answered - config.SESSION_PROJECTION_FLUSH_MS);
         await settle();
       }
-      return { first: stats(first), floor: stats(floor), written: stats(written) };
+      return { first: stats(first), floor: stats(floor), written: stats(written), ops: perOpCounts(ops, FIRST_TURNS, true) };
     };
     const line = (label: string, r: Awaited<ReturnType<typeof firstTurnPhase>>) =>
-      `first turn, ${label.padEnd(24)} n=${r.first.n}  p50 ${r.first.p50.toFixed(1)} ms  p95 ${r.first.p95.toFixed(1)} ms; bare update-with-start p50 ${r.floor.p50.toFixed(1)} ms  p95 ${r.floor.p95.toFixed(1)} ms; held write seen ${r.written.p50.toFixed(0)} ms after its timer (p50)`;
+      `first turn, ${label.padEnd(24)} n=${r.first.n}  p50 ${r.first.p50.toFixed(1)} ms  p95 ${r.first.p95.toFixed(1)} ms; bare update-with-start p50 ${r.floor.p50.toFixed(1)} ms  p95 ${r.floor.p95.toFixed(1)} ms; held write seen ${r.written.p50.toFixed(0)} ms after its timer (p50)\n  API store commands per first turn (until its answer): ${r.ops}`;
     const empty = await firstTurnPhase('empty');
     process.stdout.write(`${line('0 active sessions', empty)}\n`);
 

@@ -33,6 +33,7 @@ import { TASK_LIST_PROJECTION, TASK_LIST_SORT, taskListFilter } from '../api/hum
 import { pingUpdate } from '../workflows/definitions';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { jsonClient } from './support/json-client';
+import { addCounts, countMongoCommands, countsSince, perOpCounts, snapshotCounts, type CommandCounts } from './support/mongo-commands';
 
 const { values } = parseArgs({
   options: {
@@ -64,7 +65,8 @@ async function main() {
   const config = loadConfig({
     PORT: String(apiPort),
     PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`,
-    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/humantasks`,
+    // Command monitoring on: the bench counts the API's store commands per list and per resolve.
+    MONGODB_URI: `${ferret.uri.replace(/\/$/, '')}/humantasks?monitorCommands=true`,
     TEMPORAL_ADDRESS: temporal.address,
     TEMPORAL_TASK_QUEUE: 'human-tasks',
     JWT_SECRET: 'h'.repeat(40),
@@ -79,6 +81,7 @@ async function main() {
     LLM_TIER_POWERFUL: 'local',
   });
   const ctx = await buildAppContext(config, createLogger({ level: 'silent' }));
+  const apiOps = countMongoCommands(ctx);
   const server = createServer(createApp(ctx));
   await new Promise<void>((r) => server.listen(apiPort, '127.0.0.1', r));
   const worker = await startWorkerProcess(config);
@@ -193,14 +196,17 @@ FLOW:
     for (const [label, query] of filters) {
       const samples: number[] = [];
       let matched = 0;
+      const listOps: CommandCounts = new Map();
       for (let i = 0; i < SAMPLES; i++) {
+        const opsBefore = snapshotCounts(apiOps);
         const started = performance.now();
         const res = await http.get(`${base}${query}`, auth);
         samples.push(performance.now() - started);
+        addCounts(listOps, countsSince(apiOps, opsBefore));
         if (res.status !== 200) throw new Error(`list ${query}: ${res.status} ${JSON.stringify(res.body)}`);
         matched = (res.body as { total: number }).total;
       }
-      process.stdout.write(`${line(`list ${label}`, samples, `  (${matched} match)`)}\n`);
+      process.stdout.write(`${line(`list ${label}`, samples, `  (${matched} match)`)}\n  API store commands per list: ${perOpCounts(listOps, SAMPLES, true)}\n`);
       // The floor: the same filter, sort, skip and limit, and the count, straight to the driver.
       const q = ZListTasksQuery.parse(Object.fromEntries(new URLSearchParams(query)));
       const filter = taskListFilter(scope, q);
@@ -246,11 +252,14 @@ FLOW:
     }
     const resumed: number[] = [];
     const resolveCalls: number[] = [];
+    const resolveOps: CommandCounts = new Map();
     for (const { sessionId, taskId } of escalated) {
       const sentAt = Date.now();
+      const opsBefore = snapshotCounts(apiOps);
       const started = performance.now();
       const res = await http.post(`${base}/${taskId}/resolve`, { respondedBy: 'bench', decision: 'approved' }, auth);
       resolveCalls.push(performance.now() - started);
+      addCounts(resolveOps, countsSince(apiOps, opsBefore));
       if (res.status !== 200) throw new Error(`resolve: ${res.status} ${JSON.stringify(res.body)}`);
       const deadline = Date.now() + 60_000;
       for (;;) {
@@ -263,7 +272,7 @@ FLOW:
         await new Promise((r) => setTimeout(r, 5));
       }
     }
-    process.stdout.write(`\n${line('resolve call (200 answered)', resolveCalls)}\n`);
+    process.stdout.write(`\n${line('resolve call (200 answered)', resolveCalls)}\n  API store commands per resolve: ${perOpCounts(resolveOps, resolveCalls.length, true)}\n`);
     process.stdout.write(`${line('resolve -> resumed answer recorded', resumed)}\n`);
     process.stdout.write(`${line('floor: bare update round trip (probe)', floor)}\n`);
     process.stdout.write(`${line('floor: owned read of one task (driver)', ownedReads)}\n`);

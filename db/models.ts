@@ -19,8 +19,7 @@ import { transcriptMessageModel } from './transcript-message';
 import { llmCredentialModel } from './llm-credential';
 import { llmSettingsModel } from './llm-settings';
 import { llmUsageModel } from './llm-usage';
-import { sessionCapacityHeadModel } from './session-capacity-head';
-import { sessionCapacityRevisionModel } from './session-capacity-revision';
+import { sessionCapacityCountModel } from './session-capacity-count';
 import { sessionSlotModel } from './session-slot';
 import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
@@ -53,8 +52,7 @@ export function createModels(connection: Connection) {
     LlmCredential: llmCredentialModel(connection),
     LlmSettings: llmSettingsModel(connection),
     LlmUsage: llmUsageModel(connection),
-    SessionCapacityHead: sessionCapacityHeadModel(connection),
-    SessionCapacityRevision: sessionCapacityRevisionModel(connection),
+    SessionCapacityCount: sessionCapacityCountModel(connection),
     SessionSlot: sessionSlotModel(connection),
     TenantDataKey: tenantDataKeyModel(connection),
     ToolSecret: toolSecretModel(connection),

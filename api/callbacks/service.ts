@@ -44,19 +44,18 @@ function notClaimable(doc: SuspensionDoc | null, now: Date): ApiError | Delivery
 }
 
 /**
- * Claims a pending, unexpired suspension with its result (kept encrypted until delivered, so a
- * claim whose process dies before the signal is still delivered: stale-claims.ts); the loser of
- * a race learns why it lost.
+ * Claims a pending, unexpired suspension, already read by the caller, with its result (kept
+ * encrypted until delivered, so a claim whose process dies before the signal is still delivered:
+ * stale-claims.ts). The claim is a plain conditional update: the caller's read has everything the
+ * delivery needs, so the suspension is read once. The loser of a race learns why it lost.
  */
-async function claim(ctx: AppContext, filter: { _id: string; tenantId: string }, via: 'callback' | 'resume', payload: unknown): Promise<SuspensionDoc | DeliveryOutcome> {
+async function claim(ctx: AppContext, suspension: SuspensionDoc, via: 'callback' | 'resume', payload: unknown): Promise<SuspensionDoc | DeliveryOutcome> {
   const now = new Date();
+  const filter = { _id: suspension._id, tenantId: suspension.tenantId };
   const claimedPayload = requireEncryptor(ctx).encrypt(filter.tenantId, CALLBACK_PAYLOAD_PURPOSE, JSON.stringify(payload ?? null));
-  const claimed = await ctx.models.Suspension.findOneAndUpdate(
-    { ...filter, status: 'pending', expiresAt: { $gt: now } },
-    { $set: { status: 'claimed', claimedAt: now, resumedVia: via, claimedPayload } },
-    { new: true },
-  ).lean();
-  if (claimed) return claimed;
+  const fields = { status: 'claimed' as const, claimedAt: now, resumedVia: via, claimedPayload };
+  const { matchedCount } = await ctx.models.Suspension.updateOne({ ...filter, status: 'pending', expiresAt: { $gt: now } }, { $set: fields });
+  if (matchedCount === 1) return { ...suspension, ...fields };
   const outcome = notClaimable(await ctx.models.Suspension.findOne(filter).lean(), now);
   if (outcome instanceof ApiError) throw outcome;
   return outcome;
@@ -107,7 +106,7 @@ export async function acceptCallback(ctx: AppContext, callbackId: string, rawBod
     if (!safeEqual(signature.trim().toLowerCase(), callbackSignature(secret, rawBody))) throw new ApiError('UNAUTHORIZED', 'Invalid callback signature');
   }
   const result = sessionResult(ctx, suspension, payload);
-  const claimed = await claim(ctx, { _id: callbackId, tenantId: suspension.tenantId }, 'callback', result);
+  const claimed = await claim(ctx, suspension, 'callback', result);
   if (!('_id' in claimed)) return claimed;
   return deliver(ctx, claimed, result, 'callback');
 }
@@ -123,7 +122,7 @@ export async function resumeSession(ctx: AppContext, scope: { tenantId: string; 
     throw new ApiError('CONFLICT', 'The session is not waiting on an async tool call');
   }
   const result = sessionResult(ctx, pending, toolResult);
-  const claimed = await claim(ctx, { _id: pending._id, tenantId: scope.tenantId }, 'resume', result);
+  const claimed = await claim(ctx, pending, 'resume', result);
   if (!('_id' in claimed)) return { ...claimed, suspensionId: pending._id };
   return { ...(await deliver(ctx, claimed, result, 'resume')), suspensionId: pending._id };
 }

@@ -58,7 +58,6 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'api/tenancy/service.ts: claims of a scope', model: 'ApiKeyClaim', filter: { scopeId: 'scp_q1' } },
   { name: 'db/session-capacity.ts: reconciler, slots of a tenant', model: 'SessionSlot', filter: { tenantId: T } },
   { name: 'db/session-capacity.ts: reconciler, active sessions of a tenant', model: 'Session', filter: { tenantId: T, status: 'active' } },
-  { name: 'db/session-capacity.ts: reconciler, old revisions', model: 'SessionCapacityRevision', filter: { tenantId: T, rev: { $lte: 10 } } },
   { name: 'api/chat/service.ts: LLM settings of a project', model: 'LlmSettings', filter: { tenantId: T, projectId: P }, limit: 1 },
 ];
 

@@ -134,18 +134,8 @@ describe('reconciliation', () => {
 
   it('sets a count left too high by a lost decrement back to the sessions that hold a place', async () => {
     expect((await chat({ message: 'hello' })).status).toBe(200);
-    const state = await readCapacity(stack.ctx.models, t.tenantId);
     // A process died after deleting a slot, before decrementing: the count is 4 too high.
-    await stack.ctx.models.SessionCapacityRevision.create({
-      _id: `${t.tenantId}/${state.rev + 1}`,
-      tenantId: t.tenantId,
-      rev: state.rev + 1,
-      active: state.active + 4,
-      delta: 4,
-      reason: 'start',
-      sessionId: null,
-      at: new Date(Date.now() - 120_000),
-    });
+    await stack.ctx.models.SessionCapacityCount.updateOne({ _id: t.tenantId }, { $inc: { rev: 1, active: 4 }, $set: { at: new Date(Date.now() - 120_000) } });
     expect((await counted(stack, t)).active).toBe(5);
     expect((await chat({ message: 'hello' })).status).toBe(429);
     const outcome = await reconcileSessionCapacity(stack.ctx.models, t.tenantId);
@@ -156,16 +146,7 @@ describe('reconciliation', () => {
 
   it('leaves a count alone that changed within the settle time', async () => {
     const state = await readCapacity(stack.ctx.models, t.tenantId);
-    await stack.ctx.models.SessionCapacityRevision.create({
-      _id: `${t.tenantId}/${state.rev + 1}`,
-      tenantId: t.tenantId,
-      rev: state.rev + 1,
-      active: state.active + 1,
-      delta: 1,
-      reason: 'start',
-      sessionId: null,
-      at: new Date(),
-    });
+    await stack.ctx.models.SessionCapacityCount.updateOne({ _id: t.tenantId }, { $inc: { rev: 1, active: 1 }, $set: { at: new Date() } });
     expect(await reconcileSessionCapacity(stack.ctx.models, t.tenantId)).toEqual({ released: 0, adopted: 0, corrected: null });
     expect((await counted(stack, t)).active).toBe(state.active + 1);
     expect(await reconcileSessionCapacity(stack.ctx.models, t.tenantId, 0)).toEqual({ released: 0, adopted: 0, corrected: -1 });
