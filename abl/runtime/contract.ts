@@ -226,7 +226,8 @@ export type TraceDraft =
       };
     }
   | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
-  | { type: 'error'; data: { agent: string; kind: string; message: string } }
+  /** `tool`: the tool whose call failed, for a failed tool call. */
+  | { type: 'error'; data: { agent: string; kind: string; message: string; tool?: string } }
   | { type: 'response'; data: { agent: string; text: string } }
   /**
    * Not an event of its own: what a `tool_output` guardrail left of a tool's result (redacted, or
