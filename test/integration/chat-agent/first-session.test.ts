@@ -8,6 +8,7 @@ import { publishAgent, type TraceEvent } from '../../support/agents';
 import { sendCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { startReceiver, type Receiver } from '../../support/receiver';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 
 jest.setTimeout(120_000);
@@ -121,12 +122,19 @@ it("asks the first step's question once when the session's first message does no
   const answered = await say({ sessionId, message: 'ORD-1234' });
   expect(answered.status).toBe(202);
   expect(answered.body.response).toBe('Looking up ORD-1234.');
+  // The patch is recorded where it changed the run, and the history replays with today's code.
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('start-gather-hold-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });
 
 it('says the escalation notice when a trigger fires in the turn a callback resumed', async () => {
   const sessionId = await lookedUp('Refund_Desk', { status: 'delivered', amount: 250 });
   const lines = await eventually(() => transcript(sessionId), (l) => l.some((x) => x.includes(NOTICE)), 30_000, 200);
   expect(lines.at(-1)).toBe(`assistant: ORD-1234 was delivered: 250.\n\n${NOTICE}`);
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('escalation-notice-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });
 
 it("says the agent's own message instead when the branch that escalates says one", async () => {
