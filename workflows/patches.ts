@@ -140,11 +140,11 @@ export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
 export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
 
 /**
- * A first message that came with the session's start and gives no value for the field the first
- * step's GATHER asked as the session started (`RuntimeOptions.startGatherHold`) is not a failed
- * answer: the start and that message are one turn of the API, so the question was said twice in
- * one reply ("Hi" got "Which order…?" twice). Runs recorded before it asked again and counted a
- * retry. Asked only when such a first message arrives.
+ * A first message that came with the session's start and leaves the field the first step's GATHER
+ * asked as the session started missing (`RuntimeOptions.startGatherHold`) is not a failed answer:
+ * the start and that message are one turn of the API, so the question was said twice in one reply
+ * ("Hi" got "Which order…?" twice). Runs recorded before it asked again (a retry for a message that
+ * gave nothing). Asked only when such a first message arrives.
  */
 export const START_GATHER_HOLD_PATCH = 'start-gather-hold-v1';
 

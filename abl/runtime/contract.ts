@@ -356,8 +356,8 @@ export interface RuntimeOptions {
    */
   startBlockHold?: boolean | (() => boolean);
   /**
-   * A first message that arrives with the session's start (`user_message.withStart`) and gives no
-   * value for the field the start's step GATHER just asked is not a failed answer: the question,
+   * A first message that arrives with the session's start (`user_message.withStart`) and leaves
+   * the field the start's step GATHER just asked missing is not a failed answer: the question,
    * said once already in that reply, is not said again and no retry is counted. On unless false; a
    * function is asked only when that would happen (patch `start-gather-hold-v1`).
    */

@@ -158,9 +158,10 @@ export class Gathering {
       ? nextFieldToAsk(g.fields, th.vars, rules, true)
       : g.fields.find((x) => x.required && !isSetValue(th.vars[x.name])) ?? g.fields.find((x) => !isSetValue(th.vars[x.name]));
     if (!missing) return 'done';
-    if (answering && extracted === 0 && missing.name === askedBefore && this.answersStart() && startGatherHoldOn(this.t.options)) {
+    if (answering && missing.name === askedBefore && this.answersStart() && startGatherHoldOn(this.t.options)) {
       // The message came with the start, whose reply already asks for this field: its sender has
-      // not seen the question, so it is not a failed answer and the question is not said twice.
+      // not seen the question, so giving no value for it is not a failed answer, and the question
+      // is not said twice in one reply (whatever else the message filled).
       this.t.decision(th, 'gather_held', `${step.name}: ${missing.name}`, 'the first message came with the start, which asked for it');
       this.t.flow.setFlowPhase(th, 'gather');
       return WAIT;

@@ -72,6 +72,15 @@ describe("a first message sent with the start that does not answer the first ste
     expect(d.sendWithStart('Refund ORD-1234 please')).toEqual(['Found ORD-1234.', 'Done.']);
   });
 
+  test('that fills another field of it gets no second question either', () => {
+    const two = DESK.replace('        validate: pattern(^ORD-\\d{4}$)\n', '        validate: pattern(^ORD-\\d{4}$)\n      - email: required\n        type: email\n        prompt: "Your email?"\n');
+    const d = new Driver(amounts(5), compiled('look_up', two));
+    expect(d.start()).toEqual([QUESTION]);
+    expect(d.sendWithStart('Hi, I am ann@example.com')).toEqual([]);
+    expect(d.vars().email).toBe('ann@example.com');
+    expect(d.send('ORD-1234')).toEqual(['Found ORD-1234.', 'Done.']);
+  });
+
   test('a message in a later request (after a start-only greeting) is a failed answer', () => {
     const d = new Driver(amounts(5), compiled());
     d.start();
