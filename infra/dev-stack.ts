@@ -28,6 +28,12 @@ import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
 
 // SWITCHBOARD_DATA_DIR moves the data (the stack tests run a second stack beside yours).
 const DATA_DIR = path.resolve(process.env.SWITCHBOARD_DATA_DIR ?? path.join(ROOT, '.data'));
+
+/** Where a data file is, as the log shows it: relative to the repository inside it, else absolute. */
+function shownPath(p: string): string {
+  const rel = path.relative(ROOT, p);
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : p;
+}
 const log = (msg: string) => process.stdout.write(`[switchboard] ${msg}\n`);
 
 function envNumber(name: string, fallback: number): number {
@@ -86,7 +92,7 @@ async function main(): Promise<void> {
       const uiPort = envNumber('TEMPORAL_UI_PORT', 8233);
       await requireFreePort(port, 'Temporal', 'TEMPORAL_PORT');
       await requireFreePort(uiPort, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
-      log(`starting Temporal dev server on 127.0.0.1:${port} (data in .data/temporal.sqlite)…`);
+      log(`starting Temporal dev server on 127.0.0.1:${port} (data in ${shownPath(path.join(DATA_DIR, 'temporal.sqlite'))})…`);
       // The Web UI decodes payloads through the API's codec endpoint (docs/operations.md), which
       // in turn accepts calls from the UI's origin only, here with no sign-in (CODEC_TRUST_LOCAL_UI).
       const temporal = await startTemporalDevServer({
@@ -110,7 +116,7 @@ async function main(): Promise<void> {
       const postgresPort = envNumber('POSTGRES_PORT', 7432);
       await requireFreePort(port, 'FerretDB', 'FERRETDB_PORT');
       await requireFreePort(postgresPort, 'PostgreSQL', 'POSTGRES_PORT');
-      log(`starting FerretDB on 127.0.0.1:${port}, on PostgreSQL on 127.0.0.1:${postgresPort} (data in .data/${STORE_DIR}/)…`);
+      log(`starting FerretDB on 127.0.0.1:${port}, on PostgreSQL on 127.0.0.1:${postgresPort} (data in ${shownPath(path.join(DATA_DIR, STORE_DIR))}/)…`);
       const ferret = await startDevStore({ dataDir: DATA_DIR, port, postgresPort, log });
       started.push(ferret.process);
       env.MONGODB_URI = `${ferret.uri.replace(/\/$/, '')}/switchboard`;

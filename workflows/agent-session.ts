@@ -282,6 +282,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses);
 
     let result: AdvanceResult | null = null;
+    const starting = !runtime;
     if (!runtime) {
       const tc = turn.testContext;
       result = await drive(
@@ -310,6 +311,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
         metadata: turn.metadata as Record<string, Json> | undefined,
         // Only turns sent with an action carry it, so recorded turns replay unchanged.
         ...(turn.action ? { action: turn.action as { id: string; value?: Json } } : {}),
+        // What the interpreter does with it is behind patches (start-gather-hold-v1).
+        ...(starting ? { withStart: true } : {}),
       }));
       runtime = result.state;
     }

@@ -271,11 +271,9 @@ const { recordHumanTask, humanTaskRoom } = wf.proxyLocalActivities<Activities>({
  * A delegated agent cannot wait for a callback: its call fails at once.
  */
 async function startAsyncCall(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'suspend_for_callback' }>): Promise<RuntimeEvent | null> {
-  const fail = (message: string): RuntimeEvent => {
-    ctx.stats.errorCount++;
-    ctx.trace.add('error', { agent: command.agent, kind: 'tool_error', message, tool: command.tool });
-    return { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
-  };
+  // The interpreter records (and the session counts) the failure as an `error` naming the tool,
+  // as for any failed tool call; an event here too reported the one failure twice.
+  const fail = (message: string): RuntimeEvent => ({ type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } });
   if (ctx.delegationChain.length > 0) return fail(`Tool ${command.tool} is asynchronous: a delegated agent cannot wait for its callback`);
   const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
   if (!tool || tool.binding.type !== 'http' || !tool.binding.async) return fail(`E721 Tool ${command.tool} not found in project`);

@@ -19,10 +19,12 @@ import {
   RULE_CHECKPOINTS_PATCH,
   TOOL_ACCESS_PATCH,
   START_BLOCK_HOLD_PATCH,
+  START_GATHER_HOLD_PATCH,
+  ESCALATION_NOTICE_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'nlu' | 'moderationGuardrails'>>;
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>>;
 
 /** Every patch-decided interpreter option. */
 export type InterpreterFlags = RunFlags & Required<Pick<RuntimeOptions, 'ruleCheckpoints' | 'digressions' | 'agentHooks' | 'gatherLlm'>>;
@@ -43,6 +45,8 @@ export function runFlags(): RunFlags {
     toolAccess: patchDecidedOnce(TOOL_ACCESS_PATCH),
     handoffReturnActions: patchDecidedOnce(HANDOFF_RETURN_ACTIONS_PATCH),
     startBlockHold: patchDecidedOnce(START_BLOCK_HOLD_PATCH),
+    startGatherHold: patchDecidedOnce(START_GATHER_HOLD_PATCH),
+    escalationNotice: patchDecidedOnce(ESCALATION_NOTICE_PATCH),
     nlu: patchDecidedOnce(NLU_PATCH),
     moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
   };

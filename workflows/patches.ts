@@ -140,6 +140,24 @@ export const HANDOFF_RETURN_ACTIONS_PATCH = 'handoff-return-actions-v1';
 export const START_BLOCK_HOLD_PATCH = 'start-block-hold-v1';
 
 /**
+ * A first message that came with the session's start and leaves the field the first step's GATHER
+ * asked as the session started missing (`RuntimeOptions.startGatherHold`) is not a failed answer:
+ * the start and that message are one turn of the API, so the question was said twice in one reply
+ * ("Hi" got "Which order…?" twice). Runs recorded before it asked again (a retry for a message that
+ * gave nothing). Asked only when such a first message arrives.
+ */
+export const START_GATHER_HOLD_PATCH = 'start-gather-hold-v1';
+
+/**
+ * An escalation says its notice (MESSAGES.escalated, else "I have passed this to a member of our
+ * team…") unless what escalated said its own message first (`RuntimeOptions.escalationNotice`).
+ * Runs recorded before it said the notice only when nothing else was said in the turn, so a trigger
+ * that fired after a step's reply, or in a turn a callback resumed, told the user nothing. Asked
+ * only when the two rules differ, so other histories carry no marker.
+ */
+export const ESCALATION_NOTICE_PATCH = 'escalation-notice-v1';
+
+/**
  * ESCALATE creates a human task: a `human-task/<taskId>` workflow the session starts (and
  * abandons, so the task outlives its runs), and the session waits for its outcome. Runs recorded
  * before it only traced the escalation and waited until the idle timeout ended them. Asked only

@@ -107,7 +107,14 @@ export type RuntimeEvent =
    * `action`: a channel's structured action (a button press); it takes the waiting step's ON_ACTION
    * handler with that id. `text` is what the transcript and any other matching see.
    */
-  | { type: 'user_message'; text: string; metadata?: Record<string, Json>; action?: { id: string; value?: Json } }
+  | {
+      type: 'user_message';
+      text: string;
+      metadata?: Record<string, Json>;
+      action?: { id: string; value?: Json };
+      /** The message came with the session's start, in one request: its sender has not seen what the start said. */
+      withStart?: boolean;
+    }
   | { type: 'llm_result'; commandId: string; ok: true; content: string; toolCalls: { id: string; name: string; arguments: string }[] }
   | { type: 'llm_result'; commandId: string; ok: false; error: RuntimeError }
   | { type: 'tool_result'; commandId: string; ok: true; value: Json }
@@ -226,7 +233,8 @@ export type TraceDraft =
       };
     }
   | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
-  | { type: 'error'; data: { agent: string; kind: string; message: string } }
+  /** `tool`: the tool whose call failed, for a failed tool call. */
+  | { type: 'error'; data: { agent: string; kind: string; message: string; tool?: string } }
   | { type: 'response'; data: { agent: string; text: string } }
   /**
    * Not an event of its own: what a `tool_output` guardrail left of a tool's result (redacted, or
@@ -347,6 +355,21 @@ export interface RuntimeOptions {
    * (patch `start-block-hold-v1`).
    */
   startBlockHold?: boolean | (() => boolean);
+  /**
+   * A first message that arrives with the session's start (`user_message.withStart`) and leaves
+   * the field the start's step GATHER just asked missing is not a failed answer: the question,
+   * said once already in that reply, is not said again and no retry is counted. On unless false; a
+   * function is asked only when that would happen (patch `start-gather-hold-v1`).
+   */
+  startGatherHold?: boolean | (() => boolean);
+  /**
+   * An escalation tells the user it was passed on (MESSAGES.escalated, else a default notice)
+   * unless what escalated said its own message first: a branch's or step's RESPOND before its
+   * THEN: ESCALATE, an ON_ERROR handler's. Off, the notice is said only when nothing else was said
+   * in the turn. On unless false; a function is asked only when the two differ (patch
+   * `escalation-notice-v1`).
+   */
+  escalationNotice?: boolean | (() => boolean);
   /**
    * An agent's NLU section classifies each user message (`call_llm`, purpose `classification`)
    * into `intent.*` before the rest of its turn. On unless false; a function is asked only when

@@ -6,6 +6,7 @@ import type { ThreadState } from './contract';
 import { toJson, truncate } from './values';
 import type { TurnContext } from './turn-context';
 import { syntheticHandoff } from './handoff';
+import { escalationNoticeOn } from './options';
 
 export class Escalation {
   constructor(private readonly t: TurnContext) {}
@@ -25,8 +26,10 @@ export class Escalation {
    * Creates a human task, suspends, and applies on_human_complete once it is resolved. `trigger`:
    * the ESCALATE trigger that fired (its TYPE, DUE and FIELDS); other escalations (THEN/ON_FAIL:
    * ESCALATE, the escalate tool) make an `escalation` task with no deadline and no form.
+   * `saidOwn`: what escalated said its own message for it (a RESPOND before its THEN: ESCALATE), so
+   * the notice is not said.
    */
-  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number]): 'continue' | 'stop' {
+  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number], saidOwn = false): 'continue' | 'stop' {
     if (this.t.s.mode === 'delegate') this.t.delegation.failDelegate({ kind: 'escalation', message: `Delegated agent escalated: ${reason}` });
     const agent = this.t.agent(th);
     const esc = agent.coordination.escalation;
@@ -36,8 +39,11 @@ export class Escalation {
       else context[k] = toJson(this.t.eval(th, { type: 'Ident', name: k, pos: 0 }));
     }
     this.t.decision(th, 'escalate', reason);
-    // The user hears something even when nothing else was said this turn.
-    if (this.t.responses.length === 0) this.t.guards.respond(th, this.t.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
+    // The user hears that a person takes over, unless what escalated said so in its own words.
+    // Runs recorded before patch escalation-notice-v1 said it only when nothing else was said in
+    // the turn (which, in a turn a callback resumed, holds the replies sent before the callback).
+    const notice = this.t.responses.length === 0 || (!saidOwn && escalationNoticeOn(this.t.options));
+    if (notice) this.t.guards.respond(th, this.t.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
     th.status = 'escalated';
     const routing = mergeRouting(esc?.routing, trigger?.routing);
     const task = {

@@ -15,6 +15,9 @@ import { DEFAULT_ERROR, errorType } from './on-error';
 const WAITING_PHASES = new Set(['gather', 'input', 'reasoning']);
 
 export class Flow {
+  /** Replies said before the branch or handler whose THEN is ESCALATE ran (what it says is its own message for the escalation). */
+  private escalatingSaidFrom: number | null = null;
+
   constructor(private readonly t: TurnContext) {}
 
   runFlow(th: ThreadState, input: string | null): void {
@@ -51,6 +54,8 @@ export class Flow {
         }
       }
       let r: StepResult;
+      const saidFrom = this.t.responses.length;
+      this.escalatingSaidFrom = null;
       if (f.phase === 'gather' || f.phase === 'input' || f.phase === 'reasoning') {
         if (pending === null) return;
         r = this.runStep(th, step, f.phase, pending);
@@ -68,7 +73,10 @@ export class Flow {
       }
       if (t.kind === 'escalate') {
         this.t.decision(th, 'flow_transition', `${step.name} -> ESCALATE`);
-        if (this.t.escalation.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalated from step ${step.name}`) === 'stop') return;
+        // Said its own message: the branch that chose ESCALATE, else the step, said something.
+        const saidOwn = this.t.responses.length > (this.escalatingSaidFrom ?? saidFrom);
+        const reason = t.reason ? this.t.render(th, t.reason) : `Escalated from step ${step.name}`;
+        if (this.t.escalation.escalate(th, reason, undefined, undefined, undefined, saidOwn) === 'stop') return;
         if (this.t.isActive(th)) this.t.handoffs.completeAgent(th, null);
         return;
       }
@@ -142,6 +150,11 @@ export class Flow {
         break;
     }
     return true;
+  }
+
+  /** A branch or ON_ERROR handler that ends in ESCALATE begins: what it says from here is its own message for the escalation. */
+  escalating(): void {
+    this.escalatingSaidFrom = this.t.responses.length;
   }
 
   setFlowPhase(th: ThreadState, phase: string): void {
@@ -280,6 +293,7 @@ export class Flow {
 
   /** Branch actions: SET, CLEAR, RESPOND, CALL, GATHER, THEN. Without THEN the step's own THEN follows (unless `soft`). */
   branchActions(th: ThreadState, step: FlowStepIR, a: ActionsIR, soft = false): StepResult {
+    if (a.then?.kind === 'escalate') this.escalating();
     for (const set of a.set) this.t.setVar(th, set.target, this.t.eval(th, set.value));
     for (const c of a.clear) this.t.clearVar(th, c);
     if (a.respond) this.t.guards.respond(th, this.t.render(th, a.respond));

@@ -7,7 +7,7 @@ import type { AgentIR, FlowStepIR, GatherFieldIR } from '../ir';
 import type { ThreadState } from './contract';
 import { type ExtractionCall, type ExtractionHost, type InferenceInput, gatherFromMessage, inferTopLevel, judgeValues } from './gather-llm';
 import { type InferenceHooks, answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip } from './gather-infer';
-import { agentErrorTransitionsOn, gatherFieldRulesOn, gatherInferOn } from './options';
+import { agentErrorTransitionsOn, gatherFieldRulesOn, gatherInferOn, startGatherHoldOn } from './options';
 import { isSetValue } from './values';
 import { type StepResult, type TurnContext, WAIT } from './turn-context';
 
@@ -118,6 +118,12 @@ export class Gathering {
     return confirmationPrompt(th, f, this.t.agent(th).messages.confirm_inferred ?? null) ?? (retry ? f.retry_prompt : null) ?? f.prompt ?? `Please provide your ${f.name.replace(/_/g, ' ')}.`;
   }
 
+  /** This turn's message came with the session's start, in the same request. */
+  private answersStart(): boolean {
+    const e = this.t.exec.event;
+    return e.type === 'user_message' && e.withStart === true;
+  }
+
   /** Step GATHER: extract, then either done or ask (and wait). */
   stepGather(th: ThreadState, step: FlowStepIR, input: string | null, answering: boolean): 'done' | StepResult {
     const stated = step.gather;
@@ -126,6 +132,7 @@ export class Gathering {
     const g = fields === stated.fields ? stated : { ...stated, fields: [...fields] };
     const f = th.flow as NonNullable<ThreadState['flow']>;
     const key = `gather:${step.name}`;
+    const askedBefore = th.askedField ?? null;
     let extracted = 0;
     const invalid = new Set<string>();
     let confirmation: ReturnType<typeof answerInferred> = 'none';
@@ -151,6 +158,14 @@ export class Gathering {
       ? nextFieldToAsk(g.fields, th.vars, rules, true)
       : g.fields.find((x) => x.required && !isSetValue(th.vars[x.name])) ?? g.fields.find((x) => !isSetValue(th.vars[x.name]));
     if (!missing) return 'done';
+    if (answering && missing.name === askedBefore && this.answersStart() && startGatherHoldOn(this.t.options)) {
+      // The message came with the start, whose reply already asks for this field: its sender has
+      // not seen the question, so giving no value for it is not a failed answer, and the question
+      // is not said twice in one reply (whatever else the message filled).
+      this.t.decision(th, 'gather_held', `${step.name}: ${missing.name}`, 'the first message came with the start, which asked for it');
+      this.t.flow.setFlowPhase(th, 'gather');
+      return WAIT;
+    }
     // After "no" to an inferred value the field is asked afresh, not as a failed answer.
     const retry = answering && extracted === 0 && confirmation !== 'rejected';
     if (retry) {

@@ -24,6 +24,7 @@ export class OnError {
    * the agent carries on (THEN: CONTINUE, or a BACKTRACK, which needs a flow).
    */
   agentLevelError(th: ThreadState, type: string): 'continue' | 'stop' {
+    const saidFrom = this.t.responses.length;
     const r = this.handleError(th, null, type);
     if (r.kind !== 'go' || !this.t.isActive(th)) return 'stop';
     const t = r.to;
@@ -31,7 +32,9 @@ export class OnError {
     // Runs recorded before patch agent-error-transitions-v1 only responded here.
     if (!agentErrorTransitionsOn(this.t.options)) return 'stop';
     this.t.decision(th, 'on_error', `${type} -> ${t.kind === 'complete' ? 'COMPLETE' : 'ESCALATE'}`);
-    if (t.kind === 'escalate' && this.t.escalation.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalation after ${type}`) === 'stop') return 'stop';
+    // The handler's RESPOND is its own message for the escalation.
+    const saidOwn = this.t.responses.length > saidFrom;
+    if (t.kind === 'escalate' && this.t.escalation.escalate(th, t.reason ? this.t.render(th, t.reason) : `Escalation after ${type}`, undefined, undefined, undefined, saidOwn) === 'stop') return 'stop';
     if (this.t.isActive(th)) this.t.handoffs.completeAgent(th, null);
     return 'stop';
   }
@@ -43,6 +46,7 @@ export class OnError {
       this.t.guards.respond(th, this.t.message(th, 'error_default', DEFAULT_ERROR));
       return STOP;
     }
+    if (step && h.then?.kind === 'escalate') this.t.flow.escalating();
     if (h.respond) this.t.guards.respond(th, this.t.render(th, h.respond));
     const t = h.then;
     if (!t) return h.respond ? STOP : (this.t.guards.respond(th, this.t.message(th, 'error_default', DEFAULT_ERROR)), STOP);

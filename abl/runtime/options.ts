@@ -54,6 +54,16 @@ export function startBlockHoldOn(options: RuntimeOptions): boolean {
   return flagOn(options.startBlockHold, true);
 }
 
+/** A first message that came with the start and answers nothing is not a failed answer to its GATHER. On unless false. */
+export function startGatherHoldOn(options: RuntimeOptions): boolean {
+  return flagOn(options.startGatherHold, true);
+}
+
+/** An escalation's notice is said unless what escalated said its own message. On unless false. */
+export function escalationNoticeOn(options: RuntimeOptions): boolean {
+  return flagOn(options.escalationNotice, true);
+}
+
 /** An agent's NLU section classifies each user message into `intent`. On unless false. */
 export function nluOn(options: RuntimeOptions): boolean {
   return flagOn(options.nlu, true);

@@ -101,7 +101,7 @@ export class ToolCalls {
       }
       out = 'blocked' in seen ? seen.blocked : { ok: true, value: seen.value };
     }
-    if (!out.ok && !out.blocked) this.t.error(th, out.error.kind, out.error.message);
+    if (!out.ok && !out.blocked) this.t.error(th, out.error.kind, out.error.message, tool.name);
     return out;
   }
 

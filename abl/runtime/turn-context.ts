@@ -260,8 +260,8 @@ export class TurnContext {
     this.trace.push({ type: 'decision', data });
   }
 
-  error(th: ThreadState | null, kind: string, message: string): void {
-    this.trace.push({ type: 'error', data: { agent: th?.agent ?? '', kind, message } });
+  error(th: ThreadState | null, kind: string, message: string, tool?: string): void {
+    this.trace.push({ type: 'error', data: { agent: th?.agent ?? '', kind, message, ...(tool !== undefined ? { tool } : {}) } });
   }
 
   pushHistory(th: ThreadState, turn: ChatTurn): void {

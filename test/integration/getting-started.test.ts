@@ -215,7 +215,8 @@ it('walks through docs/getting-started.md: the agent, a chat, the async tool and
   );
   const transcript = await runUntil(term, take('m.role'), (out) => out.includes('assistant: ORD-1234 was delivered: $250.00.'));
   expect(transcript).toBe(
-    'user: I would like a refund for ORD-1234\nassistant: Which order should I refund? (ORD-1234)\n\nLooking up ORD-1234.\nassistant: ORD-1234 was delivered: $250.00.\n',
+    'user: I would like a refund for ORD-1234\nassistant: Which order should I refund? (ORD-1234)\n\nLooking up ORD-1234.\n' +
+      'assistant: ORD-1234 was delivered: $250.00.\n\nI have passed this to a member of our team. I will continue as soon as they respond.\n',
   );
 
   // 8. The human task: found in the queue, approved, and the session refunds.

@@ -68,6 +68,9 @@ describe('npm start stack', () => {
     expect(created.status).toBe(201);
     expect(existsSync(path.join(dataDir, 'temporal.sqlite'))).toBe(true);
     expect(existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
+    // The log names where the data really is (SWITCHBOARD_DATA_DIR), not the default .data/.
+    expect(first.output()).toContain(`(data in ${path.join(dataDir, 'temporal.sqlite')})`);
+    expect(first.output()).toContain(`(data in ${path.join(dataDir, 'postgres')}/)`);
 
     // The Web UI decodes payloads through the API's codec endpoint, which answers the UI's origin.
     const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };

@@ -78,6 +78,12 @@ export class Driver {
     return this.pump(this.take(this.interp.advance(this.state, { type: 'user_message', text, ...(metadata ? { metadata } : {}) })), before);
   }
 
+  /** The session's first message, sent with the start in one request (`withStart`). */
+  sendWithStart(text: string): string[] {
+    const before = this.responses.length;
+    return this.pump(this.take(this.interp.advance(this.state, { type: 'user_message', text, withStart: true })), before);
+  }
+
   /** A channel's structured action (a button press), with the text the transcript shows. */
   press(id: string, value?: Json, text = id): string[] {
     const before = this.responses.length;
