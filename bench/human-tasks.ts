@@ -29,7 +29,7 @@ import { PRIORITY_RANK } from '../db/human-task';
 import { driverCollection } from '../db/driver-collection';
 import { findOwned } from '../db/owned';
 import { ZListTasksQuery } from '../api/human-tasks/schemas';
-import { TASK_LIST_PROJECTION, TASK_LIST_SORT, taskListFilter } from '../api/human-tasks/service';
+import { TASK_LIST_PROJECTION, TASK_LIST_SORT, taskListFilter } from '../core/human-tasks/tasks';
 import { pingUpdate } from '../workflows/definitions';
 import { startWorkerProcess } from '../test/support/worker-process';
 import { jsonClient } from './support/json-client';

@@ -2,7 +2,7 @@
 // same service functions as the admin routes. MONGODB_URI defaults to the local dev stack.
 import { lastUsedTimes } from '../db/api-key-usage';
 import { parseArgs } from 'node:util';
-import { isApiError } from '../lib/errors';
+import { isDomainError } from '../lib/errors';
 import { ApiKeyCacheMs } from '../lib/config';
 import { isPermission, type Permission } from '../lib/permissions';
 import { connectMongo } from '../db/connection';
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = isApiError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+  const message = isDomainError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
   process.stderr.write(`admin: ${message}\n`);
   process.exit(1);
 });

@@ -7,7 +7,7 @@ import type { deploymentDrain } from '../../workflows/deployment-drain';
 import { type DeploymentDrainInput } from '../../workflows/definitions';
 import { DeploymentIdKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
-import { TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
+import { TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';
 
 export const DEPLOYMENT_DRAIN_WORKFLOW_TYPE = 'deploymentDrain';
 export const drainWorkflowId = (deploymentId: string): string => `deployment-drain/${deploymentId}`;

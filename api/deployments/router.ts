@@ -21,7 +21,8 @@ import {
   ZRetiredDeploymentSchema,
   ZRollbackResponse,
 } from './schemas';
-import { activeSessionCount, createDeployment, getDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from './service';
+import { getDeployment } from '../../core/deployments/resolve';
+import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from './service';
 import { startDeploymentDrain } from './drain-client';
 
 const TAGS = ['Deployments'];

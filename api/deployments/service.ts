@@ -1,5 +1,5 @@
-// Deployments of a project: create, list, read, retire, roll back and promote, and the lookups a
-// new session uses to find its pinned versions. One deployment per environment is active: after
+// Deployments of a project: create, list, retire, roll back and promote (reading one and what a
+// new session runs: core/deployments/resolve.ts). One deployment per environment is active: after
 // any change the newest activated one wins and the others are retired (a convergent rule, so two
 // concurrent changes never leave two active ones without needing transactions).
 import { randomBytes } from 'node:crypto';
@@ -11,12 +11,11 @@ import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
 import { agentFilePath, type ProjectScope } from '../agents/compile';
 import { recordActiveVersions } from '../agents/service';
+import { activeDeployment, getDeployment } from '../../core/deployments/resolve';
 import { type TCreateDeploymentRequest, type TListDeploymentsQuery, type TPromoteDeploymentRequest } from './schemas';
 
 /** Environments where a promote must compile cleanly: the road to production. */
 const GUARDED_ENVIRONMENTS: ReadonlySet<string> = new Set(['staging', 'production']);
-
-const notFound = () => new ApiError('NOT_FOUND', 'Deployment not found');
 
 function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
@@ -33,12 +32,6 @@ function defaultLabel(environment: string, now: Date): string {
   return `${environment} ${now.toISOString().slice(0, 16).replace('T', ' ')}`;
 }
 
-export async function getDeployment(models: Models, scope: ProjectScope, id: string): Promise<DeploymentDoc> {
-  const doc = await findOwned(models.Deployment, id, scope);
-  if (!doc) throw notFound();
-  return doc;
-}
-
 export async function listDeployments(models: Models, scope: ProjectScope, query: TListDeploymentsQuery) {
   const filter = {
     ...scope,
@@ -50,10 +43,6 @@ export async function listDeployments(models: Models, scope: ProjectScope, query
     models.Deployment.find(filter).sort({ createdAt: -1, _id: -1 }).skip(query.offset).limit(query.limit).lean(),
   ]);
   return { total, deployments };
-}
-
-export async function activeDeployment(models: Models, scope: ProjectScope, environment: string): Promise<DeploymentDoc | null> {
-  return models.Deployment.findOne({ ...scope, environment, status: 'active' }).sort({ activatedAt: -1, _id: -1 }).lean();
 }
 
 /** Sessions of the deployment that have not ended. */
@@ -309,43 +298,4 @@ export async function promoteDeployment(models: Models, scope: ProjectScope, id:
     promotedFromId: source._id,
     createdBy,
   });
-}
-
-// ---------------------------------------------------------------- what a new session runs
-
-/**
- * The deployment a new session is pinned to: the named one (404 unknown, 410 retired, 400 when
- * `environment` names another), else the environment's active one. `dev` without an active
- * deployment, or neither given, runs the latest versions (null); staging and production need one.
- */
-export async function resolveSessionDeployment(
-  models: Models,
-  scope: ProjectScope,
-  target: { deploymentId?: string; environment?: string },
-): Promise<DeploymentDoc | null> {
-  if (target.deploymentId) {
-    const deployment = await getDeployment(models, scope, target.deploymentId);
-    if (target.environment && target.environment !== deployment.environment) {
-      throw new ApiError('BAD_REQUEST', `body.environment: the deployment is in ${deployment.environment}, not ${target.environment}`);
-    }
-    if (deployment.status === 'retired') throw new ApiError('GONE', 'Deployment is retired');
-    return deployment;
-  }
-  if (!target.environment) return null;
-  const active = await activeDeployment(models, scope, target.environment);
-  if (active || target.environment === 'dev') return active;
-  throw new ApiError('NOT_FOUND', `No active deployment in ${target.environment}`);
-}
-
-/**
- * The agent a session on `deployment` starts with: `agentRef` (id, name or `<domain>/<name>`)
- * when given, else the deployment's entry agent. It must be pinned by the deployment.
- */
-export async function resolveDeploymentAgent(models: Models, scope: ProjectScope, deployment: DeploymentDoc, agentRef?: string) {
-  const names = Object.keys(deployment.agentVersionManifest);
-  const agents = await models.Agent.find({ ...scope, name: { $in: names } }).select({ _id: 1, name: 1, domain: 1 }).lean();
-  const wanted = agentRef ?? deployment.entryAgentName;
-  const agent = agents.find((a) => a._id === wanted || a.name === wanted || `${a.domain}/${a.name}` === wanted);
-  if (!agent) throw new ApiError('NOT_FOUND', `Agent "${wanted}" is not part of deployment ${deployment._id}`);
-  return { agentId: agent._id, agentName: agent.name };
 }

@@ -23,7 +23,7 @@ import {
   type ZTaskDetail,
   type ZTaskListItem,
 } from './schemas';
-import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from './service';
+import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from '../../core/human-tasks/tasks';
 
 const TAGS = ['Human tasks'];
 /** The caller's tasks: its project, and for an environment-bound key only its environments' tasks. */

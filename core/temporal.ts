@@ -1,5 +1,6 @@
-// The API's connection to Temporal: connected lazily and re-tried, so the API starts (and
-// reports not-ready) while Temporal is down, and recovers when it comes back.
+// The connection to Temporal of a process that starts and talks to workflows (the API): connected
+// lazily and re-tried, so the API starts (and reports not-ready) while Temporal is down, and
+// recovers when it comes back.
 import { Client, Connection } from '@temporalio/client';
 import { type DataConverter } from '@temporalio/common';
 import { type TemporalConnectionSettings } from '../lib/temporal-options';

@@ -5,7 +5,7 @@
 // Only facts that cannot change are kept, so a stale entry can cost a round trip, never a wrong
 // answer. Keyed by tenant and session, so another tenant's id never matches. Bounded; the
 // oldest entries go first.
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 
 const MAX_REMEMBERED = 10_000;
 
@@ -13,9 +13,9 @@ export interface RunningSession {
   projectId: string;
 }
 
-const remembered = new WeakMap<AppContext, Map<string, RunningSession>>();
+const remembered = new WeakMap<CoreContext, Map<string, RunningSession>>();
 
-function memoryOf(ctx: AppContext): Map<string, RunningSession> {
+function memoryOf(ctx: CoreContext): Map<string, RunningSession> {
   let memory = remembered.get(ctx);
   if (!memory) remembered.set(ctx, (memory = new Map()));
   return memory;
@@ -23,11 +23,11 @@ function memoryOf(ctx: AppContext): Map<string, RunningSession> {
 
 const keyOf = (tenantId: string, sessionId: string) => `${tenantId}\u0000${sessionId}`;
 
-export function recallRunningSession(ctx: AppContext, tenantId: string, sessionId: string): RunningSession | null {
+export function recallRunningSession(ctx: CoreContext, tenantId: string, sessionId: string): RunningSession | null {
   return memoryOf(ctx).get(keyOf(tenantId, sessionId)) ?? null;
 }
 
-export function rememberRunningSession(ctx: AppContext, tenantId: string, sessionId: string, session: RunningSession): void {
+export function rememberRunningSession(ctx: CoreContext, tenantId: string, sessionId: string, session: RunningSession): void {
   const memory = memoryOf(ctx);
   const key = keyOf(tenantId, sessionId);
   memory.delete(key);
@@ -35,6 +35,6 @@ export function rememberRunningSession(ctx: AppContext, tenantId: string, sessio
   if (memory.size > MAX_REMEMBERED) memory.delete(memory.keys().next().value!);
 }
 
-export function forgetRunningSession(ctx: AppContext, tenantId: string, sessionId: string): void {
+export function forgetRunningSession(ctx: CoreContext, tenantId: string, sessionId: string): void {
   memoryOf(ctx).delete(keyOf(tenantId, sessionId));
 }

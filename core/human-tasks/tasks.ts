@@ -1,10 +1,10 @@
-// Human tasks for the API: lists and reads from the MongoDB projection, transitions as updates to
+// Human tasks: lists and reads from the MongoDB projection, transitions as updates to
 // the task's workflow (the truth), which answers with the task once its projection is written.
 // A refused transition is the validator's error (409, 400); a task whose workflow has finished
 // answers from the projection, so a late resolve still gets 409 with the winning resolution.
 import { randomUUID } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { countOpenTasks, humanTaskRow, type HumanTaskDoc } from '../../db/human-task';
 import { findOwned } from '../../db/owned';
@@ -15,14 +15,42 @@ import {
   resolveTaskUpdate,
   TERMINAL_TASK_STATUSES,
   type HumanTaskStartInput,
+  type HumanTaskPriority,
   type HumanTaskStatus,
   type HumanTaskView,
 } from '../../workflows/definitions';
 import { initialTaskView, type humanTaskWorkflow } from '../../workflows/human-task';
 import { AssigneeKey, EnvironmentKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
-import { type AppContext } from '../context';
-import { isWorkflowNotFound, temporalClient, temporalErrorToApiError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
-import { TASK_ID_PATTERN, type TCreateTaskRequest, type TListTasksQuery } from './schemas';
+import { type CoreContext } from '../context';
+import { isWorkflowNotFound, temporalClient, temporalErrorToDomainError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
+
+/** The shape of a task id this service issues. */
+export const TASK_ID_PATTERN = /^ht_[0-9a-f]{32}$/;
+
+/** A list's filters (all optional, combined) and page. */
+export interface TaskListQuery {
+  limit: number;
+  offset: number;
+  status?: HumanTaskStatus;
+  type?: string;
+  priority?: HumanTaskPriority;
+  assignedTo?: string;
+  assignedToTeam?: string;
+  sessionId?: string;
+  agentName?: string;
+  /** ISO 8601: created at or after. */
+  createdFrom?: string;
+  /** ISO 8601: created before. */
+  createdTo?: string;
+}
+
+/** A task created by a caller rather than an agent's escalation. */
+export interface NewTaskInput extends Pick<HumanTaskStartInput, 'type' | 'title' | 'priority' | 'tags' | 'context' | 'fields'> {
+  /** ISO 8601 SLA deadline; must be in the future. */
+  dueAt?: string;
+  /** The team (queue) the task waits with. */
+  assignedToTeam?: string;
+}
 
 export interface TaskScope {
   tenantId: string;
@@ -53,7 +81,7 @@ export function taskWorkflowId(taskId: string): string {
 }
 
 /** The projection filter of a list: the scope and every filter given (the bench reuses it for its floor). */
-export function taskListFilter(scope: TaskScope, q: TListTasksQuery): Record<string, unknown> {
+export function taskListFilter(scope: TaskScope, q: TaskListQuery): Record<string, unknown> {
   const created = { ...(q.createdFrom ? { $gte: new Date(q.createdFrom) } : {}), ...(q.createdTo ? { $lt: new Date(q.createdTo) } : {}) };
   const bound = boundTo(scope);
   return {
@@ -75,7 +103,7 @@ export const TASK_LIST_SORT = { priorityRank: 1, createdAt: 1, _id: 1 } as const
 /** What a list item leaves out. */
 export const TASK_LIST_PROJECTION = { contextJson: 0, context: 0, history: 0, fields: 0 } as const;
 
-export async function listTasks(ctx: AppContext, scope: TaskScope, q: TListTasksQuery): Promise<{ total: number; tasks: HumanTaskDoc[] }> {
+export async function listTasks(ctx: CoreContext, scope: TaskScope, q: TaskListQuery): Promise<{ total: number; tasks: HumanTaskDoc[] }> {
   const filter = taskListFilter(scope, q);
   const [total, tasks] = await Promise.all([
     ctx.models.HumanTask.countDocuments(filter),
@@ -84,24 +112,24 @@ export async function listTasks(ctx: AppContext, scope: TaskScope, q: TListTasks
   return { total, tasks };
 }
 
-export async function findTask(ctx: AppContext, scope: TaskScope, taskId: string): Promise<HumanTaskDoc> {
+export async function findTask(ctx: CoreContext, scope: TaskScope, taskId: string): Promise<HumanTaskDoc> {
   // The tenant and project are in the filter (db/owned.ts): another tenant's task is never read.
   // A task of an environment the credential is not bound to is not there for it, like another project's.
   const task = TASK_ID_PATTERN.test(taskId) ? await findOwned(ctx.models.HumanTask, taskId, ownerOf(scope)) : null;
-  if (!task || !visibleTo(scope, task)) throw new ApiError('NOT_FOUND', 'Human task not found');
+  if (!task || !visibleTo(scope, task)) throw new DomainError('NOT_FOUND', 'Human task not found');
   return task;
 }
 
 /** A validator's refusal keeps its code and details (the winner's resolution on a lost race). */
-function transitionError(err: unknown): ApiError {
+function transitionError(err: unknown): DomainError {
   for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
     const failure = e as { name?: string; type?: unknown; message?: string; details?: unknown[] };
     if (failure.name === 'ApplicationFailure' && isErrorCode(failure.type)) {
       const details = failure.details?.[0];
-      return new ApiError(failure.type, { message: failure.message ?? 'Refused', ...(details && typeof details === 'object' ? { details: details as Record<string, unknown> } : {}), cause: err });
+      return new DomainError(failure.type, { message: failure.message ?? 'Refused', ...(details && typeof details === 'object' ? { details: details as Record<string, unknown> } : {}), cause: err });
     }
   }
-  return temporalErrorToApiError(err, 'Human task runtime');
+  return temporalErrorToDomainError(err, 'Human task runtime');
 }
 
 /**
@@ -117,7 +145,7 @@ const VERB: Record<Transition, string> = { claim: 'claim', assign: 'assign', res
  * Sends one transition to the task's workflow. When the workflow has already finished (resolved,
  * expired or cancelled a moment ago) the projection holds its final state: 409 with it.
  */
-async function transition(ctx: AppContext, scope: TaskScope, taskId: string, kind: Transition, send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>): Promise<HumanTaskDoc | HumanTaskView> {
+async function transition(ctx: CoreContext, scope: TaskScope, taskId: string, kind: Transition, send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>): Promise<HumanTaskDoc | HumanTaskView> {
   const stored = await findTask(ctx, scope, taskId);
   if (TERMINAL_TASK_STATUSES.includes(stored.status as HumanTaskStatus)) throw finished(stored, kind);
   const client = await temporalClient(ctx);
@@ -139,8 +167,8 @@ function isClosed(err: unknown): boolean {
   return false;
 }
 
-function finished(task: HumanTaskDoc, kind: Transition): ApiError {
-  return new ApiError('CONFLICT', { message: `Cannot ${VERB[kind]} a task that is ${task.status}`, details: { status: task.status, resolution: task.resolution } });
+function finished(task: HumanTaskDoc, kind: Transition): DomainError {
+  return new DomainError('CONFLICT', { message: `Cannot ${VERB[kind]} a task that is ${task.status}`, details: { status: task.status, resolution: task.resolution } });
 }
 
 /**
@@ -149,22 +177,22 @@ function finished(task: HumanTaskDoc, kind: Transition): ApiError {
  */
 export type TaskActor = string;
 
-export function claimTask(ctx: AppContext, scope: TaskScope, taskId: string, actor: TaskActor, displayName?: string) {
+export function claimTask(ctx: CoreContext, scope: TaskScope, taskId: string, actor: TaskActor, displayName?: string) {
   return transition(ctx, scope, taskId, 'claim', (h) => h.executeUpdate(claimTaskUpdate, { args: [{ userId: actor, ...(displayName ? { displayName } : {}) }] }));
 }
 
-export function assignTask(ctx: AppContext, scope: TaskScope, taskId: string, body: { assignedTo?: string; assignedToTeam?: string }, by: string) {
+export function assignTask(ctx: CoreContext, scope: TaskScope, taskId: string, body: { assignedTo?: string; assignedToTeam?: string }, by: string) {
   return transition(ctx, scope, taskId, 'assign', (h) => h.executeUpdate(assignTaskUpdate, { args: [{ ...body, by }] }));
 }
 
-export function resolveTask(ctx: AppContext, scope: TaskScope, taskId: string, actor: TaskActor, body: { respondedBy?: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
+export function resolveTask(ctx: CoreContext, scope: TaskScope, taskId: string, actor: TaskActor, body: { respondedBy?: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
   const { respondedBy: displayName, ...rest } = body;
   const input = { ...rest, respondedBy: actor, displayName: displayName ?? null };
   // One update id per resolution: a retried request is the same update, answered once.
   return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [input], updateId: `resolve-${randomUUID()}` }));
 }
 
-export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, reason: string | undefined, by: string) {
+export function cancelTask(ctx: CoreContext, scope: TaskScope, taskId: string, reason: string | undefined, by: string) {
   return transition(ctx, scope, taskId, 'cancel', (h) => h.executeUpdate(cancelTaskUpdate, { args: [{ ...(reason ? { reason } : {}), by }] }));
 }
 
@@ -174,7 +202,7 @@ export function cancelTask(ctx: AppContext, scope: TaskScope, taskId: string, re
  * then its workflow starts. A start that fails removes the row again: no task is listed without
  * a workflow, and the call answers with the task as listed.
  */
-export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreateTaskRequest, createdBy: string, environment: string): Promise<HumanTaskDoc> {
+export async function createTask(ctx: CoreContext, scope: TaskScope, body: NewTaskInput, createdBy: string, environment: string): Promise<HumanTaskDoc> {
   const taskId = `ht_${randomUUID().replace(/-/g, '')}`;
   const createdAtMs = Date.now();
   const input: HumanTaskStartInput = {
@@ -194,7 +222,7 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
     createdBy,
     createdAtMs,
   };
-  if (input.dueAtMs !== null && input.dueAtMs <= createdAtMs) throw new ApiError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
+  if (input.dueAtMs !== null && input.dueAtMs <= createdAtMs) throw new DomainError('UNPROCESSABLE_ENTITY', 'body.dueAt: must be in the future');
   await requireTaskRoom(ctx, scope);
   const client = await temporalClient(ctx);
   const created = await ctx.models.HumanTask.create({ _id: taskId, ...humanTaskRow(initialTaskView(input, createdAtMs)) });
@@ -220,7 +248,7 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
     await ctx.models.HumanTask.deleteOne({ _id: taskId, ...ownerOf(scope) }).catch((cleanupErr: unknown) =>
       ctx.logger.warn({ err: cleanupErr, taskId }, 'could not remove the row of a task whose workflow did not start'),
     );
-    throw temporalErrorToApiError(err, 'Human task runtime');
+    throw temporalErrorToDomainError(err, 'Human task runtime');
   }
   return created.toObject();
 }
@@ -229,11 +257,11 @@ export async function createTask(ctx: AppContext, scope: TaskScope, body: TCreat
  * The bound on a project's open tasks (HUMAN_TASK_MAX_OPEN_PER_PROJECT): 429 QUEUE_FULL when it is
  * reached. Counted, then created: creates racing each other may pass it by as many as are in flight at once.
  */
-async function requireTaskRoom(ctx: AppContext, scope: TaskScope): Promise<void> {
+async function requireTaskRoom(ctx: CoreContext, scope: TaskScope): Promise<void> {
   const limit = ctx.config.HUMAN_TASK_MAX_OPEN_PER_PROJECT;
   const open = await countOpenTasks(ctx.models.HumanTask, ownerOf(scope), limit);
   if (open >= limit) {
-    throw new ApiError('QUEUE_FULL', `The project has ${limit} open human tasks, its limit (HUMAN_TASK_MAX_OPEN_PER_PROJECT); resolve or cancel some first`);
+    throw new DomainError('QUEUE_FULL', `The project has ${limit} open human tasks, its limit (HUMAN_TASK_MAX_OPEN_PER_PROJECT); resolve or cancel some first`);
   }
 }
 
@@ -241,7 +269,7 @@ async function requireTaskRoom(ctx: AppContext, scope: TaskScope): Promise<void>
  * Cancels a session's open tasks (the session was deleted or reset). Best effort: a task already
  * finishing is left to finish. Returns the ids cancelled.
  */
-export async function cancelSessionTasks(ctx: AppContext, scope: { tenantId: string }, sessionId: string, reason: string): Promise<string[]> {
+export async function cancelSessionTasks(ctx: CoreContext, scope: { tenantId: string }, sessionId: string, reason: string): Promise<string[]> {
   const open = await ctx.models.HumanTask.find({ tenantId: scope.tenantId, sessionId, status: { $nin: TERMINAL_TASK_STATUSES } }, { _id: 1 }).lean();
   if (open.length === 0) return [];
   const client = await temporalClient(ctx);

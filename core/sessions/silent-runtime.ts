@@ -3,7 +3,7 @@
 // that ask a session first (the projection flush, the live-state query) then try briefly instead
 // of waiting out their whole deadline on every request of an outage; the first answer in time
 // ends the memory, so reads are current again as soon as a worker answers.
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 
 /** How long one unanswered call keeps the short deadlines in force (each further one renews it). */
 export const SILENT_MEMORY_MS = 30_000;
@@ -34,9 +34,9 @@ export class SilentRuntime {
   }
 }
 
-const byContext = new WeakMap<AppContext, SilentRuntime>();
+const byContext = new WeakMap<CoreContext, SilentRuntime>();
 
-export function silentRuntime(ctx: AppContext): SilentRuntime {
+export function silentRuntime(ctx: CoreContext): SilentRuntime {
   let memory = byContext.get(ctx);
   if (!memory) byContext.set(ctx, (memory = new SilentRuntime()));
   return memory;

@@ -1,15 +1,15 @@
-// How the session routes talk to AgentSession workflows: every call bounded by a deadline, and
-// Temporal's failures turned into the API's codes (Temporal down or silent → 503).
+// How domain operations talk to AgentSession workflows: every call bounded by a deadline, and
+// Temporal's failures turned into domain errors with our codes (Temporal down or silent → 503).
 import { type Client, WithStartWorkflowOperation, type WorkflowStartOptions } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { type Config } from '../../lib/config';
 import type { agentSession } from '../../workflows/agent-session';
 import { type SessionStartInput } from '../../workflows/definitions';
 import { AgentNameKey, ChannelKey, DeploymentIdKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
-import { type AppContext } from '../context';
-import { SESSION_ID_PATTERN } from './schemas';
+import { type CoreContext } from '../context';
+import { SESSION_ID_PATTERN } from './ids';
 
 /** The AgentSession workflow function's type (type-only import: the API never loads workflow code). */
 export type AgentSessionWorkflow = typeof agentSession;
@@ -67,34 +67,34 @@ export function isTemporalUnavailable(err: unknown): boolean {
 }
 
 /**
- * Maps a Temporal failure to an ApiError: an ApplicationFailure whose `type` is one of our codes
+ * Maps a Temporal failure to a DomainError: an ApplicationFailure whose `type` is one of our codes
  * keeps it (the update validator speaks our table); transport trouble is 503; the rest is 500.
  */
-export function temporalErrorToApiError(err: unknown, what = 'Session runtime'): ApiError {
+export function temporalErrorToDomainError(err: unknown, what = 'Session runtime'): DomainError {
   for (const e of causes(err)) {
     const failure = e as { name?: string; type?: unknown; message?: string };
     if (failure?.name === 'ApplicationFailure' && isErrorCode(failure.type)) {
-      return new ApiError(failure.type, { message: failure.message ?? 'Request failed', cause: err });
+      return new DomainError(failure.type, { message: failure.message ?? 'Request failed', cause: err });
     }
   }
   if (isNamespaceMissing(err)) return runtimeNotConfigured(err);
   if (isTemporalUnavailable(err)) {
-    return new ApiError('SERVICE_UNAVAILABLE', { message: `${what} is unavailable; retry shortly`, cause: err });
+    return new DomainError('SERVICE_UNAVAILABLE', { message: `${what} is unavailable; retry shortly`, cause: err });
   }
-  return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
+  return new DomainError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
 }
 
 /** 503 for a deployment whose Temporal namespace is missing (the spec's "runtime not configured"). */
-export function runtimeNotConfigured(cause: unknown): ApiError {
-  return new ApiError('SERVICE_UNAVAILABLE', { message: 'Session runtime is not configured: its Temporal namespace does not exist', cause });
+export function runtimeNotConfigured(cause: unknown): DomainError {
+  return new DomainError('SERVICE_UNAVAILABLE', { message: 'Session runtime is not configured: its Temporal namespace does not exist', cause });
 }
 
 /** The Temporal client, or 503 when no connection can be made. */
-export async function temporalClient(ctx: AppContext): Promise<Client> {
+export async function temporalClient(ctx: CoreContext): Promise<Client> {
   try {
     return await ctx.temporal.client();
   } catch (err) {
-    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'Session runtime is unavailable; retry shortly', cause: err });
+    throw new DomainError('SERVICE_UNAVAILABLE', { message: 'Session runtime is unavailable; retry shortly', cause: err });
   }
 }
 
