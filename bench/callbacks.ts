@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { type CommandStartedEvent } from 'mongodb';
 import { type AppContext } from '../api/context';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { pingUpdate } from '../workflows/definitions';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';

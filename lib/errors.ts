@@ -27,6 +27,10 @@ export class DomainError extends Error {
     this.details = opts.details;
     this.retryAfterMs = opts.retryAfterMs;
   }
+
+  static notFound(what = 'Resource'): DomainError {
+    return new DomainError('NOT_FOUND', `${what} not found`);
+  }
 }
 
 export interface ApiErrorOptions extends Omit<DomainErrorOptions, 'retryAfterMs'> {
@@ -50,7 +54,7 @@ export class ApiError extends DomainError {
     this.headers = opts.headers;
   }
 
-  static notFound(what = 'Resource'): ApiError {
+  static override notFound(what = 'Resource'): ApiError {
     return new ApiError('NOT_FOUND', `${what} not found`);
   }
 

@@ -26,7 +26,7 @@ import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeN
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 
 function depth(value: unknown, level = 0): number {
   if (value === null || typeof value !== 'object') return level;

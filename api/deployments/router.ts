@@ -6,7 +6,7 @@ import { canActInEnvironment, type Principal } from '../../lib/permissions';
 import { type DeploymentDoc } from '../../db/deployment';
 import { findOwned } from '../../db/owned';
 import { type AppContext } from '../context';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';

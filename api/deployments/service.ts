@@ -9,8 +9,8 @@ import { type DeploymentDoc, type DeploymentEnvironment, type RetireReason } fro
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
 import { ApiError } from '../../lib/errors';
-import { agentFilePath, type ProjectScope } from '../agents/compile';
-import { recordActiveVersions } from '../agents/service';
+import { agentFilePath, type ProjectScope } from '../../core/agents/compile';
+import { recordActiveVersions } from '../../core/agents/agents';
 import { activeDeployment, getDeployment } from '../../core/deployments/resolve';
 import { type TCreateDeploymentRequest, type TListDeploymentsQuery, type TPromoteDeploymentRequest } from './schemas';
 

@@ -19,7 +19,7 @@ import {
   type SubscriptionStatus,
 } from '../../db/http-async-subscription';
 import { type AppContext } from '../context';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { requireMasterKeys } from '../tool-secrets/service';
 
 const policyOf = (ctx: AppContext) => httpAsyncDestinationPolicy(ctx.config);

@@ -6,7 +6,7 @@ import { type HumanTaskView } from '../../workflows/definitions';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { type Principal } from '../../lib/permissions';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { type ProjectDoc } from '../../db/project';
 import {
   checkAssignTask,

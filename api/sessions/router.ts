@@ -7,7 +7,7 @@ import { ApiError } from '../../lib/errors';
 import { findOwned } from '../../db/owned';
 import { type SessionDoc } from '../../db/session';
 import { type AppContext } from '../context';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';

@@ -17,9 +17,9 @@ import {
   ZUserSchema,
 } from './schemas';
 import { lastUsedTimes } from '../../db/api-key-usage';
-import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
-import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
-import { requirePermissionsHeld } from '../platform-keys/bounds';
+import { presentApiKey, presentProject, presentTenant, presentUser } from '../../core/tenancy/present';
+import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../../core/tenancy/accounts';
+import { requirePermissionsHeld } from '../../core/platform-keys/bounds';
 
 const ZCreatedKey = z.object({
   success: z.literal(true),

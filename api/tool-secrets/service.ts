@@ -9,7 +9,7 @@ import { findOwned } from '../../db/owned';
 import { sealToolSecret, type ToolSecretAction, type ToolSecretDoc } from '../../db/tool-secret';
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../http/route';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 
 const rings = new WeakMap<AppContext['config'], KeyRing | null>();
 

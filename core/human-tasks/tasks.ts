@@ -18,8 +18,9 @@ import {
   type HumanTaskPriority,
   type HumanTaskStatus,
   type HumanTaskView,
+  type HumanTaskWorkflow,
 } from '../../workflows/definitions';
-import { initialTaskView, type humanTaskWorkflow } from '../../workflows/human-task';
+import { initialTaskView } from '../../workflows/human-task-rules';
 import { AssigneeKey, EnvironmentKey, ProjectIdKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type CoreContext } from '../context';
 import { isWorkflowNotFound, temporalClient, temporalErrorToDomainError, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
@@ -228,7 +229,7 @@ export async function createTask(ctx: CoreContext, scope: TaskScope, body: NewTa
   const created = await ctx.models.HumanTask.create({ _id: taskId, ...humanTaskRow(initialTaskView(input, createdAtMs)) });
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.start<typeof humanTaskWorkflow>('humanTaskWorkflow', {
+      client.workflow.start<HumanTaskWorkflow>('humanTaskWorkflow', {
         workflowId: taskWorkflowId(taskId),
         taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
         args: [input],

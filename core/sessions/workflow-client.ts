@@ -5,14 +5,12 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { DomainError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { type Config } from '../../lib/config';
-import type { agentSession } from '../../workflows/agent-session';
-import { type SessionStartInput } from '../../workflows/definitions';
+import { type AgentSessionWorkflow, type SessionStartInput } from '../../workflows/definitions';
 import { AgentNameKey, ChannelKey, DeploymentIdKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type CoreContext } from '../context';
 import { SESSION_ID_PATTERN } from './ids';
 
-/** The AgentSession workflow function's type (type-only import: the API never loads workflow code). */
-export type AgentSessionWorkflow = typeof agentSession;
+export type { AgentSessionWorkflow };
 /** Started by name: the worker registers `agentSession` from workflows/index.ts. */
 export const AGENT_SESSION_WORKFLOW_TYPE = 'agentSession';
 

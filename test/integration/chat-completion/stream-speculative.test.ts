@@ -6,7 +6,7 @@
 import { type RecordedRequest, startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { createApiKey } from '../../../api/tenancy/service';
+import { createApiKey } from '../../../core/tenancy/accounts';
 import { eventNames, openStream, type StreamResult } from './sse-client';
 import { eventually } from '../../support/eventually';
 import { inFreshWindow } from '../../support/rate-window';

@@ -1,7 +1,7 @@
 // Tenant management: tenants, projects, users and API keys. Used by the admin routes, the
 // admin CLI and the dev seed, so all three behave the same.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { hashPassword, sha256Hex } from '../../lib/crypto';
 import { newApiKey, newId, slugify } from '../../lib/ids';
 import { type Permission, type Principal } from '../../lib/permissions';
@@ -17,7 +17,7 @@ export async function createTenant(models: Models, input: { name: string; slug?:
   try {
     return (await models.Tenant.create({ name: input.name, slug })).toObject();
   } catch (err) {
-    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A tenant with slug "${slug}" already exists`);
+    if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `A tenant with slug "${slug}" already exists`);
     throw err;
   }
 }
@@ -33,7 +33,7 @@ export async function createProject(
       await models.Project.create({ tenantId, name: input.name, slug, description: input.description ?? null })
     ).toObject();
   } catch (err) {
-    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A project with slug "${slug}" already exists in this tenant`);
+    if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `A project with slug "${slug}" already exists in this tenant`);
     throw err;
   }
 }
@@ -55,7 +55,7 @@ export async function createUser(
     const { passwordHash: _omit, ...safe } = user.toObject();
     return safe;
   } catch (err) {
-    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A user with email "${input.email}" already exists`);
+    if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `A user with email "${input.email}" already exists`);
     throw err;
   }
 }
@@ -91,27 +91,27 @@ export async function createApiKey(models: Models, tenantId: string, input: Crea
   let scopeGrants: string[] | null = null;
   if (input.scopeId) {
     const scope = await models.ApiScope.findOne({ _id: input.scopeId, tenantId }).lean();
-    if (!scope || (projectId && projectId !== scope.projectId)) throw ApiError.notFound('Scope');
+    if (!scope || (projectId && projectId !== scope.projectId)) throw DomainError.notFound('Scope');
     projectId = scope.projectId;
     permissions = [];
     scopeGrants = scope.grants;
   } else if (permissions.length === 0) {
-    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.permissions: a key needs permissions or a scope');
+    throw new DomainError('UNPROCESSABLE_ENTITY', 'body.permissions: a key needs permissions or a scope');
   }
   if (projectId) {
     const project = await models.Project.exists({ _id: projectId, tenantId });
-    if (!project) throw ApiError.notFound('Project');
+    if (!project) throw DomainError.notFound('Project');
   }
   const { issuer } = input;
   // A project-bound credential sees no other project, and makes no tenant-wide key.
-  if (issuer?.projectId && projectId !== issuer.projectId) throw ApiError.notFound(input.scopeId ? 'Scope' : 'Project');
+  if (issuer?.projectId && projectId !== issuer.projectId) throw DomainError.notFound(input.scopeId ? 'Scope' : 'Project');
   if (issuer && scopeGrants) requireGrantsHeld(issuer, scopeGrants, 'A key of this scope');
   if (issuer && !input.scopeId) requirePermissionsHeld(issuer, permissions, 'The key');
   const environments = issuer ? boundedEnvironments(issuer, input.environments) : [...new Set(input.environments ?? [])];
   const expiresAt = issuer ? boundedExpiry(issuer, input.expiresAt) : (input.expiresAt ?? null);
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     // Well formed, but unusable now: a 422, since whether it is past depends on the clock.
-    throw new ApiError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
+    throw new DomainError('UNPROCESSABLE_ENTITY', 'body.expiresAt: must be in the future');
   }
   const key = newApiKey();
   const keyId = `ak-${newId()}`;
@@ -165,7 +165,7 @@ async function claimScopePlaces(models: Models, tenantId: string, scopeId: strin
   await dropStaleClaims(models, scopeId);
   const claim = { tenantId, scopeId, keyId };
   if (!(await insertClaim(models, { ...claim, _id: `name:${scopeId}:${name}` }))) {
-    throw new ApiError('CONFLICT', `A key named "${name}" already exists in this scope`);
+    throw new DomainError('CONFLICT', `A key named "${name}" already exists in this scope`);
   }
   const taken = new Set((await models.ApiKeyClaim.find({ scopeId }, { _id: 1 }).lean()).map((c) => c._id));
   for (let slot = 0; slot < KEYS_PER_SCOPE; slot++) {
@@ -173,7 +173,7 @@ async function claimScopePlaces(models: Models, tenantId: string, scopeId: strin
     if (!taken.has(id) && (await insertClaim(models, { ...claim, _id: id }))) return;
   }
   await models.ApiKeyClaim.deleteMany({ keyId });
-  throw new ApiError('KEY_LIMIT_REACHED', `This scope already holds ${KEYS_PER_SCOPE} keys, the most it may; delete one first`);
+  throw new DomainError('KEY_LIMIT_REACHED', `This scope already holds ${KEYS_PER_SCOPE} keys, the most it may; delete one first`);
 }
 
 /**
@@ -198,7 +198,7 @@ export async function revokeApiKey(models: Models, tenantId: string, keyId: stri
   // A revoked scoped key gives its name and its place in the scope's limit back.
   await models.ApiKeyClaim.deleteMany({ keyId, tenantId });
   const doc = await models.ApiKey.findOne({ _id: keyId, tenantId }).lean();
-  if (!doc) throw ApiError.notFound('API key');
+  if (!doc) throw DomainError.notFound('API key');
   if (inForceAfterMs > 0) await sleep(inForceAfterMs);
   return doc;
 }

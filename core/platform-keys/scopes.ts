@@ -2,20 +2,16 @@
 // to a scope or a key's deletion waits API_KEY_CACHE_MS before it returns, like a revocation, so
 // it is in force on every API process once it has returned (api/middleware/auth.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Response } from 'express';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { grantsToPermissionObject } from '../../lib/api-scopes';
 import { type ApiScopeDoc } from '../../db/api-scope';
 import { type ApiKeyDoc } from '../../db/api-key';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { type ProjectDoc } from '../../db/project';
 import { type Models } from '../../db/models';
-import { type AppContext } from '../context';
-import { publicRequestId } from '../middleware/request-id';
+import { type CoreContext } from '../context';
 
 const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
-
-export const metaOf = (res: Response) => ({ requestId: publicRequestId(res), timestamp: new Date().toISOString() });
 
 export const presentScope = (s: ApiScopeDoc) => ({
   scope_id: s._id,
@@ -49,9 +45,9 @@ function applyPermissions(grants: Iterable<string>, permissions: Record<string, 
   return [...out].sort();
 }
 
-export async function findScope(ctx: AppContext, app: ProjectDoc, scopeId: string): Promise<ApiScopeDoc> {
+export async function findScope(ctx: CoreContext, app: ProjectDoc, scopeId: string): Promise<ApiScopeDoc> {
   const scope = await ctx.models.ApiScope.findOne({ _id: scopeId, tenantId: app.tenantId, projectId: app._id }).lean();
-  if (!scope) throw ApiError.notFound('Scope');
+  if (!scope) throw DomainError.notFound('Scope');
   return scope;
 }
 
@@ -70,7 +66,7 @@ export async function createScope(
     });
     return doc.toObject();
   } catch (err) {
-    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `A scope named "${input.name}" already exists in this app`);
+    if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `A scope named "${input.name}" already exists in this app`);
     throw err;
   }
 }
@@ -82,13 +78,13 @@ export async function createScope(
  * rewrite of the whole list, so two concurrent changes cannot put back what the other removed.
  */
 export async function updateScope(
-  ctx: AppContext,
+  ctx: CoreContext,
   scope: ApiScopeDoc,
   input: { permissions: Record<string, 'YES' | 'NO' | undefined>; description?: string },
 ): Promise<ApiScopeDoc> {
   const entries = Object.entries(input.permissions);
   const added = entries.filter(([name, v]) => v === 'YES' && !scope.grants.includes(name)).map(([name]) => name);
-  if (added.length > 0) throw new ApiError('FORBIDDEN', `A key cannot widen its own scope; the scope does not grant ${added.join(', ')}`);
+  if (added.length > 0) throw new DomainError('FORBIDDEN', `A key cannot widen its own scope; the scope does not grant ${added.join(', ')}`);
   const removed = entries.filter(([, v]) => v === 'NO').map(([name]) => name);
   const update = {
     ...(removed.length > 0 ? { $pullAll: { grants: removed } } : {}),
@@ -98,13 +94,13 @@ export async function updateScope(
   const updated = Object.keys(update).length > 0
     ? await ctx.models.ApiScope.findOneAndUpdate(filter, update, { new: true }).lean()
     : await ctx.models.ApiScope.findOne(filter).lean();
-  if (!updated) throw ApiError.notFound('Scope');
+  if (!updated) throw DomainError.notFound('Scope');
   await waitForEveryProcess(ctx);
   return updated;
 }
 
 /** Deletes the scope and every key of it (in force everywhere when this returns); the keys' count. */
-export async function deleteScope(ctx: AppContext, scope: ApiScopeDoc): Promise<number> {
+export async function deleteScope(ctx: CoreContext, scope: ApiScopeDoc): Promise<number> {
   const { deletedCount } = await ctx.models.ApiKey.deleteMany({ tenantId: scope.tenantId, scopeId: scope._id });
   await ctx.models.ApiKeyClaim.deleteMany({ tenantId: scope.tenantId, scopeId: scope._id });
   await ctx.models.ApiScope.deleteOne({ _id: scope._id, tenantId: scope.tenantId });
@@ -116,7 +112,7 @@ export async function deleteScope(ctx: AppContext, scope: ApiScopeDoc): Promise<
  * An API process answers for a key from what it read within API_KEY_CACHE_MS; waiting that long
  * after the write means every read any process answers from began after it.
  */
-async function waitForEveryProcess(ctx: AppContext): Promise<void> {
+async function waitForEveryProcess(ctx: CoreContext): Promise<void> {
   if (ctx.config.API_KEY_CACHE_MS > 0) await sleep(ctx.config.API_KEY_CACHE_MS);
 }
 

@@ -3,7 +3,7 @@
 // environments and expiry are bounded by the caller's own (docs/public-api.md "Keys and scopes
 // never widen"). The operator's CLI makes keys with no caller, so with no bound but the tenant,
 // project and scope it names. Every refusal is 403 FORBIDDEN and changes nothing.
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { isScopeGrantName } from '../../lib/api-scopes';
 import { hasGrant, hasPermission, type Permission, type Principal } from '../../lib/permissions';
 
@@ -16,7 +16,7 @@ export function grantsNotHeld(principal: Principal, grants: Iterable<string>): s
 export function requireGrantsHeld(principal: Principal, grants: Iterable<string>, what: string): void {
   const missing = grantsNotHeld(principal, grants);
   if (missing.length > 0) {
-    throw new ApiError('FORBIDDEN', `${what} would grant what this credential does not hold: ${missing.join(', ')}`);
+    throw new DomainError('FORBIDDEN', `${what} would grant what this credential does not hold: ${missing.join(', ')}`);
   }
 }
 
@@ -24,7 +24,7 @@ export function requireGrantsHeld(principal: Principal, grants: Iterable<string>
 export function requirePermissionsHeld(principal: Principal, permissions: readonly Permission[], what: string): void {
   const missing = [...new Set(permissions)].filter((p) => !hasPermission(principal, p));
   if (missing.length > 0) {
-    throw new ApiError('FORBIDDEN', `${what} would hold permissions this credential does not hold: ${missing.join(', ')}`);
+    throw new DomainError('FORBIDDEN', `${what} would hold permissions this credential does not hold: ${missing.join(', ')}`);
   }
 }
 
@@ -39,7 +39,7 @@ export function boundedEnvironments(principal: Principal, requested: readonly st
   if (requested === undefined) return [...own];
   const outside = [...new Set(requested)].filter((e) => !own.includes(e));
   if (requested.length === 0 || outside.length > 0) {
-    throw new ApiError('FORBIDDEN', `This key is bound to ${own.join(', ')}; it cannot make a key for ${outside.join(', ') || 'every environment'}`);
+    throw new DomainError('FORBIDDEN', `This key is bound to ${own.join(', ')}; it cannot make a key for ${outside.join(', ') || 'every environment'}`);
   }
   return [...new Set(requested)];
 }
@@ -54,7 +54,7 @@ export function boundedExpiry(principal: Principal, requested: Date | null | und
   if (!own) return requested ?? null;
   if (requested === undefined) return own;
   if (requested === null || requested.getTime() > own.getTime()) {
-    throw new ApiError('FORBIDDEN', `This key expires at ${own.toISOString()}; it cannot make a key that outlives it`);
+    throw new DomainError('FORBIDDEN', `This key expires at ${own.toISOString()}; it cannot make a key that outlives it`);
   }
   return requested;
 }

@@ -5,10 +5,10 @@
 import { type Diagnostic } from '../../abl';
 import { type Models } from '../../db/models';
 import { slugify } from '../../lib/ids';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { type ProjectScope } from './compile';
-import { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN } from './schemas';
-import { createAgent, createVersion, putToolFile } from './service';
+import { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN } from './names';
+import { createAgent, createVersion, putToolFile } from './agents';
 
 export interface ParsedProjectFiles {
   manifest: { name: string | null; entryAgent: string | null; description: string | null } | null;
@@ -30,7 +30,7 @@ export function parseProjectFiles(files: Record<string, string>): ParsedProjectF
         const s = (k: string) => (typeof data[k] === 'string' ? (data[k] as string) : null);
         out.manifest = { name: s('name'), entryAgent: s('entryAgent'), description: s('description') };
       } catch {
-        throw new ApiError('VALIDATION_ERROR', 'files.project.json: is not valid JSON');
+        throw new DomainError('VALIDATION_ERROR', 'files.project.json: is not valid JSON');
       }
     } else if (agent?.[1] && AGENT_NAME_PATTERN.test(agent[1])) out.agents.push({ name: agent[1], path, content });
     else if (tool?.[1] && TOOL_NAME_PATTERN.test(tool[1])) out.tools.push({ name: tool[1], path, content });
@@ -97,8 +97,8 @@ export async function importProjectFiles(models: Models, scope: ProjectScope, fi
       const made = await createVersion(models, scope, agent.name, { version: options.firstVersion ?? '1.0.0', createdBy: options.createdBy });
       result.versions[agent.name] = made.version.version;
     } catch (err) {
-      const details = (err as ApiError).details as { diagnostics?: Diagnostic[] } | undefined;
-      if ((err as ApiError).code !== 'UNPROCESSABLE_ENTITY' || !details?.diagnostics) throw err;
+      const details = (err as DomainError).details as { diagnostics?: Diagnostic[] } | undefined;
+      if ((err as DomainError).code !== 'UNPROCESSABLE_ENTITY' || !details?.diagnostics) throw err;
       result.failed[agent.name] = details.diagnostics;
     }
   }

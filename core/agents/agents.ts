@@ -6,12 +6,11 @@ import { type AgentDoc } from '../../db/agent';
 import { type AgentVersionDoc } from '../../db/agent-version';
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { newId } from '../../lib/ids';
 import { type Principal } from '../../lib/permissions';
 import { compileAgentDraft, type AgentCompilation, type ProjectScope } from './compile';
-import { type AgentVersionStats } from './present';
-import { VERSION_PATTERN } from './schemas';
+import { VERSION_PATTERN } from './names';
 
 /** A project holds at most this many agents (the spec's export limit). */
 export const MAX_AGENTS_PER_PROJECT = 1000;
@@ -31,8 +30,8 @@ const draftTemplate = (name: string): string => `AGENT: ${name}\nGOAL: "Describe
 /** Project filter for the tenant routes: a project-bound credential sees only its project. */
 async function tenantProjectFilter(models: Models, principal: Principal, projectId: string | undefined): Promise<Record<string, unknown>> {
   if (projectId === undefined) return principal.projectId ? { projectId: principal.projectId } : {};
-  if (principal.projectId && principal.projectId !== projectId) throw ApiError.notFound('Project');
-  if (!(await findOwned(models.Project, projectId, { tenantId: principal.tenantId }))) throw ApiError.notFound('Project');
+  if (principal.projectId && principal.projectId !== projectId) throw DomainError.notFound('Project');
+  if (!(await findOwned(models.Project, projectId, { tenantId: principal.tenantId }))) throw DomainError.notFound('Project');
   return { projectId };
 }
 
@@ -49,10 +48,10 @@ export async function listTenantAgents(models: Models, principal: Principal, que
 export async function findTenantAgentByName(models: Models, principal: Principal, name: string, projectId: string | undefined) {
   const filter = { tenantId: principal.tenantId, name, ...(await tenantProjectFilter(models, principal, projectId)) };
   const found = await models.Agent.find(filter).select({ name: 1, projectId: 1, dslContent: 1 }).sort({ projectId: 1 }).limit(2).lean();
-  if (found.length === 0) throw ApiError.notFound('Agent');
+  if (found.length === 0) throw DomainError.notFound('Agent');
   if (found.length > 1) {
     // A well-formed request the current state cannot answer: 409, not a 400.
-    throw new ApiError('CONFLICT', {
+    throw new DomainError('CONFLICT', {
       message: `Agent "${name}" exists in several projects; pass ?projectId= to choose one`,
       details: { projectIds: found.map((a) => a.projectId) },
     });
@@ -64,7 +63,7 @@ export async function findTenantAgentByName(models: Models, principal: Principal
 
 export async function getAgent(models: Models, scope: ProjectScope, name: string): Promise<AgentDoc> {
   const agent = await models.Agent.findOne({ ...scope, name }).lean();
-  if (!agent) throw ApiError.notFound('Agent');
+  if (!agent) throw DomainError.notFound('Agent');
   return agent;
 }
 
@@ -85,6 +84,12 @@ export async function versionStats(models: Models, scope: ProjectScope, agentIds
     else stats.set(row.agentId, { versionCount: 1, latestVersion: row.version });
   }
   return stats;
+}
+
+/** How many versions an agent has, and its newest label. */
+export interface AgentVersionStats {
+  versionCount: number;
+  latestVersion: string | null;
 }
 
 export const NO_VERSIONS: AgentVersionStats = { versionCount: 0, latestVersion: null };
@@ -115,7 +120,7 @@ export interface CreateAgentInput {
 
 export async function createAgent(models: Models, scope: ProjectScope, input: CreateAgentInput): Promise<AgentDoc> {
   if ((await models.Agent.countDocuments(scope)) >= MAX_AGENTS_PER_PROJECT) {
-    throw new ApiError('CONFLICT', `A project holds at most ${MAX_AGENTS_PER_PROJECT} agents`);
+    throw new DomainError('CONFLICT', `A project holds at most ${MAX_AGENTS_PER_PROJECT} agents`);
   }
   try {
     const doc = await models.Agent.create({
@@ -129,7 +134,7 @@ export async function createAgent(models: Models, scope: ProjectScope, input: Cr
     });
     return doc.toObject();
   } catch (err) {
-    if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `An agent named "${input.name}" already exists in this project`);
+    if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `An agent named "${input.name}" already exists in this project`);
     throw err;
   }
 }
@@ -138,7 +143,7 @@ export async function createAgent(models: Models, scope: ProjectScope, input: Cr
 export async function saveDraft(models: Models, scope: ProjectScope, name: string, dslContent: string): Promise<Date> {
   // No projection: FerretDB's findAndModify does not support one.
   const updated = await models.Agent.findOneAndUpdate({ ...scope, name }, { $set: { dslContent } }, { new: true }).lean();
-  if (!updated) throw ApiError.notFound('Agent');
+  if (!updated) throw DomainError.notFound('Agent');
   return updated.updatedAt;
 }
 
@@ -147,7 +152,7 @@ export async function deleteAgent(models: Models, scope: ProjectScope, name: str
   const agent = await getAgent(models, scope, name);
   const active = Object.entries(agent.activeVersions ?? {});
   if (active.length > 0) {
-    throw new ApiError('CONFLICT', {
+    throw new DomainError('CONFLICT', {
       message: `Agent "${name}" is active in ${active.map(([env, v]) => `${env} (${v})`).join(', ')}; retire those deployments first`,
       details: { activeVersions: agent.activeVersions },
     });
@@ -177,10 +182,10 @@ export async function validateDraft(models: Models, scope: ProjectScope, name: s
   return compileAgentDraft(models, scope, name, dslContent ?? agent.dslContent);
 }
 
-export function compileErrorToApiError(name: string, compilation: AgentCompilation): ApiError {
+export function compileErrorToDomainError(name: string, compilation: AgentCompilation): DomainError {
   const errors = compilation.diagnostics.filter((d) => d.severity === 'error');
   const first = errors[0];
-  return new ApiError('UNPROCESSABLE_ENTITY', {
+  return new DomainError('UNPROCESSABLE_ENTITY', {
     message: `Agent "${name}" does not compile: ${errors.length} error(s)${first ? `; first: ${formatDiagnostic(first)}` : ''}`,
     details: { diagnostics: compilation.diagnostics },
   });
@@ -221,17 +226,17 @@ export interface CreateVersionResult {
 export async function createVersion(models: Models, scope: ProjectScope, name: string, input: CreateVersionInput): Promise<CreateVersionResult> {
   const agent = await getAgent(models, scope, name);
   const compilation = await compileAgentDraft(models, scope, name, agent.dslContent);
-  if (!compilation.ok || !compilation.ir || !compilation.sourceHash) throw compileErrorToApiError(name, compilation);
+  if (!compilation.ok || !compilation.ir || !compilation.sourceHash) throw compileErrorToDomainError(name, compilation);
 
   for (let attempt = 0; ; attempt++) {
     const latest = await models.AgentVersion.findOne({ ...scope, agentId: agent._id }).sort({ seq: -1 }).lean();
     const unchanged = latest !== null && latest.sourceHash === compilation.sourceHash && latest.irVersion === compilation.irVersion;
     if (input.version !== undefined) {
       if (await models.AgentVersion.exists({ ...scope, agentId: agent._id, version: input.version })) {
-        throw new ApiError('CONFLICT', `Version ${input.version} of agent "${name}" already exists`);
+        throw new DomainError('CONFLICT', `Version ${input.version} of agent "${name}" already exists`);
       }
       if (unchanged) {
-        throw new ApiError('CONFLICT', {
+        throw new DomainError('CONFLICT', {
           message: `The draft of "${name}" is unchanged since version ${latest.version}; edit it before creating another version`,
           details: { version: latest.version },
         });
@@ -260,7 +265,7 @@ export async function createVersion(models: Models, scope: ProjectScope, name: s
     } catch (err) {
       // A concurrent create took the same seq or label: re-read and decide again.
       if (!isDuplicateKey(err) || attempt >= 3) {
-        if (isDuplicateKey(err)) throw new ApiError('CONFLICT', `Another version of "${name}" was created at the same time; retry`);
+        if (isDuplicateKey(err)) throw new DomainError('CONFLICT', `Another version of "${name}" was created at the same time; retry`);
         throw err;
       }
     }
@@ -282,7 +287,7 @@ export async function listVersions(models: Models, scope: ProjectScope, name: st
 export async function getVersion(models: Models, scope: ProjectScope, name: string, version: string): Promise<AgentVersionDoc> {
   const agent = await getAgent(models, scope, name);
   const doc = await models.AgentVersion.findOne({ ...scope, agentId: agent._id, version }).lean();
-  if (!doc) throw ApiError.notFound('Version');
+  if (!doc) throw DomainError.notFound('Version');
   return doc;
 }
 
@@ -294,7 +299,7 @@ export async function listToolFiles(models: Models, scope: ProjectScope) {
 
 export async function getToolFile(models: Models, scope: ProjectScope, name: string) {
   const doc = await models.ToolFile.findOne({ ...scope, name }).lean();
-  if (!doc) throw ApiError.notFound('Tool file');
+  if (!doc) throw DomainError.notFound('Tool file');
   return doc;
 }
 
@@ -302,7 +307,7 @@ export async function getToolFile(models: Models, scope: ProjectScope, name: str
 export async function putToolFile(models: Models, scope: ProjectScope, name: string, dslContent: string, updatedBy: string | null) {
   const existing = await models.ToolFile.findOne({ ...scope, name }).select({ _id: 1 }).lean();
   if (!existing && (await models.ToolFile.countDocuments(scope)) >= MAX_TOOL_FILES_PER_PROJECT) {
-    throw new ApiError('CONFLICT', `A project holds at most ${MAX_TOOL_FILES_PER_PROJECT} tool files`);
+    throw new DomainError('CONFLICT', `A project holds at most ${MAX_TOOL_FILES_PER_PROJECT} tool files`);
   }
   try {
     const doc = await models.ToolFile.findOneAndUpdate(
@@ -322,5 +327,5 @@ export async function putToolFile(models: Models, scope: ProjectScope, name: str
 
 export async function deleteToolFile(models: Models, scope: ProjectScope, name: string): Promise<void> {
   const res = await models.ToolFile.deleteOne({ ...scope, name });
-  if (res.deletedCount === 0) throw ApiError.notFound('Tool file');
+  if (res.deletedCount === 0) throw DomainError.notFound('Tool file');
 }
