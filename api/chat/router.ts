@@ -1,7 +1,10 @@
 // LLM completion endpoints: POST /api/v1/chat/complete, POST /api/v1/chat/stream (SSE) and
 // GET /api/v1/chat/usage. Calling a provider from the API is DESIGN.md's one exception.
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { chatUsage, completeChat, lookUpCall, lookUpStreamCall, streamChat } from './service';
+import { lookUpCall } from './call';
+import { completeChat } from './complete';
+import { lookUpStreamCall, streamChat } from './stream';
+import { chatUsage } from './usage';
 import {
   ZChatCompleteResponseSchema,
   ZChatRequestSchema,
