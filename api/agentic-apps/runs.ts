@@ -13,8 +13,8 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } f
 import { type AppRunInput } from '../../workflows/definitions';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type AppContext } from '../context';
-import { requireEncryptor } from '../chat/llm-runtime';
-import { SseWriter } from '../chat/sse';
+import { requireEncryptor } from '../completions/llm-runtime';
+import { SseWriter } from '../completions/sse';
 import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../chat-agent/service';
 import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';

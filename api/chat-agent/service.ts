@@ -17,7 +17,7 @@ import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
-import { llmRuntime } from '../chat/llm-runtime';
+import { llmRuntime } from '../completions/llm-runtime';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../../core/sessions/start';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
@@ -115,7 +115,7 @@ const turnsInFlight = new WeakMap<AppContext, number>();
 /**
  * A continuing session's lookups: the session read and its message-budget charge, started in the
  * route's preload so they overlap the key check and the tenant charge. A session this process
- * saw running is not read again (api/sessions/running-sessions.ts): its workflow judges the turn.
+ * saw running is not read again (core/sessions/running-sessions.ts): its workflow judges the turn.
  */
 export interface ExistingSessionTurn {
   session: Pick<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'status'> | null;

@@ -178,7 +178,7 @@ export function defineRoute<P = Record<string, never>, Q = Record<string, never>
 /**
  * Listeners told when a request through the API changed something under a project (any
  * successful non-GET on a `:projectId` route), so per-process caches of project data (the LLM
- * resolution in api/chat/llm-runtime.ts) drop it at once instead of waiting for their TTL.
+ * resolution in api/completions/llm-runtime.ts) drop it at once instead of waiting for their TTL.
  */
 type ProjectWriteListener = (tenantId: string, projectId: string) => void;
 const projectWriteListeners = new WeakMap<AppContext, Set<ProjectWriteListener>>();

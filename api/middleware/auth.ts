@@ -100,7 +100,7 @@ function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
  * API_KEY_CACHE_MS after that moment a request is answered from the entry without a read; from
  * half that age on, a request also starts one re-read in the background, so a key in steady use
  * is never waited for. A revocation through the API or the CLI waits API_KEY_CACHE_MS before it
- * returns (api/tenancy/service.ts), so once it has returned, every entry any process holds comes
+ * returns (core/tenancy/accounts.ts), so once it has returned, every entry any process holds comes
  * from a read that began after the revocation was written, and the key is refused everywhere.
  * A key that fails a check is forgotten. Concurrent reads of one key are shared, but never with
  * a read that began before the request (lib/fresh-reads.ts). Bounded; the oldest entries go first.

@@ -2,7 +2,7 @@
 // delete, each scoped to the caller's tenant (and its project, for a project-bound key). The
 // value is sealed before anything is stored and appears in no answer, log or audit record.
 import { ApiError } from '../../lib/errors';
-import { secretMasterKeyRing } from '../../lib/envelope';
+import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { type KeyRing } from '../../lib/key-ring';
 import { canActInEnvironment, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';

@@ -74,7 +74,7 @@ export interface CreateApiKeyInput {
   createdBy?: string | null;
   /**
    * The credential making the key, when a request does: the key then holds no more than it does
-   * (api/platform-keys/bounds.ts). Absent for the operator (CLI, tenant creation, seed).
+   * (core/platform-keys/bounds.ts). Absent for the operator (CLI, tenant creation, seed).
    */
   issuer?: Principal;
 }

@@ -1,5 +1,5 @@
 // POST /api/v1/chat/stream starts the upstream call while the checks of a key this process has
-// seen before are still running (api/chat/stream.ts, lookUpStreamCall). Whatever it started,
+// seen before are still running (api/completions/stream.ts, lookUpStreamCall). Whatever it started,
 // a request refused afterwards (revoked key, lost permission, tenant or session rate limit,
 // another tenant's project) is the usual JSON error: the client never receives upstream output,
 // a started upstream request is aborted, and the ledger never records it as a successful call.

@@ -1,7 +1,7 @@
 // Envelope encryption: which master keys configuration yields, and that wrapped data keys and
 // sealed values open only with the right key and the same additional data.
 import { randomBytes } from 'node:crypto';
-import { DATA_KEY_SCHEME, ENCRYPTION_KEY_MASTER_ID, isCurrentWrapping, newDataKey, seal, secretMasterKeyRing, unseal, UnknownMasterKeyError, unwrapDataKey, wrapDataKey } from '../../../lib/envelope';
+import { DATA_KEY_SCHEME, ENCRYPTION_KEY_MASTER_ID, isCurrentWrapping, newDataKey, seal, secretMasterKeyRing, unseal, UnknownMasterKeyError, unwrapDataKey, wrapDataKey } from '../../../lib/secret-envelope';
 import { deriveKey, KEY_PURPOSE } from '../../../lib/master-keys';
 import { parseKeyRing } from '../../../lib/key-ring';
 
