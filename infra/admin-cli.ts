@@ -1,5 +1,5 @@
 // `npm run admin -- <command> [--flags]`: tenant management straight against MongoDB, using the
-// same service functions as the admin routes. MONGODB_URI defaults to the local dev stack.
+// same operations (core/tenancy, core/platform-keys) as the admin routes. MONGODB_URI defaults to the local dev stack.
 import { lastUsedTimes } from '../db/api-key-usage';
 import { parseArgs } from 'node:util';
 import { isDomainError } from '../lib/errors';
