@@ -488,8 +488,9 @@ export const httpAsyncStateQuery = defineQuery<HttpAsyncConversationView>('httpA
 
 /**
  * The signatures clients start workflows by (core/ types its handles with these), so a client
- * needs the contract and never the workflow code; agent-session.ts and human-task.ts check at
- * compile time that their workflows have exactly these.
+ * needs the contract and never the workflow code; agent-session.ts, human-task.ts and deployment-drain.ts
+ * check at compile time that their workflows have exactly these.
  */
 export type AgentSessionWorkflow = (input: SessionStartInput) => Promise<{ status: 'ended'; reason: string }>;
 export type HumanTaskWorkflow = (input: HumanTaskStartInput) => Promise<HumanTaskView>;
+export type DeploymentDrainWorkflow = (input: DeploymentDrainInput) => Promise<DeploymentDrainResult>;

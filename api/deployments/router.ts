@@ -22,8 +22,8 @@ import {
   ZRollbackResponse,
 } from './schemas';
 import { getDeployment } from '../../core/deployments/resolve';
-import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from './service';
-import { startDeploymentDrain } from './drain-client';
+import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from '../../core/deployments/lifecycle';
+import { startDeploymentDrain } from '../../core/deployments/drain';
 
 const TAGS = ['Deployments'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });

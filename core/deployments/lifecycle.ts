@@ -1,5 +1,5 @@
-// Deployments of a project: create, list, retire, roll back and promote (reading one and what a
-// new session runs: core/deployments/resolve.ts). One deployment per environment is active: after
+// The life of a project's deployments: create, list, retire, roll back and promote (reading one
+// and what a new session runs: resolve.ts). One deployment per environment is active: after
 // any change the newest activated one wins and the others are retired (a convergent rule, so two
 // concurrent changes never leave two active ones without needing transactions).
 import { randomBytes } from 'node:crypto';
@@ -8,11 +8,38 @@ import { type AgentVersionDoc } from '../../db/agent-version';
 import { type DeploymentDoc, type DeploymentEnvironment, type RetireReason } from '../../db/deployment';
 import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
-import { ApiError } from '../../lib/errors';
-import { agentFilePath, type ProjectScope } from '../../core/agents/compile';
-import { recordActiveVersions } from '../../core/agents/agents';
-import { activeDeployment, getDeployment } from '../../core/deployments/resolve';
-import { type TCreateDeploymentRequest, type TListDeploymentsQuery, type TPromoteDeploymentRequest } from './schemas';
+import { DomainError } from '../../lib/errors';
+import { agentFilePath, type ProjectScope } from '../agents/compile';
+import { recordActiveVersions } from '../agents/agents';
+import { activeDeployment, getDeployment } from './resolve';
+
+/** A list's filters and page. */
+export interface DeploymentListQuery {
+  environment?: DeploymentDoc['environment'];
+  status?: DeploymentDoc['status'];
+  limit: number;
+  offset: number;
+}
+
+/** A new deployment: agent name → version label or `auto` (the agent's latest version now). */
+export interface NewDeploymentInput {
+  environment: DeploymentDoc['environment'];
+  agentVersionManifest: Record<string, string>;
+  entryAgentName: string;
+  /** @default `<environment> <date time>` */
+  label?: string;
+  description?: string;
+  modelOverrides?: NonNullable<DeploymentDoc['modelOverrides']>;
+  settingsVersionId?: string;
+  workflowVersionManifest?: Record<string, string>;
+}
+
+/** Where a promotion copies the manifest, and what it changes of the label and description. */
+export interface PromoteDeploymentInput {
+  targetEnvironment: DeploymentDoc['environment'];
+  label?: string;
+  description?: string;
+}
 
 /** Environments where a promote must compile cleanly: the road to production. */
 const GUARDED_ENVIRONMENTS: ReadonlySet<string> = new Set(['staging', 'production']);
@@ -32,7 +59,7 @@ function defaultLabel(environment: string, now: Date): string {
   return `${environment} ${now.toISOString().slice(0, 16).replace('T', ' ')}`;
 }
 
-export async function listDeployments(models: Models, scope: ProjectScope, query: TListDeploymentsQuery) {
+export async function listDeployments(models: Models, scope: ProjectScope, query: DeploymentListQuery) {
   const filter = {
     ...scope,
     ...(query.environment ? { environment: query.environment } : {}),
@@ -62,7 +89,7 @@ export async function resolveManifest(models: Models, scope: ProjectScope, reque
   const byName = new Map(agents.map((a) => [a.name, a._id]));
   const missing = names.filter((n) => !byName.has(n));
   // Well-formed, but naming agents the project does not have.
-  if (missing.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', `Agent not found: ${missing.join(', ')} (names are case-sensitive)`);
+  if (missing.length > 0) throw new DomainError('UNPROCESSABLE_ENTITY', `Agent not found: ${missing.join(', ')} (names are case-sensitive)`);
   // Labels and order only: the IR is not needed to resolve a manifest.
   const rows = await models.AgentVersion.find({ ...scope, agentId: { $in: [...byName.values()] } })
     .select({ _id: 0, agentName: 1, version: 1, seq: 1 })
@@ -79,12 +106,12 @@ export async function resolveManifest(models: Models, scope: ProjectScope, reque
     const wanted = requested[name]!;
     if (wanted === 'auto') {
       const newest = latest.get(name);
-      if (!newest) throw new ApiError('UNPROCESSABLE_ENTITY', `Agent "${name}" has no version yet; create one before deploying it`);
+      if (!newest) throw new DomainError('UNPROCESSABLE_ENTITY', `Agent "${name}" has no version yet; create one before deploying it`);
       resolved[name] = newest;
     } else if (labels.has(`${name}@${wanted}`)) {
       resolved[name] = wanted;
     } else {
-      throw new ApiError('UNPROCESSABLE_ENTITY', `Version not found: ${name}@${wanted}`);
+      throw new DomainError('UNPROCESSABLE_ENTITY', `Version not found: ${name}@${wanted}`);
     }
   }
   return resolved;
@@ -181,12 +208,12 @@ async function insertActive(models: Models, scope: ProjectScope, input: NewDeplo
   }
 }
 
-export async function createDeployment(models: Models, scope: ProjectScope, body: TCreateDeploymentRequest, createdBy: string | null): Promise<DeploymentDoc> {
+export async function createDeployment(models: Models, scope: ProjectScope, body: NewDeploymentInput, createdBy: string | null): Promise<DeploymentDoc> {
   if (!Object.prototype.hasOwnProperty.call(body.agentVersionManifest, body.entryAgentName)) {
-    throw new ApiError('UNPROCESSABLE_ENTITY', `body.entryAgentName: "${body.entryAgentName}" is not in agentVersionManifest`);
+    throw new DomainError('UNPROCESSABLE_ENTITY', `body.entryAgentName: "${body.entryAgentName}" is not in agentVersionManifest`);
   }
   const strays = Object.keys(body.modelOverrides ?? {}).filter((n) => !Object.prototype.hasOwnProperty.call(body.agentVersionManifest, n));
-  if (strays.length > 0) throw new ApiError('UNPROCESSABLE_ENTITY', `body.modelOverrides: not in agentVersionManifest: ${strays.join(', ')}`);
+  if (strays.length > 0) throw new DomainError('UNPROCESSABLE_ENTITY', `body.modelOverrides: not in agentVersionManifest: ${strays.join(', ')}`);
   const manifest = await resolveManifest(models, scope, body.agentVersionManifest);
   return insertActive(models, scope, {
     environment: body.environment,
@@ -208,20 +235,20 @@ async function assertVersionsExist(models: Models, scope: ProjectScope, deployme
   const gone = Object.entries(deployment.agentVersionManifest)
     .map(([name, version]) => `${name}@${version}`)
     .filter((key) => !found.has(key));
-  if (gone.length > 0) throw new ApiError('CONFLICT', { message: `The deployment pins versions that no longer exist: ${gone.join(', ')}`, details: { missing: gone } });
+  if (gone.length > 0) throw new DomainError('CONFLICT', { message: `The deployment pins versions that no longer exist: ${gone.join(', ')}`, details: { missing: gone } });
   return versions;
 }
 
 /** active → retired (reason `retired`): the environment is left without an active deployment. */
 export async function retireDeployment(models: Models, scope: ProjectScope, id: string): Promise<DeploymentDoc> {
   const current = await getDeployment(models, scope, id);
-  if (current.status !== 'active') throw new ApiError('CONFLICT', 'Deployment is already retired');
+  if (current.status !== 'active') throw new DomainError('CONFLICT', 'Deployment is already retired');
   const retired = await models.Deployment.findOneAndUpdate(
     { ...scope, _id: id, status: 'active' },
     { $set: { status: 'retired', retiredAt: new Date(), retireReason: 'retired' } },
     { new: true },
   ).lean();
-  if (!retired) throw new ApiError('CONFLICT', 'Deployment is already retired');
+  if (!retired) throw new DomainError('CONFLICT', 'Deployment is already retired');
   await settleEnvironment(models, scope, retired.environment, 'superseded');
   return retired;
 }
@@ -241,7 +268,7 @@ export async function rollbackDeployment(models: Models, scope: ProjectScope, id
   let target = named;
   if (named.status === 'active') {
     const previous = named.previousDeploymentId ? await findOwned(models.Deployment, named.previousDeploymentId, scope) : null;
-    if (!previous) throw new ApiError('CONFLICT', `Deployment is active and replaced no earlier deployment in ${named.environment}; nothing to roll back to`);
+    if (!previous) throw new DomainError('CONFLICT', `Deployment is active and replaced no earlier deployment in ${named.environment}; nothing to roll back to`);
     target = previous;
   }
   await assertVersionsExist(models, scope, target);
@@ -259,7 +286,7 @@ export async function rollbackDeployment(models: Models, scope: ProjectScope, id
     },
     { new: true },
   ).lean();
-  if (!reactivated) throw new ApiError('CONFLICT', 'The deployment changed state meanwhile; read it and retry');
+  if (!reactivated) throw new DomainError('CONFLICT', 'The deployment changed state meanwhile; read it and retry');
   await settleEnvironment(models, scope, reactivated.environment, 'rolled_back');
   const retiredDeployment = current && current._id !== reactivated._id ? await findOwned(models.Deployment, current._id, scope) : null;
   return { deployment: await getDeployment(models, scope, reactivated._id), retiredDeployment };
@@ -270,17 +297,17 @@ export async function rollbackDeployment(models: Models, scope: ProjectScope, id
  * deployment. Into staging or production the pinned versions must compile together: 400 with
  * the diagnostics otherwise.
  */
-export async function promoteDeployment(models: Models, scope: ProjectScope, id: string, body: TPromoteDeploymentRequest, createdBy: string | null): Promise<DeploymentDoc> {
+export async function promoteDeployment(models: Models, scope: ProjectScope, id: string, body: PromoteDeploymentInput, createdBy: string | null): Promise<DeploymentDoc> {
   const source = await getDeployment(models, scope, id);
   if (body.targetEnvironment === source.environment) {
-    throw new ApiError('BAD_REQUEST', `body.targetEnvironment: the deployment is already in ${source.environment}; promote it to another environment`);
+    throw new DomainError('BAD_REQUEST', `body.targetEnvironment: the deployment is already in ${source.environment}; promote it to another environment`);
   }
   const versions = await assertVersionsExist(models, scope, source);
   if (GUARDED_ENVIRONMENTS.has(body.targetEnvironment)) {
     const diagnostics = compileManifest(versions);
     const errors = diagnostics.filter((d) => d.severity === 'error');
     if (errors.length > 0) {
-      throw new ApiError('BAD_REQUEST', {
+      throw new DomainError('BAD_REQUEST', {
         message: `The deployment's agents do not compile together: ${errors.length} error(s); first: ${formatDiagnostic(errors[0]!)}`,
         details: { diagnostics },
       });

@@ -1,13 +1,12 @@
 // Starts a deployment's DeploymentDrain workflow (`deployment-drain/<id>`) with the search
 // attributes sessions carry, so an operator finds it next to them in the Temporal Web UI.
 import { TypedSearchAttributes } from '@temporalio/common';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { type DeploymentDoc } from '../../db/deployment';
-import type { deploymentDrain } from '../../workflows/deployment-drain';
-import { type DeploymentDrainInput } from '../../workflows/definitions';
+import { type DeploymentDrainInput, type DeploymentDrainWorkflow } from '../../workflows/definitions';
 import { DeploymentIdKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
-import { type AppContext } from '../context';
-import { TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';
+import { type CoreContext } from '../context';
+import { TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
 
 export const DEPLOYMENT_DRAIN_WORKFLOW_TYPE = 'deploymentDrain';
 export const drainWorkflowId = (deploymentId: string): string => `deployment-drain/${deploymentId}`;
@@ -16,7 +15,7 @@ export const drainWorkflowId = (deploymentId: string): string => `deployment-dra
  * Starts the drain; one already running for the deployment is kept. Called before the retire is
  * written: if Temporal cannot take it, the retire fails with 503 and nothing has changed.
  */
-export async function startDeploymentDrain(ctx: AppContext, deployment: Pick<DeploymentDoc, '_id' | 'tenantId' | 'projectId' | 'environment'>): Promise<void> {
+export async function startDeploymentDrain(ctx: CoreContext, deployment: Pick<DeploymentDoc, '_id' | 'tenantId' | 'projectId' | 'environment'>): Promise<void> {
   const input: DeploymentDrainInput = {
     tenantId: deployment.tenantId,
     projectId: deployment.projectId,
@@ -29,7 +28,7 @@ export async function startDeploymentDrain(ctx: AppContext, deployment: Pick<Dep
   try {
     const client = await ctx.temporal.client();
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.start<typeof deploymentDrain>(DEPLOYMENT_DRAIN_WORKFLOW_TYPE, {
+      client.workflow.start<DeploymentDrainWorkflow>(DEPLOYMENT_DRAIN_WORKFLOW_TYPE, {
         workflowId: drainWorkflowId(deployment._id),
         taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,
         args: [input],
@@ -44,6 +43,6 @@ export async function startDeploymentDrain(ctx: AppContext, deployment: Pick<Dep
       }),
     );
   } catch (err) {
-    throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; the deployment was not retired. Retry', cause: err });
+    throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; the deployment was not retired. Retry', cause: err });
   }
 }
