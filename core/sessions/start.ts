@@ -178,9 +178,9 @@ export async function startSession(ctx: CoreContext, input: NewSessionInput, opt
     throw err;
   }
   try {
-    const handle = await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.start<AgentSessionWorkflow>(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(ctx.config, start)),
-    );
+    const startWorkflow = () => client.workflow.start<AgentSessionWorkflow>(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(ctx.config, start));
+    // A caller's request waits TEMPORAL_CALL_TIMEOUT_MS at most; an activity has its own timeout.
+    const handle = retrySafe ? await startWorkflow() : await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, startWorkflow);
     return { session, start, runId: handle.firstExecutionRunId };
   } catch (err) {
     // An earlier attempt of this start got as far as the workflow.
