@@ -9,7 +9,7 @@ import { sha256Hex } from '../../lib/crypto';
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { type AppContext } from '../context';
-import { findVisibleProject } from '../http/route';
+import { findVisibleProject } from '../../core/projects/visible';
 import { forgetRunningSession } from '../../core/sessions/running-sessions';
 import { endSessionWorkflow } from '../../core/sessions/end';
 import { findCurrentSession } from '../../core/sessions/read';

@@ -2,7 +2,7 @@
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { summarizeLlmUsage, type LlmUsageSummary } from '../../db/llm-usage';
-import { findVisibleProject } from '../http/route';
+import { findVisibleProject } from '../../core/projects/visible';
 import { type AppContext } from '../context';
 import { type TChatUsageQuery } from './schemas';
 

@@ -13,11 +13,11 @@ import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '..
 import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
-import { findVisibleProject } from '../http/route';
+import { findVisibleProject } from '../../core/projects/visible';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { validateMetadata } from '../chat-agent/service';
 import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../../core/sessions/workflow-client';
-import { newMessageId } from './service';
+import { newMessageId } from '../../core/http-async/subscriptions';
 import { type THttpAsyncMessageRequest } from './schemas';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';

@@ -2,7 +2,7 @@
 // change, pause, resume, rotate, delete, and the signed test message. Every read carries the
 // tenant and the project; a subscription outside them, or outside a bound key's environments, is 404.
 import { createId } from '@paralleldrive/cuid2';
-import { ApiError } from '../../lib/errors';
+import { DomainError } from '../../lib/errors';
 import { canActInEnvironment, type Principal } from '../../lib/permissions';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
 import { checkCallbackUrlRules } from '../../lib/net/callback-url';
@@ -18,11 +18,11 @@ import {
   type HttpAsyncSubscriptionDoc,
   type SubscriptionStatus,
 } from '../../db/http-async-subscription';
-import { type AppContext } from '../context';
-import { requireEnvironment } from '../../core/platform-keys/environments';
-import { requireMasterKeys } from '../tool-secrets/service';
+import { type CoreContext } from '../context';
+import { requireEnvironment } from '../platform-keys/environments';
+import { requireMasterKeys } from '../tool-secrets/secrets';
 
-const policyOf = (ctx: AppContext) => httpAsyncDestinationPolicy(ctx.config);
+const policyOf = (ctx: CoreContext) => httpAsyncDestinationPolicy(ctx.config);
 
 /** Repeats count once; the order is the vocabulary's. */
 function normalizeEvents(events: readonly HttpAsyncEvent[]): HttpAsyncEvent[] {
@@ -33,16 +33,16 @@ function normalizeEvents(events: readonly HttpAsyncEvent[]): HttpAsyncEvent[] {
  * The callback URL as stored, after the rules a schema cannot state (422, since the input was
  * schema-valid): a URL the parser takes, https in production, a public destination by resolution.
  */
-export async function checkCallbackUrl(ctx: AppContext, raw: string): Promise<string> {
+export async function checkCallbackUrl(ctx: CoreContext, raw: string): Promise<string> {
   const checked = await checkCallbackUrlRules(raw, { production: ctx.config.NODE_ENV === 'production', policy: policyOf(ctx) });
-  if (!checked.ok) throw new ApiError('UNPROCESSABLE_ENTITY', checked.message);
+  if (!checked.ok) throw new DomainError('UNPROCESSABLE_ENTITY', checked.message);
   return checked.url;
 }
 
 /** The subscription if it is in this project (of this tenant) and the key's environments, else 404. */
-export async function requireSubscription(ctx: AppContext, principal: Principal, project: ProjectDoc, id: string): Promise<HttpAsyncSubscriptionDoc> {
+export async function requireSubscription(ctx: CoreContext, principal: Principal, project: ProjectDoc, id: string): Promise<HttpAsyncSubscriptionDoc> {
   const doc = await ctx.models.HttpAsyncSubscription.findOne({ _id: id, tenantId: project.tenantId, projectId: project._id }).lean();
-  if (!doc || !canActInEnvironment(principal, doc.environment)) throw ApiError.notFound('Subscription');
+  if (!doc || !canActInEnvironment(principal, doc.environment)) throw DomainError.notFound('Subscription');
   return doc;
 }
 
@@ -54,7 +54,7 @@ export interface CreateSubscriptionInput {
 }
 
 export async function createSubscription(
-  ctx: AppContext,
+  ctx: CoreContext,
   principal: Principal,
   project: ProjectDoc,
   input: CreateSubscriptionInput,
@@ -79,19 +79,19 @@ export async function createSubscription(
   return { doc: created.toObject(), secret };
 }
 
-async function updateWhere(ctx: AppContext, current: HttpAsyncSubscriptionDoc, update: Record<string, unknown>): Promise<HttpAsyncSubscriptionDoc> {
+async function updateWhere(ctx: CoreContext, current: HttpAsyncSubscriptionDoc, update: Record<string, unknown>): Promise<HttpAsyncSubscriptionDoc> {
   const doc = await ctx.models.HttpAsyncSubscription.findOneAndUpdate(
     { _id: current._id, tenantId: current.tenantId, projectId: current.projectId },
     update,
     { new: true, lean: true },
   );
   // Deleted between the read and the update.
-  if (!doc) throw ApiError.notFound('Subscription');
+  if (!doc) throw DomainError.notFound('Subscription');
   return doc;
 }
 
 export async function updateSubscription(
-  ctx: AppContext,
+  ctx: CoreContext,
   principal: Principal,
   project: ProjectDoc,
   id: string,
@@ -106,7 +106,7 @@ export async function updateSubscription(
   return updateWhere(ctx, current, { $set: set });
 }
 
-export async function setSubscriptionStatus(ctx: AppContext, principal: Principal, project: ProjectDoc, id: string, status: SubscriptionStatus): Promise<HttpAsyncSubscriptionDoc> {
+export async function setSubscriptionStatus(ctx: CoreContext, principal: Principal, project: ProjectDoc, id: string, status: SubscriptionStatus): Promise<HttpAsyncSubscriptionDoc> {
   const current = await requireSubscription(ctx, principal, project, id);
   // Pausing a paused subscription (or resuming an active one) changes nothing and is not an error.
   if (current.status === status) return current;
@@ -115,7 +115,7 @@ export async function setSubscriptionStatus(ctx: AppContext, principal: Principa
 
 /** A new secret, effective at once: the old one signs nothing more (no grace period). */
 export async function rotateSubscriptionSecret(
-  ctx: AppContext,
+  ctx: CoreContext,
   principal: Principal,
   project: ProjectDoc,
   id: string,
@@ -128,10 +128,10 @@ export async function rotateSubscriptionSecret(
   return { doc, secret };
 }
 
-export async function deleteSubscription(ctx: AppContext, principal: Principal, project: ProjectDoc, id: string): Promise<void> {
+export async function deleteSubscription(ctx: CoreContext, principal: Principal, project: ProjectDoc, id: string): Promise<void> {
   const current = await requireSubscription(ctx, principal, project, id);
   const removed = await ctx.models.HttpAsyncSubscription.deleteOne({ _id: current._id, tenantId: current.tenantId, projectId: current.projectId });
-  if (removed.deletedCount === 0) throw ApiError.notFound('Subscription');
+  if (removed.deletedCount === 0) throw DomainError.notFound('Subscription');
   await ctx.models.HttpAsyncDelivery.deleteMany({ tenantId: current.tenantId, subscriptionId: current._id });
   // Its conversations' keys go too; a running conversation drops what it still had to deliver.
   await ctx.models.HttpAsyncConversation.deleteMany({ tenantId: current.tenantId, projectId: current.projectId, subscriptionId: current._id });
@@ -165,7 +165,7 @@ export function testCallbackBody(sub: HttpAsyncSubscriptionDoc, messageId: strin
  * recent deliveries, and reports what the receiver did.
  */
 export async function sendTestMessage(
-  ctx: AppContext,
+  ctx: CoreContext,
   principal: Principal,
   project: ProjectDoc,
   id: string,
@@ -176,7 +176,7 @@ export async function sendTestMessage(
   try {
     secret = await openSubscriptionSecret(ctx.models.TenantDataKey, ring, sub);
   } catch {
-    throw new ApiError('SERVICE_UNAVAILABLE', 'the signing secret cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?); rotate the secret');
+    throw new DomainError('SERVICE_UNAVAILABLE', 'the signing secret cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?); rotate the secret');
   }
   const messageId = newMessageId();
   const outcome = await postSignedCallback({
