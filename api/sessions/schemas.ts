@@ -3,10 +3,9 @@ import { z } from 'zod';
 import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
 import '../openapi/registry';
 import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
-
-/** Ids this service issues are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
 import { SESSION_ID_PATTERN } from '../../core/sessions/ids';
 
+/** Ids this service issues are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
 export { SESSION_ID_PATTERN };
 
 /** Longest session id a request may name (docs/errors.md, "Ids"). */
