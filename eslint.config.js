@@ -4,9 +4,28 @@ const tseslint = require('typescript-eslint');
 const importPlugin = require('eslint-plugin-import');
 
 const layerZones = [
-  // db/, providers/ and lib/ are leaves: they never reach up into the edge or the workflows.
+  // Nothing outside api/ imports api/: what a route and a worker both need lives in core/.
+  ...['core', 'activities', 'workers', 'workflows', 'db', 'lib', 'providers', 'infra'].map((target) => ({
+    target: `./${target}`,
+    from: './api',
+    message: `${target}/ may not import api/: what both need belongs in core/ (docs/architecture.md).`,
+  })),
+  // core/ is the domain below the API: db/, lib/, providers/, abl/ and the Temporal client with
+  // the workflows' contract (definitions, search attributes, the pure task rules), never a worker's side.
+  ...['activities', 'workers', 'infra'].map((from) => ({
+    target: './core',
+    from: `./${from}`,
+    message: `core/ may not import ${from}/ (docs/architecture.md).`,
+  })),
+  {
+    target: './core',
+    from: './workflows',
+    except: ['./definitions.ts', './search-attributes.ts', './human-task-rules.ts'],
+    message: 'core/ reaches workflows through the Temporal client and workflows/definitions.ts only.',
+  },
+  // db/, providers/ and lib/ are leaves: they never reach up into core, the edge or the workflows.
   ...['db', 'providers', 'lib'].flatMap((target) =>
-    ['api', 'workflows', 'activities', 'workers'].map((from) => ({
+    ['core', 'workflows', 'activities', 'workers'].map((from) => ({
       target: `./${target}`,
       from: `./${from}`,
       message: `${target}/ may not import ${from}/ (DESIGN.md import rules).`,
@@ -21,13 +40,13 @@ const layerZones = [
     message: 'api/ may reach providers/llm only, for the stateless completion endpoints.',
   },
   // Production code never depends on test helpers.
-  ...['api', 'abl', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((target) => ({
+  ...['api', 'core', 'abl', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((target) => ({
     target: `./${target}`,
     from: './test',
     message: 'production code may not import test/ helpers.',
   })),
   // abl/ is a pure library: it imports nothing of ours outside abl/.
-  ...['api', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((from) => ({
+  ...['api', 'core', 'workflows', 'activities', 'workers', 'db', 'providers', 'lib', 'infra'].map((from) => ({
     target: './abl',
     from: `./${from}`,
     message: 'abl/ is pure and self-contained.',
@@ -70,7 +89,7 @@ module.exports = tseslint.config(
         {
           patterns: [
             { group: ['**/activities', '**/activities/*'], allowTypeImports: true, message: 'Workflows import activity types only.' },
-            { group: ['**/api/*', '**/db/*', '**/providers/*', '**/lib/*', '**/workers/*', '**/infra/*'], message: 'Workflows import only abl/, workflows/ and activity types.' },
+            { group: ['**/api/*', '**/core/*', '**/db/*', '**/providers/*', '**/lib/*', '**/workers/*', '**/infra/*'], message: 'Workflows import only abl/, workflows/ and activity types.' },
             { group: ['@temporalio/activity', '@temporalio/client', '@temporalio/worker', '@temporalio/testing', 'mongoose', 'express'], message: 'Not allowed in workflow code.' },
           ],
         },

@@ -11,7 +11,7 @@ import { requestLog } from './middleware/request-log';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { authRoutes } from './auth/router';
-import { chatRoutes } from './chat/router';
+import { chatRoutes } from './completions/router';
 import { codecRoutes } from './codec/router';
 import { codecCors } from './codec/cors';
 import { codecLoginRouter } from './codec/operator-session';

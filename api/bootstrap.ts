@@ -8,7 +8,7 @@ import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { type AppContext } from './context';
 import { createRateLimiter, ensureRateLimitIndexes, writeBatchedCharges } from './middleware/rate-limit';
-import { TemporalGateway } from './temporal';
+import { TemporalGateway } from '../core/temporal';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
   // First: in production a missing codec key stops the start before anything connects.

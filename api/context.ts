@@ -3,11 +3,12 @@
 import { type Config } from '../lib/config';
 import { type Logger } from '../lib/logger';
 import { type Models } from '../db/models';
-import { type TemporalGateway } from './temporal';
+import { type TemporalGateway } from '../core/temporal';
+import { type CoreContext } from '../core/context';
 import { type AesGcmPayloadCodec } from '../lib/payload-codec';
 import { type RateLimiterAbstract } from 'rate-limiter-flexible';
 
-export interface AppContext {
+export interface AppContext extends CoreContext {
   config: Config;
   models: Models;
   temporal: TemporalGateway;

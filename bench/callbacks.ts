@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Client, WithStartWorkflowOperation } from '@temporalio/client';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { pingUpdate } from '../workflows/definitions';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';

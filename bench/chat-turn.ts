@@ -17,7 +17,7 @@ import { createActivityDeps } from '../workers/activity-deps';
 import { pingUpdate, turnUpdate } from '../workflows/definitions';
 import { seedDevProject } from '../infra/seed-project';
 import { ensureDevTenant } from '../infra/seed';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { driverCollection } from '../db/driver-collection';
 import { readCapacity, reconcileSessionCapacity } from '../db/session-capacity';
 import { type SessionDoc } from '../db/session';

@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from '../api/app';
 import { buildAppContext, closeAppContext } from '../api/bootstrap';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { freePort, startFerretDb, startTemporalDevServer } from '../infra/processes';
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';

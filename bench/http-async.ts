@@ -15,7 +15,7 @@ import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { defineSignal } from '@temporalio/workflow';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { conversationWorkflowId } from '../lib/http-async/session-key';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';

@@ -17,7 +17,7 @@ import { startFerretDb } from '../infra/processes';
 import { JSONB_INDEXED_FIELDS, sqlClient } from '../infra/postgres-indexes';
 import { createModels } from '../db/models';
 import { PRIORITY_RANK } from '../db/human-task';
-import { TASK_LIST_PROJECTION, TASK_LIST_SORT } from '../api/human-tasks/service';
+import { TASK_LIST_PROJECTION, TASK_LIST_SORT } from '../core/human-tasks/tasks';
 
 const { values } = parseArgs({ options: { docs: { type: 'string', default: '100000' }, samples: { type: 'string', default: '30' } } });
 const DOCS = Number(values.docs);

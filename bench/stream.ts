@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import { buildAppContext, closeAppContext } from '../api/bootstrap';
 import { createApp } from '../api/app';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import { freePort, manage, ROOT, startFerretDb, waitForHttpOk, type ManagedProcess } from '../infra/processes';

@@ -1,6 +1,6 @@
 // Deployments: a manifest pinning agent versions for one environment of a project. Exactly one
 // deployment per environment has status `active` (the newest activated one wins; see
-// api/deployments/service.ts); the others are `retired`. Written by the deployment routes only.
+// core/deployments/lifecycle.ts); the others are `retired`. Written by the deployment routes only.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { newId } from '../lib/ids';
 

@@ -4,7 +4,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import { createId } from '@paralleldrive/cuid2';
 import { type KeyRing } from '../lib/key-ring';
-import { seal, unseal, type Sealed } from '../lib/envelope';
+import { seal, unseal, type Sealed } from '../lib/secret-envelope';
 import { SealedSchema, tenantDataKey, type TenantDataKeyModel } from './tenant-data-key';
 
 export const HTTP_ASYNC_EVENTS = ['agent.response', 'agent.status', 'agent.media'] as const;

@@ -1,10 +1,10 @@
 // Each tenant's data key (tool secrets, HTTP-async signing secrets), stored only wrapped under a
-// master key of the ring (lib/envelope.ts). It is
+// master key of the ring (lib/secret-envelope.ts). It is
 // made on first use: a unique index on tenantId lets exactly one of several concurrent creators
 // win, and the others read the winner's key.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
-import { isCurrentWrapping, newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/envelope';
+import { isCurrentWrapping, newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/secret-envelope';
 import { newId } from '../lib/ids';
 
 export interface TenantDataKeyDoc {
@@ -12,7 +12,7 @@ export interface TenantDataKeyDoc {
   tenantId: string;
   /** Id (in the master key ring) of the key that wrapped `wrapped`. */
   masterKeyId: string;
-  /** How it is wrapped (lib/envelope.ts): 2, or absent for the master key itself (older data keys). */
+  /** How it is wrapped (lib/secret-envelope.ts): 2, or absent for the master key itself (older data keys). */
   scheme?: number | null;
   wrapped: Sealed;
   createdAt: Date;

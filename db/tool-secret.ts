@@ -4,7 +4,7 @@
 // another row does not open. Values leave this module only for the tool call that uses them.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
-import { seal, unseal, type Sealed } from '../lib/envelope';
+import { seal, unseal, type Sealed } from '../lib/secret-envelope';
 import { newId } from '../lib/ids';
 import { SealedSchema, tenantDataKey, type TenantDataKeyModel } from './tenant-data-key';
 

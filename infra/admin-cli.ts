@@ -1,19 +1,19 @@
 // `npm run admin -- <command> [--flags]`: tenant management straight against MongoDB, using the
-// same service functions as the admin routes. MONGODB_URI defaults to the local dev stack.
+// same operations (core/tenancy, core/platform-keys) as the admin routes. MONGODB_URI defaults to the local dev stack.
 import { lastUsedTimes } from '../db/api-key-usage';
 import { parseArgs } from 'node:util';
-import { isApiError } from '../lib/errors';
+import { isDomainError } from '../lib/errors';
 import { ApiKeyCacheMs } from '../lib/config';
 import { isPermission, type Permission } from '../lib/permissions';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes, type Models } from '../db/models';
-import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../api/tenancy/service';
-import { presentApiKey, presentProject, presentTenant, presentUser } from '../api/tenancy/present';
+import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../core/tenancy/accounts';
+import { presentApiKey, presentProject, presentTenant, presentUser } from '../core/tenancy/present';
 import { masterKeyRing } from '../lib/master-keys';
 import { type KeyRing } from '../lib/key-ring';
 import { isScopeGrantName } from '../lib/api-scopes';
-import { createScope, expiryOf, presentScope } from '../api/platform-keys/service';
-import { KEY_ENVIRONMENTS } from '../api/platform-keys/environments';
+import { createScope, expiryOf, presentScope } from '../core/platform-keys/scopes';
+import { KEY_ENVIRONMENTS } from '../core/platform-keys/environments';
 import { rewrapTenantDataKeys } from '../db/tenant-data-key';
 import { reencryptTenant, tenantsWithSecrets } from '../db/reencrypt';
 import { Encryptor } from '../lib/encryption';
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  const message = isApiError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+  const message = isDomainError(err) ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
   process.stderr.write(`admin: ${message}\n`);
   process.exit(1);
 });

@@ -22,7 +22,7 @@ import {
 } from './processes';
 import { SAMPLE_RECEIVER_PATH, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from './sample-backend';
 import { ensureDevSubscription } from './seed-subscription';
-import { secretMasterKeyRing } from '../lib/envelope';
+import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { ensureDevTenant } from './seed';
 import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
 

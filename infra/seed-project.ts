@@ -4,7 +4,7 @@
 // sample back-end's URL, the tools call it instead of the published example.com hosts.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { importProjectFiles } from '../api/agents/import';
+import { importProjectFiles } from '../core/agents/import';
 import { type Models } from '../db/models';
 import { callsSampleHostElsewhere, pointAtSampleBackend } from './sample-backend';
 import { type DevCredentials } from './seed';

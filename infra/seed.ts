@@ -3,7 +3,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { sha256Hex } from '../lib/crypto';
 import { type Models } from '../db/models';
-import { createApiKey, createProject, createTenant } from '../api/tenancy/service';
+import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 
 export interface DevCredentials {
   tenantId: string;

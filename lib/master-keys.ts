@@ -13,7 +13,7 @@ export const ENCRYPTION_KEY_ID = 'encryption-key';
  * scheme, and never change one: what was written under it would no longer open.
  */
 export const KEY_PURPOSE = {
-  /** Wrapping each tenant's random data key (lib/envelope.ts, db/tenant-data-key.ts). */
+  /** Wrapping each tenant's random data key (lib/secret-envelope.ts, db/tenant-data-key.ts). */
   tenantDataKeyWrap: 'switchboard/tenant-data-key-wrap/v2',
   /** Per-tenant values at rest (lib/encryption.ts): salt = tenant id, info = this + '/' + the value's purpose. */
   encryptedValue: 'switchboard/encrypted-value/v2',

@@ -21,7 +21,7 @@ import { createSessionBundleStore } from '../activities/persistence/session-bund
 import { type ResolveLlmTarget } from '../activities/llm/call-llm';
 import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
-import { secretMasterKeyRing } from '../lib/envelope';
+import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { resolveToolSecretsWithHosts } from '../db/tool-secret';
 import { createModerationResolver } from '../providers/moderation/resolve';
 

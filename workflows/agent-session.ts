@@ -27,6 +27,7 @@ import {
   type TurnUpdateInput,
   type WaitingCallback,
   type HumanTaskOutcomeInput,
+  type AgentSessionWorkflow,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
@@ -545,3 +546,8 @@ async function signalConversation<T>(workflowId: string, signal: wf.SignalDefini
     // The conversation has closed: nothing waits for this any more.
   }
 }
+
+/** Compile-time check: clients start this workflow by the signature in definitions.ts. */
+type _SignatureIsTheContract = Assert<Same<typeof agentSession, AgentSessionWorkflow>>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;

@@ -483,3 +483,14 @@ export interface HttpAsyncConversationView {
   pendingDeliveries: number;
 }
 export const httpAsyncStateQuery = defineQuery<HttpAsyncConversationView>('httpAsyncState');
+
+// ---------------------------------------------------------------- workflow signatures
+
+/**
+ * The signatures clients start workflows by (core/ types its handles with these), so a client
+ * needs the contract and never the workflow code; agent-session.ts, human-task.ts and deployment-drain.ts
+ * check at compile time that their workflows have exactly these.
+ */
+export type AgentSessionWorkflow = (input: SessionStartInput) => Promise<{ status: 'ended'; reason: string }>;
+export type HumanTaskWorkflow = (input: HumanTaskStartInput) => Promise<HumanTaskView>;
+export type DeploymentDrainWorkflow = (input: DeploymentDrainInput) => Promise<DeploymentDrainResult>;

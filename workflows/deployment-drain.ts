@@ -4,7 +4,7 @@
 // retired, so it waits a little for that write and stops if the deployment is active again.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { DEPLOYMENT_RETIRED_REASON, endSignal, type DeploymentDrainInput, type DeploymentDrainResult } from './definitions';
+import { DEPLOYMENT_RETIRED_REASON, endSignal, type DeploymentDrainInput, type DeploymentDrainResult, type DeploymentDrainWorkflow } from './definitions';
 
 const { viewDeploymentDrain } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -46,3 +46,8 @@ export async function deploymentDrain(input: DeploymentDrainInput): Promise<Depl
     await wf.sleep(input.pollMs);
   }
 }
+
+/** Compile-time check: clients start this workflow by the signature in definitions.ts. */
+type _SignatureIsTheContract = Assert<Same<typeof deploymentDrain, DeploymentDrainWorkflow>>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;

@@ -6,6 +6,7 @@ import {
   TERMINAL_TASK_STATUSES,
   type AssignTaskInput,
   type HumanTaskPriority,
+  type HumanTaskStartInput,
   type HumanTaskView,
   type ResolveTaskInput,
 } from './definitions';
@@ -119,4 +120,26 @@ export function boostedPriority(priority: HumanTaskPriority, boost: number): Hum
 /** 1 low … 4 critical: the `TaskPriority` search attribute. */
 export function priorityNumber(priority: HumanTaskPriority): number {
   return HUMAN_TASK_PRIORITIES.indexOf(priority) + 1;
+}
+
+/** The task as created: pending, nobody on it, its first history entry. Its row is this until the first transition. */
+export function initialTaskView(input: HumanTaskStartInput, nowMs: number): HumanTaskView {
+  const { dueAtMs, createdAtMs, ...rest } = input;
+  const at = new Date(createdAtMs ?? nowMs).toISOString();
+  return {
+    ...rest,
+    priority: boostedPriority(input.priority, input.routing?.priority_boost ?? 0),
+    status: 'pending',
+    assignedTo: null,
+    // A routing queue is the team the task waits with.
+    assignedToTeam: input.routing?.queue ?? null,
+    claimedAt: null,
+    dueAt: dueAtMs !== null ? new Date(dueAtMs).toISOString() : null,
+    resolution: null,
+    cancelReason: null,
+    history: [{ action: 'created', from: null, to: 'pending', by: input.createdBy, at }],
+    createdAt: at,
+    updatedAt: at,
+    revision: 1,
+  };
 }

@@ -16,11 +16,12 @@ import {
   taskStateQuery,
   TERMINAL_TASK_STATUSES,
   type HumanTaskStartInput,
+  type HumanTaskWorkflow,
   type HumanTaskStatus,
   type HumanTaskTransition,
   type HumanTaskView,
 } from './definitions';
-import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, priorityNumber, TransitionRefused } from './human-task-rules';
+import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, initialTaskView, priorityNumber, TransitionRefused } from './human-task-rules';
 import { HUMAN_TASK_PROJECTION_ACTIVITY_PATCH } from './patches';
 import { AssigneeKey, TaskPriorityKey, TaskStatusKey } from './search-attributes';
 
@@ -37,27 +38,6 @@ function refuse(check: () => void): void {
     if (!(err instanceof TransitionRefused)) throw err;
     throw wf.ApplicationFailure.create({ message: err.message, type: err.code, nonRetryable: true, details: err.details ? [err.details] : [] });
   }
-}
-
-export function initialTaskView(input: HumanTaskStartInput, nowMs: number): HumanTaskView {
-  const { dueAtMs, createdAtMs, ...rest } = input;
-  const at = new Date(createdAtMs ?? nowMs).toISOString();
-  return {
-    ...rest,
-    priority: boostedPriority(input.priority, input.routing?.priority_boost ?? 0),
-    status: 'pending',
-    assignedTo: null,
-    // A routing queue is the team the task waits with.
-    assignedToTeam: input.routing?.queue ?? null,
-    claimedAt: null,
-    dueAt: dueAtMs !== null ? new Date(dueAtMs).toISOString() : null,
-    resolution: null,
-    cancelReason: null,
-    history: [{ action: 'created', from: null, to: 'pending', by: input.createdBy, at }],
-    createdAt: at,
-    updatedAt: at,
-    revision: 1,
-  };
 }
 
 export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<HumanTaskView> {
@@ -194,3 +174,8 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
   await wf.condition(wf.allHandlersFinished);
   return task;
 }
+
+/** Compile-time check: clients start this workflow by the signature in definitions.ts. */
+type _SignatureIsTheContract = Assert<Same<typeof humanTaskWorkflow, HumanTaskWorkflow>>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Assert<T extends true> = T;

@@ -1,15 +1,15 @@
 // The activities of an HTTP-async conversation (workflows/http-async-conversation.ts) that reach
-// the session: starting its AgentSession (capacity, record, workflow), sending one accepted
+// the session: starting its AgentSession (core/sessions/start.ts, retry-safe), sending one accepted
 // message as a `turn` update (update id = message id, so a retried activity runs the turn once),
 // and asking whether a session still runs.
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
-import { acquireSessionSlot } from '../../db/session-capacity';
-import { isDuplicateKey } from '../../db/duplicate-key';
-import { ApiError } from '../../lib/errors';
-import { buildSessionStartInput, createSessionRecord, discardSessionRecord, resolveNewSessionTarget } from '../../api/sessions/service';
-import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowAlreadyStarted, isWorkflowNotFound, sessionStartOptions, sessionWorkflowId } from '../../api/sessions/workflow-client';
+import { isDomainError } from '../../lib/errors';
+import { type CoreContext } from '../../core/context';
+import { startSession } from '../../core/sessions/start';
+import { resolveNewSessionTarget } from '../../core/sessions/target';
+import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workflow-client';
 import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
 import { llmProvenance } from '../../workflows/http-async-bodies';
 import type { ActivityDeps } from '../index';
@@ -97,42 +97,29 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
      */
     async startHttpAsyncSession(input: StartHttpAsyncSessionInput): Promise<{ sessionId: string }> {
       const client = requireClient(deps);
+      const ctx: CoreContext = { config: deps.config, models: deps.models, logger: deps.logger, temporal: { client: () => Promise.resolve(client) } };
       const scope = { tenantId: input.tenantId, projectId: input.projectId };
       const sessionId = sessionIdForMessage(input.messageId);
-      let target: Awaited<ReturnType<typeof resolveNewSessionTarget>>;
       try {
-        target = await resolveNewSessionTarget(deps.models, scope, { environment: input.environment });
+        const target = await resolveNewSessionTarget(deps.models, scope, { environment: input.environment });
+        await startSession(
+          ctx,
+          {
+            ...scope,
+            sessionId,
+            agentId: target.agent.agentId,
+            agentName: target.agent.agentName,
+            channel: 'http_async',
+            environment: input.environment,
+            deploymentId: target.deployment?._id ?? null,
+            httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
+          },
+          { retrySafe: true },
+        );
       } catch (err) {
-        if (err instanceof ApiError) throw ApplicationFailure.nonRetryable(err.message, err.code);
+        // A refusal (no agent, no deployment, the tenant's session cap) will not change on retry.
+        if (isDomainError(err)) throw ApplicationFailure.nonRetryable(err.message, err.code);
         throw err;
-      }
-      const start = {
-        ...buildSessionStartInput(deps.config, {
-          ...scope,
-          sessionId,
-          agentId: target.agent.agentId,
-          agentName: target.agent.agentName,
-          channel: 'http_async',
-          environment: input.environment,
-          deploymentId: target.deployment?._id ?? null,
-        }),
-        httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
-      };
-      const slot = await acquireSessionSlot(deps.models, { tenantId: input.tenantId, sessionId, cap: deps.config.MAX_CONCURRENT_SESSIONS });
-      if (slot === 'full') throw ApplicationFailure.nonRetryable('Concurrent session limit exceeded', 'RATE_LIMIT_EXCEEDED');
-      try {
-        await createSessionRecord(deps.models, start);
-      } catch (err) {
-        // A retried attempt: the first wrote the record.
-        if (!isDuplicateKey(err)) throw err;
-      }
-      try {
-        await client.workflow.start(AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions(deps.config, start));
-      } catch (err) {
-        if (!isWorkflowAlreadyStarted(err)) {
-          await discardSessionRecord(deps.models, start).catch(() => undefined);
-          throw err;
-        }
       }
       await deps.models.HttpAsyncConversation.updateOne(
         { _id: input.conversationWorkflowId, tenantId: input.tenantId },

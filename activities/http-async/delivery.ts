@@ -5,7 +5,7 @@
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { failHeldDelivery, openSubscriptionSecret, recordDeliveryAttempt, type DeliveryAttempt, type HttpAsyncDeliveryModel } from '../../db/http-async-subscription';
 import { postSignedCallback } from '../../lib/http-async/callback-post';
-import { secretMasterKeyRing } from '../../lib/envelope';
+import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
 import { type HttpAsyncOutbound } from '../../workflows/definitions';
 import type { ActivityDeps } from '../index';

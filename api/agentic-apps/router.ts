@@ -2,7 +2,7 @@
 // runs/execute and run status. An app is a project (`appId` = project id); a key bound to another
 // project, or another tenant's app, gets 404.
 import { canActInEnvironment, type Principal } from '../../lib/permissions';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import {

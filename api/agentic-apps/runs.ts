@@ -5,7 +5,7 @@ import { type Response } from 'express';
 import { APP_RUN_CALLBACK_TOKEN_PURPOSE, finishAppRun, markAppRunStarted, type AppRunDoc } from '../../db/app-run';
 import { type AppSessionDoc } from '../../db/app-session';
 import { newId } from '../../lib/ids';
-import { ApiError, isApiError } from '../../lib/errors';
+import { ApiError, isDomainError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { appRunCallbackDestinationPolicy } from '../../lib/net/destination';
 import { checkCallbackUrlRules } from '../../lib/net/callback-url';
@@ -13,10 +13,10 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } f
 import { type AppRunInput } from '../../workflows/definitions';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type AppContext } from '../context';
-import { requireEncryptor } from '../chat/llm-runtime';
-import { SseWriter } from '../chat/sse';
+import { requireEncryptor } from '../completions/llm-runtime';
+import { SseWriter } from '../completions/sse';
 import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../chat-agent/service';
-import { temporalClient, temporalErrorToApiError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
+import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { type TExecuteRunBody } from './schemas';
 import { findOrCreateAppSession, parseIdentity, readAppSession, sessionInfo, type AppScope } from './sessions';
@@ -62,7 +62,7 @@ async function newRun(ctx: AppContext, session: AppSessionDoc, message: string, 
   return run;
 }
 
-const errorOf = (err: unknown) => (isApiError(err) ? { code: err.code, message: err.message } : { code: 'INTERNAL_ERROR', message: 'The run failed' });
+const errorOf = (err: unknown) => (isDomainError(err) ? { code: err.code, message: err.message } : { code: 'INTERNAL_ERROR', message: 'The run failed' });
 
 /** Runs the turn in this request; the run and the session's status follow it. */
 async function runTurnNow(ctx: AppContext, options: ExecuteRunOptions, session: AppSessionDoc, run: AppRunDoc, existing: Awaited<ReturnType<typeof startExistingSessionTurn>>) {
@@ -189,7 +189,7 @@ async function startAsyncRun(ctx: AppContext, session: AppSessionDoc, message: s
       }),
     );
   } catch (err) {
-    const error = temporalErrorToApiError(err, 'The run runtime');
+    const error = temporalErrorToDomainError(err, 'The run runtime');
     await finishAppRun(ctx.models, run, { ok: false, error: { code: error.code, message: error.message } });
     void refundRateLimit(ctx.sessionMessageLimiter, limiterKey).catch(() => undefined);
     throw error;

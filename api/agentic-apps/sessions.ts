@@ -9,10 +9,13 @@ import { sha256Hex } from '../../lib/crypto';
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { type AppContext } from '../context';
-import { findVisibleProject } from '../http/route';
-import { forgetRunningSession } from '../sessions/running-sessions';
-import { endSessionWorkflow, findCurrentSession, resolveNewSessionTarget, startSessionWorkflow } from '../sessions/service';
-import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../sessions/workflow-client';
+import { findVisibleProject } from '../../core/projects/visible';
+import { forgetRunningSession } from '../../core/sessions/running-sessions';
+import { endSessionWorkflow } from '../../core/sessions/end';
+import { findCurrentSession } from '../../core/sessions/read';
+import { resolveNewSessionTarget } from '../../core/sessions/target';
+import { startSession } from '../../core/sessions/start';
+import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../../core/sessions/workflow-client';
 import { turnUpdate, type TurnUpdateInput } from '../../workflows/definitions';
 import { APP_SESSION_ID_PATTERN, type TListAppSessionsBody, type TSessionIdentity } from './schemas';
 
@@ -159,7 +162,7 @@ export async function findOrCreateAppSession(ctx: AppContext, scope: AppScope, i
     return { session: winner, created: false, greeting: '' };
   }
   try {
-    await startSessionWorkflow(ctx, {
+    await startSession(ctx, {
       tenantId: scope.tenantId,
       projectId: scope.projectId,
       ...agent,

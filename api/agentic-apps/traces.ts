@@ -7,7 +7,7 @@ import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { sha256Hex } from '../../lib/crypto';
 import { type AppContext } from '../context';
-import { findCurrentSession } from '../sessions/service';
+import { findCurrentSession } from '../../core/sessions/read';
 import { type ApiError } from '../../lib/errors';
 
 /** Most trace events and messages one detail reads. */

@@ -3,16 +3,13 @@ import { type Diagnostic } from '../../abl';
 import { type AgentDoc } from '../../db/agent';
 import { type AgentVersionDoc } from '../../db/agent-version';
 import { type ToolFileDoc } from '../../db/tool-file';
-import { toolFilePath } from './compile';
+import { type AgentVersionStats } from '../../core/agents/agents';
+import { toolFilePath } from '../../core/agents/compile';
 
 const iso = (d: Date): string => new Date(d).toISOString();
 
 export const presentTenantAgent = (a: Pick<AgentDoc, '_id' | 'name' | 'projectId'>) => ({ id: a._id, name: a.name, projectId: a.projectId });
 
-export interface AgentVersionStats {
-  versionCount: number;
-  latestVersion: string | null;
-}
 
 export const presentProjectAgent = (a: Omit<AgentDoc, 'dslContent'>, stats: AgentVersionStats) => ({
   id: a._id,

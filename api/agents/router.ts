@@ -51,7 +51,7 @@ import {
   putToolFile,
   saveDraft,
   validateDraft,
-} from './service';
+} from '../../core/agents/agents';
 
 const TAGS = ['Agents'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });

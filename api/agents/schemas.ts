@@ -2,16 +2,12 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
+import { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN, VERSION_PATTERN } from '../../core/agents/names';
 
 /** Per-field cap on ABL source: half the 1 MB body limit, so a JSON-escaped file still fits. */
 export const MAX_DSL_BYTES = 512 * 1024;
 
-/** ABL agent names: a letter, then letters, digits and underscores. */
-export const AGENT_NAME_PATTERN = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
-/** Tool library file stems: `billing-api` for `tools/billing-api.tools.abl`. */
-export const TOOL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
-/** Semver-like labels: `1.0.0`, `2.1.3-beta.1`. */
-export const VERSION_PATTERN = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$/;
+export { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN, VERSION_PATTERN };
 
 export const ZAgentName = z
   .string()

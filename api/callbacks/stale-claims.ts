@@ -4,11 +4,11 @@
 // takes over claims older than STALE_CLAIM_MS (one atomic update per claim, so one process wins)
 // and hands their kept result to the session. A session that had the result already ignores it.
 import { CALLBACK_PAYLOAD_PURPOSE, type SuspensionDoc } from '../../db/suspension';
-import { ApiError } from '../../lib/errors';
-import { requireEncryptor } from '../chat/llm-runtime';
+import { isDomainError } from '../../lib/errors';
+import { requireEncryptor } from '../completions/llm-runtime';
 import { runPeriodically } from '../../lib/periodic';
 import { type AppContext } from '../context';
-import { TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
+import { TEMPORAL_CALL_TIMEOUT_MS } from '../../core/sessions/workflow-client';
 import { deliver } from './service';
 
 /** A claim this old was not handed over by its process: the signal's own deadline is far shorter. */
@@ -52,7 +52,7 @@ async function redeliver(ctx: AppContext, doc: SuspensionDoc): Promise<boolean> 
     return true;
   } catch (err) {
     // Temporal unavailable: kept claimed for the next round. Session ended: closed by deliver().
-    if (!(err instanceof ApiError && err.code === 'GONE')) ctx.logger.warn({ err, suspensionId: doc._id }, 'could not deliver a stale callback claim; the next round tries again');
+    if (!(isDomainError(err) && err.code === 'GONE')) ctx.logger.warn({ err, suspensionId: doc._id }, 'could not deliver a stale callback claim; the next round tries again');
     return false;
   }
 }

@@ -9,7 +9,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { ApiError, isApiError } from '../../lib/errors';
+import { ApiError, isDomainError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { canActInEnvironment, hasPermission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
@@ -17,22 +17,16 @@ import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
-import { llmRuntime } from '../chat/llm-runtime';
+import { llmRuntime } from '../completions/llm-runtime';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
-import {
-  buildSessionStartInput,
-  claimSessionCapacity,
-  createSessionRecord,
-  giveBackUnstartedSession,
-  releaseSessionCapacity,
-  resolveNewSessionTarget,
-} from '../sessions/service';
-import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../../core/sessions/start';
+import { resolveNewSessionTarget } from '../../core/sessions/target';
+import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../../core/sessions/running-sessions';
+import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../../core/sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 
 function depth(value: unknown, level = 0): number {
   if (value === null || typeof value !== 'object') return level;
@@ -90,7 +84,7 @@ function applicationFailureIn(err: unknown): ApplicationFailure | null {
  * answering, or its namespace missing, is 503; anything else is a 500 whose detail stays in the log.
  */
 export function toApiError(err: unknown): ApiError {
-  if (isApiError(err)) return err;
+  if (isDomainError(err)) return ApiError.fromDomain(err);
   if (err instanceof WorkflowUpdateFailedError) {
     const failure = applicationFailureIn(err.cause);
     if (failure && isErrorCode(failure.type)) return new ApiError(failure.type, failure.message);
@@ -101,7 +95,7 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
   }
   // Before "workflow not found": a missing namespace is also gRPC NOT_FOUND.
-  if (isNamespaceMissing(err)) return runtimeNotConfigured(err);
+  if (isNamespaceMissing(err)) return ApiError.fromDomain(runtimeNotConfigured(err));
   if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
   if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
@@ -121,7 +115,7 @@ const turnsInFlight = new WeakMap<AppContext, number>();
 /**
  * A continuing session's lookups: the session read and its message-budget charge, started in the
  * route's preload so they overlap the key check and the tenant charge. A session this process
- * saw running is not read again (api/sessions/running-sessions.ts): its workflow judges the turn.
+ * saw running is not read again (core/sessions/running-sessions.ts): its workflow judges the turn.
  */
 export interface ExistingSessionTurn {
   session: Pick<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'status'> | null;

@@ -6,7 +6,7 @@ import { canActInEnvironment, type Principal } from '../../lib/permissions';
 import { type DeploymentDoc } from '../../db/deployment';
 import { findOwned } from '../../db/owned';
 import { type AppContext } from '../context';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';
@@ -21,8 +21,9 @@ import {
   ZRetiredDeploymentSchema,
   ZRollbackResponse,
 } from './schemas';
-import { activeSessionCount, createDeployment, getDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from './service';
-import { startDeploymentDrain } from './drain-client';
+import { getDeployment } from '../../core/deployments/resolve';
+import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from '../../core/deployments/lifecycle';
+import { startDeploymentDrain } from '../../core/deployments/drain';
 
 const TAGS = ['Deployments'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });

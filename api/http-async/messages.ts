@@ -7,17 +7,17 @@ import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
-import { ApiError } from '../../lib/errors';
+import { ApiError, isDomainError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
 import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type AppContext } from '../context';
-import { findVisibleProject } from '../http/route';
+import { findVisibleProject } from '../../core/projects/visible';
 import { consumeRateLimit } from '../middleware/rate-limit';
 import { validateMetadata } from '../chat-agent/service';
-import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToApiError, withDeadline } from '../sessions/workflow-client';
-import { newMessageId } from './service';
+import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../../core/sessions/workflow-client';
+import { newMessageId } from '../../core/http-async/subscriptions';
 import { type THttpAsyncMessageRequest } from './schemas';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
@@ -208,7 +208,7 @@ export async function acceptHttpAsyncMessage(
   } catch (err) {
     // Not accepted: the key is not taken either, so the same first message can be sent again.
     if (opened) await ctx.models.HttpAsyncConversation.deleteOne({ _id: workflowId, tenantId: project.tenantId }).catch(() => undefined);
-    const error = err instanceof ApiError ? err : temporalErrorToApiError(err, 'HTTP-async runtime');
+    const error = isDomainError(err) ? err : temporalErrorToDomainError(err, 'HTTP-async runtime');
     if (error.code === 'QUEUE_FULL') throw queueFull(error.message);
     throw error;
   }

@@ -25,7 +25,7 @@ import {
   sendTestMessage,
   setSubscriptionStatus,
   updateSubscription,
-} from './service';
+} from '../../core/http-async/subscriptions';
 import { acceptHttpAsyncMessage } from './messages';
 import { readIdempotencyKey } from '../http/idempotency-key';
 

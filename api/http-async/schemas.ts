@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { DELIVERY_STATUSES, HTTP_ASYNC_EVENTS, SUBSCRIPTION_STATUSES } from '../../db/http-async-subscription';
-import { KEY_ENVIRONMENTS } from '../platform-keys/environments';
+import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
 import { NOT_BLANK_PATTERN, trimmedText, ZLimitQuery, ZOffsetQuery, ZProjectIdParam } from '../http/schemas';
 import { ZRunMetadata } from '../agentic-apps/schemas';
 

@@ -9,9 +9,9 @@ import { type OpenAPIRegistry, type ResponseConfig } from '@asteasolutions/zod-t
 import { type NextFunction, type Request, type Response, type Router } from 'express';
 import { type z } from 'zod';
 import { ApiError } from '../../lib/errors';
-import { canSeeProject, hasPermission, type Permission, type Principal } from '../../lib/permissions';
+import { hasPermission, type Permission, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
-import { findOwned } from '../../db/owned';
+import { findVisibleProject } from '../../core/projects/visible';
 import { type AppContext } from '../context';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
@@ -178,7 +178,7 @@ export function defineRoute<P = Record<string, never>, Q = Record<string, never>
 /**
  * Listeners told when a request through the API changed something under a project (any
  * successful non-GET on a `:projectId` route), so per-process caches of project data (the LLM
- * resolution in api/chat/llm-runtime.ts) drop it at once instead of waiting for their TTL.
+ * resolution in api/completions/llm-runtime.ts) drop it at once instead of waiting for their TTL.
  */
 type ProjectWriteListener = (tenantId: string, projectId: string) => void;
 const projectWriteListeners = new WeakMap<AppContext, Set<ProjectWriteListener>>();
@@ -248,12 +248,6 @@ function unwrap<T>(outcome: Outcome<T>): T {
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length'];
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
-
-/** The project if the principal may see it (its tenant's, and its own when the key is project-bound), else null. */
-export async function findVisibleProject(ctx: AppContext, principal: Principal, projectId: string): Promise<ProjectDoc | null> {
-  const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
-  return project && canSeeProject(principal, project) ? project : null;
 }
 
 async function loadVisibleProject(ctx: AppContext, principal: Principal | null, projectId: unknown) {

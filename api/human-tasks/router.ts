@@ -6,7 +6,7 @@ import { type HumanTaskView } from '../../workflows/definitions';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { type Principal } from '../../lib/permissions';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { type ProjectDoc } from '../../db/project';
 import {
   checkAssignTask,
@@ -23,7 +23,7 @@ import {
   type ZTaskDetail,
   type ZTaskListItem,
 } from './schemas';
-import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from './service';
+import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from '../../core/human-tasks/tasks';
 
 const TAGS = ['Human tasks'];
 /** The caller's tasks: its project, and for an environment-bound key only its environments' tasks. */

@@ -8,7 +8,7 @@ import { HUMAN_TASK_PRIORITIES, HUMAN_TASK_STATUSES } from '../../workflows/defi
 import { NOT_BLANK_PATTERN, ZDateTime, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
 /** Task ids this service issues: `ht_` and 32 hex digits; the workflow id is `human-task/<id>`. */
-export const TASK_ID_PATTERN = /^ht_[0-9a-f]{32}$/;
+export { TASK_ID_PATTERN } from '../../core/human-tasks/tasks';
 
 const ZProjectId = z.string().min(1).max(64).describe('Project id (a CUID)');
 const ZTaskId = z.string().min(1).max(128).describe('Task id, `ht_` and 32 hex digits; an unknown id is 404');

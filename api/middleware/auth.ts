@@ -4,7 +4,7 @@
 // and one more resolver, and falls under the one-credential rule with the others.
 import { type Request } from 'express';
 import { decodeProtectedHeader, jwtVerify, SignJWT, errors as joseErrors } from 'jose';
-import { ApiError, isApiError } from '../../lib/errors';
+import { ApiError, isDomainError } from '../../lib/errors';
 import { safeEqual, sha256Hex } from '../../lib/crypto';
 import { API_KEY_PATTERN } from '../../lib/ids';
 import { isPermission, type Permission, type Principal } from '../../lib/permissions';
@@ -100,7 +100,7 @@ function toPermissions(values: readonly string[]): ReadonlySet<Permission> {
  * API_KEY_CACHE_MS after that moment a request is answered from the entry without a read; from
  * half that age on, a request also starts one re-read in the background, so a key in steady use
  * is never waited for. A revocation through the API or the CLI waits API_KEY_CACHE_MS before it
- * returns (api/tenancy/service.ts), so once it has returned, every entry any process holds comes
+ * returns (core/tenancy/accounts.ts), so once it has returned, every entry any process holds comes
  * from a read that began after the revocation was written, and the key is refused everywhere.
  * A key that fails a check is forgotten. Concurrent reads of one key are shared, but never with
  * a read that began before the request (lib/fresh-reads.ts). Bounded; the oldest entries go first.
@@ -279,7 +279,7 @@ async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal
     const { payload } = await verifyUserJwt(ctx, token);
     subject = payload.sub;
   } catch (err) {
-    if (isApiError(err)) throw err;
+    if (isDomainError(err)) throw err;
     if (err instanceof joseErrors.JWTExpired) throw unauthorized('Token has expired');
     throw unauthorized('Invalid token');
   }
@@ -339,7 +339,7 @@ export async function apiKeyRefusal(ctx: AppContext, req: Request): Promise<stri
     await beginAuthentication(ctx, req).confirmed;
     return null;
   } catch (err) {
-    return isApiError(err) && err.code === 'UNAUTHORIZED' ? err.message : null;
+    return isDomainError(err) && err.code === 'UNAUTHORIZED' ? err.message : null;
   }
 }
 

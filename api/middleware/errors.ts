@@ -3,7 +3,7 @@
 // the status from the one code table, and never a stack trace or an internal message in a body.
 import { type NextFunction, type Request, type Response } from 'express';
 import { type Logger } from '../../lib/logger';
-import { ApiError, isApiError } from '../../lib/errors';
+import { ApiError, isApiError, isDomainError } from '../../lib/errors';
 import { statusForCode } from '../../lib/error-codes';
 import { type MountedRoute } from '../http/route';
 import { isPublicApiPath, publicRequestId } from './request-id';
@@ -23,9 +23,10 @@ function formatLimit(limit: number | undefined): string {
   return limit && limit % mb === 0 ? `${limit / mb} MB` : limit ? `${limit}-byte` : 'size';
 }
 
-/** Maps body-parser failures (and anything else) onto ApiError. */
+/** Maps domain errors, body-parser failures (and anything else) onto ApiError. */
 function toApiError(err: unknown): ApiError {
   if (isApiError(err)) return err;
+  if (isDomainError(err)) return ApiError.fromDomain(err);
   const e = err as BodyParserError;
   switch (e?.type) {
     case 'entity.parse.failed':

@@ -5,7 +5,7 @@ import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import { type AppContext } from '../context';
-import { findVisibleProject } from '../http/route';
+import { findVisibleProject } from '../../core/projects/visible';
 
 export async function loadApp(ctx: AppContext, principal: Principal, appId: string): Promise<ProjectDoc> {
   const project = await findVisibleProject(ctx, principal, appId);

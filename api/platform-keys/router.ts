@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors';
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { loadApp } from './app';
-import { createApiKey, deleteApiKey, KEYS_PER_SCOPE } from '../tenancy/service';
+import { createApiKey, deleteApiKey, KEYS_PER_SCOPE } from '../../core/tenancy/accounts';
 import {
   ZAppParam,
   ZCreatePlatformKeyRequest,
@@ -20,8 +20,9 @@ import {
   ZScopeParams,
   ZUpdateScopeRequest,
 } from './schemas';
-import { createScope, deleteScope, expiryOf, findScope, metaOf, presentPlatformKey, presentScope, updateScope } from './service';
-import { requireGrantsHeld } from './bounds';
+import { createScope, deleteScope, expiryOf, findScope, presentPlatformKey, presentScope, updateScope } from '../../core/platform-keys/scopes';
+import { metaOf } from './meta';
+import { requireGrantsHeld } from '../../core/platform-keys/bounds';
 import { hasGrant } from '../../lib/permissions';
 
 /** The names a `permissions` object sets to `value`. */

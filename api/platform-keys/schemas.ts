@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { SCOPE_GRANT_NAMES } from '../../lib/api-scopes';
 import '../openapi/registry';
 import { trimmedText, ZDateTime, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
-import { KEY_ENVIRONMENTS } from './environments';
+import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
 
 export const ZMeta = z
   .object({

@@ -10,7 +10,7 @@ import { type Models } from '../../db/models';
 import { type ProjectDoc } from '../../db/project';
 import { type ToolFileDoc } from '../../db/tool-file';
 import { ApiError } from '../../lib/errors';
-import { type ProjectScope } from '../agents/compile';
+import { type ProjectScope } from '../../core/agents/compile';
 import { VERSION_PATTERN } from '../agents/schemas';
 import { compileProjectSources, type ProjectCompilation, type SourceFile } from './compile';
 import { classifyImportPath, unsafePathReason } from './layout';

@@ -3,6 +3,7 @@ import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type TranscriptMessageDoc } from '../../db/transcript-message';
 import { type SessionStateView } from '../../workflows/definitions';
+import { type LiveUnavailableReason } from '../../core/sessions/read';
 
 const iso = (d: Date | string | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
@@ -23,7 +24,7 @@ export const presentSessionListItem = (s: SessionDoc) => ({
   handoffCount: s.handoffCount,
 });
 
-export type LiveUnavailableReason = 'ended' | 'not_running' | 'unreachable';
+
 
 /**
  * The detail: stored summary plus the workflow's live state when it answered. Without live

@@ -7,7 +7,7 @@ import { ApiError } from '../../lib/errors';
 import { findOwned } from '../../db/owned';
 import { type SessionDoc } from '../../db/session';
 import { type AppContext } from '../context';
-import { requireEnvironment } from '../platform-keys/environments';
+import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { presentSessionDetail, presentSessionListItem, presentTraceEvent, presentTranscriptMessage } from './present';
@@ -30,21 +30,13 @@ import {
   ZTranscriptQuery,
   ZTranscriptResponseSchema,
 } from './schemas';
-import {
-  computeSessionMetrics,
-  deleteSession,
-  findCurrentSession,
-  findCurrentTenantSession,
-  getSessionDetail,
-  listSessions,
-  listSpanChildren,
-  listTraceEvents,
-  listTranscript,
-  resetSession,
-  resolveNewSessionTarget,
-  startSessionWorkflow,
-  type SessionScope,
-} from './service';
+import { computeSessionMetrics } from '../../core/sessions/metrics';
+import { deleteSession, resetSession } from '../../core/sessions/end';
+import { findCurrentSession, findCurrentTenantSession, getSessionDetail, listSessions } from '../../core/sessions/read';
+import { listSpanChildren, listTraceEvents, listTranscript } from '../../core/sessions/transcript';
+import { resolveNewSessionTarget } from '../../core/sessions/target';
+import { startSession } from '../../core/sessions/start';
+import { type SessionScope } from '../../core/sessions/scope';
 
 const TAGS = ['Sessions'];
 /** `sessions/generations` and `sessions/export` are routes of their own, never session ids. */
@@ -90,7 +82,7 @@ export const sessionRoutes: AnyRoute[] = [
       const scope = scopeOf(principal, project);
       const { agent, deployment } = await resolveNewSessionTarget(ctx.models, scope, { agentId: body.agentId, environment: body.environment });
       requireEnvironment(principal, deployment?.environment ?? body.environment);
-      const { session } = await startSessionWorkflow(ctx, {
+      const { session } = await startSession(ctx, {
         ...scope,
         ...agent,
         channel: body.channel,

@@ -3,9 +3,10 @@ import { z } from 'zod';
 import { SESSION_CHANNELS, SESSION_STATUSES } from '../../db/session';
 import '../openapi/registry';
 import { NOT_BLANK_PATTERN, ZLimitQuery, ZOffsetQuery } from '../http/schemas';
+import { SESSION_ID_PATTERN } from '../../core/sessions/ids';
 
 /** Ids this service issues are UUIDs (`crypto.randomUUID()`); the workflow id is `session/<id>`. */
-export const SESSION_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export { SESSION_ID_PATTERN };
 
 /** Longest session id a request may name (docs/errors.md, "Ids"). */
 export const SESSION_ID_MAX_LENGTH = 128;

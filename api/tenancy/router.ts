@@ -17,9 +17,9 @@ import {
   ZUserSchema,
 } from './schemas';
 import { lastUsedTimes } from '../../db/api-key-usage';
-import { presentApiKey, presentProject, presentTenant, presentUser } from './present';
-import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from './service';
-import { requirePermissionsHeld } from '../platform-keys/bounds';
+import { presentApiKey, presentProject, presentTenant, presentUser } from '../../core/tenancy/present';
+import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../../core/tenancy/accounts';
+import { requirePermissionsHeld } from '../../core/platform-keys/bounds';
 
 const ZCreatedKey = z.object({
   success: z.literal(true),
@@ -204,7 +204,7 @@ export const tenancyRoutes: AnyRoute[] = [
     links: linksTo(['revokeApiKey'], { keyId: '$response.body#/apiKey/id' }),
     // 404: `projectId` or `scopeId` names a project or scope that is not this tenant's (or not the
     // key's own project's); 403 (added for every permission-checked route): the new key would reach
-    // more than the caller (api/platform-keys/bounds.ts); 409: a key of that name exists in the scope; 422: `expiresAt` is
+    // more than the caller (core/platform-keys/bounds.ts); 409: a key of that name exists in the scope; 422: `expiresAt` is
     // already past, or the body gives both or neither of `permissions` and `scopeId`; 429: the
     // scope holds its most keys.
     errorStatuses: [404, 409, 422, 429],

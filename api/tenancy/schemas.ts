@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { PERMISSIONS } from '../../lib/permissions';
 import '../openapi/registry';
 import { trimmedText, ZDateTime, ZEmail } from '../http/schemas';
-import { KEY_ENVIRONMENTS } from '../platform-keys/environments';
+import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
 
 const ZSlug = z
   .string()

@@ -15,7 +15,8 @@ import {
   ZRotateToolSecretRequest,
   ZToolSecretIdParam,
 } from './schemas';
-import { createToolSecret, deleteToolSecret, requireVisibleProject, rotateToolSecret } from './service';
+import { requireVisibleProject } from '../../core/projects/visible';
+import { createToolSecret, deleteToolSecret, rotateToolSecret } from '../../core/tool-secrets/secrets';
 
 const TAGS = ['Tool secrets'];
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../../lib/crypto';
 import { type Permission } from '../../lib/permissions';
-import { createApiKey } from '../../api/tenancy/service';
+import { createApiKey } from '../../core/tenancy/accounts';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
 

@@ -2,7 +2,7 @@
 // api/middleware/auth.ts), and why a revocation is still in force everywhere once it returns:
 // the revocation waits out the window, so each replica's knowledge of the key is then younger
 // than the revocation. Two replicas share one database, each with its own knowledge.
-import { createApiKey } from '../../api/tenancy/service';
+import { createApiKey } from '../../core/tenancy/accounts';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
 import { eventually } from '../support/eventually';

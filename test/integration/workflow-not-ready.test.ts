@@ -1,9 +1,9 @@
 // The real server's "not ready, try again" answer to an update (gRPC FAILED_PRECONDITION with a
 // WorkflowNotReady status detail) is recognised by that detail, as the chat turn's resend relies
-// on (api/sessions/workflow-client.ts), whatever its message says. Provoked here with a workflow
+// on (core/sessions/workflow-client.ts), whatever its message says. Provoked here with a workflow
 // whose tasks keep failing: the worker has no workflow of its type.
 import { defineUpdate } from '@temporalio/workflow';
-import { isDroppedUpdate, isTemporalUnavailable } from '../../api/sessions/workflow-client';
+import { isDroppedUpdate, isTemporalUnavailable } from '../../core/sessions/workflow-client';
 import { eventually } from '../support/eventually';
 import { startTestStack, type TestStack } from '../support/stack';
 

@@ -2,7 +2,7 @@
 // or act on a production session's task, nor resume a production session (404, as if it did not
 // exist); a task created through the API takes the key's environment; a task recorded before tasks
 // carried one is visible only to credentials bound to no environment.
-import { createApiKey } from '../../api/tenancy/service';
+import { createApiKey } from '../../core/tenancy/accounts';
 import { client } from '../support/http';
 import { escalationAgent, publishAgent } from '../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';

@@ -1,7 +1,7 @@
 // Who claims and resolves a human task is the credential that calls, never a name in the body: the
 // claim lock holds against another credential that sends the claimer's name; a resolution's
 // `fields` are the form's only, so `approved` and its kin come from the decision alone.
-import { createApiKey } from '../../api/tenancy/service';
+import { createApiKey } from '../../core/tenancy/accounts';
 import { client } from '../support/http';
 import { escalationAgent, publishAgent } from '../support/agents';
 import { eventually } from '../support/eventually';

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { ROOT } from '../../infra/processes';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
-import { createApiKey } from '../../api/tenancy/service';
+import { createApiKey } from '../../core/tenancy/accounts';
 import { type Permission } from '../../lib/permissions';
 import { sha256Hex } from '../../lib/crypto';
 

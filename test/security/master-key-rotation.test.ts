@@ -12,9 +12,9 @@ import { startReceiver, type Receiver } from '../support/receiver';
 import { verifyAblSignature } from '../../examples/http-async/verify-signature';
 import { resolveToolSecrets } from '../../db/tool-secret';
 import { loadDecryptedLlmCredentials } from '../../db/llm-credential';
-import { requireMasterKeys } from '../../api/tool-secrets/service';
-import { llmRuntime } from '../../api/chat/llm-runtime';
-import { newDataKey, seal, unseal } from '../../lib/envelope';
+import { requireMasterKeys } from '../../core/tool-secrets/secrets';
+import { llmRuntime } from '../../api/completions/llm-runtime';
+import { newDataKey, seal, unseal } from '../../lib/secret-envelope';
 import { toolSecretAad } from '../../db/tool-secret';
 import { type Payload } from '@temporalio/common';
 

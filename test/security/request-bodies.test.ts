@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { acquireImportLock, type ImportLock } from '../../api/project-io/import-lock';
 import { IMPORT_LIMITS } from '../../api/project-io/limits';
-import { createProject } from '../../api/tenancy/service';
+import { createProject } from '../../core/tenancy/accounts';
 import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { startFakeOpenAI, type FakeLlmServer } from '../support/fake-openai';
 import { openStream } from '../integration/chat-completion/sse-client';

@@ -10,7 +10,7 @@ import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
 import { loadConfig, type Config } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
-import { createApiKey, createProject, createTenant, createUser } from '../../api/tenancy/service';
+import { createApiKey, createProject, createTenant, createUser } from '../../core/tenancy/accounts';
 import { type Permission } from '../../lib/permissions';
 import { createSwitchboardWorker } from '../../workers/create-worker';
 import { createActivityDeps } from '../../workers/activity-deps';

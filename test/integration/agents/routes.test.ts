@@ -127,7 +127,7 @@ describe('project agents', () => {
 
   it('refuses to delete an agent that a deployment has active', async () => {
     const agent = await create('Live', 'AGENT: Live\nGOAL: "Stay."\n');
-    const { recordActiveVersions } = await import('../../../api/agents/service');
+    const { recordActiveVersions } = await import('../../../core/agents/agents');
     await recordActiveVersions(stack.ctx.models, { tenantId: acme.tenantId, projectId: acme.projectId }, 'production', { Live: '1.0.0' });
     const listed = await api.get(`${base()}/agents/Live`, { key: acme.adminKey });
     expect(listed.body.agent.activeVersions).toEqual({ production: '1.0.0' });

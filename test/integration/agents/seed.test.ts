@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { SAMPLE_PROJECT_DIR, seedDevProject } from '../../../infra/seed-project';
-import { importProjectFiles, parseProjectFiles } from '../../../api/agents/import';
+import { importProjectFiles, parseProjectFiles } from '../../../core/agents/import';
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;

@@ -6,7 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { endSignal } from '../../../workflows/definitions';
-import { sessionWorkflowId } from '../../../api/sessions/workflow-client';
+import { sessionWorkflowId } from '../../../core/sessions/workflow-client';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';

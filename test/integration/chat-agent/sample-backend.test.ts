@@ -6,7 +6,7 @@
 import { seedDevProject, toolFilesOffSampleBackend } from '../../../infra/seed-project';
 import { SAMPLE_RECEIVER_PATH, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, startSampleBackend, type SampleBackend } from '../../../infra/sample-backend';
 import { DEV_SUBSCRIPTION_NAME, ensureDevSubscription } from '../../../infra/seed-subscription';
-import { secretMasterKeyRing } from '../../../lib/envelope';
+import { secretMasterKeyRing } from '../../../lib/secret-envelope';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';

@@ -5,7 +5,7 @@ import { startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { startFakeAnthropic } from '../../support/fake-anthropic';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { ZChatCompleteResponseSchema } from '../../../api/chat/schemas';
+import { ZChatCompleteResponseSchema } from '../../../api/completions/schemas';
 import { openStream } from './sse-client';
 
 let stack: TestStack;

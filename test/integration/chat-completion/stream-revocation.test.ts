@@ -5,7 +5,7 @@
 import { startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type TestStack } from '../../support/stack';
-import { createApiKey } from '../../../api/tenancy/service';
+import { createApiKey } from '../../../core/tenancy/accounts';
 import { eventNames, openStream } from './sse-client';
 import { eventually } from '../../support/eventually';
 

@@ -1,12 +1,12 @@
 // POST /api/v1/chat/stream starts the upstream call while the checks of a key this process has
-// seen before are still running (api/chat/service.ts, lookUpStreamCall). Whatever it started,
+// seen before are still running (api/completions/stream.ts, lookUpStreamCall). Whatever it started,
 // a request refused afterwards (revoked key, lost permission, tenant or session rate limit,
 // another tenant's project) is the usual JSON error: the client never receives upstream output,
 // a started upstream request is aborted, and the ledger never records it as a successful call.
 import { type RecordedRequest, startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { createApiKey } from '../../../api/tenancy/service';
+import { createApiKey } from '../../../core/tenancy/accounts';
 import { eventNames, openStream, type StreamResult } from './sse-client';
 import { eventually } from '../../support/eventually';
 import { inFreshWindow } from '../../support/rate-window';

@@ -3,7 +3,7 @@
 // on_human_complete (CONTINUE, COMPLETE, HANDOFF); the form's fields reach the flow; expiry at DUE
 // (and ON_DUE: raise_priority first), cancellation, session deletion and any other end of the
 // session; the reviewer permission; another tenant's task is 404.
-import { createApiKey } from '../../../api/tenancy/service';
+import { createApiKey } from '../../../core/tenancy/accounts';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';

@@ -6,10 +6,10 @@ import type { CommandStartedEvent } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { createRecordHumanTask } from '../../../activities/persistence/human-tasks';
 import { type AppContext } from '../../../api/context';
-import { claimTask, createTask, findTask } from '../../../api/human-tasks/service';
+import { claimTask, createTask, findTask } from '../../../core/human-tasks/tasks';
 import { connectMongo } from '../../../db/connection';
 import { createModels } from '../../../db/models';
-import { initialTaskView } from '../../../workflows/human-task';
+import { initialTaskView } from '../../../workflows/human-task-rules';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 
 jest.setTimeout(120_000);

@@ -5,7 +5,7 @@
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
-import { KEYS_PER_SCOPE } from '../../../api/tenancy/service';
+import { KEYS_PER_SCOPE } from '../../../core/tenancy/accounts';
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;

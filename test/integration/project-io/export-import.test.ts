@@ -5,8 +5,8 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { unzipToMap } from '../../support/zip';
 import { seedDevProject } from '../../../infra/seed-project';
-import { createProject } from '../../../api/tenancy/service';
-import { recordActiveVersions } from '../../../api/agents/service';
+import { createProject } from '../../../core/tenancy/accounts';
+import { recordActiveVersions } from '../../../core/agents/agents';
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;

@@ -4,7 +4,7 @@
 import { request as httpRequest } from 'node:http';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
-import { createProject } from '../../../api/tenancy/service';
+import { createProject } from '../../../core/tenancy/accounts';
 import { acquireImportLock } from '../../../api/project-io/import-lock';
 import { checkImportFiles, planImport } from '../../../api/project-io/import-plan';
 import { applyImport } from '../../../api/project-io/import-apply';

@@ -8,7 +8,7 @@ import { startTestStack, seedTenant } from '../../support/stack';
 import { client } from '../../support/http';
 import { startWorkerProcess } from '../../support/worker-process';
 import { eventually } from '../../support/eventually';
-import { silentRuntime } from '../../../api/sessions/silent-runtime';
+import { silentRuntime } from '../../../core/sessions/silent-runtime';
 
 jest.setTimeout(90_000);
 

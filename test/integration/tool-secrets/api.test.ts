@@ -4,7 +4,7 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { resolveToolSecrets, toolSecretAad } from '../../../db/tool-secret';
 import { tenantDataKey } from '../../../db/tenant-data-key';
-import { secretMasterKeyRing } from '../../../lib/envelope';
+import { secretMasterKeyRing } from '../../../lib/secret-envelope';
 
 const VALUE = 'sk-live-7c1d4e9a-never-shown';
 

@@ -1,7 +1,7 @@
 // A turn whose update the server dropped (the workflow task carrying it failed, typically because
 // it raced a continue-as-new) is sent again with the same update id; anything else is not.
 import { ServiceError } from '@temporalio/client';
-import { isDroppedUpdate, sendUpdateResendingDropped } from '../../../api/sessions/workflow-client';
+import { isDroppedUpdate, sendUpdateResendingDropped } from '../../../core/sessions/workflow-client';
 
 /** Protobuf bytes of a length-delimited field. */
 const field = (number: number, bytes: Buffer) => Buffer.concat([Buffer.from([(number << 3) | 2, bytes.length]), bytes]);

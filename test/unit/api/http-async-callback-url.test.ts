@@ -1,8 +1,8 @@
 // The rules on a subscription's callback URL that no schema states: https only in production, the
 // destination rules (with the HTTP-async allow-list, not the tools' one), and URLs the parser refuses.
-import { checkCallbackUrl } from '../../../api/http-async/service';
+import { checkCallbackUrl } from '../../../core/http-async/subscriptions';
 import { type AppContext } from '../../../api/context';
-import { isApiError } from '../../../lib/errors';
+import { isDomainError } from '../../../lib/errors';
 
 const ctx = (NODE_ENV: string, allowed: string[] = []) =>
   ({ config: { NODE_ENV, HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: allowed, TOOL_ALLOWED_PRIVATE_DESTINATIONS: ['10.0.0.5:443'] } }) as unknown as AppContext;
@@ -12,7 +12,7 @@ async function refusal(c: AppContext, url: string): Promise<[string, string] | n
     await checkCallbackUrl(c, url);
     return null;
   } catch (err) {
-    if (!isApiError(err)) throw err;
+    if (!isDomainError(err)) throw err;
     return [err.code, err.message];
   }
 }

@@ -1,4 +1,4 @@
-// The registry a graceful stop drains (api/chat/running-calls.ts): streams that end within the
+// The registry a graceful stop drains (api/running-calls.ts): streams that end within the
 // grace period are left alone, the rest are stopped, and the drain returns once all have ended.
 import { RunningCalls } from '../../../api/running-calls';
 

@@ -1,5 +1,5 @@
 // The memory of unanswered session workflows that shortens the deadlines of reads during an outage.
-import { SILENT_MEMORY_MS, SILENT_PROBE_MS, SilentRuntime } from '../../../api/sessions/silent-runtime';
+import { SILENT_MEMORY_MS, SILENT_PROBE_MS, SilentRuntime } from '../../../core/sessions/silent-runtime';
 
 function withClock() {
   let now = 1_000_000;

@@ -1,6 +1,5 @@
 // The transitions a human task allows, as its workflow's validators check them.
-import { boostedPriority, checkAssign, checkClaim, checkResolve, fieldProblems, type TransitionRefused } from '../../../workflows/human-task-rules';
-import { initialTaskView } from '../../../workflows/human-task';
+import { boostedPriority, checkAssign, checkClaim, checkResolve, fieldProblems, initialTaskView, type TransitionRefused } from '../../../workflows/human-task-rules';
 import type { HumanTaskView } from '../../../workflows/definitions';
 
 const task = (over: Partial<HumanTaskView> = {}): HumanTaskView => ({

@@ -1,6 +1,6 @@
 // What a credential may put into a key or scope it makes: never more than it holds (grants,
 // permissions, environments, expiry), and the defaults a bound caller passes on.
-import { boundedEnvironments, boundedExpiry, grantsNotHeld, requireGrantsHeld, requirePermissionsHeld } from '../../../../api/platform-keys/bounds';
+import { boundedEnvironments, boundedExpiry, grantsNotHeld, requireGrantsHeld, requirePermissionsHeld } from '../../../../core/platform-keys/bounds';
 import { type Permission, type Principal } from '../../../../lib/permissions';
 
 const key = (over: Partial<Principal> = {}): Principal => ({

@@ -1,0 +1,50 @@
+// The connection to Temporal of a process that starts and talks to workflows (the API): connected
+// lazily and re-tried, so the API starts (and reports not-ready) while Temporal is down, and
+// recovers when it comes back.
+import { Client, Connection } from '@temporalio/client';
+import { type DataConverter } from '@temporalio/common';
+import { type TemporalConnectionSettings } from '../lib/temporal-options';
+
+export class TemporalGateway {
+  private connecting: Promise<Client> | null = null;
+  private connection: Connection | null = null;
+
+  constructor(
+    private readonly settings: TemporalConnectionSettings,
+    readonly namespace: string,
+    readonly taskQueue: string,
+    /** The payload codec (lib/payload-codec.ts): what the client sends is encrypted, what it reads decrypted. */
+    private readonly dataConverter: DataConverter = {},
+  ) {}
+
+  /** The Temporal client, connecting on first use. */
+  client(): Promise<Client> {
+    if (!this.connecting) {
+      this.connecting = Connection.connect({ ...this.settings, connectTimeout: 3000 }).then(
+        (connection) => {
+          this.connection = connection;
+          return new Client({ connection, namespace: this.namespace, dataConverter: this.dataConverter });
+        },
+        (err: unknown) => {
+          this.connecting = null;
+          throw err;
+        },
+      );
+    }
+    return this.connecting;
+  }
+
+  /** Throws unless the frontend answers a health check within the timeout. */
+  async ping(timeoutMs = 2000): Promise<void> {
+    const client = await this.client();
+    await client.withDeadline(Date.now() + timeoutMs, () =>
+      client.connection.workflowService.getSystemInfo({}),
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.connection?.close();
+    this.connection = null;
+    this.connecting = null;
+  }
+}
