@@ -1,14 +1,17 @@
 // The write gate: a MongoDB wire-protocol relay in front of FerretDB that runs the write commands
-// on one collection one at a time.
+// on one document one at a time, and a write that may touch any document of a collection alone.
 //
 // FerretDB 1.24 runs update, findAndModify and delete as a SELECT of the matching documents and
 // then an UPDATE (or DELETE) by _id that neither locks nor re-checks the filter. On its
 // PostgreSQL backend two writers can therefore both match a document that only one of them
 // should (a claim) and both write back a value read before the other's write (an $inc). MongoDB
 // makes each single-document write atomic, and the platform's claims, counters and bounded
-// queues rely on that. Holding a per-collection gate from a write command until its reply has
-// come back gives every write the view of all earlier writes, which is the atomicity MongoDB
-// gives. Reads pass straight through, as on MongoDB, where a read never waits for a write.
+// queues rely on that. Holding a gate from a write command until its reply has come back gives
+// every write the view of all earlier writes that could touch the same documents, which is the
+// atomicity MongoDB gives: the document's gate for a write whose filter fixes one _id (claims,
+// counters, projections by id), the whole collection for any other filter, and neither for an
+// insert (which reads nothing; a duplicate _id is refused by the table's key, as on MongoDB).
+// Reads pass straight through, as on MongoDB, where a read never waits for a write.
 package main
 
 import (
@@ -36,24 +39,88 @@ const (
 // matches command names case-insensitively for findAndModify.
 var writeCommands = map[string]bool{"insert": true, "update": true, "delete": true, "findandmodify": true}
 
-// gates holds one mutex per namespace, created on first use and kept (there are few collections).
-type gates struct {
-	mu sync.Mutex
-	m  map[string]*sync.Mutex
+// A write's reach within its collection.
+type reach int
+
+const (
+	anyDocument  reach = iota // a filter that may match any document: the whole collection's gate
+	oneDocument               // one statement whose filter fixes _id: that document's gate
+	newDocuments              // inserts: no existing document is read, so no document's gate
+)
+
+// collectionGate orders the writes on one collection. A write that may touch any document holds
+// `all` exclusively; a write confined to one _id holds it shared plus that document's own gate, so
+// writes on different documents run side by side and writes on one document one at a time.
+type collectionGate struct {
+	all  sync.RWMutex
+	mu   sync.Mutex
+	docs map[string]*documentGate
 }
 
-func (g *gates) get(namespace string) *sync.Mutex {
+type documentGate struct {
+	sync.Mutex
+	users int // holders and waiters; the entry is dropped at zero
+}
+
+func (c *collectionGate) document(id string) *documentGate {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.docs[id]
+	if !ok {
+		d = &documentGate{}
+		c.docs[id] = d
+	}
+	d.users++
+	return d
+}
+
+func (c *collectionGate) done(id string, d *documentGate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d.users--; d.users == 0 {
+		delete(c.docs, id)
+	}
+}
+
+// enter blocks until the write may run and returns the function that lets the next one in.
+func (c *collectionGate) enter(r reach, id string) func() {
+	switch r {
+	case oneDocument:
+		c.all.RLock()
+		d := c.document(id)
+		d.Lock()
+		return func() {
+			d.Unlock()
+			c.done(id, d)
+			c.all.RUnlock()
+		}
+	case newDocuments:
+		c.all.RLock()
+		return c.all.RUnlock
+	default:
+		c.all.Lock()
+		return c.all.Unlock
+	}
+}
+
+// gates holds one collectionGate per namespace, created on first use and kept (there are few collections).
+type gates struct {
+	mu sync.Mutex
+	m  map[string]*collectionGate
+}
+
+func (g *gates) get(namespace string) *collectionGate {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.m == nil {
-		g.m = map[string]*sync.Mutex{}
+		g.m = map[string]*collectionGate{}
 	}
-	lock, ok := g.m[namespace]
+	c, ok := g.m[namespace]
 	if !ok {
-		lock = &sync.Mutex{}
-		g.m[namespace] = lock
+		c = &collectionGate{docs: map[string]*documentGate{}}
+		g.m[namespace] = c
 	}
-	return lock
+	return c
 }
 
 // readMessage reads one whole wire message (header included).
@@ -74,38 +141,101 @@ func readMessage(r *bufio.Reader) ([]byte, error) {
 	return msg, nil
 }
 
-// writeNamespace returns "db.collection" when msg is an acknowledged OP_MSG write command, else "".
-// A write sent with moreToCome (w: 0) has no reply to wait for and passes ungated.
-func writeNamespace(msg []byte) string {
+// write is an acknowledged write command as the gate sees it.
+type write struct {
+	namespace string // "db.collection"
+	reach     reach
+	id        string // the fixed _id (its BSON type and bytes) when reach is oneDocument
+}
+
+// parseWrite recognises an acknowledged OP_MSG write command. A write sent with moreToCome (w: 0)
+// has no reply to wait for and passes ungated, as does anything that is not a write.
+func parseWrite(msg []byte) (write, bool) {
 	if len(msg) <= firstSectionKind || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
-		return ""
+		return write{}, false
 	}
 	if binary.LittleEndian.Uint32(msg[16:20])&flagMoreToCome != 0 || msg[firstSectionKind] != sectionKindBody {
-		return ""
+		return write{}, false
 	}
 	rest := msg[firstSectionKind+1:]
 	if len(rest) < 5 {
-		return ""
+		return write{}, false
 	}
 	docLen := int(int32(binary.LittleEndian.Uint32(rest[:4])))
 	if docLen < 5 || docLen > len(rest) {
-		return ""
+		return write{}, false
 	}
 	body := bson.Raw(rest[:docLen])
 	first, err := body.IndexErr(0)
-	if err != nil || !writeCommands[strings.ToLower(first.Key())] {
-		return ""
+	if err != nil {
+		return write{}, false
+	}
+	command := strings.ToLower(first.Key())
+	if !writeCommands[command] {
+		return write{}, false
 	}
 	collection, ok := first.Value().StringValueOK()
 	if !ok {
-		return ""
+		return write{}, false
 	}
 	db, _ := body.Lookup("$db").StringValueOK()
-	return db + "." + collection
+	w := write{namespace: db + "." + collection, reach: anyDocument}
+	var filter bson.RawValue
+	switch command {
+	case "insert":
+		w.reach = newDocuments
+		return w, true
+	case "findandmodify":
+		filter = body.Lookup("query")
+	case "update", "delete":
+		statements := "updates"
+		if command == "delete" {
+			statements = "deletes"
+		}
+		if only, ok := onlyElement(body.Lookup(statements)); ok {
+			filter = only.Lookup("q")
+		}
+	}
+	if id, ok := fixedID(filter); ok {
+		w.reach, w.id = oneDocument, id
+	}
+	return w, true
+}
+
+// onlyElement is the document in an array of exactly one document.
+func onlyElement(v bson.RawValue) (bson.Raw, bool) {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, false
+	}
+	values, err := arr.Values()
+	if err != nil || len(values) != 1 {
+		return nil, false
+	}
+	return values[0].DocumentOK()
+}
+
+// fixedID is the filter's `_id` when the filter names one scalar value for it (string, ObjectId
+// or number): such a filter matches that document or none. An operator ({$in: …}) or a
+// document-valued _id does not count.
+func fixedID(filter bson.RawValue) (string, bool) {
+	doc, ok := filter.DocumentOK()
+	if !ok {
+		return "", false
+	}
+	id, err := doc.LookupErr("_id")
+	if err != nil {
+		return "", false
+	}
+	switch id.Type {
+	case bson.TypeString, bson.TypeObjectID, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
+		return string(rune(id.Type)) + string(id.Value), true
+	}
+	return "", false
 }
 
 // relay serves one client connection: requests go to FerretDB at backendAddr, a write holding its
-// collection's gate until FerretDB's reply to it (matched by responseTo) has been read.
+// gate until FerretDB's reply to it (matched by responseTo) has been read.
 func relay(client net.Conn, backendAddr string, g *gates) {
 	defer client.Close()
 	backend, err := net.Dial("tcp", backendAddr)
@@ -115,12 +245,12 @@ func relay(client net.Conn, backendAddr string, g *gates) {
 	defer backend.Close()
 
 	var mu sync.Mutex
-	waiting := map[uint32]*sync.Mutex{} // request id → the gate its write holds
+	waiting := map[uint32]func(){} // request id → what lets the next write in once its reply is read
 	releaseAll := func() {
 		mu.Lock()
 		defer mu.Unlock()
-		for id, gate := range waiting {
-			gate.Unlock()
+		for id, leave := range waiting {
+			leave()
 			delete(waiting, id)
 		}
 	}
@@ -138,9 +268,9 @@ func relay(client net.Conn, backendAddr string, g *gates) {
 			}
 			responseTo := binary.LittleEndian.Uint32(msg[8:12])
 			mu.Lock()
-			if gate, ok := waiting[responseTo]; ok {
+			if leave, ok := waiting[responseTo]; ok {
 				delete(waiting, responseTo)
-				gate.Unlock()
+				leave()
 			}
 			mu.Unlock()
 			if _, err := client.Write(msg); err != nil {
@@ -155,11 +285,10 @@ func relay(client net.Conn, backendAddr string, g *gates) {
 		if err != nil {
 			break
 		}
-		if namespace := writeNamespace(msg); namespace != "" {
-			gate := g.get(namespace)
-			gate.Lock()
+		if w, ok := parseWrite(msg); ok {
+			leave := g.get(w.namespace).enter(w.reach, w.id)
 			mu.Lock()
-			waiting[binary.LittleEndian.Uint32(msg[4:8])] = gate
+			waiting[binary.LittleEndian.Uint32(msg[4:8])] = leave
 			mu.Unlock()
 		}
 		if _, err := backend.Write(msg); err != nil {

@@ -74,6 +74,31 @@ describe('single-document writes under concurrency', () => {
     expect((await windows.findOne({ key: 'k' }))?.count).toBe(applied);
   });
 
+  it('orders a write by _id against a write by any other filter on the same document', async () => {
+    const claims = db.collection<{ _id: string; status: string; kind: string }>('mixed_claims');
+    await claims.insertOne({ _id: 'mixed', status: 'pending', kind: 'c' });
+    const results = await race((i) =>
+      i % 2
+        ? claims.updateOne({ _id: 'mixed', status: 'pending' }, { $set: { status: `claimed-${i}` } })
+        : claims.updateMany({ kind: 'c', status: 'pending' }, { $set: { status: `swept-${i}` } }),
+    );
+    expect(results.reduce((sum, r) => sum + r.modifiedCount, 0)).toBe(1);
+  });
+
+  it('loses no $inc when writes by _id and by another filter race on one document', async () => {
+    const counters = db.collection<{ _id: string; n: number; kind: string }>('mixed_counters');
+    await counters.insertOne({ _id: 'mixed', n: 0, kind: 'c' });
+    await race((i) => (i % 2 ? counters.updateOne({ _id: 'mixed' }, { $inc: { n: 1 } }) : counters.updateMany({ kind: 'c' }, { $inc: { n: 1 } })));
+    expect((await counters.findOne({ _id: 'mixed' }))?.n).toBe(RACERS);
+  });
+
+  it('keeps each document of a collection to its own count when writes on many documents race', async () => {
+    const counters = db.collection<{ _id: string; n: number }>('many_counters');
+    await counters.insertMany(Array.from({ length: 10 }, (_, d) => ({ _id: `doc_${d}`, n: 0 })));
+    await race((i) => counters.findOneAndUpdate({ _id: `doc_${i % 10}` }, { $inc: { n: 1 } }));
+    expect((await counters.find().sort({ _id: 1 }).toArray()).map((d) => d.n)).toEqual(Array(10).fill(RACERS / 10));
+  });
+
   it('deletes a document for one of many racing findOneAndDelete calls', async () => {
     const queue = db.collection<{ _id: string }>('queue');
     await queue.insertOne({ _id: 'job' });
