@@ -15,7 +15,7 @@ import {
 } from '../../infra/processes';
 import { ensureDevTenant } from '../../infra/seed';
 import { probeWorkflow } from '../../workflows/probe';
-import { freeDevStackPorts, startDevStack } from '../support/dev-stack';
+import { freeDevStackPorts, startDevStack, waitFor } from '../support/dev-stack';
 import { startTestStack } from '../support/stack';
 import { client } from '../support/http';
 
@@ -25,18 +25,7 @@ jest.setTimeout(240_000);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-stack-test-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
 describe('npm start stack', () => {
-
 
   it('uses a given TEMPORAL_ADDRESS and MONGODB_URI instead of starting its own', async () => {
     const ports = await freeDevStackPorts();

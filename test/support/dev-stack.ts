@@ -18,7 +18,8 @@ export async function freeDevStackPorts(): Promise<DevStackPorts> {
 
 export type DevStack = ManagedProcess & { output: () => string };
 
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+/** Polls `probe` every 250 ms until it gives a value; throws after `timeoutMs`. */
+export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe().catch(() => undefined);
