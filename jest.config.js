@@ -6,7 +6,7 @@ const transform = {
 /** @type {import('jest').Config} */
 module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
-  maxWorkers: 2,
+  maxWorkers: 3,
   // Integration tests drive real servers; a turn through Temporal takes more than jest's 5 s default on a busy box.
   testTimeout: 60000,
   projects: [
