@@ -7,25 +7,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { freePort, ROOT } from '../infra/processes';
+import { devStackEnv, freeDevStackPorts, type DevStackPorts } from '../infra/dev-stack-env';
+import { ROOT } from '../infra/processes';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' } } });
 const RUNS = Number(values.runs);
 
-async function startOnce(dataDir: string, ports: Record<string, number>): Promise<number> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    SWITCHBOARD_DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    TEMPORAL_PORT: String(ports.temporal),
-    TEMPORAL_UI_PORT: String(ports.ui),
-    FERRETDB_PORT: String(ports.mongo),
-    POSTGRES_PORT: String(ports.postgres),
-    SAMPLE_BACKEND_PORT: String(ports.backend),
-    LOG_LEVEL: 'warn',
-  };
-  delete env.TEMPORAL_ADDRESS;
-  delete env.MONGODB_URI;
+async function startOnce(dataDir: string, ports: DevStackPorts): Promise<number> {
+  const env = devStackEnv(dataDir, ports);
   const started = performance.now();
   // `npm start` is these two commands (package.json); spawned directly so SIGTERM reaches the stack.
   const child = spawn('sh', ['-c', 'node infra/bootstrap.js >/dev/null && exec node --import tsx infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -49,7 +38,7 @@ async function startOnce(dataDir: string, ports: Record<string, number>): Promis
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sb-bench-start-'));
   try {
-    const ports = { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort() };
+    const ports = await freeDevStackPorts();
     const cold = await startOnce(dataDir, ports);
     console.log(`first start, empty data directory: ${(cold / 1000).toFixed(1)} s`);
     const warm: number[] = [];

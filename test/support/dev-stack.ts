@@ -1,20 +1,10 @@
 // `npm start`'s stack in a test: infra/dev-stack.ts as a child process, with its data in a
 // directory of the test's and every port free, resolved once it prints that it is running.
 import { spawn } from 'node:child_process';
-import { freePort, manage, ROOT, type ManagedProcess } from '../../infra/processes';
+import { devStackEnv, freeDevStackPorts, type DevStackPorts } from '../../infra/dev-stack-env';
+import { manage, ROOT, type ManagedProcess } from '../../infra/processes';
 
-export interface DevStackPorts {
-  api: number;
-  temporal: number;
-  ui: number;
-  mongo: number;
-  postgres: number;
-  backend: number;
-}
-
-export async function freeDevStackPorts(): Promise<DevStackPorts> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort() };
-}
+export { freeDevStackPorts, type DevStackPorts };
 
 export type DevStack = ManagedProcess & { output: () => string };
 
@@ -31,19 +21,7 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
 
 /** Starts the dev stack (`external` adds to or overrides its environment, e.g. TEMPORAL_ADDRESS). */
 export async function startDevStack(dataDir: string, ports: DevStackPorts, external: Record<string, string> = {}): Promise<DevStack> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    SWITCHBOARD_DATA_DIR: dataDir,
-    PORT: String(ports.api),
-    TEMPORAL_PORT: String(ports.temporal),
-    TEMPORAL_UI_PORT: String(ports.ui),
-    FERRETDB_PORT: String(ports.mongo),
-    POSTGRES_PORT: String(ports.postgres),
-    SAMPLE_BACKEND_PORT: String(ports.backend),
-    LOG_LEVEL: 'warn',
-  };
-  delete env.TEMPORAL_ADDRESS;
-  delete env.MONGODB_URI;
+  const env = devStackEnv(dataDir, ports);
   Object.assign(env, external);
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
