@@ -215,9 +215,9 @@ func onlyElement(v bson.RawValue) (bson.Raw, bool) {
 	return values[0].DocumentOK()
 }
 
-// fixedID is the filter's `_id` when the filter names one scalar value for it (string, ObjectId
-// or number): such a filter matches that document or none. An operator ({$in: …}) or a
-// document-valued _id does not count.
+// fixedID is the filter's `_id` when the filter names one string or ObjectId for it: such a
+// filter matches that document or none. Numbers do not count (1, 1.0 and NumberLong(1) are one
+// _id to the store but three spellings here), nor does an operator ({$in: …}) or a document.
 func fixedID(filter bson.RawValue) (string, bool) {
 	doc, ok := filter.DocumentOK()
 	if !ok {
@@ -228,7 +228,7 @@ func fixedID(filter bson.RawValue) (string, bool) {
 		return "", false
 	}
 	switch id.Type {
-	case bson.TypeString, bson.TypeObjectID, bson.TypeInt32, bson.TypeInt64, bson.TypeDouble:
+	case bson.TypeString, bson.TypeObjectID:
 		return string(rune(id.Type)) + string(id.Value), true
 	}
 	return "", false
