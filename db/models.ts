@@ -30,6 +30,7 @@ import { appSessionModel } from './app-session';
 import { appRunModel } from './app-run';
 import { httpAsyncDeliveryModel, httpAsyncSubscriptionModel } from './http-async-subscription';
 import { httpAsyncConversationModel } from './http-async-conversation';
+import { channelConnectionModel } from './channel-connection';
 
 export function createModels(connection: Connection) {
   return {
@@ -65,6 +66,7 @@ export function createModels(connection: Connection) {
     HttpAsyncSubscription: httpAsyncSubscriptionModel(connection),
     HttpAsyncDelivery: httpAsyncDeliveryModel(connection),
     HttpAsyncConversation: httpAsyncConversationModel(connection),
+    ChannelConnection: channelConnectionModel(connection),
   };
 }
 

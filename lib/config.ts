@@ -145,6 +145,11 @@ export const ConfigSchema = z.object({
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.url().optional(),
   LLM_TIMEOUT_MS: positiveInt.default(60000),
+  /**
+   * Where the Twilio SDK sends its REST requests instead of https://api.twilio.com: the Twilio
+   * fake (infra/twilio-fake/) in the dev stack and the tests. Unset: Twilio itself.
+   */
+  TWILIO_API_BASE_URL: z.url().optional(),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
   LLM_PRICE_TABLE: z
     .string()

@@ -7,15 +7,38 @@ export const ERROR_STATUS = {
   /** An HTTP-async follow-up sent with the caller's own key instead of the canonical one (docs/http-async.md). */
   SESSION_KEY_NOT_CANONICAL: 400,
   VALIDATION_ERROR: 400,
+  /** A destination that is not an E.164 number (outbound calls, channel connections). */
+  INVALID_PHONE_NUMBER: 400,
+  /** A SIP URI carrying headers, parameters or characters that could inject into the SIP request. */
+  SIP_INJECTION_REJECTED: 400,
   UNAUTHORIZED: 401,
+  /** A recording media token that is invalid, expired or does not match the request (docs/telephony.md). */
+  INVALID_RECORDING_MEDIA_TOKEN: 401,
   FORBIDDEN: 403,
+  /** The recordings list takes a platform key only (docs/telephony.md). */
+  PLATFORM_API_KEY_REQUIRED: 403,
+  /** The key lacks the scope the operation needs; `required` names it (docs/telephony.md). */
+  PERMISSION_REQUIRED: 403,
   NOT_FOUND: 404,
+  /** A channel connection or outbound call that does not exist or belongs to another project (concealed alike). */
+  CHANNEL_NOT_FOUND: 404,
+  PROJECT_NOT_FOUND: 404,
+  SESSION_NOT_FOUND: 404,
+  RECORDING_NOT_FOUND: 404,
+  RECORDING_MEDIA_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** An idempotency key reused with a different body (outbound calls). */
+  IDEMPOTENCY_CONFLICT: 409,
+  /** A recording whose media is not stored yet. */
+  RECORDING_NOT_READY: 409,
   /** An HTTP-async message for a paused webhook subscription (docs/http-async.md). */
   SUBSCRIPTION_PAUSED: 409,
   GONE: 410,
   PAYLOAD_TOO_LARGE: 413,
+  /** A session with more recordings, or a recording with more files, than one answer lists. */
+  RECORDING_QUERY_LIMIT_EXCEEDED: 413,
+  RECORDING_OBJECT_LIMIT_EXCEEDED: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   UNPROCESSABLE_ENTITY: 422,
   RATE_LIMIT_EXCEEDED: 429,
@@ -23,7 +46,14 @@ export const ERROR_STATUS = {
   /** A scope holds as many platform keys as it may (docs/public-api.md). */
   KEY_LIMIT_REACHED: 429,
   INTERNAL_ERROR: 500,
+  /** Twilio refused the call or could not be reached before it took it; retrying is safe. */
+  OUTBOUND_PROVIDER_SUBMIT_FAILED: 502,
+  /** The platform has no public webhook URL Twilio could call back (PUBLIC_BASE_URL). */
+  OUTBOUND_WEBHOOK_NOT_CONFIGURED: 502,
+  /** Whether Twilio took the call is unknown; the platform reconciles it, do not resubmit. */
+  OUTBOUND_PROVIDER_REQUEST_UNKNOWN: 502,
   SERVICE_UNAVAILABLE: 503,
+  RECORDING_SETTINGS_UNAVAILABLE: 503,
   GATEWAY_TIMEOUT: 504,
 } as const;
 

@@ -19,6 +19,9 @@ export interface BodyLimit {
   containers?: number;
 }
 
+/** What a route's request body is: JSON (the API's own routes) or a form (providers' webhooks, such as Twilio's). */
+export type RequestMedia = 'application/json' | 'application/x-www-form-urlencoded';
+
 /** `1048576` → `1 MB`, for messages. */
 function formatBytes(bytes: number): string {
   return bytes % MB === 0 ? `${bytes / MB} MB` : `${bytes}-byte`;
@@ -27,8 +30,10 @@ function formatBytes(bytes: number): string {
 const tooLarge = (limit: number) => new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${formatBytes(limit)} limit`);
 
 /** Why the body's headers alone make it unacceptable (415), or null. Only for a request with a body. */
-export function mediaRefusal(req: Request): ApiError | null {
-  if (!req.is(['application/json', 'application/*+json'])) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
+export function mediaRefusal(req: Request, media: RequestMedia = 'application/json'): ApiError | null {
+  if (media === 'application/x-www-form-urlencoded') {
+    if (!req.is('application/x-www-form-urlencoded')) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/x-www-form-urlencoded');
+  } else if (!req.is(['application/json', 'application/*+json'])) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== '') {
     return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Compressed request bodies are not accepted: send the body without Content-Encoding');
@@ -114,4 +119,17 @@ export async function readJsonBody(req: Request, limit: BodyLimit): Promise<unkn
   } catch {
     throw new ApiError('BAD_REQUEST', 'Malformed JSON in request body');
   }
+}
+
+/**
+ * The parsed form body, each name to its value (a repeated name keeps its first value, as
+ * providers' signature checks read it). 413 past the limit, 400 for bytes that are not UTF-8.
+ */
+export async function readFormBody(req: Request, limit: BodyLimit): Promise<Record<string, string>> {
+  const buf = await readBytes(req, limit.bytes);
+  if (!isUtf8(buf)) throw new ApiError('BAD_REQUEST', 'Request body is not valid UTF-8');
+  keepRawBody(req, buf);
+  const form: Record<string, string> = {};
+  for (const [name, value] of new URLSearchParams(buf.toString('utf8'))) if (!Object.hasOwn(form, name)) form[name] = value;
+  return form;
 }

@@ -17,7 +17,7 @@ import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
 import { pathOfNul } from '../../lib/storable-text';
-import { type BodyLimit, mediaRefusal, readJsonBody, STANDARD_BODY_BYTES } from './body';
+import { type BodyLimit, mediaRefusal, readFormBody, readJsonBody, type RequestMedia, STANDARD_BODY_BYTES } from './body';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -102,11 +102,13 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /** The request body's media type; JSON unless the route is a provider's webhook that posts a form. */
+  requestMedia?: RequestMedia;
   successStatus?: number;
   /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
   alsoSuccess?: number[];
   /** Media type of the success body; JSON unless the route streams (`text/event-stream`). */
-  responseContentType?: 'application/json' | 'text/event-stream';
+  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml';
   response: z.ZodType;
   /**
    * Other media types the success response may take, by media type (e.g. `application/zip` when
@@ -347,7 +349,7 @@ function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): void {
       body: route.body
         ? {
             content: {
-              'application/json': { schema: route.body, ...(route.bodyExample !== undefined ? { example: route.bodyExample } : {}) },
+              [route.requestMedia ?? 'application/json']: { schema: route.body, ...(route.bodyExample !== undefined ? { example: route.bodyExample } : {}) },
             },
             required: !route.bodyOptional,
           }
@@ -410,7 +412,7 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
 
     // Header checks are synchronous; their errors wait their turn (after 401, 429, 403 and 404).
     const sendsBody = route.body !== undefined && hasBody(req);
-    const media = sendsBody ? mediaRefusal(req) : null;
+    const media = sendsBody ? mediaRefusal(req, route.requestMedia) : null;
     const params = parse(route.params, req.params, 'params');
     const query = parse(route.query, req.query, 'query');
     const headersOk = media === null && params.ok && query.ok;
@@ -426,7 +428,9 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
           ? Promise.resolve(
               route.bodyOptional ? parse(route.body, {}, 'body') : { ok: false, error: new ApiError('VALIDATION_ERROR', 'body: is required (a JSON object)') },
             )
-          : settle(readJsonBody(req, bodyLimit)).then((read) => (read.ok ? parse(route.body, read.value, 'body') : read)));
+          : settle(route.requestMedia === 'application/x-www-form-urlencoded' ? readFormBody(req, bodyLimit) : readJsonBody(req, bodyLimit)).then((read) =>
+              read.ok ? parse(route.body, read.value, 'body') : read,
+            ));
 
     // The lookups a principal allows, started together. Preloads not handed to the handler
     // have their signal aborted at once and are given to `onRefused` once they settle.

@@ -103,7 +103,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Callback URLs handed to async tools point at this API (unless a test says otherwise).
-  if (!options.env?.PUBLIC_BASE_URL) config = { ...config, PUBLIC_BASE_URL: baseUrl };
+  // So do the webhook URLs handed to Twilio (the fake), whose signatures the API checks against it.
+  if (!options.env?.PUBLIC_BASE_URL) {
+    config = { ...config, PUBLIC_BASE_URL: baseUrl };
+    ctx.config = config;
+  }
 
   let worker: Worker | null = null;
   let workerRun: Promise<void> | null = null;

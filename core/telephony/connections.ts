@@ -1,0 +1,53 @@
+// Finding a voice channel connection and opening what calls and webhooks need of it: the Twilio
+// SDK client for its account, and the check that a webhook request really comes from Twilio.
+// Every lookup carries the tenant, except a webhook's, which knows only the connection id in its
+// URL and is judged by the signature under that connection's own auth token.
+import { type ChannelConnectionDoc, openConnectionToken } from '../../db/channel-connection';
+import { DomainError } from '../../lib/errors';
+import { isValidTwilioSignature, twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
+import { requireMasterKeys } from '../tool-secrets/secrets';
+import { type CoreContext } from '../context';
+
+/** The connection of a project, or 404 `CHANNEL_NOT_FOUND` (missing and foreign alike). */
+export async function requireChannelConnection(ctx: CoreContext, scope: { tenantId: string; projectId: string }, id: string): Promise<ChannelConnectionDoc> {
+  const doc = await ctx.models.ChannelConnection.findOne({ _id: id, tenantId: scope.tenantId, projectId: scope.projectId }).lean();
+  if (!doc) throw new DomainError('CHANNEL_NOT_FOUND', 'Channel connection not found');
+  return doc;
+}
+
+/** The connection's auth token in clear. 503 when its master key is not configured. */
+export async function connectionAuthToken(ctx: CoreContext, doc: ChannelConnectionDoc): Promise<string> {
+  const ring = requireMasterKeys(ctx);
+  try {
+    return await openConnectionToken(ctx.models.TenantDataKey, ring, doc);
+  } catch {
+    throw new DomainError('SERVICE_UNAVAILABLE', 'the connection\'s auth token cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?); set the token again');
+  }
+}
+
+/** An SDK client for the connection's account (pointed at TWILIO_API_BASE_URL when set). */
+export async function connectionTwilioClient(ctx: CoreContext, doc: ChannelConnectionDoc): Promise<TwilioClient> {
+  const authToken = await connectionAuthToken(ctx, doc);
+  return twilioClient({ accountSid: doc.accountSid, authToken }, { apiBaseUrl: ctx.config.TWILIO_API_BASE_URL });
+}
+
+/**
+ * The connection a Twilio webhook names, once its `X-Twilio-Signature` is checked: `path` is the
+ * request's path and query as received (`req.originalUrl`), signed by Twilio as part of the full
+ * URL under PUBLIC_BASE_URL. 403 for a missing connection, a wrong account or a bad signature
+ * alike, so a caller learns nothing of which connections exist.
+ */
+export async function verifyTwilioWebhook(
+  ctx: CoreContext,
+  connectionId: string,
+  request: { path: string; params: Record<string, string>; signature: string | undefined },
+): Promise<ChannelConnectionDoc> {
+  const refused = () => new DomainError('FORBIDDEN', 'Invalid Twilio signature');
+  if (!request.signature) throw refused();
+  const doc = await ctx.models.ChannelConnection.findOne({ _id: connectionId }).lean();
+  if (!doc || (request.params.AccountSid !== undefined && request.params.AccountSid !== doc.accountSid)) throw refused();
+  const authToken = await connectionAuthToken(ctx, doc);
+  const url = ctx.config.PUBLIC_BASE_URL.replace(/\/+$/, '') + request.path;
+  if (!isValidTwilioSignature(authToken, request.signature, url, request.params)) throw refused();
+  return doc;
+}
