@@ -484,6 +484,21 @@ export interface HttpAsyncConversationView {
 }
 export const httpAsyncStateQuery = defineQuery<HttpAsyncConversationView>('httpAsyncState');
 
+// ---------------------------------------------------------------------------------------------
+// OutboundCall (`outbound-call/<outboundCallId>`): one per outbound phone call (docs/telephony.md).
+// It submits the call to the provider, follows its status callbacks (signals), and is the one
+// owner of the call's phase, outcome and status history. The rest of its contract (start input,
+// status signal, terminate update, state query) sits beside these.
+
+export const OUTBOUND_CALL_WORKFLOW_TYPE = 'outboundCall';
+export const outboundCallWorkflowId = (outboundCallId: string): string => `outbound-call/${outboundCallId}`;
+
+/** The answered call became an agent session (its voice webhook started one): the call records its id. */
+export interface OutboundCallSessionInput {
+  sessionId: string;
+}
+export const outboundCallSessionSignal = defineSignal<[OutboundCallSessionInput]>('outboundCallSession');
+
 // ---------------------------------------------------------------- workflow signatures
 
 /**
