@@ -137,6 +137,18 @@ describe('revoking keys', () => {
   });
 });
 
+describe('revoking keys (admin)', () => {
+  it('an environment-bound admin key cannot revoke a key that acts in other environments', async () => {
+    const bound = await permissionKey(['admin'], { environments: ['staging'] });
+    const unbound = await createApiKey(stack.ctx.models, t.tenantId, { name: `pk-${++counter}`, permissions: ['session:read'] });
+    const refused = await api.delete(`/api/api-keys/${unbound.apiKey._id}`, { key: bound });
+    expect(refused.status).toBe(403);
+    expect((await stack.ctx.models.ApiKey.findById(unbound.apiKey._id).lean())?.revokedAt).toBeNull();
+    const within = await createApiKey(stack.ctx.models, t.tenantId, { name: `pk-${++counter}`, permissions: ['session:read'], environments: ['staging'] });
+    expect((await api.delete(`/api/api-keys/${within.apiKey._id}`, { key: bound })).status).toBe(200);
+  });
+});
+
 describe('a key of a scope with API_SCOPE_KEY_EDIT', () => {
   it('can narrow its own scope but never widen it, and a refused change changes nothing', async () => {
     const scope = await scopeWith(['API_SCOPE_KEY_EDIT', 'SESSIONS_LIST', 'AGENTS_VIEW']);
