@@ -2,6 +2,7 @@
 // account and number, and what answers its calls. Reads need channel_connection:read, changes
 // channel_connection:write. The auth token is write-only. docs/telephony/connections.md.
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
+import { maskPhoneNumber } from '../../lib/phone';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
 import {
@@ -25,7 +26,10 @@ const BASE = '/api/projects/:projectId/channel-connections';
 const ONE = `${BASE}/:channelConnectionId`;
 const SELF = { projectId: '$request.path.projectId', channelConnectionId: '$request.path.channelConnectionId' };
 
-/** Every field but the auth token, which no answer carries. */
+/**
+ * Every field but the auth token, which no answer carries; phone numbers masked, as everywhere
+ * they leave the API (lib/phone.ts): the full numbers are what was sent at creation.
+ */
 function present(doc: ChannelConnectionDoc) {
   return {
     id: doc._id,
@@ -33,13 +37,13 @@ function present(doc: ChannelConnectionDoc) {
     provider: doc.provider,
     name: doc.name,
     accountSid: doc.accountSid,
-    callerNumber: doc.callerNumber,
+    callerNumber: maskPhoneNumber(doc.callerNumber),
     environment: doc.environment,
     agentId: doc.agentId ?? null,
     endpointSlug: doc.endpointSlug ?? null,
     amdMode: doc.amdMode,
     recordingEnabled: doc.recordingEnabled,
-    transferNumber: doc.transferNumber ?? null,
+    transferNumber: doc.transferNumber ? maskPhoneNumber(doc.transferNumber) : null,
     status: doc.status,
     createdAt: doc.createdAt.toISOString(),
     updatedAt: doc.updatedAt.toISOString(),

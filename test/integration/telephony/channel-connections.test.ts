@@ -74,7 +74,8 @@ describe('create, read, change, delete', () => {
         provider: 'twilio',
         name: 'Support line',
         accountSid: SID,
-        callerNumber: '+15551234567',
+        // Masked, as every phone number in a response.
+        callerNumber: '+1********67',
         environment: 'dev',
         agentId: null,
         endpointSlug: null,
@@ -93,7 +94,7 @@ describe('create, read, change, delete', () => {
 
   it('changes only the fields given, clears with null, and answers an empty change unchanged', async () => {
     const { data } = (await create({ name: '  Sales  ', amdMode: 'continue', recordingEnabled: true, transferNumber: '+442071234567', environment: 'staging' })).body;
-    expect(data).toMatchObject({ name: 'Sales', amdMode: 'continue', recordingEnabled: true, transferNumber: '+442071234567', environment: 'staging' });
+    expect(data).toMatchObject({ name: 'Sales', amdMode: 'continue', recordingEnabled: true, transferNumber: '+4*********67', environment: 'staging' });
 
     const changed = await api.patch(one(data.id), { key: t.adminKey, json: { status: 'disabled', amdMode: 'disconnect', transferNumber: null, agentId: 'Echo' } });
     expect(changed.status).toBe(200);
