@@ -36,6 +36,8 @@ export const tenancyRoutes: AnyRoute[] = [
     tags: ['Tenancy'],
     auth: 'public',
     security: 'platformAdmin',
+    // The operator's token is checked before the body is read.
+    authorize: ({ ctx, req }) => requirePlatformAdmin(ctx, req, 'Tenant management'),
     bodyExample: { name: 'Acme', slug: 'acme', projectName: 'Support' },
     body: ZCreateTenantRequestSchema.extend({
       projectName: trimmedText(200).default('Default').describe('Name of the first project'),
