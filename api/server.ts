@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../lib/config';
 import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
 import { type AppContext } from './context';
-import { runningCalls } from './running-calls';
+import { runningCalls } from '../core/running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from './callbacks/stale-claims';
 import { startInterruptedRunSweep } from './agentic-apps/stale-runs';

@@ -13,7 +13,7 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, SessionIdKey, TenantIdKey } f
 import { type AppRunInput } from '../../workflows/definitions';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type AppContext } from '../context';
-import { requireEncryptor } from '../completions/llm-runtime';
+import { requireEncryptor } from '../../core/llm/runtime';
 import { SseWriter } from '../completions/sse';
 import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../chat-agent/service';
 import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';

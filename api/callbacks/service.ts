@@ -10,7 +10,7 @@ import { safeEqual } from '../../lib/crypto';
 import { CALLBACK_PAYLOAD_PURPOSE, CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { callbackSignal } from '../../workflows/definitions';
 import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../../core/sessions/workflow-client';
-import { requireEncryptor } from '../completions/llm-runtime';
+import { requireEncryptor } from '../../core/llm/runtime';
 import { capToolResult } from '../../lib/result-cap';
 import type { Json } from '../../abl/ir';
 

@@ -5,7 +5,7 @@
 // and hands their kept result to the session. A session that had the result already ignores it.
 import { CALLBACK_PAYLOAD_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { isDomainError } from '../../lib/errors';
-import { requireEncryptor } from '../completions/llm-runtime';
+import { requireEncryptor } from '../../core/llm/runtime';
 import { runPeriodically } from '../../lib/periodic';
 import { type AppContext } from '../context';
 import { TEMPORAL_CALL_TIMEOUT_MS } from '../../core/sessions/workflow-client';

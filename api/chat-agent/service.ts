@@ -17,13 +17,13 @@ import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type AppContext } from '../context';
-import { llmRuntime } from '../completions/llm-runtime';
+import { llmRuntime } from '../../core/llm/runtime';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../../core/sessions/start';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../../core/sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../../core/sessions/workflow-client';
-import { runningCalls } from '../running-calls';
+import { runningCalls } from '../../core/running-calls';
 import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
 import { type Response } from 'express';
 import { requireEnvironment } from '../../core/platform-keys/environments';
@@ -165,7 +165,7 @@ const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restart
 
 /**
  * Runs one message; a message refused before it reached its session gets its charge back. A
- * graceful stop of this process (api/running-calls.ts) answers a turn still running at the end of
+ * graceful stop of this process (core/running-calls.ts) answers a turn still running at the end of
  * its grace period with 503: the turn goes on in its workflow, and a retry with the same
  * Idempotency-Key gets its answer. A message not yet sent by then is not sent at all.
  */

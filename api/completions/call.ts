@@ -10,7 +10,7 @@ import { memoizePerProject } from '../../lib/memoize-per-project';
 import { type LlmProvider, type LlmRequest, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
 import { type AppContext } from '../context';
 import { consumeRateLimit } from '../middleware/rate-limit';
-import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from './llm-runtime';
+import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from '../../core/llm/runtime';
 import { type TChatRequest } from './schemas';
 
 export interface PreparedCall {

@@ -6,7 +6,7 @@ import { type Principal } from '../../lib/permissions';
 import { type LlmCallStatus } from '../../db/llm-usage';
 import { ProviderError } from '../../providers/llm';
 import { type AppContext } from '../context';
-import { runningCalls } from '../running-calls';
+import { runningCalls } from '../../core/running-calls';
 import { abortOnDisconnect, type CallLookups, elapsedSince, prepareCall, toLlmRequest } from './call';
 import { toFinishReason } from './finish-reason';
 import { logProviderFailure, providerFailure } from './provider-failure';

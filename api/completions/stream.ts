@@ -8,7 +8,7 @@ import { ProviderError, type LlmStreamEvent } from '../../providers/llm';
 import { publicProviderMessage } from '../../providers/llm/public-error';
 import { type AppContext } from '../context';
 import { isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
-import { runningCalls } from '../running-calls';
+import { runningCalls } from '../../core/running-calls';
 import { abortOnDisconnect, type CallLookups, elapsedSince, lookUpCall, type PreparedCall, prepareCall, sessionRateLimitKey, toLlmRequest } from './call';
 import { toFinishReason } from './finish-reason';
 import { watchKeyWhileStreaming } from './key-watch';

@@ -3,7 +3,7 @@
 import { type Principal } from '../../lib/permissions';
 import { recordLlmUsage, type LlmCallStatus } from '../../db/llm-usage';
 import { type AppContext } from '../context';
-import { llmRuntime } from './llm-runtime';
+import { llmRuntime } from '../../core/llm/runtime';
 import { type PreparedCall } from './call';
 import { type TChatRequest } from './schemas';
 

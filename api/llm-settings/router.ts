@@ -9,7 +9,7 @@ import { assertDestinationLiteral, blockedDestinationOf, llmDestinationPolicy } 
 import { type AppContext } from '../context';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
-import { requireEncryptor } from '../completions/llm-runtime';
+import { requireEncryptor } from '../../core/llm/runtime';
 import {
   ZLlmCredentialSchema,
   ZLlmSettingsResponseSchema,

@@ -8,7 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../../api/app';
 import { redeliverStaleClaims, STALE_CLAIM_MS } from '../../../api/callbacks/stale-claims';
-import { requireEncryptor } from '../../../api/completions/llm-runtime';
+import { requireEncryptor } from '../../../core/llm/runtime';
 import { CALLBACK_PAYLOAD_PURPOSE } from '../../../db/suspension';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import type { AppContext } from '../../../api/context';

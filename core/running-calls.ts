@@ -3,7 +3,7 @@
 // running at the end of its grace period cleanly (an `error` event or a 503 the client can retry
 // on; a provider call on record in the usage ledger) instead of a cut connection, and only then
 // closes the database connection.
-import { type AppContext } from './context';
+import { type CoreContext } from './context';
 
 interface Tracked {
   stop: () => void;
@@ -45,9 +45,9 @@ export class RunningCalls {
   }
 }
 
-const registries = new WeakMap<AppContext, RunningCalls>();
+const registries = new WeakMap<CoreContext, RunningCalls>();
 
-export function runningCalls(ctx: AppContext): RunningCalls {
+export function runningCalls(ctx: CoreContext): RunningCalls {
   let registry = registries.get(ctx);
   if (!registry) registries.set(ctx, (registry = new RunningCalls()));
   return registry;

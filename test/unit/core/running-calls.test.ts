@@ -1,6 +1,6 @@
-// The registry a graceful stop drains (api/running-calls.ts): streams that end within the
+// The registry a graceful stop drains (core/running-calls.ts): streams that end within the
 // grace period are left alone, the rest are stopped, and the drain returns once all have ended.
-import { RunningCalls } from '../../../api/running-calls';
+import { RunningCalls } from '../../../core/running-calls';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,9 +1,9 @@
-// The API's wiring of the LLM pieces, built once per AppContext: the encryptor for stored
+// A process's wiring of the LLM pieces, built once per context: the encryptor for stored
 // credentials, the project resolver (settings + credentials + platform env → provider client)
-// and the price table. Shared by the chat endpoints and the LLM settings routes.
+// and the price table. Shared by the chat endpoints, agent turns, callbacks and the LLM settings routes.
 // A project's settings and credentials are reused for PROJECT_LLM_TTL_MS; a write through this
-// process (any successful non-GET under /api/projects/:projectId) drops them at once, so only
-// other replicas can see a change late, by at most that long.
+// process (any successful non-GET under /api/projects/:projectId: core/projects/writes.ts) drops
+// them at once, so only other replicas can see a change late, by at most that long.
 import { encryptorFromConfig, type Encryptor } from '../../lib/encryption';
 import { ApiError } from '../../lib/errors';
 import { CredentialDecryptionError, loadDecryptedLlmCredentials } from '../../db/llm-credential';
@@ -17,8 +17,8 @@ import {
   type ProjectLlmQuery,
   type ResolvedProjectLlm,
 } from '../../providers/llm';
-import { type AppContext } from '../context';
-import { onProjectWrite } from '../http/route';
+import { type CoreContext } from '../context';
+import { onProjectWrite } from '../projects/writes';
 import { memoizePerProject } from '../../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../../lib/net/destination';
 
@@ -33,9 +33,9 @@ export interface ApiLlmRuntime {
   cost(provider: string, model: string, usage: { inputTokens: number; outputTokens: number }): number | null;
 }
 
-const runtimes = new WeakMap<AppContext, ApiLlmRuntime>();
+const runtimes = new WeakMap<CoreContext, ApiLlmRuntime>();
 
-export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
+export function llmRuntime(ctx: CoreContext): ApiLlmRuntime {
   const existing = runtimes.get(ctx);
   if (existing) return existing;
   const encryptor = encryptorFromConfig(ctx.config);
@@ -65,7 +65,7 @@ export function llmRuntime(ctx: AppContext): ApiLlmRuntime {
 }
 
 /** The encryptor, or 503 when no master key (ENCRYPTION_KEYS or ENCRYPTION_KEY) is set. */
-export function requireEncryptor(ctx: AppContext): Encryptor {
+export function requireEncryptor(ctx: CoreContext): Encryptor {
   const { encryptor } = llmRuntime(ctx);
   if (!encryptor) throw new ApiError('SERVICE_UNAVAILABLE', 'encryption not configured');
   return encryptor;
