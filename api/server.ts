@@ -6,7 +6,7 @@ import { buildAppContext, closeAppContext } from './bootstrap';
 import { type AppContext } from './context';
 import { runningCalls } from '../core/running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
-import { startStaleClaimSweep } from './callbacks/stale-claims';
+import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
 import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';

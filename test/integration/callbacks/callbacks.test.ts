@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../../../api/app';
-import { redeliverStaleClaims, STALE_CLAIM_MS } from '../../../api/callbacks/stale-claims';
+import { redeliverStaleClaims, STALE_CLAIM_MS } from '../../../core/callbacks/stale-claims';
 import { requireEncryptor } from '../../../core/llm/runtime';
 import { CALLBACK_PAYLOAD_PURPOSE } from '../../../db/suspension';
 import { switchboardDataConverter } from '../../../lib/payload-codec';

@@ -4,13 +4,13 @@
 // delivered. When the signal cannot be sent the claim is handed back, so a retry can deliver it
 // (503); when the process dies in between, the stale-claim sweep delivers the kept result.
 import { createHmac } from 'node:crypto';
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 import { ApiError } from '../../lib/errors';
 import { safeEqual } from '../../lib/crypto';
 import { CALLBACK_PAYLOAD_PURPOSE, CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { callbackSignal } from '../../workflows/definitions';
-import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../../core/sessions/workflow-client';
-import { requireEncryptor } from '../../core/llm/runtime';
+import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
+import { requireEncryptor } from '../llm/runtime';
 import { capToolResult } from '../../lib/result-cap';
 import type { Json } from '../../abl/ir';
 
@@ -25,7 +25,7 @@ export function callbackSignature(secret: string, rawBody: Buffer | string): str
  * An async call's result as the session keeps it: cut to TOOL_RESULT_HISTORY_MAX_BYTES with the
  * markers a synchronous tool's result gets (lib/result-cap.ts), before it is claimed, kept or sent.
  */
-function sessionResult(ctx: AppContext, suspension: { _id: string; tenantId: string }, payload: unknown): Json {
+function sessionResult(ctx: CoreContext, suspension: { _id: string; tenantId: string }, payload: unknown): Json {
   const maxBytes = ctx.config.TOOL_RESULT_HISTORY_MAX_BYTES;
   const capped = capToolResult((payload ?? null) as Json, maxBytes);
   if (capped.truncated) {
@@ -49,7 +49,7 @@ function notClaimable(doc: SuspensionDoc | null, now: Date): ApiError | Delivery
  * stale-claims.ts). The claim is a plain conditional update: the caller's read has everything the
  * delivery needs, so the suspension is read once. The loser of a race learns why it lost.
  */
-async function claim(ctx: AppContext, suspension: SuspensionDoc, via: 'callback' | 'resume', payload: unknown): Promise<SuspensionDoc | DeliveryOutcome> {
+async function claim(ctx: CoreContext, suspension: SuspensionDoc, via: 'callback' | 'resume', payload: unknown): Promise<SuspensionDoc | DeliveryOutcome> {
   const now = new Date();
   const filter = { _id: suspension._id, tenantId: suspension.tenantId };
   const claimedPayload = requireEncryptor(ctx).encrypt(filter.tenantId, CALLBACK_PAYLOAD_PURPOSE, JSON.stringify(payload ?? null));
@@ -67,7 +67,7 @@ async function claim(ctx: AppContext, suspension: SuspensionDoc, via: 'callback'
  * session that has ended closes it.
  */
 export async function deliver(
-  ctx: AppContext,
+  ctx: CoreContext,
   suspension: SuspensionDoc,
   payload: unknown,
   via: 'callback' | 'resume',
@@ -97,7 +97,7 @@ export async function deliver(
  * `POST /api/v1/callbacks/:callbackId`: the id is the capability, the signature proves the
  * caller holds the suspension's secret (checked before anything changes).
  */
-export async function acceptCallback(ctx: AppContext, callbackId: string, rawBody: Buffer, signature: string | undefined, payload: unknown): Promise<DeliveryOutcome> {
+export async function acceptCallback(ctx: CoreContext, callbackId: string, rawBody: Buffer, signature: string | undefined, payload: unknown): Promise<DeliveryOutcome> {
   const suspension = await ctx.models.Suspension.findOne({ _id: callbackId }).lean();
   if (!suspension) throw new ApiError('NOT_FOUND', 'Unknown callback id');
   if (suspension.secret) {
@@ -112,7 +112,7 @@ export async function acceptCallback(ctx: AppContext, callbackId: string, rawBod
 }
 
 /** `POST /api/v1/sessions/:id/resume`: the polling alternative, for a session of the caller's tenant. */
-export async function resumeSession(ctx: AppContext, scope: { tenantId: string; projectId?: string }, sessionId: string, toolResult: unknown): Promise<DeliveryOutcome & { suspensionId: string }> {
+export async function resumeSession(ctx: CoreContext, scope: { tenantId: string; projectId?: string }, sessionId: string, toolResult: unknown): Promise<DeliveryOutcome & { suspensionId: string }> {
   const session = await ctx.models.Session.findOne({ _id: sessionId, tenantId: scope.tenantId, ...(scope.projectId ? { projectId: scope.projectId } : {}) }, { _id: 1 }).lean();
   if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
   const pending = await ctx.models.Suspension.findOne({ tenantId: scope.tenantId, sessionId, status: 'pending' }).sort({ createdAt: -1 }).lean();

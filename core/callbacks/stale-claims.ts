@@ -5,11 +5,11 @@
 // and hands their kept result to the session. A session that had the result already ignores it.
 import { CALLBACK_PAYLOAD_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { isDomainError } from '../../lib/errors';
-import { requireEncryptor } from '../../core/llm/runtime';
+import { requireEncryptor } from '../llm/runtime';
 import { runPeriodically } from '../../lib/periodic';
-import { type AppContext } from '../context';
-import { TEMPORAL_CALL_TIMEOUT_MS } from '../../core/sessions/workflow-client';
-import { deliver } from './service';
+import { type CoreContext } from '../context';
+import { TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
+import { deliver } from './delivery';
 
 /** A claim this old was not handed over by its process: the signal's own deadline is far shorter. */
 export const STALE_CLAIM_MS = 6 * TEMPORAL_CALL_TIMEOUT_MS;
@@ -20,7 +20,7 @@ const PER_ROUND = 100;
  * Delivers the stale claims of every tenant (a system sweep: each claim is then read and written
  * with its own tenant). Returns how many were handed to their session.
  */
-export async function redeliverStaleClaims(ctx: AppContext, now = new Date()): Promise<number> {
+export async function redeliverStaleClaims(ctx: CoreContext, now = new Date()): Promise<number> {
   const stale = await ctx.models.Suspension.find({ status: 'claimed', claimedAt: { $lt: new Date(now.getTime() - STALE_CLAIM_MS) } })
     .limit(PER_ROUND)
     .lean();
@@ -38,7 +38,7 @@ export async function redeliverStaleClaims(ctx: AppContext, now = new Date()): P
   return delivered;
 }
 
-async function redeliver(ctx: AppContext, doc: SuspensionDoc): Promise<boolean> {
+async function redeliver(ctx: CoreContext, doc: SuspensionDoc): Promise<boolean> {
   if (!doc.claimedPayload) {
     // Claimed by a version that did not keep the result: nothing to deliver; the session's wait
     // ends at its expiry, as before.
@@ -57,7 +57,7 @@ async function redeliver(ctx: AppContext, doc: SuspensionDoc): Promise<boolean> 
   }
 }
 
-export function startStaleClaimSweep(ctx: AppContext): () => void {
+export function startStaleClaimSweep(ctx: CoreContext): () => void {
   const every = ctx.config.CALLBACK_CLAIM_SWEEP_MS;
   return runPeriodically(every, every, () => redeliverStaleClaims(ctx), (err) =>
     ctx.logger.warn({ err }, 'the stale callback claim sweep failed; it runs again at the next interval'),
