@@ -15,7 +15,8 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { type AppContext } from '../context';
 import { requireEncryptor } from '../../core/llm/runtime';
 import { SseWriter } from '../completions/sse';
-import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../chat-agent/service';
+import { runChatTurn, startExistingSessionTurn, validateMetadata } from '../../core/chat/turns';
+import { sessionMessageBudget } from '../chat-agent/message-budget';
 import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../../core/sessions/workflow-client';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 import { type TExecuteRunBody } from './schemas';
@@ -73,7 +74,7 @@ async function runTurnNow(ctx: AppContext, options: ExecuteRunOptions, session: 
       project: { _id: session.projectId, tenantId: session.tenantId },
       body: { projectId: session.projectId, sessionId: session._id, message: run.message, ...(run.metadataJson ? { metadata: JSON.parse(run.metadataJson) as Record<string, unknown> } : {}) },
       idempotencyKey: run._id,
-      res: options.res,
+      budget: sessionMessageBudget(ctx, options.res),
       existing,
     });
     const output = [{ type: 'text', content: result.response }];
@@ -106,7 +107,7 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   if (async) return startAsyncRun(ctx, session, message, metadata, body, options.res);
 
   // The message charge and the session read happen before any byte of a stream is written.
-  const existing = await startExistingSessionTurn(ctx, options.principal, session._id, options.res);
+  const existing = await startExistingSessionTurn(ctx, options.principal, session._id, sessionMessageBudget(ctx, options.res));
   // A message refused by the session's rate never became a run: the session's status stays as it was.
   if (existing.chargeError) throw existing.chargeError;
   const run = await newRun(ctx, session, message, metadata);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import '../openapi/registry';
 import { APP_SESSION_SOURCES } from '../../db/app-session';
 import { queryInt, MAX_OFFSET, NOT_BLANK_PATTERN, ZDateTime } from '../http/schemas';
-import { METADATA_LIMITS } from '../chat-agent/schemas';
+import { METADATA_LIMITS } from '../../core/chat/turns';
 
 /** The environments an app runs in; the path segment is matched in any letter case. */
 export const APP_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;

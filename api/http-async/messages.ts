@@ -16,7 +16,7 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../wor
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../../core/projects/visible';
 import { consumeRateLimit } from '../middleware/rate-limit';
-import { validateMetadata } from '../chat-agent/service';
+import { validateMetadata } from '../../core/chat/turns';
 import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../../core/sessions/workflow-client';
 import { newMessageId } from '../../core/http-async/subscriptions';
 import { type THttpAsyncMessageRequest } from './schemas';

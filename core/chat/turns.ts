@@ -1,6 +1,8 @@
 // Agent-backed chat: one message into a session. A first message creates the session summary and
 // starts its AgentSession workflow together with the turn (update-with-start); later messages are
-// `turn` updates on the running workflow. The update's result is the agent's answer.
+// `turn` updates on the running workflow. The update's result is the agent's answer. Used by
+// POST /api/v1/chat/agent and by agentic-app runs; the caller hands in the session's message
+// budget (the API charges it with its rate limiter, and sets the rate-limit headers).
 import { isDatabaseUnavailable } from '../../db/unavailable';
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -16,17 +18,39 @@ import { type ProjectDoc } from '../../db/project';
 import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
-import { type AppContext } from '../context';
-import { llmRuntime } from '../../core/llm/runtime';
-import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
-import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../../core/sessions/start';
-import { resolveNewSessionTarget } from '../../core/sessions/target';
-import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../../core/sessions/running-sessions';
-import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../../core/sessions/workflow-client';
-import { runningCalls } from '../../core/running-calls';
-import { METADATA_LIMITS, type TChatAgentRequest } from './schemas';
-import { type Response } from 'express';
-import { requireEnvironment } from '../../core/platform-keys/environments';
+import { type CoreContext } from '../context';
+import { llmRuntime } from '../llm/runtime';
+import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../sessions/start';
+import { resolveNewSessionTarget } from '../sessions/target';
+import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
+import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { runningCalls } from '../running-calls';
+import { requireEnvironment } from '../platform-keys/environments';
+
+/** Limits on per-turn metadata (the spec says "validated server side"; these are ours). */
+export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 50, maxDepth: 5 } as const;
+
+/** One message as a caller sends it: the body of POST /api/v1/chat/agent (api/chat-agent/schemas.ts). */
+export interface ChatTurnRequest {
+  projectId: string;
+  message?: string;
+  action?: { id: string; value?: unknown };
+  sessionId?: string;
+  deploymentId?: string;
+  environment?: string;
+  agentId?: string;
+  metadata?: Record<string, unknown>;
+  testContext?: TurnUpdateInput['testContext'];
+}
+
+/**
+ * A session's message budget (SESSION_MESSAGES_PER_MINUTE), as the caller keeps it: `charge`
+ * takes one message for the key or throws the 429; `refund` hands one back.
+ */
+export interface MessageBudget {
+  charge(limiterKey: string): Promise<void>;
+  refund(limiterKey: string): Promise<void>;
+}
 
 function depth(value: unknown, level = 0): number {
   if (value === null || typeof value !== 'object') return level;
@@ -37,7 +61,7 @@ function depth(value: unknown, level = 0): number {
 export const ACTION_VALUE_MAX_BYTES = 4 * 1024;
 
 /** A turn carries a message, an action or both; an action's value stays small. 400 otherwise. */
-export function validateMessageOrAction(body: Pick<TChatAgentRequest, 'message' | 'action'>): void {
+export function validateMessageOrAction(body: Pick<ChatTurnRequest, 'message' | 'action'>): void {
   if (body.message === undefined && body.action === undefined) throw new ApiError('VALIDATION_ERROR', 'body.message or body.action is required');
   const value = body.action?.value;
   if (value !== undefined && Buffer.byteLength(JSON.stringify(value) ?? '') > ACTION_VALUE_MAX_BYTES) {
@@ -110,7 +134,7 @@ function sessionNoLongerRuns(err: unknown): boolean {
 }
 
 /** Turns this API process is waiting on, per app (the QUEUE_FULL back-pressure). */
-const turnsInFlight = new WeakMap<AppContext, number>();
+const turnsInFlight = new WeakMap<CoreContext, number>();
 
 /**
  * A continuing session's lookups: the session read and its message-budget charge, started in the
@@ -124,39 +148,42 @@ export interface ExistingSessionTurn {
   /** The charge's refusal (429), or null when the message was charged. */
   chargeError: unknown;
   limiterKey: string;
+  /** Hands the message's charge back to the budget it was taken from. */
+  refund: () => Promise<void>;
 }
 
-async function readContinuingSession(ctx: AppContext, tenantId: string, sessionId: string): Promise<ExistingSessionTurn['session']> {
+async function readContinuingSession(ctx: CoreContext, tenantId: string, sessionId: string): Promise<ExistingSessionTurn['session']> {
   const session = await findOwned(ctx.models.Session, sessionId, { tenantId });
   if (session && session.status !== 'ended') rememberRunningSession(ctx, tenantId, sessionId, session);
   return session;
 }
 
-export async function startExistingSessionTurn(ctx: AppContext, principal: Principal, sessionId: string, res: Response): Promise<ExistingSessionTurn> {
+export async function startExistingSessionTurn(ctx: CoreContext, principal: Principal, sessionId: string, budget: MessageBudget): Promise<ExistingSessionTurn> {
   const limiterKey = `session:${sessionId}`;
   const running = recallRunningSession(ctx, principal.tenantId, sessionId);
   const [session, chargeError] = await Promise.all([
     running ? { _id: sessionId, tenantId: principal.tenantId, projectId: running.projectId, status: 'active' as const } : readContinuingSession(ctx, principal.tenantId, sessionId),
-    consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Session message rate limit exceeded').then(
+    budget.charge(limiterKey).then(
       () => null,
       (err: unknown) => err,
     ),
   ]);
-  return { session, remembered: running !== null, chargeError, limiterKey };
+  return { session, remembered: running !== null, chargeError, limiterKey, refund: () => budget.refund(limiterKey) };
 }
 
 /** Hands a message's charge back: it was refused before it reached the session. */
-export function refundSessionCharge(ctx: AppContext, existing: ExistingSessionTurn | null | undefined): void {
-  if (existing && !existing.chargeError) void refundRateLimit(ctx.sessionMessageLimiter, existing.limiterKey).catch(() => undefined);
+export function refundSessionCharge(existing: ExistingSessionTurn | null | undefined): void {
+  if (existing && !existing.chargeError) void existing.refund().catch(() => undefined);
 }
 
 export interface ChatTurnOptions {
   principal: Principal;
   /** The project, already checked visible to the caller (only its ids are needed). */
   project: Pick<ProjectDoc, '_id' | 'tenantId'>;
-  body: TChatAgentRequest;
+  body: ChatTurnRequest;
   idempotencyKey: string | null;
-  res: Response;
+  /** The session's message budget, charged when the turn continues a session. */
+  budget: MessageBudget;
   /** The continuing session's lookups when the route already started them. */
   existing?: ExistingSessionTurn | null;
 }
@@ -169,7 +196,7 @@ const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restart
  * its grace period with 503: the turn goes on in its workflow, and a retry with the same
  * Idempotency-Key gets its answer. A message not yet sent by then is not sent at all.
  */
-export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Promise<TurnResult> {
+export async function runChatTurn(ctx: CoreContext, options: ChatTurnOptions): Promise<TurnResult> {
   let existing = options.existing ?? null;
   let sent = false;
   let stopped = false;
@@ -181,7 +208,7 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
     stop(restarting());
   });
   try {
-    if (options.body.sessionId && !existing) existing = await startExistingSessionTurn(ctx, options.principal, options.body.sessionId, options.res);
+    if (options.body.sessionId && !existing) existing = await startExistingSessionTurn(ctx, options.principal, options.body.sessionId, options.budget);
     const turn = sendChatTurn(ctx, options, existing, () => {
       if (stopped) throw restarting();
       sent = true;
@@ -189,14 +216,14 @@ export async function runChatTurn(ctx: AppContext, options: ChatTurnOptions): Pr
     turn.catch(() => undefined);
     return await Promise.race([turn, stoppedEarly]);
   } catch (err) {
-    if (!sent) refundSessionCharge(ctx, existing);
+    if (!sent) refundSessionCharge(existing);
     throw err;
   } finally {
     untrack();
   }
 }
 
-async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
+async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
   const { principal, project, body } = options;
   validateMessageOrAction(body);
   validateMetadata(body.metadata);
@@ -258,7 +285,7 @@ async function sendChatTurn(ctx: AppContext, options: ChatTurnOptions, existing:
         if (!existing.remembered || !sessionNoLongerRuns(err)) throw err;
         // Remembered as running, but ended or deleted since: the record decides, as if read first.
         forgetRunningSession(ctx, principal.tenantId, session._id);
-        refundSessionCharge(ctx, existing);
+        refundSessionCharge(existing);
         const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
         if (!record || record.projectId !== project._id) throw new ApiError('NOT_FOUND', 'Session not found');
         throw new ApiError('CONFLICT', 'Session has ended; start a new session');

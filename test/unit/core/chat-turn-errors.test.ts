@@ -3,7 +3,7 @@
 import { ServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ActivityFailure, ApplicationFailure, RetryState, WorkflowNotFoundError } from '@temporalio/common';
 import { mongo } from 'mongoose';
-import { toApiError, UPDATE_OUTLIVED_WORKFLOW } from '../../../api/chat-agent/service';
+import { toApiError, UPDATE_OUTLIVED_WORKFLOW } from '../../../core/chat/turns';
 import { ApiError } from '../../../lib/errors';
 
 const updateFailed = (cause: Error) => new WorkflowUpdateFailedError('Workflow Update failed', cause);
