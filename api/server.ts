@@ -7,7 +7,7 @@ import { type AppContext } from './context';
 import { runningCalls } from '../core/running-calls';
 import { startCapacityReconciler } from './sessions/capacity-reconciler';
 import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
-import { startInterruptedRunSweep } from './agentic-apps/stale-runs';
+import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';

@@ -4,7 +4,7 @@
 // session. Async runs belong to their workflow (workflows/app-run.ts), which always finishes them.
 import { finishAppRun } from '../../db/app-run';
 import { runPeriodically } from '../../lib/periodic';
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 
 /** Closed per round; the rest in the next. */
 const PER_ROUND = 100;
@@ -20,7 +20,7 @@ export function staleRunAgeMs(config: { REQUEST_TIMEOUT_MS: number }): number {
 }
 
 /** Closes interrupted request-bound runs of every tenant (each then written with its own tenant). */
-export async function closeInterruptedRuns(ctx: AppContext, now = new Date()): Promise<number> {
+export async function closeInterruptedRuns(ctx: CoreContext, now = new Date()): Promise<number> {
   const before = new Date(now.getTime() - staleRunAgeMs(ctx.config));
   const stale = await ctx.models.AppRun.find({ isAsync: false, status: 'running', createdAt: { $lt: before } }, { _id: 1, tenantId: 1, sessionId: 1 })
     .limit(PER_ROUND)
@@ -39,7 +39,7 @@ export async function closeInterruptedRuns(ctx: AppContext, now = new Date()): P
   return closed;
 }
 
-export function startInterruptedRunSweep(ctx: AppContext): () => void {
+export function startInterruptedRunSweep(ctx: CoreContext): () => void {
   const every = ctx.config.APP_RUN_SWEEP_MS;
   return runPeriodically(every, every, () => closeInterruptedRuns(ctx), (err) =>
     ctx.logger.warn({ err }, 'closing interrupted app runs failed; it runs again at the next interval'),

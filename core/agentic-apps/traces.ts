@@ -6,8 +6,8 @@ import { type AppSessionDoc } from '../../db/app-session';
 import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { sha256Hex } from '../../lib/crypto';
-import { type AppContext } from '../context';
-import { findCurrentSession } from '../../core/sessions/read';
+import { type CoreContext } from '../context';
+import { findCurrentSession } from '../sessions/read';
 import { type ApiError } from '../../lib/errors';
 
 /** Most trace events and messages one detail reads. */
@@ -70,7 +70,7 @@ function observations(events: TraceEventDoc[]) {
     });
 }
 
-export async function appSessionDetail(ctx: AppContext, app: AppSessionDoc, include: { traces: boolean; observations: boolean }) {
+export async function appSessionDetail(ctx: CoreContext, app: AppSessionDoc, include: { traces: boolean; observations: boolean }) {
   const scope = { tenantId: app.tenantId, projectId: app.projectId };
   const core = await findCurrentSession(ctx, scope, app._id).catch((err: unknown) => {
     if ((err as ApiError).code === 'NOT_FOUND') return null;

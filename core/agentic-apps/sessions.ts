@@ -2,22 +2,34 @@
 // found"), list, detail and terminate. An app session is a core session (db/session.ts) with its
 // AgentSession workflow, channel `api`, plus the app record (db/app-session.ts) holding the
 // caller's references, the source and the run status. Every query carries tenant and project.
+// The routes and their response shapes are api/agentic-apps/.
 import { randomUUID } from 'node:crypto';
-import { appSessionStatus, type AppSessionDoc, type AppSessionSource } from '../../db/app-session';
+import { type AppSessionDoc, type AppSessionSource } from '../../db/app-session';
 import { type SessionDoc } from '../../db/session';
 import { sha256Hex } from '../../lib/crypto';
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
-import { type AppContext } from '../context';
-import { findVisibleProject } from '../../core/projects/visible';
-import { forgetRunningSession } from '../../core/sessions/running-sessions';
-import { endSessionWorkflow } from '../../core/sessions/end';
-import { findCurrentSession } from '../../core/sessions/read';
-import { resolveNewSessionTarget } from '../../core/sessions/target';
-import { startSession } from '../../core/sessions/start';
-import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../../core/sessions/workflow-client';
+import { type CoreContext } from '../context';
+import { findVisibleProject } from '../projects/visible';
+import { forgetRunningSession } from '../sessions/running-sessions';
+import { endSessionWorkflow } from '../sessions/end';
+import { findCurrentSession } from '../sessions/read';
+import { resolveNewSessionTarget } from '../sessions/target';
+import { startSession } from '../sessions/start';
+import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../sessions/workflow-client';
 import { turnUpdate, type TurnUpdateInput } from '../../workflows/definitions';
-import { APP_SESSION_ID_PATTERN, type TListAppSessionsBody, type TSessionIdentity } from './schemas';
+
+/** `s-<uuid>` as shown, or the bare UUID the core session routes use. */
+export const APP_SESSION_ID_PATTERN = /^(s-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+/** The filters of the session list (its request body, api/agentic-apps/schemas.ts). */
+export interface AppSessionListFilter {
+  env_name?: string;
+  start_time?: string;
+  end_time?: string;
+  user_reference_id?: string;
+  session_reference_id?: string;
+}
 
 export interface AppScope {
   tenantId: string;
@@ -26,7 +38,7 @@ export interface AppScope {
 }
 
 /** The app (a project) if the key may see it; another tenant's or project's is 404. */
-export async function loadApp(ctx: AppContext, principal: Principal, appId: string) {
+export async function loadApp(ctx: CoreContext, principal: Principal, appId: string) {
   const project = await findVisibleProject(ctx, principal, appId);
   if (!project) throw new ApiError('NOT_FOUND', 'App not found');
   return project;
@@ -44,7 +56,7 @@ const NO_SESSION = 'none';
 /** `s-<uuid>` or `<uuid>` → the core session id. */
 export const coreSessionId = (id: string): string => id.replace(/^s-/, '').toLowerCase();
 
-export function parseIdentity(items: TSessionIdentity | { type: string; value: string }[]): ParsedIdentity {
+export function parseIdentity(items: readonly { type: string; value: string }[]): ParsedIdentity {
   const parsed: ParsedIdentity = {};
   const seen = new Set<string>();
   for (const { type, value } of items) {
@@ -71,7 +83,7 @@ export function userIdFor(scope: Pick<AppScope, 'tenantId' | 'projectId'>, userR
 const sessionNotFound = () => new ApiError('NOT_FOUND', 'Session not found');
 
 /** Frees an app session's live key: its conversation has ended, so the identity starts a new one. */
-async function retire(ctx: AppContext, session: AppSessionDoc, at: Date): Promise<AppSessionDoc> {
+async function retire(ctx: CoreContext, session: AppSessionDoc, at: Date): Promise<AppSessionDoc> {
   const set = { terminatedAt: session.terminatedAt ?? at, liveKey: `terminated:${session._id}`, activeRuns: 0 };
   await ctx.models.AppSession.updateOne({ _id: session._id, tenantId: session.tenantId }, { $set: set });
   return { ...session, ...set };
@@ -81,7 +93,7 @@ async function retire(ctx: AppContext, session: AppSessionDoc, at: Date): Promis
  * A live app session found by key, or null. One whose conversation ended on its own (idle
  * timeout, COMPLETE, deletion) is retired on the way, so its identity starts a new session.
  */
-async function liveSession(ctx: AppContext, found: AppSessionDoc | null): Promise<AppSessionDoc | null> {
+async function liveSession(ctx: CoreContext, found: AppSessionDoc | null): Promise<AppSessionDoc | null> {
   if (!found || found.terminatedAt) return null;
   const core = await ctx.models.Session.findOne({ _id: found._id, tenantId: found.tenantId }).select({ status: 1, endedAt: 1 }).lean();
   if (core && core.status !== 'ended') return found;
@@ -89,7 +101,7 @@ async function liveSession(ctx: AppContext, found: AppSessionDoc | null): Promis
   return null;
 }
 
-async function findExisting(ctx: AppContext, scope: AppScope, identity: ParsedIdentity): Promise<AppSessionDoc | null> {
+async function findExisting(ctx: CoreContext, scope: AppScope, identity: ParsedIdentity): Promise<AppSessionDoc | null> {
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, environment: scope.environment };
   if (identity.sessionReference) {
     const found = await liveSession(ctx, await ctx.models.AppSession.findOne({ ...owned, liveKey: liveKey(scope, 'ref', identity.sessionReference) }).lean());
@@ -120,7 +132,7 @@ export interface ResolvedAppSession {
  * environment (404); a sessionReference finds its live session, else starts one; a userReference
  * alone finds the user's most recent live session, else starts one; no identity starts one.
  */
-export async function findOrCreateAppSession(ctx: AppContext, scope: AppScope, identity: ParsedIdentity, source: AppSessionSource): Promise<ResolvedAppSession> {
+export async function findOrCreateAppSession(ctx: CoreContext, scope: AppScope, identity: ParsedIdentity, source: AppSessionSource): Promise<ResolvedAppSession> {
   if (identity.sessionId) {
     const session = await ctx.models.AppSession.findOne({ _id: identity.sessionId, tenantId: scope.tenantId, projectId: scope.projectId, environment: scope.environment }).lean();
     if (!session) throw sessionNotFound();
@@ -186,7 +198,7 @@ export const GREETING_TIMEOUT_MS = 30_000;
  * step) and returns what the entry agent said, the create response's Welcome_Event. A greeting
  * that fails is logged and left out: the session exists, and its first run starts it instead.
  */
-async function greet(ctx: AppContext, sessionId: string): Promise<string> {
+async function greet(ctx: CoreContext, sessionId: string): Promise<string> {
   try {
     const client = await temporalClient(ctx);
     const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
@@ -201,47 +213,19 @@ async function greet(ctx: AppContext, sessionId: string): Promise<string> {
   }
 }
 
-async function readApp(ctx: AppContext, scope: Pick<AppScope, 'tenantId' | 'projectId'>, sessionId: string): Promise<AppSessionDoc> {
+async function readApp(ctx: CoreContext, scope: Pick<AppScope, 'tenantId' | 'projectId'>, sessionId: string): Promise<AppSessionDoc> {
   const session = await ctx.models.AppSession.findOne({ _id: sessionId, tenantId: scope.tenantId, projectId: scope.projectId }).lean();
   if (!session) throw sessionNotFound();
   return session;
 }
 export { readApp as readAppSession };
 
-export function presentAppSession(session: AppSessionDoc) {
-  return {
-    sessionId: `s-${session._id}`,
-    sessionReference: session.sessionReference,
-    userReference: session.userReference,
-    status: appSessionStatus(session),
-    userId: session.userId,
-    createdAt: new Date(session.createdAt).toISOString(),
-    source: session.source,
-  };
-}
-
-export function sessionInfo(session: AppSessionDoc, runId: string | null) {
-  return {
-    status: appSessionStatus(session),
-    userReference: session.userReference,
-    sessionReference: session.sessionReference,
-    userId: session.userId,
-    sessionId: `s-${session._id}`,
-    runId,
-    appId: session.projectId,
-    attachments: [] as unknown[],
-  };
-}
-
-/** File uploads are not taken yet: every app answers with uploads off. */
-export const FILE_UPLOAD_CONFIG = { enabled: false, isAttachmentsEnabled: false, maxFileCount: 0, maxFileSize: 0, maxTokens: 0 };
-
 // ---------------------------------------------------------------- list
 
 /** Default window of the list: the 24 hours before `end_time`. */
 export const LIST_DEFAULT_WINDOW_MS = 24 * 60 * 60 * 1000;
 
-export async function listAppSessions(ctx: AppContext, app: { tenantId: string; projectId: string; environments?: readonly string[] | null }, body: TListAppSessionsBody, page: { offset: number; limit: number }) {
+export async function listAppSessions(ctx: CoreContext, app: { tenantId: string; projectId: string; environments?: readonly string[] | null }, body: AppSessionListFilter, page: { offset: number; limit: number }) {
   const end = body.end_time ? new Date(body.end_time) : new Date();
   const start = body.start_time ? new Date(body.start_time) : new Date(end.getTime() - LIST_DEFAULT_WINDOW_MS);
   // A window that ends before it starts holds no session.
@@ -288,7 +272,7 @@ export async function listAppSessions(ctx: AppContext, app: { tenantId: string; 
 // ---------------------------------------------------------------- terminate
 
 /** A short, deterministic account of the conversation from its transcript (no model call). */
-export async function conversationSummary(ctx: AppContext, core: SessionDoc | null): Promise<string> {
+export async function conversationSummary(ctx: CoreContext, core: SessionDoc | null): Promise<string> {
   if (!core) return 'No messages were exchanged.';
   const messages = await ctx.models.TranscriptMessage.find({ tenantId: core.tenantId, sessionId: core._id }).sort({ seq: 1 }).limit(500).lean();
   const user = messages.filter((m) => m.role === 'user');
@@ -308,7 +292,7 @@ export const END_OF_CONVERSATION_MESSAGE = 'The conversation has ended.';
  * the end signal (terminated if it does not close), which discards the session-scoped memory it
  * holds, and the identity is freed. A session already ended, or not found, answers the same body.
  */
-export async function terminateAppSession(ctx: AppContext, scope: AppScope, identity: ParsedIdentity) {
+export async function terminateAppSession(ctx: CoreContext, scope: AppScope, identity: ParsedIdentity) {
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, environment: scope.environment };
   const found = identity.sessionId
     ? await ctx.models.AppSession.findOne({ ...owned, _id: identity.sessionId }).lean()

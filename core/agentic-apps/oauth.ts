@@ -6,7 +6,7 @@
 import { type AgentIR, type Json } from '../../abl/ir';
 import { type DeploymentDoc } from '../../db/deployment';
 import { ANY_TOOL } from '../../db/tool-secret';
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 
 export interface AuthProfile {
   url: string;
@@ -19,7 +19,7 @@ const text = (value: Json | undefined): string | null => (typeof value === 'stri
 const SECRET_REFERENCE = /\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g;
 
 /** The IR of every agent a new session in this scope runs: the deployment's versions, or each agent's newest. */
-async function sessionAgents(ctx: AppContext, scope: { tenantId: string; projectId: string }, deployment: DeploymentDoc | null): Promise<AgentIR[]> {
+async function sessionAgents(ctx: CoreContext, scope: { tenantId: string; projectId: string }, deployment: DeploymentDoc | null): Promise<AgentIR[]> {
   const rows = await ctx.models.AgentVersion.find(
     deployment ? { ...scope, agentName: { $in: Object.keys(deployment.agentVersionManifest) } } : scope,
   )
@@ -38,7 +38,7 @@ async function sessionAgents(ctx: AppContext, scope: { tenantId: string; project
  * The auth profiles of the app's `oauth2_user` tools in `environment`, one per tool (by name),
  * or an empty list when no tool needs the user's authorisation.
  */
-export async function oauthProfiles(ctx: AppContext, scope: { tenantId: string; projectId: string; environment: string }, deployment: DeploymentDoc | null): Promise<AuthProfile[]> {
+export async function oauthProfiles(ctx: CoreContext, scope: { tenantId: string; projectId: string; environment: string }, deployment: DeploymentDoc | null): Promise<AuthProfile[]> {
   const tools = new Map<string, { url: string; idpName: string; secrets: string[]; token: string | null }>();
   for (const agent of await sessionAgents(ctx, { tenantId: scope.tenantId, projectId: scope.projectId }, deployment)) {
     for (const tool of agent.tools ?? []) {
