@@ -54,7 +54,7 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'core/agentic-apps/sessions.ts: open app sessions of a user', model: 'AppSession', filter: { tenantId: T, projectId: P, environment: 'production', userReference: 'u1', terminatedAt: null } },
   { name: 'api/http-async/messages.ts: subscription (owned)', model: 'HttpAsyncSubscription', filter: { _id: 'sub_q1', tenantId: T, projectId: P }, limit: 1 },
   { name: 'core/agentic-apps/oauth.ts: tool secrets of an environment', model: 'ToolSecret', filter: { tenantId: T, projectId: P, environment: 'production', secretKey: { $in: ['k'] } } },
-  { name: 'api/project-io/import-lock.ts: live import slots', model: 'ImportLock', filter: { tenantId: T, expiresAt: { $gt: before } } },
+  { name: 'core/project-io/import-lock.ts: live import slots', model: 'ImportLock', filter: { tenantId: T, expiresAt: { $gt: before } } },
   { name: 'api/tenancy/service.ts: claims of a scope', model: 'ApiKeyClaim', filter: { scopeId: 'scp_q1' } },
   { name: 'db/session-capacity.ts: reconciler, slots of a tenant', model: 'SessionSlot', filter: { tenantId: T } },
   { name: 'db/session-capacity.ts: reconciler, active sessions of a tenant', model: 'Session', filter: { tenantId: T, status: 'active' } },

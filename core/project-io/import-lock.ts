@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { type Models } from '../../db/models';
 import { ApiError } from '../../lib/errors';
-import { type ProjectScope } from '../../core/agents/compile';
+import { type ProjectScope } from '../agents/compile';
 import { IMPORT_LIMITS } from './limits';
 
 export interface ImportLock {

@@ -1,7 +1,7 @@
 // The export manifest's entryAgent is read from the drafts' headers without compiling; it must be
 // the agent the compiler itself picks as the entry of the same files.
 import { compileProject } from '../../../abl';
-import { entryAgentOf } from '../../../api/project-io/export';
+import { entryAgentOf } from '../../../core/project-io/export';
 
 const agent = (name: string, goal = 'Help') => `AGENT: ${name}\nGOAL: "${goal}"\n`;
 const supervisor = (name: string, target: string) => `# Routes people\n\nsupervisor: ${name}\nGOAL: "Route"\nHANDOFF:\n  - TO: ${target}\n    WHEN: "needs help"\n`;

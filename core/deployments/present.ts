@@ -1,4 +1,5 @@
-// Shapes deployment documents into API objects (ids as `id`, ISO dates).
+// Shapes deployment documents into API objects (ids as `id`, ISO dates): the deployment routes
+// answer with them, and a project export carries them (core/project-io/deployment-records.ts).
 import { type DeploymentDoc } from '../../db/deployment';
 
 const iso = (d: Date): string => new Date(d).toISOString();

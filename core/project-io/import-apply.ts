@@ -14,8 +14,8 @@ import { type ToolFileDoc } from '../../db/tool-file';
 import { ApiError } from '../../lib/errors';
 import { type Logger } from '../../lib/logger';
 import { newId } from '../../lib/ids';
-import { agentCompilationFrom, type ProjectScope } from '../../core/agents/compile';
-import { bumpPatch, FIRST_VERSION } from '../../core/agents/agents';
+import { agentCompilationFrom, type ProjectScope } from '../agents/compile';
+import { bumpPatch, FIRST_VERSION } from '../agents/agents';
 import { type ImportPlan } from './import-plan';
 
 export interface ImportApplied {

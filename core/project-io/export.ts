@@ -6,7 +6,7 @@ import { type BindingIR } from '../../abl';
 import { type Models } from '../../db/models';
 import { type ProjectDoc } from '../../db/project';
 import { ApiError } from '../../lib/errors';
-import { type ProjectScope } from '../../core/agents/compile';
+import { type ProjectScope } from '../agents/compile';
 import { compileProjectSources, dependencyEdges } from './compile';
 import { listDeploymentRecords } from './deployment-records';
 import { DEPLOYMENTS_FILE, exportAgentPath, exportToolPath } from './layout';

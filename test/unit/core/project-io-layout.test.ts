@@ -1,6 +1,6 @@
 // The import's path rules: unsafe paths are named by the rule they break, and the pattern the
 // OpenAPI document states accepts exactly the paths the import classifies as files it takes.
-import { classifyImportPath, IMPORT_PATH_PATTERN, unsafePathReason } from '../../../api/project-io/layout';
+import { classifyImportPath, IMPORT_PATH_PATTERN, unsafePathReason } from '../../../core/project-io/layout';
 
 describe('unsafePathReason', () => {
   it.each([

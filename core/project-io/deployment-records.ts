@@ -2,7 +2,7 @@
 // the project, newest first, as the deployment routes show them (docs/deployments.md). An import
 // does not read them back: deployments name versions of the exporting project.
 import { type Models } from '../../db/models';
-import { type ProjectScope } from '../../core/agents/compile';
+import { type ProjectScope } from '../agents/compile';
 import { presentDeployment } from '../deployments/present';
 
 /** More than this many deployments are left out of an export (it says how many it holds). */

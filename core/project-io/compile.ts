@@ -2,7 +2,7 @@
 // so the hashes match theirs, and reports diagnostics under the export layout's paths
 // (`agents/<name>.abl`) instead of the compiler's internal ones (`agents/<name>.agent.abl`).
 import { compileProject, type AgentIR, type CompilationOutput, type Diagnostic, type ProjectFile } from '../../abl';
-import { AGENT_DIAGNOSTICS, agentFilePath, toolFilePath } from '../../core/agents/compile';
+import { AGENT_DIAGNOSTICS, agentFilePath, toolFilePath } from '../agents/compile';
 import { exportAgentPath, exportToolPath } from './layout';
 
 export interface SourceFile {

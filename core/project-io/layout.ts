@@ -1,7 +1,7 @@
 // Where each thing lives in an exported project: `agents/<name>.abl`, `tools/<name>.tools.abl`,
 // plus the manifest, lockfile and deployment records, and how an import path is judged (an import
 // also takes a YAML agent at `agents/<name>.yaml`).
-import { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN } from '../agents/schemas';
+import { AGENT_NAME_PATTERN, TOOL_NAME_PATTERN } from '../agents/names';
 
 export const MANIFEST_FILE = 'manifest.json';
 export const LOCKFILE_FILE = 'lockfile.json';
