@@ -6,7 +6,7 @@ import { defineRoute, type AnyRoute } from '../http/route';
 import { sessionLinks } from '../sessions/router';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
 import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from '../../core/chat/turns';
-import { sessionMessageBudget } from './message-budget';
+import { sessionMessageBudget } from '../sessions/message-budget';
 
 
 export const chatAgentRoutes: AnyRoute[] = [

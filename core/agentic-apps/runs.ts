@@ -14,7 +14,8 @@ import { type AppRunInput } from '../../workflows/definitions';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { type CoreContext } from '../context';
 import { requireEncryptor } from '../llm/runtime';
-import { runChatTurn, startExistingSessionTurn, validateMetadata, type ExistingSessionTurn, type MessageBudget } from '../chat/turns';
+import { runChatTurn, startExistingSessionTurn, validateMetadata, type ExistingSessionTurn } from '../chat/turns';
+import { type MessageBudget } from '../sessions/message-budget';
 import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
 import { findOrCreateAppSession, parseIdentity, readAppSession, type AppScope } from './sessions';
 

@@ -26,6 +26,7 @@ import { forgetRunningSession, recallRunningSession, rememberRunningSession } fr
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { requireEnvironment } from '../platform-keys/environments';
+import { type MessageBudget } from '../sessions/message-budget';
 
 /** Limits on per-turn metadata (the spec says "validated server side"; these are ours). */
 export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 50, maxDepth: 5 } as const;
@@ -41,15 +42,6 @@ export interface ChatTurnRequest {
   agentId?: string;
   metadata?: Record<string, unknown>;
   testContext?: TurnUpdateInput['testContext'];
-}
-
-/**
- * A session's message budget (SESSION_MESSAGES_PER_MINUTE), as the caller keeps it: `charge`
- * takes one message for the key or throws the 429; `refund` hands one back.
- */
-export interface MessageBudget {
-  charge(limiterKey: string): Promise<void>;
-  refund(limiterKey: string): Promise<void>;
 }
 
 function depth(value: unknown, level = 0): number {

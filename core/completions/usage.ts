@@ -1,10 +1,19 @@
-// GET /chat/usage: a project's recorded completion usage over a period, in total or by model.
+// A project's recorded completion usage over a period, in total or by model (GET /chat/usage).
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { summarizeLlmUsage, type LlmUsageSummary } from '../../db/llm-usage';
-import { findVisibleProject } from '../../core/projects/visible';
-import { type AppContext } from '../context';
-import { type TChatUsageQuery } from './schemas';
+import { findVisibleProject } from '../projects/visible';
+import { type CoreContext } from '../context';
+
+/** The period and grouping asked for (GET /chat/usage's query, api/completions/schemas.ts). */
+export interface UsageQuery {
+  projectId: string;
+  /** ISO 8601, inclusive. */
+  startDate?: string;
+  /** ISO 8601; a date alone includes that whole day (UTC). */
+  endDate?: string;
+  groupBy?: 'model';
+}
 
 function parseRangeStart(value: string | undefined): Date | undefined {
   return value === undefined ? undefined : new Date(value.length === 10 ? `${value}T00:00:00.000Z` : value);
@@ -17,7 +26,7 @@ function parseRangeEnd(value: string | undefined): Date | undefined {
   return new Date(Date.parse(value) + 1);
 }
 
-export async function chatUsage(ctx: AppContext, principal: Principal, query: TChatUsageQuery): Promise<{ success: true } & Partial<LlmUsageSummary>> {
+export async function projectUsage(ctx: CoreContext, principal: Principal, query: UsageQuery): Promise<Partial<LlmUsageSummary>> {
   const from = parseRangeStart(query.startDate);
   const to = parseRangeEnd(query.endDate);
   // An end before the start is an empty period (zero usage), not a malformed request: each date
@@ -30,5 +39,5 @@ export async function chatUsage(ctx: AppContext, principal: Principal, query: TC
     ...(from ? { from } : {}),
     ...(to ? { to } : {}),
   });
-  return query.groupBy === 'model' ? { success: true, summary: result.summary, byModel: result.byModel } : { success: true, summary: result.summary };
+  return query.groupBy === 'model' ? { summary: result.summary, byModel: result.byModel } : { summary: result.summary };
 }

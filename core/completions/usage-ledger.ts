@@ -2,14 +2,13 @@
 // whatever the outcome; a failed write is logged and never fails the call.
 import { type Principal } from '../../lib/permissions';
 import { recordLlmUsage, type LlmCallStatus } from '../../db/llm-usage';
-import { type AppContext } from '../context';
-import { llmRuntime } from '../../core/llm/runtime';
-import { type PreparedCall } from './call';
-import { type TChatRequest } from './schemas';
+import { type CoreContext } from '../context';
+import { llmRuntime } from '../llm/runtime';
+import { type CompletionRequest, type PreparedCall } from './call';
 
 export interface CallRecord {
   principal: Principal;
-  body: TChatRequest;
+  body: Pick<CompletionRequest, 'sessionId'>;
   call: PreparedCall;
   servedModel: string | null;
   usage: { inputTokens: number; outputTokens: number } | null;
@@ -18,7 +17,7 @@ export interface CallRecord {
 }
 
 /** Writes the ledger entry; a failed write is logged, never turned into a failed call. */
-export async function record(ctx: AppContext, entry: CallRecord): Promise<number | null> {
+export async function record(ctx: CoreContext, entry: CallRecord): Promise<number | null> {
   const { target } = entry.call;
   const provider = target.provider.provider;
   const cost = entry.usage ? llmRuntime(ctx).cost(provider, entry.servedModel || target.modelId, entry.usage) : null;

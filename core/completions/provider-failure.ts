@@ -1,17 +1,26 @@
 // A provider's failure as the caller sees it: a caller-safe message and the code of its kind
-// (429 with the provider's retry delay, 504, 503, 400); its detail goes to the log only.
-import { type Response } from 'express';
+// (429 with the provider's retry delay, 504, 503, 400), or the `error` event that ends a stream;
+// its detail goes to the log only.
 import { ApiError } from '../../lib/errors';
-import { type ProviderError } from '../../providers/llm';
+import { ProviderError } from '../../providers/llm';
 import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
+
+export function isProviderError(err: unknown): err is ProviderError {
+  return err instanceof ProviderError;
+}
 
 /**
  * Logs a provider failure's detail (the provider's own text, its request id) with this request's
  * id: the caller is told only what publicProviderMessage says.
  */
-export function logProviderFailure(ctx: AppContext, res: Response, err: ProviderError): void {
-  ctx.logger.warn({ requestId: res.locals.requestId, ...providerErrorLogFields(err) }, 'LLM provider call failed');
+export function logProviderFailure(ctx: CoreContext, requestId: unknown, err: ProviderError): void {
+  ctx.logger.warn({ requestId, ...providerErrorLogFields(err) }, 'LLM provider call failed');
+}
+
+/** A provider failure on the streamed path: the data of the stream's last `error` event. */
+export function providerFailureEvent(err: ProviderError): { error: string; code: string; retryable: boolean } {
+  return { error: publicProviderMessage(err), code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable };
 }
 
 /** A provider failure on the non-streamed path, as an API error with a caller-safe message. */

@@ -1,17 +1,29 @@
 // One completion call up to the provider: the preloaded reads (the project, reused for a few
 // seconds, and the model resolution), the checks that judge them in order, and the request the
-// provider gets. The complete and stream endpoints share it.
-import { type Response } from 'express';
+// provider gets. The complete and stream endpoints share it (api/completions/).
 import { ApiError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { findOwned } from '../../db/owned';
 import { type ProjectDoc } from '../../db/project';
 import { memoizePerProject } from '../../lib/memoize-per-project';
-import { type LlmProvider, type LlmRequest, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
-import { type AppContext } from '../context';
-import { consumeRateLimit } from '../middleware/rate-limit';
-import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from '../../core/llm/runtime';
-import { type TChatRequest } from './schemas';
+import { type LlmProvider, type LlmRequest, type ProjectLlmQuery, type ResolvedProjectLlm, type RuntimeTarget } from '../../providers/llm';
+import { type CoreContext } from '../context';
+import { isCredentialDecryptionError, llmRuntime, PROJECT_LLM_TTL_MS, runtimeNotConfigured } from '../llm/runtime';
+import { type MessageBudget } from '../sessions/message-budget';
+
+export type { LlmStreamEvent } from '../../providers/llm';
+
+/** A completion call as the caller asks for it: the body of /chat/complete and /chat/stream (api/completions/schemas.ts). */
+export interface CompletionRequest {
+  projectId: string;
+  messages: LlmRequest['messages'];
+  sessionId?: string;
+  tools?: LlmRequest['tools'];
+  modelId?: string;
+  tier?: ProjectLlmQuery['tier'];
+  temperature?: number;
+  maxTokens?: number;
+}
 
 export interface PreparedCall {
   target: RuntimeTarget;
@@ -26,9 +38,9 @@ export interface PreparedCall {
  * binding is still checked on every request. (Were project deletion added, a deleted project
  * would stay usable here for at most that long, as its settings already do.)
  */
-const projectReads = new WeakMap<AppContext, ReturnType<typeof memoizePerProject<ProjectDoc | null>>>();
+const projectReads = new WeakMap<CoreContext, ReturnType<typeof memoizePerProject<ProjectDoc | null>>>();
 
-async function loadVisibleProjectReused(ctx: AppContext, principal: Principal, projectId: string) {
+async function loadVisibleProjectReused(ctx: CoreContext, principal: Principal, projectId: string) {
   let reads = projectReads.get(ctx);
   if (!reads) {
     reads = memoizePerProject(PROJECT_LLM_TTL_MS, (tenantId, id) => findOwned(ctx.models.Project, id, { tenantId }), 10_000);
@@ -49,7 +61,7 @@ export interface CallLookups {
  * Never rejects: `prepareCall` judges the outcomes in order, so an invisible project is 404
  * even when the runtime is not configured.
  */
-export async function lookUpCall(ctx: AppContext, principal: Principal, body: TChatRequest): Promise<CallLookups> {
+export async function lookUpCall(ctx: CoreContext, principal: Principal, body: CompletionRequest): Promise<CallLookups> {
   const [project, resolved] = await Promise.all([
     loadVisibleProjectReused(ctx, principal, body.projectId),
     llmRuntime(ctx)
@@ -67,11 +79,11 @@ export async function lookUpCall(ctx: AppContext, principal: Principal, body: TC
 export const sessionRateLimitKey = (tenantId: string, sessionId: string) => `${tenantId}:${sessionId}`;
 
 /** Everything before the provider is called, from the preloaded lookups. */
-export async function prepareCall(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<PreparedCall> {
+export async function prepareCall(ctx: CoreContext, principal: Principal, body: CompletionRequest, budget: Pick<MessageBudget, 'charge'>, lookups: CallLookups): Promise<PreparedCall> {
   const { project, resolved } = lookups;
   if (!project) throw ApiError.notFound('Project');
   if (body.sessionId) {
-    await consumeRateLimit(ctx.sessionMessageLimiter, sessionRateLimitKey(principal.tenantId, body.sessionId), res, 'Session message rate limit exceeded');
+    await budget.charge(sessionRateLimitKey(principal.tenantId, body.sessionId));
   }
   if ('error' in resolved) {
     if (isCredentialDecryptionError(resolved.error)) throw runtimeNotConfigured(resolved.error.message);
@@ -81,7 +93,7 @@ export async function prepareCall(ctx: AppContext, principal: Principal, body: T
   return { target: resolved.target, llm: resolved.llm, projectId: project._id };
 }
 
-export function toLlmRequest(body: TChatRequest, modelId: string, signal: AbortSignal): LlmRequest {
+export function toLlmRequest(body: CompletionRequest, modelId: string, signal: AbortSignal): LlmRequest {
   return {
     model: modelId,
     messages: body.messages,
@@ -90,17 +102,6 @@ export function toLlmRequest(body: TChatRequest, modelId: string, signal: AbortS
     ...(body.maxTokens !== undefined ? { maxTokens: body.maxTokens } : {}),
     signal,
   };
-}
-
-/** Aborts the upstream call when the client closes the connection before the response ends. */
-export function abortOnDisconnect(res: Response, controller = new AbortController()): { signal: AbortSignal; clientGone: () => boolean } {
-  let gone = false;
-  res.on('close', () => {
-    if (res.writableFinished) return;
-    gone = true;
-    controller.abort(new Error('client disconnected'));
-  });
-  return { signal: controller.signal, clientGone: () => gone };
 }
 
 export const elapsedSince = (started: number): number => Math.round(performance.now() - started);

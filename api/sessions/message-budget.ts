@@ -1,7 +1,7 @@
 // A session's message budget as the API keeps it: the SESSION_MESSAGES_PER_MINUTE limiter, whose
-// charge also sets the response's rate-limit headers (core/chat/turns.ts takes it as a MessageBudget).
+// charge also sets the response's rate-limit headers (core/sessions/message-budget.ts).
 import { type Response } from 'express';
-import { type MessageBudget } from '../../core/chat/turns';
+import { type MessageBudget } from '../../core/sessions/message-budget';
 import { type AppContext } from '../context';
 import { consumeRateLimit, refundRateLimit } from '../middleware/rate-limit';
 
