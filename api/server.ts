@@ -5,7 +5,7 @@ import { createApp } from './app';
 import { buildAppContext, closeAppContext } from './bootstrap';
 import { type AppContext } from './context';
 import { runningCalls } from '../core/running-calls';
-import { startCapacityReconciler } from './sessions/capacity-reconciler';
+import { startCapacityReconciler } from '../core/sessions/capacity-reconciler';
 import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
 import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';

@@ -5,12 +5,12 @@
 // the count's revisions admit only once.
 import { reconcileAllSessionCapacity } from '../../db/session-capacity';
 import { runPeriodically } from '../../lib/periodic';
-import { type AppContext } from '../context';
+import { type CoreContext } from '../context';
 
 /** Delay of the first run after the process starts. */
 const FIRST_RUN_MS = 10_000;
 
-export function startCapacityReconciler(ctx: AppContext): () => void {
+export function startCapacityReconciler(ctx: CoreContext): () => void {
   const every = ctx.config.SESSION_CAPACITY_RECONCILE_MS;
   return runPeriodically(every, Math.min(every, FIRST_RUN_MS), () => reconcileAllSessionCapacity(ctx.models), (err) =>
     ctx.logger.warn({ err }, 'session capacity reconciliation failed; it runs again at the next interval'),
