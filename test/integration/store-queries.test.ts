@@ -52,7 +52,7 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'core/agentic-apps/runs.ts: run (owned)', model: 'AppRun', filter: { _id: 'run_q1', tenantId: T, projectId: P }, limit: 1 },
   { name: 'core/agentic-apps/sessions.ts: live app session by key', model: 'AppSession', filter: { tenantId: T, projectId: P, liveKey: 'k1' }, limit: 1 },
   { name: 'core/agentic-apps/sessions.ts: open app sessions of a user', model: 'AppSession', filter: { tenantId: T, projectId: P, environment: 'production', userReference: 'u1', terminatedAt: null } },
-  { name: 'api/http-async/messages.ts: subscription (owned)', model: 'HttpAsyncSubscription', filter: { _id: 'sub_q1', tenantId: T, projectId: P }, limit: 1 },
+  { name: 'core/http-async/messages.ts: subscription (owned)', model: 'HttpAsyncSubscription', filter: { _id: 'sub_q1', tenantId: T, projectId: P }, limit: 1 },
   { name: 'core/agentic-apps/oauth.ts: tool secrets of an environment', model: 'ToolSecret', filter: { tenantId: T, projectId: P, environment: 'production', secretKey: { $in: ['k'] } } },
   { name: 'core/project-io/import-lock.ts: live import slots', model: 'ImportLock', filter: { tenantId: T, expiresAt: { $gt: before } } },
   { name: 'api/tenancy/service.ts: claims of a scope', model: 'ApiKeyClaim', filter: { scopeId: 'scp_q1' } },

@@ -1,25 +1,22 @@
-// POST /api/v1/channels/http-async/message: accepts one message of the HTTP-async channel. The
-// answer (202) comes once the message is durably recorded: an update-with-start of the
+// Accepting one message of the HTTP-async channel (POST /api/v1/channels/http-async/message,
+// api/http-async/router.ts). The answer (202) comes once the message is durably recorded: an update-with-start of the
 // conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply. The
 // workflow refuses a message past its queue limits (429 QUEUE_FULL); nothing is queued then.
 import { createHash } from 'node:crypto';
-import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { type Principal, canActInEnvironment } from '../../lib/permissions';
 import { hasGrant } from '../../lib/api-scopes';
-import { ApiError, isDomainError } from '../../lib/errors';
+import { DomainError, isDomainError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
 import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
-import { type AppContext } from '../context';
-import { findVisibleProject } from '../../core/projects/visible';
-import { consumeRateLimit } from '../middleware/rate-limit';
-import { validateMetadata } from '../../core/chat/turns';
-import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../../core/sessions/workflow-client';
-import { newMessageId } from '../../core/http-async/subscriptions';
-import { type THttpAsyncMessageRequest } from './schemas';
+import { type CoreContext } from '../context';
+import { findVisibleProject } from '../projects/visible';
+import { validateMetadata } from '../chat/turns';
+import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
+import { newMessageId } from './subscriptions';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
 export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscription\'s callback URL; send session_key unchanged with every follow-up.';
@@ -49,8 +46,16 @@ export interface AcceptedMessage {
   _note: string;
 }
 
-const queueFull = (message: string) =>
-  new ApiError('QUEUE_FULL', { message, extraBody: { retryAfterMs: QUEUE_FULL_RETRY_AFTER_MS }, headers: { 'Retry-After': String(QUEUE_FULL_RETRY_AFTER_MS / 1000) } });
+const queueFull = (message: string) => new DomainError('QUEUE_FULL', { message, retryAfterMs: QUEUE_FULL_RETRY_AFTER_MS });
+
+/** One message as the channel's route received it (api/http-async/schemas.ts). */
+export interface HttpAsyncMessageRequest {
+  project_id: string;
+  subscription_id: string;
+  session_key: string;
+  message: string;
+  metadata?: Record<string, unknown>;
+}
 
 /** The update was not answered in time: the call's deadline passed (no worker took it). */
 function workerDidNotAnswer(err: unknown): boolean {
@@ -67,7 +72,7 @@ function workerDidNotAnswer(err: unknown): boolean {
  * past the limits then. Refused with QUEUE_FULL when the waiting messages fill the history room.
  */
 async function recordWithoutWorker(
-  ctx: AppContext,
+  ctx: CoreContext,
   workflowId: string,
   message: HttpAsyncInboundMessage,
   limits: HttpAsyncQueueLimits,
@@ -79,7 +84,7 @@ async function recordWithoutWorker(
     throw err;
   });
   if (described && described.status.name === 'RUNNING' && ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events)) {
-    throw new ApiError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
+    throw new DomainError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
   }
   await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
     client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, signal: httpAsyncMessageSignal, signalArgs: [{ ...message, limits }] }),
@@ -96,14 +101,15 @@ function messageIdFor(tenantId: string, workflowId: string, idempotencyKey: stri
 }
 
 export async function acceptHttpAsyncMessage(
-  ctx: AppContext,
+  ctx: CoreContext,
   principal: Principal,
-  body: THttpAsyncMessageRequest,
-  res: Response,
+  body: HttpAsyncMessageRequest,
+  /** Charges the conversation's message rate (SESSION_MESSAGES_PER_MINUTE); refuses with 429 past it. */
+  chargeMessage: (limiterKey: string) => Promise<void>,
   idempotencyKey: string | null = null,
 ): Promise<AcceptedMessage> {
   // A scoped key needs the submission scope itself; other credentials hold it through session:execute.
-  if (!hasGrant(principal, 'http_async.execute')) throw new ApiError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
+  if (!hasGrant(principal, 'http_async.execute')) throw new DomainError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
   validateMetadata(body.metadata);
   // Both reads at once (each a round trip to the store, one after the other about half of a 202's
   // time): a visible project is the principal's tenant's with this id, so the subscription's
@@ -112,17 +118,17 @@ export async function acceptHttpAsyncMessage(
     findVisibleProject(ctx, principal, body.project_id),
     ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: principal.tenantId, projectId: body.project_id }, { secret: 0 }).lean(),
   ]);
-  if (!project) throw ApiError.notFound('Project');
-  if (!sub || !canActInEnvironment(principal, sub.environment)) throw ApiError.notFound('Subscription');
-  if (sub.status === 'paused') throw new ApiError('SUBSCRIPTION_PAUSED', 'The subscription is paused: its replies cannot be delivered. Resume it, then send again');
+  if (!project) throw DomainError.notFound('Project');
+  if (!sub || !canActInEnvironment(principal, sub.environment)) throw DomainError.notFound('Subscription');
+  if (sub.status === 'paused') throw new DomainError('SUBSCRIPTION_PAUSED', 'The subscription is paused: its replies cannot be delivered. Resume it, then send again');
 
   const parsed = parseSessionKey(body.session_key, project._id, sub._id);
   if (parsed.kind === 'foreign') {
-    throw new ApiError('SESSION_KEY_NOT_CANONICAL', 'body.session_key: a key starting with "http_async:" must be the canonical key this project and subscription returned');
+    throw new DomainError('SESSION_KEY_NOT_CANONICAL', 'body.session_key: a key starting with "http_async:" must be the canonical key this project and subscription returned');
   }
   const sessionKey = canonicalSessionKey(project._id, sub._id, parsed.callerKey);
   const workflowId = conversationWorkflowId(sessionKey);
-  await consumeRateLimit(ctx.sessionMessageLimiter, `${project.tenantId}:${workflowId}`, res, 'Conversation message rate limit exceeded');
+  await chargeMessage(`${project.tenantId}:${workflowId}`);
 
   const messageId = messageIdFor(project.tenantId, workflowId, idempotencyKey);
   // The caller's own key opens a conversation once; every follow-up sends the canonical key. A
@@ -143,7 +149,7 @@ export async function acceptHttpAsyncMessage(
       if (!isDuplicateKey(err)) throw err;
       const existing = idempotencyKey ? await ctx.models.HttpAsyncConversation.findOne({ _id: workflowId, tenantId: project.tenantId }, { firstMessageId: 1 }).lean() : null;
       if (!existing || existing.firstMessageId !== messageId) {
-        throw new ApiError('SESSION_KEY_NOT_CANONICAL', {
+        throw new DomainError('SESSION_KEY_NOT_CANONICAL', {
           message: 'body.session_key: this conversation has started; send the canonical session_key returned with its first message',
           details: { session_key: sessionKey },
         });
