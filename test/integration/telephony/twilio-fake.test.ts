@@ -106,6 +106,11 @@ async function finished(callSid: string) {
   return call;
 }
 
+/** The Twilio error code of a REST answer. */
+async function errorCode(response: Response | Promise<Response>): Promise<number> {
+  return ((await (await response).json()) as { code: number }).code;
+}
+
 const RFC_2822 = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} \+0000$/;
 
 describe('status callbacks by destination', () => {
@@ -246,15 +251,15 @@ describe('REST create refusals', () => {
     const noTo = await post({ From: CALLER_ID, Url: `${app.base}/voice` });
     expect(noTo.status).toBe(400);
     expect(await noTo.json()).toEqual({ code: 21201, message: "No 'To' number is specified", more_info: 'https://www.twilio.com/docs/errors/21201', status: 400 });
-    expect((await (await post({ To: CUSTOMER, From: CALLER_ID, Url: 'not a url' })).json()).code).toBe(21205);
-    expect((await (await post({ To: CUSTOMER, From: 'nobody', Url: `${app.base}/voice` })).json()).code).toBe(21212);
+    expect(await errorCode(post({ To: CUSTOMER, From: CALLER_ID, Url: 'not a url' }))).toBe(21205);
+    expect(await errorCode(post({ To: CUSTOMER, From: 'nobody', Url: `${app.base}/voice` }))).toBe(21212);
   });
 
   it('refuses missing credentials and another account’s path with 401 (20003)', async () => {
     const url = `${fake.url}/2010-04-01/Accounts/${ACCOUNT}/Calls.json`;
     const anonymous = await fetch(url);
     expect(anonymous.status).toBe(401);
-    expect((await anonymous.json()).code).toBe(20003);
+    expect(await errorCode(anonymous)).toBe(20003);
     const other = twilioClient({ accountSid: 'AC' + 'b2'.repeat(16), authToken: TOKEN }, { apiBaseUrl: fake.url });
     const created = await place(CUSTOMER, { statusCallbackEvent: ['completed'] });
     await expect(other.calls(created.sid).fetch()).rejects.toMatchObject({ status: 404, code: 20404 });
@@ -437,7 +442,7 @@ describe('recordings', () => {
     const [rec] = (await fake.waitForCall((c) => c.sid === created.sid && c.recordings.length === 1)).recordings;
     const res = await fetch(twilioUrl(rec!.mediaUrl, fake.url));
     expect(res.status).toBe(404);
-    expect((await res.json()).code).toBe(20404);
+    expect(await errorCode(res)).toBe(20404);
     fake.hangup(created.sid);
     await finished(created.sid);
   });
