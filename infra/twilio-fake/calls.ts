@@ -141,7 +141,8 @@ export class CallSimulator {
       answeredBy: null,
       dateCreated: now,
       dateUpdated: now,
-      startTime: null,
+      startTime: input.direction === 'inbound' ? now : null,
+      answeredAt: null,
       endTime: null,
       durationSec: 0,
       url: input.url,
@@ -285,6 +286,7 @@ export class CallSimulator {
   private async runOutbound(call: FakeCall, outcome: Outcome): Promise<void> {
     const s = this.state.settings;
     if (!(await this.hold(call, s.initiateMs))) return;
+    call.startTime = new Date();
     call.events.push('initiated');
     this.statusEvent(call, 'initiated', 'initiated');
     if (!(await this.hold(call, s.ringMs))) return;
@@ -308,7 +310,8 @@ export class CallSimulator {
   }
 
   private answer(call: FakeCall, byMachine: boolean): void {
-    call.startTime = new Date();
+    call.answeredAt = new Date();
+    call.startTime ??= call.answeredAt;
     if (call.machineDetection) {
       const answeredBy = byMachine ? (call.machineDetection === 'DetectMessageEnd' ? 'machine_end_beep' : 'machine_start') : 'human';
       if (call.asyncAmd) void this.state.track(this.asyncAmdResult(call, answeredBy));
@@ -347,7 +350,7 @@ export class CallSimulator {
     call.endTime = now;
     call.dateUpdated = now;
     call.sipResponseCode = sipResponseCode;
-    call.durationSec = call.startTime ? Math.round((now.getTime() - call.startTime.getTime()) / this.state.settings.secondMs) : 0;
+    call.durationSec = call.answeredAt ? Math.round((now.getTime() - call.answeredAt.getTime()) / this.state.settings.secondMs) : 0;
     call.generation++;
     call.redirect = null;
     call.events.push(`${status}: ${why}`);

@@ -6,8 +6,8 @@ import { CallSimulator, SPECIAL_NUMBERS } from './calls';
 import { type CallFilter, ControlError, FakeControl, type InboundOptions, type ScriptOptions } from './control';
 import { TwilioRest } from './rest';
 import { listen } from './server';
-import { type CallStatus, FakeState, type FakeSettings, TERMINAL_STATUSES } from './state';
-import { type FakeCallView, type FakeRecordingView } from './views';
+import { type CallStatus, type FakeCall, FakeState, type FakeSettings, TERMINAL_STATUSES } from './state';
+import { callView, type FakeCallView, type FakeRecordingView, liveCallView } from './views';
 
 export { SPECIAL_NUMBERS, TERMINAL_STATUSES, ControlError };
 export { DEFAULT_SETTINGS } from './state';
@@ -42,8 +42,9 @@ export interface TwilioFake {
   /** Changes timings (and returns them all). */
   settings(changes?: Partial<FakeSettings>): FakeSettings;
   /**
-   * The first call (in creation order) for which `predicate` holds, as soon as it does.
-   * Rejects after `timeoutMs` (default 30 s) with the calls it saw.
+   * The first call (in creation order) for which `predicate` holds, as soon as it does (checked
+   * at every change, on a view that is not a copy: keep nothing from it), as a snapshot.
+   * Rejects after `timeoutMs` (default 30 s) naming the calls it saw.
    */
   waitForCall(predicate: (call: FakeCallView) => boolean, timeoutMs?: number): Promise<FakeCallView>;
   /** The call once its status is one of `statuses` (default: any terminal status). */
@@ -61,17 +62,18 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
   const control = new FakeControl(state, sim);
   const server = await listen(new TwilioRest(state, sim), control, options.port ?? 0);
 
-  const waitForCall = async (predicate: (call: FakeCallView) => boolean, timeoutMs = 30_000): Promise<FakeCallView> => {
-    let found: FakeCallView | undefined;
+  const waitForCall = async (predicate: (call: FakeCallView) => boolean, timeoutMs = 30_000, only?: string): Promise<FakeCallView> => {
+    let found: FakeCall | undefined;
+    const candidates = () => (only ? [state.calls.get(only)].filter((c): c is FakeCall => c !== undefined) : [...state.calls.values()]);
     const ok = await state.waitUntil(() => {
-      found = control.calls().find(predicate);
+      found = candidates().find((c) => predicate(liveCallView(state, c)));
       return found !== undefined;
     }, timeoutMs);
     if (!ok || !found) {
       const seen = control.calls().map((c) => `${c.sid} to ${c.to}: ${c.status} [${c.events.join('; ')}]`);
       throw new Error(`no call of the Twilio fake matched within ${timeoutMs} ms; calls: ${seen.join(' | ') || 'none'}`);
     }
-    return found;
+    return callView(state, found);
   };
 
   return {
@@ -89,7 +91,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     waitForCall,
     waitForStatus: (sid, statuses = [...TERMINAL_STATUSES], timeoutMs) => {
       const wanted: CallStatus[] = Array.isArray(statuses) ? statuses : [statuses];
-      return waitForCall((c) => c.sid === sid && wanted.includes(c.status), timeoutMs);
+      return waitForCall((c) => wanted.includes(c.status), timeoutMs, sid);
     },
     settled: async () => {
       while (state.pending.size > 0) await Promise.allSettled([...state.pending]);

@@ -80,8 +80,10 @@ export interface FakeCall {
   answeredBy: string | null;
   dateCreated: Date;
   dateUpdated: Date;
-  /** When it was answered. */
+  /** When it started (dialing, for an outbound call; Twilio's start_time). */
   startTime: Date | null;
+  /** When it was answered: the call's duration counts from here. */
+  answeredAt: Date | null;
   endTime: Date | null;
   durationSec: number;
   url: string | null;

@@ -233,8 +233,12 @@ describe('REST create refusals', () => {
     await expect(
       impatient.calls.create({ to: SPECIAL_NUMBERS.createTimeout, from: CALLER_ID, url: `${app.base}/voice`, statusCallback: `${app.base}/status`, statusCallbackEvent: ALL_EVENTS }),
     ).rejects.toThrow(/timeout/i);
-    const [listed] = await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout });
+    // Found as a client that lost the answer would look for it: by destination and start time.
+    const since = new Date(Date.now() - 60_000);
+    const [listed, ...more] = await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout, startTimeAfter: since });
     expect(listed).toBeDefined();
+    expect(more).toEqual([]);
+    expect(await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout, startTimeAfter: new Date(Date.now() + 60_000) })).toEqual([]);
     const call = await finished(listed!.sid);
     expect(call.status).toBe('completed');
     expect((await sdk.calls(listed!.sid).fetch()).status).toBe('completed');
