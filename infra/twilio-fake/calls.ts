@@ -192,7 +192,7 @@ export class CallSimulator {
     const call = this.newCall({ ...input, direction: 'outbound-api', status: 'queued', recordingChannels: channelsOf(input.recordingChannels) });
     call.events.push(`queued: to ${call.to} from ${call.from}`);
     this.state.changed();
-    void this.state.track(this.runOutbound(call, outcomeFor(call.to)));
+    void this.state.run(this.runOutbound(call, outcomeFor(call.to)));
     return call;
   }
 
@@ -225,7 +225,7 @@ export class CallSimulator {
     call.events.push(`ringing: inbound from ${call.from} to ${call.to}`);
     this.state.changed();
     this.statusEvent(call, 'ringing', 'ringing');
-    void this.state.track(this.runTwiml(call, { url: input.url, method: call.method }));
+    void this.state.run(this.runTwiml(call, { url: input.url, method: call.method }));
     return call;
   }
 
@@ -314,7 +314,7 @@ export class CallSimulator {
     call.startTime ??= call.answeredAt;
     if (call.machineDetection) {
       const answeredBy = byMachine ? (call.machineDetection === 'DetectMessageEnd' ? 'machine_end_beep' : 'machine_start') : 'human';
-      if (call.asyncAmd) void this.state.track(this.asyncAmdResult(call, answeredBy));
+      if (call.asyncAmd) void this.state.run(this.asyncAmdResult(call, answeredBy));
       else call.answeredBy = answeredBy;
     }
     this.setStatus(call, 'in-progress');
@@ -339,7 +339,7 @@ export class CallSimulator {
     this.state.changed();
     if (!call.asyncAmdStatusCallback) return;
     const params = { AccountSid: call.accountSid, CallSid: call.sid, AnsweredBy: answeredBy, MachineDetectionDuration: String(this.state.settings.answerMs) };
-    await sendWebhook({ url: call.asyncAmdStatusCallback, method: 'POST', params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs });
+    await this.state.track(sendWebhook({ url: call.asyncAmdStatusCallback, method: 'POST', params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }));
   }
 
   /** Ends the call (once): its status, its recordings, and the `completed` status callback. */
@@ -461,7 +461,7 @@ export class CallSimulator {
       const log: TwimlRequestLog = { url: source.url, method: source.method, params, responseStatus: null, twiml: null };
       call.twimlRequests.push(log);
       this.state.changed();
-      const res = await sendWebhook({ url: source.url, method: source.method, params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log);
+      const res = await this.state.track(sendWebhook({ url: source.url, method: source.method, params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log));
       log.twiml = res.body;
       this.state.changed();
       if (res.status < 200 || res.status >= 300) {

@@ -49,7 +49,10 @@ export interface TwilioFake {
   waitForCall(predicate: (call: FakeCallView) => boolean, timeoutMs?: number): Promise<FakeCallView>;
   /** The call once its status is one of `statuses` (default: any terminal status). */
   waitForStatus(callSid: string, statuses?: CallStatus | CallStatus[], timeoutMs?: number): Promise<FakeCallView>;
-  /** Resolves once no webhook is in flight. */
+  /**
+   * Resolves once no webhook is in flight (status callbacks, TwiML requests, recording callbacks,
+   * and recordings still processing towards theirs); calls still ringing or listening do not count.
+   */
   settled(): Promise<void>;
   /** Forgets every call, recording and script. */
   reset(): void;
@@ -100,7 +103,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     close: async () => {
       state.close();
       await server.close();
-      await Promise.allSettled([...state.pending]);
+      await Promise.allSettled([...state.pending, ...state.running]);
     },
   };
 }

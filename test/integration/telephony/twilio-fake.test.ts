@@ -228,6 +228,9 @@ describe('status callbacks by destination', () => {
   it('rings until canceled: cancel before answer ends it canceled (487); a later update is refused with 21220', async () => {
     const created = await place(SPECIAL_NUMBERS.ringsForever);
     await fake.waitForStatus(created.sid, 'ringing');
+    // settled() waits for the callbacks in flight, not for a phone that rings on.
+    await fake.settled();
+    expect(statusHits(created.sid).map((h) => h.params.CallStatus)).toEqual(['initiated', 'ringing']);
     const canceled = await sdk.calls(created.sid).update({ status: 'canceled' });
     expect(canceled.status).toBe('canceled');
     await fake.settled();
