@@ -271,6 +271,22 @@ export class CallSimulator {
     else this.end(call, 'busy', 486, 'the callee declined');
   }
 
+  /**
+   * Sends a status callback of the call again, as it was (same params, SequenceNumber and
+   * Timestamp, signed again): a duplicate, or a late delivery once newer ones went out.
+   */
+  async resendStatusCallback(call: FakeCall, sequenceNumber: number): Promise<StatusCallbackLog> {
+    const original = call.statusCallbacks.find((c) => c.sequenceNumber === sequenceNumber && !c.resent);
+    if (!original) throw new RangeError(`call ${call.sid} sent no status callback with SequenceNumber ${sequenceNumber}`);
+    const log: StatusCallbackLog = { ...original, params: { ...original.params }, responseStatus: null, resent: true };
+    delete log.error;
+    call.statusCallbacks.push(log);
+    this.state.changed();
+    await this.state.track(sendWebhook({ url: log.url, method: log.method, params: log.params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log));
+    this.state.changed();
+    return log;
+  }
+
   // ---- the call's life ----
 
   private stopped(call: FakeCall): boolean {

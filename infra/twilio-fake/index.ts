@@ -6,7 +6,7 @@ import { CallSimulator, SPECIAL_NUMBERS } from './calls';
 import { type CallFilter, ControlError, FakeControl, type InboundOptions, type ScriptOptions } from './control';
 import { TwilioRest } from './rest';
 import { listen } from './server';
-import { type CallStatus, type FakeCall, FakeState, type FakeSettings, TERMINAL_STATUSES } from './state';
+import { type CallStatus, type FakeCall, FakeState, type FakeSettings, type StatusCallbackLog, TERMINAL_STATUSES } from './state';
 import { callView, type FakeCallView, type FakeRecordingView, liveCallView } from './views';
 
 export { SPECIAL_NUMBERS, TERMINAL_STATUSES, ControlError };
@@ -34,6 +34,11 @@ export interface TwilioFake {
   digits(callSid: string, digits: string): FakeCallView;
   /** The caller hangs up. */
   hangup(callSid: string): FakeCallView;
+  /**
+   * Sends the call's status callback with this SequenceNumber again, unchanged and signed: a
+   * duplicate, or (after newer ones) an out-of-order delivery. Resolves once it was answered.
+   */
+  resendStatusCallback(callSid: string, sequenceNumber: number): Promise<StatusCallbackLog>;
   /** Utterances for the next call to `to` (and, with hangupAfter, a hang-up once they run out). */
   script(to: string, utterances: string[], options?: { hangupAfter?: boolean }): void;
   /** Someone calls one of the application's numbers. */
@@ -87,6 +92,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     say: (sid, text) => control.say(sid, text),
     digits: (sid, digits) => control.digits(sid, digits),
     hangup: (sid) => control.hangup(sid),
+    resendStatusCallback: (sid, sequenceNumber) => control.resendStatusCallback(sid, sequenceNumber),
     script: (to, utterances, opts = {}) => control.script({ to, utterances, hangupAfter: opts.hangupAfter }),
     inbound: (opts) => control.inbound(opts),
     recordings: (callSid) => control.recordings(callSid),

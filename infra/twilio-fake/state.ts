@@ -55,6 +55,8 @@ export interface StatusCallbackLog extends WebhookLog {
   event: string;
   callStatus: string;
   sequenceNumber: number;
+  /** Set on a copy sent again on request (a duplicate or late delivery), not by the call itself. */
+  resent?: true;
 }
 
 export interface TwimlRequestLog extends WebhookLog {

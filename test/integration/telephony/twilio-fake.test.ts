@@ -159,6 +159,19 @@ describe('status callbacks by destination', () => {
     expect(isValidTwilioSignature(TOKEN, hit.signature, hit.url, { ...hit.params, CallStatus: 'busy' })).toBe(false);
   });
 
+  it('sends a status callback again on request, unchanged and signed: a duplicate or a late delivery', async () => {
+    const created = await place(CUSTOMER);
+    await finished(created.sid);
+    const resent = await fake.resendStatusCallback(created.sid, 1);
+    expect(resent).toMatchObject({ resent: true, responseStatus: 204, callStatus: 'ringing' });
+    const hits = statusHits(created.sid);
+    expect(hits.map((h) => h.params.SequenceNumber)).toEqual(['0', '1', '2', '3', '1']);
+    expect(hits[4]!.params).toEqual(hits[1]!.params);
+    expect(hits[4]!.signedCorrectly).toBe(true);
+    const missing = await fetch(`${fake.url}/__fake/calls/${created.sid}/status-callbacks/9/resend`, { method: 'POST' });
+    expect(missing.status).toBe(404);
+  });
+
   it.each([
     ['busy', SPECIAL_NUMBERS.busy, ['initiated', 'busy'], '486'],
     ['no-answer', SPECIAL_NUMBERS.noAnswer, ['initiated', 'ringing', 'no-answer'], '487'],
