@@ -1,7 +1,7 @@
 // Process configuration: read once from the environment, validated with zod, with a clear message
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
-import { parsePriceTable } from '../providers/llm/pricing';
+import { parsePriceTable } from './price-table';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
 import { keyRingSetting } from './key-ring';
@@ -150,6 +150,8 @@ export const ConfigSchema = z.object({
    * fake (infra/twilio-fake/) in the dev stack and the tests. Unset: Twilio itself.
    */
   TWILIO_API_BASE_URL: z.url().optional(),
+  /** Voice channel connections per project; beyond, 429 CHANNEL_CONNECTION_LIMIT_REACHED (docs/telephony/connections.md). */
+  CHANNEL_CONNECTIONS_MAX_PER_PROJECT: positiveInt.default(100),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
   LLM_PRICE_TABLE: z
     .string()
