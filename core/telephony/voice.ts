@@ -152,13 +152,16 @@ async function awaitTurn(ctx: CoreContext, sessionId: string, turn: number, inpu
   const client: Client = await temporalClient(ctx);
   const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
   const updateId = turnUpdateId(sessionId, turn);
-  const deadline = Date.now() + ctx.config.VOICE_REPLY_WAIT_MS;
+  const waitUntil = Date.now() + ctx.config.VOICE_REPLY_WAIT_MS;
+  // Sending is bounded on its own: a turn the session has accepted is never lost to the wait below.
+  const update = input
+    ? await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+        sendUpdateResendingDropped(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => handle.startUpdate(turnUpdate, { args: [input], updateId, waitForStage: WorkflowUpdateStage.ACCEPTED })),
+      )
+    : handle.getUpdateHandle<TurnResult>(updateId);
+  const deadline = Math.max(waitUntil, Date.now() + 1);
   try {
-    return await client.withDeadline(deadline, async () => {
-      if (!input) return handle.getUpdateHandle<TurnResult>(updateId).result();
-      const update = await sendUpdateResendingDropped(deadline, () => handle.startUpdate(turnUpdate, { args: [input], updateId, waitForStage: WorkflowUpdateStage.ACCEPTED }));
-      return update.result();
-    });
+    return await client.withDeadline(deadline, () => update.result());
   } catch (err) {
     if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError || (err as Error)?.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || Date.now() >= deadline) return 'pending';
     throw err;
