@@ -3,6 +3,7 @@
 // workflow its session, a machine hung up on under `amd=disconnect` (and talked to under
 // `continue`), the deployment a connection's endpoint slug pins, and a call's end ending its session.
 import { randomBytes } from 'node:crypto';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { voiceSessionId } from '../../../core/telephony/voice';
 import { outboundCallWorkflowId } from '../../../workflows/definitions';
 import { client } from '../../support/http';
@@ -105,7 +106,9 @@ describe('outbound calls', () => {
       const signals = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'outboundCallSession');
       expect(signals).toHaveLength(1);
       const payload = signals[0]!.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!;
-      expect(JSON.parse(Buffer.from(payload.data!).toString('utf8'))).toEqual({ sessionId: voiceSessionId(connectionId, callSid) });
+      // Payloads are encrypted at rest in Temporal: decoded with the API's own codec.
+      const [decoded] = await stack.ctx.payloadCodec!.decode([payload]);
+      expect(defaultPayloadConverter.fromPayload(decoded!)).toEqual({ sessionId: voiceSessionId(connectionId, callSid) });
     } finally {
       await handle.terminate('test over');
     }
