@@ -16,7 +16,24 @@ const ZConnectionParams = z.object({
 });
 
 const ZTwilioForm = z.record(z.string(), z.string()).describe('The form Twilio posts (CallSid, AccountSid, From, To, CallStatus, SpeechResult …)');
-const ZTwiml = z.string().describe('TwiML (<Response>…</Response>)');
+const ZTwiml = z
+  .string()
+  .describe('TwiML (<Response>…</Response>)')
+  .openapi({
+    example:
+      '<?xml version="1.0" encoding="UTF-8"?><Response><Gather input="speech" action="https://switchboard.example.com/api/telephony/twilio/cc_1/gather?sessionId=…&amp;turn=1" method="POST" timeout="5" speechTimeout="auto" bargeIn="true"><Say>Hello, how can I help?</Say></Gather><Redirect method="POST">…</Redirect></Response>',
+  });
+
+/** What Twilio posts when a call is answered (the documentation's example). */
+const CALL_FORM_EXAMPLE = {
+  CallSid: 'CA0123456789abcdef0123456789abcdef',
+  AccountSid: 'AC0123456789abcdef0123456789abcdef',
+  From: '+15557654321',
+  To: '+15550001000',
+  CallStatus: 'in-progress',
+  Direction: 'inbound',
+  ApiVersion: '2010-04-01',
+};
 
 const ZVoiceQuery = z.object({
   outboundCallId: z.string().min(1).max(64).optional().describe('Set on the URL an outbound call was placed with; absent for inbound calls'),
@@ -65,9 +82,10 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     query: ZVoiceQuery,
     body: ZTwilioForm,
     requestMedia: 'application/x-www-form-urlencoded',
+    bodyExample: CALL_FORM_EXAMPLE,
     responseContentType: 'text/xml',
     response: ZTwiml,
-    errorStatuses: [400, 403],
+    errorStatuses: [400, 403, 404, 503],
     async handler({ ctx, params, query, body, req, res }) {
       const conn = await verify(ctx, params.channelConnectionId, req, body);
       return sendTwiml(res, await answerCall(ctx, conn, body, { outboundCallId: query.outboundCallId, amd: query.amd }));
@@ -88,9 +106,10 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     query: ZGatherQuery,
     body: ZTwilioForm,
     requestMedia: 'application/x-www-form-urlencoded',
+    bodyExample: { ...CALL_FORM_EXAMPLE, SpeechResult: 'A large pizza, please', Confidence: '0.92' },
     responseContentType: 'text/xml',
     response: ZTwiml,
-    errorStatuses: [403],
+    errorStatuses: [400, 403, 404, 503],
     async handler({ ctx, params, query, body, req, res }) {
       const conn = await verify(ctx, params.channelConnectionId, req, body);
       return sendTwiml(res, await answerGather(ctx, conn, body, query as GatherState));
@@ -109,9 +128,10 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     params: ZConnectionParams,
     body: ZTwilioForm,
     requestMedia: 'application/x-www-form-urlencoded',
+    bodyExample: { ...CALL_FORM_EXAMPLE, CallStatus: 'completed', CallDuration: '42' },
     responseContentType: 'text/xml',
     response: ZTwiml,
-    errorStatuses: [403],
+    errorStatuses: [400, 403, 404, 503],
     async handler({ ctx, params, body, req, res }) {
       const conn = await verify(ctx, params.channelConnectionId, req, body);
       await callStatusChanged(ctx, conn, body);
