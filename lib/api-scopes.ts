@@ -105,8 +105,8 @@ export function isScopeGrantName(value: string): boolean {
   return GRANT_NAME_SET.has(value);
 }
 
-const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read', 'http_async:read'];
-const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write', 'http_async:manage'];
+const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read', 'http_async:read', 'channel_connection:read'];
+const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write', 'http_async:manage', 'channel_connection:write'];
 
 /**
  * What each name grants in terms of the permissions routes check. A name that maps to nothing
@@ -132,6 +132,8 @@ export const GRANT_TO_PERMISSIONS: Readonly<Record<string, readonly Permission[]
   'http_async.execute': ['session:execute'],
   'http_async.read': ['http_async:read'],
   'http_async.manage': ['http_async:read', 'http_async:manage'],
+  'channel_connections.read': ['channel_connection:read'],
+  'channel_connections.write': ['channel_connection:read', 'channel_connection:write'],
   'agents.read': ['agent:read'],
   'agents.write': ['agent:read', 'agent:write'],
   'deployments.read': ['agent:read'],

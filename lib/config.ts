@@ -150,6 +150,8 @@ export const ConfigSchema = z.object({
    * fake (infra/twilio-fake/) in the dev stack and the tests. Unset: Twilio itself.
    */
   TWILIO_API_BASE_URL: z.url().optional(),
+  /** Voice channel connections per project; beyond, 429 CHANNEL_CONNECTION_LIMIT_REACHED (docs/telephony/connections.md). */
+  CHANNEL_CONNECTIONS_MAX_PER_PROJECT: positiveInt.default(100),
   /**
    * How long a voice webhook waits for the agent's reply before answering Twilio with a pause and
    * a <Redirect> that waits again (Twilio gives a webhook about 15 s).

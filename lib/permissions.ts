@@ -25,6 +25,10 @@ export const PERMISSIONS = [
   'http_async:read',
   /** Create, change, pause, rotate, test and delete HTTP-async webhook subscriptions. */
   'http_async:manage',
+  /** See the project's voice channel connections, never their auth tokens (docs/telephony/connections.md). */
+  'channel_connection:read',
+  /** Create, change and delete voice channel connections. */
+  'channel_connection:write',
   'admin',
 ] as const;
 

@@ -201,7 +201,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
       }
     }
   }
-  if (!event.ok) ctx.stats.errorCount++;
+  // A failure is counted where the interpreter reports it (an `error` naming the tool), not here too.
   const durationMs = Date.now() - started;
   await before;
   ctx.trace.addToolResult(
