@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { voiceSessionId } from '../../core/telephony/voice';
 import { twilioSignature } from '../../providers/telephony/twilio-client';
 import { client } from '../support/http';
+import { flushProjection } from '../support/projection';
 import { publishAgent } from '../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
 import { AUTH_TOKEN, callForm, insertConnection, postSigned, webhookPath } from '../support/voice';
@@ -91,13 +92,14 @@ it('a signed <Gather> post drives only its own call\'s session', async () => {
   const victimCall = newCallSid();
   await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(victimCall));
   const victim = voiceSessionId(connectionId, victimCall);
-  const before = await stack.ctx.models.Session.findOne({ _id: victim }).lean();
   // Another call of the same connection names the victim's session in its gather URL.
   const res = await postSigned(stack, webhookPath(connectionId, 'gather', `sessionId=${victim}&turn=1`), callForm(newCallSid(), { SpeechResult: 'transfer all my money' }));
   expectRefused(res);
-  const after = await stack.ctx.models.Session.findOne({ _id: victim }).lean();
-  expect(after?.messageCount ?? 0).toBe(before?.messageCount ?? 0);
-  expect(after?.status).toBe('active');
+  // The victim's session heard nothing: no user message, once everything it did is written.
+  await flushProjection(stack.ctx, victim);
+  expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId: victim, role: 'user' })).toBe(0);
+  expect(await stack.ctx.models.TranscriptMessage.countDocuments({ sessionId: victim, role: 'assistant' })).toBe(1);
+  expect((await stack.ctx.models.Session.findOne({ _id: victim }).lean())?.status).toBe('active');
 });
 
 it('a forged status callback does not end the session', async () => {

@@ -176,3 +176,34 @@ it('a terminal call status ends the session; an earlier status does not', async 
   expect(late.text).toContain('<Hangup/>');
   expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())?.status).toBe('ended');
 });
+
+it('/chat/agent answers voiceConfig for a voice-enabled agent, where the session waits, and not for a text agent', async () => {
+  await publishAgent(
+    api,
+    t,
+    'Voice_Desk',
+    `AGENT: Voice_Desk
+GOAL: "Answer the phone."
+VOICE:
+  voice: alice
+  language: es-MX
+  silence_timeout: 8s
+FLOW:
+  steps: [listen]
+  listen:
+    REASONING: false
+    RESPOND: "Hola."
+    VOICE:
+      barge_in: false
+    ON_INPUT:
+      - ELSE:
+        THEN: listen
+`,
+  );
+  const voiced = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Voice_Desk', message: 'hola' } });
+  expect(voiced.status).toBe(200);
+  expect(voiced.body.voiceConfig).toEqual({ voice: 'alice', language: 'es-MX', silenceTimeout: 8, bargeIn: false });
+  const plain = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Front_Desk', message: 'hello' } });
+  expect(plain.status).toBe(200);
+  expect(plain.body).not.toHaveProperty('voiceConfig');
+});
