@@ -175,6 +175,10 @@ it('a terminal call status ends the session; an earlier status does not', async 
   const late = await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));
   expect(late.text).toContain('<Hangup/>');
   expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())?.status).toBe('ended');
+  // Deleting the session deletes the call's metrics events with it.
+  const deleted = await api.delete(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
+  expect(deleted.status).toBe(200);
+  expect(await stack.ctx.models.VoiceEvent.countDocuments({ sessionId })).toBe(0);
 });
 
 it('/chat/agent answers voiceConfig for a voice-enabled agent, where the session waits, and not for a text agent', async () => {
