@@ -27,6 +27,18 @@ export const VOICE_DEFAULTS = { bargeIn: true, speechTimeout: 'auto' as number |
 
 export type { VoiceConfig };
 
+/**
+ * A new answer; with `recording` (a recording-status callback URL) it first starts recording the
+ * call, both parties on their own channel (an inbound call of a connection with recording on).
+ */
+function newResponse(recording?: string): VoiceResponse {
+  const response = new twilio.twiml.VoiceResponse();
+  if (recording) {
+    response.start().recording({ channels: 'dual', recordingStatusCallback: recording, recordingStatusCallbackMethod: 'POST', recordingStatusCallbackEvent: ['completed'] });
+  }
+  return response;
+}
+
 function sayAttributes(config: VoiceConfig): VoiceResponse.SayAttributes {
   return {
     ...(config.voice ? { voice: config.voice as NonNullable<VoiceResponse.SayAttributes['voice']> } : {}),
@@ -44,8 +56,8 @@ function say(node: { say(attributes: VoiceResponse.SayAttributes, message: strin
  * (the default) the <Say> sits inside the <Gather>, so speech stops it; without, it comes first.
  * A <Gather> that hears nothing falls through to the <Redirect> to `onSilence`.
  */
-export function sayAndGather(config: VoiceConfig, text: string, action: string, onSilence: string): string {
-  const response = new twilio.twiml.VoiceResponse();
+export function sayAndGather(config: VoiceConfig, text: string, action: string, onSilence: string, recording?: string): string {
+  const response = newResponse(recording);
   const bargeIn = config.bargeIn ?? VOICE_DEFAULTS.bargeIn;
   if (!bargeIn) say(response, config, text);
   const gather = response.gather({
@@ -63,24 +75,24 @@ export function sayAndGather(config: VoiceConfig, text: string, action: string, 
 }
 
 /** `text` said, then the call ends. */
-export function sayAndHangUp(config: VoiceConfig, text: string): string {
-  const response = new twilio.twiml.VoiceResponse();
+export function sayAndHangUp(config: VoiceConfig, text: string, recording?: string): string {
+  const response = newResponse(recording);
   say(response, config, text);
   response.hangup();
   return response.toString();
 }
 
 /** `text` said, then the caller is connected to `number` (the connection's transfer number). */
-export function sayAndDial(config: VoiceConfig, text: string, number: string): string {
-  const response = new twilio.twiml.VoiceResponse();
+export function sayAndDial(config: VoiceConfig, text: string, number: string, recording?: string): string {
+  const response = newResponse(recording);
   say(response, config, text);
   response.dial({}, number);
   return response.toString();
 }
 
 /** A second of silence, then Twilio asks `poll` for the reply still being worked on. */
-export function holdAndRedirect(poll: string): string {
-  const response = new twilio.twiml.VoiceResponse();
+export function holdAndRedirect(poll: string, recording?: string): string {
+  const response = newResponse(recording);
   response.pause({ length: 1 });
   response.redirect({ method: 'POST' }, poll);
   return response.toString();

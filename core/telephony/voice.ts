@@ -108,7 +108,7 @@ const callOf = (ctx: CoreContext, conn: ChannelConnectionDoc, callSid: string, s
 });
 
 /** The answer that says `text` and gathers the next utterance as turn `turn`. */
-function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number, silence = 0): string {
+function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number, silence = 0, recording?: string): string {
   const state: GatherState = {
     sessionId: call.ref.sessionId!,
     turn,
@@ -119,7 +119,7 @@ function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number,
   };
   const action = webhookUrl(call.ctx, call.conn._id, 'gather', state);
   const onSilence = webhookUrl(call.ctx, call.conn._id, 'gather', { ...state, ni: 1 });
-  return sayAndGather(config, text, action, onSilence);
+  return sayAndGather(config, text, action, onSilence, recording);
 }
 
 /**
@@ -128,17 +128,17 @@ function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number,
  * its reply and the next <Gather>. An escalation without a transfer number stays in the session
  * as on any channel: its notice is said and the call goes on.
  */
-async function answerWith(call: Call, result: TurnResult, nextTurn: number): Promise<string> {
+async function answerWith(call: Call, result: TurnResult, nextTurn: number, recording?: string): Promise<string> {
   const config = result.voiceConfig ?? {};
   if (result.action.type === 'escalate' && call.conn.transferNumber) {
     await recordVoiceEvent(call.ctx, call.ref, 'voice.transfer', 0, { turn: nextTurn - 1, to: maskPhoneNumber(call.conn.transferNumber) });
-    return sayAndDial(config, result.response || VOICE_TEXTS.transfer, call.conn.transferNumber);
+    return sayAndDial(config, result.response || VOICE_TEXTS.transfer, call.conn.transferNumber, recording);
   }
   if (result.action.type === 'complete' || result.state.status === 'completed' || result.state.status === 'ended') {
     await recordVoiceEvent(call.ctx, call.ref, 'voice.agent_ended', 0, { turn: nextTurn - 1 });
-    return sayAndHangUp(config, result.response);
+    return sayAndHangUp(config, result.response, recording);
   }
-  return gatherNext(call, config, result.response, nextTurn);
+  return gatherNext(call, config, result.response, nextTurn, 0, recording);
 }
 
 /** The session's update id for turn `turn` of the call: the same on every retry and poll. */
@@ -184,7 +184,13 @@ function sessionOver(err: unknown): boolean {
  * Runs (or polls) a turn and answers with its result, a hold while it runs, or an apology when it
  * failed. `startedAt` is when its utterance arrived.
  */
-async function turnAnswer(call: Call, state: GatherState, input: TurnUpdateInput | null, speech: { text: string; confidence: number | null; startedAt: number }): Promise<string> {
+async function turnAnswer(
+  call: Call,
+  state: GatherState,
+  input: TurnUpdateInput | null,
+  speech: { text: string; confidence: number | null; startedAt: number },
+  recording?: string,
+): Promise<string> {
   const { ctx } = call;
   const sessionId = state.sessionId;
   const poll = input ? 0 : (state.poll ?? 1);
@@ -203,7 +209,7 @@ async function turnAnswer(call: Call, state: GatherState, input: TurnUpdateInput
     }
     const next: GatherState = { ...state, poll: poll + 1, rx: speech.startedAt, sc: speech.text.length };
     delete next.ni;
-    return holdAndRedirect(webhookUrl(ctx, call.conn._id, 'gather', next));
+    return holdAndRedirect(webhookUrl(ctx, call.conn._id, 'gather', next), recording);
   }
   const bargeIn = decodeConfig(state.vc).bargeIn ?? VOICE_DEFAULTS.bargeIn;
   await recordVoiceEvent(
@@ -218,7 +224,7 @@ async function turnAnswer(call: Call, state: GatherState, input: TurnUpdateInput
       result.response,
     ),
   );
-  return answerWith(call, result, state.turn + 1);
+  return answerWith(call, result, state.turn + 1, recording);
 }
 
 /** The deployment a connection pins by its `endpointSlug`, or undefined when it pins none. */
@@ -266,6 +272,9 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
   const sessionId = voiceSessionId(conn._id, callSid);
   const call = callOf(ctx, conn, callSid, sessionId);
   const heardAt = Date.now();
+  // An inbound call of a connection with recording on is recorded from its first answer (an
+  // outbound call is recorded by the call itself, placed with Record=true).
+  let recording: string | undefined;
   try {
     const earlier = await ctx.models.Session.findOne({ _id: sessionId, tenantId: conn.tenantId }, { status: 1 }).lean();
     // A webhook for a call whose session has ended (Twilio sent it again late) starts nothing.
@@ -300,6 +309,7 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
         agent: agent.agentName,
         deploymentId: deployment?._id ?? null,
       });
+      if (inbound && conn.recordingEnabled) recording = webhookUrl(ctx, conn._id, 'recording-status', { sessionId });
     }
     if (options.outboundCallId) await tellOutboundCall(ctx, options.outboundCallId, sessionId);
   } catch (err) {
@@ -307,7 +317,7 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
     return sayAndHangUp({}, VOICE_TEXTS.failure);
   }
   const greeting: TurnUpdateInput = { clientMessageId: turnUpdateId(sessionId, 0), retryable: true, message: '', startOnly: true };
-  return turnAnswer(call, { sessionId, turn: 0 }, greeting, { text: '', confidence: null, startedAt: heardAt });
+  return turnAnswer(call, { sessionId, turn: 0 }, greeting, { text: '', confidence: null, startedAt: heardAt }, recording);
 }
 
 /**

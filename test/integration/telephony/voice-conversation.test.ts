@@ -287,3 +287,19 @@ it('without a transfer number the escalation stays in the session: its notice is
   expect(tasks).toHaveLength(1);
   await endedSession(sessionId);
 });
+
+it('an inbound call of a connection with recording on starts recording both channels with its first answer only', async () => {
+  const cc = await insertConnection(stack, t, { agentId: 'Plain_Line', recordingEnabled: true });
+  const call = await callIn(cc, ['hello']);
+  const sessionId = sessionOf(cc, call.sid);
+  const [first, second] = call.twimlRequests.map((r) => r.twiml ?? '');
+  expect(first).toContain(
+    `<Start><Recording channels="dual" recordingStatusCallback="${stack.baseUrl}${webhookPath(cc, 'recording-status', `sessionId=${sessionId}`)}" recordingStatusCallbackMethod="POST" recordingStatusCallbackEvent="completed"/></Start>`,
+  );
+  expect(second).not.toContain('<Start>');
+  expect(fake.recordings(call.sid)).toHaveLength(1);
+  // Without recording on, nothing is recorded.
+  const plain = await callIn(await insertConnection(stack, t, { agentId: 'Plain_Line' }), ['hello']);
+  expect(plain.twimlRequests[0]?.twiml).not.toContain('<Start>');
+  expect(fake.recordings(plain.sid)).toHaveLength(0);
+});
