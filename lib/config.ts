@@ -1,7 +1,7 @@
 // Process configuration: read once from the environment, validated with zod, with a clear message
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
-import { parsePriceTable } from '../providers/llm/pricing';
+import { parsePriceTable } from './price-table';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
 import { keyRingSetting } from './key-ring';

@@ -5,7 +5,7 @@ import { defineRoute, type AnyRoute } from '../http/route';
 import { ZSessionId } from '../sessions/schemas';
 import { rawBodyOf } from '../http/raw-body';
 import { PUBLIC_BODY_BYTES, STANDARD_BODY_BYTES } from '../http/body';
-import { acceptCallback, resumeSession } from './service';
+import { acceptCallback, resumeSession } from '../../core/callbacks/delivery';
 import { type AppContext } from '../context';
 import { ApiError } from '../../lib/errors';
 import { canActInEnvironment, type Principal } from '../../lib/permissions';

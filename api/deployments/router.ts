@@ -9,7 +9,7 @@ import { type AppContext } from '../context';
 import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
-import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';
+import { presentDeployment, presentDeploymentListItem, presentRetired } from '../../core/deployments/present';
 import {
   ZCreateDeploymentRequestSchema,
   ZDeploymentDetailSchema,

@@ -26,7 +26,8 @@ import {
   setSubscriptionStatus,
   updateSubscription,
 } from '../../core/http-async/subscriptions';
-import { acceptHttpAsyncMessage } from './messages';
+import { consumeRateLimit } from '../middleware/rate-limit';
+import { acceptHttpAsyncMessage } from '../../core/http-async/messages';
 import { readIdempotencyKey } from '../http/idempotency-key';
 
 const TAGS = ['HTTP-async channel'];
@@ -106,7 +107,8 @@ export const httpAsyncRoutes: AnyRoute[] = [
     response: ZHttpAsyncMessageAccepted,
     errorStatuses: [400, 403, 404, 409, 429, 503],
     async handler({ ctx, principal, body, req, res }) {
-      return acceptHttpAsyncMessage(ctx, principal, body, res, readIdempotencyKey(req));
+      const chargeMessage = (limiterKey: string) => consumeRateLimit(ctx.sessionMessageLimiter, limiterKey, res, 'Conversation message rate limit exceeded');
+      return acceptHttpAsyncMessage(ctx, principal, body, chargeMessage, readIdempotencyKey(req));
     },
   }),
   defineRoute({

@@ -13,6 +13,7 @@ import { hasPermission, type Permission, type Principal } from '../../lib/permis
 import { type ProjectDoc } from '../../db/project';
 import { findVisibleProject } from '../../core/projects/visible';
 import { type AppContext } from '../context';
+import { notifyProjectWrite } from '../../core/projects/writes';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
@@ -179,24 +180,6 @@ export function defineRoute<P = Record<string, never>, Q = Record<string, never>
   route: RouteDefinition<P, Q, B, Auth, L>,
 ): RouteDefinition<P, Q, B, Auth, L> {
   return route;
-}
-
-/**
- * Listeners told when a request through the API changed something under a project (any
- * successful non-GET on a `:projectId` route), so per-process caches of project data (the LLM
- * resolution in api/completions/llm-runtime.ts) drop it at once instead of waiting for their TTL.
- */
-type ProjectWriteListener = (tenantId: string, projectId: string) => void;
-const projectWriteListeners = new WeakMap<AppContext, Set<ProjectWriteListener>>();
-
-export function onProjectWrite(ctx: AppContext, listener: ProjectWriteListener): void {
-  const listeners = projectWriteListeners.get(ctx) ?? new Set<ProjectWriteListener>();
-  listeners.add(listener);
-  projectWriteListeners.set(ctx, listeners);
-}
-
-function notifyProjectWrite(ctx: AppContext, project: ProjectDoc): void {
-  for (const listener of projectWriteListeners.get(ctx) ?? []) listener(project.tenantId, project._id);
 }
 
 const STATUS_TEXT: Record<number, string> = {

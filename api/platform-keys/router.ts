@@ -23,7 +23,7 @@ import {
 import { createScope, deletePlatformKey, deleteScope, expiryOf, findScope, presentPlatformKey, presentScope, updateScope } from '../../core/platform-keys/scopes';
 import { metaOf } from './meta';
 import { requireGrantsHeld } from '../../core/platform-keys/bounds';
-import { hasGrant } from '../../lib/permissions';
+import { hasGrant } from '../../lib/api-scopes';
 
 /** The names a `permissions` object sets to `value`. */
 const namesSetTo = (permissions: Record<string, 'YES' | 'NO' | undefined> | undefined, value: 'YES' | 'NO'): string[] =>

@@ -4,8 +4,8 @@
 // never widen"), and so is what it may revoke: no key it could not have made. The operator's CLI makes keys with no caller, so with no bound but the tenant,
 // project and scope it names. Every refusal is 403 FORBIDDEN and changes nothing.
 import { DomainError } from '../../lib/errors';
-import { isScopeGrantName } from '../../lib/api-scopes';
-import { hasGrant, hasPermission, type Permission, type Principal } from '../../lib/permissions';
+import { hasGrant, isScopeGrantName } from '../../lib/api-scopes';
+import { hasPermission, type Permission, type Principal } from '../../lib/permissions';
 
 /** The catalogue names among `grants` that the principal does not hold itself (lib/permissions.ts `hasGrant`). */
 export function grantsNotHeld(principal: Principal, grants: Iterable<string>): string[] {

@@ -5,8 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { acquireImportLock, type ImportLock } from '../../api/project-io/import-lock';
-import { IMPORT_LIMITS } from '../../api/project-io/limits';
+import { acquireImportLock, type ImportLock } from '../../core/project-io/import-lock';
+import { IMPORT_LIMITS } from '../../core/project-io/limits';
 import { createProject } from '../../core/tenancy/accounts';
 import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { startFakeOpenAI, type FakeLlmServer } from '../support/fake-openai';

@@ -13,7 +13,7 @@ const TOKEN = 'fake-auth-token-1';
 const CALLER_ID = '+15550001111';
 const CUSTOMER = '+15557654321';
 
-const CALLBACK_PATHS = ['/status', '/recording-status'];
+const CALLBACK_PATHS = ['/status', '/recording-status', '/amd'];
 
 interface Hit {
   path: string;
@@ -159,6 +159,19 @@ describe('status callbacks by destination', () => {
     expect(isValidTwilioSignature(TOKEN, hit.signature, hit.url, { ...hit.params, CallStatus: 'busy' })).toBe(false);
   });
 
+  it('sends a status callback again on request, unchanged and signed: a duplicate or a late delivery', async () => {
+    const created = await place(CUSTOMER);
+    await finished(created.sid);
+    const resent = await fake.resendStatusCallback(created.sid, 1);
+    expect(resent).toMatchObject({ resent: true, responseStatus: 204, callStatus: 'ringing' });
+    const hits = statusHits(created.sid);
+    expect(hits.map((h) => h.params.SequenceNumber)).toEqual(['0', '1', '2', '3', '1']);
+    expect(hits[4]!.params).toEqual(hits[1]!.params);
+    expect(hits[4]!.signedCorrectly).toBe(true);
+    const missing = await fetch(`${fake.url}/__fake/calls/${created.sid}/status-callbacks/9/resend`, { method: 'POST' });
+    expect(missing.status).toBe(404);
+  });
+
   it.each([
     ['busy', SPECIAL_NUMBERS.busy, ['initiated', 'busy'], '486'],
     ['no-answer', SPECIAL_NUMBERS.noAnswer, ['initiated', 'ringing', 'no-answer'], '487'],
@@ -203,9 +216,34 @@ describe('status callbacks by destination', () => {
     expect(hitsFor(created.sid, '/voice')[0]!.params.AnsweredBy).toBe('human');
   });
 
+  it('AsyncAmd: the TwiML runs at once without AnsweredBy, and the verdict is posted, signed, to AsyncAmdStatusCallback', async () => {
+    app.twiml.set('/listen', () => '<Response><Gather input="speech" timeout="600"/></Response>');
+    const created = await place(SPECIAL_NUMBERS.machine, { url: `${app.base}/listen`, machineDetection: 'Enable', asyncAmd: 'true', asyncAmdStatusCallback: `${app.base}/amd` });
+    await fake.waitForCall((c) => c.sid === created.sid && c.answeredBy !== null);
+    fake.hangup(created.sid);
+    await finished(created.sid);
+    expect(hitsFor(created.sid, '/listen')[0]!.params.AnsweredBy).toBeUndefined();
+    const [amd] = hitsFor(created.sid, '/amd');
+    expect(amd).toMatchObject({ signedCorrectly: true, params: { AnsweredBy: 'machine_start', AccountSid: ACCOUNT } });
+  });
+
+  it('StatusCallbackMethod=GET: the params in the query, the signature over that URL', async () => {
+    const created = await place(SPECIAL_NUMBERS.busy, { statusCallbackMethod: 'GET' });
+    await finished(created.sid);
+    const hits = statusHits(created.sid);
+    expect(hits.map((h) => [h.method, h.params.CallStatus])).toEqual([
+      ['GET', 'initiated'],
+      ['GET', 'busy'],
+    ]);
+    expect(hits.every((h) => h.signedCorrectly && h.params.tag === SPECIAL_NUMBERS.busy)).toBe(true);
+  });
+
   it('rings until canceled: cancel before answer ends it canceled (487); a later update is refused with 21220', async () => {
     const created = await place(SPECIAL_NUMBERS.ringsForever);
     await fake.waitForStatus(created.sid, 'ringing');
+    // settled() waits for the callbacks in flight, not for a phone that rings on.
+    await fake.settled();
+    expect(statusHits(created.sid).map((h) => h.params.CallStatus)).toEqual(['initiated', 'ringing']);
     const canceled = await sdk.calls(created.sid).update({ status: 'canceled' });
     expect(canceled.status).toBe('canceled');
     await fake.settled();
@@ -233,8 +271,12 @@ describe('REST create refusals', () => {
     await expect(
       impatient.calls.create({ to: SPECIAL_NUMBERS.createTimeout, from: CALLER_ID, url: `${app.base}/voice`, statusCallback: `${app.base}/status`, statusCallbackEvent: ALL_EVENTS }),
     ).rejects.toThrow(/timeout/i);
-    const [listed] = await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout });
+    // Found as a client that lost the answer would look for it: by destination and start time.
+    const since = new Date(Date.now() - 60_000);
+    const [listed, ...more] = await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout, startTimeAfter: since });
     expect(listed).toBeDefined();
+    expect(more).toEqual([]);
+    expect(await sdk.calls.list({ to: SPECIAL_NUMBERS.createTimeout, startTimeAfter: new Date(Date.now() + 60_000) })).toEqual([]);
     const call = await finished(listed!.sid);
     expect(call.status).toBe('completed');
     expect((await sdk.calls(listed!.sid).fetch()).status).toBe('completed');
@@ -362,6 +404,23 @@ describe('a spoken exchange follows the TwiML', () => {
     expect(statusHits(created.sid).at(-1)!.params.CallStatus).toBe('completed');
   });
 
+  it('keyed digits answer a dtmf Gather; <Record> records the next utterance and posts its RecordingUrl', async () => {
+    app.twiml.set('/menu', () => '<Response><Gather input="dtmf" numDigits="1" action="/menu/choice" timeout="600"><Say>Press 1.</Say></Gather></Response>');
+    app.twiml.set('/menu/choice', (p) => `<Response><Say>Pressed ${p.Digits}.</Say><Record action="/menu/recorded" timeout="600"/></Response>`);
+    app.twiml.set('/menu/recorded', (p) => `<Response><Say>Got ${p.RecordingDuration} seconds.</Say></Response>`);
+    const created = await place('+15550002009', { url: `${app.base}/menu` });
+    await fake.waitForCall((c) => c.sid === created.sid && c.events.includes('gathering dtmf'));
+    fake.say(created.sid, 'not keys');
+    fake.digits(created.sid, '1');
+    await fake.waitForCall((c) => c.sid === created.sid && c.said.includes('Pressed 1.') && c.recordings.length === 1);
+    const call = await finished(created.sid);
+    expect(call.heard).toEqual(['not keys']);
+    const recorded = hitsFor(created.sid, '/menu/recorded')[0]!;
+    expect(recorded.params.RecordingUrl).toBe(`https://api.twilio.com/2010-04-01/Accounts/${ACCOUNT}/Recordings/${recorded.params.RecordingSid}`);
+    expect(call.said.at(-1)).toBe(`Got ${recorded.params.RecordingDuration} seconds.`);
+    expect(call.recordings[0]!.source).toBe('RecordVerb');
+  });
+
   it('a TwiML URL that fails, or answers something else than TwiML, ends the call as Twilio does (application error)', async () => {
     app.twiml.set('/broken', () => '<Html>nope</Html>');
     const broken = await place('+15550002007', { url: `${app.base}/broken` });
@@ -436,6 +495,21 @@ describe('recordings', () => {
     ]);
   });
 
+  it('a recording stopped through the REST API completes while the call goes on; a deleted one is gone', async () => {
+    app.twiml.set('/hold', () => '<Response><Gather input="speech" timeout="600"/></Response>');
+    const created = await place('+15550003004', { url: `${app.base}/hold` });
+    await fake.waitForCall((c) => c.sid === created.sid && c.events.includes('gathering speech'));
+    const started = await sdk.calls(created.sid).recordings.create({ recordingStatusCallback: `${app.base}/recording-status` });
+    const stopped = await sdk.calls(created.sid).recordings(started.sid).update({ status: 'stopped' });
+    expect(stopped.status).toBe('processing');
+    await fake.waitForCall((c) => c.sid === created.sid && c.recordings[0]?.status === 'completed');
+    expect(fake.call(created.sid).status).toBe('in-progress');
+    expect(await sdk.recordings(started.sid).remove()).toBe(true);
+    await expect(sdk.recordings(started.sid).fetch()).rejects.toMatchObject({ status: 404, code: 20404 });
+    fake.hangup(created.sid);
+    await finished(created.sid);
+  });
+
   it('media is 404 while the recording is still running', async () => {
     app.twiml.set('/long', () => '<Response><Gather input="speech" timeout="600"/></Response>');
     const created = await place('+15550003003', { url: `${app.base}/long`, record: true });
@@ -469,6 +543,15 @@ describe('inbound calls and the control API', () => {
     expect(turn).toMatchObject({ signedCorrectly: true, params: { CallStatus: 'in-progress', SpeechResult: 'My order is late' } });
     expect(statusHits(view.sid).map((h) => h.params.CallStatus)).toEqual(['completed']);
     expect((await sdk.calls(view.sid).fetch()).direction).toBe('inbound');
+  });
+
+  it('an inbound call turned away by <Reject reason="busy"> ends busy without an answer', async () => {
+    app.twiml.set('/closed', () => '<Response><Reject reason="busy"/></Response>');
+    const view = fake.inbound({ accountSid: ACCOUNT, from: CUSTOMER, to: CALLER_ID, url: `${app.base}/closed`, statusCallback: `${app.base}/status` });
+    const call = await finished(view.sid);
+    expect(call).toMatchObject({ status: 'busy', answeredAt: null, said: [] });
+    // No authToken given: the one the account last used on the REST API signs.
+    expect(statusHits(view.sid).map((h) => [h.params.CallStatus, h.signedCorrectly])).toEqual([['busy', true]]);
   });
 
   it('drives a call over HTTP: script, list, get, say, hangup, settings', async () => {

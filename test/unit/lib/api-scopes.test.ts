@@ -8,10 +8,11 @@ import {
   SCOPE_GRANT_NAMES,
   SCOPE_PERMISSION_NAMES,
   grantsToPermissionObject,
+  hasGrant,
   permissionsHoldGrant,
   permissionsOfGrants,
 } from '../../../lib/api-scopes';
-import { hasGrant, hasPermission, isPermission, type Permission, type Principal } from '../../../lib/permissions';
+import { hasPermission, isPermission, type Permission, type Principal } from '../../../lib/permissions';
 
 const principal = (permissions: Permission[], grants?: string[]): Principal => ({
   kind: 'api_key',
