@@ -126,7 +126,7 @@ export const DIAGNOSTICS = {
   W503: def('warning', 'Unreachable step', 'Step "{name}" cannot be reached from the entry step "{entry}".', 'Add a transition to it (THEN, ON_FAIL, GOTO...) or remove it.'),
   E504: def('error', 'Listed step not defined', 'Step "{name}" is listed in steps but has no block.', 'Add a "{name}:" block under FLOW or remove it from steps.'),
   W505: def('warning', 'Step not listed', 'Step "{name}" is defined but missing from the steps list; it is appended to the order.', 'Add it to steps: [...].'),
-  W509: def('warning', 'Voice settings not used', 'Step "{name}" has VOICE settings, which nothing uses: no voice channel is served yet, and text channels send RESPOND as written.', 'Keep them for when voice is served, or remove them (docs/not-supported.md).'),
+  W509: def('warning', 'Voice settings not used', 'Step "{name}" has VOICE settings that nothing uses ({keys}): the voice channel reads voice, language, barge_in, speech_timeout and silence_timeout, and text channels send RESPOND as written.', 'Use those keys, or remove the others (docs/not-supported.md).'),
   E507: def('error', 'Invalid CALL', 'Cannot read the CALL "{src}": {detail}.', 'Write CALL: tool_name with WITH:/AS:, CALL: tool(a, "x") or CALL: tool(p = expr).'),
   E508: def('error', 'Empty FLOW', 'The FLOW has no steps.', 'Add at least one step block with REASONING: true|false.'),
 

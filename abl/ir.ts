@@ -328,8 +328,25 @@ export interface FlowStepIR {
   on_error: ErrorHandlerIR[];
   /** ACTIONS / ON_ACTION / VOICE / RICH_CONTENT, passed to channels untouched. */
   channel: Record<string, Json>;
+  /** The step's VOICE settings the voice channel reads; absent without a VOICE block. */
+  voice?: VoiceConfigIR;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/**
+ * Voice settings (the agent's VOICE section, a step's VOICE block): the TTS voice and language of
+ * what the agent says on a call, whether the caller may interrupt it, and how long to wait for the
+ * end of speech and for speech at all (whole seconds). Unset keys take the platform's defaults.
+ */
+export interface VoiceConfigIR {
+  voice?: string;
+  language?: string;
+  barge_in?: boolean;
+  /** Seconds of silence that end the caller's utterance, or `auto` (the provider decides). */
+  speech_timeout?: number | 'auto';
+  /** Seconds to wait for the caller to start speaking. */
+  silence_timeout?: number;
 }
 
 export interface FlowIR {
@@ -543,6 +560,8 @@ export interface AgentIR {
   flow: FlowIR | null;
   /** The NLU section; absent when the agent has none (so the IR of other agents is unchanged). */
   nlu?: NluIR;
+  /** The VOICE section; absent when the agent has none. */
+  voice?: VoiceConfigIR;
   /** TEMPLATES as declared (already expanded where used). */
   templates: Record<string, Record<string, string>>;
   /** Phase-2 sections, kept verbatim as JSON. */

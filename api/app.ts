@@ -30,9 +30,10 @@ import { agenticAppRoutes } from './agentic-apps/router';
 import { httpAsyncRoutes } from './http-async/router';
 import { channelConnectionRoutes } from './channel-connections/router';
 import { registerHttpAsyncWebhooks } from './http-async/webhooks';
+import { voiceWebhookRoutes } from './telephony/voice';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -152,6 +152,13 @@ export const ConfigSchema = z.object({
   TWILIO_API_BASE_URL: z.url().optional(),
   /** Voice channel connections per project; beyond, 429 CHANNEL_CONNECTION_LIMIT_REACHED (docs/telephony/connections.md). */
   CHANNEL_CONNECTIONS_MAX_PER_PROJECT: positiveInt.default(100),
+  /**
+   * How long a voice webhook waits for the agent's reply before answering Twilio with a pause and
+   * a <Redirect> that waits again (Twilio gives a webhook about 15 s).
+   */
+  VOICE_REPLY_WAIT_MS: positiveInt.max(14000).default(10000),
+  /** How many such redirects one turn may take before the caller is told it takes too long. */
+  VOICE_REPLY_MAX_POLLS: positiveInt.max(100).default(12),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
   LLM_PRICE_TABLE: z
     .string()

@@ -28,6 +28,7 @@ import {
   type WaitingCallback,
   type HumanTaskOutcomeInput,
   type AgentSessionWorkflow,
+  type VoiceConfig,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
@@ -66,6 +67,24 @@ function channelContent(compiled: CompilationOutput, agent: string | undefined, 
     ...(rich && typeof rich === 'object' && !Array.isArray(rich) ? { richContent: rich as Record<string, unknown> } : {}),
     ...(Array.isArray(actions) ? { actions: { items: actions } } : actions && typeof actions === 'object' ? { actions: actions as Record<string, unknown> } : {}),
   };
+}
+
+/**
+ * The voice settings in force where the session waits: the agent's VOICE section with the
+ * step's VOICE block over it, for the voice channel (docs/telephony/voice.md). Absent when neither
+ * has any, so a text agent's answer is unchanged.
+ */
+function voiceContent(compiled: CompilationOutput, agent: string | undefined, step: string | null | undefined): { voiceConfig?: VoiceConfig } {
+  const ir = agent ? compiled.agents[agent] : undefined;
+  const merged = { ...(ir?.voice ?? {}), ...((step ? ir?.flow?.steps[step]?.voice : undefined) ?? {}) };
+  if (!ir?.voice && !(step && ir?.flow?.steps[step]?.voice)) return {};
+  const voiceConfig: VoiceConfig = {};
+  if (merged.voice !== undefined) voiceConfig.voice = merged.voice;
+  if (merged.language !== undefined) voiceConfig.language = merged.language;
+  if (merged.barge_in !== undefined) voiceConfig.bargeIn = merged.barge_in;
+  if (merged.speech_timeout !== undefined) voiceConfig.speechTimeout = merged.speech_timeout;
+  if (merged.silence_timeout !== undefined) voiceConfig.silenceTimeout = merged.silence_timeout;
+  return { voiceConfig };
 }
 
 function emptyStats(): SessionStats {
@@ -348,6 +367,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       },
       traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
       ...channelContent(compiled, thread?.agent, thread?.flow?.step),
+      ...voiceContent(compiled, thread?.agent, thread?.flow?.step),
     };
     // Only a turn the client can send again is remembered for the next run: the answer is in this
     // run's history already, and Temporal answers a repeated update id within the run itself.

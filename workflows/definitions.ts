@@ -152,6 +152,17 @@ export interface TurnResult {
   richContent?: Record<string, unknown>;
   /** ACTIONS of that step (interactive elements), always an object. */
   actions?: Record<string, unknown>;
+  /** Voice settings in force there (the agent's VOICE section, the step's VOICE over it); voice-enabled agents only. */
+  voiceConfig?: VoiceConfig;
+}
+
+/** An agent's voice settings as channels get them (ABL VOICE; seconds for the timeouts). */
+export interface VoiceConfig {
+  voice?: string;
+  language?: string;
+  bargeIn?: boolean;
+  speechTimeout?: number | 'auto';
+  silenceTimeout?: number;
 }
 
 export interface SessionStateView {

@@ -13,6 +13,7 @@ import { compileAgentGather } from './gather';
 import { compileExecution, compileIdentity, compileMessages, compileTemplates } from './identity';
 import { compileMemory } from './memory';
 import { compileNlu } from './nlu';
+import { compileAgentVoice } from './voice';
 import { compileCompletion, compileConstraints, compileGuardrails } from './rules';
 import { checkSections } from './sections';
 import type { CompiledTools } from './tools';
@@ -106,6 +107,8 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
   const nlu = nluSection ? compileNlu(ctx, val('NLU'), nluSection.loc) : undefined;
   // Absent (not null) without NLU, so the IR of an agent without it is what it was before NLU ran.
   if (nlu) agent.nlu = nlu;
+  const voice = compileAgentVoice(ctx, val('VOICE'));
+  if (voice) agent.voice = voice;
   mapPositionalArgs(agent);
   agent.metadata.source_hash = agentHash(doc.path, agent, project);
   return agent;

@@ -6,6 +6,7 @@ import { compileActionHandlers, compileActions, compileBranches, compileCall, co
 import { pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileErrorHandlers } from './errors';
 import { compileStepGather } from './gather';
+import { compileVoiceBlock } from './voice';
 
 const STEP_KEYS = [
   'reasoning', 'goal', 'available_tools', 'exit_when', 'max_turns', 'when', 'max_attempts', 'on_exhausted', 'respond',
@@ -96,9 +97,10 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
   const extraAll = ctx.extras(f, STEP_KEYS, `step ${pair.key}`);
   const channel: Record<string, Json> = {};
   for (const k of CHANNEL_KEYS) if (f.map.has(k)) channel[k] = toJson(get(k));
-  // Channels get ACTIONS and RICH_CONTENT; no served channel speaks (docs/not-supported.md).
-  const voice = f.map.get('voice');
-  if (voice) ctx.report('W509', voice.loc, { name: pair.key });
+  // The voice channel reads the step's VOICE settings it knows; any others are W509.
+  const voicePair = f.map.get('voice');
+  const voice = voicePair ? compileVoiceBlock(ctx, get('voice'), `Step '${pair.key}' VOICE`) : null;
+  if (voicePair && voice && voice.unused.length > 0) ctx.report('W509', voicePair.loc, { name: pair.key, keys: voice.unused.map((u) => u.key).join(', ') });
   const call = f.map.get('call');
   const exhausted = get('on_exhausted');
   const gatherNode = get('gather');
@@ -139,6 +141,7 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
     sub_intents: compileDigressions(ctx, get('sub_intents'), true),
     on_error: compileErrorHandlers(ctx, get('on_error')),
     channel,
+    ...(voice ? { voice: voice.config } : {}),
     extra: extraAll,
     loc: ctx.loc(pair.loc),
   } satisfies FlowStepIR & { on_error: ErrorHandlerIR[] };

@@ -53,6 +53,16 @@ export const ZChatAgentResponseSchema = z
     state: z.record(z.string(), z.unknown()),
     richContent: z.record(z.string(), z.unknown()).optional().describe('Content variants of the step the session waits in (RICH_CONTENT)'),
     actions: z.record(z.string(), z.unknown()).optional().describe('Interactive elements of that step (ACTIONS); a list is given as { items }'),
+    voiceConfig: z
+      .object({
+        voice: z.string().optional().describe('TTS voice (e.g. Polly.Joanna)'),
+        language: z.string().optional().describe('BCP 47 language of speech in and out'),
+        bargeIn: z.boolean().optional().describe('Whether the caller may interrupt what the agent says'),
+        speechTimeout: z.union([z.number(), z.literal('auto')]).optional().describe('Seconds of silence that end an utterance, or auto'),
+        silenceTimeout: z.number().optional().describe('Seconds to wait for the caller to start speaking'),
+      })
+      .optional()
+      .describe('Voice settings where the session waits (ABL VOICE: the agent section, a step block over it); voice-enabled agents only'),
     metadata: z
       .object({ models: z.array(z.string()).describe('provider:model of every LLM call in this turn'), note: z.string().optional() })
       .optional()

@@ -75,7 +75,8 @@ export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessi
   // Its open human tasks wait for nobody now.
   await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
-  const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned)]);
+  // A phone call's voice metrics events go with its session.
+  const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned), ctx.models.VoiceEvent.deleteMany(owned)]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
   // A session still active when deleted (its workflow terminated) gives its place back here; one
   // that ended gave it back already, and this finds no slot.

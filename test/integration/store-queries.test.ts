@@ -59,6 +59,8 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'db/session-capacity.ts: reconciler, slots of a tenant', model: 'SessionSlot', filter: { tenantId: T } },
   { name: 'db/session-capacity.ts: reconciler, active sessions of a tenant', model: 'Session', filter: { tenantId: T, status: 'active' } },
   { name: 'api/chat/service.ts: LLM settings of a project', model: 'LlmSettings', filter: { tenantId: T, projectId: P }, limit: 1 },
+  { name: 'core/telephony/voice-metrics.ts: a call\'s events, for its totals', model: 'VoiceEvent', filter: { tenantId: T, connectionId: 'cc_q1', callSid: 'CA_q1' } },
+  { name: 'core/telephony/voice.ts: the session of a call', model: 'Session', filter: { _id: S, tenantId: T }, limit: 1 },
 ];
 
 /** Top-level fields the filter fixes to one value (the ones an index prefix can serve by equality). */

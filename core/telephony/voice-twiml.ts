@@ -1,0 +1,111 @@
+// The TwiML a phone call is answered with, built with the twilio SDK's VoiceResponse: the agent's
+// reply said (<Say voice language>) and the caller's next utterance gathered (<Gather
+// input="speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
+// running, a transfer (<Dial>) and the hang-ups. The words the platform says itself are here too.
+import twilio from 'twilio';
+import type VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
+import { type VoiceConfig } from '../../workflows/definitions';
+
+/** What the platform says itself on a call (English; an agent's own words come from its ABL). */
+export const VOICE_TEXTS = {
+  /** After the first stretch of silence, before listening again. */
+  reprompt: 'Sorry, I did not hear anything. Please go ahead.',
+  /** After the second: the call ends. */
+  noInputGoodbye: 'I still did not hear anything. Goodbye.',
+  /** Before <Dial> when the escalating reply said nothing itself. */
+  transfer: 'Please hold while I transfer your call.',
+  /** A turn that took more than VOICE_REPLY_MAX_POLLS waits. */
+  tooSlow: 'Sorry, that is taking too long. Please try again.',
+  /** The session could not start or a turn failed. */
+  failure: 'Sorry, something went wrong. Please call again later.',
+  /** A call to a disabled connection, or one whose session has ended. */
+  unavailable: 'Sorry, this number cannot take your call right now. Goodbye.',
+} as const;
+
+/** Defaults for a voiceConfig key the agent does not set. */
+export const VOICE_DEFAULTS = { bargeIn: true, speechTimeout: 'auto' as number | 'auto', silenceTimeout: 5 };
+
+export type { VoiceConfig };
+
+/**
+ * A new answer; with `recording` (a recording-status callback URL) it first starts recording the
+ * call, both parties on their own channel (an inbound call of a connection with recording on).
+ */
+function newResponse(recording?: string): VoiceResponse {
+  const response = new twilio.twiml.VoiceResponse();
+  if (recording) {
+    response.start().recording({ channels: 'dual', recordingStatusCallback: recording, recordingStatusCallbackMethod: 'POST', recordingStatusCallbackEvent: ['completed'] });
+  }
+  return response;
+}
+
+function sayAttributes(config: VoiceConfig): VoiceResponse.SayAttributes {
+  return {
+    ...(config.voice ? { voice: config.voice as NonNullable<VoiceResponse.SayAttributes['voice']> } : {}),
+    ...(config.language ? { language: config.language as NonNullable<VoiceResponse.SayAttributes['language']> } : {}),
+  };
+}
+
+function say(node: { say(attributes: VoiceResponse.SayAttributes, message: string): unknown }, config: VoiceConfig, text: string): void {
+  const trimmed = text.trim();
+  if (trimmed) node.say(sayAttributes(config), trimmed);
+}
+
+/**
+ * `text` said, then the caller's next utterance gathered and posted to `action`. With barge-in
+ * (the default) the <Say> sits inside the <Gather>, so speech stops it; without, it comes first.
+ * A <Gather> that hears nothing falls through to the <Redirect> to `onSilence`.
+ */
+export function sayAndGather(config: VoiceConfig, text: string, action: string, onSilence: string, recording?: string): string {
+  const response = newResponse(recording);
+  const bargeIn = config.bargeIn ?? VOICE_DEFAULTS.bargeIn;
+  if (!bargeIn) say(response, config, text);
+  const gather = response.gather({
+    input: ['speech'],
+    action,
+    method: 'POST',
+    timeout: config.silenceTimeout ?? VOICE_DEFAULTS.silenceTimeout,
+    speechTimeout: String(config.speechTimeout ?? VOICE_DEFAULTS.speechTimeout),
+    bargeIn,
+    ...(config.language ? { language: config.language as NonNullable<VoiceResponse.GatherAttributes['language']> } : {}),
+  });
+  if (bargeIn) say(gather, config, text);
+  response.redirect({ method: 'POST' }, onSilence);
+  return response.toString();
+}
+
+/** `text` said, then the call ends. */
+export function sayAndHangUp(config: VoiceConfig, text: string, recording?: string): string {
+  const response = newResponse(recording);
+  say(response, config, text);
+  response.hangup();
+  return response.toString();
+}
+
+/** `text` said, then the caller is connected to `number` (the connection's transfer number). */
+export function sayAndDial(config: VoiceConfig, text: string, number: string, recording?: string): string {
+  const response = newResponse(recording);
+  say(response, config, text);
+  response.dial({}, number);
+  return response.toString();
+}
+
+/** A second of silence, then Twilio asks `poll` for the reply still being worked on. */
+export function holdAndRedirect(poll: string, recording?: string): string {
+  const response = newResponse(recording);
+  response.pause({ length: 1 });
+  response.redirect({ method: 'POST' }, poll);
+  return response.toString();
+}
+
+/** Ends the call without a word (a machine answered an outbound call set to `disconnect`). */
+export function hangUp(): string {
+  const response = new twilio.twiml.VoiceResponse();
+  response.hangup();
+  return response.toString();
+}
+
+/** An empty answer (status callbacks). */
+export function emptyTwiml(): string {
+  return new twilio.twiml.VoiceResponse().toString();
+}
