@@ -1,0 +1,42 @@
+// Twilio's status callback of an outbound call: POST /api/telephony/twilio/:channelConnectionId/status?outboundCallId=…
+// (the URL the call was placed with). The signature is checked under the connection's auth token
+// first (403, nothing changed, when it does not hold); the callback then goes to the call's
+// workflow as a signal, and Twilio gets its 204 at once.
+import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
+import { verifyTwilioWebhook } from '../../core/telephony/connections';
+import { ingestProviderStatus, providerTimestamp } from '../../core/telephony/outbound-calls';
+import { ZNoContent, ZStatusForm, ZStatusParams, ZStatusQuery } from '../outbound-calls/schemas';
+
+export const telephonyStatusRoutes: AnyRoute[] = [
+  defineRoute({
+    method: 'post',
+    path: '/api/telephony/twilio/:channelConnectionId/status',
+    operationId: 'twilioOutboundCallStatus',
+    summary: "Twilio's status callback of an outbound call (signed with X-Twilio-Signature)",
+    description: '204 once handed to the call. 403 for a missing or wrong signature, or a connection that does not exist; a call that is not the connection\'s is ignored (204).',
+    tags: ['Telephony webhooks'],
+    auth: 'public',
+    params: ZStatusParams,
+    query: ZStatusQuery,
+    body: ZStatusForm,
+    requestMedia: 'application/x-www-form-urlencoded',
+    successStatus: 204,
+    response: ZNoContent,
+    errorStatuses: [400, 403, 503],
+    async handler({ ctx, params, query, body, req, res }) {
+      const connection = await verifyTwilioWebhook(ctx, params.channelConnectionId, { path: req.originalUrl, params: body, signature: req.header('x-twilio-signature') });
+      const sequence = body.SequenceNumber !== undefined && /^[0-9]{1,9}$/.test(body.SequenceNumber) ? Number(body.SequenceNumber) : null;
+      await ingestProviderStatus(ctx, connection, query.outboundCallId, {
+        callSid: body.CallSid ? body.CallSid.slice(0, 64) : null,
+        callStatus: String(body.CallStatus ?? '').slice(0, 32),
+        answeredBy: body.AnsweredBy ? body.AnsweredBy.slice(0, 32) : null,
+        sipResponseCode: body.SipResponseCode ? body.SipResponseCode.slice(0, 8) : null,
+        sequenceNumber: sequence,
+        timestamp: providerTimestamp(body.Timestamp),
+        ingestedAt: new Date().toISOString(),
+      });
+      res.status(204).end();
+      return RESPONSE_SENT;
+    },
+  }),
+];
