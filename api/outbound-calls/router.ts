@@ -54,8 +54,9 @@ export const outboundCallRoutes: AnyRoute[] = [
     params: ZOutboundParams,
     body: ZInitiateBody,
     bodyExample: { channelConnectionId: 'cc_abc123', to: { type: 'phone', number: '+15551234567' }, idempotencyKey: 'order-1234-call-1', clientReferenceId: 'order-1234', amdMode: 'off' },
-    successStatus: 201,
-    alsoSuccess: [200],
+    // 201 for a new call (the handler sets it); 200 for a retry of the same key and body.
+    successStatus: 200,
+    alsoSuccess: [201],
     response: ZInitiateResponse,
     links: linksTo(['getOutboundCall', 'terminateOutboundCall', 'streamOutboundCallEvents'], {
       projectSlug: '$request.path.projectSlug',

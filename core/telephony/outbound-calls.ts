@@ -429,7 +429,7 @@ export async function terminateOutboundCall(ctx: CoreContext, scope: OutboundSco
 
 /** The call for the event stream: its row, 404 when missing or another project's or environment's. */
 export async function streamableCall(ctx: CoreContext, scope: OutboundScope, id: string): Promise<OutboundCallDoc> {
-  return withView(await findCall(ctx, scope, id), null);
+  return lookupOutboundCall(ctx, scope, id);
 }
 
 /**

@@ -20,6 +20,7 @@ async function initiate(number: string, extra: Record<string, unknown> = {}) {
 }
 const lookup = async (id: string) => (await w.api.get(`${w.base()}/${id}`, key(w.keys.full))).body.data;
 const untilPhase = (id: string, phase: string, timeoutMs = 30_000) => eventually(() => lookup(id), (c) => c.phase === phase, timeoutMs, 100);
+const sidOf = async (id: string) => (await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (d) => !!d?.providerCallSid, 30_000, 100))!.providerCallSid!;
 const phases = (call: { statusHistory: { phase: string }[] }) => call.statusHistory.map((e) => e.phase);
 
 describe('a call through every phase', () => {
@@ -29,7 +30,7 @@ describe('a call through every phase', () => {
     expect(res.body).toEqual({ success: true, data: { outboundCallId: expect.stringMatching(/^oc_/), phase: 'accepted', initiationState: expect.any(String) } });
     const id = res.body.data.outboundCallId as string;
     const live = await untilPhase(id, 'in_progress');
-    expect(live).toMatchObject({ initiationState: 'submitted', destination: '+1*******20', destinationType: 'phone', clientReferenceId: 'order-1', amdMode: 'off', outcome: null });
+    expect(live).toMatchObject({ initiationState: 'submitted', destination: '+1********20', destinationType: 'phone', clientReferenceId: 'order-1', amdMode: 'off', outcome: null });
     expect(live.providerCallSid).toMatch(/^CA\*+[0-9a-f]{4}$/);
     const placed = await w.fake.waitForCall((c) => c.to === '+15005550020' && c.status === 'in-progress');
     // What the provider was asked: our webhooks, the connection's number, the status events.
@@ -69,7 +70,7 @@ describe('a call through every phase', () => {
     const id = await initiate('+15005550014', { amdMode: 'disconnect' });
     const ended = await untilPhase(id, 'terminal');
     expect(ended).toMatchObject({ outcome: 'machine', amdMode: 'disconnect' });
-    const sid = (await w.stack.ctx.models.OutboundCall.findById(id).lean())!.providerCallSid!;
+    const sid = await sidOf(id);
     expect((await w.fake.waitForStatus(sid, 'completed')).status).toBe('completed');
   });
 
@@ -79,7 +80,7 @@ describe('a call through every phase', () => {
     const res = await w.api.post(`${w.base()}/${id}/terminate`, key(w.keys.full));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, data: { outboundCallId: id, phase: 'terminal', outcome: 'canceled' } });
-    const sid = (await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (d) => !!d?.providerCallSid))!.providerCallSid!;
+    const sid = await sidOf(id);
     expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
     const again = await w.api.post(`${w.base()}/${id}/terminate`, key(w.keys.full));
     expect(again.body.data).toEqual({ outboundCallId: id, phase: 'terminal', outcome: 'canceled' });
@@ -106,7 +107,7 @@ describe('a call through every phase', () => {
     }
     const ended = await untilPhase(id, 'terminal');
     expect(ended.outcome).toBe('expired');
-    const sid = (await w.stack.ctx.models.OutboundCall.findById(id).lean())!.providerCallSid!;
+    const sid = await sidOf(id);
     expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
   });
 });
@@ -115,7 +116,7 @@ describe('status callbacks', () => {
   it('duplicated and reordered callbacks never move the call back, and the first terminal status is final', async () => {
     const id = await initiate('+15005550015');
     await untilPhase(id, 'ringing');
-    const sid = (await w.stack.ctx.models.OutboundCall.findById(id).lean())!.providerCallSid!;
+    const sid = await sidOf(id);
     const form = (status: string, seq: number, extra: Record<string, string> = {}) => ({
       CallSid: sid,
       AccountSid: w.connection.accountSid,
@@ -135,7 +136,6 @@ describe('status callbacks', () => {
     const ended = await untilPhase(id, 'terminal');
     // The busy one arrived first (a duplicate sequence number is dropped, a later status is not a second end).
     expect(ended.outcome).toBe('busy');
-    await w.fake.settled();
     const final = await lookup(id);
     expect(phases(final)).toEqual(['accepted', 'dialing', 'ringing', 'in_progress', 'terminal']);
     expect(final.outcome).toBe('busy');
@@ -348,7 +348,6 @@ describe('the event stream', () => {
 
 describe('no number in clear', () => {
   it('no response body read in this file, nor any log line, carries a destination unmasked', async () => {
-    await w.fake.settled();
     expect(w.seen.length).toBeGreaterThan(20);
     expect(w.logLines.length).toBeGreaterThan(0);
     const all = [...w.seen, ...w.logLines].join('\n');
