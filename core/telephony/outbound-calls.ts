@@ -454,18 +454,18 @@ export async function waitForCallChange(ctx: CoreContext, scope: OutboundScope, 
 
 /**
  * A provider status callback for a call (its signature already checked against `connection`):
- * signalled to the call's workflow. A call that is not this connection's, or whose workflow has
- * closed, is ignored (the provider gets its 204 all the same and stops retrying).
+ * signalled to the call's workflow. `not_found` for a call that is not this connection's;
+ * `closed` when the call's workflow has ended (a late callback: nothing left to change).
  */
-export async function ingestProviderStatus(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, status: OutboundProviderStatusInput): Promise<boolean> {
+export async function ingestProviderStatus(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, status: OutboundProviderStatusInput): Promise<'taken' | 'closed' | 'not_found'> {
   const doc = await ctx.models.OutboundCall.exists({ _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id });
-  if (!doc) return false;
+  if (!doc) return 'not_found';
   const client = await temporalClient(ctx);
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(outboundCallWorkflowId(outboundCallId)).signal(outboundProviderStatusSignal, status));
-    return true;
+    return 'taken';
   } catch (err) {
-    if (isWorkflowNotFound(err)) return false;
+    if (isWorkflowNotFound(err)) return 'closed';
     throw temporalErrorToDomainError(err, 'Call runtime');
   }
 }

@@ -149,8 +149,8 @@ describe('status callbacks', () => {
     expect(await w.postStatus(w.connection.id, id, params, { authToken: 'f'.repeat(32) })).toBe(403);
     const other = await w.addConnection();
     expect(await w.postStatus(other.id, id, params, { signature: 'x' })).toBe(403);
-    // Signed by the other connection for its own URL: accepted there, but the call is not its: ignored.
-    expect(await w.postStatus(other.id, id, { ...params, AccountSid: other.accountSid }, { authToken: other.authToken })).toBe(204);
+    // Signed by the other connection for its own URL: genuine, but the call is not its: 404, nothing done.
+    expect(await w.postStatus(other.id, id, { ...params, AccountSid: other.accountSid }, { authToken: other.authToken })).toBe(404);
     const after = await lookup(id);
     expect(after.phase).toBe('ringing');
     expect(after.statusHistory).toEqual(before.statusHistory);
