@@ -131,7 +131,12 @@ export function destinationAad(place: CallPlace): string {
 }
 
 export async function sealDestination(keys: TenantDataKeyModel, ring: KeyRing, place: CallPlace, destination: string): Promise<Sealed> {
-  return seal(await tenantDataKey(keys, ring, place.tenantId), destinationAad(place), Buffer.from(destination, 'utf8'));
+  return sealDestinationWith(await tenantDataKey(keys, ring, place.tenantId), place, destination);
+}
+
+/** The same, with the tenant's data key already at hand. */
+export function sealDestinationWith(dataKey: Buffer, place: CallPlace, destination: string): Sealed {
+  return seal(dataKey, destinationAad(place), Buffer.from(destination, 'utf8'));
 }
 
 /** The destination in clear, to place the call. @throws when the key is missing or the value was moved. */

@@ -562,6 +562,8 @@ export interface OutboundCallView {
 
 /** One provider status callback, as the status webhook received it (already signature-checked). */
 export interface OutboundProviderStatusInput {
+  /** The connection whose signature the callback carried: a status for another connection's call is dropped. */
+  channelConnectionId: string;
   callSid: string | null;
   /** Twilio's CallStatus: queued, initiated, ringing, in-progress, completed, busy, no-answer, failed, canceled. */
   callStatus: string;

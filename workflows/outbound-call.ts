@@ -112,7 +112,7 @@ export const outboundCall: OutboundCallWorkflow = async (input) => {
   wf.setHandler(outboundCallStateQuery, () => view);
 
   wf.setHandler(outboundProviderStatusSignal, (status: OutboundProviderStatusInput) => {
-    if (providerEvents >= MAX_PROVIDER_EVENTS) return;
+    if (providerEvents >= MAX_PROVIDER_EVENTS || status.channelConnectionId !== input.channelConnectionId) return;
     if (status.sequenceNumber !== null) {
       if (seenSequence.has(status.sequenceNumber)) return;
       seenSequence.add(status.sequenceNumber);

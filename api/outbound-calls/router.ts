@@ -65,8 +65,7 @@ export const outboundCallRoutes: AnyRoute[] = [
     }),
     errorStatuses: [400, 401, 403, 404, 409, 502, 503],
     async handler({ ctx, principal, params, body, res }) {
-      const scope = await outboundScope(ctx, principal, params.projectSlug, params.env, OUTBOUND_INITIATE);
-      const { status, data } = await initiateOutboundCall(ctx, scope, body);
+      const { status, data } = await initiateOutboundCall(ctx, principal, params, body);
       res.status(status);
       return { success: true, data };
     },

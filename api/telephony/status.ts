@@ -21,6 +21,7 @@ export const telephonyStatusRoutes: AnyRoute[] = [
     query: ZStatusQuery,
     body: ZStatusForm,
     requestMedia: 'application/x-www-form-urlencoded',
+    bodyExample: { CallSid: 'CA0123456789abcdef0123456789abcdef', AccountSid: 'AC0123456789abcdef0123456789abcdef', CallStatus: 'ringing', SequenceNumber: '1', Timestamp: 'Sun, 06 Dec 2026 10:00:00 +0000' },
     successStatus: 204,
     response: ZNoContent,
     errorStatuses: [400, 403, 404, 503],

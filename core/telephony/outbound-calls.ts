@@ -8,10 +8,11 @@ import { TypedSearchAttributes } from '@temporalio/common';
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { driverCollection } from '../../db/driver-collection';
+import { tenantDataKey } from '../../db/tenant-data-key';
 import {
   destinationIndex,
   newOutboundCallId,
-  sealDestination,
+  sealDestinationWith,
   type DestinationType,
   type OutboundCallDoc,
   type OutboundOutcome,
@@ -185,22 +186,31 @@ async function replay(ctx: CoreContext, existing: OutboundCallDoc, requestHash: 
  * Answers once the workflow's start is recorded, never waiting for the provider: the submit's
  * outcome shows on lookup (`initiationState`, `failureReason`).
  */
-export async function initiateOutboundCall(ctx: CoreContext, scope: OutboundScope, body: InitiateBody): Promise<InitiatedCall> {
+export async function initiateOutboundCall(ctx: CoreContext, principal: Principal, place: { projectSlug: string; env: string }, body: InitiateBody): Promise<InitiatedCall> {
+  if (!hasGrant(principal, OUTBOUND_INITIATE)) throw new DomainError('UNAUTHORIZED', `This key lacks the scope ${OUTBOUND_INITIATE}`);
   const destination = checkDestination(body.to);
+  // The project, the connection and the tenant's data key are read at once: the answer waits for
+  // one round trip to the store before the insert, then the workflow's start.
+  const [scope, found, dataKey] = await Promise.all([
+    outboundScope(ctx, principal, place.projectSlug, place.env, OUTBOUND_INITIATE),
+    ctx.models.ChannelConnection.findOne({ _id: body.channelConnectionId, tenantId: principal.tenantId }).lean(),
+    tenantDataKey(ctx.models.TenantDataKey, requireMasterKeys(ctx), principal.tenantId),
+  ]);
   const requestHash = initiateRequestHash(scope, body);
   const owner = { tenantId: scope.tenantId, projectId: scope.projectId };
-  const [existing, connection] = await Promise.all([
-    ctx.models.OutboundCall.findOne({ ...owner, idempotencyKey: body.idempotencyKey }).lean(),
-    ctx.models.ChannelConnection.findOne({ _id: body.channelConnectionId, ...owner }).lean(),
-  ]);
-  if (existing) return replay(ctx, existing, requestHash);
-  if (!usable(connection, scope)) throw notFound('Channel connection');
+  const connection = found && found.projectId === scope.projectId ? found : null;
+  if (!usable(connection, scope)) {
+    // A retry of a call whose connection was disabled since still finds its call.
+    const existing = await ctx.models.OutboundCall.findOne({ ...owner, idempotencyKey: body.idempotencyKey }).lean();
+    if (existing) return replay(ctx, existing, requestHash);
+    throw notFound('Channel connection');
+  }
   if (ctx.config.NODE_ENV === 'production' && !ctx.config.PUBLIC_BASE_URL.startsWith('https://')) {
     throw new DomainError('OUTBOUND_WEBHOOK_NOT_CONFIGURED', 'PUBLIC_BASE_URL must be the https address the provider reaches this platform at');
   }
   const indexKey = destinationIndexKey(ctx.config, ctx);
   const _id = newOutboundCallId();
-  const sealed = await sealDestination(ctx.models.TenantDataKey, requireMasterKeys(ctx), { _id, ...owner }, destination.value);
+  const sealed = sealDestinationWith(dataKey, { _id, ...owner }, destination.value);
   const now = new Date();
   const row = {
     _id,
@@ -457,17 +467,24 @@ export async function waitForCallChange(ctx: CoreContext, scope: OutboundScope, 
  * signalled to the call's workflow. `not_found` for a call that is not this connection's;
  * `closed` when the call's workflow has ended (a late callback: nothing left to change).
  */
-export async function ingestProviderStatus(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, status: OutboundProviderStatusInput): Promise<'taken' | 'closed' | 'not_found'> {
-  const doc = await ctx.models.OutboundCall.exists({ _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id });
-  if (!doc) return 'not_found';
+export async function ingestProviderStatus(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, status: Omit<OutboundProviderStatusInput, 'channelConnectionId'>): Promise<'taken' | 'closed' | 'not_found'> {
   const client = await temporalClient(ctx);
-  try {
-    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => client.workflow.getHandle(outboundCallWorkflowId(outboundCallId)).signal(outboundProviderStatusSignal, status));
-    return 'taken';
-  } catch (err) {
-    if (isWorkflowNotFound(err)) return 'closed';
-    throw temporalErrorToDomainError(err, 'Call runtime');
-  }
+  // The signal goes out beside the ownership check (it names the connection, and the workflow
+  // drops a status from any other), so the provider's answer waits for one round trip, not two.
+  const [owned, signalled] = await Promise.all([
+    ctx.models.OutboundCall.exists({ _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id }),
+    /^oc_[a-z0-9]{1,40}$/.test(outboundCallId)
+      ? withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+          client.workflow.getHandle(outboundCallWorkflowId(outboundCallId)).signal(outboundProviderStatusSignal, { ...status, channelConnectionId: connection._id }),
+        ).then(
+          () => 'taken' as const,
+          (err: unknown) => (isWorkflowNotFound(err) ? ('closed' as const) : err),
+        )
+      : Promise.resolve('closed' as const),
+  ]);
+  if (!owned) return 'not_found';
+  if (signalled !== 'taken' && signalled !== 'closed') throw temporalErrorToDomainError(signalled, 'Call runtime');
+  return signalled;
 }
 
 /** Twilio's RFC 2822 Timestamp as ISO 8601, or null when absent or unreadable. */

@@ -75,7 +75,8 @@ describe('every operation of the document', () => {
       if (Number(status) >= 400 && status !== '408' && status !== '431') expect(response.content?.['application/json']?.example).toMatchObject({ success: false, error: { code: expect.any(String) } });
     }
     if (operation.requestBody) {
-      expect(operation.requestBody.content['application/json']?.example).toBeDefined();
+      // A provider's webhook posts a form (api/http/route.ts `requestMedia`): its example is under that type.
+      expect(operation.requestBody.content[route.requestMedia ?? 'application/json']?.example).toBeDefined();
     }
   });
 

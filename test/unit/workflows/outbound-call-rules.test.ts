@@ -3,6 +3,7 @@ import { movesForward, providerTransition } from '../../../workflows/outbound-ca
 import type { OutboundProviderStatusInput } from '../../../workflows/definitions';
 
 const status = (callStatus: string, extra: Partial<OutboundProviderStatusInput> = {}): OutboundProviderStatusInput => ({
+  channelConnectionId: 'cc_1',
   callSid: 'CA1',
   callStatus,
   answeredBy: null,
