@@ -167,8 +167,8 @@ async function main() {
       );
       const streams = await Promise.all(calls.map(({ id }) => fetch(`${base}/${id}/events`, { headers: { 'x-api-key': key } })));
       const seen = streams.map((res) => readUntil(res, (event, data) => event === 'phase' && data.phase === 'in_progress'));
-      // Let each stream's first long-poll reach its workflow.
-      await new Promise((r) => setTimeout(r, 500));
+      // Let each stream send its snapshot and its first long-poll reach its workflow.
+      await new Promise((r) => setTimeout(r, 3000));
       const sentAt = await Promise.all(
         calls.map(async ({ id }, i) => {
           const pathAndQuery = `/api/telephony/twilio/${connectionId}/status?outboundCallId=${id}`;
