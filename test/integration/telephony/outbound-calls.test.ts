@@ -1,6 +1,8 @@
 // Outbound calls end to end: the public routes, the OutboundCall workflow and the status webhook
 // against the Twilio fake, which places the calls and sends Twilio's signed status callbacks.
 import { eventually } from '../../support/eventually';
+import { echoAgent, publishAgent } from '../../support/agents';
+import { outboundCallSessionSignal } from '../../../workflows/definitions';
 import { callTo, startOutboundWorld, type OutboundWorld } from './outbound-support';
 
 let w: OutboundWorld;
@@ -109,6 +111,26 @@ describe('a call through every phase', () => {
     expect(ended.outcome).toBe('expired');
     const sid = await sidOf(id);
     expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+  });
+});
+
+describe('the call\'s conversation', () => {
+  it('records the session the voice webhook started, and ends it when the call ends', async () => {
+    await publishAgent(w.api, { adminKey: w.tenant.adminKey, projectId: w.tenant.projectId }, 'Echo', echoAgent());
+    const chat = await w.api.post('/api/v1/chat/agent', { key: w.tenant.adminKey, json: { projectId: w.tenant.projectId, message: 'hello' } });
+    expect(chat.status).toBe(200);
+    const sessionId = chat.body.sessionId as string;
+    const id = await initiate('+15005550023');
+    await untilPhase(id, 'in_progress');
+    const client = await w.stack.ctx.temporal.client();
+    // What the voice webhook sends once it has started the call's session.
+    await client.workflow.getHandle(`outbound-call/${id}`).signal(outboundCallSessionSignal, { sessionId });
+    expect((await eventually(() => lookup(id), (c) => c.sessionId === sessionId, 30_000, 100)).sessionId).toBe(sessionId);
+    const placed = await w.fake.waitForCall((c) => c.to === '+15005550023');
+    w.fake.hangup(placed.sid);
+    expect((await untilPhase(id, 'terminal')).outcome).toBe('completed');
+    const closed = await eventually(() => client.workflow.getHandle(`session/${sessionId}`).describe(), (d) => d.status.name !== 'RUNNING', 30_000, 200);
+    expect(closed.status.name).toBe('COMPLETED');
   });
 });
 
