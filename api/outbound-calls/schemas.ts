@@ -7,6 +7,13 @@ const OUTCOMES = ['completed', 'busy', 'rejected', 'no_answer', 'machine', 'fail
 const INITIATION_STATES = ['created', 'provider_requesting', 'submitted', 'provider_request_unknown', 'failed_to_submit'] as const;
 const AMD = ['off', 'continue', 'disconnect'] as const;
 
+// What the document states a destination must look like (lib/phone.ts checks it and answers
+// INVALID_PHONE_NUMBER or SIP_INJECTION_REJECTED, the spec's codes, rather than a schema's 400).
+const E164 = '\\+[1-9][0-9]{1,14}';
+const HOST_LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const PORT = '(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})';
+const SIP = `sips?:[A-Za-z0-9._~+-]{1,64}@${HOST_LABEL}(?:\\.${HOST_LABEL}){0,3}(?::${PORT})?(?:;transport=(?:udp|tcp|tls|ws|wss))?(?:;user=(?:phone|ip))?`;
+
 export const ZOutboundParams = z.object({
   projectSlug: z.string().min(1).max(128).describe("The project's slug (or its id)"),
   env: z.string().min(1).max(64).describe('Deployment environment, e.g. production, staging, dev'),
@@ -19,8 +26,8 @@ export const ZInitiateBody = z
   .object({
     channelConnectionId: z.string().min(1).max(64),
     to: z.discriminatedUnion('type', [
-      z.object({ type: z.literal('phone'), number: z.string().min(1).max(64).describe('E.164, e.g. +15551234567') }).strict(),
-      z.object({ type: z.literal('sip'), sipUri: z.string().min(1).max(1024).describe('sip:user@host[:port][;transport=…]; no headers') }).strict(),
+      z.object({ type: z.literal('phone'), number: z.string().min(1).max(64).describe('E.164, e.g. +15551234567').openapi({ pattern: `^${E164}$`, example: '+15551234567' }) }).strict(),
+      z.object({ type: z.literal('sip'), sipUri: z.string().min(1).max(1024).describe('sip:user@host[:port][;transport=…]; no headers').openapi({ pattern: `^${SIP}$`, maxLength: 256, example: 'sip:alice@pbx.example.com' }) }).strict(),
     ]),
     idempotencyKey: z.string().min(1).max(256).describe('The same key with the same body returns the original call'),
     clientReferenceId: z.string().min(1).max(256).nullable().optional(),
@@ -52,7 +59,7 @@ export const ZSummaryQuery = z.object({
 
 export const ZSearchBody = z
   .object({
-    destination: z.string().min(1).max(1024).optional().describe('The real number (E.164) or SIP URI; matched by blind index, never echoed'),
+    destination: z.string().min(1).max(1024).describe('The real number (E.164) or SIP URI; matched by blind index, never echoed').openapi({ pattern: `^(?:${E164}|${SIP})$`, maxLength: 256, example: '+15551234567' }).optional(),
     ...ZFilters,
     limit: z.number().int().min(1).max(100).optional(),
     cursor: z.string().min(1).max(512).optional(),

@@ -21,6 +21,8 @@ export const telephonyStatusRoutes: AnyRoute[] = [
     query: ZStatusQuery,
     body: ZStatusForm,
     requestMedia: 'application/x-www-form-urlencoded',
+    // An empty form is judged by its signature like any other (403).
+    bodyOptional: true,
     bodyExample: { CallSid: 'CA0123456789abcdef0123456789abcdef', AccountSid: 'AC0123456789abcdef0123456789abcdef', CallStatus: 'ringing', SequenceNumber: '1', Timestamp: 'Sun, 06 Dec 2026 10:00:00 +0000' },
     successStatus: 204,
     response: ZNoContent,
