@@ -137,7 +137,13 @@ export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' |
       if (!provider) return { callSid: null };
       const destination = await openDestination(deps.models.TenantDataKey, requireMasterKeys(ctx), call);
       const since = new Date(call.createdAt.getTime() - 60_000);
-      const found = await provider.client.calls.list({ to: destination, from: provider.callerNumber, startTimeAfter: since, limit: 20 });
+      let found: Awaited<ReturnType<typeof provider.client.calls.list>>;
+      try {
+        found = await provider.client.calls.list({ to: destination, from: provider.callerNumber, startTimeAfter: since, limit: 20 });
+      } catch (err) {
+        // The failure goes to workflow history: its message, scrubbed of the number, and nothing else.
+        throw new Error(`listing the provider's calls failed: ${scrubNumbers(String((err as Error)?.message ?? err), destination)}`);
+      }
       const candidates = found
         .filter((c) => !c.dateCreated || c.dateCreated.getTime() >= call.createdAt.getTime() - 5_000)
         .sort((a, b) => (a.dateCreated?.getTime() ?? 0) - (b.dateCreated?.getTime() ?? 0));
