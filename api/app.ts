@@ -31,9 +31,11 @@ import { httpAsyncRoutes } from './http-async/router';
 import { channelConnectionRoutes } from './channel-connections/router';
 import { registerHttpAsyncWebhooks } from './http-async/webhooks';
 import { voiceWebhookRoutes } from './telephony/voice';
+import { outboundCallRoutes } from './outbound-calls/router';
+import { telephonyStatusRoutes } from './telephony/status';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

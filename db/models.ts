@@ -32,6 +32,7 @@ import { httpAsyncDeliveryModel, httpAsyncSubscriptionModel } from './http-async
 import { httpAsyncConversationModel } from './http-async-conversation';
 import { channelConnectionModel } from './channel-connection';
 import { voiceEventModel } from './voice-event';
+import { outboundCallModel } from './outbound-call';
 
 export function createModels(connection: Connection) {
   return {
@@ -69,6 +70,7 @@ export function createModels(connection: Connection) {
     HttpAsyncConversation: httpAsyncConversationModel(connection),
     ChannelConnection: channelConnectionModel(connection),
     VoiceEvent: voiceEventModel(connection),
+    OutboundCall: outboundCallModel(connection),
   };
 }
 

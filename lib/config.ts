@@ -159,6 +159,24 @@ export const ConfigSchema = z.object({
   VOICE_REPLY_WAIT_MS: positiveInt.max(14000).default(10000),
   /** How many such redirects one turn may take before the caller is told it takes too long. */
   VOICE_REPLY_MAX_POLLS: positiveInt.max(100).default(12),
+  /**
+   * The key of the outbound calls' destination blind index (HMAC-SHA256 of the normalised number;
+   * base64, 32 bytes). Unset outside production: derived from the master key ring's current key
+   * (a master-key rotation then leaves older calls unfindable by destination). Unset in
+   * production: initiating and searching outbound calls answer 503. Never change it once calls exist.
+   */
+  OUTBOUND_DESTINATION_INDEX_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
+    .optional(),
+  /** An outbound call that has not connected and heard nothing from the provider for this long ends `expired` (ms). @default 300000 */
+  OUTBOUND_CALL_ABANDON_MS: positiveInt.default(300_000),
+  /** A connected outbound call still live this long is hung up and ends `expired` (ms). @default 4 hours, Twilio's own limit */
+  OUTBOUND_CALL_MAX_DURATION_MS: positiveInt.default(4 * 3600_000),
+  /** How long the request placing a call at the provider may take before its outcome counts as unknown and is reconciled (ms). @default 10000 */
+  OUTBOUND_SUBMIT_TIMEOUT_MS: positiveInt.max(120_000).default(10_000),
+  /** How long a call whose submit outcome is unknown is looked for at the provider before it counts as not placed (ms). @default 60000 */
+  OUTBOUND_RECONCILE_WINDOW_MS: positiveInt.default(60_000),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
   LLM_PRICE_TABLE: z
     .string()

@@ -21,6 +21,8 @@ export const KEY_PURPOSE = {
   payloadCodec: 'temporal-payload-codec',
   /** The HMAC key of operator sessions of the codec endpoint; derived from PLATFORM_ADMIN_TOKEN, not from the ring. */
   codecOperatorSession: 'switchboard/codec-operator-session/v1',
+  /** The outbound calls' destination blind index key, when OUTBOUND_DESTINATION_INDEX_KEY is unset (outside production only). */
+  outboundDestinationIndex: 'switchboard/outbound-destination-index/v1',
 } as const;
 
 /** HKDF-SHA256 of a root key for one purpose: 32 bytes. */

@@ -510,6 +510,97 @@ export interface OutboundCallSessionInput {
 }
 export const outboundCallSessionSignal = defineSignal<[OutboundCallSessionInput]>('outboundCallSession');
 
+export const OUTBOUND_PHASES = ['accepted', 'dialing', 'ringing', 'in_progress', 'terminal'] as const;
+export type OutboundPhase = (typeof OUTBOUND_PHASES)[number];
+export const OUTBOUND_OUTCOMES = ['completed', 'busy', 'rejected', 'no_answer', 'machine', 'failed', 'canceled', 'expired'] as const;
+export type OutboundOutcome = (typeof OUTBOUND_OUTCOMES)[number];
+export const OUTBOUND_INITIATION_STATES = ['created', 'provider_requesting', 'submitted', 'provider_request_unknown', 'failed_to_submit'] as const;
+export type OutboundInitiationState = (typeof OUTBOUND_INITIATION_STATES)[number];
+export type OutboundAmdMode = 'off' | 'continue' | 'disconnect';
+
+/**
+ * What the workflow needs to place and follow one call. The destination is not here: the submit
+ * activity opens it from the call's row (sealed there), so no number reaches workflow history.
+ */
+export interface OutboundCallStartInput {
+  outboundCallId: string;
+  tenantId: string;
+  projectId: string;
+  environment: string;
+  channelConnectionId: string;
+  amdMode: OutboundAmdMode;
+  /** When the API accepted the call (ms): the first status history entry's time. */
+  acceptedAtMs: number;
+  /** A call that has not connected, with no provider event for this long, ends `expired` (OUTBOUND_CALL_ABANDON_MS). */
+  abandonAfterMs: number;
+  /** A connected call still live after this long is hung up and ends `expired` (OUTBOUND_CALL_MAX_DURATION_MS). */
+  maxDurationMs: number;
+  /** How long a submit whose answer never came is reconciled before the call counts as not placed. */
+  reconcileWindowMs: number;
+}
+
+/** One transition of the call's phase; `version` is its position (the first, `accepted`, is 1). */
+export interface OutboundStatusEntry {
+  phase: OutboundPhase;
+  outcome: OutboundOutcome | null;
+  /** The provider's timestamp of the event (its `Timestamp`), null when it gave none. */
+  providerEventAt: string | null;
+  /** When the platform recorded the transition. */
+  ingestedAt: string;
+  version: number;
+}
+
+/** The call as the workflow holds it: the query's answer, the projection's content, the SSE's source. */
+export interface OutboundCallView {
+  outboundCallId: string;
+  tenantId: string;
+  projectId: string;
+  phase: OutboundPhase;
+  outcome: OutboundOutcome | null;
+  initiationState: OutboundInitiationState;
+  failureReason: string | null;
+  providerCallSid: string | null;
+  sessionId: string | null;
+  /** The provider's AnsweredBy (answering-machine detection), when it gave one. */
+  answeredBy: string | null;
+  statusHistory: OutboundStatusEntry[];
+  /** The number of phase transitions so far (= statusHistory.length); what SSE events carry. */
+  version: number;
+  /** Rises with every change of the view; the projection never replaces a newer revision. */
+  revision: number;
+  updatedAt: string;
+}
+
+/** One provider status callback, as the status webhook received it (already signature-checked). */
+export interface OutboundProviderStatusInput {
+  /** The connection whose signature the callback carried: a status for another connection's call is dropped. */
+  channelConnectionId: string;
+  callSid: string | null;
+  /** Twilio's CallStatus: queued, initiated, ringing, in-progress, completed, busy, no-answer, failed, canceled. */
+  callStatus: string;
+  answeredBy: string | null;
+  sipResponseCode: string | null;
+  sequenceNumber: number | null;
+  /** Twilio's Timestamp (RFC 2822) as ISO 8601, null when absent or unreadable. */
+  timestamp: string | null;
+  /** When the webhook received it (ISO 8601). */
+  ingestedAt: string;
+}
+export const outboundProviderStatusSignal = defineSignal<[OutboundProviderStatusInput]>('outboundProviderStatus');
+
+export interface OutboundTerminateResult {
+  outboundCallId: string;
+  phase: OutboundPhase;
+  outcome: OutboundOutcome | null;
+}
+/** Ends the call: `canceled` before it connects, a hang-up (`completed`) after; a terminal call answers as it is. */
+export const terminateOutboundCallUpdate = defineUpdate<OutboundTerminateResult, []>('terminateOutboundCall');
+
+/** Answers once the call's version passes `afterVersion` or after `waitMs`, with the call as it then is (SSE long-poll). */
+export const waitOutboundCallUpdate = defineUpdate<OutboundCallView, [{ afterVersion: number; waitMs: number }]>('waitOutboundCall');
+export const outboundCallStateQuery = defineQuery<OutboundCallView>('outboundCallState');
+export type OutboundCallWorkflow = (input: OutboundCallStartInput) => Promise<OutboundCallView>;
+
 // ---------------------------------------------------------------- workflow signatures
 
 /**

@@ -20,11 +20,16 @@ export const TaskTypeKey = defineSearchAttributeKey('TaskType', SearchAttributeT
 export const TaskPriorityKey = defineSearchAttributeKey('TaskPriority', SearchAttributeType.INT);
 /** Who holds the task: the assigned or claiming user id and/or `team:<name>` (`Assignee = 'ada'`). */
 export const AssigneeKey = defineSearchAttributeKey('Assignee', SearchAttributeType.KEYWORD_LIST);
+// An outbound call's workflow (`outbound-call/<id>`). No Keyword slot is left, so both are lists:
+// the phase and, once terminal, the outcome in one (their values never overlap: `CallStatus = 'terminal'
+// AND CallStatus = 'busy'`), and the channel connection the call went out on.
+export const CallStatusKey = defineSearchAttributeKey('CallStatus', SearchAttributeType.KEYWORD_LIST);
+export const ChannelConnectionIdKey = defineSearchAttributeKey('ChannelConnectionId', SearchAttributeType.KEYWORD_LIST);
 
 /** Every custom attribute; registered at dev-server start, by `ensureSearchAttributes` and by `npm run admin -- temporal-setup`. */
 export const SEARCH_ATTRIBUTE_KEYS: ReturnType<typeof defineSearchAttributeKey<SearchAttributeType>>[] = [
   TenantIdKey, ProjectIdKey, SessionIdKey, AgentNameKey, ChannelKey, EnvironmentKey, SessionStatusKey, DeploymentIdKey,
-  TaskStatusKey, TaskTypeKey, TaskPriorityKey, AssigneeKey,
+  TaskStatusKey, TaskTypeKey, TaskPriorityKey, AssigneeKey, CallStatusKey, ChannelConnectionIdKey,
 ];
 
 /** The name `temporal server start-dev --search-attribute` and the operator API give each type. */

@@ -262,6 +262,7 @@ const STATUS_EXAMPLE: Record<number, { code: string; message: string }> = {
   415: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request body must be application/json' },
   422: { code: 'UNPROCESSABLE_ENTITY', message: 'The draft has errors' },
   429: { code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' },
+  502: { code: 'OUTBOUND_PROVIDER_SUBMIT_FAILED', message: 'The telephony provider refused or failed the request' },
   503: { code: 'SERVICE_UNAVAILABLE', message: 'A backend dependency is unavailable' },
   504: { code: 'GATEWAY_TIMEOUT', message: 'The provider did not answer in time' },
 };

@@ -1,0 +1,177 @@
+// The OutboundCall workflow's side effects: placing the call at the provider (the Twilio SDK, for
+// the connection's account), finding a call whose placing request got no answer, cancelling or
+// hanging up a call, and writing the call's projection. The destination is opened here from its
+// sealed copy and goes to the provider only: never into a result, an error or a log line.
+import { type ActivityDeps } from '..';
+import { openDestination, outboundCallProjection, type OutboundCallDoc } from '../../db/outbound-call';
+import { connectionAuthToken } from '../../core/telephony/connections';
+import { twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
+import { requireMasterKeys } from '../../core/tool-secrets/secrets';
+import { maskPhoneNumber } from '../../lib/phone';
+import type { CoreContext } from '../../core/context';
+import type { OutboundCallView } from '../../workflows/definitions';
+
+export type SubmitOutcome =
+  | { result: 'submitted'; callSid: string }
+  /** Refused or failed before the provider placed anything; `code` is the API's error code. */
+  | { result: 'failed'; code: string; reason: string }
+  /** The request went out and no answer came: the call may exist (reconciled by findOutboundCall). */
+  | { result: 'unknown'; reason: string };
+
+interface CallRef {
+  outboundCallId: string;
+  tenantId: string;
+  projectId: string;
+}
+
+/** Twilio's status callback events the call reports, as Twilio names them. */
+export const STATUS_CALLBACK_EVENTS = ['initiated', 'ringing', 'answered', 'completed'];
+
+/** A provider message with anything that looks like a number masked (Twilio's messages quote the To number). */
+export function scrubNumbers(message: string, destination?: string): string {
+  let out = destination ? message.split(destination).join(destination.startsWith('+') ? maskPhoneNumber(destination) : '***') : message;
+  out = out.replace(/\+?\d{6,}/g, (m) => (m.startsWith('+') ? maskPhoneNumber(m) : maskPhoneNumber('+' + m).slice(1)));
+  return out.slice(0, 300);
+}
+
+function webhookUrl(base: string, connectionId: string, name: string, query: Record<string, string>): string {
+  return `${base.replace(/\/+$/, '')}/api/telephony/twilio/${encodeURIComponent(connectionId)}/${name}?${new URLSearchParams(query).toString()}`;
+}
+
+/** Transport failures that mean the request never reached the provider. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET_BEFORE_SEND']);
+
+export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' | 'config' | 'logger'> & Partial<Pick<ActivityDeps, 'temporalClient'>>) {
+  const ctx: CoreContext = {
+    config: deps.config,
+    models: deps.models,
+    logger: deps.logger,
+    temporal: {
+      client: async () => {
+        if (!deps.temporalClient) throw new Error('no Temporal client in this worker');
+        return deps.temporalClient;
+      },
+    },
+  };
+
+  async function loadCall(ref: CallRef): Promise<OutboundCallDoc | null> {
+    return deps.models.OutboundCall.findOne({ _id: ref.outboundCallId, tenantId: ref.tenantId, projectId: ref.projectId }).lean();
+  }
+
+  async function clientFor(call: { tenantId: string; projectId: string; channelConnectionId: string }, timeoutMs?: number): Promise<{ client: TwilioClient; callerNumber: string; recordingEnabled: boolean; active: boolean } | null> {
+    const conn = await deps.models.ChannelConnection.findOne({ _id: call.channelConnectionId, tenantId: call.tenantId, projectId: call.projectId }).lean();
+    if (!conn) return null;
+    const authToken = await connectionAuthToken(ctx, conn);
+    return {
+      client: twilioClient({ accountSid: conn.accountSid, authToken }, { apiBaseUrl: deps.config.TWILIO_API_BASE_URL, ...(timeoutMs ? { timeoutMs } : {}) }),
+      callerNumber: conn.callerNumber,
+      recordingEnabled: conn.recordingEnabled,
+      active: conn.status === 'active',
+    };
+  }
+
+  return {
+    /** One projection write: the workflow's view, unless the row already holds a later revision. */
+    async recordOutboundCall(view: OutboundCallView): Promise<void> {
+      await deps.models.OutboundCall.updateOne(
+        { _id: view.outboundCallId, tenantId: view.tenantId, projectId: view.projectId, revision: { $lt: view.revision } },
+        { $set: outboundCallProjection(view) },
+        { timestamps: false },
+      );
+    },
+
+    /** Places the call (`calls.create`) once. Never retried by Temporal: an unanswered request is reconciled instead. */
+    async submitOutboundCall(ref: CallRef): Promise<SubmitOutcome> {
+      const call = await loadCall(ref);
+      if (!call) return { result: 'failed', code: 'CHANNEL_NOT_FOUND', reason: 'the call is not recorded' };
+      const base = deps.config.PUBLIC_BASE_URL;
+      if (!base) return { result: 'failed', code: 'OUTBOUND_WEBHOOK_NOT_CONFIGURED', reason: 'PUBLIC_BASE_URL is not set' };
+      const provider = await clientFor(call, deps.config.OUTBOUND_SUBMIT_TIMEOUT_MS);
+      if (!provider || !provider.active) return { result: 'failed', code: 'CHANNEL_NOT_FOUND', reason: 'the channel connection is missing or disabled' };
+      const destination = await openDestination(deps.models.TenantDataKey, requireMasterKeys(ctx), call);
+      const query = { outboundCallId: call._id };
+      try {
+        const created = await provider.client.calls.create({
+          to: destination,
+          from: provider.callerNumber,
+          url: webhookUrl(base, call.channelConnectionId, 'voice', { ...query, amd: call.amdMode }),
+          method: 'POST',
+          statusCallback: webhookUrl(base, call.channelConnectionId, 'status', query),
+          statusCallbackMethod: 'POST',
+          statusCallbackEvent: STATUS_CALLBACK_EVENTS,
+          ...(call.amdMode !== 'off' ? { machineDetection: 'Enable' } : {}),
+          ...(provider.recordingEnabled
+            ? {
+                record: true,
+                recordingChannels: 'dual',
+                recordingStatusCallback: webhookUrl(base, call.channelConnectionId, 'recording-status', query),
+                recordingStatusCallbackMethod: 'POST',
+              }
+            : {}),
+        });
+        return { result: 'submitted', callSid: created.sid };
+      } catch (err) {
+        const e = err as { status?: number; code?: number | string; message?: string };
+        if (typeof e.status === 'number') {
+          // Twilio answered: nothing was placed (a 4xx refusal, or its own 5xx failure).
+          const reason = `provider refused the call (HTTP ${e.status}${typeof e.code === 'number' ? `, Twilio ${e.code}` : ''}): ${scrubNumbers(String(e.message ?? ''), destination)}`;
+          return { result: 'failed', code: 'OUTBOUND_PROVIDER_SUBMIT_FAILED', reason };
+        }
+        if (typeof e.code === 'string' && NOT_SENT.has(e.code)) {
+          return { result: 'failed', code: 'OUTBOUND_PROVIDER_SUBMIT_FAILED', reason: `the provider could not be reached (${e.code})` };
+        }
+        return { result: 'unknown', reason: `no answer from the provider (${typeof e.code === 'string' ? e.code : 'timeout'})` };
+      }
+    },
+
+    /**
+     * The provider's call placed by a request that got no answer: the calls from the connection's
+     * number to the destination created since the call was accepted, the earliest that no other
+     * outbound call of the tenant claims. Null when none is found (yet).
+     */
+    async findOutboundCall(ref: CallRef): Promise<{ callSid: string | null }> {
+      const call = await loadCall(ref);
+      if (!call) return { callSid: null };
+      if (call.providerCallSid) return { callSid: call.providerCallSid };
+      const provider = await clientFor(call);
+      if (!provider) return { callSid: null };
+      const destination = await openDestination(deps.models.TenantDataKey, requireMasterKeys(ctx), call);
+      const since = new Date(call.createdAt.getTime() - 60_000);
+      let found: Awaited<ReturnType<typeof provider.client.calls.list>>;
+      try {
+        found = await provider.client.calls.list({ to: destination, from: provider.callerNumber, startTimeAfter: since, limit: 20 });
+      } catch (err) {
+        // The failure goes to workflow history: its message, scrubbed of the number, and nothing else.
+        throw new Error(`listing the provider's calls failed: ${scrubNumbers(String((err as Error)?.message ?? err), destination)}`);
+      }
+      const candidates = found
+        .filter((c) => !c.dateCreated || c.dateCreated.getTime() >= call.createdAt.getTime() - 5_000)
+        .sort((a, b) => (a.dateCreated?.getTime() ?? 0) - (b.dateCreated?.getTime() ?? 0));
+      for (const c of candidates) {
+        const claimed = await deps.models.OutboundCall.exists({ tenantId: call.tenantId, providerCallSid: c.sid, _id: { $ne: call._id } });
+        if (!claimed) return { callSid: c.sid };
+      }
+      return { callSid: null };
+    },
+
+    /** Cancels (before answer) or hangs up (after) the provider's call; a call already over is left as it is. */
+    async updateOutboundProviderCall(input: { tenantId: string; projectId: string; channelConnectionId: string; callSid: string; status: 'canceled' | 'completed' }): Promise<{ done: boolean }> {
+      const provider = await clientFor(input);
+      if (!provider) return { done: false };
+      const order: ('canceled' | 'completed')[] = input.status === 'canceled' ? ['canceled', 'completed'] : ['completed'];
+      for (const status of order) {
+        try {
+          const updated = await provider.client.calls(input.callSid).update({ status });
+          // A cancel of a call that was answered meanwhile changes nothing at Twilio: hang it up.
+          if (status === 'canceled' && updated.status === 'in-progress') continue;
+          return { done: true };
+        } catch (err) {
+          const e = err as { status?: number };
+          // Twilio answered that the call cannot take this status (over, or already answered): try the next.
+          if (typeof e.status !== 'number' || e.status >= 500) throw err;
+        }
+      }
+      return { done: false };
+    },
+  };
+}
