@@ -23,6 +23,7 @@ import { type Client } from '@temporalio/client';
 import { createAppRunActivities } from './app-runs/app-run';
 import { createHttpAsyncConversationActivities } from './http-async/conversation';
 import { createHttpAsyncDeliveryActivities } from './http-async/delivery';
+import { createRecordingFetchActivities } from './telephony/recording-fetch';
 
 export interface ActivityDeps {
   models: Models;
@@ -75,6 +76,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAppRunActivities(deps),
     ...createHttpAsyncConversationActivities(deps),
     ...createHttpAsyncDeliveryActivities(deps),
+    ...createRecordingFetchActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

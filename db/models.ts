@@ -31,6 +31,7 @@ import { appRunModel } from './app-run';
 import { httpAsyncDeliveryModel, httpAsyncSubscriptionModel } from './http-async-subscription';
 import { httpAsyncConversationModel } from './http-async-conversation';
 import { channelConnectionModel } from './channel-connection';
+import { recordingModel } from './recording';
 
 export function createModels(connection: Connection) {
   return {
@@ -67,6 +68,7 @@ export function createModels(connection: Connection) {
     HttpAsyncDelivery: httpAsyncDeliveryModel(connection),
     HttpAsyncConversation: httpAsyncConversationModel(connection),
     ChannelConnection: channelConnectionModel(connection),
+    Recording: recordingModel(connection),
   };
 }
 

@@ -6,3 +6,4 @@ export { deploymentDrain } from './deployment-drain';
 export { humanTaskWorkflow } from './human-task';
 export { appRun } from './app-run';
 export { httpAsyncConversation } from './http-async-conversation';
+export { recordingFetch } from './recording-fetch';

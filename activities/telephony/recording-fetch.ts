@@ -1,0 +1,153 @@
+// The recording fetch: downloads a completed recording's media from Twilio with the connection's
+// own credentials (HTTP Basic) and streams it into GridFS, chunk by chunk, never holding the file.
+// Idempotent: a recording already stored is left as it is, and what an interrupted attempt left in
+// GridFS is removed before the next one writes. Refusals that waiting cannot cure are
+// non-retryable failures; the workflow then marks the recording unavailable.
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { type ReadableStream as WebReadableStream } from 'node:stream/web';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { type ActivityDeps } from '../index';
+import { recordingMediaBucket, type UnavailableReason } from '../../db/recording';
+import { connectionAuthToken } from '../../core/telephony/connections';
+import { isTwilioRecordingUrl } from '../../core/telephony/recordings';
+import { twilioUrl } from '../../providers/telephony/twilio-client';
+import { type RecordingFetchInput } from '../../workflows/definitions';
+import { type CoreContext } from '../../core/context';
+
+/** Largest recording media stored (bytes): a longer download is stopped and the recording marked unavailable. */
+export const MAX_RECORDING_BYTES = 1024 * 1024 * 1024;
+/** How long the provider may take to start answering a media request (ms). */
+const CONNECT_TIMEOUT_MS = 30_000;
+
+const terminal = (reason: UnavailableReason, message: string) => ApplicationFailure.create({ type: 'RECORDING_UNAVAILABLE', message, nonRetryable: true, details: [reason] });
+
+/** The content type stored and served: the provider's when it is audio, else WAV (what was asked for). */
+function audioType(header: string | null): string {
+  const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
+  return /^audio\/[a-z0-9.+-]{1,40}$/.test(type) ? type : 'audio/wav';
+}
+
+export function createRecordingFetchActivities(deps: ActivityDeps) {
+  const core: CoreContext = {
+    config: deps.config,
+    models: deps.models,
+    logger: deps.logger,
+    temporal: {
+      client: () => Promise.reject(new Error('no Temporal client in the recording activities')),
+    },
+  };
+
+  /** Copies the recording's media into GridFS; returns its availability afterwards. */
+  async function fetchRecordingMedia(input: RecordingFetchInput): Promise<{ availability: string }> {
+    const { models, config, logger } = deps;
+    const recording = await models.Recording.findOne({ _id: input.recordingId, tenantId: input.tenantId }).lean();
+    if (!recording) throw terminal('deleted', 'The recording no longer exists');
+    if (recording.availability === 'available') return { availability: 'available' };
+    if (recording.availability === 'unavailable') return { availability: 'unavailable' };
+    const connection = await models.ChannelConnection.findOne({ _id: recording.channelConnectionId, tenantId: recording.tenantId }).lean();
+    if (!connection) throw terminal('auth_failed', 'The channel connection of the recording no longer exists');
+    // Checked again here, not only when the callback was taken: only Twilio's host is ever fetched.
+    if (!recording.mediaUrl || !isTwilioRecordingUrl(recording.mediaUrl, connection.accountSid, recording.providerRecordingSid)) {
+      throw terminal('media_not_available', "The recording's media URL is not this recording's on Twilio's API host");
+    }
+    await models.Recording.updateOne({ _id: recording._id, tenantId: recording.tenantId }, { $inc: { fetchAttempts: 1 } });
+
+    const authToken = await connectionAuthToken(core, connection);
+    const url = twilioUrl(`${recording.mediaUrl}.wav`, config.TWILIO_API_BASE_URL);
+    const connect = new AbortController();
+    const connectTimer = setTimeout(() => connect.abort(), CONNECT_TIMEOUT_MS);
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        headers: { authorization: `Basic ${Buffer.from(`${connection.accountSid}:${authToken}`).toString('base64')}`, accept: 'audio/wav' },
+        signal: connect.signal,
+      });
+    } catch (err) {
+      throw ApplicationFailure.retryable(`The provider could not be reached for the recording's media: ${(err as Error).name}`, 'RECORDING_FETCH_FAILED');
+    } finally {
+      clearTimeout(connectTimer);
+    }
+    if (response.status === 401 || response.status === 403) {
+      await response.body?.cancel();
+      throw terminal('auth_failed', `The provider refused the connection's credentials for the recording's media (HTTP ${response.status})`);
+    }
+    if (!response.ok || !response.body) {
+      await response.body?.cancel();
+      throw ApplicationFailure.retryable(`The provider answered HTTP ${response.status} for the recording's media`, 'RECORDING_FETCH_FAILED');
+    }
+
+    const bucket = recordingMediaBucket(models.connection);
+    // What an earlier, interrupted attempt wrote is dropped: one stored object per file.
+    for await (const leftover of bucket.find({ 'metadata.recordingId': recording._id, 'metadata.tenantId': recording.tenantId })) {
+      await bucket.delete(leftover._id).catch(() => undefined);
+    }
+    const fileName = `${recording.providerRecordingSid}.wav`;
+    const contentType = audioType(response.headers.get('content-type'));
+    const upload = bucket.openUploadStream(fileName, { metadata: { tenantId: recording.tenantId, projectId: recording.projectId, recordingId: recording._id, objectIndex: 0, contentType } });
+    let bytes = 0;
+    let lastBeat = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        bytes += chunk.length;
+        if (bytes > MAX_RECORDING_BYTES) return done(terminal('storage_write_failed', `The recording is larger than ${MAX_RECORDING_BYTES} bytes`));
+        const now = Date.now();
+        if (now - lastBeat > 5_000) {
+          lastBeat = now;
+          Context.current().heartbeat({ bytes });
+        }
+        done(null, chunk);
+      },
+    });
+    try {
+      await pipeline(Readable.fromWeb(response.body as WebReadableStream<Uint8Array>), count, upload);
+    } catch (err) {
+      await bucket.delete(upload.id).catch(() => undefined);
+      if (err instanceof ApplicationFailure) throw err;
+      logger.warn({ recordingId: recording._id, err: (err as Error).message }, 'recording media download interrupted');
+      throw ApplicationFailure.retryable("The recording's media could not be copied into the store", 'RECORDING_FETCH_FAILED');
+    }
+
+    const start = recording.recordingStartTime;
+    const end = start && recording.durationSeconds !== null ? new Date(start.getTime() + recording.durationSeconds * 1000) : null;
+    const stored = await models.Recording.updateOne(
+      { _id: recording._id, tenantId: recording.tenantId, availability: { $ne: 'available' } },
+      {
+        $set: {
+          availability: 'available',
+          unavailableReason: null,
+          retryable: false,
+          files: [
+            {
+              objectIndex: 0,
+              fileName,
+              channel: 'mixed',
+              audioChannels: recording.channels,
+              recordingType: 'external',
+              contentType,
+              bytes,
+              recordingStartTime: start,
+              recordingEndTime: end,
+              gridFsId: upload.id,
+            },
+          ],
+        },
+      },
+    );
+    if (stored.modifiedCount === 0) await bucket.delete(upload.id).catch(() => undefined);
+    logger.info({ tenantId: recording.tenantId, recordingId: recording._id, bytes }, 'recording media stored');
+    return { availability: 'available' };
+  }
+
+  /** Marks a recording whose fetch gave up as unavailable, with the reason (never one already stored). */
+  async function markRecordingUnavailable(input: RecordingFetchInput & { reason: UnavailableReason }): Promise<void> {
+    await deps.models.Recording.updateOne(
+      { _id: input.recordingId, tenantId: input.tenantId, availability: { $ne: 'available' } },
+      { $set: { availability: 'unavailable', unavailableReason: input.reason, retryable: false } },
+    );
+  }
+
+  return { fetchRecordingMedia, markRecordingUnavailable };
+}
+
+export type RecordingFetchActivities = ReturnType<typeof createRecordingFetchActivities>;
