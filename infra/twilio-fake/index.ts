@@ -1,0 +1,104 @@
+// A fake of Twilio's Programmable Voice REST API for tests and the dev stack (docs/telephony.md):
+// point the SDK at `fake.url` (providers/telephony/twilio-client.ts, `apiBaseUrl`) and it places
+// simulated calls that call the application's status, TwiML and recording webhooks the way
+// Twilio does, signed. The handle drives the person on the phone and shows what happened.
+import { CallSimulator, SPECIAL_NUMBERS } from './calls';
+import { type CallFilter, ControlError, FakeControl, type InboundOptions, type ScriptOptions } from './control';
+import { TwilioRest } from './rest';
+import { listen } from './server';
+import { type CallStatus, FakeState, type FakeSettings, TERMINAL_STATUSES } from './state';
+import { type FakeCallView, type FakeRecordingView } from './views';
+
+export { SPECIAL_NUMBERS, TERMINAL_STATUSES, ControlError };
+export { DEFAULT_SETTINGS } from './state';
+export { TWILIO_API_ORIGIN } from './resources';
+export type { CallFilter, CallStatus, FakeCallView, FakeRecordingView, FakeSettings, InboundOptions, ScriptOptions };
+export type { DialLog, StatusCallbackLog, TwimlRequestLog, WebhookLog } from './state';
+
+export interface TwilioFakeOptions {
+  /** @default 0 (any free port), on 127.0.0.1 */
+  port?: number;
+  settings?: Partial<FakeSettings>;
+}
+
+export interface TwilioFake {
+  /** `http://127.0.0.1:<port>`: the SDK's `apiBaseUrl`, and TWILIO_API_BASE_URL. */
+  url: string;
+  port: number;
+  /** A call with its log; throws when the fake has no such call. */
+  call(callSid: string): FakeCallView;
+  calls(filter?: CallFilter): FakeCallView[];
+  /** The caller's next utterance, heard by the next <Gather input="speech">. */
+  say(callSid: string, text: string): FakeCallView;
+  /** The caller keys digits, for the next <Gather input="dtmf">. */
+  digits(callSid: string, digits: string): FakeCallView;
+  /** The caller hangs up. */
+  hangup(callSid: string): FakeCallView;
+  /** Utterances for the next call to `to` (and, with hangupAfter, a hang-up once they run out). */
+  script(to: string, utterances: string[], options?: { hangupAfter?: boolean }): void;
+  /** Someone calls one of the application's numbers. */
+  inbound(options: InboundOptions): FakeCallView;
+  recordings(callSid?: string): FakeRecordingView[];
+  /** Changes timings (and returns them all). */
+  settings(changes?: Partial<FakeSettings>): FakeSettings;
+  /**
+   * The first call (in creation order) for which `predicate` holds, as soon as it does.
+   * Rejects after `timeoutMs` (default 30 s) with the calls it saw.
+   */
+  waitForCall(predicate: (call: FakeCallView) => boolean, timeoutMs?: number): Promise<FakeCallView>;
+  /** The call once its status is one of `statuses` (default: any terminal status). */
+  waitForStatus(callSid: string, statuses?: CallStatus | CallStatus[], timeoutMs?: number): Promise<FakeCallView>;
+  /** Resolves once no webhook is in flight. */
+  settled(): Promise<void>;
+  /** Forgets every call, recording and script. */
+  reset(): void;
+  close(): Promise<void>;
+}
+
+export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<TwilioFake> {
+  const state = new FakeState(options.settings);
+  const sim = new CallSimulator(state);
+  const control = new FakeControl(state, sim);
+  const server = await listen(new TwilioRest(state, sim), control, options.port ?? 0);
+
+  const waitForCall = async (predicate: (call: FakeCallView) => boolean, timeoutMs = 30_000): Promise<FakeCallView> => {
+    let found: FakeCallView | undefined;
+    const ok = await state.waitUntil(() => {
+      found = control.calls().find(predicate);
+      return found !== undefined;
+    }, timeoutMs);
+    if (!ok || !found) {
+      const seen = control.calls().map((c) => `${c.sid} to ${c.to}: ${c.status} [${c.events.join('; ')}]`);
+      throw new Error(`no call of the Twilio fake matched within ${timeoutMs} ms; calls: ${seen.join(' | ') || 'none'}`);
+    }
+    return found;
+  };
+
+  return {
+    url: server.url,
+    port: server.port,
+    call: (sid) => control.call(sid),
+    calls: (filter) => control.calls(filter),
+    say: (sid, text) => control.say(sid, text),
+    digits: (sid, digits) => control.digits(sid, digits),
+    hangup: (sid) => control.hangup(sid),
+    script: (to, utterances, opts = {}) => control.script({ to, utterances, hangupAfter: opts.hangupAfter }),
+    inbound: (opts) => control.inbound(opts),
+    recordings: (callSid) => control.recordings(callSid),
+    settings: (changes) => control.settings(changes),
+    waitForCall,
+    waitForStatus: (sid, statuses = [...TERMINAL_STATUSES], timeoutMs) => {
+      const wanted: CallStatus[] = Array.isArray(statuses) ? statuses : [statuses];
+      return waitForCall((c) => c.sid === sid && wanted.includes(c.status), timeoutMs);
+    },
+    settled: async () => {
+      while (state.pending.size > 0) await Promise.allSettled([...state.pending]);
+    },
+    reset: () => control.reset(),
+    close: async () => {
+      state.close();
+      await server.close();
+      await Promise.allSettled([...state.pending]);
+    },
+  };
+}
