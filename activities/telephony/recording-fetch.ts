@@ -54,7 +54,8 @@ export function createRecordingFetchActivities(deps: ActivityDeps) {
     await models.Recording.updateOne({ _id: recording._id, tenantId: recording.tenantId }, { $inc: { fetchAttempts: 1 } });
 
     const authToken = await connectionAuthToken(core, connection);
-    const url = twilioUrl(`${recording.mediaUrl}.wav`, config.TWILIO_API_BASE_URL);
+    // A dual-channel recording is asked for with both channels (Twilio mixes it to mono otherwise): stored as recorded.
+    const url = twilioUrl(`${recording.mediaUrl}.wav${recording.channels === 2 ? '?RequestedChannels=2' : ''}`, config.TWILIO_API_BASE_URL);
     const connect = new AbortController();
     const connectTimer = setTimeout(() => connect.abort(), CONNECT_TIMEOUT_MS);
     let response: Response;

@@ -141,7 +141,7 @@ export async function startMediaServer(): Promise<MediaServer> {
   const failures = new Map<string, number>();
   const requests: MediaServer['requests'] = [];
   const server: Server = createServer((req, res) => {
-    const match = /^\/2010-04-01\/Accounts\/(AC\w+)\/Recordings\/(RE\w+)\.wav$/.exec(req.url ?? '');
+    const match = /^\/2010-04-01\/Accounts\/(AC\w+)\/Recordings\/(RE\w+)\.wav(?:\?RequestedChannels=2)?$/.exec(req.url ?? '');
     const [user, pass] = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString().split(':');
     const authorized = !!match && user === match[1] && tokens.get(match[1]!) === pass;
     requests.push({ path: req.url ?? '', authorized });
