@@ -22,10 +22,13 @@ const CONNECT_TIMEOUT_MS = 30_000;
 
 const terminal = (reason: UnavailableReason, message: string) => ApplicationFailure.create({ type: 'RECORDING_UNAVAILABLE', message, nonRetryable: true, details: [reason] });
 
-/** The content type stored and served: the provider's when it is audio, else WAV (what was asked for). */
+/** The WAV types providers name (Twilio says `audio/x-wav`): all stored and served as `audio/wav`. */
+const WAV_TYPES = new Set(['audio/wav', 'audio/x-wav', 'audio/wave', 'audio/vnd.wave']);
+
+/** The content type stored and served: `audio/wav` for a WAV (what is asked for), another audio type as the provider names it. */
 function audioType(header: string | null): string {
   const type = (header ?? '').split(';')[0]!.trim().toLowerCase();
-  return /^audio\/[a-z0-9.+-]{1,40}$/.test(type) ? type : 'audio/wav';
+  return !WAV_TYPES.has(type) && /^audio\/[a-z0-9.+-]{1,40}$/.test(type) ? type : 'audio/wav';
 }
 
 export function createRecordingFetchActivities(deps: ActivityDeps) {

@@ -281,6 +281,7 @@ const STATUS_EXAMPLE: Record<number, { code: string; message: string }> = {
   410: { code: 'GONE', message: 'The session has ended' },
   413: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds the 1 MB limit' },
   415: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request body must be application/json' },
+  416: { code: 'RANGE_NOT_SATISFIABLE', message: "The range is outside the file's 112044 bytes" },
   422: { code: 'UNPROCESSABLE_ENTITY', message: 'The draft has errors' },
   429: { code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' },
   503: { code: 'SERVICE_UNAVAILABLE', message: 'A backend dependency is unavailable' },

@@ -23,6 +23,17 @@ export const recordingStatusRoutes: AnyRoute[] = [
     body: ZRecordingStatusForm,
     errorStatuses: [400, 403, 404, 409, 503],
     response: ZRecordingStatusResponse,
+    bodyExample: {
+      AccountSid: 'AC0123456789abcdef0123456789abcdef',
+      CallSid: 'CA0123456789abcdef0123456789abcdef',
+      RecordingSid: 'RE0123456789abcdef0123456789abcdef',
+      RecordingUrl: 'https://api.twilio.com/2010-04-01/Accounts/AC0123456789abcdef0123456789abcdef/Recordings/RE0123456789abcdef0123456789abcdef',
+      RecordingStatus: 'completed',
+      RecordingDuration: '42',
+      RecordingChannels: '2',
+      RecordingSource: 'OutboundAPI',
+      RecordingStartTime: 'Sun, 06 Dec 2026 10:00:00 +0000',
+    },
     async handler({ ctx, params, query, body, req }) {
       const connection = await verifyTwilioWebhook(ctx, params.channelConnectionId, { path: req.originalUrl, params: body, signature: req.header('x-twilio-signature') });
       const report = parseRecordingStatusForm(body);

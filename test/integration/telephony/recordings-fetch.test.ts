@@ -118,7 +118,7 @@ describe('a completed recording', () => {
     const res = await download(url);
     expect(res.status).toBe(200);
     expect(res.body.equals(wav)).toBe(true);
-    expect(res.headers.get('content-type')).toBe('audio/x-wav');
+    expect(res.headers.get('content-type')).toBe('audio/wav');
     expect(res.headers.get('content-length')).toBe(String(wav.length));
     expect(res.headers.get('accept-ranges')).toBe('bytes');
     expect(res.headers.get('cache-control')).toBe('no-store');

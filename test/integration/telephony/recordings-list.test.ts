@@ -101,6 +101,18 @@ it('stops listing and serving a recording past its retention, unless it is on le
   expect((await api.get(urls[1]!)).status).toBe(200);
 });
 
+it('answers HEAD with the headers of the file and no body', async () => {
+  const sessionId = await seedSession(stack.ctx, t);
+  const body = makeWav(500);
+  await storeRecording(stack.ctx, place(sessionId), body);
+  const url: string = (await list(sessionId)).body.data.recordings[0].files[0].url;
+  const res = await fetch(stack.baseUrl + url, { method: 'HEAD' });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-length')).toBe(String(body.length));
+  expect(res.headers.get('accept-ranges')).toBe('bytes');
+  expect((await res.arrayBuffer()).byteLength).toBe(0);
+});
+
 it('documents both routes with the statuses they answer', async () => {
   const doc = (await api.get('/openapi.json')).body;
   const listOp = doc.paths['/api/public/recordings/projects/{projectId}/sessions/{sessionId}/recordings'].get;
