@@ -8,7 +8,8 @@ import type { RecordingFetchInput, RecordingFetchWorkflow } from './definitions'
 
 const { fetchRecordingMedia } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '2 minutes',
+  // Beats come every 5 s while bytes arrive: a copy that stalls, or whose worker died, is retried after 30 s.
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 15, nonRetryableErrorTypes: ['RECORDING_UNAVAILABLE'] },
 });
 

@@ -131,6 +131,8 @@ export interface MediaServer {
   put(account: { accountSid: string; authToken: string }, recording: string, body: Buffer): void;
   /** Answers `status` for the recording instead. */
   fail(recording: string, status: number): void;
+  /** The recording's next request gets its headers and half its body, then nothing more (the connection stays open). */
+  stallOnce(recording: string): void;
   close(): Promise<void>;
 }
 
@@ -139,6 +141,7 @@ export async function startMediaServer(): Promise<MediaServer> {
   const tokens = new Map<string, string>();
   const media = new Map<string, Buffer>();
   const failures = new Map<string, number>();
+  const stalls = new Set<string>();
   const requests: MediaServer['requests'] = [];
   const server: Server = createServer((req, res) => {
     const match = /^\/2010-04-01\/Accounts\/(AC\w+)\/Recordings\/(RE\w+)\.wav(?:\?RequestedChannels=2)?$/.exec(req.url ?? '');
@@ -152,6 +155,7 @@ export async function startMediaServer(): Promise<MediaServer> {
     const body = media.get(match[2]!);
     if (!body) return void res.writeHead(404).end();
     res.writeHead(200, { 'content-type': 'audio/x-wav', 'content-length': String(body.length) });
+    if (stalls.delete(match[2]!)) return void res.write(body.subarray(0, body.length >> 1));
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -164,6 +168,9 @@ export async function startMediaServer(): Promise<MediaServer> {
     },
     fail(recording, status) {
       failures.set(recording, status);
+    },
+    stallOnce(recording) {
+      stalls.add(recording);
     },
     async close() {
       server.closeAllConnections();
