@@ -137,7 +137,8 @@ export const recordingRoutes: AnyRoute[] = [
     errorStatuses: [400, 403, 404, 413],
     responseHeaders: PRIVATE_HEADERS,
     response: ZSessionRecordingsResponse,
-    async handler({ ctx, principal, params, query }) {
+    async handler({ ctx, principal, params, query, res }) {
+      res.set(PRIVATE_HEADERS);
       const project = await requireRecordingsReader(ctx, principal, params.projectId);
       const { view, urlsIssued } = await listSessionRecordings(ctx, {
         tenantId: project.tenantId,
@@ -145,6 +146,7 @@ export const recordingRoutes: AnyRoute[] = [
         sessionId: params.sessionId,
         disposition: query.disposition,
         keyId: principal.subjectId,
+        environments: principal.environments ?? null,
       });
       if (urlsIssued > 0) {
         // No audit trail exists for this yet: the event is a log line, with ids and never a token.
@@ -178,6 +180,7 @@ export const recordingRoutes: AnyRoute[] = [
     errorStatuses: [400, 401, 404, 409, 416, 504],
     response: ZRecordingMediaBody,
     async handler({ ctx, params, query, req, res }) {
+      res.set(PRIVATE_HEADERS);
       const claims = await verifyMediaToken(ctx.config, params.mediaToken);
       if (claims.projectId !== params.projectId || claims.recordingId !== params.recordingId) {
         throw new ApiError('INVALID_RECORDING_MEDIA_TOKEN', 'The media token is invalid, expired or does not match this URL; list the recordings again for a fresh URL');

@@ -256,14 +256,16 @@ export function mediaUrlPath(projectId: string, recordingId: string, token: stri
  */
 export async function listSessionRecordings(
   ctx: CoreContext,
-  input: { tenantId: string; projectId: string; sessionId: string; disposition: MediaDisposition; keyId: string },
+  input: { tenantId: string; projectId: string; sessionId: string; disposition: MediaDisposition; keyId: string; environments: readonly string[] | null },
 ): Promise<{ view: SessionRecordingsView; urlsIssued: number }> {
   const { tenantId, projectId, sessionId } = input;
   const [session, recordings] = await Promise.all([
-    ctx.models.Session.findOne({ _id: sessionId, tenantId, projectId }, { status: 1 }).lean(),
+    ctx.models.Session.findOne({ _id: sessionId, tenantId, projectId }, { status: 1, environment: 1 }).lean(),
     ctx.models.Recording.find({ tenantId, projectId, sessionId }).sort({ createdAt: 1, _id: 1 }).limit(MAX_RECORDINGS_PER_SESSION + 1).lean(),
   ]);
-  if (!session) throw new DomainError('SESSION_NOT_FOUND', 'Session not found');
+  // A key bound to some environments sees only their sessions; the others are concealed like missing ones.
+  const visible = !input.environments || input.environments.length === 0 || input.environments.includes(session?.environment ?? '');
+  if (!session || !visible) throw new DomainError('SESSION_NOT_FOUND', 'Session not found');
   if (recordings.length > MAX_RECORDINGS_PER_SESSION) {
     throw new DomainError('RECORDING_QUERY_LIMIT_EXCEEDED', `The session has more than ${MAX_RECORDINGS_PER_SESSION} recordings, more than one answer lists`);
   }

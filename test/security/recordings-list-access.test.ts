@@ -82,3 +82,13 @@ it("answers 404 for another project's or tenant's project, and a session not in 
   const crossProject = await api.get(path(t.projectId, neighbourSession), { headers: { 'x-api-key': key } });
   expect(crossProject.body.error.code).toBe('SESSION_NOT_FOUND');
 });
+
+it("conceals a session of an environment the key is not bound to (404)", async () => {
+  const prodOnly = await scopedKey(stack.ctx, t, ['recordings.read'], ['prod']);
+  // The session seeded above runs in `dev`.
+  const res = await api.get(path(), { headers: { 'x-api-key': prodOnly.key } });
+  expect(res.status).toBe(404);
+  expect(res.body.error.code).toBe('SESSION_NOT_FOUND');
+  const devToo = await scopedKey(stack.ctx, t, ['recordings.read'], ['prod', 'dev']);
+  expect((await api.get(path(), { headers: { 'x-api-key': devToo.key } })).status).toBe(200);
+});

@@ -81,12 +81,12 @@ export async function seedSession(ctx: AppContext, place: { tenantId: string; pr
 }
 
 /** A platform key of a new scope of the project granting `grants` (e.g. `recordings.read`). */
-export async function scopedKey(ctx: AppContext, place: { tenantId: string; projectId: string }, grants: string[]) {
+export async function scopedKey(ctx: AppContext, place: { tenantId: string; projectId: string }, grants: string[], environments?: string[]) {
   const scope = await createScope(ctx.models, { _id: place.projectId, tenantId: place.tenantId }, {
     name: `rec-${hex(4)}`,
     permissions: Object.fromEntries(grants.map((g) => [g, 'YES' as const])),
   });
-  const { key, apiKey } = await createApiKey(ctx.models, place.tenantId, { name: 'recordings', scopeId: scope._id });
+  const { key, apiKey } = await createApiKey(ctx.models, place.tenantId, { name: 'recordings', scopeId: scope._id, ...(environments ? { environments } : {}) });
   return { key, keyId: apiKey._id, scopeId: scope._id };
 }
 
