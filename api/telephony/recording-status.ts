@@ -21,6 +21,8 @@ export const recordingStatusRoutes: AnyRoute[] = [
     params: ZRecordingStatusParams,
     query: ZRecordingStatusQuery,
     body: ZRecordingStatusForm,
+    // An empty form is the signature check's to refuse (403), like any other unsigned one.
+    bodyOptional: true,
     errorStatuses: [400, 403, 404, 409, 503],
     response: ZRecordingStatusResponse,
     bodyExample: {
