@@ -28,12 +28,13 @@ import { callbackRoutes } from './callbacks/router';
 import { humanTaskRoutes } from './human-tasks/router';
 import { agenticAppRoutes } from './agentic-apps/router';
 import { httpAsyncRoutes } from './http-async/router';
+import { channelConnectionRoutes } from './channel-connections/router';
 import { registerHttpAsyncWebhooks } from './http-async/webhooks';
 import { recordingRoutes } from './recordings/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, recordingRoutes, recordingStatusRoutes];
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, recordingRoutes, recordingStatusRoutes];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -62,7 +62,7 @@ const AppRunSchema = new Schema<AppRunDoc>(
   { versionKey: false, minimize: false },
 );
 AppRunSchema.index({ tenantId: 1, sessionId: 1, createdAt: 1 });
-// The sweep of runs left pending or running by a stopped process (api/agentic-apps/stale-runs.ts), across tenants.
+// The sweep of runs left pending or running by a stopped process (core/agentic-apps/stale-runs.ts), across tenants.
 AppRunSchema.index({ status: 1, createdAt: 1 });
 
 export type AppRunModel = Model<AppRunDoc>;

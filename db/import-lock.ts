@@ -1,6 +1,6 @@
 // Project import locks and slots: at most one `import:` document per project while an import
 // runs, and one `preview:` document per running dry run; a tenant's live documents are its
-// import slots (api/project-io/import-lock.ts). The holder renews `expiresAt`; a holder that
+// import slots (core/project-io/import-lock.ts). The holder renews `expiresAt`; a holder that
 // crashed stops renewing, so the next import may take the lock over once it has expired (no TTL
 // index is needed for that, the expiry is compared).
 import { Schema, type Connection, type Model } from 'mongoose';

@@ -35,7 +35,7 @@ export interface SuspensionDoc {
   claimedAt?: Date;
   /**
    * The claimed result (JSON, encrypted), so a claim whose API process died before handing it to
-   * the session is delivered by the stale-claim sweep (api/callbacks/stale-claims.ts).
+   * the session is delivered by the stale-claim sweep (core/callbacks/stale-claims.ts).
    */
   claimedPayload?: EncryptedValue;
   deliveredAt?: Date;
@@ -64,7 +64,7 @@ const SuspensionSchema = new Schema<SuspensionDoc>(
 );
 // The resume route finds a session's pending suspension.
 SuspensionSchema.index({ tenantId: 1, sessionId: 1, status: 1 });
-// The sweep of claims whose delivery stalled (api/callbacks/stale-claims.ts), across tenants.
+// The sweep of claims whose delivery stalled (core/callbacks/stale-claims.ts), across tenants.
 SuspensionSchema.index({ status: 1, claimedAt: 1 });
 
 export type SuspensionModel = Model<SuspensionDoc>;

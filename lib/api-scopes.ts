@@ -2,7 +2,7 @@
 // operation scopes (`outbound_calls.read`, `chat.execute` …), and what each grants internally.
 // A route checks internal permissions (lib/permissions.ts); a scoped key holds the union of the
 // internal permissions its granted names map to, so routes never need to know about scopes.
-import { type Permission } from './permissions';
+import { type Permission, type Principal } from './permissions';
 
 /** The spec's permission names of a scope, each `YES` or `NO`. */
 export const SCOPE_PERMISSION_NAMES = [
@@ -105,8 +105,8 @@ export function isScopeGrantName(value: string): boolean {
   return GRANT_NAME_SET.has(value);
 }
 
-const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read', 'http_async:read'];
-const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write', 'http_async:manage'];
+const APP_VIEW: Permission[] = ['agent:read', 'session:read', 'credential:read', 'human_task:read', 'api_key:read', 'http_async:read', 'channel_connection:read'];
+const APP_EDIT: Permission[] = [...APP_VIEW, 'agent:write', 'session:execute', 'deployment:create', 'credential:write', 'human_task:write', 'http_async:manage', 'channel_connection:write'];
 
 /**
  * What each name grants in terms of the permissions routes check. A name that maps to nothing
@@ -132,6 +132,8 @@ export const GRANT_TO_PERMISSIONS: Readonly<Record<string, readonly Permission[]
   'http_async.execute': ['session:execute'],
   'http_async.read': ['http_async:read'],
   'http_async.manage': ['http_async:read', 'http_async:manage'],
+  'channel_connections.read': ['channel_connection:read'],
+  'channel_connections.write': ['channel_connection:read', 'channel_connection:write'],
   'agents.read': ['agent:read'],
   'agents.write': ['agent:read', 'agent:write'],
   'deployments.read': ['agent:read'],
@@ -167,6 +169,15 @@ export function permissionsHoldGrant(permissions: ReadonlySet<Permission>, grant
   if (permissions.has('admin')) return isScopeGrantName(grant);
   const needed = GRANT_TO_PERMISSIONS[grant];
   return !!needed && needed.length > 0 && needed.every((p) => permissions.has(p));
+}
+
+/**
+ * Whether the principal holds a scope name (`outbound_calls.read`, `SESSIONS_LIST` …): a scoped
+ * key by its scope, anyone else by the permissions the name maps to.
+ */
+export function hasGrant(principal: Principal, grant: string): boolean {
+  if (principal.scope) return principal.scope.grants.has(grant);
+  return permissionsHoldGrant(principal.permissions, grant);
 }
 
 /** `{ name: 'YES' | 'NO' }` for every name, from the granted ones. */

@@ -1,7 +1,7 @@
 // Process configuration: read once from the environment, validated with zod, with a clear message
 // naming every bad variable. Loaders take `env` as a parameter so tests never touch process.env.
 import { z } from 'zod';
-import { parsePriceTable } from '../providers/llm/pricing';
+import { parsePriceTable } from './price-table';
 import { TrustProxySchema } from './trust-proxy';
 import { parseDestinationList } from './net/destination';
 import { keyRingSetting } from './key-ring';
@@ -157,6 +157,8 @@ export const ConfigSchema = z.object({
   RECORDING_PUBLIC_MEDIA_URL_TTL_SECONDS: positiveInt.default(900).transform((s) => Math.min(s, 3600)),
   /** How long a call recording is kept from its creation (days); past it, its media is no longer served. */
   RECORDING_RETENTION_DAYS: positiveInt.default(90),
+  /** Voice channel connections per project; beyond, 429 CHANNEL_CONNECTION_LIMIT_REACHED (docs/telephony/connections.md). */
+  CHANNEL_CONNECTIONS_MAX_PER_PROJECT: positiveInt.default(100),
   /** JSON object of extra prices: { "model": { "inputPerMTok": 1, "outputPerMTok": 2 } }. */
   LLM_PRICE_TABLE: z
     .string()

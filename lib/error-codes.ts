@@ -47,6 +47,8 @@ export const ERROR_STATUS = {
   QUEUE_FULL: 429,
   /** A scope holds as many platform keys as it may (docs/public-api.md). */
   KEY_LIMIT_REACHED: 429,
+  /** A project holds as many voice channel connections as it may (CHANNEL_CONNECTIONS_MAX_PER_PROJECT). */
+  CHANNEL_CONNECTION_LIMIT_REACHED: 429,
   INTERNAL_ERROR: 500,
   /** Twilio refused the call or could not be reached before it took it; retrying is safe. */
   OUTBOUND_PROVIDER_SUBMIT_FAILED: 502,

@@ -19,6 +19,9 @@ export const REDACT_PATHS = [
   '*.value',
   // Tool secrets: resolved values travel as `secrets` maps; a stored secret's field is `value`.
   '*.secrets',
+  // A voice channel connection's Twilio auth token, wherever a request or document carries it.
+  '*.authToken',
+  'authToken',
   'secrets',
   'value',
   'password',

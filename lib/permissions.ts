@@ -1,6 +1,4 @@
 // The permission vocabulary and the Principal every authenticated request carries.
-import { permissionsHoldGrant } from './api-scopes';
-
 export const PERMISSIONS = [
   'session:read',
   'session:execute',
@@ -25,6 +23,10 @@ export const PERMISSIONS = [
   'http_async:read',
   /** Create, change, pause, rotate, test and delete HTTP-async webhook subscriptions. */
   'http_async:manage',
+  /** See the project's voice channel connections, never their auth tokens (docs/telephony/connections.md). */
+  'channel_connection:read',
+  /** Create, change and delete voice channel connections. */
+  'channel_connection:write',
   'admin',
 ] as const;
 
@@ -59,15 +61,6 @@ export interface Principal {
 /** `admin` implies every other permission. */
 export function hasPermission(principal: Principal, needed: Permission): boolean {
   return principal.permissions.has('admin') || principal.permissions.has(needed);
-}
-
-/**
- * Whether the principal holds a scope name (`outbound_calls.read`, `SESSIONS_LIST` …): a scoped
- * key by its scope, anyone else by the permissions the name maps to (lib/api-scopes.ts).
- */
-export function hasGrant(principal: Principal, grant: string): boolean {
-  if (principal.scope) return principal.scope.grants.has(grant);
-  return permissionsHoldGrant(principal.permissions, grant);
 }
 
 /** Whether the principal may act on resources of `environment` (keys can be bound to some). */

@@ -3,10 +3,8 @@
 // trace events and usage are returned to the parent, which records them in the session.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { Json } from '../abl/ir';
-import type { DelegateOutcome } from '../abl/runtime/contract';
 import { createInterpreter, delegateOutcome } from '../abl/runtime';
-import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
+import type { DelegationInput, DelegationOutput } from './delegation-contract';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { TurnTrace } from './session-trace';
@@ -15,33 +13,6 @@ import { pinnedBundleRef } from './bundle-ref';
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
 const { loadSessionBundle } = wf.proxyActivities<Activities>(BUNDLE_OPTIONS);
 const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<Activities>(BUNDLE_OPTIONS);
-
-export interface DelegationInput {
-  tenantId: string;
-  projectId: string;
-  sessionId: string;
-  bundleRef: SessionStartInput['bundleRef'];
-  agent: string;
-  input: Record<string, Json>;
-  /** Child variables the parent reads back (RETURNS keys); null sends them all. */
-  returns: string[] | null;
-  toolMocks: NonNullable<TurnTestContext['toolMocks']>;
-  parentAgent: string;
-  /** The agents above this child, outermost first (absent in runs started before it: the parent alone). */
-  chain?: string[];
-  /** The parent's `delegate` span; the child's events hang under it. */
-  rootSpan: string;
-  /** The session's environment, whose tool secrets the child's tools use (absent in older runs: `dev`). */
-  environment?: string;
-}
-
-export interface DelegationOutput {
-  result: DelegateOutcome;
-  traceEvents: TraceEventOut[];
-  tokenCount: number;
-  estimatedCost: number;
-  errorCount: number;
-}
 
 export async function delegationWorkflow(input: DelegationInput): Promise<DelegationOutput> {
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };

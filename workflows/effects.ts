@@ -10,7 +10,7 @@ import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, Ru
 import type { Interpreter } from '../abl/runtime';
 import type { HumanTaskPriority, HumanTaskStartInput, SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
 import type { TurnTrace } from './session-trace';
-import type { delegationWorkflow } from './delegation';
+import type { DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
 import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH } from './patches';
@@ -201,7 +201,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
       }
     }
   }
-  if (!event.ok) ctx.stats.errorCount++;
+  // A failure is counted where the interpreter reports it (an `error` naming the tool), not here too.
   const durationMs = Date.now() - started;
   await before;
   ctx.trace.addToolResult(
@@ -225,7 +225,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
     return { agent: task.agent, status: 'failed', error: { kind: 'delegation_refused', message: refusal } };
   }
   try {
-    const outcome = await wf.executeChild<typeof delegationWorkflow>('delegationWorkflow', {
+    const outcome = await wf.executeChild<DelegationWorkflow>('delegationWorkflow', {
       workflowId: `${ctx.childIdPrefix}/delegate-${command.id}-${index}`,
       args: [
         {

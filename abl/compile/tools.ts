@@ -305,13 +305,10 @@ function reportNotApplied(
   }
   if (cacheableAt) ctx.report('W424', cacheableAt, { name });
   if (binding.type === 'http') {
+    // form encodes the arguments itself; xml and text have no encoding of arguments, only a template.
     const typeAt = own('body_type');
-    const hasType = Object.keys(binding.headers).some((h) => h.toLowerCase() === 'content-type');
-    if (typeAt && binding.body_type !== 'json') {
-      const what = !binding.body_template
-        ? 'without a body_template its arguments go as JSON (in the query string for GET and DELETE)'
-        : binding.body_type !== 'text' && !hasType ? 'its body_template is sent as it renders, with Content-Type: text/plain' : null;
-      if (what) ctx.report('W425', typeAt.loc, { name, type: binding.body_type, what });
+    if (typeAt && (binding.body_type === 'xml' || binding.body_type === 'text') && !binding.body_template) {
+      ctx.report('W425', typeAt.loc, { name, type: binding.body_type, what: 'without a body_template its arguments go as JSON (in the query string for GET and DELETE)' });
     }
   }
 }

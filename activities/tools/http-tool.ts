@@ -48,6 +48,14 @@ function templateRenderer(input: Pick<HttpToolInput, 'args' | 'secrets' | 'messa
   return (text: string) => renderTemplate(text, scope, fixedContext(0));
 }
 
+/** The Content-Type a body of each `body_type` is sent with, unless the tool's headers set one. */
+const BODY_CONTENT_TYPE: Record<HttpBinding['body_type'], string> = {
+  json: 'application/json',
+  form: 'application/x-www-form-urlencoded',
+  xml: 'application/xml',
+  text: 'text/plain',
+};
+
 /** The request; `accessToken` is an `oauth2_client` tool's token from the client-credentials exchange. */
 export function buildHttpRequest(binding: HttpBinding, input: Omit<HttpToolInput, 'secretDestinations'>, accessToken?: string): { url: URL; init: RequestInit } {
   const used = new Set<string>();
@@ -62,8 +70,12 @@ export function buildHttpRequest(binding: HttpBinding, input: Omit<HttpToolInput
   const sendsBody = binding.method === 'POST' || binding.method === 'PUT' || binding.method === 'PATCH';
   if (binding.body_template) {
     body = render(binding.body_template);
-    if (!headers.has('content-type')) headers.set('content-type', binding.body_type === 'json' ? 'application/json' : 'text/plain');
+    if (!headers.has('content-type')) headers.set('content-type', BODY_CONTENT_TYPE[binding.body_type]);
+  } else if (sendsBody && binding.body_type === 'form') {
+    body = new URLSearchParams(Object.entries(unused).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : JSON.stringify(value)])).toString();
+    headers.set('content-type', BODY_CONTENT_TYPE.form);
   } else if (sendsBody) {
+    // An xml or text body needs a body_template (the compiler warns, W425): the arguments go as JSON.
     body = JSON.stringify(unused);
     headers.set('content-type', 'application/json');
   } else {

@@ -43,13 +43,21 @@ export function secretReferences(tool: ToolIR): string[] {
   return [...names];
 }
 
-/** Every form a resolved value may take in what a call returns: as is, and URL-encoded. */
+/**
+ * Every form a resolved value may take in what a call returns: as is, URL-encoded (as a path or
+ * query component, and as a form field, where a space is `+`), and escaped inside a JSON string
+ * (an error body that echoes the request), also with every non-ASCII character as `\uXXXX`.
+ */
 function scrubForms(secrets: Record<string, string>): string[] {
   const forms = new Set<string>();
   for (const value of Object.values(secrets)) {
     if (value.length < MIN_SCRUBBED_SECRET_LENGTH) continue;
     forms.add(value);
     forms.add(encodeURIComponent(value));
+    forms.add(new URLSearchParams({ v: value }).toString().slice(2));
+    const json = JSON.stringify(value).slice(1, -1);
+    forms.add(json);
+    forms.add(json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
   }
   // Longest first, so a value containing another is replaced whole.
   return [...forms].sort((a, b) => b.length - a.length);

@@ -23,12 +23,13 @@ import {
   ZTerminateBody,
   ZTerminateResponse,
 } from './schemas';
-import { coreSessionId, FILE_UPLOAD_CONFIG, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, presentAppSession, sessionInfo, terminateAppSession, type AppScope } from './sessions';
-import { oauthProfiles } from './oauth';
+import { coreSessionId, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, terminateAppSession, type AppScope } from '../../core/agentic-apps/sessions';
+import { FILE_UPLOAD_CONFIG, presentAppSession, sessionInfo } from './present';
+import { oauthProfiles } from '../../core/agentic-apps/oauth';
 import { newId } from '../../lib/ids';
 import { findOwned } from '../../db/owned';
 import { type AppSessionDoc } from '../../db/app-session';
-import { appSessionDetail } from './traces';
+import { appSessionDetail } from '../../core/agentic-apps/traces';
 import { executeRun, runStatus } from './runs';
 import { type AppContext } from '../context';
 

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import '../openapi/registry';
 import { APP_SESSION_SOURCES } from '../../db/app-session';
 import { queryInt, MAX_OFFSET, NOT_BLANK_PATTERN, ZDateTime } from '../http/schemas';
-import { METADATA_LIMITS } from '../chat-agent/schemas';
+import { METADATA_LIMITS } from '../../core/chat/turns';
+import { APP_SESSION_ID_PATTERN } from '../../core/agentic-apps/sessions';
 
 /** The environments an app runs in; the path segment is matched in any letter case. */
 export const APP_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
@@ -28,8 +29,6 @@ export const ZRunParams = z.object({
   runId: z.string().regex(/^r-[a-z0-9]{10,40}$/, 'must be a run id (r-…)').describe('Run id from runs/execute'),
 });
 
-/** `s-<uuid>` as shown, or the bare UUID the core session routes use. */
-export const APP_SESSION_ID_PATTERN = /^(s-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const ZAppSessionId = z.string().regex(APP_SESSION_ID_PATTERN, 'must be a session id (s-…)');
 const ZReference = z.string().min(1).max(256);
 

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { ZSessionId } from '../sessions/schemas';
 import { rawBodyOf } from '../http/raw-body';
-import { acceptCallback, resumeSession } from './service';
+import { PUBLIC_BODY_BYTES, STANDARD_BODY_BYTES } from '../http/body';
+import { acceptCallback, resumeSession } from '../../core/callbacks/delivery';
 import { type AppContext } from '../context';
 import { ApiError } from '../../lib/errors';
 import { canActInEnvironment, type Principal } from '../../lib/permissions';
@@ -53,6 +54,14 @@ export const callbackRoutes: AnyRoute[] = [
       'could not be handed to the session (nothing was used up: retry).',
     tags: ['Callbacks'],
     auth: 'public',
+    // The callback id is the capability: a body over a few KB is read only for an id that exists.
+    authorize: async ({ ctx, req }) => {
+      const declared = Number(req.headers['content-length']);
+      if (Number.isFinite(declared) && declared <= PUBLIC_BODY_BYTES) return;
+      const id = req.params.callbackId;
+      if (typeof id !== 'string' || id.includes('\u0000') || !(await ctx.models.Suspension.exists({ _id: id }))) throw new ApiError('NOT_FOUND', 'Unknown callback id');
+    },
+    bodyLimit: { bytes: STANDARD_BODY_BYTES },
     params: ZCallbackParams,
     body: z.record(z.string(), z.unknown()).describe('Whatever the outside system reports; passed to the agent unchanged as the tool result'),
     bodyExample: { status: 'completed', result: { transactionId: 'tx_123' } },

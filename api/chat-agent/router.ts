@@ -5,7 +5,8 @@ import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { sessionLinks } from '../sessions/router';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
-import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from './service';
+import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from '../../core/chat/turns';
+import { sessionMessageBudget } from '../sessions/message-budget';
 
 
 export const chatAgentRoutes: AnyRoute[] = [
@@ -30,24 +31,24 @@ export const chatAgentRoutes: AnyRoute[] = [
       const readProject = () => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId });
       if (!body.sessionId) return { project: await readProject(), existing: null };
       // The response is only given its rate-limit headers here.
-      const existing = await startExistingSessionTurn(ctx, principal, body.sessionId, req.res!);
+      const existing = await startExistingSessionTurn(ctx, principal, body.sessionId, sessionMessageBudget(ctx, req.res!));
       // A session of this tenant in this project proves the project exists: projects are never
       // deleted while they have sessions (db/session.ts). Otherwise the project decides the 404.
       const session = existing.session;
       const project = session?.projectId === body.projectId ? { _id: session.projectId, tenantId: session.tenantId } : await readProject();
       return { project, existing };
     },
-    onRefused: ({ existing }, ctx) => refundSessionCharge(ctx, existing),
+    onRefused: ({ existing }) => refundSessionCharge(existing),
     async handler({ ctx, principal, body, req, res, preloaded: { project, existing } }) {
       const refused = (error: ApiError) => {
-        refundSessionCharge(ctx, existing);
+        refundSessionCharge(existing);
         return error;
       };
       if (!project || (principal.projectId && principal.projectId !== project._id)) {
         throw refused(new ApiError('NOT_FOUND', 'Project not found or has no agents'));
       }
-      const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(ctx, existing));
-      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, res, existing });
+      const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(existing));
+      const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, budget: sessionMessageBudget(ctx, res), existing });
       const { traceEvents, ...rest } = result;
       // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
       const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;

@@ -3,9 +3,6 @@ import { z } from 'zod';
 import '../openapi/registry';
 import { ZSessionId } from '../sessions/schemas';
 
-/** Limits on per-turn metadata (the spec says "validated server side"; these are ours). */
-export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxKeys: 50, maxDepth: 5 } as const;
-
 const ZToolMock = z.object({
   toolName: z.string().min(1).max(256),
   response: z.unknown().optional(),

@@ -4,18 +4,19 @@ import { type Response } from 'express';
 import { ApiError } from '../../lib/errors';
 import { type Principal } from '../../lib/permissions';
 import { type LlmCallStatus } from '../../db/llm-usage';
-import { ProviderError } from '../../providers/llm';
 import { type AppContext } from '../context';
-import { runningCalls } from '../running-calls';
-import { abortOnDisconnect, type CallLookups, elapsedSince, prepareCall, toLlmRequest } from './call';
-import { toFinishReason } from './finish-reason';
-import { logProviderFailure, providerFailure } from './provider-failure';
+import { sessionMessageBudget } from '../sessions/message-budget';
+import { runningCalls } from '../../core/running-calls';
+import { type CallLookups, elapsedSince, prepareCall, toLlmRequest } from '../../core/completions/call';
+import { abortOnDisconnect } from './disconnect';
+import { toFinishReason } from '../../core/completions/finish-reason';
+import { isProviderError, logProviderFailure, providerFailure } from '../../core/completions/provider-failure';
 import { type TChatCompleteResponse, type TChatRequest } from './schemas';
 import { SHUTTING_DOWN } from './server-end';
-import { record } from './usage-ledger';
+import { record } from '../../core/completions/usage-ledger';
 
 export async function completeChat(ctx: AppContext, principal: Principal, body: TChatRequest, res: Response, lookups: CallLookups): Promise<TChatCompleteResponse> {
-  const call = await prepareCall(ctx, principal, body, res, lookups);
+  const call = await prepareCall(ctx, principal, body, sessionMessageBudget(ctx, res), lookups);
   const controller = new AbortController();
   const { signal, clientGone } = abortOnDisconnect(res, controller);
   let stopped = false;
@@ -42,8 +43,8 @@ export async function completeChat(ctx: AppContext, principal: Principal, body: 
     const status: LlmCallStatus = clientGone() || stopped ? 'aborted' : 'error';
     await record(ctx, { principal, body, call, servedModel: null, usage: null, latencyMs: elapsedSince(started), status });
     if (stopped) throw new ApiError('SERVICE_UNAVAILABLE', SHUTTING_DOWN.error);
-    if (err instanceof ProviderError) {
-      logProviderFailure(ctx, res, err);
+    if (isProviderError(err)) {
+      logProviderFailure(ctx, res.locals.requestId, err);
       throw providerFailure(err);
     }
     throw err;

@@ -1,10 +1,10 @@
 // LLM completion endpoints: POST /api/v1/chat/complete, POST /api/v1/chat/stream (SSE) and
 // GET /api/v1/chat/usage. Calling a provider from the API is DESIGN.md's one exception.
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { lookUpCall } from './call';
+import { lookUpCall } from '../../core/completions/call';
 import { completeChat } from './complete';
 import { lookUpStreamCall, streamChat } from './stream';
-import { chatUsage } from './usage';
+import { projectUsage } from '../../core/completions/usage';
 import {
   ZChatCompleteResponseSchema,
   ZChatRequestSchema,
@@ -71,6 +71,6 @@ export const chatRoutes: AnyRoute[] = [
     query: ZChatUsageQuerySchema,
     response: ZChatUsageResponseSchema,
     errorStatuses: [404],
-    handler: ({ ctx, principal, query }) => chatUsage(ctx, principal, query),
+    handler: async ({ ctx, principal, query }) => ({ success: true as const, ...(await projectUsage(ctx, principal, query)) }),
   }),
 ];

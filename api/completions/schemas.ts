@@ -1,10 +1,10 @@
 // Zod schemas of the LLM completion endpoints (POST /api/v1/chat/complete, /chat/stream,
 // GET /api/v1/chat/usage), following the spec's "Agent-backed chat" section.
 import { z } from 'zod';
-import { MODEL_ID_PATTERN, MODEL_TIERS } from '../../providers/llm';
+import { MODEL_ID_PATTERN, MODEL_TIERS } from '../../core/llm/models';
 import { ISO_DATE_PATTERN, ISO_DATETIME_PATTERN } from '../http/schemas';
 import '../openapi/registry';
-import { FINISH_REASONS } from './finish-reason';
+import { FINISH_REASONS } from '../../core/completions/finish-reason';
 import { ZSessionId } from '../sessions/schemas';
 
 const ZTextPart = z.object({ type: z.literal('text'), text: z.string() });

@@ -4,19 +4,19 @@
 import { type Request, type Response } from 'express';
 import { type Principal } from '../../lib/permissions';
 import { type LlmCallStatus } from '../../db/llm-usage';
-import { ProviderError, type LlmStreamEvent } from '../../providers/llm';
-import { publicProviderMessage } from '../../providers/llm/public-error';
 import { type AppContext } from '../context';
+import { sessionMessageBudget } from '../sessions/message-budget';
 import { isKnownOverLimit, tenantRateLimitKey } from '../middleware/rate-limit';
-import { runningCalls } from '../running-calls';
-import { abortOnDisconnect, type CallLookups, elapsedSince, lookUpCall, type PreparedCall, prepareCall, sessionRateLimitKey, toLlmRequest } from './call';
-import { toFinishReason } from './finish-reason';
+import { runningCalls } from '../../core/running-calls';
+import { type CallLookups, elapsedSince, type LlmStreamEvent, lookUpCall, type PreparedCall, prepareCall, sessionRateLimitKey, toLlmRequest } from '../../core/completions/call';
+import { abortOnDisconnect } from './disconnect';
+import { toFinishReason } from '../../core/completions/finish-reason';
 import { watchKeyWhileStreaming } from './key-watch';
-import { logProviderFailure } from './provider-failure';
+import { isProviderError, logProviderFailure, providerFailureEvent } from '../../core/completions/provider-failure';
 import { type TChatRequest } from './schemas';
 import { type ServerEnd, SHUTTING_DOWN } from './server-end';
 import { SseWriter } from './sse';
-import { record } from './usage-ledger';
+import { record } from '../../core/completions/usage-ledger';
 
 /**
  * The stream endpoint's upstream call, started by its preload while the API key is still being
@@ -104,7 +104,7 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
   const { speculative } = lookups;
   let call: PreparedCall;
   try {
-    call = await prepareCall(ctx, principal, body, res, lookups);
+    call = await prepareCall(ctx, principal, body, sessionMessageBudget(ctx, res), lookups);
   } catch (err) {
     // Refused here (the session's rate limit): the speculative call never reaches the client.
     if (speculative) cancelSpeculative(ctx, principal, body, speculative);
@@ -155,9 +155,9 @@ export async function streamChat(ctx: AppContext, principal: Principal, body: TC
     if (endedBy && !clientGone()) {
       await sse.send('error', endedBy);
     } else if (status === 'error') {
-      if (err instanceof ProviderError) {
-        logProviderFailure(ctx, res, err);
-        await sse.send('error', { error: publicProviderMessage(err), code: `LLM_${err.kind.toUpperCase()}`, retryable: err.retryable });
+      if (isProviderError(err)) {
+        logProviderFailure(ctx, res.locals.requestId, err);
+        await sse.send('error', providerFailureEvent(err));
       } else {
         ctx.logger.error({ err, requestId: res.locals.requestId }, 'chat stream failed');
         await sse.send('error', { error: 'Internal error', code: 'INTERNAL_ERROR', retryable: false });

@@ -9,7 +9,7 @@ import { type AppContext } from '../context';
 import { requireEnvironment } from '../../core/platform-keys/environments';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
-import { presentDeployment, presentDeploymentListItem, presentRetired } from './present';
+import { presentDeployment, presentDeploymentListItem, presentRetired } from '../../core/deployments/present';
 import {
   ZCreateDeploymentRequestSchema,
   ZDeploymentDetailSchema,
@@ -24,6 +24,7 @@ import {
 import { getDeployment } from '../../core/deployments/resolve';
 import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from '../../core/deployments/lifecycle';
 import { startDeploymentDrain } from '../../core/deployments/drain';
+import { deploymentChannelCount } from '../../core/telephony/channel-connections';
 
 const TAGS = ['Deployments'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });
@@ -95,8 +96,8 @@ export const deploymentRoutes: AnyRoute[] = [
       const scope = scopeOf(project);
       const deployment = await getDeployment(ctx.models, scope, params.deploymentId);
       hideOutsideEnvironment(principal, deployment);
-      // No channel connections exist yet, so none can be bound to a deployment.
-      return { success: true, deployment: { ...presentDeployment(deployment), channelCount: 0, activeSessionCount: await activeSessionCount(ctx.models, scope, deployment._id) } };
+      const [channelCount, sessions] = await Promise.all([deploymentChannelCount(ctx, deployment), activeSessionCount(ctx.models, scope, deployment._id)]);
+      return { success: true, deployment: { ...presentDeployment(deployment), channelCount, activeSessionCount: sessions } };
     },
   }),
   defineRoute({

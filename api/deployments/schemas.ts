@@ -91,7 +91,7 @@ export const ZDeploymentSchema = ZDeploymentListItemSchema.extend({
 }).openapi('Deployment');
 
 export const ZDeploymentDetailSchema = ZDeploymentSchema.extend({
-  channelCount: z.number().describe('Channel connections bound to this deployment'),
+  channelCount: z.number().describe('Voice channel connections that pin this deployment by its endpointSlug'),
   activeSessionCount: z.number().describe('Sessions on this deployment that have not ended'),
 }).openapi('DeploymentDetail');
 

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { type Response } from 'express';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { type Principal, canActInEnvironment, hasGrant } from '../../lib/permissions';
+import { type Principal, canActInEnvironment } from '../../lib/permissions';
+import { hasGrant } from '../../lib/api-scopes';
 import { ApiError, isDomainError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
@@ -15,7 +16,7 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../wor
 import { type AppContext } from '../context';
 import { findVisibleProject } from '../../core/projects/visible';
 import { consumeRateLimit } from '../middleware/rate-limit';
-import { validateMetadata } from '../chat-agent/service';
+import { validateMetadata } from '../../core/chat/turns';
 import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../../core/sessions/workflow-client';
 import { newMessageId } from '../../core/http-async/subscriptions';
 import { type THttpAsyncMessageRequest } from './schemas';

@@ -12,6 +12,9 @@ const MB = 1024 * 1024;
 /** The standard body limit; routes that need more say so (`bodyLimit`). */
 export const STANDARD_BODY_BYTES = 1 * MB;
 
+/** The limit of an anonymous caller's body (a public route with no `authorize`); routes that need more say so. */
+export const PUBLIC_BODY_BYTES = 16 * 1024;
+
 export interface BodyLimit {
   /** Bytes as sent (no encoding is accepted, so also the bytes parsed). */
   bytes: number;

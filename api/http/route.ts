@@ -13,11 +13,12 @@ import { hasPermission, type Permission, type Principal } from '../../lib/permis
 import { type ProjectDoc } from '../../db/project';
 import { findVisibleProject } from '../../core/projects/visible';
 import { type AppContext } from '../context';
+import { notifyProjectWrite } from '../../core/projects/writes';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
 import { pathOfNul } from '../../lib/storable-text';
-import { type BodyLimit, mediaRefusal, readFormBody, readJsonBody, type RequestMedia, STANDARD_BODY_BYTES } from './body';
+import { type BodyLimit, mediaRefusal, PUBLIC_BODY_BYTES, readFormBody, readJsonBody, type RequestMedia, STANDARD_BODY_BYTES } from './body';
 
 export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -123,7 +124,11 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   reservedParams?: Record<string, readonly string[]>;
   /** A request body the documentation shows (and the fuzzer's examples phase sends). */
   bodyExample?: unknown;
-  /** The body's limits; by default 1 MB (STANDARD_BODY_BYTES) and no count of objects. */
+  /**
+   * The body's limits; by default 1 MB (STANDARD_BODY_BYTES) and no count of objects, and 16 KB
+   * (PUBLIC_BODY_BYTES) for a public route without `authorize`, whose caller is anonymous until
+   * the handler has read the body (a sign-in, a signed webhook).
+   */
   bodyLimit?: BodyLimit;
   /**
    * For a route whose body may be large: taken after every check but the input's (401, 429, 403,
@@ -136,7 +141,7 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
    * For a `public` route that checks its own credential from the headers (the codec's operator
    * token): runs before its body is read, and throws 401 for a caller it refuses.
    */
-  authorize?(input: { req: Request; ctx: AppContext }): void;
+  authorize?(input: { req: Request; ctx: AppContext }): void | Promise<void>;
   /**
    * True when the route takes no body at all as `{}` (every field optional). Otherwise a
    * request without a body is a 400, like a body missing a required field.
@@ -180,24 +185,6 @@ export function defineRoute<P = Record<string, never>, Q = Record<string, never>
   route: RouteDefinition<P, Q, B, Auth, L>,
 ): RouteDefinition<P, Q, B, Auth, L> {
   return route;
-}
-
-/**
- * Listeners told when a request through the API changed something under a project (any
- * successful non-GET on a `:projectId` route), so per-process caches of project data (the LLM
- * resolution in api/completions/llm-runtime.ts) drop it at once instead of waiting for their TTL.
- */
-type ProjectWriteListener = (tenantId: string, projectId: string) => void;
-const projectWriteListeners = new WeakMap<AppContext, Set<ProjectWriteListener>>();
-
-export function onProjectWrite(ctx: AppContext, listener: ProjectWriteListener): void {
-  const listeners = projectWriteListeners.get(ctx) ?? new Set<ProjectWriteListener>();
-  listeners.add(listener);
-  projectWriteListeners.set(ctx, listeners);
-}
-
-function notifyProjectWrite(ctx: AppContext, project: ProjectDoc): void {
-  for (const listener of projectWriteListeners.get(ctx) ?? []) listener(project.tenantId, project._id);
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -389,7 +376,8 @@ function isReserved(values: readonly string[], value: unknown): boolean {
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const hasProjectParam = route.path.includes(':projectId') && route.projectLookup !== 'handler';
   const reserved = Object.entries(route.reservedParams ?? {});
-  const bodyLimit = route.bodyLimit ?? { bytes: STANDARD_BODY_BYTES };
+  // A caller no credential has vouched for before the body (a public route without `authorize`) is read a few KB at most.
+  const bodyLimit = route.bodyLimit ?? { bytes: route.auth === 'public' && !route.authorize ? PUBLIC_BODY_BYTES : STANDARD_BODY_BYTES };
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (reserved.some(([name, values]) => isReserved(values, req.params[name]))) return next();
     try {
@@ -415,7 +403,7 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
         malformed = { error };
       }
     } else if (route.authorize) {
-      route.authorize({ req, ctx });
+      await route.authorize({ req, ctx });
     }
     const earlyCharge = auth?.early ? charge(auth.early.tenantId) : null;
 

@@ -4,12 +4,12 @@ import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { deleteLlmCredential, listLlmCredentials, upsertLlmCredential, type LlmCredentialMetadata } from '../../db/llm-credential';
 import { getProjectLlmSettings, putProjectLlmSettings, type ProjectLlmSettings } from '../../db/llm-settings';
-import { effectiveTierMap, platformLlmConfig } from '../../providers/llm';
+import { effectiveProjectTiers } from '../../core/llm/models';
 import { assertDestinationLiteral, blockedDestinationOf, llmDestinationPolicy } from '../../lib/net/destination';
 import { type AppContext } from '../context';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam, ZSuccessOnly } from '../http/schemas';
-import { requireEncryptor } from '../completions/llm-runtime';
+import { requireEncryptor } from '../../core/llm/runtime';
 import {
   ZLlmCredentialSchema,
   ZLlmSettingsResponseSchema,
@@ -19,7 +19,7 @@ import {
 } from './schemas';
 
 function presentSettings(ctx: AppContext, settings: ProjectLlmSettings) {
-  const tiers = effectiveTierMap(platformLlmConfig(ctx.config).tierMap, settings.tierOverrides);
+  const tiers = effectiveProjectTiers(ctx.config, settings.tierOverrides);
   return {
     defaultModel: settings.defaultModel,
     tierOverrides: settings.tierOverrides,

@@ -1,6 +1,6 @@
 // Zod schemas of the per-project LLM settings and provider credential routes (docs/llm-settings.md).
 import { z } from 'zod';
-import { MODEL_ID_PATTERN, MODEL_OR_TIER_PATTERN } from '../../providers/llm';
+import { MODEL_ID_PATTERN, MODEL_OR_TIER_PATTERN } from '../../core/llm/models';
 import { CREDENTIAL_PROVIDERS } from '../../db/llm-credential';
 import '../openapi/registry';
 import { trimmedText } from '../http/schemas';

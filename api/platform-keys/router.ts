@@ -6,7 +6,7 @@ import { ApiError } from '../../lib/errors';
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { loadApp } from './app';
-import { createApiKey, deleteApiKey, KEYS_PER_SCOPE } from '../../core/tenancy/accounts';
+import { createApiKey, KEYS_PER_SCOPE } from '../../core/tenancy/accounts';
 import {
   ZAppParam,
   ZCreatePlatformKeyRequest,
@@ -20,10 +20,10 @@ import {
   ZScopeParams,
   ZUpdateScopeRequest,
 } from './schemas';
-import { createScope, deleteScope, expiryOf, findScope, presentPlatformKey, presentScope, updateScope } from '../../core/platform-keys/scopes';
+import { createScope, deletePlatformKey, deleteScope, expiryOf, findScope, presentPlatformKey, presentScope, updateScope } from '../../core/platform-keys/scopes';
 import { metaOf } from './meta';
 import { requireGrantsHeld } from '../../core/platform-keys/bounds';
-import { hasGrant } from '../../lib/permissions';
+import { hasGrant } from '../../lib/api-scopes';
 
 /** The names a `permissions` object sets to `value`. */
 const namesSetTo = (permissions: Record<string, 'YES' | 'NO' | undefined> | undefined, value: 'YES' | 'NO'): string[] =>
@@ -84,6 +84,7 @@ export const platformKeyRoutes: AnyRoute[] = [
     reservedParams: { keyId: ['create'] },
     operationId: 'deletePlatformKey',
     summary: 'Revoke a platform key for good (deleted; refused on every API process when this returns)',
+    description: '403 when the key holds a grant or permission the calling credential does not, or acts in an environment the calling key is not bound to: a key never revokes one it could not have made.',
     tags: TAGS,
     auth: 'api_key:manage',
     params: ZPublicKeyIdParam,
@@ -94,10 +95,7 @@ export const platformKeyRoutes: AnyRoute[] = [
       meta: ZMeta,
     }),
     async handler({ ctx, principal, params, res }) {
-      const filter = { _id: params.keyId, tenantId: principal.tenantId, ...(principal.projectId ? { projectId: principal.projectId } : {}) };
-      const existing = await ctx.models.ApiKey.findOne(filter, { _id: 1 }).lean();
-      if (!existing) throw ApiError.notFound('API key');
-      await deleteApiKey(ctx.models, principal.tenantId, params.keyId, ctx.config.API_KEY_CACHE_MS);
+      await deletePlatformKey(ctx, principal, params.keyId);
       return { success: true, revoked: { key_id: params.keyId, status: 'revoked' as const }, meta: metaOf(res) };
     },
   }),

@@ -3,11 +3,11 @@
 // import per project at a time, a few imports and previews per tenant).
 import { type AdmitInput, defineRoute, linksTo, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
-import { assertResponseSize, buildExportPreview, buildProjectExport } from './export';
-import { applyImport } from './import-apply';
-import { acquireImportLock, acquirePreviewSlot } from './import-lock';
-import { IMPORT_LIMITS } from './limits';
-import { checkImportFiles, planImport } from './import-plan';
+import { assertResponseSize, buildExportPreview, buildProjectExport } from '../../core/project-io/export';
+import { applyImport } from '../../core/project-io/import-apply';
+import { acquireImportLock, acquirePreviewSlot } from '../../core/project-io/import-lock';
+import { IMPORT_LIMITS } from '../../core/project-io/limits';
+import { checkImportFiles, planImport } from '../../core/project-io/import-plan';
 import {
   IMPORT_BODY_EXAMPLE,
   ZExportPreviewResponse,
@@ -18,7 +18,7 @@ import {
   ZImportResponse,
   ZZipDownload,
 } from './schemas';
-import { zipProjectExport } from './zip';
+import { zipProjectExport } from '../../core/project-io/zip';
 
 const TAGS = ['Project export and import'];
 const BASE = '/api/projects/:projectId/project-io';

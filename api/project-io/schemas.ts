@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import '../openapi/registry';
 import { ZDiagnosticSchema } from '../agents/schemas';
-import { IMPORT_PATH_PATTERN } from './layout';
-import { IMPORT_LIMITS } from './limits';
+import { IMPORT_PATH_PATTERN } from '../../core/project-io/layout';
+import { IMPORT_LIMITS } from '../../core/project-io/limits';
 
 export const ZExportQuery = z.object({
   format: z.enum(['folder', 'zip']).default('folder').describe('`folder`: JSON with the file map; `zip`: an application/zip download'),

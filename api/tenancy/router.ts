@@ -19,7 +19,7 @@ import {
 import { lastUsedTimes } from '../../db/api-key-usage';
 import { presentApiKey, presentProject, presentTenant, presentUser } from '../../core/tenancy/present';
 import { createApiKey, createProject, createTenant, createUser, revokeApiKey } from '../../core/tenancy/accounts';
-import { requirePermissionsHeld } from '../../core/platform-keys/bounds';
+import { requireKeyWithinReach, requirePermissionsHeld } from '../../core/platform-keys/bounds';
 
 const ZCreatedKey = z.object({
   success: z.literal(true),
@@ -36,6 +36,8 @@ export const tenancyRoutes: AnyRoute[] = [
     tags: ['Tenancy'],
     auth: 'public',
     security: 'platformAdmin',
+    // The operator's token is checked before the body is read.
+    authorize: ({ ctx, req }) => requirePlatformAdmin(ctx, req, 'Tenant management'),
     bodyExample: { name: 'Acme', slug: 'acme', projectName: 'Support' },
     body: ZCreateTenantRequestSchema.extend({
       projectName: trimmedText(200).default('Default').describe('Name of the first project'),
@@ -235,6 +237,7 @@ export const tenancyRoutes: AnyRoute[] = [
     path: '/api/api-keys/:keyId',
     operationId: 'revokeApiKey',
     summary: 'Revoke an API key (in force on every API process when this returns)',
+    description: '403 when the key acts in an environment the calling key is not bound to: a key never revokes one it could not have made.',
     tags: ['Tenancy'],
     auth: 'admin',
     params: ZKeyIdParam,
@@ -243,6 +246,8 @@ export const tenancyRoutes: AnyRoute[] = [
     async handler({ ctx, principal, params }) {
       const existing = await ctx.models.ApiKey.findOne({ _id: params.keyId, tenantId: principal.tenantId }).lean();
       if (!existing || (principal.projectId && existing.projectId !== principal.projectId)) throw ApiError.notFound('API key');
+      const scope = existing.scopeId ? await ctx.models.ApiScope.findOne({ _id: existing.scopeId, tenantId: principal.tenantId }, { grants: 1 }).lean() : null;
+      requireKeyWithinReach(principal, existing, existing.scopeId ? (scope?.grants ?? []) : null);
       const doc = await revokeApiKey(ctx.models, principal.tenantId, params.keyId, ctx.config.API_KEY_CACHE_MS);
       const lastUsed = await lastUsedTimes(ctx.models.ApiKeyUsage, principal.tenantId, [doc._id]);
       return { success: true, apiKey: presentApiKey(doc, lastUsed.get(doc._id)) };

@@ -1,11 +1,11 @@
 // What a credential may put into a key or a scope it makes: never more than it holds. The grants
 // of a scope it creates or changes, the grants or permissions of a key it makes, and that key's
 // environments and expiry are bounded by the caller's own (docs/public-api.md "Keys and scopes
-// never widen"). The operator's CLI makes keys with no caller, so with no bound but the tenant,
+// never widen"), and so is what it may revoke: no key it could not have made. The operator's CLI makes keys with no caller, so with no bound but the tenant,
 // project and scope it names. Every refusal is 403 FORBIDDEN and changes nothing.
 import { DomainError } from '../../lib/errors';
-import { isScopeGrantName } from '../../lib/api-scopes';
-import { hasGrant, hasPermission, type Permission, type Principal } from '../../lib/permissions';
+import { hasGrant, isScopeGrantName } from '../../lib/api-scopes';
+import { hasPermission, type Permission, type Principal } from '../../lib/permissions';
 
 /** The catalogue names among `grants` that the principal does not hold itself (lib/permissions.ts `hasGrant`). */
 export function grantsNotHeld(principal: Principal, grants: Iterable<string>): string[] {
@@ -57,4 +57,22 @@ export function boundedExpiry(principal: Principal, requested: Date | null | und
     throw new DomainError('FORBIDDEN', `This key expires at ${own.toISOString()}; it cannot make a key that outlives it`);
   }
   return requested;
+}
+
+/**
+ * 403 unless the principal could have made the key it would revoke: it holds every grant of the
+ * key's scope (a scoped key) or every permission (another key), and the key acts in no
+ * environment the principal is not bound to. A narrow key thus never takes a wider one away.
+ */
+export function requireKeyWithinReach(
+  principal: Principal,
+  key: { permissions: readonly string[]; environments: readonly string[] },
+  scopeGrants: readonly string[] | null,
+): void {
+  if (scopeGrants) requireGrantsHeld(principal, scopeGrants, 'Revoking this key: the key');
+  else requirePermissionsHeld(principal, key.permissions as Permission[], 'Revoking this key: the key');
+  const own = principal.environments && principal.environments.length > 0 ? principal.environments : null;
+  if (!own) return;
+  const outside = key.environments.length === 0 ? ['every environment'] : key.environments.filter((e) => !own.includes(e));
+  if (outside.length > 0) throw new DomainError('FORBIDDEN', `This key is bound to ${own.join(', ')}; it cannot revoke a key for ${outside.join(', ')}`);
 }

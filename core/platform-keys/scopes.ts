@@ -10,6 +10,9 @@ import { isDuplicateKey } from '../../db/duplicate-key';
 import { type ProjectDoc } from '../../db/project';
 import { type Models } from '../../db/models';
 import { type CoreContext } from '../context';
+import { type Principal } from '../../lib/permissions';
+import { deleteApiKey } from '../tenancy/accounts';
+import { requireKeyWithinReach } from './bounds';
 
 const iso = (d: Date | null | undefined): string | null => (d ? new Date(d).toISOString() : null);
 
@@ -122,4 +125,18 @@ export function expiryOf(expiry: string, now = Date.now()): Date | null {
   if (expiry === '30_days') return new Date(now + 30 * 86_400_000);
   if (expiry === '90_days') return new Date(now + 90 * 86_400_000);
   return new Date(expiry);
+}
+
+/**
+ * Revokes (deletes) a platform key of the principal's tenant, and of its project when the
+ * principal is bound to one: 404 when there is none, 403 when the key is beyond the principal's
+ * reach (bounds.ts `requireKeyWithinReach`). In force on every API process when it returns.
+ */
+export async function deletePlatformKey(ctx: CoreContext, principal: Principal, keyId: string): Promise<void> {
+  const filter = { _id: keyId, tenantId: principal.tenantId, ...(principal.projectId ? { projectId: principal.projectId } : {}) };
+  const existing = await ctx.models.ApiKey.findOne(filter, { _id: 1, scopeId: 1, permissions: 1, environments: 1 }).lean();
+  if (!existing) throw DomainError.notFound('API key');
+  const scope = existing.scopeId ? await ctx.models.ApiScope.findOne({ _id: existing.scopeId, tenantId: principal.tenantId }, { grants: 1 }).lean() : null;
+  requireKeyWithinReach(principal, existing, existing.scopeId ? (scope?.grants ?? []) : null);
+  await deleteApiKey(ctx.models, principal.tenantId, keyId, ctx.config.API_KEY_CACHE_MS);
 }

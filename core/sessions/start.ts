@@ -1,7 +1,7 @@
 // Starting a session: its place in the tenant's count, its summary record, then its AgentSession
 // workflow. `startSession` is the one way a session is created and started (the sessions route,
 // agentic apps, HTTP-async conversations; telephony webhooks and the widget SDK call it too); the
-// first chat turn instead starts the workflow with its first update (api/chat-agent), from the
+// first chat turn instead starts the workflow with its first update (core/chat/turns.ts), from the
 // same building blocks.
 import { randomUUID } from 'node:crypto';
 import { type Client } from '@temporalio/client';

@@ -1,17 +1,9 @@
 // Estimated cost of a call from its token usage and a price table (USD per 1M tokens).
 // Unknown models cost `null`, never a guess: tokens are still recorded by the caller.
-import { z } from 'zod';
+import { parsePriceTable, type ModelPrice, type PriceTable } from '../../lib/price-table';
 import { parseModelId } from './model-resolution';
 
-export const ZModelPriceSchema = z.object({
-  inputPerMillion: z.number().nonnegative().describe('USD per 1M input (prompt) tokens'),
-  outputPerMillion: z.number().nonnegative().describe('USD per 1M output (completion) tokens'),
-});
-export type ModelPrice = z.infer<typeof ZModelPriceSchema>;
-
-/** Keyed by model id, bare (`gpt-4o-mini`) or qualified (`openai:gpt-4o-mini`); qualified wins. */
-export const ZPriceTableSchema = z.record(z.string().min(1), ZModelPriceSchema);
-export type PriceTable = z.infer<typeof ZPriceTableSchema>;
+export { ZModelPriceSchema, ZPriceTableSchema, parsePriceTable, type ModelPrice, type PriceTable } from '../../lib/price-table';
 
 const price = (inputPerMillion: number, outputPerMillion: number): ModelPrice => ({ inputPerMillion, outputPerMillion });
 
@@ -42,11 +34,6 @@ export const DEFAULT_PRICE_TABLE: Readonly<PriceTable> = Object.freeze({
 /** The default table with `overrides` applied (an override replaces a model's entry). */
 export function mergePriceTable(overrides: PriceTable, base: Readonly<PriceTable> = DEFAULT_PRICE_TABLE): PriceTable {
   return { ...base, ...overrides };
-}
-
-/** Parses a JSON price table (e.g. from an env var or a project setting); throws a ZodError on bad input. */
-export function parsePriceTable(json: string): PriceTable {
-  return ZPriceTableSchema.parse(JSON.parse(json) as unknown);
 }
 
 /** The built-in prices with LLM_PRICE_TABLE's overrides on top (configuration validated it). */

@@ -112,6 +112,43 @@ describe('a key with API_SCOPE_KEY_FULL', () => {
   });
 });
 
+describe('revoking keys', () => {
+  it('a key with API_SCOPE_KEY_FULL cannot revoke a key that holds more than it does, only one within its own reach', async () => {
+    const manager = await keyIn(await scopeWith(['API_SCOPE_KEY_FULL', 'SESSIONS_LIST']), { environments: ['staging'] });
+    const keyId = async (key: string) => (await stack.ctx.models.ApiKey.findOne({ keyHash: sha256Hex(key) }).lean())!._id;
+    const revoke = async (key: string) => api.delete(`/api/public/apikeys/${await keyId(key)}`, { key: manager });
+
+    // Wider grants: an APP_FULL key of the app, and a permission-style admin key bound to it.
+    const wide = await keyIn(await scopeWith(['APP_FULL']), { environments: ['staging'] });
+    const admin = await permissionKey(['admin'], { projectId: t.projectId });
+    // Same grants, but an environment the manager is not bound to.
+    const elsewhere = await keyIn(await scopeWith(['SESSIONS_LIST']), { environments: ['production'] });
+    for (const target of [wide, admin, elsewhere]) {
+      const refused = await revoke(target);
+      expect(refused.status).toBe(403);
+      expect(refused.body.error.code).toBe('FORBIDDEN');
+      expect(await stack.ctx.models.ApiKey.countDocuments({ keyHash: sha256Hex(target) })).toBe(1);
+    }
+    expect((await api.get(`/api/projects/${t.projectId}/sessions`, { key: wide })).status).toBe(200);
+
+    const narrow = await keyIn(await scopeWith(['SESSIONS_LIST']), { environments: ['staging'] });
+    expect((await revoke(narrow)).status).toBe(200);
+    expect(await stack.ctx.models.ApiKey.countDocuments({ keyHash: sha256Hex(narrow) })).toBe(0);
+  });
+});
+
+describe('revoking keys (admin)', () => {
+  it('an environment-bound admin key cannot revoke a key that acts in other environments', async () => {
+    const bound = await permissionKey(['admin'], { environments: ['staging'] });
+    const unbound = await createApiKey(stack.ctx.models, t.tenantId, { name: `pk-${++counter}`, permissions: ['session:read'] });
+    const refused = await api.delete(`/api/api-keys/${unbound.apiKey._id}`, { key: bound });
+    expect(refused.status).toBe(403);
+    expect((await stack.ctx.models.ApiKey.findById(unbound.apiKey._id).lean())?.revokedAt).toBeNull();
+    const within = await createApiKey(stack.ctx.models, t.tenantId, { name: `pk-${++counter}`, permissions: ['session:read'], environments: ['staging'] });
+    expect((await api.delete(`/api/api-keys/${within.apiKey._id}`, { key: bound })).status).toBe(200);
+  });
+});
+
 describe('a key of a scope with API_SCOPE_KEY_EDIT', () => {
   it('can narrow its own scope but never widen it, and a refused change changes nothing', async () => {
     const scope = await scopeWith(['API_SCOPE_KEY_EDIT', 'SESSIONS_LIST', 'AGENTS_VIEW']);

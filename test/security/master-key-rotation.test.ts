@@ -13,7 +13,7 @@ import { verifyAblSignature } from '../../examples/http-async/verify-signature';
 import { resolveToolSecrets } from '../../db/tool-secret';
 import { loadDecryptedLlmCredentials } from '../../db/llm-credential';
 import { requireMasterKeys } from '../../core/tool-secrets/secrets';
-import { llmRuntime } from '../../api/completions/llm-runtime';
+import { llmRuntime } from '../../core/llm/runtime';
 import { newDataKey, seal, unseal } from '../../lib/secret-envelope';
 import { toolSecretAad } from '../../db/tool-secret';
 import { type Payload } from '@temporalio/common';

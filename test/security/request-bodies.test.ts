@@ -5,8 +5,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { acquireImportLock, type ImportLock } from '../../api/project-io/import-lock';
-import { IMPORT_LIMITS } from '../../api/project-io/limits';
+import { acquireImportLock, type ImportLock } from '../../core/project-io/import-lock';
+import { IMPORT_LIMITS } from '../../core/project-io/limits';
 import { createProject } from '../../core/tenancy/accounts';
 import { startApiProcess, type ApiProcess } from '../support/api-process';
 import { startFakeOpenAI, type FakeLlmServer } from '../support/fake-openai';
@@ -183,6 +183,29 @@ describe('request bodies are read only for a caller allowed to send them', () =>
     const res = await client(api.baseUrl).post(importPath(), { key: t.adminKey, raw: body, headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ success: false, error: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body holds more than 1000 JSON objects and arrays' } });
+  });
+
+  it('reads at most 16 KB of an anonymous body: a sign-in, a provider webhook', async () => {
+    const exchange = rawRequest(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${512 * 1024}\r\n\r\n{"email":"`);
+    const response = await exchange.answered;
+    exchange.socket.destroy();
+    expect(statusOf(response)).toBe(413);
+    expect(response).toContain('PAYLOAD_TOO_LARGE');
+  });
+
+  it('reads a callback body over 16 KB only for a callback id that exists', async () => {
+    const exchange = rawRequest(`POST /api/v1/callbacks/cb_nosuchcallback HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${512 * 1024}\r\n\r\n{"a":"`);
+    const response = await exchange.answered;
+    exchange.socket.destroy();
+    expect(statusOf(response)).toBe(404);
+  });
+
+  it('refuses a tenant creation without the operator token before reading its body', async () => {
+    const exchange = rawRequest(`POST /api/admin/tenants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${512 * 1024}\r\n\r\n{"name":"`);
+    const response = await exchange.answered;
+    exchange.socket.destroy();
+    // 401, or 503 where this API process has no PLATFORM_ADMIN_TOKEN: either way not waiting for the body (408).
+    expect([401, 503]).toContain(statusOf(response));
   });
 
   it('stops reading a body at the 1 MB limit of an ordinary route', async () => {

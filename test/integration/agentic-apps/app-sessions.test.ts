@@ -8,7 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { ChannelKey, ProjectIdKey, SessionIdKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { ZAppSessionDetailResponse, ZCreateAppSessionResponse, ZExecuteRunResponse, ZListAppSessionsResponse, ZTerminateResponse } from '../../../api/agentic-apps/schemas';
 import { publishAgent } from '../../support/agents';
-import { closeInterruptedRuns, INTERRUPTED_RUN_ERROR, staleRunAgeMs } from '../../../api/agentic-apps/stale-runs';
+import { closeInterruptedRuns, INTERRUPTED_RUN_ERROR, staleRunAgeMs } from '../../../core/agentic-apps/stale-runs';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';

@@ -1,7 +1,7 @@
 // What a new user meets in their first session with an agent like docs/getting-started.md's, on
 // the real API, worker and store: a first step's GATHER question said once when the first message
-// does not answer it; the escalation notice said in a turn a callback resumed; and a failed async
-// tool call reported by one `error` event, counted once.
+// does not answer it; the escalation notice said in a turn a callback resumed; and a failed tool
+// call, async or not, reported by one `error` event, counted once.
 import { flushProjection } from '../../support/projection';
 import { client } from '../../support/http';
 import { publishAgent, type TraceEvent } from '../../support/agents';
@@ -86,6 +86,9 @@ beforeAll(async () => {
   );
   // Nothing listens there: the request cannot be sent.
   await publishAgent(api, t, 'Refund_Desk_Down', refundDesk('Refund_Desk_Down', 'http://127.0.0.1:9/orders/lookup'));
+  // The same order system as an ordinary (synchronous) HTTP tool.
+  const sync = refundDesk('Refund_Desk_Sync_Down', 'http://127.0.0.1:9/orders/lookup').replace('type: async_webhook', 'type: http').replace('    timeout_seconds: 600\n', '');
+  await publishAgent(api, t, 'Refund_Desk_Sync_Down', sync);
 });
 afterAll(async () => {
   await stack?.close();
@@ -152,6 +155,19 @@ it("says the agent's own message instead when the branch that escalates says one
 
 it('reports a failed async tool call with one error event, counted once', async () => {
   const res = await say({ agentId: 'Refund_Desk_Down', message: 'Refund ORD-1234' });
+  expect(res.status).toBe(200);
+  expect(res.body.response).toContain('The order system did not answer; try again later.');
+  const errors = (res.body.traceEvents as TraceEvent[]).filter((e) => e.type === 'error');
+  expect(errors).toHaveLength(1);
+  expect(errors[0]!.data).toMatchObject({ kind: 'tool_error', tool: 'look_up_order' });
+  const sessionId = res.body.sessionId as string;
+  await flushProjection(stack.ctx, sessionId);
+  const detail = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
+  expect(detail.body.session).toMatchObject({ errorCount: 1 });
+});
+
+it('reports a failed synchronous tool call with one error event, counted once', async () => {
+  const res = await say({ agentId: 'Refund_Desk_Sync_Down', message: 'Refund ORD-1234' });
   expect(res.status).toBe(200);
   expect(res.body.response).toContain('The order system did not answer; try again later.');
   const errors = (res.body.traceEvents as TraceEvent[]).filter((e) => e.type === 'error');

@@ -6,7 +6,7 @@ import { startFakeOpenAI, type FakeLlmServer } from '../../support/fake-openai';
 import { startFakeAnthropic } from '../../support/fake-anthropic';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { llmRuntime } from '../../../api/completions/llm-runtime';
+import { llmRuntime } from '../../../core/llm/runtime';
 import { openStream } from './sse-client';
 
 let stack: TestStack;

@@ -5,10 +5,10 @@ import { request as httpRequest } from 'node:http';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { createProject } from '../../../core/tenancy/accounts';
-import { acquireImportLock } from '../../../api/project-io/import-lock';
-import { checkImportFiles, planImport } from '../../../api/project-io/import-plan';
-import { applyImport } from '../../../api/project-io/import-apply';
-import { buildProjectExport } from '../../../api/project-io/export';
+import { acquireImportLock } from '../../../core/project-io/import-lock';
+import { checkImportFiles, planImport } from '../../../core/project-io/import-plan';
+import { applyImport } from '../../../core/project-io/import-apply';
+import { buildProjectExport } from '../../../core/project-io/export';
 import { type ProjectDoc } from '../../../db/project';
 
 let stack: TestStack;

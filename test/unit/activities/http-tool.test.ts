@@ -64,6 +64,37 @@ it('sends unused parameters as a JSON body for POST', async () => {
   expect(JSON.parse(last.body)).toEqual({ expand: 'x' });
 });
 
+it('sends a form tool\'s arguments form-encoded, and a template with its body type\'s Content-Type', () => {
+  const form = toolFrom(`AGENT: A
+GOAL: "g"
+TOOLS:
+  subscribe(email: string, tags: object) -> object
+    type: http
+    endpoint: "https://mail.example.com/subscribe"
+    method: POST
+    body_type: form
+`);
+  if (form.binding.type !== 'http') throw new Error('not http');
+  const sent = buildHttpRequest(form.binding, { tool: form, args: { email: 'a+b@example.com', tags: { vip: true } }, timeoutMs: 1000, secrets: {} });
+  expect(new Headers(sent.init.headers).get('content-type')).toBe('application/x-www-form-urlencoded');
+  expect(Object.fromEntries(new URLSearchParams(sent.init.body as string))).toEqual({ email: 'a+b@example.com', tags: '{"vip":true}' });
+
+  const xml = toolFrom(`AGENT: A
+GOAL: "g"
+TOOLS:
+  ping(name: string) -> object
+    type: http
+    endpoint: "https://soap.example.com/ping"
+    method: POST
+    body_type: xml
+    body_template: "<ping>{{name}}</ping>"
+`);
+  if (xml.binding.type !== 'http') throw new Error('not http');
+  const soap = buildHttpRequest(xml.binding, { tool: xml, args: { name: 'x' }, timeoutMs: 1000, secrets: {} });
+  expect(new Headers(soap.init.headers).get('content-type')).toBe('application/xml');
+  expect(soap.init.body).toBe('<ping>x</ping>');
+});
+
 it('refuses loopback and private destinations unless allowed', async () => {
   const tool = toolFrom(agent(`${base}/x`));
   await expect(runHttpTool({ tool, args: { invoice_id: '1' }, timeoutMs: 1000, secrets: {}, secretDestinations: {} }, { allowPrivate: false })).rejects.toMatchObject({

@@ -79,6 +79,18 @@ describe('scrubbing', () => {
     expect(scrubSecrets(result, secrets)).toEqual({ echo: 'Bearer [secret]', nested: [{ url: 'https://x/?t=[secret]' }], s3cr3t_value: 'ab cd' });
   });
 
+  it('replaces values as a JSON string or a form field escapes them', () => {
+    const odd = { TOKEN: 'p@ss "wörd"\\x' };
+    const body = JSON.stringify({ error: 'bad token', token: odd.TOKEN });
+    const ascii = body.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    const form = new URLSearchParams({ token: odd.TOKEN }).toString();
+    expect(scrubSecrets({ body, ascii, form }, odd)).toEqual({
+      body: '{"error":"bad token","token":"[secret]"}',
+      ascii: '{"error":"bad token","token":"[secret]"}',
+      form: 'token=[secret]',
+    });
+  });
+
   it('keeps a failure type and retryability while scrubbing its message and details', () => {
     const failure = ApplicationFailure.nonRetryable('Tool t answered HTTP 401', 'TOOL_HTTP_4XX', { status: 401, body: 'bad token s3cr3t/value' });
     const scrubbed = scrubFailure(failure, secrets) as ApplicationFailure;
