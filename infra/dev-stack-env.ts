@@ -1,6 +1,6 @@
 // The environment that runs `npm start`'s stack (infra/dev-stack.ts) on ports and a data directory
-// of the caller's choosing, with its own Temporal and store: for the tests and benches that start
-// it beside a stack of the developer's own.
+// of the caller's choosing, with its own Temporal, store and Twilio fake: for the tests and benches
+// that start it beside a stack of the developer's own; and whether `npm start` runs the Twilio fake.
 import { freePort } from './processes';
 
 export interface DevStackPorts {
@@ -10,13 +10,14 @@ export interface DevStackPorts {
   mongo: number;
   postgres: number;
   backend: number;
+  twilioFake: number;
 }
 
 export async function freeDevStackPorts(): Promise<DevStackPorts> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort() };
+  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort(), twilioFake: await freePort() };
 }
 
-/** `base` (this process's environment by default) with the stack's data, ports and quiet logs, and no external Temporal or store. */
+/** `base` (this process's environment by default) with the stack's data, ports and quiet logs, and no external Temporal, store or Twilio. */
 export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...base,
@@ -27,9 +28,28 @@ export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.
     FERRETDB_PORT: String(ports.mongo),
     POSTGRES_PORT: String(ports.postgres),
     SAMPLE_BACKEND_PORT: String(ports.backend),
+    TWILIO_FAKE_PORT: String(ports.twilioFake),
     LOG_LEVEL: 'warn',
   };
   delete env.TEMPORAL_ADDRESS;
   delete env.MONGODB_URI;
+  delete env.TWILIO_API_BASE_URL;
+  delete env.TWILIO_ACCOUNT_SID;
+  delete env.TWILIO_FAKE;
   return env;
+}
+
+/**
+ * Whether `npm start` runs the Twilio fake and points the platform at it: `TWILIO_FAKE=1` or `0`
+ * says so; unset, it runs unless the environment already points the SDK somewhere
+ * (`TWILIO_API_BASE_URL`) or carries Twilio credentials of its own (`TWILIO_ACCOUNT_SID`).
+ */
+export function twilioFakeWanted(env: NodeJS.ProcessEnv): boolean {
+  const flag = env.TWILIO_FAKE?.trim().toLowerCase();
+  if (flag) {
+    if (['1', 'true', 'yes', 'on'].includes(flag)) return true;
+    if (['0', 'false', 'no', 'off'].includes(flag)) return false;
+    throw new Error(`TWILIO_FAKE must be 1 or 0, got "${env.TWILIO_FAKE}"`);
+  }
+  return !env.TWILIO_API_BASE_URL && !env.TWILIO_ACCOUNT_SID;
 }

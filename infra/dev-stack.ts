@@ -2,7 +2,8 @@
 // .data/, Web UI on 8233) and the store, FerretDB on an embedded PostgreSQL (infra/dev-store.ts,
 // data under .data/postgres/), unless TEMPORAL_ADDRESS or MONGODB_URI point elsewhere, serves
 // the sample back-end the seeded agents' tools call (on loopback, the one private destination
-// the dev tools may reach), seeds the dev tenant, then runs the API and the worker.
+// the dev tools may reach) and the Twilio fake (infra/twilio-fake/: the platform's Twilio calls
+// go to it; TWILIO_FAKE=0 turns it off), seeds the dev tenant, then runs the API and the worker.
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { loadConfig } from '../lib/config';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { loadOrCreateDevSecrets } from './dev-secrets';
+import { twilioFakeWanted } from './dev-stack-env';
 import { startDevStore, STORE_DIR } from './dev-store';
 import {
   ensureSearchAttributes,
@@ -24,6 +26,7 @@ import { SAMPLE_RECEIVER_PATH, sampleBackendHttpAsyncEnv, sampleBackendToolEnv, 
 import { ensureDevSubscription } from './seed-subscription';
 import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { ensureDevTenant } from './seed';
+import { startTwilioFake, type TwilioFake } from './twilio-fake';
 import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
 
 // SWITCHBOARD_DATA_DIR moves the data (the stack tests run a second stack beside yours).
@@ -52,6 +55,7 @@ async function requireFreePort(port: number, what: string, variable: string): Pr
 async function main(): Promise<void> {
   const started: ManagedProcess[] = [];
   let backend: SampleBackend | null = null;
+  let twilioFake: TwilioFake | null = null;
   let shuttingDown = false;
   const shutdown = async (code: number) => {
     if (shuttingDown) return;
@@ -59,6 +63,7 @@ async function main(): Promise<void> {
     log('stopping…');
     for (const proc of [...started].reverse()) await proc.stop();
     await backend?.close();
+    await twilioFake?.close();
     log('stopped');
     process.exit(code);
   };
@@ -131,6 +136,15 @@ async function main(): Promise<void> {
     // the environment already lists; private networks as a whole stay refused.
     Object.assign(env, sampleBackendToolEnv(backend, env), sampleBackendHttpAsyncEnv(backend, env));
     log(`tools may reach the private destinations ${env.TOOL_ALLOWED_PRIVATE_DESTINATIONS} (TOOL_ALLOWED_PRIVATE_DESTINATIONS)`);
+    if (twilioFakeWanted(process.env)) {
+      const port = envNumber('TWILIO_FAKE_PORT', 3011);
+      await requireFreePort(port, 'Twilio fake', 'TWILIO_FAKE_PORT');
+      twilioFake = await startTwilioFake({ port });
+      env.TWILIO_API_BASE_URL = twilioFake.url;
+      log(`serving the Twilio fake on ${twilioFake.url}: calls through any channel connection go to it (TWILIO_FAKE=0 for real Twilio)`);
+    } else {
+      log(`no Twilio fake: Twilio calls go to ${env.TWILIO_API_BASE_URL ?? 'https://api.twilio.com'}`);
+    }
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
@@ -184,6 +198,9 @@ async function main(): Promise<void> {
       `  MongoDB        ${config.MONGODB_URI}`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       `  Sample webhook ${receiverUrl}   (the dev project's HTTP-async subscription delivers here; GET shows what came)`,
+      twilioFake
+        ? `  Twilio fake    ${twilioFake.url}   (simulated calls; ${twilioFake.url}/__fake/calls lists them: docs/telephony.md)`
+        : `  Twilio         ${env.TWILIO_API_BASE_URL ?? 'https://api.twilio.com'}   (the Twilio fake is off: TWILIO_FAKE, docs/configuration.md)`,
       '',
       `Dev credentials (${created ? 'created' : 'reused'}): .data/dev-credentials.json`,
       `  tenantId   ${credentials.tenantId}`,

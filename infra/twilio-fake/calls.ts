@@ -141,7 +141,8 @@ export class CallSimulator {
       answeredBy: null,
       dateCreated: now,
       dateUpdated: now,
-      startTime: null,
+      startTime: input.direction === 'inbound' ? now : null,
+      answeredAt: null,
       endTime: null,
       durationSec: 0,
       url: input.url,
@@ -191,7 +192,7 @@ export class CallSimulator {
     const call = this.newCall({ ...input, direction: 'outbound-api', status: 'queued', recordingChannels: channelsOf(input.recordingChannels) });
     call.events.push(`queued: to ${call.to} from ${call.from}`);
     this.state.changed();
-    void this.state.track(this.runOutbound(call, outcomeFor(call.to)));
+    void this.state.run(this.runOutbound(call, outcomeFor(call.to)));
     return call;
   }
 
@@ -224,7 +225,7 @@ export class CallSimulator {
     call.events.push(`ringing: inbound from ${call.from} to ${call.to}`);
     this.state.changed();
     this.statusEvent(call, 'ringing', 'ringing');
-    void this.state.track(this.runTwiml(call, { url: input.url, method: call.method }));
+    void this.state.run(this.runTwiml(call, { url: input.url, method: call.method }));
     return call;
   }
 
@@ -270,6 +271,22 @@ export class CallSimulator {
     else this.end(call, 'busy', 486, 'the callee declined');
   }
 
+  /**
+   * Sends a status callback of the call again, as it was (same params, SequenceNumber and
+   * Timestamp, signed again): a duplicate, or a late delivery once newer ones went out.
+   */
+  async resendStatusCallback(call: FakeCall, sequenceNumber: number): Promise<StatusCallbackLog> {
+    const original = call.statusCallbacks.find((c) => c.sequenceNumber === sequenceNumber && !c.resent);
+    if (!original) throw new RangeError(`call ${call.sid} sent no status callback with SequenceNumber ${sequenceNumber}`);
+    const log: StatusCallbackLog = { ...original, params: { ...original.params }, responseStatus: null, resent: true };
+    delete log.error;
+    call.statusCallbacks.push(log);
+    this.state.changed();
+    await this.state.track(sendWebhook({ url: log.url, method: log.method, params: log.params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log));
+    this.state.changed();
+    return log;
+  }
+
   // ---- the call's life ----
 
   private stopped(call: FakeCall): boolean {
@@ -285,6 +302,7 @@ export class CallSimulator {
   private async runOutbound(call: FakeCall, outcome: Outcome): Promise<void> {
     const s = this.state.settings;
     if (!(await this.hold(call, s.initiateMs))) return;
+    call.startTime = new Date();
     call.events.push('initiated');
     this.statusEvent(call, 'initiated', 'initiated');
     if (!(await this.hold(call, s.ringMs))) return;
@@ -308,10 +326,11 @@ export class CallSimulator {
   }
 
   private answer(call: FakeCall, byMachine: boolean): void {
-    call.startTime = new Date();
+    call.answeredAt = new Date();
+    call.startTime ??= call.answeredAt;
     if (call.machineDetection) {
       const answeredBy = byMachine ? (call.machineDetection === 'DetectMessageEnd' ? 'machine_end_beep' : 'machine_start') : 'human';
-      if (call.asyncAmd) void this.state.track(this.asyncAmdResult(call, answeredBy));
+      if (call.asyncAmd) void this.state.run(this.asyncAmdResult(call, answeredBy));
       else call.answeredBy = answeredBy;
     }
     this.setStatus(call, 'in-progress');
@@ -336,7 +355,7 @@ export class CallSimulator {
     this.state.changed();
     if (!call.asyncAmdStatusCallback) return;
     const params = { AccountSid: call.accountSid, CallSid: call.sid, AnsweredBy: answeredBy, MachineDetectionDuration: String(this.state.settings.answerMs) };
-    await sendWebhook({ url: call.asyncAmdStatusCallback, method: 'POST', params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs });
+    await this.state.track(sendWebhook({ url: call.asyncAmdStatusCallback, method: 'POST', params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }));
   }
 
   /** Ends the call (once): its status, its recordings, and the `completed` status callback. */
@@ -347,7 +366,7 @@ export class CallSimulator {
     call.endTime = now;
     call.dateUpdated = now;
     call.sipResponseCode = sipResponseCode;
-    call.durationSec = call.startTime ? Math.round((now.getTime() - call.startTime.getTime()) / this.state.settings.secondMs) : 0;
+    call.durationSec = call.answeredAt ? Math.round((now.getTime() - call.answeredAt.getTime()) / this.state.settings.secondMs) : 0;
     call.generation++;
     call.redirect = null;
     call.events.push(`${status}: ${why}`);
@@ -458,7 +477,7 @@ export class CallSimulator {
       const log: TwimlRequestLog = { url: source.url, method: source.method, params, responseStatus: null, twiml: null };
       call.twimlRequests.push(log);
       this.state.changed();
-      const res = await sendWebhook({ url: source.url, method: source.method, params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log);
+      const res = await this.state.track(sendWebhook({ url: source.url, method: source.method, params, authToken: call.authToken, timeoutMs: this.state.settings.webhookTimeoutMs }, log));
       log.twiml = res.body;
       this.state.changed();
       if (res.status < 200 || res.status >= 300) {

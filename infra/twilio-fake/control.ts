@@ -4,7 +4,7 @@
 // timing settings. The same operations back the typed helpers of startTwilioFake() and the
 // JSON routes under /__fake/.
 import { type CallSimulator } from './calls';
-import { type FakeSettings, type FakeState, type HttpMethod, type Utterance } from './state';
+import { type FakeSettings, type FakeState, type HttpMethod, type StatusCallbackLog, type Utterance } from './state';
 import { callView, type FakeCallView, type FakeRecordingView, recordingView } from './views';
 
 export class ControlError extends Error {
@@ -97,6 +97,16 @@ export class FakeControl {
     return callView(this.state, call);
   }
 
+  async resendStatusCallback(callSid: string, sequenceNumber: number): Promise<StatusCallbackLog> {
+    const call = this.live(callSid);
+    try {
+      return await this.sim.resendStatusCallback(call, sequenceNumber);
+    } catch (err) {
+      if (err instanceof RangeError) throw new ControlError(404, err.message);
+      throw err;
+    }
+  }
+
   hangup(callSid: string): FakeCallView {
     const call = this.live(callSid);
     this.sim.callerHangsUp(call);
@@ -148,16 +158,16 @@ export class FakeControl {
   }
 
   /** Answers a request under /__fake/ (JSON in and out). */
-  handle(method: string, path: string, query: URLSearchParams, body: Record<string, unknown>): { status: number; json: unknown } {
+  async handle(method: string, path: string, query: URLSearchParams, body: Record<string, unknown>): Promise<{ status: number; json: unknown }> {
     try {
-      return { status: 200, json: this.route(method, path, query, body) };
+      return { status: 200, json: await this.route(method, path, query, body) };
     } catch (err) {
       if (err instanceof ControlError) return { status: err.status, json: { error: { message: err.message } } };
       throw err;
     }
   }
 
-  private route(method: string, path: string, query: URLSearchParams, body: Record<string, unknown>): unknown {
+  private async route(method: string, path: string, query: URLSearchParams, body: Record<string, unknown>): Promise<unknown> {
     const route = `${method} ${path}`;
     let m: RegExpExecArray | null;
     if (route === 'GET /__fake/calls') {
@@ -175,6 +185,7 @@ export class FakeControl {
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/say$/.exec(route))) return this.say(m[1]!, body.text as string);
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/digits$/.exec(route))) return this.digits(m[1]!, body.digits as string);
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/hangup$/.exec(route))) return this.hangup(m[1]!);
+    if ((m = /^POST \/__fake\/calls\/([^/]+)\/status-callbacks\/(\d+)\/resend$/.exec(route))) return this.resendStatusCallback(m[1]!, Number(m[2]));
     if (route === 'POST /__fake/script') {
       this.script(body as unknown as ScriptOptions);
       return { scripted: body.to };

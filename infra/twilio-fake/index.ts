@@ -6,8 +6,8 @@ import { CallSimulator, SPECIAL_NUMBERS } from './calls';
 import { type CallFilter, ControlError, FakeControl, type InboundOptions, type ScriptOptions } from './control';
 import { TwilioRest } from './rest';
 import { listen } from './server';
-import { type CallStatus, FakeState, type FakeSettings, TERMINAL_STATUSES } from './state';
-import { type FakeCallView, type FakeRecordingView } from './views';
+import { type CallStatus, type FakeCall, FakeState, type FakeSettings, type StatusCallbackLog, TERMINAL_STATUSES } from './state';
+import { callView, type FakeCallView, type FakeRecordingView, liveCallView } from './views';
 
 export { SPECIAL_NUMBERS, TERMINAL_STATUSES, ControlError };
 export { DEFAULT_SETTINGS } from './state';
@@ -34,6 +34,11 @@ export interface TwilioFake {
   digits(callSid: string, digits: string): FakeCallView;
   /** The caller hangs up. */
   hangup(callSid: string): FakeCallView;
+  /**
+   * Sends the call's status callback with this SequenceNumber again, unchanged and signed: a
+   * duplicate, or (after newer ones) an out-of-order delivery. Resolves once it was answered.
+   */
+  resendStatusCallback(callSid: string, sequenceNumber: number): Promise<StatusCallbackLog>;
   /** Utterances for the next call to `to` (and, with hangupAfter, a hang-up once they run out). */
   script(to: string, utterances: string[], options?: { hangupAfter?: boolean }): void;
   /** Someone calls one of the application's numbers. */
@@ -42,13 +47,17 @@ export interface TwilioFake {
   /** Changes timings (and returns them all). */
   settings(changes?: Partial<FakeSettings>): FakeSettings;
   /**
-   * The first call (in creation order) for which `predicate` holds, as soon as it does.
-   * Rejects after `timeoutMs` (default 30 s) with the calls it saw.
+   * The first call (in creation order) for which `predicate` holds, as soon as it does (checked
+   * at every change, on a view that is not a copy: keep nothing from it), as a snapshot.
+   * Rejects after `timeoutMs` (default 30 s) naming the calls it saw.
    */
   waitForCall(predicate: (call: FakeCallView) => boolean, timeoutMs?: number): Promise<FakeCallView>;
   /** The call once its status is one of `statuses` (default: any terminal status). */
   waitForStatus(callSid: string, statuses?: CallStatus | CallStatus[], timeoutMs?: number): Promise<FakeCallView>;
-  /** Resolves once no webhook is in flight. */
+  /**
+   * Resolves once no webhook is in flight (status callbacks, TwiML requests, recording callbacks,
+   * and recordings still processing towards theirs); calls still ringing or listening do not count.
+   */
   settled(): Promise<void>;
   /** Forgets every call, recording and script. */
   reset(): void;
@@ -61,17 +70,18 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
   const control = new FakeControl(state, sim);
   const server = await listen(new TwilioRest(state, sim), control, options.port ?? 0);
 
-  const waitForCall = async (predicate: (call: FakeCallView) => boolean, timeoutMs = 30_000): Promise<FakeCallView> => {
-    let found: FakeCallView | undefined;
+  const waitForCall = async (predicate: (call: FakeCallView) => boolean, timeoutMs = 30_000, only?: string): Promise<FakeCallView> => {
+    let found: FakeCall | undefined;
+    const candidates = () => (only ? [state.calls.get(only)].filter((c): c is FakeCall => c !== undefined) : [...state.calls.values()]);
     const ok = await state.waitUntil(() => {
-      found = control.calls().find(predicate);
+      found = candidates().find((c) => predicate(liveCallView(state, c)));
       return found !== undefined;
     }, timeoutMs);
     if (!ok || !found) {
       const seen = control.calls().map((c) => `${c.sid} to ${c.to}: ${c.status} [${c.events.join('; ')}]`);
       throw new Error(`no call of the Twilio fake matched within ${timeoutMs} ms; calls: ${seen.join(' | ') || 'none'}`);
     }
-    return found;
+    return callView(state, found);
   };
 
   return {
@@ -82,6 +92,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     say: (sid, text) => control.say(sid, text),
     digits: (sid, digits) => control.digits(sid, digits),
     hangup: (sid) => control.hangup(sid),
+    resendStatusCallback: (sid, sequenceNumber) => control.resendStatusCallback(sid, sequenceNumber),
     script: (to, utterances, opts = {}) => control.script({ to, utterances, hangupAfter: opts.hangupAfter }),
     inbound: (opts) => control.inbound(opts),
     recordings: (callSid) => control.recordings(callSid),
@@ -89,7 +100,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     waitForCall,
     waitForStatus: (sid, statuses = [...TERMINAL_STATUSES], timeoutMs) => {
       const wanted: CallStatus[] = Array.isArray(statuses) ? statuses : [statuses];
-      return waitForCall((c) => c.sid === sid && wanted.includes(c.status), timeoutMs);
+      return waitForCall((c) => wanted.includes(c.status), timeoutMs, sid);
     },
     settled: async () => {
       while (state.pending.size > 0) await Promise.allSettled([...state.pending]);
@@ -98,7 +109,7 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     close: async () => {
       state.close();
       await server.close();
-      await Promise.allSettled([...state.pending]);
+      await Promise.allSettled([...state.pending, ...state.running]);
     },
   };
 }

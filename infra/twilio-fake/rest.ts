@@ -57,6 +57,35 @@ function authenticate(state: FakeState, authorization: string | undefined, accou
   return token;
 }
 
+/**
+ * `StartTime>=…`, `StartTime<=…` (as the SDK sends them: `StartTime>`, `StartTime<`) and
+ * `StartTime=…` (a day, or an instant): whether a call's start time is within them. A call not
+ * started yet has no start time and matches none.
+ */
+function startTimeFilter(query: URLSearchParams): (start: Date | null) => boolean {
+  const bound = (name: string) => {
+    const value = query.get(name);
+    if (value === null) return null;
+    const at = new Date(value);
+    if (Number.isNaN(at.getTime())) throw new TwilioApiError(400, 20001, `Invalid ${name}: ${value}`);
+    return { value, at };
+  };
+  const after = bound('StartTime>');
+  const before = bound('StartTime<');
+  const exact = bound('StartTime');
+  if (!after && !before && !exact) return () => true;
+  return (start) => {
+    if (!start) return false;
+    if (after && start < after.at) return false;
+    if (before && start > before.at) return false;
+    if (exact) {
+      const day = /^\d{4}-\d{2}-\d{2}$/.test(exact.value);
+      if (day ? start.toISOString().slice(0, 10) !== exact.value : start.getTime() !== exact.at.getTime()) return false;
+    }
+    return true;
+  };
+}
+
 export class TwilioRest {
   constructor(
     private readonly state: FakeState,
@@ -187,8 +216,9 @@ export class TwilioRest {
     const to = req.query.get('To');
     const from = req.query.get('From');
     const status = req.query.get('Status');
+    const startedWithin = startTimeFilter(req.query);
     const calls = [...this.state.calls.values()]
-      .filter((c) => c.accountSid === accountSid && (!to || c.to === to) && (!from || c.from === from) && (!status || c.status === status))
+      .filter((c) => c.accountSid === accountSid && (!to || c.to === to) && (!from || c.from === from) && (!status || c.status === status) && startedWithin(c.startTime))
       .reverse();
     return { status: 200, json: listPage('calls', `${accountPath(accountSid)}/Calls.json`, calls.map(callResource)) };
   }

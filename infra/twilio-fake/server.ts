@@ -69,7 +69,7 @@ export async function listen(rest: TwilioRest, control: FakeControl, port: numbe
               return;
             }
           }
-          write(res, control.handle(req.method ?? 'GET', url.pathname, url.searchParams, body));
+          write(res, await control.handle(req.method ?? 'GET', url.pathname, url.searchParams, body));
           return;
         }
         const reply = await rest.handle({

@@ -55,6 +55,8 @@ export interface StatusCallbackLog extends WebhookLog {
   event: string;
   callStatus: string;
   sequenceNumber: number;
+  /** Set on a copy sent again on request (a duplicate or late delivery), not by the call itself. */
+  resent?: true;
 }
 
 export interface TwimlRequestLog extends WebhookLog {
@@ -80,8 +82,10 @@ export interface FakeCall {
   answeredBy: string | null;
   dateCreated: Date;
   dateUpdated: Date;
-  /** When it was answered. */
+  /** When it started (dialing, for an outbound call; Twilio's start_time). */
   startTime: Date | null;
+  /** When it was answered: the call's duration counts from here. */
+  answeredAt: Date | null;
   endTime: Date | null;
   durationSec: number;
   url: string | null;
@@ -159,8 +163,10 @@ export class FakeState {
   readonly tokens = new Map<string, string>();
   /** Scripted callers for the next call to a number. */
   readonly scripts = new Map<string, CallScript>();
-  /** Webhooks in flight (close() waits for them). */
+  /** Webhooks in flight, and the short waits that lead to one (settled() and close() wait for them). */
   readonly pending = new Set<Promise<unknown>>();
+  /** Calls being simulated (close() ends them and waits). */
+  readonly running = new Set<Promise<unknown>>();
   private readonly changes = new EventEmitter();
   private readonly timers = new Set<NodeJS.Timeout>();
   closed = false;
@@ -209,10 +215,19 @@ export class FakeState {
     return !(await this.waitUntil(interrupted, ms));
   }
 
-  /** Keeps track of background work so close() can wait for it. */
+  /** Keeps track of a webhook (or a short wait before one) so settled() and close() can wait for it. */
   track<T>(work: Promise<T>): Promise<T> {
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work)).catch(() => undefined);
+    return this.keep(this.pending, work);
+  }
+
+  /** Keeps track of a call's simulation, which may wait for a long time, so close() can wait for it. */
+  run<T>(work: Promise<T>): Promise<T> {
+    return this.keep(this.running, work);
+  }
+
+  private keep<T>(set: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
+    set.add(work);
+    void work.finally(() => set.delete(work)).catch(() => undefined);
     return work;
   }
 

@@ -74,9 +74,15 @@ export function recordingView(rec: FakeRecording): FakeRecordingView {
   });
 }
 
+/** A snapshot of the call (a copy: it does not change as the call goes on). */
 export function callView(state: FakeState, call: FakeCall): FakeCallView {
+  return structuredClone(liveCallView(state, call));
+}
+
+/** The call as a view without copying its logs: cheap, for predicates evaluated at every change. */
+export function liveCallView(state: FakeState, call: FakeCall): FakeCallView {
   const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  return structuredClone({
+  return {
     sid: call.sid,
     accountSid: call.accountSid,
     direction: call.direction,
@@ -85,7 +91,7 @@ export function callView(state: FakeState, call: FakeCall): FakeCallView {
     status: call.status,
     answeredBy: call.answeredBy,
     createdAt: call.dateCreated.toISOString(),
-    answeredAt: iso(call.startTime),
+    answeredAt: iso(call.answeredAt),
     endedAt: iso(call.endTime),
     durationSec: call.durationSec,
     sipResponseCode: call.sipResponseCode,
@@ -103,5 +109,5 @@ export function callView(state: FakeState, call: FakeCall): FakeCallView {
     }),
     events: call.events,
     errors: call.errors,
-  });
+  };
 }

@@ -30,15 +30,23 @@ describe('npm start stack', () => {
   it('uses a given TEMPORAL_ADDRESS and MONGODB_URI instead of starting its own', async () => {
     const ports = await freeDevStackPorts();
     const mongo = `${process.env.SB_TEST_MONGODB_URI!.replace(/\/$/, '')}/external_${Date.now()}`;
-    const stack = await startDevStack(path.join(tmp, 'external-data'), ports, { TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!, MONGODB_URI: mongo });
+    const stack = await startDevStack(path.join(tmp, 'external-data'), ports, {
+      TEMPORAL_ADDRESS: process.env.SB_TEST_TEMPORAL_ADDRESS!,
+      MONGODB_URI: mongo,
+      TWILIO_API_BASE_URL: 'http://127.0.0.1:9/twilio',
+    });
     try {
       expect(stack.output()).not.toContain('starting Temporal dev server');
       expect(stack.output()).not.toContain('starting FerretDB');
       expect(stack.output()).toContain(`MongoDB        ${mongo}`);
-      // Nothing listens on the ports it would have used for its own Temporal and store.
+      // A TWILIO_API_BASE_URL of your own is kept, and no Twilio fake runs.
+      expect(stack.output()).toContain('Twilio         http://127.0.0.1:9/twilio');
+      expect(stack.output()).not.toContain('serving the Twilio fake');
+      // Nothing listens on the ports it would have used for its own Temporal, store and Twilio fake.
       expect(await isPortFree(ports.temporal)).toBe(true);
       expect(await isPortFree(ports.mongo)).toBe(true);
       expect(await isPortFree(ports.postgres)).toBe(true);
+      expect(await isPortFree(ports.twilioFake)).toBe(true);
       expect((await client(`http://127.0.0.1:${ports.api}`).get('/readyz')).status).toBe(200);
     } finally {
       stack.child.kill('SIGTERM');
@@ -60,6 +68,11 @@ describe('npm start stack', () => {
     // The log names where the data really is (SWITCHBOARD_DATA_DIR), not the default .data/.
     expect(first.output()).toContain(`(data in ${path.join(dataDir, 'temporal.sqlite')})`);
     expect(first.output()).toContain(`(data in ${path.join(dataDir, 'postgres')}/)`);
+    // The Twilio fake runs beside it, on loopback, and says so.
+    expect(first.output()).toContain(`Twilio fake    http://127.0.0.1:${ports.twilioFake}`);
+    const fakeCalls = await fetch(`http://127.0.0.1:${ports.twilioFake}/__fake/calls`);
+    expect(fakeCalls.status).toBe(200);
+    expect(await fakeCalls.json()).toEqual({ calls: [] });
 
     // The Web UI decodes payloads through the API's codec endpoint, which answers the UI's origin.
     const settings = (await (await fetch(`http://127.0.0.1:${ports.ui}/api/v1/settings`)).json()) as { Codec: { Endpoint: string } };
