@@ -115,3 +115,26 @@ it("never moves another connection's recording, even with the same recording SID
   const rec = await stack.ctx.models.Recording.findOne({ providerRecordingSid: sid }).lean();
   expect(rec).toMatchObject({ channelConnectionId: connectionId, providerStatus: 'in-progress', availability: 'media_in_progress' });
 });
+
+it("takes the session of an outboundCallId only from the connection's own tenant and project", async () => {
+  const outbound = stack.ctx.models.connection.db!.collection<{ _id: string; tenantId: string; projectId: string; sessionId: string }>('outbound_calls');
+  const mine = await seedSession(stack.ctx, t);
+  const other = await seedTenant(stack.ctx);
+  const theirs = await seedSession(stack.ctx, other);
+  const [ownCall, foreignCall, neighbourCall] = [`oc_${hex(8)}`, `oc_${hex(8)}`, `oc_${hex(8)}`];
+  await outbound.insertMany([
+    { _id: ownCall, tenantId: t.tenantId, projectId: t.projectId, sessionId: mine },
+    { _id: foreignCall, tenantId: other.tenantId, projectId: other.projectId, sessionId: theirs },
+    { _id: neighbourCall, tenantId: t.tenantId, projectId: t.otherProjectId, sessionId: mine },
+  ]);
+  const report = async (outboundCallId: string) => {
+    const sid = recordingSid();
+    const res = await postRecordingStatus(stack.baseUrl, connectionId, `outboundCallId=${outboundCallId}`, statusForm({ account: account.accountSid, recording: sid, call: callSid(), status: 'in-progress' }), account);
+    expect(res.status).toBe(200);
+    return stack.ctx.models.Recording.findOne({ providerRecordingSid: sid }).lean();
+  };
+  expect(await report(ownCall)).toMatchObject({ sessionId: mine, outboundCallId: ownCall, tenantId: t.tenantId });
+  expect(await report(foreignCall)).toMatchObject({ sessionId: null, tenantId: t.tenantId });
+  expect(await report(neighbourCall)).toMatchObject({ sessionId: null, tenantId: t.tenantId });
+  expect(await stack.ctx.models.Recording.countDocuments({ sessionId: theirs })).toBe(0);
+});
