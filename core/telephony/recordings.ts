@@ -110,6 +110,14 @@ async function sessionOfOutboundCall(ctx: CoreContext, connection: ChannelConnec
   return typeof call?.sessionId === 'string' ? call.sessionId : null;
 }
 
+/** The outbound calls (ids) whose projection names the session, in the tenant and project. */
+async function outboundCallsOfSession(ctx: CoreContext, tenantId: string, projectId: string, sessionId: string): Promise<string[]> {
+  const db = ctx.models.connection.db;
+  if (!db) return [];
+  const calls = await db.collection<{ _id: string }>('outbound_calls').find({ tenantId, projectId, sessionId }, { projection: { _id: 1 } }).limit(16).toArray();
+  return calls.map((c) => c._id);
+}
+
 const STATUS_RANK: Record<ProviderRecordingStatus, number> = { 'in-progress': 1, completed: 2, absent: 3, failed: 3 };
 
 function availabilityOf(status: ProviderRecordingStatus): Pick<RecordingDoc, 'availability' | 'unavailableReason' | 'retryable'> {
@@ -259,10 +267,13 @@ export async function listSessionRecordings(
   input: { tenantId: string; projectId: string; sessionId: string; disposition: MediaDisposition; keyId: string; environments: readonly string[] | null },
 ): Promise<{ view: SessionRecordingsView; urlsIssued: number }> {
   const { tenantId, projectId, sessionId } = input;
-  const [session, recordings] = await Promise.all([
+  const [session, calls] = await Promise.all([
     ctx.models.Session.findOne({ _id: sessionId, tenantId, projectId }, { status: 1, environment: 1 }).lean(),
-    ctx.models.Recording.find({ tenantId, projectId, sessionId }).sort({ createdAt: 1, _id: 1 }).limit(MAX_RECORDINGS_PER_SESSION + 1).lean(),
+    outboundCallsOfSession(ctx, tenantId, projectId, sessionId),
   ]);
+  // A recording reported before its outbound call knew its session is found through the call.
+  const mine = calls.length > 0 ? { $or: [{ sessionId }, { sessionId: null, outboundCallId: { $in: calls } }] } : { sessionId };
+  const recordings = session ? await ctx.models.Recording.find({ tenantId, projectId, ...mine }).sort({ createdAt: 1, _id: 1 }).limit(MAX_RECORDINGS_PER_SESSION + 1).lean() : [];
   // A key bound to some environments sees only their sessions; the others are concealed like missing ones.
   const visible = !input.environments || input.environments.length === 0 || input.environments.includes(session?.environment ?? '');
   if (!session || !visible) throw new DomainError('SESSION_NOT_FOUND', 'Session not found');

@@ -101,6 +101,23 @@ it('stops listing and serving a recording past its retention, unless it is on le
   expect((await api.get(urls[1]!)).status).toBe(200);
 });
 
+it("lists a recording reported before its outbound call knew the session, once the call's projection names it", async () => {
+  const sessionId = await seedSession(stack.ctx, t);
+  const outboundCallId = `oc_${Date.now()}`;
+  const { recordingId } = await storeRecording(stack.ctx, place(sessionId), makeWav(10), { sessionId: null, outboundCallId });
+  expect((await list(sessionId)).body.data.recordings).toEqual([]);
+  const outbound = stack.ctx.models.connection.db!.collection<{ _id: string; tenantId: string; projectId: string; sessionId: string }>('outbound_calls');
+  // Another project's call naming the session changes nothing; the project's own call does.
+  await outbound.insertOne({ _id: `${outboundCallId}-x`, tenantId: t.tenantId, projectId: t.otherProjectId, sessionId });
+  await stack.ctx.models.Recording.updateOne({ _id: recordingId }, { $set: { outboundCallId: `${outboundCallId}-x` } });
+  expect((await list(sessionId)).body.data.recordings).toEqual([]);
+  await stack.ctx.models.Recording.updateOne({ _id: recordingId }, { $set: { outboundCallId } });
+  await outbound.insertOne({ _id: outboundCallId, tenantId: t.tenantId, projectId: t.projectId, sessionId });
+  const res = await list(sessionId);
+  expect(res.body.data.recordings.map((r: { recordingId: string }) => r.recordingId)).toEqual([recordingId]);
+  expect(res.body.data.status).toBe('success');
+});
+
 it('answers HEAD with the headers of the file and no body', async () => {
   const sessionId = await seedSession(stack.ctx, t);
   const body = makeWav(500);
