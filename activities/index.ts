@@ -24,6 +24,7 @@ import { createAppRunActivities } from './app-runs/app-run';
 import { createHttpAsyncConversationActivities } from './http-async/conversation';
 import { createHttpAsyncDeliveryActivities } from './http-async/delivery';
 import { createOutboundCallActivities } from './telephony/outbound-calls';
+import { createRecordingFetchActivities } from './telephony/recording-fetch';
 
 export interface ActivityDeps {
   models: Models;
@@ -77,6 +78,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHttpAsyncConversationActivities(deps),
     ...createHttpAsyncDeliveryActivities(deps),
     ...createOutboundCallActivities(deps),
+    ...createRecordingFetchActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

@@ -33,6 +33,7 @@ import { httpAsyncConversationModel } from './http-async-conversation';
 import { channelConnectionModel } from './channel-connection';
 import { voiceEventModel } from './voice-event';
 import { outboundCallModel } from './outbound-call';
+import { recordingModel } from './recording';
 
 export function createModels(connection: Connection) {
   return {
@@ -71,6 +72,7 @@ export function createModels(connection: Connection) {
     ChannelConnection: channelConnectionModel(connection),
     VoiceEvent: voiceEventModel(connection),
     OutboundCall: outboundCallModel(connection),
+    Recording: recordingModel(connection),
   };
 }
 

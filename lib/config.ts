@@ -150,6 +150,13 @@ export const ConfigSchema = z.object({
    * fake (infra/twilio-fake/) in the dev stack and the tests. Unset: Twilio itself.
    */
   TWILIO_API_BASE_URL: z.url().optional(),
+  /**
+   * Lifetime of the signed media URLs the recordings list hands out (s): default 900, and a
+   * larger value is capped at 3600 (docs/telephony/recordings.md).
+   */
+  RECORDING_PUBLIC_MEDIA_URL_TTL_SECONDS: positiveInt.default(900).transform((s) => Math.min(s, 3600)),
+  /** How long a call recording is kept from its creation (days); past it, its media is no longer served. */
+  RECORDING_RETENTION_DAYS: positiveInt.default(90),
   /** Voice channel connections per project; beyond, 429 CHANNEL_CONNECTION_LIMIT_REACHED (docs/telephony/connections.md). */
   CHANNEL_CONNECTIONS_MAX_PER_PROJECT: positiveInt.default(100),
   /**

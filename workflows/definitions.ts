@@ -611,3 +611,16 @@ export type OutboundCallWorkflow = (input: OutboundCallStartInput) => Promise<Ou
 export type AgentSessionWorkflow = (input: SessionStartInput) => Promise<{ status: 'ended'; reason: string }>;
 export type HumanTaskWorkflow = (input: HumanTaskStartInput) => Promise<HumanTaskView>;
 export type DeploymentDrainWorkflow = (input: DeploymentDrainInput) => Promise<DeploymentDrainResult>;
+
+// ---------------------------------------------------------------------------------------------
+// RecordingFetch (`recording-fetch/<recordingId>`): copies one finished call recording from the
+// provider into the recording store (GridFS), with retries that outlive a worker's crash.
+
+export const RECORDING_FETCH_WORKFLOW_TYPE = 'recordingFetch';
+export const recordingFetchWorkflowId = (recordingId: string): string => `recording-fetch/${recordingId}`;
+
+export interface RecordingFetchInput {
+  tenantId: string;
+  recordingId: string;
+}
+export type RecordingFetchWorkflow = (input: RecordingFetchInput) => Promise<{ availability: string }>;

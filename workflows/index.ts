@@ -7,3 +7,4 @@ export { humanTaskWorkflow } from './human-task';
 export { appRun } from './app-run';
 export { httpAsyncConversation } from './http-async-conversation';
 export { outboundCall } from './outbound-call';
+export { recordingFetch } from './recording-fetch';

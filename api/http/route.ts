@@ -109,7 +109,7 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
   alsoSuccess?: number[];
   /** Media type of the success body; JSON unless the route streams (`text/event-stream`). */
-  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml';
+  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml' | 'audio/wav';
   response: z.ZodType;
   /**
    * Other media types the success response may take, by media type (e.g. `application/zip` when
@@ -149,6 +149,11 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   bodyOptional?: boolean;
   /** `platformAdmin`: the route takes the X-Platform-Admin-Token instead of a tenant credential. */
   security?: 'platformAdmin';
+  /**
+   * `handler`: the route looks the `:projectId` up itself (with its own error codes, or by a
+   * credential that is not a principal, such as a signed URL's token); the pipeline does not.
+   */
+  projectLookup?: 'handler';
   /** Links from the success response to the operations that use its ids. */
   links?: Record<string, RouteLink>;
   /** Statuses besides the success one worth listing in the docs. */
@@ -185,6 +190,7 @@ export function defineRoute<P = Record<string, never>, Q = Record<string, never>
 const STATUS_TEXT: Record<number, string> = {
   200: 'Success',
   201: 'Created',
+  206: 'Partial content: the requested byte range',
   400: 'Invalid request',
   401: 'Missing or invalid credential',
   403: 'The credential lacks the permission',
@@ -194,10 +200,12 @@ const STATUS_TEXT: Record<number, string> = {
   410: 'Gone',
   413: 'Body over the size limit',
   415: 'Unsupported content type',
+  416: 'The requested range cannot be satisfied',
   422: 'Unprocessable',
   429: 'Rate limited',
   431: 'Request line or headers over the 16 KB limit (answered by the HTTP server, with no body)',
   503: 'A backend dependency is unavailable',
+  504: 'Not finished in time',
 };
 
 function formatZodError(where: string, error: z.ZodError): string {
@@ -260,6 +268,7 @@ const STATUS_EXAMPLE: Record<number, { code: string; message: string }> = {
   410: { code: 'GONE', message: 'The session has ended' },
   413: { code: 'PAYLOAD_TOO_LARGE', message: 'Request body exceeds the 1 MB limit' },
   415: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Request body must be application/json' },
+  416: { code: 'RANGE_NOT_SATISFIABLE', message: "The range is outside the file's 112044 bytes" },
   422: { code: 'UNPROCESSABLE_ENTITY', message: 'The draft has errors' },
   429: { code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' },
   502: { code: 'OUTBOUND_PROVIDER_SUBMIT_FAILED', message: 'The telephony provider refused or failed the request' },
@@ -366,7 +375,7 @@ function isReserved(values: readonly string[], value: unknown): boolean {
 
 /** Express handler that runs one route's pipeline: auth → rate limit → permission → project → input. */
 function toExpressHandler(ctx: AppContext, route: AnyRoute) {
-  const hasProjectParam = route.path.includes(':projectId');
+  const hasProjectParam = route.path.includes(':projectId') && route.projectLookup !== 'handler';
   const reserved = Object.entries(route.reservedParams ?? {});
   // A caller no credential has vouched for before the body (a public route without `authorize`) is read a few KB at most.
   const bodyLimit = route.bodyLimit ?? { bytes: route.auth === 'public' && !route.authorize ? PUBLIC_BODY_BYTES : STANDARD_BODY_BYTES };

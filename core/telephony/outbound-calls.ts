@@ -20,7 +20,8 @@ import {
 } from '../../db/outbound-call';
 import { DomainError } from '../../lib/errors';
 import { deriveKey, KEY_PURPOSE } from '../../lib/master-keys';
-import { canSeeProject, hasGrant, type Principal } from '../../lib/permissions';
+import { canSeeProject, type Principal } from '../../lib/permissions';
+import { hasGrant } from '../../lib/api-scopes';
 import { isE164, maskCallSid, maskPhoneNumber, maskSipUri, normalizedDestination, parseSafeSipUri } from '../../lib/phone';
 import { type Config } from '../../lib/config';
 import {

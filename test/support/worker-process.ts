@@ -22,6 +22,7 @@ const PASSED_ON = [
   'HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS',
   'SHUTDOWN_GRACE_MS',
   'PUBLIC_BASE_URL',
+  'TWILIO_API_BASE_URL',
 ] as const;
 
 /** The environment a child process needs to join the stack `config` describes. */
