@@ -40,10 +40,16 @@ const ZVoiceQuery = z.object({
   amd: z.enum(AMD_MODES).optional().describe('The outbound call\'s answering-machine mode: `disconnect` hangs up on a machine'),
 });
 
-const int = (max: number) => z.coerce.number().int().min(0).max(max).optional();
+/** A non-negative integer in the query: digits only, documented as an integer with its bounds. */
+const queryInteger = (max: number) =>
+  z
+    .union([z.number(), z.string().regex(/^[0-9]{1,16}$/, 'must be an integer').transform(Number)])
+    .pipe(z.number().int().min(0).max(max))
+    .openapi({ type: 'integer', minimum: 0, maximum: max });
+const int = (max: number) => queryInteger(max).optional();
 const ZGatherQuery = z.object({
   sessionId: z.string().uuid().describe('The call\'s session'),
-  turn: z.coerce.number().int().min(0).max(100_000).describe('The turn the next utterance is'),
+  turn: queryInteger(100_000).describe('The turn the next utterance is'),
   at: int(Number.MAX_SAFE_INTEGER),
   said: int(86_400_000),
   silence: int(10),
@@ -81,6 +87,8 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     params: ZConnectionParams,
     query: ZVoiceQuery,
     body: ZTwilioForm,
+    // An empty form is refused like any unsigned one (403), not as a missing body.
+    bodyOptional: true,
     requestMedia: 'application/x-www-form-urlencoded',
     bodyExample: CALL_FORM_EXAMPLE,
     responseContentType: 'text/xml',
@@ -105,6 +113,8 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     params: ZConnectionParams,
     query: ZGatherQuery,
     body: ZTwilioForm,
+    // An empty form is refused like any unsigned one (403), not as a missing body.
+    bodyOptional: true,
     requestMedia: 'application/x-www-form-urlencoded',
     bodyExample: { ...CALL_FORM_EXAMPLE, SpeechResult: 'A large pizza, please', Confidence: '0.92' },
     responseContentType: 'text/xml',
@@ -127,6 +137,8 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     auth: 'public',
     params: ZConnectionParams,
     body: ZTwilioForm,
+    // An empty form is refused like any unsigned one (403), not as a missing body.
+    bodyOptional: true,
     requestMedia: 'application/x-www-form-urlencoded',
     bodyExample: { ...CALL_FORM_EXAMPLE, CallStatus: 'completed', CallDuration: '42' },
     responseContentType: 'text/xml',

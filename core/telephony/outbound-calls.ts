@@ -374,7 +374,8 @@ function decodeCursor(cursor: string): { createdAt: Date; id: string } {
   } catch {
     // Falls through to the refusal.
   }
-  throw new DomainError('VALIDATION_ERROR', 'cursor: not a cursor this API returned');
+  // Well formed (any string may be a cursor) but not one of ours: 422, as no schema can say which strings are.
+  throw new DomainError('UNPROCESSABLE_ENTITY', 'cursor: not a cursor this API returned');
 }
 
 export const DEFAULT_LIST_LIMIT = 50;
