@@ -73,8 +73,14 @@ export function parseSsml(ssml: string): SsmlNode[] {
   if (!root || root.tagName !== 'speak') throw new SsmlRejected('not_speak');
   const count = { elements: 0 };
   const nodes = children(root, 0, count);
-  if (!nodes.some(hasWords)) throw new SsmlRejected('empty');
-  return nodes;
+  // The document's own indentation around its words is not said.
+  const first = nodes[0];
+  if (first && 'text' in first) first.text = first.text.trimStart();
+  const last = nodes[nodes.length - 1];
+  if (last && 'text' in last) last.text = last.text.trimEnd();
+  const said = nodes.filter((n) => !('text' in n) || n.text !== '');
+  if (!said.some(hasWords)) throw new SsmlRejected('empty');
+  return said;
 }
 
 function hasWords(n: SsmlNode): boolean {
