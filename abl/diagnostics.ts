@@ -126,7 +126,8 @@ export const DIAGNOSTICS = {
   W503: def('warning', 'Unreachable step', 'Step "{name}" cannot be reached from the entry step "{entry}".', 'Add a transition to it (THEN, ON_FAIL, GOTO...) or remove it.'),
   E504: def('error', 'Listed step not defined', 'Step "{name}" is listed in steps but has no block.', 'Add a "{name}:" block under FLOW or remove it from steps.'),
   W505: def('warning', 'Step not listed', 'Step "{name}" is defined but missing from the steps list; it is appended to the order.', 'Add it to steps: [...].'),
-  W509: def('warning', 'Voice settings not used', 'Step "{name}" has VOICE settings that nothing uses ({keys}): the voice channel reads voice, language, barge_in, speech_timeout and silence_timeout, and text channels send RESPOND as written.', 'Use those keys, or remove the others (docs/not-supported.md).'),
+  W509: def('warning', 'Voice settings not used', 'Step "{name}" has VOICE settings that nothing uses ({keys}): the voice channel reads voice, language, barge_in, speech_timeout, silence_timeout, ssml and plain_text, and text channels send RESPOND as written.', 'Use those keys, or remove the others (docs/not-supported.md).'),
+  W510: def('warning', 'Voice instructions not used', 'Step "{name}" has VOICE instructions, which only a realtime speech model follows: the voice channel speaks through Twilio <Say>, which cannot, so the style is not applied.', 'Say it with ssml (prosody, emphasis) or plain_text, or remove instructions (docs/not-supported.md).'),
   E507: def('error', 'Invalid CALL', 'Cannot read the CALL "{src}": {detail}.', 'Write CALL: tool_name with WITH:/AS:, CALL: tool(a, "x") or CALL: tool(p = expr).'),
   E508: def('error', 'Empty FLOW', 'The FLOW has no steps.', 'Add at least one step block with REASONING: true|false.'),
 
@@ -179,7 +180,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W603', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+  'W509', 'W510', 'W603', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

@@ -330,8 +330,20 @@ export interface FlowStepIR {
   channel: Record<string, Json>;
   /** The step's VOICE settings the voice channel reads; absent without a VOICE block. */
   voice?: VoiceConfigIR;
+  /** The voice form of the step's RESPOND (VOICE ssml / plain_text, templates); absent without either. */
+  voice_output?: VoiceOutputIR;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/**
+ * What the voice channel says instead of a RESPOND's text: `ssml` (a W3C SSML document, its
+ * `{{ }}` values escaped as XML text when rendered) and `plain_text` (the words to speak).
+ * Both are templates like RESPOND; either may be absent.
+ */
+export interface VoiceOutputIR {
+  ssml?: string;
+  plain_text?: string;
 }
 
 /**

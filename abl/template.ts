@@ -160,7 +160,7 @@ function layered(scope: Scope, locals: Record<string, unknown>): Scope {
 const MAX_OUTPUT = 1_000_000;
 const MAX_EACH = 10_000;
 
-function renderNodes(nodes: TemplateNode[], scope: Scope, ctx: EvalContext, out: string[]): void {
+function renderNodes(nodes: TemplateNode[], scope: Scope, ctx: EvalContext, out: string[], escape?: (text: string) => string): void {
   for (const n of nodes) {
     if (out.length > MAX_OUTPUT) return;
     switch (n.type) {
@@ -171,19 +171,19 @@ function renderNodes(nodes: TemplateNode[], scope: Scope, ctx: EvalContext, out:
         if (!n.expr.ast) break;
         let v = evaluate(n.expr.ast, scope, ctx);
         for (const f of n.filters) v = applyFilter(v, f, ctx);
-        out.push(toText(v));
+        out.push(escape ? escape(toText(v)) : toText(v));
         break;
       }
       case 'If': {
         const ok = n.cond.ast ? truthy(evaluate(n.cond.ast, scope, ctx)) : false;
-        renderNodes(ok ? n.then : n.else, scope, ctx, out);
+        renderNodes(ok ? n.then : n.else, scope, ctx, out, escape);
         break;
       }
       case 'Each': {
         const list = n.list.ast ? evaluate(n.list.ast, scope, ctx) : undefined;
         if (!Array.isArray(list)) break;
         list.slice(0, MAX_EACH).forEach((item, index) => {
-          renderNodes(n.body, layered(scope, { this: item, '@index': index }), ctx, out);
+          renderNodes(n.body, layered(scope, { this: item, '@index': index }), ctx, out, escape);
         });
         break;
       }
@@ -204,10 +204,10 @@ export function parseTemplateCached(text: string): ParsedTemplate {
   return parsed;
 }
 
-/** Renders a template. null/undefined render as ""; unknown filters as "". Pure. */
-export function renderTemplate(template: string | ParsedTemplate, scope: Scope, ctx: EvalContext): string {
+/** Renders a template. null/undefined render as ""; unknown filters as "". `escape` applies to each `{{ }}` value (SSML escapes them as XML text). Pure. */
+export function renderTemplate(template: string | ParsedTemplate, scope: Scope, ctx: EvalContext, escape?: (text: string) => string): string {
   const parsed = typeof template === 'string' ? parseTemplateCached(template) : template;
   const out: string[] = [];
-  renderNodes(parsed.nodes, scope, ctx, out);
+  renderNodes(parsed.nodes, scope, ctx, out, escape);
   return out.join('');
 }

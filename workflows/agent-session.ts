@@ -4,7 +4,7 @@
 // return the reply. Long sessions continue-as-new with their state once history grows.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { CompilationOutput, Json } from '../abl/ir';
+import type { CompilationOutput, Json, VoiceOutputIR } from '../abl/ir';
 import type { AdvanceResult, RuntimeEvent, SessionRuntimeState } from '../abl/runtime/contract';
 import { createInterpreter } from '../abl/runtime';
 import { maskSensitive } from '../abl/gather';
@@ -29,6 +29,7 @@ import {
   type HumanTaskOutcomeInput,
   type AgentSessionWorkflow,
   type VoiceConfig,
+  type VoiceSegment,
 } from './definitions';
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
@@ -85,6 +86,20 @@ function voiceContent(compiled: CompilationOutput, agent: string | undefined, st
   if (merged.speech_timeout !== undefined) voiceConfig.speechTimeout = merged.speech_timeout;
   if (merged.silence_timeout !== undefined) voiceConfig.silenceTimeout = merged.silence_timeout;
   return { voiceConfig };
+}
+
+/**
+ * The turn's replies with the voice form each was given (a step's VOICE ssml / plain_text), for
+ * the voice channel to say instead of the text. Absent when none has one.
+ */
+function voiceOutput(responses: string[], voices: Array<VoiceOutputIR | null>): { voiceOutput?: VoiceSegment[] } {
+  if (!voices.some((v) => v !== null)) return {};
+  return {
+    voiceOutput: responses.map((text, i) => {
+      const v = voices[i];
+      return { text, ...(v?.ssml !== undefined ? { ssml: v.ssml } : {}), ...(v?.plain_text !== undefined ? { plainText: v.plain_text } : {}) };
+    }),
+  };
 }
 
 function emptyStats(): SessionStats {
@@ -297,9 +312,10 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const mocks = new Map((turn.testContext?.toolMocks ?? []).map((m) => [m.toolName, m]));
     const interpreter = interpreterFor(compiled, new Set(mocks.keys()));
     const responses: string[] = [];
+    const voices: Array<VoiceOutputIR | null> = [];
 
     const effects = effectsFor(compiled, trace, mocks, turn.metadata);
-    const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses);
+    const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses, voices);
 
     let result: AdvanceResult | null = null;
     const starting = !runtime;
@@ -368,6 +384,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),
       ...channelContent(compiled, thread?.agent, thread?.flow?.step),
       ...voiceContent(compiled, thread?.agent, thread?.flow?.step),
+      ...voiceOutput(responses, voices),
     };
     // Only a turn the client can send again is remembered for the next run: the answer is in this
     // run's history already, and Temporal answers a repeated update id within the run itself.

@@ -154,6 +154,19 @@ export interface TurnResult {
   actions?: Record<string, unknown>;
   /** Voice settings in force there (the agent's VOICE section, the step's VOICE over it); voice-enabled agents only. */
   voiceConfig?: VoiceConfig;
+  /**
+   * The turn's reply as the voice channel says it: one entry per reply of `response` (joined
+   * there by blank lines), with the voice form its step's VOICE gave it (`ssml`, `plainText`).
+   * Present only when one of them has a voice form.
+   */
+  voiceOutput?: VoiceSegment[];
+}
+
+/** One reply of a turn with its voice form (ABL VOICE ssml / plain_text, rendered). */
+export interface VoiceSegment {
+  text: string;
+  ssml?: string;
+  plainText?: string;
 }
 
 /** An agent's voice settings as channels get them (ABL VOICE; seconds for the timeouts). */

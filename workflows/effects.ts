@@ -3,7 +3,7 @@
 // decisions. Shared by AgentSession and Delegation, so a child agent runs exactly like a parent.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { CompilationOutput, Json } from '../abl/ir';
+import type { CompilationOutput, Json, VoiceOutputIR } from '../abl/ir';
 import { SENSITIVE_MASK } from '../abl/gather';
 import { pickContext } from '../abl/tool-access';
 import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
@@ -447,9 +447,14 @@ export async function driveInterpreter(
   interpreter: Interpreter,
   first: AdvanceResult,
   responses: string[],
+  voices?: Array<VoiceOutputIR | null>,
 ): Promise<AdvanceResult> {
   let result = first;
-  responses.push(...result.responses);
+  const collect = (r: AdvanceResult) => {
+    responses.push(...r.responses);
+    voices?.push(...r.responses.map((_, i) => r.voices?.[i] ?? null));
+  };
+  collect(result);
   addInterpreterTrace(ctx, result.trace);
   let batch = result.commands;
   while (batch.length > 0) {
@@ -459,7 +464,7 @@ export async function driveInterpreter(
     for (const event of events) {
       if (!event) continue;
       result = interpreter.advance(result.state, event);
-      responses.push(...result.responses);
+      collect(result);
       addInterpreterTrace(ctx, result.trace);
       batch.push(...result.commands);
     }

@@ -97,10 +97,13 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
   const extraAll = ctx.extras(f, STEP_KEYS, `step ${pair.key}`);
   const channel: Record<string, Json> = {};
   for (const k of CHANNEL_KEYS) if (f.map.has(k)) channel[k] = toJson(get(k));
-  // The voice channel reads the step's VOICE settings it knows; any others are W509.
+  // The voice channel reads the step's VOICE settings and the voice form of its RESPOND (ssml,
+  // plain_text); `instructions` is W510 (no realtime speech model), any other key W509.
   const voicePair = f.map.get('voice');
-  const voice = voicePair ? compileVoiceBlock(ctx, get('voice'), `Step '${pair.key}' VOICE`) : null;
+  const voice = voicePair ? compileVoiceBlock(ctx, get('voice'), `Step '${pair.key}' VOICE`, { output: true }) : null;
   if (voicePair && voice && voice.unused.length > 0) ctx.report('W509', voicePair.loc, { name: pair.key, keys: voice.unused.map((u) => u.key).join(', ') });
+  if (voice?.instructions) ctx.report('W510', voice.instructions.loc, { name: pair.key });
+  const voiceOutput = voice && (voice.output.ssml !== undefined || voice.output.plain_text !== undefined) ? voice.output : null;
   const call = f.map.get('call');
   const exhausted = get('on_exhausted');
   const gatherNode = get('gather');
@@ -142,6 +145,7 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
     on_error: compileErrorHandlers(ctx, get('on_error')),
     channel,
     ...(voice ? { voice: voice.config } : {}),
+    ...(voiceOutput ? { voice_output: voiceOutput } : {}),
     extra: extraAll,
     loc: ctx.loc(pair.loc),
   } satisfies FlowStepIR & { on_error: ErrorHandlerIR[] };

@@ -3,11 +3,17 @@
 // listens: barge-in, the end-of-speech and the no-speech timeouts). Keys are the same in both
 // places; a step's settings apply while the session waits in that step, over the agent's.
 import type { PairNode, ValueNode } from '../ast';
-import type { VoiceConfigIR } from '../ir';
+import type { VoiceConfigIR, VoiceOutputIR } from '../ir';
 import { type CompileContext, type Fields } from './context';
 
 /** The keys the voice channel reads. */
 export const VOICE_KEYS = ['voice', 'language', 'barge_in', 'speech_timeout', 'silence_timeout'] as const;
+/**
+ * The voice form of a step's RESPOND (ABL reference, "Voice configuration"): what a call says
+ * instead of the text. `instructions` (a speaking style for realtime speech models) is read too,
+ * but no voice channel here can use it: W510.
+ */
+export const VOICE_OUTPUT_KEYS = ['ssml', 'plain_text', 'instructions'] as const;
 
 /** Longest timeout a voice setting may ask for, in seconds (Twilio's <Gather> allows 60). */
 const MAX_TIMEOUT_S = 60;
@@ -18,13 +24,18 @@ const LANGUAGE_TAG = /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/;
  * Compiles one VOICE block. Keys outside VOICE_KEYS are returned in `unused` (the caller reports
  * them: W213 in the agent's section, W509 in a step) and kept nowhere the channel reads.
  */
-export function compileVoiceBlock(ctx: CompileContext, node: ValueNode | null, where: string): { config: VoiceConfigIR; unused: Array<{ key: string; pair: PairNode }> } {
+export function compileVoiceBlock(
+  ctx: CompileContext, node: ValueNode | null, where: string, opts: { output?: boolean } = {},
+): { config: VoiceConfigIR; output: VoiceOutputIR; instructions: PairNode | null; unused: Array<{ key: string; pair: PairNode }> } {
   const config: VoiceConfigIR = {};
+  const output: VoiceOutputIR = {};
+  let instructions: PairNode | null = null;
   const unused: Array<{ key: string; pair: PairNode }> = [];
-  if (!node) return { config, unused };
+  if (!node) return { config, output, instructions, unused };
   if (node.kind !== 'Map') {
-    ctx.report('E210', node.loc, { what: where, expected: `key: value lines (${VOICE_KEYS.join(', ')})`, found: 'a value' });
-    return { config, unused };
+    const keys = opts.output ? [...VOICE_KEYS, ...VOICE_OUTPUT_KEYS] : VOICE_KEYS;
+    ctx.report('E210', node.loc, { what: where, expected: `key: value lines (${keys.join(', ')})`, found: 'a value' });
+    return { config, output, instructions, unused };
   }
   const f: Fields = ctx.fields(node);
   for (const key of f.order) {
@@ -62,11 +73,27 @@ export function compileVoiceBlock(ctx: CompileContext, node: ValueNode | null, w
         if (ms !== null) config.silence_timeout = timeoutSeconds(ctx, pair, `${where} silence_timeout`, ms);
         break;
       }
+      case 'ssml':
+      case 'plain_text': {
+        if (!opts.output) {
+          unused.push({ key: pair.key, pair });
+          break;
+        }
+        // A template like RESPOND's: ctx.text checks its {{ }} and expands TEMPLATE(name).
+        const v = ctx.text(value, `${where} ${key}`);
+        if (v === null || v.trim() === '') break;
+        output[key] = v;
+        break;
+      }
+      case 'instructions':
+        if (opts.output) instructions = pair;
+        else unused.push({ key: pair.key, pair });
+        break;
       default:
         unused.push({ key: pair.key, pair });
     }
   }
-  return { config, unused };
+  return { config, output, instructions, unused };
 }
 
 /** Whole seconds between 1 and 60 (Twilio's <Gather> counts in seconds); out of range is E214. */

@@ -3,7 +3,7 @@
 // state and one event and returns the new state plus the commands the workflow must execute
 // (LLM calls, tool calls, delegations, escalations). Results come back as further events.
 // Everything here is plain JSON, so state travels through workflow history and continue-as-new.
-import type { EscalationRoutingIR, HumanTaskFieldIR, Json } from '../ir';
+import type { EscalationRoutingIR, HumanTaskFieldIR, Json, VoiceOutputIR } from '../ir';
 
 /** One agent activation. The session holds a stack of them; the last is active. */
 export interface ThreadState {
@@ -249,6 +249,11 @@ export interface AdvanceResult {
   commands: RuntimeCommand[];
   /** Text sent to the user during this advance, in order. */
   responses: string[];
+  /**
+   * The voice form of each of `responses` (same index; null for one without), rendered; present
+   * only when one of them has one (a step's VOICE ssml / plain_text).
+   */
+  voices?: Array<VoiceOutputIR | null>;
   trace: TraceDraft[];
   /**
    * `awaiting_effects`: commands are outstanding; `turn_complete`: the turn is over (waiting for

@@ -1,7 +1,7 @@
 // FLOW: the step loop (enter, GATHER, reasoning, DELEGATE, CALL, SET, TRANSFORM, CHECK, branches,
 // ON_INPUT, THEN), transitions with their checks, and digressions while a step waits.
 
-import type { ActionsIR, AgentIR, BranchIR, FlowStepIR } from '../ir';
+import type { ActionsIR, AgentIR, BranchIR, FlowStepIR, VoiceOutputIR } from '../ir';
 import type { ThreadState } from './contract';
 import { actionText, findDigression } from './digressions';
 import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, startBlockHoldOn } from './options';
@@ -185,7 +185,7 @@ export class Flow {
         this.t.decision(th, 'step_skipped', step.name, `WHEN ${step.when.src} is false`);
         return go(step.then);
       }
-      if (step.respond) this.t.guards.respond(th, this.t.render(th, step.respond));
+      if (step.respond) this.t.guards.respond(th, this.t.render(th, step.respond), true, this.voiceOf(th, step));
       if (step.present) this.t.guards.respond(th, this.t.render(th, step.present));
       phase = 'gather_entry';
     }
@@ -254,12 +254,28 @@ export class Flow {
     return go(step.then);
   }
 
+  /**
+   * The voice form of the step's RESPOND, rendered: `plain_text` like RESPOND, `ssml` with each
+   * `{{ }}` value escaped as XML text (a variable never adds markup); null without a VOICE form.
+   */
+  private voiceOf(th: ThreadState, step: FlowStepIR): VoiceOutputIR | null {
+    const v = step.voice_output;
+    if (!v) return null;
+    const out: VoiceOutputIR = {};
+    if (v.ssml !== undefined) out.ssml = this.t.render(th, v.ssml, undefined, escapeXmlText);
+    if (v.plain_text !== undefined) {
+      const text = this.t.render(th, v.plain_text);
+      if (text.trim()) out.plain_text = text;
+    }
+    return out.ssml !== undefined || out.plain_text !== undefined ? out : null;
+  }
+
   private onInput(th: ThreadState, step: FlowStepIR, text: string): StepResult {
     const b = this.pick(th, step.on_input, text);
     if (!b) {
       const action = this.t.action;
       this.t.decision(th, action ? 'on_action' : 'on_input', `${step.name}: no match${action ? ` for action "${action.id}"` : ''}`);
-      if (step.respond) this.t.guards.respond(th, this.t.render(th, step.respond));
+      if (step.respond) this.t.guards.respond(th, this.t.render(th, step.respond), true, this.voiceOf(th, step));
       return WAIT;
     }
     const c = b.condition;
@@ -360,4 +376,9 @@ export class Flow {
     if (t.limit !== null) out = out.slice(0, t.limit);
     this.t.setVar(th, t.into, out);
   }
+}
+
+/** A value as XML character data (and attribute text): & < > " ' as entities. */
+function escapeXmlText(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => (c === '&' ? '&amp;' : c === '<' ? '&lt;' : c === '>' ? '&gt;' : c === '"' ? '&quot;' : '&apos;'));
 }

@@ -3,7 +3,7 @@
 // tool results and handoffs through their guardrails; operations through the constraints.
 
 import { evaluateCondition } from '../expr/evaluate';
-import type { AgentIR, GuardrailIR, GuardrailProviderIR, Json, ToolIR } from '../ir';
+import type { AgentIR, GuardrailIR, GuardrailProviderIR, Json, ToolIR, VoiceOutputIR } from '../ir';
 import { moderationDecision } from '../moderation';
 import { moderationGuardrailsOn } from './options';
 import { guardText, redactJson } from './checkpoints';
@@ -19,8 +19,12 @@ export const GUARDRAIL_CHECK_IS_PASS = true;
 export class Guards {
   constructor(private readonly t: TurnContext) {}
 
-  /** Sends a reply (through the output guardrails) and records it. */
-  respond(th: ThreadState, text: string, guard = true): void {
+  /**
+   * Sends a reply (through the output guardrails) and records it. `voice` is its voice form
+   * (VOICE ssml / plain_text), kept only when the guardrails left the text as it was and pass its
+   * voice strings unchanged too: a call never says what the guardrails kept from the text.
+   */
+  respond(th: ThreadState, text: string, guard = true, voice: VoiceOutputIR | null = null): void {
     if (guard && !this.resultsMayReturn(th)) return;
     let out = text;
     if (guard) {
@@ -28,10 +32,31 @@ export class Guards {
       out = g.blocked ?? g.text;
     }
     if (!out.trim()) return;
+    this.t.voices.push(voice && out === text && this.voicePasses(th, voice) ? voice : null);
     this.t.responses.push(out);
     this.t.trace.push({ type: 'response', data: { agent: th.agent, text: out } });
     th.lastReply = out;
     this.t.pushHistory(th, { role: 'assistant', content: out });
+  }
+
+  /**
+   * The output guardrails that need no provider (checks, patterns) leave each voice string as it
+   * is. Their trace events are dropped: the text's own evaluation is the one recorded.
+   */
+  private voicePasses(th: ThreadState, voice: VoiceOutputIR): boolean {
+    const agent = this.t.agent(th);
+    if (!agent.guardrails.some((g) => g.kind === 'output')) return true;
+    const mark = this.t.trace.length;
+    try {
+      for (const s of [voice.ssml, voice.plain_text]) {
+        if (s === undefined) continue;
+        const g = this.guardrails(th, agent, 'output', s, {}, { effects: false });
+        if (g.blocked !== null || g.text !== s) return false;
+      }
+      return true;
+    } finally {
+      this.t.trace.length = mark;
+    }
   }
 
   /** A refusal (constraint ON_FAIL, guardrail block): a reply, but no result to hold back. */

@@ -93,6 +93,8 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
       else if (!(e instanceof Suspend)) throw e;
     }
     const responses = turn.responses.slice(exec.emittedResponses);
+    const voiced = turn.voices.slice(exec.emittedResponses);
+    const voices = voiced.some((v) => v !== null) ? { voices: voiced } : {};
     const trace = turn.trace.slice(exec.emittedTrace);
     const state = turn.s;
     if (finished) {
@@ -105,6 +107,7 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
         state,
         commands: [],
         responses,
+        ...voices,
         trace,
         outcome: state.status === 'completed' ? 'completed' : 'turn_complete',
         ...(turn.userText !== null ? { userText: turn.userText } : {}),
@@ -121,6 +124,7 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
       state,
       commands: turn.commands,
       responses,
+      ...voices,
       trace,
       outcome: state.pending ? 'suspended' : 'awaiting_effects',
       ...(turn.userText !== null ? { userText: turn.userText } : {}),

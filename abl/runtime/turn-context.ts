@@ -10,7 +10,7 @@ import type { EvalContext } from '../expr/context';
 import type { Expr } from '../expr/ast';
 import { renderTemplate } from '../template';
 import { allFieldsGathered, SENSITIVE_MASK, sensitiveFields } from '../gather';
-import type { AgentIR, CompilationOutput, ExprIR, Json, TransitionIR } from '../ir';
+import type { AgentIR, CompilationOutput, ExprIR, Json, TransitionIR, VoiceOutputIR } from '../ir';
 import type { SafeRegex } from '../regex';
 import type {
   ChatTurn, PendingWait, RuntimeCommand, RuntimeError, RuntimeEvent, RuntimeOptions, SessionRuntimeState, ThreadState, TraceDraft, TurnExecution,
@@ -78,6 +78,8 @@ export class TurnContext {
   // The turn's outputs.
   readonly commands: RuntimeCommand[] = [];
   readonly responses: string[] = [];
+  /** The voice form of each of `responses` (same index), null for one without. */
+  readonly voices: Array<VoiceOutputIR | null> = [];
   readonly trace: TraceDraft[] = [];
   readonly outstanding: string[];
   readonly kinds: TurnExecution['kinds'];
@@ -233,8 +235,8 @@ export class TurnContext {
     return evaluateCondition(ast, this.scope(th, extra), this.ctx);
   }
 
-  render(th: ThreadState, text: string, extra?: Record<string, unknown>): string {
-    return renderTemplate(text, this.scope(th, extra), this.ctx);
+  render(th: ThreadState, text: string, extra?: Record<string, unknown>, escape?: (text: string) => string): string {
+    return renderTemplate(text, this.scope(th, extra), this.ctx, escape);
   }
 
   setVar(th: ThreadState, name: string, value: unknown): void {

@@ -9,7 +9,7 @@
 // docs/runtime-interpreter.md, "How a turn runs"), and offers interpreter.ts what it reads back.
 
 import type { EvalContext } from '../expr/context';
-import type { AgentIR, CompilationOutput, GuardrailIR } from '../ir';
+import type { AgentIR, CompilationOutput, GuardrailIR, VoiceOutputIR } from '../ir';
 import type { SafeRegex } from '../regex';
 import type { RuntimeCommand, RuntimeEvent, RuntimeOptions, SessionRuntimeState, ThreadState, TraceDraft, TurnExecution } from './contract';
 import { Delegation } from './delegation';
@@ -62,6 +62,9 @@ export class Turn {
   }
   get responses(): string[] {
     return this.t.responses;
+  }
+  get voices(): Array<VoiceOutputIR | null> {
+    return this.t.voices;
   }
   get trace(): TraceDraft[] {
     return this.t.trace;

@@ -49,7 +49,8 @@ export const chatAgentRoutes: AnyRoute[] = [
       }
       const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(existing));
       const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, budget: sessionMessageBudget(ctx, res), existing });
-      const { traceEvents, ...rest } = result;
+      // The voice form of the reply is for calls; the chat response has no field for it.
+      const { traceEvents, voiceOutput: _voiceOutput, ...rest } = result;
       // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
       const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;
       if (suspension) res.status(202);

@@ -1,10 +1,12 @@
 // The TwiML a phone call is answered with, built with the twilio SDK's VoiceResponse: the agent's
 // reply said (<Say voice language>) and the caller's next utterance gathered (<Gather
 // input="speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
-// running, a transfer (<Dial>) and the hang-ups. The words the platform says itself are here too.
+// running, a transfer (<Dial>) and the hang-ups. A reply with a voice form is said as that
+// (voice-ssml.ts). The words the platform says itself are here too.
 import twilio from 'twilio';
 import type VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
-import { type VoiceConfig } from '../../workflows/definitions';
+import { type VoiceConfig, type VoiceSegment } from '../../workflows/definitions';
+import { sayVoiceSegment, type SsmlRejection } from './voice-ssml';
 
 /** What the platform says itself on a call (English; an agent's own words come from its ABL). */
 export const VOICE_TEXTS = {
@@ -46,8 +48,18 @@ function sayAttributes(config: VoiceConfig): VoiceResponse.SayAttributes {
   };
 }
 
-function say(node: { say(attributes: VoiceResponse.SayAttributes, message: string): unknown }, config: VoiceConfig, text: string): void {
-  const trimmed = text.trim();
+/**
+ * What a call says: a text, or a turn's replies with their voice forms (ABL VOICE ssml /
+ * plain_text, voice-ssml.ts), each its own <Say>. `onFallback` hears why an SSML was not said.
+ */
+export type Speech = string | { segments: VoiceSegment[]; onFallback(reason: SsmlRejection): void };
+
+function say(node: { say(attributes: VoiceResponse.SayAttributes, message: string): VoiceResponse.Say }, config: VoiceConfig, speech: Speech): void {
+  if (typeof speech !== 'string') {
+    for (const segment of speech.segments) sayVoiceSegment(node, sayAttributes(config), segment, speech.onFallback);
+    return;
+  }
+  const trimmed = speech.trim();
   if (trimmed) node.say(sayAttributes(config), trimmed);
 }
 
@@ -56,7 +68,7 @@ function say(node: { say(attributes: VoiceResponse.SayAttributes, message: strin
  * (the default) the <Say> sits inside the <Gather>, so speech stops it; without, it comes first.
  * A <Gather> that hears nothing falls through to the <Redirect> to `onSilence`.
  */
-export function sayAndGather(config: VoiceConfig, text: string, action: string, onSilence: string, recording?: string): string {
+export function sayAndGather(config: VoiceConfig, text: Speech, action: string, onSilence: string, recording?: string): string {
   const response = newResponse(recording);
   const bargeIn = config.bargeIn ?? VOICE_DEFAULTS.bargeIn;
   if (!bargeIn) say(response, config, text);
@@ -75,7 +87,7 @@ export function sayAndGather(config: VoiceConfig, text: string, action: string, 
 }
 
 /** `text` said, then the call ends. */
-export function sayAndHangUp(config: VoiceConfig, text: string, recording?: string): string {
+export function sayAndHangUp(config: VoiceConfig, text: Speech, recording?: string): string {
   const response = newResponse(recording);
   say(response, config, text);
   response.hangup();
@@ -83,7 +95,7 @@ export function sayAndHangUp(config: VoiceConfig, text: string, recording?: stri
 }
 
 /** `text` said, then the caller is connected to `number` (the connection's transfer number). */
-export function sayAndDial(config: VoiceConfig, text: string, number: string, recording?: string): string {
+export function sayAndDial(config: VoiceConfig, text: Speech, number: string, recording?: string): string {
   const response = newResponse(recording);
   say(response, config, text);
   response.dial({}, number);

@@ -31,7 +31,7 @@ import {
   withDeadline,
 } from '../sessions/workflow-client';
 import { estimateSpeechMs, recordCallEnded, recordVoiceEvent, turnMetrics, type CallRef } from './voice-metrics';
-import { hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
+import { hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, type Speech, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
 
 /** A Twilio webhook's form: CallSid, From, To, SpeechResult, CallStatus … */
 export type TwilioForm = Record<string, string>;
@@ -108,7 +108,7 @@ const callOf = (ctx: CoreContext, conn: ChannelConnectionDoc, callSid: string, s
 });
 
 /** The answer that says `text` and gathers the next utterance as turn `turn`. */
-function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number, silence = 0, recording?: string): string {
+function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number, silence = 0, recording?: string, speech: Speech = text): string {
   const state: GatherState = {
     sessionId: call.ref.sessionId!,
     turn,
@@ -119,7 +119,19 @@ function gatherNext(call: Call, config: VoiceConfig, text: string, turn: number,
   };
   const action = webhookUrl(call.ctx, call.conn._id, 'gather', state);
   const onSilence = webhookUrl(call.ctx, call.conn._id, 'gather', { ...state, ni: 1 });
-  return sayAndGather(config, text, action, onSilence, recording);
+  return sayAndGather(config, speech, action, onSilence, recording);
+}
+
+/**
+ * A turn's reply as the call says it: with the voice forms its steps gave it (VOICE ssml /
+ * plain_text), else its text. An SSML that cannot be said is logged (why, never its words).
+ */
+function speechOf(call: Call, result: TurnResult): Speech {
+  if (!result.voiceOutput) return result.response;
+  return {
+    segments: result.voiceOutput,
+    onFallback: (reason) => call.ctx.logger.warn({ sessionId: call.ref.sessionId, connectionId: call.conn._id, reason }, 'a reply\'s SSML was not said: its plain text was'),
+  };
 }
 
 /**
@@ -132,13 +144,13 @@ async function answerWith(call: Call, result: TurnResult, nextTurn: number, reco
   const config = result.voiceConfig ?? {};
   if (result.action.type === 'escalate' && call.conn.transferNumber) {
     await recordVoiceEvent(call.ctx, call.ref, 'voice.transfer', 0, { turn: nextTurn - 1, to: maskPhoneNumber(call.conn.transferNumber) });
-    return sayAndDial(config, result.response || VOICE_TEXTS.transfer, call.conn.transferNumber, recording);
+    return sayAndDial(config, result.response ? speechOf(call, result) : VOICE_TEXTS.transfer, call.conn.transferNumber, recording);
   }
   if (result.action.type === 'complete' || result.state.status === 'completed' || result.state.status === 'ended') {
     await recordVoiceEvent(call.ctx, call.ref, 'voice.agent_ended', 0, { turn: nextTurn - 1 });
-    return sayAndHangUp(config, result.response, recording);
+    return sayAndHangUp(config, speechOf(call, result), recording);
   }
-  return gatherNext(call, config, result.response, nextTurn, 0, recording);
+  return gatherNext(call, config, result.response, nextTurn, 0, recording, speechOf(call, result));
 }
 
 /** The session's update id for turn `turn` of the call: the same on every retry and poll. */

@@ -30,7 +30,7 @@ describe('ABL corpus', () => {
       'W802 agents/Remember_Rules.agent.abl:19:7', // - ON_SESSION_END: "…"
       'W806 agents/Remember_Rules.agent.abl:19:7',
       'W603 agents/Respond_Forms.agent.abl:7:5', // the thanks template's MARKDOWN variant is never sent
-      'W509 agents/Respond_Forms.agent.abl:12:5', // VOICE: no voice channel is served
+      'W510 agents/Respond_Forms.agent.abl:13:7', // VOICE instructions: no realtime speech model speaks them
       'W603 agents/Respond_Forms.agent.abl:19:7', // RESPOND's MARKDOWN variant, the same
       'W410 agents/Yaml_Desk.agent.yaml:7:5', // Reward[] in a YAML returns map
       'W419 tools/payments.tools.abl:10:5', // auth: saml adds no credential

@@ -35,3 +35,42 @@ it('warns about keys nothing reads: W213 in the section, W509 in a step, and onl
   expect(compile(FLOW('    VOICE:\n      speed: slow\n      voice: alice\n')).codes).toEqual(['W509']);
   expect(compile(FLOW('    VOICE:\n      voice: alice\n')).codes).toEqual([]);
 });
+
+describe("a step's VOICE form of its RESPOND (ssml, plain_text, instructions)", () => {
+  const PUBLISHED =
+    '    VOICE:\n' +
+    '      ssml: |\n' +
+    '        <speak>\n' +
+    '          Your booking is confirmed for <say-as interpret-as="date" format="mdy">12/15/2025</say-as>.\n' +
+    '        </speak>\n' +
+    '      plain_text: "Your booking is confirmed for December fifteenth, {{name}}."\n';
+
+  it('compiles ssml and plain_text into the step, with no warning', () => {
+    const { agent, codes } = compile(FLOW(PUBLISHED));
+    expect(codes).toEqual([]);
+    const out = agent?.flow?.steps.ask?.voice_output;
+    expect(out?.plain_text).toBe('Your booking is confirmed for December fifteenth, {{name}}.');
+    expect(out?.ssml).toContain('<say-as interpret-as="date" format="mdy">12/15/2025</say-as>');
+    expect(agent?.flow?.steps.ask?.voice).toEqual({});
+  });
+
+  it('names instructions in W510 (no voice channel here can follow them), and still compiles the rest', () => {
+    const { agent, out, codes } = compile(FLOW(`${PUBLISHED}      instructions: "Speak in a warm, congratulatory tone"\n`));
+    expect(codes).toEqual(['W510']);
+    expect(out.diagnostics[0]?.message).toMatch(/Step "ask" has VOICE instructions/);
+    expect(agent?.flow?.steps.ask?.voice_output?.plain_text).toMatch(/^Your booking/);
+  });
+
+  it('checks their templates like RESPOND', () => {
+    expect(compile(FLOW('    VOICE:\n      plain_text: "Hi {{name"\n')).codes.some((c) => c.startsWith('E'))).toBe(true);
+  });
+
+  it('keeps the agent section to its settings: ssml there is W213', () => {
+    expect(compile('VOICE:\n  ssml: "<speak>Hi</speak>"\n').codes).toEqual(['W213']);
+  });
+
+  it('leaves a step without ssml or plain_text without a voice form', () => {
+    const { agent } = compile(FLOW('    VOICE:\n      voice: alice\n'));
+    expect(agent?.flow?.steps.ask && 'voice_output' in agent.flow.steps.ask).toBe(false);
+  });
+});
