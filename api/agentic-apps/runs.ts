@@ -3,7 +3,7 @@
 import { type Response } from 'express';
 import { type Principal } from '../../lib/permissions';
 import { type AppContext } from '../context';
-import { SseWriter } from '../completions/sse';
+import { SseWriter } from '../http/sse';
 import { sessionMessageBudget } from '../sessions/message-budget';
 import { findRun, prepareRun, runError, runTurnNow, startAsyncRun, startRunTurn } from '../../core/agentic-apps/runs';
 import { readAppSession, type AppScope } from '../../core/agentic-apps/sessions';

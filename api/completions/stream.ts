@@ -15,7 +15,7 @@ import { watchKeyWhileStreaming } from './key-watch';
 import { isProviderError, logProviderFailure, providerFailureEvent } from '../../core/completions/provider-failure';
 import { type TChatRequest } from './schemas';
 import { type ServerEnd, SHUTTING_DOWN } from './server-end';
-import { SseWriter } from './sse';
+import { SseWriter } from '../http/sse';
 import { record } from '../../core/completions/usage-ledger';
 
 /**

@@ -8,6 +8,7 @@ import { type Request, type Response } from 'express';
 import { type OutboundCallDoc } from '../../db/outbound-call';
 import { presentCall, streamableCall, waitForCallChange, type OutboundScope } from '../../core/telephony/outbound-calls';
 import { type AppContext } from '../context';
+import { SseWriter } from '../http/sse';
 
 /** How long one long-poll of the workflow waits for a transition before it is made again. */
 export const CALL_EVENTS_WAIT_MS = 20_000;
@@ -17,31 +18,21 @@ export const CALL_EVENTS_POLL_MS = 500;
 export async function streamCallEvents(ctx: AppContext, scope: OutboundScope, id: string, lastEventId: number | null, req: Request, res: Response): Promise<void> {
   // 404 before the stream opens, as a JSON envelope.
   let doc: OutboundCallDoc = await streamableCall(ctx, scope, id);
+  const sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);
   let gone = false;
-  const write = (chunk: string) => {
-    if (!gone && !res.writableEnded) res.write(chunk);
-  };
-  res.status(200);
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache, no-transform');
-  res.setHeader('Connection', 'keep-alive');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.socket?.setNoDelay(true);
-  res.flushHeaders();
-  const heartbeat = setInterval(() => write(': heartbeat\n\n'), ctx.config.SSE_HEARTBEAT_MS);
   const stop = () => {
     gone = true;
-    clearInterval(heartbeat);
   };
   req.once('close', stop);
   res.once('close', stop);
+  sse.open();
+  // A resumed stream may have nothing to send until the next transition: the client hears it is open.
+  res.flushHeaders();
 
   let sent: number;
   if (lastEventId === null) {
     const call = presentCall(doc);
-    write(
-      `id: ${doc.version}\nevent: snapshot\ndata: ${JSON.stringify({ type: 'snapshot', outboundCallId: doc._id, phase: doc.phase, outcome: doc.outcome, version: doc.version, statusHistory: call.statusHistory })}\n\n`,
-    );
+    void sse.send('snapshot', { type: 'snapshot', outboundCallId: doc._id, phase: doc.phase, outcome: doc.outcome, version: doc.version, statusHistory: call.statusHistory }, doc.version);
     sent = doc.version;
   } else {
     sent = lastEventId;
@@ -49,7 +40,7 @@ export async function streamCallEvents(ctx: AppContext, scope: OutboundScope, id
   const emitAfter = (d: OutboundCallDoc) => {
     for (const entry of d.statusHistory) {
       if (entry.version <= sent) continue;
-      write(`id: ${entry.version}\nevent: phase\ndata: ${JSON.stringify({ type: 'phase', outboundCallId: d._id, phase: entry.phase, outcome: entry.outcome ?? null, version: entry.version })}\n\n`);
+      void sse.send('phase', { type: 'phase', outboundCallId: d._id, phase: entry.phase, outcome: entry.outcome ?? null, version: entry.version }, entry.version);
       sent = entry.version;
     }
   };
@@ -63,6 +54,6 @@ export async function streamCallEvents(ctx: AppContext, scope: OutboundScope, id
     ctx.logger.warn({ err, outboundCallId: id }, 'outbound call event stream stopped');
   } finally {
     stop();
-    if (!res.writableEnded) res.end();
+    sse.end();
   }
 }

@@ -5,7 +5,7 @@
 // rate limits, the lookups and the usage ledger.
 import express from 'express';
 import { createLlmProvider } from '../../providers/llm';
-import { SseWriter } from '../../api/completions/sse';
+import { SseWriter } from '../../api/http/sse';
 import { type ChatMessage } from '../../providers/llm/types';
 
 const provider = createLlmProvider({ provider: 'openai', apiKey: 'sk-bench', baseURL: process.env.UPSTREAM_URL ?? 'http://127.0.0.1:1' });

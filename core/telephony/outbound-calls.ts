@@ -12,6 +12,7 @@ import { tenantDataKey } from '../../db/tenant-data-key';
 import {
   destinationIndex,
   newOutboundCallId,
+  outboundCallProjection,
   sealDestinationWith,
   type DestinationType,
   type OutboundCallDoc,
@@ -265,20 +266,7 @@ async function findCall(ctx: CoreContext, scope: OutboundScope, id: string): Pro
 /** The row with the workflow's live view laid over it (the projection may trail by a write). */
 function withView(doc: OutboundCallDoc, view: OutboundCallView | null): OutboundCallDoc {
   if (!view || view.revision < doc.revision) return doc;
-  return {
-    ...doc,
-    phase: view.phase,
-    outcome: view.outcome,
-    initiationState: view.initiationState,
-    failureReason: view.failureReason,
-    providerCallSid: view.providerCallSid,
-    sessionId: view.sessionId,
-    answeredBy: view.answeredBy,
-    statusHistory: view.statusHistory,
-    version: view.version,
-    revision: view.revision,
-    updatedAt: new Date(view.updatedAt),
-  };
+  return { ...doc, ...outboundCallProjection(view) };
 }
 
 async function liveView(ctx: CoreContext, id: string): Promise<OutboundCallView | null> {

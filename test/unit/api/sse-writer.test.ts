@@ -4,7 +4,7 @@
 import express from 'express';
 import { createServer, request, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { SseWriter } from '../../../api/completions/sse';
+import { SseWriter } from '../../../api/http/sse';
 
 let server: Server;
 let order: string[];

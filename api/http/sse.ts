@@ -33,8 +33,9 @@ export class SseWriter {
     res.once('close', () => this.stopHeartbeat());
   }
 
-  send(event: string, data: unknown): Promise<void> {
-    return this.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  /** One event; `id` (when given) is what a client resumes from with `Last-Event-ID`. */
+  send(event: string, data: unknown, id?: number | string): Promise<void> {
+    return this.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
   end(): void {
