@@ -15,14 +15,32 @@ export async function requireChannelConnection(ctx: CoreContext, scope: { tenant
   return doc;
 }
 
+/**
+ * Auth tokens this process opened, by the sealed value and its place: every webhook of a call
+ * needs its connection's token, and opening it reads the tenant's data key (a store round trip)
+ * after the connection. A sealed value and its place always open to the same token (data keys
+ * never change, the additional data names the place, the GCM tag this sealing), so a new token
+ * is a new sealing and misses; the connection itself is still read on every request, so a
+ * deletion or a change of account counts at once.
+ */
+const openedTokens = new Map<string, string>();
+const OPENED_TOKENS_KEPT = 1000;
+
 /** The connection's auth token in clear. 503 when its master key is not configured. */
 export async function connectionAuthToken(ctx: CoreContext, doc: ChannelConnectionDoc): Promise<string> {
+  const cacheKey = JSON.stringify([doc.tenantId, doc.projectId, doc._id, doc.authToken.iv, doc.authToken.tag, doc.authToken.data]);
+  const known = openedTokens.get(cacheKey);
+  if (known !== undefined) return known;
   const ring = requireMasterKeys(ctx);
+  let token: string;
   try {
-    return await openConnectionToken(ctx.models.TenantDataKey, ring, doc);
+    token = await openConnectionToken(ctx.models.TenantDataKey, ring, doc);
   } catch {
     throw new DomainError('SERVICE_UNAVAILABLE', 'the connection\'s auth token cannot be decrypted (was its master key removed from ENCRYPTION_KEYS?); set the token again');
   }
+  if (openedTokens.size >= OPENED_TOKENS_KEPT) openedTokens.delete(openedTokens.keys().next().value!);
+  openedTokens.set(cacheKey, token);
+  return token;
 }
 
 /** An SDK client for the connection's account (pointed at TWILIO_API_BASE_URL when set). */
