@@ -200,10 +200,8 @@ describe('initiate', () => {
   });
 
   it('a submit whose answer never comes is reconciled by finding the call at the provider, never placed twice', async () => {
-    // No status callback before the submit gives up: the call is found by looking for it. The
-    // first callback is held far past the submit's timeout (1.5 s), so however slow the machine,
-    // the lookup, not a callback, settles the call.
-    w.fake.settings({ initiateMs: 25_000 });
+    // No status callback before the submit gives up: the call is found by looking for it.
+    w.fake.settings({ initiateMs: 6_000 });
     let id: string;
     try {
       id = await initiate('+15005550003');
