@@ -34,6 +34,7 @@ import { channelConnectionModel } from './channel-connection';
 import { voiceEventModel } from './voice-event';
 import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
+import { analyticsEventModel } from './analytics-event';
 
 export function createModels(connection: Connection) {
   return {
@@ -73,6 +74,7 @@ export function createModels(connection: Connection) {
     VoiceEvent: voiceEventModel(connection),
     OutboundCall: outboundCallModel(connection),
     Recording: recordingModel(connection),
+    AnalyticsEvent: analyticsEventModel(connection),
   };
 }
 

@@ -1,0 +1,59 @@
+// The one way analytics events are written: a batch at a time, unordered, through the driver, a
+// duplicate id (a retried batch) skipped. Callers batch: the turn's events are written by the
+// activity that records the turn, never one write per event on a request path.
+import { randomBytes } from 'node:crypto';
+import { type Models } from '../../db/models';
+import { driverCollection } from '../../db/driver-collection';
+import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
+
+export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
+  /** A deterministic id when the source has one (retries then insert nothing twice). */
+  id?: string;
+  category: AnalyticsCategory;
+  agentName?: string | null;
+  sessionId?: string | null;
+  channel?: string | null;
+  durationMs?: number | null;
+  error?: string | null;
+  tokens?: number;
+  cost?: number;
+  metadata?: Record<string, unknown>;
+};
+
+/** A fresh analytics event id, for events whose source has no id of its own. */
+export const newAnalyticsEventId = (): string => `ae_${randomBytes(12).toString('base64url')}`;
+
+function isDuplicateOnly(err: unknown): boolean {
+  const e = err as { code?: number; writeErrors?: { code?: number; err?: { code?: number } }[] };
+  const codes = e.writeErrors?.map((w) => w.code ?? w.err?.code) ?? [e.code];
+  return codes.every((c) => c === 11000);
+}
+
+export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
+  return {
+    _id: e.id ?? newAnalyticsEventId(),
+    tenantId: e.tenantId,
+    projectId: e.projectId,
+    category: e.category,
+    eventType: e.eventType,
+    agentName: e.agentName ?? null,
+    sessionId: e.sessionId ?? null,
+    channel: e.channel ?? null,
+    timestamp: e.timestamp,
+    durationMs: e.durationMs ?? null,
+    error: e.error ?? null,
+    tokens: e.tokens ?? 0,
+    cost: e.cost ?? 0,
+    metadata: e.metadata ?? {},
+  };
+}
+
+/** Writes a batch of analytics events; an id already written is skipped, not an error. */
+export async function recordAnalyticsEvents(models: Models, events: readonly NewAnalyticsEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  await driverCollection(models.AnalyticsEvent)
+    .insertMany(events.map(toAnalyticsDoc), { ordered: false })
+    .catch((err: unknown) => {
+      if (!isDuplicateOnly(err)) throw err;
+    });
+}
