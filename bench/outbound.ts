@@ -1,7 +1,8 @@
 // Outbound calls: initiate latency with 100 calls at once through the Twilio fake, next to a bare
 // Temporal workflow start at the same concurrency (its floor: initiate never waits for the
-// provider), and status callback → SSE `phase` event latency next to a bare round trip to a
-// workflow (an update of the probe workflow: sent, run by the worker, answered).
+// provider), and status callback → SSE `phase` event latency next to a bare signal round trip (a
+// signal to the probe workflow seen by an update already waiting for it, as a stream's long-poll
+// waits for the callback's signal); a bare update round trip is printed for reference.
 //   node --import tsx bench/outbound.ts [--calls 100] [--rounds 2]
 // Starts its own stack (Temporal dev server in memory, FerretDB in a temp dir, the Twilio fake,
 // the API in this process, the worker as its own process). Calls go to the fake's number that
@@ -25,7 +26,7 @@ import { createLogger } from '../lib/logger';
 import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { newChannelConnectionId, sealConnectionToken } from '../db/channel-connection';
 import { twilioSignature } from '../providers/telephony/twilio-client';
-import { pingUpdate, stopProbeUpdate } from '../workflows/definitions';
+import { nudgeProbeSignal, pingUpdate, stopProbeUpdate, waitProbeUpdate } from '../workflows/definitions';
 import { startWorkerProcess } from '../test/support/worker-process';
 
 const { values } = parseArgs({ options: { calls: { type: 'string', default: '100' }, rounds: { type: 'string', default: '2' } } });
@@ -144,6 +145,7 @@ async function main() {
     const startMs: number[] = [];
     const callbackMs: number[] = [];
     const roundTripMs: number[] = [];
+    const signalTripMs: number[] = [];
     const probes: string[] = [];
     const ids: string[] = warm.map((w) => w.id);
     for (let round = 0; round < ROUNDS; round++) {
@@ -156,11 +158,15 @@ async function main() {
       ids.push(...calls.map((c) => c.id));
 
       // Each call ringing, with a stream open on it; then every call's `in-progress` callback at once.
-      const sids = await Promise.all(
+      // The callbacks go to the status URL each call was placed with, as the provider's do.
+      const placed = await Promise.all(
         calls.map(async ({ id }) => {
           for (;;) {
             const doc = await ctx.models.OutboundCall.findById(id).lean();
-            if (doc?.providerCallSid && doc.phase === 'ringing') return doc.providerCallSid;
+            if (doc?.providerCallSid && doc.phase === 'ringing') {
+              const view = (await (await fetch(`${fake.url}/__fake/calls/${doc.providerCallSid}`)).json()) as { statusCallbacks: { url: string }[] };
+              return { sid: doc.providerCallSid, statusUrl: view.statusCallbacks[0]!.url };
+            }
             await new Promise((r) => setTimeout(r, 50));
           }
         }),
@@ -170,13 +176,13 @@ async function main() {
       // Let each stream send its snapshot and its first long-poll reach its workflow.
       await new Promise((r) => setTimeout(r, 3000));
       const sentAt = await Promise.all(
-        calls.map(async ({ id }, i) => {
-          const pathAndQuery = `/api/telephony/twilio/${connectionId}/status?outboundCallId=${id}`;
-          const form = { CallSid: sids[i]!, AccountSid: accountSid, CallStatus: 'in-progress', SequenceNumber: '1000', Timestamp: new Date().toUTCString() };
+        calls.map(async (_call, i) => {
+          const { sid, statusUrl } = placed[i]!;
+          const form = { CallSid: sid, AccountSid: accountSid, CallStatus: 'in-progress', SequenceNumber: '1000', Timestamp: new Date().toUTCString() };
           const started = performance.now();
-          const res = await fetch(publicUrl + pathAndQuery, {
+          const res = await fetch(statusUrl, {
             method: 'POST',
-            headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(authToken, publicUrl + pathAndQuery, form) },
+            headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature(authToken, statusUrl, form) },
             body: new URLSearchParams(form).toString(),
           });
           if (res.status !== 204) throw new Error(`status callback: ${res.status}`);
@@ -199,17 +205,33 @@ async function main() {
       );
       roundTripMs.push(...trips);
       probes.push(...probeIds);
+
+      // Floor of the callback path: the same shape bare. Each probe has an update waiting for a
+      // signal (as each stream's long-poll waits on its call); the signals go out at once, and
+      // the figure runs from sending one to its waiting update's answer.
+      const waits = probeIds.map((workflowId) => client.workflow.getHandle(workflowId).executeUpdate(waitProbeUpdate, { args: [{ after: 0 }] }));
+      await new Promise((r) => setTimeout(r, 3000));
+      const signalled = await Promise.all(
+        probeIds.map(async (workflowId) => {
+          const started = performance.now();
+          await client.workflow.getHandle(workflowId).signal(nudgeProbeSignal);
+          return started;
+        }),
+      );
+      const answered = await Promise.all(waits.map((w) => w.then(() => performance.now())));
+      signalTripMs.push(...answered.map((at, i) => at - signalled[i]!));
     }
 
     out('');
     out(line('initiate (POST, 201)', initiateMs));
     out(line('floor: bare workflow start', startMs));
     out(line('status callback → SSE phase event', callbackMs));
-    out(line('floor: bare round trip to a workflow (update)', roundTripMs));
+    out(line('floor: bare signal round trip (signal → waiting update)', signalTripMs));
+    out(line('for reference: bare update round trip', roundTripMs));
     const i = stats(initiateMs);
     const s = stats(startMs);
     const c = stats(callbackMs);
-    const r = stats(roundTripMs);
+    const r = stats(signalTripMs);
     out(`initiate p99 / floor p99 = ${(i.p99 / s.p99).toFixed(2)} (target ≤ 2); callback→event p99 / floor p99 = ${(c.p99 / r.p99).toFixed(2)} (target ≤ 2)`);
     out(`load average at end: ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 

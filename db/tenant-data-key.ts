@@ -44,8 +44,33 @@ function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
 }
 
+/**
+ * Data keys this process unwrapped, by ring, store and tenant. A data key never changes once made
+ * (rotating the master key re-wraps it, the key inside stays), so an unwrapped key stays right for
+ * as long as the ring that opened it is in use; every sealed value of a tenant needs it, and
+ * reading it each time cost a store round trip ahead of every secret opened. Bounded per store.
+ */
+const unwrapped = new WeakMap<KeyRing, WeakMap<TenantDataKeyModel, Map<string, Promise<Buffer>>>>();
+const UNWRAPPED_KEPT = 10_000;
+
 /** A tenant's data key, unwrapped; made (and stored wrapped by the current master key) on first use. */
-export async function tenantDataKey(model: TenantDataKeyModel, ring: KeyRing, tenantId: string): Promise<Buffer> {
+export function tenantDataKey(model: TenantDataKeyModel, ring: KeyRing, tenantId: string): Promise<Buffer> {
+  let byModel = unwrapped.get(ring);
+  if (!byModel) unwrapped.set(ring, (byModel = new WeakMap()));
+  let byTenant = byModel.get(model);
+  if (!byTenant) byModel.set(model, (byTenant = new Map()));
+  const known = byTenant.get(tenantId);
+  if (known) return known;
+  const loading = loadTenantDataKey(model, ring, tenantId);
+  const kept = byTenant;
+  if (kept.size >= UNWRAPPED_KEPT) kept.delete(kept.keys().next().value!);
+  kept.set(tenantId, loading);
+  // A failure (the store down, a master key missing) is not kept: the next use tries again.
+  loading.catch(() => kept.get(tenantId) === loading && kept.delete(tenantId));
+  return loading;
+}
+
+async function loadTenantDataKey(model: TenantDataKeyModel, ring: KeyRing, tenantId: string): Promise<Buffer> {
   const existing = await model.findOne({ tenantId }).lean();
   if (existing) return unwrapDataKey(ring, tenantId, existing);
   const key = newDataKey();

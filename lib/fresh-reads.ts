@@ -31,3 +31,16 @@ export class FreshReads<T> {
 }
 
 function settled(): void {}
+
+/**
+ * One FreshReads per owner (an app or worker context), made on first use: module-level sharing
+ * without holding on to a context that is gone.
+ */
+export function freshReadsPerOwner<T>(): (owner: object) => FreshReads<T> {
+  const byOwner = new WeakMap<object, FreshReads<T>>();
+  return (owner) => {
+    let reads = byOwner.get(owner);
+    if (!reads) byOwner.set(owner, (reads = new FreshReads<T>()));
+    return reads;
+  };
+}

@@ -23,6 +23,8 @@ export const KEY_PURPOSE = {
   codecOperatorSession: 'switchboard/codec-operator-session/v1',
   /** The outbound calls' destination blind index key, when OUTBOUND_DESTINATION_INDEX_KEY is unset (outside production only). */
   outboundDestinationIndex: 'switchboard/outbound-destination-index/v1',
+  /** The proof a call's status callback URL carries that the call is its connection's (core/telephony/call-refs.ts). */
+  outboundCallRef: 'switchboard/outbound-call-ref/v1',
 } as const;
 
 /** HKDF-SHA256 of a root key for one purpose: 32 bytes. */

@@ -11,6 +11,10 @@ export interface PingUpdateInput {
 export const pingUpdate = defineUpdate<{ n: number; count: number }, [PingUpdateInput]>('ping');
 export const probeStateQuery = defineQuery<{ count: number }>('probeState');
 export const stopProbeUpdate = defineUpdate<void>('stopProbe');
+/** A signal the probe counts, and an update that waits for the count to pass a value: the bare
+ * form of a stream long-polling a workflow that a webhook's signal moves. */
+export const nudgeProbeSignal = defineSignal('nudgeProbe');
+export const waitProbeUpdate = defineUpdate<{ nudges: number }, [{ after: number }]>('waitProbe');
 
 // ---------------------------------------------------------------------------------------------
 // AgentSession (`session/<sessionId>`): one workflow per conversation.

@@ -7,6 +7,7 @@ import { openDestination, outboundCallProjection, type OutboundCallDoc } from '.
 import { connectionAuthToken } from '../../core/telephony/connections';
 import { twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
 import { requireMasterKeys } from '../../core/tool-secrets/secrets';
+import { outboundCallRef } from '../../core/telephony/call-refs';
 import { maskPhoneNumber } from '../../lib/phone';
 import type { CoreContext } from '../../core/context';
 import type { OutboundCallView } from '../../workflows/definitions';
@@ -96,7 +97,7 @@ export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' |
           from: provider.callerNumber,
           url: webhookUrl(base, call.channelConnectionId, 'voice', { ...query, amd: call.amdMode }),
           method: 'POST',
-          statusCallback: webhookUrl(base, call.channelConnectionId, 'status', query),
+          statusCallback: webhookUrl(base, call.channelConnectionId, 'status', { ...query, ref: outboundCallRef(requireMasterKeys(ctx), call.channelConnectionId, call._id) }),
           statusCallbackMethod: 'POST',
           statusCallbackEvent: STATUS_CALLBACK_EVENTS,
           ...(call.amdMode !== 'off' ? { machineDetection: 'Enable' } : {}),

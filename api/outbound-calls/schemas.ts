@@ -110,7 +110,11 @@ export const ZEventStream = z
   );
 
 // The status callback's form (Twilio's parameters; others are ignored).
-export const ZStatusQuery = z.object({ outboundCallId: z.string().min(1).max(64) });
+export const ZStatusQuery = z.object({
+  outboundCallId: z.string().min(1).max(64),
+  /** Proof that the call is the connection's, set in the URL the call was placed with. */
+  ref: z.string().max(64).optional(),
+});
 export const ZStatusParams = z.object({ channelConnectionId: z.string().min(1).max(64) });
 export const ZStatusForm = z.record(z.string(), z.string());
 export const ZNoContent = z.object({}).describe('No body');

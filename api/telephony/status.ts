@@ -30,7 +30,7 @@ export const telephonyStatusRoutes: AnyRoute[] = [
     async handler({ ctx, params, query, body, req, res }) {
       const connection = await verifyTwilioWebhook(ctx, params.channelConnectionId, { path: req.originalUrl, params: body, signature: req.header('x-twilio-signature') });
       const sequence = body.SequenceNumber !== undefined && /^[0-9]{1,9}$/.test(body.SequenceNumber) ? Number(body.SequenceNumber) : null;
-      const taken = await ingestProviderStatus(ctx, connection, query.outboundCallId, {
+      const taken = await ingestProviderStatus(ctx, connection, { outboundCallId: query.outboundCallId, ref: query.ref }, {
         callSid: body.CallSid ? body.CallSid.slice(0, 64) : null,
         callStatus: String(body.CallStatus ?? '').slice(0, 32),
         answeredBy: body.AnsweredBy ? body.AnsweredBy.slice(0, 32) : null,

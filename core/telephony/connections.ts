@@ -3,7 +3,9 @@
 // Every lookup carries the tenant, except a webhook's, which knows only the connection id in its
 // URL and is judged by the signature under that connection's own auth token.
 import { type ChannelConnectionDoc, openConnectionToken } from '../../db/channel-connection';
+import { driverCollection } from '../../db/driver-collection';
 import { DomainError } from '../../lib/errors';
+import { freshReadsPerOwner } from '../../lib/fresh-reads';
 import { isValidTwilioSignature, twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
 import { requireMasterKeys } from '../tool-secrets/secrets';
 import { type CoreContext } from '../context';
@@ -13,6 +15,19 @@ export async function requireChannelConnection(ctx: CoreContext, scope: { tenant
   const doc = await ctx.models.ChannelConnection.findOne({ _id: id, tenantId: scope.tenantId, projectId: scope.projectId }).lean();
   if (!doc) throw new DomainError('CHANNEL_NOT_FOUND', 'Channel connection not found');
   return doc;
+}
+
+const connectionReads = freshReadsPerOwner<ChannelConnectionDoc | null>();
+
+/**
+ * A connection by id alone, the read shared by the requests that ask for it at once (never with a
+ * read that began before a request asked, so a change written before it is always seen): a burst
+ * of calls placed on one connection, or of their callbacks, costs two reads, not one each. By
+ * `_id` alone: a webhook knows nothing else yet; the caller compares the tenant and project it
+ * holds. The document is shared: callers never change it.
+ */
+export function readChannelConnection(ctx: CoreContext, id: string): Promise<ChannelConnectionDoc | null> {
+  return connectionReads(ctx.models).read(id, () => driverCollection(ctx.models.ChannelConnection).findOne({ _id: id }));
 }
 
 /**
@@ -62,7 +77,7 @@ export async function verifyTwilioWebhook(
 ): Promise<ChannelConnectionDoc> {
   const refused = () => new DomainError('FORBIDDEN', 'Invalid Twilio signature');
   if (!request.signature) throw refused();
-  const doc = await ctx.models.ChannelConnection.findOne({ _id: connectionId }).lean();
+  const doc = await readChannelConnection(ctx, connectionId);
   if (!doc || (request.params.AccountSid !== undefined && request.params.AccountSid !== doc.accountSid)) throw refused();
   const authToken = await connectionAuthToken(ctx, doc);
   const url = ctx.config.PUBLIC_BASE_URL.replace(/\/+$/, '') + request.path;

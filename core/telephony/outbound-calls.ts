@@ -9,6 +9,7 @@ import { type ChannelConnectionDoc } from '../../db/channel-connection';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { driverCollection } from '../../db/driver-collection';
 import { tenantDataKey } from '../../db/tenant-data-key';
+import { type ProjectDoc } from '../../db/project';
 import {
   destinationIndex,
   newOutboundCallId,
@@ -20,6 +21,9 @@ import {
   type OutboundPhase,
 } from '../../db/outbound-call';
 import { DomainError } from '../../lib/errors';
+import { freshReadsPerOwner } from '../../lib/fresh-reads';
+import { readChannelConnection } from './connections';
+import { isOutboundCallRef } from './call-refs';
 import { deriveKey, KEY_PURPOSE } from '../../lib/master-keys';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 import { hasGrant } from '../../lib/api-scopes';
@@ -59,9 +63,21 @@ const notFound = (what = 'Outbound call') => new DomainError('CHANNEL_NOT_FOUND'
  * spec has it), 404 `CHANNEL_NOT_FOUND` for a project the credential cannot see (named by its slug
  * or its id), 403 for an environment a key is not bound to.
  */
+const projectReads = freshReadsPerOwner<ProjectDoc | null>();
+
+/**
+ * The project a call path names (its slug or id), the read shared by the requests that ask at
+ * once and never with one that began before a request asked: a burst of calls costs two reads.
+ */
+function readProjectByPlace(ctx: CoreContext, tenantId: string, slugOrId: string): Promise<ProjectDoc | null> {
+  return projectReads(ctx.models).read(JSON.stringify([tenantId, slugOrId]), () =>
+    driverCollection(ctx.models.Project).findOne({ tenantId, $or: [{ slug: slugOrId }, { _id: slugOrId }] }),
+  );
+}
+
 export async function outboundScope(ctx: CoreContext, principal: Principal, projectSlug: string, environment: string, grant: string): Promise<OutboundScope> {
   if (!hasGrant(principal, grant)) throw new DomainError('UNAUTHORIZED', `This key lacks the scope ${grant}`);
-  const project = await ctx.models.Project.findOne({ tenantId: principal.tenantId, $or: [{ slug: projectSlug }, { _id: projectSlug }] }).lean();
+  const project = await readProjectByPlace(ctx, principal.tenantId, projectSlug);
   if (!project || !canSeeProject(principal, project)) throw notFound('Channel connection');
   requireEnvironment(principal, environment);
   return { tenantId: project.tenantId, projectId: project._id, environment };
@@ -195,12 +211,12 @@ export async function initiateOutboundCall(ctx: CoreContext, principal: Principa
   // one round trip to the store before the insert, then the workflow's start.
   const [scope, found, dataKey] = await Promise.all([
     outboundScope(ctx, principal, place.projectSlug, place.env, OUTBOUND_INITIATE),
-    ctx.models.ChannelConnection.findOne({ _id: body.channelConnectionId, tenantId: principal.tenantId }).lean(),
+    readChannelConnection(ctx, body.channelConnectionId),
     tenantDataKey(ctx.models.TenantDataKey, requireMasterKeys(ctx), principal.tenantId),
   ]);
   const requestHash = initiateRequestHash(scope, body);
   const owner = { tenantId: scope.tenantId, projectId: scope.projectId };
-  const connection = found && found.projectId === scope.projectId ? found : null;
+  const connection = found && found.tenantId === scope.tenantId && found.projectId === scope.projectId ? found : null;
   if (!usable(connection, scope)) {
     // A retry of a call whose connection was disabled since still finds its call.
     const existing = await ctx.models.OutboundCall.findOne({ ...owner, idempotencyKey: body.idempotencyKey }).lean();
@@ -457,12 +473,21 @@ export async function waitForCallChange(ctx: CoreContext, scope: OutboundScope, 
  * signalled to the call's workflow. `not_found` for a call that is not this connection's;
  * `closed` when the call's workflow has ended (a late callback: nothing left to change).
  */
-export async function ingestProviderStatus(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, status: Omit<OutboundProviderStatusInput, 'channelConnectionId'>): Promise<'taken' | 'closed' | 'not_found'> {
+export async function ingestProviderStatus(
+  ctx: CoreContext,
+  connection: ChannelConnectionDoc,
+  call: { outboundCallId: string; ref?: string | undefined },
+  status: Omit<OutboundProviderStatusInput, 'channelConnectionId'>,
+): Promise<'taken' | 'closed' | 'not_found'> {
+  const { outboundCallId } = call;
   const client = await temporalClient(ctx);
-  // The signal goes out beside the ownership check (it names the connection, and the workflow
-  // drops a status from any other), so the provider's answer waits for one round trip, not two.
+  // The URL's ref proves the call is the connection's without a read; without one (a call placed
+  // before refs, a master key rotated since) the row says. The signal goes out beside that check
+  // (it names the connection, and the workflow drops a status from any other), so the provider's
+  // answer waits for one round trip, not two.
+  const provenByRef = isOutboundCallRef(requireMasterKeys(ctx), connection._id, outboundCallId, call.ref);
   const [owned, signalled] = await Promise.all([
-    ctx.models.OutboundCall.exists({ _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id }),
+    provenByRef || ctx.models.OutboundCall.exists({ _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id }),
     /^oc_[a-z0-9]{1,40}$/.test(outboundCallId)
       ? withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
           client.workflow.getHandle(outboundCallWorkflowId(outboundCallId)).signal(outboundProviderStatusSignal, { ...status, channelConnectionId: connection._id }),

@@ -173,6 +173,12 @@ describe('status callbacks', () => {
     expect(await w.postStatus(other.id, id, params, { signature: 'x' })).toBe(403);
     // Signed by the other connection for its own URL: genuine, but the call is not its: 404, nothing done.
     expect(await w.postStatus(other.id, id, { ...params, AccountSid: other.accountSid }, { authToken: other.authToken })).toBe(404);
+    // Even carrying the call's own ref from the URL it was placed with: a ref proves the call for
+    // its own connection only, so the row is read and says the same.
+    const placedWith = w.fake.calls().flatMap((c) => c.statusCallbacks.map((cb) => new URL(cb.url))).find((u) => u.searchParams.get('outboundCallId') === id);
+    const ref = placedWith!.searchParams.get('ref')!;
+    expect(ref).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(await w.postStatus(other.id, id, { ...params, AccountSid: other.accountSid }, { authToken: other.authToken, ref })).toBe(404);
     const after = await lookup(id);
     expect(after.phase).toBe('ringing');
     expect(after.statusHistory).toEqual(before.statusHistory);

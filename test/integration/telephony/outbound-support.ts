@@ -37,7 +37,7 @@ export interface OutboundWorld {
   addConnection(options?: { projectId?: string; status?: 'active' | 'disabled'; environment?: string; amdMode?: 'off' | 'continue' | 'disconnect' }): Promise<{ id: string; accountSid: string; authToken: string }>;
   keyFor(projectId: string, grants: string[], environments?: string[]): Promise<string>;
   /** Posts a status callback signed as Twilio signs it (or with `signature` given). */
-  postStatus(connectionId: string, outboundCallId: string, params: Record<string, string>, options?: { authToken?: string; signature?: string }): Promise<number>;
+  postStatus(connectionId: string, outboundCallId: string, params: Record<string, string>, options?: { authToken?: string; signature?: string; ref?: string }): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -141,7 +141,7 @@ export async function startOutboundWorld(env: Record<string, string> = {}): Prom
     addConnection,
     keyFor,
     async postStatus(connectionId, outboundCallId, params, options = {}) {
-      const path = `/api/telephony/twilio/${connectionId}/status?outboundCallId=${encodeURIComponent(outboundCallId)}`;
+      const path = `/api/telephony/twilio/${connectionId}/status?outboundCallId=${encodeURIComponent(outboundCallId)}${options.ref ? `&ref=${options.ref}` : ''}`;
       const signature = options.signature ?? twilioSignature(options.authToken ?? connection.authToken, publicUrl + path, params);
       const res = await fetch(stack.baseUrl + path, {
         method: 'POST',
