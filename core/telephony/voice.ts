@@ -375,7 +375,9 @@ export async function answerGather(ctx: CoreContext, conn: ChannelConnectionDoc,
     void endCallSession(ctx, conn, state.sessionId, 'no_input');
     return sayAndHangUp(config, VOICE_TEXTS.noInputGoodbye);
   }
-  const confidence = speech && form.Confidence !== undefined && form.Confidence !== '' && Number.isFinite(Number(form.Confidence)) ? Number(form.Confidence) : null;
+  // Twilio's Confidence is 0 to 1; anything else is not a confidence.
+  const stated = speech && form.Confidence !== undefined && form.Confidence !== '' ? Number(form.Confidence) : NaN;
+  const confidence = stated >= 0 && stated <= 1 ? stated : null;
   const message = speech || digits;
   const input: TurnUpdateInput = { clientMessageId: turnUpdateId(state.sessionId, state.turn), retryable: true, message };
   return turnAnswer(call, state, input, { text: message, confidence, startedAt: Date.now(), input: speech ? 'speech' : 'dtmf' });

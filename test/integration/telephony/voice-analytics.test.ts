@@ -10,7 +10,7 @@ import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { ACCOUNT_SID, AUTH_TOKEN, insertConnection, webhookPath } from '../../support/voice';
+import { ACCOUNT_SID, AUTH_TOKEN, callForm, insertConnection, postSigned, webhookPath } from '../../support/voice';
 
 jest.setTimeout(180_000);
 
@@ -329,4 +329,23 @@ it('a call through the Twilio fake, one spoken and one keyed turn, is counted on
   // The agent heard the keys as the caller's message.
   const transcript = await api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=50`, { key: t2.adminKey });
   expect((transcript.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['hello', '7']);
+});
+
+it('the gather webhook records keys as a keyed turn, and a Confidence outside 0 to 1 as none', async () => {
+  const t3 = await seedTenant(stack.ctx);
+  await publishAgent(api, t3, 'Plain_Line', PLAIN);
+  const cc = await insertConnection(stack, t3, { agentId: 'Plain_Line' });
+  const callSid = 'CA' + 'c3'.repeat(16);
+  const sessionId = voiceSessionId(cc, callSid);
+  expect((await postSigned(stack, webhookPath(cc, 'voice'), callForm(callSid))).status).toBe(200);
+  const first = await postSigned(stack, webhookPath(cc, 'gather', `sessionId=${sessionId}&turn=1`), callForm(callSid, { SpeechResult: 'hello', Confidence: '7' }));
+  expect(first.text).toContain('Go ahead.');
+  const second = await postSigned(stack, webhookPath(cc, 'gather', `sessionId=${sessionId}&turn=2`), callForm(callSid, { Digits: '42', FinishedOnKey: '#' }));
+  expect(second.text).toContain('Go ahead.');
+  const turns = await stack.ctx.models.VoiceEvent.find({ callSid, type: 'voice.turn', turn: { $gt: 0 } }).sort({ turn: 1 }).lean();
+  expect(turns.map((e) => [e.data.input, e.data.confidence, e.data.callerChars])).toEqual([
+    ['speech', null, 5],
+    ['dtmf', null, 2],
+  ]);
+  expect(turns[0]).toMatchObject({ environment: 'dev', sessionId, projectId: t3.projectId });
 });
