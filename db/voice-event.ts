@@ -1,10 +1,10 @@
 // Voice metrics of phone calls: one row per event of a call (its start, each spoken turn, each
-// time the caller said nothing, a transfer, the agent ending it, its end with the call's totals),
-// for voice analytics to aggregate. `_id` is `<connectionId>:<callSid>:<type>:<n>`, so a webhook
+// time the caller said nothing, a transfer, the agent ending it, a turn that failed, its end with
+// the call's totals), for voice analytics to aggregate (core/telephony/voice-analytics.ts). `_id` is `<connectionId>:<callSid>:<type>:<n>`, so a webhook
 // Twilio retries writes nothing twice. Caller numbers appear masked only.
 import { Schema, type Connection, type Model } from 'mongoose';
 
-export const VOICE_EVENT_TYPES = ['voice.call_started', 'voice.turn', 'voice.no_input', 'voice.transfer', 'voice.agent_ended', 'voice.call_ended'] as const;
+export const VOICE_EVENT_TYPES = ['voice.call_started', 'voice.turn', 'voice.no_input', 'voice.transfer', 'voice.agent_ended', 'voice.error', 'voice.call_ended'] as const;
 export type VoiceEventType = (typeof VOICE_EVENT_TYPES)[number];
 
 export interface VoiceEventDoc {
@@ -15,6 +15,8 @@ export interface VoiceEventDoc {
   callSid: string;
   /** Null for a call that never became a session (an answering machine hung up on). */
   sessionId: string | null;
+  /** The connection's environment (`dev`, `staging`, `production`); null on rows written before it was recorded. */
+  environment?: string | null;
   type: VoiceEventType;
   /** The turn it belongs to (0: the greeting; the call's events: 0). */
   turn: number;
@@ -30,6 +32,7 @@ const VoiceEventSchema = new Schema<VoiceEventDoc>(
     connectionId: { type: String, required: true },
     callSid: { type: String, required: true },
     sessionId: { type: String, default: null },
+    environment: { type: String, default: null },
     type: { type: String, required: true, enum: VOICE_EVENT_TYPES },
     turn: { type: Number, required: true },
     at: { type: Date, required: true },

@@ -21,7 +21,7 @@ const ZTwiml = z
   .describe('TwiML (<Response>…</Response>)')
   .openapi({
     example:
-      '<?xml version="1.0" encoding="UTF-8"?><Response><Gather input="speech" action="https://switchboard.example.com/api/telephony/twilio/cc_1/gather?sessionId=…&amp;turn=1" method="POST" timeout="5" speechTimeout="auto" bargeIn="true"><Say>Hello, how can I help?</Say></Gather><Redirect method="POST">…</Redirect></Response>',
+      '<?xml version="1.0" encoding="UTF-8"?><Response><Gather input="dtmf speech" action="https://switchboard.example.com/api/telephony/twilio/cc_1/gather?sessionId=…&amp;turn=1" method="POST" timeout="5" speechTimeout="auto" bargeIn="true"><Say>Hello, how can I help?</Say></Gather><Redirect method="POST">…</Redirect></Response>',
   });
 
 /** What Twilio posts when a call is answered (the documentation's example). */
@@ -57,6 +57,8 @@ const ZGatherQuery = z.object({
   poll: int(1000),
   rx: int(Number.MAX_SAFE_INTEGER),
   sc: int(100_000),
+  cf: int(1000),
+  dt: int(1),
   vc: z.string().max(2000).optional(),
 });
 
@@ -81,7 +83,7 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     description:
       'Twilio asks it when a call to the connection\'s number, or an outbound call placed with this URL, is answered. Signed with ' +
       'X-Twilio-Signature under the connection\'s auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) ' +
-      'per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="speech">. With `amd=disconnect` a machine is hung up on.',
+      'per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on.',
     tags: TAGS,
     auth: 'public',
     params: ZConnectionParams,
@@ -105,7 +107,7 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     operationId: 'twilioGatherWebhook',
     summary: 'What the caller said: the session\'s next turn (Twilio webhook)',
     description:
-      'The <Gather action> and <Redirect> of this service\'s own TwiML: `SpeechResult` is the session\'s next turn, answered with the ' +
+      'The <Gather action> and <Redirect> of this service\'s own TwiML: `SpeechResult` (else the keys in `Digits`) is the session\'s next turn, answered with the ' +
       'agent\'s reply and the next <Gather>; no speech is reprompted once, then the call ends; `poll` waits again for a reply still ' +
       'being worked on. Signed like every Twilio webhook (403 otherwise); the session must be the call\'s own (403).',
     tags: TAGS,

@@ -1,9 +1,14 @@
 // Voice metrics of a call, written as rows of `voice_events` (db/voice-event.ts) as the call goes:
-// its start, each turn (latency, estimated talk and silence, interruption), each stretch of
-// silence, a transfer, the agent ending it, and at the end the call's totals and outcome. Talk
-// times are estimates from the text (Twilio's webhooks carry no audio timings): SPEECH_MS_PER_CHAR.
+// its start, each turn (latency, estimated talk and silence, interruption, speech or keypad, the
+// recogniser's confidence), each stretch of silence, a transfer, the agent ending it, a turn that
+// failed, and at the end the call's totals and outcome. Every row goes through one ingestion path,
+// `ingestVoiceEvents`, which also writes the matching category `voice` analytics events (one
+// batch per call of it). Talk times are estimates from the text (Twilio's webhooks carry no audio
+// timings): SPEECH_MS_PER_CHAR. Voice analytics (core/telephony/voice-analytics.ts) reads the rows.
 import { isDuplicateKey } from '../../db/duplicate-key';
+import { driverCollection } from '../../db/driver-collection';
 import { type VoiceEventDoc, type VoiceEventType } from '../../db/voice-event';
+import { recordAnalyticsEvents, type NewAnalyticsEvent } from '../analytics/ingest';
 import { type CoreContext } from '../context';
 
 /** Spoken speech runs at about 150 words a minute, some 15 characters a second. */
@@ -17,17 +22,96 @@ export interface CallRef {
   connectionId: string;
   callSid: string;
   sessionId: string | null;
+  /** The connection's environment, so that a key bound to environments sees only their calls. */
+  environment?: string | null;
 }
 
-const eventId = (call: CallRef, type: VoiceEventType, n: number) => `${call.connectionId}:${call.callSid}:${type}:${n}`;
+/** One event of a call as the ingestion path takes it; `at` defaults to now. */
+export interface VoiceEventInput {
+  type: VoiceEventType;
+  /** The turn it belongs to (0: the greeting; the call's own events: 0; silences: turn * 10 + n). */
+  turn: number;
+  data: Record<string, unknown>;
+  at?: Date;
+}
 
-/** Writes one event once (a retried webhook writes nothing again). Failures are logged, never thrown: metrics never break a call. */
-export async function recordVoiceEvent(ctx: CoreContext, call: CallRef, type: VoiceEventType, turn: number, data: Record<string, unknown>): Promise<void> {
+/** What the ingestion path needs of its process. */
+export type VoiceMetricsContext = Pick<CoreContext, 'models' | 'logger'>;
+
+/** `<connectionId>:<callSid>:<type>:<n>`: the same on every retry of the webhook that writes it. */
+export const voiceEventId = (call: Pick<CallRef, 'connectionId' | 'callSid'>, type: VoiceEventType, n: number) => `${call.connectionId}:${call.callSid}:${type}:${n}`;
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/**
+ * The category `voice` analytics event of a voice event: same type, session and time; turns carry
+ * their latency and the call's end its duration as `durationMs`; a failed turn and a failed call
+ * carry `error`. Its id is derived from the voice event's, so a retry writes nothing twice.
+ */
+export function voiceAnalyticsEvent(doc: VoiceEventDoc): NewAnalyticsEvent {
+  const { data } = doc;
+  const durationMs = doc.type === 'voice.turn' ? num(data.latencyMs) : doc.type === 'voice.call_ended' && num(data.durationSec) !== null ? num(data.durationSec)! * 1000 : null;
+  const error =
+    doc.type === 'voice.error' ? `turn failed: ${typeof data.reason === 'string' ? data.reason : 'error'}` : doc.type === 'voice.call_ended' && data.outcome === 'failed' ? 'call failed' : null;
+  return {
+    id: `voice:${doc._id}`,
+    tenantId: doc.tenantId,
+    projectId: doc.projectId,
+    category: 'voice',
+    eventType: doc.type,
+    agentName: doc.type === 'voice.call_started' && typeof data.agent === 'string' ? data.agent : null,
+    sessionId: doc.sessionId,
+    channel: 'voice',
+    timestamp: doc.at,
+    durationMs,
+    error,
+    metadata: { ...data, connectionId: doc.connectionId, callSid: doc.callSid, turn: doc.turn },
+  };
+}
+
+/**
+ * The one ingestion path of voice metrics: writes the call's events (a retried webhook's ids are
+ * skipped) and their category `voice` analytics events, each in one batch. Failures are logged,
+ * never thrown: metrics never break a call.
+ */
+export async function ingestVoiceEvents(ctx: VoiceMetricsContext, call: CallRef, events: readonly VoiceEventInput[]): Promise<void> {
+  if (events.length === 0) return;
+  const now = new Date();
+  const docs: VoiceEventDoc[] = events.map((e) => ({
+    _id: voiceEventId(call, e.type, e.turn),
+    tenantId: call.tenantId,
+    projectId: call.projectId,
+    connectionId: call.connectionId,
+    callSid: call.callSid,
+    sessionId: call.sessionId,
+    environment: call.environment ?? null,
+    type: e.type,
+    turn: e.turn,
+    at: e.at ?? now,
+    data: e.data,
+  }));
   try {
-    await ctx.models.VoiceEvent.create({ _id: eventId(call, type, turn), ...call, type, turn, at: new Date(), data });
+    await driverCollection(ctx.models.VoiceEvent).insertMany(docs, { ordered: false });
   } catch (err) {
-    if (!isDuplicateKey(err)) ctx.logger.warn({ err, callSid: call.callSid, type }, 'could not record a voice metrics event');
+    if (!duplicatesOnly(err)) ctx.logger.warn({ err, callSid: call.callSid, types: events.map((e) => e.type) }, 'could not record a voice metrics event');
   }
+  try {
+    await recordAnalyticsEvents(ctx.models, docs.map(voiceAnalyticsEvent));
+  } catch (err) {
+    ctx.logger.warn({ err, callSid: call.callSid }, 'could not record the voice analytics events of a call');
+  }
+}
+
+function duplicatesOnly(err: unknown): boolean {
+  const e = err as { writeErrors?: { code?: number; err?: { code?: number } }[] };
+  if (!e?.writeErrors) return isDuplicateKey(err);
+  const writeErrors = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+  return writeErrors.every((w) => (w.code ?? w.err?.code) === 11000);
+}
+
+/** Writes one event once (a retried webhook writes nothing again), through the ingestion path. */
+export async function recordVoiceEvent(ctx: VoiceMetricsContext, call: CallRef, type: VoiceEventType, turn: number, data: Record<string, unknown>): Promise<void> {
+  await ingestVoiceEvents(ctx, call, [{ type, turn, data }]);
 }
 
 /** What a turn's metrics are computed from; times in ms since the epoch. */
@@ -46,8 +130,11 @@ export interface TurnTiming {
   polls: number;
 }
 
-/** The `voice.turn` event's data. */
-export function turnMetrics(timing: TurnTiming, speech: string, confidence: number | null, reply: string): Record<string, unknown> {
+/** How the caller answered: spoken words (Twilio's SpeechResult) or keys (its Digits); null for the greeting. */
+export type TurnInput = 'speech' | 'dtmf' | null;
+
+/** The `voice.turn` event's data. `confidence` is Twilio's speech-recognition Confidence (0-1), speech turns only. */
+export function turnMetrics(timing: TurnTiming, speech: string, confidence: number | null, reply: string, input: TurnInput = null): Record<string, unknown> {
   const callerSpeechMs = estimateSpeechMs(speech);
   const sincePromptMs = timing.promptedAt === null ? null : Math.max(0, timing.heardAt - timing.promptedAt);
   // The caller spoke before the reply could have been said in full: they cut in.
@@ -58,7 +145,8 @@ export function turnMetrics(timing: TurnTiming, speech: string, confidence: numb
     polls: timing.polls,
     callerChars: speech.length,
     callerSpeechMs,
-    confidence,
+    input,
+    confidence: input === 'dtmf' ? null : confidence,
     agentChars: reply.length,
     agentSpeechMs: estimateSpeechMs(reply),
     sincePromptMs,
@@ -73,7 +161,7 @@ export type CallOutcome = 'completed_by_agent' | 'transferred' | 'no_input' | 'c
  * The `voice.call_ended` event, from the call's other events: turns, latency, talk and silence
  * time, interruptions and the outcome. Written once per call.
  */
-export async function recordCallEnded(ctx: CoreContext, call: CallRef, callStatus: string, durationSec: number | null): Promise<void> {
+export async function recordCallEnded(ctx: VoiceMetricsContext, call: CallRef, callStatus: string, durationSec: number | null): Promise<void> {
   const events: Pick<VoiceEventDoc, 'type' | 'turn' | 'data'>[] = await ctx.models.VoiceEvent.find(
     { tenantId: call.tenantId, connectionId: call.connectionId, callSid: call.callSid },
     { type: 1, turn: 1, data: 1 },
@@ -82,8 +170,8 @@ export async function recordCallEnded(ctx: CoreContext, call: CallRef, callStatu
   const turns = events.filter((e) => e.type === 'voice.turn' && e.turn > 0).map((e) => e.data as Record<string, number | boolean | null>);
   const greeting = events.find((e) => e.type === 'voice.turn' && e.turn === 0);
   const noInput = events.filter((e) => e.type === 'voice.no_input');
-  const num = (v: unknown) => (typeof v === 'number' ? v : 0);
-  const latencies = turns.map((t) => num(t.latencyMs));
+  const n0 = (v: unknown) => num(v) ?? 0;
+  const latencies = turns.map((t) => n0(t.latencyMs));
   const outcome: CallOutcome = events.some((e) => e.type === 'voice.transfer')
     ? 'transferred'
     : events.some((e) => e.type === 'voice.agent_ended')
@@ -100,10 +188,12 @@ export async function recordCallEnded(ctx: CoreContext, call: CallRef, callStatu
     turns: turns.length,
     avgLatencyMs: latencies.length ? Math.round(latencies.reduce((a, b) => a + b, 0) / latencies.length) : null,
     maxLatencyMs: latencies.length ? Math.max(...latencies) : null,
-    agentTalkMs: num(greeting?.data.agentSpeechMs) + turns.reduce((a, t) => a + num(t.agentSpeechMs), 0),
-    callerTalkMs: turns.reduce((a, t) => a + num(t.callerSpeechMs), 0),
-    silenceMs: turns.reduce((a, t) => a + num(t.silenceMs), 0) + noInput.reduce((a, e) => a + num(e.data.timeoutMs), 0),
+    agentTalkMs: n0(greeting?.data.agentSpeechMs) + turns.reduce((a, t) => a + n0(t.agentSpeechMs), 0),
+    callerTalkMs: turns.reduce((a, t) => a + n0(t.callerSpeechMs), 0),
+    silenceMs: turns.reduce((a, t) => a + n0(t.silenceMs), 0) + noInput.reduce((a, e) => a + n0(e.data.timeoutMs), 0),
     interruptions: turns.filter((t) => t.interrupted === true).length,
+    dtmfTurns: turns.filter((t) => (t.input as unknown) === 'dtmf').length,
     noInputs: noInput.length,
+    errors: events.filter((e) => e.type === 'voice.error').length,
   });
 }

@@ -1,6 +1,6 @@
 // The TwiML a phone call is answered with, built with the twilio SDK's VoiceResponse: the agent's
 // reply said (<Say voice language>) and the caller's next utterance gathered (<Gather
-// input="speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
+// input="dtmf speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
 // running, a transfer (<Dial>) and the hang-ups. A reply with a voice form is said as that
 // (voice-ssml.ts). The words the platform says itself are here too.
 import twilio from 'twilio';
@@ -73,7 +73,8 @@ export function sayAndGather(config: VoiceConfig, text: Speech, action: string, 
   const bargeIn = config.bargeIn ?? VOICE_DEFAULTS.bargeIn;
   if (!bargeIn) say(response, config, text);
   const gather = response.gather({
-    input: ['speech'],
+    // Speech, or keys for a caller who would rather press them (posted as Digits).
+    input: ['dtmf', 'speech'],
     action,
     method: 'POST',
     timeout: config.silenceTimeout ?? VOICE_DEFAULTS.silenceTimeout,

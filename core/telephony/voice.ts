@@ -30,7 +30,7 @@ import {
   temporalClient,
   withDeadline,
 } from '../sessions/workflow-client';
-import { estimateSpeechMs, recordCallEnded, recordVoiceEvent, turnMetrics, type CallRef } from './voice-metrics';
+import { estimateSpeechMs, recordCallEnded, recordVoiceEvent, turnMetrics, type CallRef, type TurnInput } from './voice-metrics';
 import { hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, type Speech, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
 
 /** A Twilio webhook's form: CallSid, From, To, SpeechResult, CallStatus … */
@@ -72,6 +72,9 @@ export interface GatherState {
   /** When that turn's utterance arrived, and its length (for its metrics). */
   rx?: number;
   sc?: number;
+  /** And its speech-recognition confidence in thousandths, or 1 in `dt` when it was keyed (DTMF). */
+  cf?: number;
+  dt?: number;
   /** The voice settings in force (base64url JSON), for what the platform itself says. */
   vc?: string;
 }
@@ -104,7 +107,7 @@ interface Call {
 const callOf = (ctx: CoreContext, conn: ChannelConnectionDoc, callSid: string, sessionId: string | null): Call => ({
   ctx,
   conn,
-  ref: { tenantId: conn.tenantId, projectId: conn.projectId, connectionId: conn._id, callSid, sessionId },
+  ref: { tenantId: conn.tenantId, projectId: conn.projectId, connectionId: conn._id, callSid, sessionId, environment: conn.environment },
 });
 
 /** The answer that says `text` and gathers the next utterance as turn `turn`. */
@@ -200,7 +203,7 @@ async function turnAnswer(
   call: Call,
   state: GatherState,
   input: TurnUpdateInput | null,
-  speech: { text: string; confidence: number | null; startedAt: number },
+  speech: { text: string; confidence: number | null; startedAt: number; input: TurnInput },
   recording?: string,
 ): Promise<string> {
   const { ctx } = call;
@@ -212,6 +215,7 @@ async function turnAnswer(
   } catch (err) {
     if (sessionOver(err)) return sayAndHangUp(decodeConfig(state.vc), VOICE_TEXTS.unavailable);
     ctx.logger.error({ err, sessionId, turn: state.turn }, 'a voice turn failed');
+    await recordVoiceEvent(ctx, call.ref, 'voice.error', state.turn, { turn: state.turn, reason: 'turn_failed' });
     return sayAndHangUp(decodeConfig(state.vc), VOICE_TEXTS.failure);
   }
   if (result === 'pending') {
@@ -219,7 +223,14 @@ async function turnAnswer(
       // The turn goes on in the session; the caller may speak again (that turn waits behind it).
       return gatherNext(call, decodeConfig(state.vc), VOICE_TEXTS.tooSlow, state.turn + 1);
     }
-    const next: GatherState = { ...state, poll: poll + 1, rx: speech.startedAt, sc: speech.text.length };
+    const next: GatherState = {
+      ...state,
+      poll: poll + 1,
+      rx: speech.startedAt,
+      sc: speech.text.length,
+      ...(speech.confidence !== null ? { cf: Math.round(speech.confidence * 1000) } : {}),
+      ...(speech.input === 'dtmf' ? { dt: 1 } : {}),
+    };
     delete next.ni;
     return holdAndRedirect(webhookUrl(ctx, call.conn._id, 'gather', next), recording);
   }
@@ -234,6 +245,7 @@ async function turnAnswer(
       speech.text,
       speech.confidence,
       result.response,
+      speech.input,
     ),
   );
   return answerWith(call, result, state.turn + 1, recording);
@@ -329,7 +341,7 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
     return sayAndHangUp({}, VOICE_TEXTS.failure);
   }
   const greeting: TurnUpdateInput = { clientMessageId: turnUpdateId(sessionId, 0), retryable: true, message: '', startOnly: true };
-  return turnAnswer(call, { sessionId, turn: 0 }, greeting, { text: '', confidence: null, startedAt: heardAt }, recording);
+  return turnAnswer(call, { sessionId, turn: 0 }, greeting, { text: '', confidence: null, startedAt: heardAt, input: null }, recording);
 }
 
 /**
@@ -344,10 +356,14 @@ export async function answerGather(ctx: CoreContext, conn: ChannelConnectionDoc,
   const call = callOf(ctx, conn, callSid, state.sessionId);
   const config = decodeConfig(state.vc);
   if (state.poll) {
-    return turnAnswer(call, state, null, { text: 'x'.repeat(state.sc ?? 0), confidence: null, startedAt: state.rx ?? Date.now() });
+    const polled = { text: 'x'.repeat(state.sc ?? 0), startedAt: state.rx ?? Date.now() };
+    const input: TurnInput = state.turn === 0 ? null : state.dt ? 'dtmf' : 'speech';
+    return turnAnswer(call, state, null, { ...polled, confidence: state.cf !== undefined ? state.cf / 1000 : null, input });
   }
+  // Spoken words, else the keys the caller pressed (the <Gather> takes both).
   const speech = (form.SpeechResult ?? '').trim();
-  if (!speech) {
+  const digits = speech ? '' : (form.Digits ?? '').trim();
+  if (!speech && !digits) {
     const silences = (state.silence ?? 0) + 1;
     const final = silences >= NO_INPUT_LIMIT;
     await recordVoiceEvent(ctx, call.ref, 'voice.no_input', state.turn * 10 + silences, {
@@ -359,9 +375,12 @@ export async function answerGather(ctx: CoreContext, conn: ChannelConnectionDoc,
     void endCallSession(ctx, conn, state.sessionId, 'no_input');
     return sayAndHangUp(config, VOICE_TEXTS.noInputGoodbye);
   }
-  const confidence = form.Confidence !== undefined && form.Confidence !== '' && Number.isFinite(Number(form.Confidence)) ? Number(form.Confidence) : null;
-  const input: TurnUpdateInput = { clientMessageId: turnUpdateId(state.sessionId, state.turn), retryable: true, message: speech };
-  return turnAnswer(call, state, input, { text: speech, confidence, startedAt: Date.now() });
+  // Twilio's Confidence is 0 to 1; anything else is not a confidence.
+  const stated = speech && form.Confidence !== undefined && form.Confidence !== '' ? Number(form.Confidence) : NaN;
+  const confidence = stated >= 0 && stated <= 1 ? stated : null;
+  const message = speech || digits;
+  const input: TurnUpdateInput = { clientMessageId: turnUpdateId(state.sessionId, state.turn), retryable: true, message };
+  return turnAnswer(call, state, input, { text: message, confidence, startedAt: Date.now(), input: speech ? 'speech' : 'dtmf' });
 }
 
 /** Ends the call's session (a missing or ended one is fine); errors are logged. */

@@ -60,6 +60,8 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'db/session-capacity.ts: reconciler, active sessions of a tenant', model: 'Session', filter: { tenantId: T, status: 'active' } },
   { name: 'api/chat/service.ts: LLM settings of a project', model: 'LlmSettings', filter: { tenantId: T, projectId: P }, limit: 1 },
   { name: 'core/telephony/voice-metrics.ts: a call\'s events, for its totals', model: 'VoiceEvent', filter: { tenantId: T, connectionId: 'cc_q1', callSid: 'CA_q1' } },
+  { name: 'core/telephony/voice-analytics.ts: the call starts of a window', model: 'VoiceEvent', filter: { tenantId: T, projectId: P, type: 'voice.call_started', at: { $gte: before, $lte: before } } },
+  { name: 'core/telephony/voice-analytics.ts: the later events of a window', model: 'VoiceEvent', filter: { tenantId: T, projectId: P, type: { $in: ['voice.turn', 'voice.no_input', 'voice.error', 'voice.call_ended'] }, at: { $gte: before } } },
   { name: 'core/telephony/voice.ts: the session of a call', model: 'Session', filter: { _id: S, tenantId: T }, limit: 1 },
 ];
 

@@ -168,7 +168,7 @@ it('an inbound call is a three-turn conversation with the agent, shaped by its V
 
   // The agent's VOICE section shapes every <Say> and <Gather>; the step's VOICE block applies over it.
   const [greeting, second, , last] = call.twimlRequests.map((r) => r.twiml ?? '');
-  expect(greeting).toContain('<Gather input="speech"');
+  expect(greeting).toContain('<Gather input="dtmf speech"');
   expect(greeting).toContain('timeout="4" speechTimeout="auto" bargeIn="true" language="en-GB"');
   expect(greeting).toMatch(/<Gather[^>]*><Say voice="Polly.Joanna" language="en-GB">Welcome/);
   expect(second).toContain('speechTimeout="2" bargeIn="false" language="en-GB"');
@@ -280,7 +280,7 @@ it('without a transfer number the escalation stays in the session: its notice is
   const call = await callIn(cc, ['500']);
   expect(call.dialed).toBeNull();
   expect(call.said).toHaveLength(2);
-  expect(call.twimlRequests[1]?.twiml).toContain('<Gather input="speech"');
+  expect(call.twimlRequests[1]?.twiml).toContain('<Gather input="dtmf speech"');
   const sessionId = sessionOf(cc, call.sid);
   // The escalation made its human task, which the call's end cancels with the session.
   const tasks = await stack.ctx.models.HumanTask.find({ sessionId }).lean();
