@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { type Response } from 'express';
 import { ApiError } from '../../lib/errors';
-import { type Principal } from '../../lib/permissions';
+import { hasPermission, type Principal } from '../../lib/permissions';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { type AppContext } from '../context';
 import { type ProjectDoc } from '../../db/project';
@@ -14,7 +14,7 @@ import { checkClientPublicJwk, decryptRequestBody, JWE_ALG, JWE_ENC, projectPubl
 import { requireKeyWithinReach } from '../../core/platform-keys/bounds';
 import { ZMeta, ZPublicKeyIdParam } from '../platform-keys/schemas';
 import { metaOf } from '../platform-keys/meta';
-import { encryptionOf, ENCRYPTED_HEADER, JOSE_JSON } from './responses';
+import { encryptionOf, JOSE_JSON } from './responses';
 import {
   ZAnalyticsProjectParams,
   ZFlattenedJwe,
@@ -36,10 +36,23 @@ const ENCRYPTION_DOC =
   'With response encryption on for the key, every answer but 401 is a flattened JWE (RSA-OAEP-256, A256GCM) to the key\'s registered public key, ' +
   '`Content-Type: application/jose+json` and `X-ABL-Encrypted: true`. Errors: `{ error: { code, message, details }, success: false, message, required }`.';
 
-/** A platform key bound to a project (the pipeline has already made sure it is this one: 404 otherwise). */
+/** The permission a key needs (granted by SESSIONS_LIST, sessions.read, analytics.read), named in a refusal's `required`. */
+const REQUIRED_PERMISSION = 'session:read';
+
+/**
+ * A platform key bound to a project (the pipeline has already made sure it is this one: 404
+ * otherwise) holding session read access: 403 PLATFORM_API_KEY_REQUIRED, then 403 PERMISSION_REQUIRED.
+ */
 function requireProjectKey(principal: Principal): void {
   if (principal.kind !== 'api_key' || principal.projectId === null) {
     throw new ApiError('PLATFORM_API_KEY_REQUIRED', 'Session analytics take a platform key (abl_…) bound to the project, in x-api-key');
+  }
+  if (!hasPermission(principal, REQUIRED_PERMISSION)) {
+    throw new ApiError('PERMISSION_REQUIRED', {
+      message: `This key lacks session read access (${REQUIRED_PERMISSION}: scope SESSIONS_LIST, sessions.read or analytics.read)`,
+      details: { required: REQUIRED_PERMISSION },
+      extraBody: { required: REQUIRED_PERMISSION },
+    });
   }
 }
 
@@ -68,11 +81,10 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
     summary: "A project's session summaries: counts, tokens, cost, durations, containment and custom dimensions",
     description: listDescription + 'Custom dimensions: `traceDimensions[<name>]=<value>` (exact match; repeat with other names to require all). ' + ENCRYPTION_DOC,
     tags: TAGS,
-    auth: 'session:read',
+    auth: 'authenticated',
     params: ZAnalyticsProjectParams,
     query: ZSessionAnalyticsQuery,
     errorStatuses: [400, 403, 404, 503],
-    responseHeaders: { [ENCRYPTED_HEADER]: 'true (only when the answer is encrypted)' },
     response: ZSessionAnalyticsResponse,
     alternateResponses: { [JOSE_JSON]: ZFlattenedJwe },
     async handler({ ctx, principal, project, query, res }) {
@@ -92,13 +104,12 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
       'preferably sent as `application/jose+json`: a clear body is 400 ENCRYPTION_REQUIRED, one that does not decrypt 400 INVALID_ENCRYPTED_BODY. ' +
       ENCRYPTION_DOC,
     tags: TAGS,
-    auth: 'session:read',
+    auth: 'authenticated',
     params: ZAnalyticsProjectParams,
     body: ZSessionAnalyticsBody,
     bodyExample: { fromDate: '2026-01-01T00:00:00Z', toDate: '2026-02-01T00:00:00Z', containmentType: ['escalated'], traceDimensions: { region: 'emea' }, limit: 100 },
     successStatus: 200,
     errorStatuses: [400, 403, 404, 503],
-    responseHeaders: { [ENCRYPTED_HEADER]: 'true (only when the answer is encrypted)' },
     response: ZSessionAnalyticsResponse,
     alternateResponses: { [JOSE_JSON]: ZFlattenedJwe },
     async handler({ ctx, principal, project, body, res }) {
@@ -120,7 +131,7 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
     summary: "The project's public key for encrypting session analytics request bodies (a JWKS)",
     description: `Encrypt a POST body to this key with alg ${JWE_ALG} and enc ${JWE_ENC}, \`kid\` in the protected header. Same credential as the list. ` + ENCRYPTION_DOC,
     tags: TAGS,
-    auth: 'session:read',
+    auth: 'authenticated',
     params: ZAnalyticsProjectParams,
     errorStatuses: [403, 404, 503],
     response: ZJwks,
