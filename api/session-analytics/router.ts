@@ -101,7 +101,7 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
       listDescription +
       'The body: the GET parameters as JSON (lists as arrays or comma-separated text, `traceDimensions` an object), plus `callerNumber`. ' +
       "With request encryption on for the key, the body must be that object as a flattened JWE to the project's key (jwks route), " +
-      'preferably sent as `application/jose+json`: a clear body is 400 ENCRYPTION_REQUIRED, one that does not decrypt 400 INVALID_ENCRYPTED_BODY. ' +
+      'preferably sent as `application/jose+json`: a clear body is 400 ENCRYPTION_REQUIRED, one that does not decrypt 422 INVALID_ENCRYPTED_BODY. ' +
       ENCRYPTION_DOC,
     tags: TAGS,
     auth: 'authenticated',
@@ -109,7 +109,7 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
     body: ZSessionAnalyticsBody,
     bodyExample: { fromDate: '2026-01-01T00:00:00Z', toDate: '2026-02-01T00:00:00Z', containmentType: ['escalated'], traceDimensions: { region: 'emea' }, limit: 100 },
     successStatus: 200,
-    errorStatuses: [400, 403, 404, 503],
+    errorStatuses: [400, 403, 404, 422, 503],
     response: ZSessionAnalyticsResponse,
     alternateResponses: { [JOSE_JSON]: ZFlattenedJwe },
     async handler({ ctx, principal, project, body, res }) {
@@ -170,8 +170,8 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
     auth: 'api_key:manage',
     params: ZPublicKeyIdParam,
     body: ZKeyEncryptionRequest,
-    bodyExample: { requestEncryption: true, responseEncryption: true, publicKey: { kty: 'RSA', n: '<base64url modulus>', e: 'AQAB' } },
-    errorStatuses: [404],
+    bodyExample: { requestEncryption: true, responseEncryption: false },
+    errorStatuses: [404, 422],
     response: z.object({ success: z.literal(true), encryption: ZKeyEncryption, meta: ZMeta }),
     async handler({ ctx, principal, params, body, res }) {
       const key = await findKey(ctx, principal, params.keyId);
@@ -184,7 +184,7 @@ export const sessionAnalyticsRoutes: AnyRoute[] = [
         client = { clientJwk: checked.jwk, clientKid: checked.kid };
       }
       if (body.responseEncryption && !client.clientJwk) {
-        throw new ApiError('VALIDATION_ERROR', 'body.publicKey: response encryption needs the public key answers are encrypted to');
+        throw new ApiError('UNPROCESSABLE_ENTITY', 'body.publicKey: response encryption needs the public key answers are encrypted to (none is registered)');
       }
       const encryption = { request: body.requestEncryption, response: body.responseEncryption, ...client };
       await ctx.models.ApiKey.updateOne({ _id: key._id, tenantId: principal.tenantId }, { $set: { encryption } });

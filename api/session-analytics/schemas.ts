@@ -3,19 +3,29 @@
 // (core/analytics/public-sessions.ts), which answers the spec's own codes (INVALID_STATUS …).
 import { z } from 'zod';
 import '../openapi/registry';
+import { MAX_OFFSET, queryInt } from '../http/schemas';
 import { CONTAINMENT_FILTER_VALUES, ENVIRONMENT_FILTER_VALUES, STATUS_FILTER_VALUES } from '../../core/analytics/public-sessions';
 import { JWE_ALG, JWE_ENC } from '../../core/analytics/session-encryption';
 
 const ZText = z.string().max(20_000);
-/** A list parameter: repeated, or comma separated. */
-const ZList = (what: string) => z.union([ZText, z.array(ZText).max(10_000)]).optional().describe(`${what}; repeat the parameter or separate values with commas`);
+/** A list parameter: repeated, or comma separated. The document states its values; the core checks them with the spec's codes. */
+const ZList = (what: string, items: { enum?: readonly string[]; maxLength?: number } = {}, maxItems?: number) =>
+  z
+    .union([ZText, z.array(ZText).max(10_000)])
+    .optional()
+    .openapi({
+      type: 'array',
+      items: { type: 'string', ...(items.enum ? { enum: [...items.enum] } : {}), ...(items.maxLength ? { maxLength: items.maxLength } : {}) },
+      ...(maxItems !== undefined ? { maxItems } : {}),
+      description: `${what}; repeat the parameter or separate values with commas`,
+    });
 
 export const ZAnalyticsProjectParams = z.object({ projectId: z.string().min(1).max(128).describe('The project the key is bound to') });
 
 const FILTER_DOCS = {
   fromDate: 'ISO 8601, inclusive; required with toDate unless sessionIds is given',
   toDate: 'ISO 8601, exclusive',
-  sessionIds: 'Up to 10,000 session ids; replaces the date range',
+  sessionIds: 'Up to 10,000 session ids (in a query, as many as fit the 16 KB request line: use POST for more); replaces the date range',
   containmentType: `Up to 100 of ${CONTAINMENT_FILTER_VALUES.join(', ')} (case sensitive; 400 INVALID_CONTAINMENT_TYPE otherwise)`,
   environment: `Up to 4 of ${ENVIRONMENT_FILTER_VALUES.join(', ')} (400 INVALID_ENVIRONMENT otherwise; 403 outside the key's environments)`,
   channelUId: "Up to 100 end-user identities recorded on the channel",
@@ -29,14 +39,18 @@ export const ZSessionAnalyticsQuery = z
   .object({
     fromDate: z.string().max(64).optional().describe(FILTER_DOCS.fromDate),
     toDate: z.string().max(64).optional().describe(FILTER_DOCS.toDate),
-    sessionIds: ZList(FILTER_DOCS.sessionIds),
-    containmentType: ZList(FILTER_DOCS.containmentType),
-    environment: ZList(FILTER_DOCS.environment),
-    channelUId: ZList(FILTER_DOCS.channelUId),
-    channel: ZList(FILTER_DOCS.channel),
-    status: ZList(FILTER_DOCS.status),
-    limit: z.string().max(32).optional().describe(FILTER_DOCS.limit),
-    offset: z.string().max(32).optional().describe(FILTER_DOCS.offset),
+    // Their caps (10,000 and 100) do not fit the 16 KB request line: long lists go in a POST body.
+    sessionIds: ZList(FILTER_DOCS.sessionIds, { maxLength: 128 }),
+    containmentType: ZList(FILTER_DOCS.containmentType, { enum: CONTAINMENT_FILTER_VALUES }, 100),
+    environment: ZList(FILTER_DOCS.environment, { enum: ENVIRONMENT_FILTER_VALUES }, 4),
+    channelUId: ZList(FILTER_DOCS.channelUId, { maxLength: 512 }),
+    channel: ZList(FILTER_DOCS.channel, { maxLength: 128 }, 50),
+    status: z
+      .union([ZText, z.array(ZText).max(100)])
+      .optional()
+      .openapi({ type: 'string', enum: [...STATUS_FILTER_VALUES], description: FILTER_DOCS.status }),
+    limit: queryInt(1, 10_000, 100).describe(FILTER_DOCS.limit),
+    offset: queryInt(0, MAX_OFFSET, 0).describe(FILTER_DOCS.offset),
   })
   // `traceDimensions[<name>]=<value>`: a custom dimension, exact match; several must all match.
   .catchall(z.union([ZText, z.array(ZText).max(100)]));
@@ -59,8 +73,8 @@ export const ZSessionAnalyticsFilterBody = z
       .optional()
       .describe('Name to value (string, number, boolean, or an array of those: any of them); all must match'),
     status: ZBodyList(FILTER_DOCS.status),
-    limit: z.union([z.number(), z.string().max(32)]).optional().describe(FILTER_DOCS.limit),
-    offset: z.union([z.number(), z.string().max(32)]).optional().describe(FILTER_DOCS.offset),
+    limit: queryInt(1, 10_000, 100).describe(FILTER_DOCS.limit),
+    offset: queryInt(0, MAX_OFFSET, 0).describe(FILTER_DOCS.offset),
   })
   .openapi('SessionAnalyticsFilter');
 
@@ -118,9 +132,24 @@ export const ZJwks = z
   })
   .openapi('SessionAnalyticsJwks');
 
+const B64URL = /^[A-Za-z0-9_-]+$/;
+
 export const ZRsaPublicJwk = z
-  .looseObject({ kty: z.literal('RSA'), n: z.string().min(1).max(2048), e: z.string().min(1).max(16) })
-  .describe(`The client's RSA public key as a JWK (2048 to 8192 bits); answers are encrypted to it with ${JWE_ALG} and ${JWE_ENC}. Private members are refused`);
+  .strictObject({
+    kty: z.literal('RSA'),
+    // 2048 bits are 342 base64url characters, 8192 bits 1366.
+    n: z.string().min(342).max(1366).regex(B64URL),
+    e: z.string().min(1).max(16).regex(B64URL),
+    kid: z.string().max(256).optional(),
+    alg: z.string().max(32).optional(),
+    use: z.string().max(16).optional(),
+    ext: z.boolean().optional(),
+    key_ops: z.array(z.string().max(32)).max(8).optional(),
+  })
+  .describe(
+    `The client's RSA public key as a JWK (2048 to 8192 bits); answers are encrypted to it with ${JWE_ALG} and ${JWE_ENC}. ` +
+      'Only public members: a private member (`d`, `p`, …) is 400. A key that does not import is 422',
+  );
 
 export const ZKeyEncryptionRequest = z.strictObject({
   requestEncryption: z.boolean().describe("When true, POST bodies must be JWE encrypted to the project's key (jwks route); a clear body is 400 ENCRYPTION_REQUIRED"),

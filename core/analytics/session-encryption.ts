@@ -64,7 +64,7 @@ export async function projectPublicJwk(ctx: CoreContext, tenantId: string, proje
 const badJwe = (message: string) => new DomainError('INVALID_ENCRYPTED_BODY', message);
 
 /**
- * The JSON object a client encrypted to the project's key. 400 INVALID_ENCRYPTED_BODY for
+ * The JSON object a client encrypted to the project's key. 422 INVALID_ENCRYPTED_BODY for
  * another algorithm, another key, an altered or undecryptable object, or a plaintext that is not
  * a JSON object; the reason is not told beyond that (no decryption oracle).
  */
@@ -106,9 +106,12 @@ export async function encryptForClient(encryption: KeyEncryption, payload: unkno
     .encrypt(key);
 }
 
-/** A client's public key as it may be registered: RSA, public members only, 2048 to 8192 bits. 400 otherwise. */
+/**
+ * A client's public key as it may be registered: RSA, public members only, 2048 to 8192 bits, one
+ * that imports. 422 otherwise (the request's schema holds; the key in it is not usable).
+ */
 export async function checkClientPublicJwk(jwk: Record<string, unknown>): Promise<{ jwk: Record<string, string>; kid: string }> {
-  const invalid = (why: string) => new DomainError('VALIDATION_ERROR', `body.publicKey: ${why}`);
+  const invalid = (why: string) => new DomainError('UNPROCESSABLE_ENTITY', `body.publicKey: ${why}`);
   if (jwk.kty !== 'RSA' || typeof jwk.n !== 'string' || typeof jwk.e !== 'string') throw invalid(`must be an RSA public JWK ({ kty: "RSA", n, e }) for ${JWE_ALG}`);
   for (const member of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth']) if (member in jwk) throw invalid('must hold the public key only: never send a private key');
   const bits = Buffer.from(jwk.n, 'base64url').length * 8;

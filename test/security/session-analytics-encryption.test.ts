@@ -73,7 +73,7 @@ it('only a credential that manages keys changes a key\'s encryption, and only ke
   const withPrivate = await setEncryption({ requestEncryption: false, responseEncryption: true, publicKey: privateJwk });
   expect(withPrivate.status).toBe(400);
   const noKey = await setEncryption({ requestEncryption: false, responseEncryption: true });
-  expect(noKey.status).toBe(400);
+  expect(noKey.status).toBe(422);
   const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ format: 'jwk' });
   expect((await setEncryption({ requestEncryption: false, responseEncryption: true, publicKey: small })).status).toBe(400);
   const current = await api.get(`/api/public/apikeys/${reader.keyId}/encryption`, { headers: { 'x-api-key': manager.key } });
@@ -134,12 +134,12 @@ it('with request encryption on, takes only JWE bodies to the project key; the an
   // Altered, or encrypted to a key that is not the project's: refused alike, and nothing listed.
   const altered = { ...jwe, ciphertext: jwe.ciphertext.slice(0, -2) + (jwe.ciphertext.endsWith('A') ? 'BB' : 'AA') };
   const tampered = await api.post(listPath(), { headers: { 'x-api-key': reader.key, 'content-type': 'application/jose+json' }, raw: JSON.stringify(altered) });
-  expect(tampered.status).toBe(400);
+  expect(tampered.status).toBe(422);
   expect(tampered.body.error.code).toBe('INVALID_ENCRYPTED_BODY');
   const stranger = await generateKeyPair('RSA-OAEP-256', { extractable: true });
   const toStranger = await new FlattenedEncrypt(Buffer.from(JSON.stringify({ sessionIds: sessions }))).setProtectedHeader({ alg: 'RSA-OAEP-256', enc: 'A256GCM' }).encrypt(stranger.publicKey);
   const wrongKey = await api.post(listPath(), { headers: { 'x-api-key': reader.key, 'content-type': 'application/jose+json' }, raw: JSON.stringify(toStranger) });
-  expect(wrongKey.status).toBe(400);
+  expect(wrongKey.status).toBe(422);
   expect(wrongKey.body.error.code).toBe('INVALID_ENCRYPTED_BODY');
   expect(wrongKey.text).not.toContain('"sessions"');
   const otherAlg = await new FlattenedEncrypt(Buffer.from('{}')).setProtectedHeader({ alg: 'RSA-OAEP', enc: 'A128GCM' }).encrypt(stranger.publicKey);
