@@ -36,10 +36,13 @@ import { telephonyStatusRoutes } from './telephony/status';
 import { recordingRoutes } from './recordings/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
 import { voiceAnalyticsRoutes } from './voice-analytics/router';
+import { sessionAnalyticsRoutes } from './session-analytics/router';
+import { SESSION_ANALYTICS_PREFIX, sessionAnalyticsResponses } from './session-analytics/responses';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
   voiceAnalyticsRoutes,
+  sessionAnalyticsRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
@@ -54,6 +57,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
   // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).
   app.use('/codec', codecCors(ctx));
+  // Session analytics answers: their own error shape and, per key, encryption (before the routes, so errors too).
+  app.use(SESSION_ANALYTICS_PREFIX, sessionAnalyticsResponses(ctx));
 
   const registry = createOpenApiRegistry();
   const router: Router = express.Router();

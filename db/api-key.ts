@@ -22,6 +22,11 @@ export interface ApiKeyDoc {
   /** Written by versions before api_key_usage (db/api-key-usage.ts) took it over; read only. */
   lastUsedAt: Date | null;
   createdBy: string | null;
+  /**
+   * Encryption of the session-analytics API for this key (docs/session-analytics.md): request
+   * bodies must be JWE (`request`), answers are JWE to the client's public key (`response`).
+   */
+  encryption?: { request: boolean; response: boolean; clientJwk: Record<string, string> | null; clientKid: string | null } | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -41,6 +46,7 @@ const ApiKeySchema = new Schema<ApiKeyDoc>(
     revokedAt: { type: Date, default: null },
     lastUsedAt: { type: Date, default: null },
     createdBy: { type: String, default: null },
+    encryption: { type: Schema.Types.Mixed, default: null },
   },
   { timestamps: true, versionKey: false },
 );

@@ -7,6 +7,8 @@ import { Schema, type Connection, type Model } from 'mongoose';
 
 export const SESSION_STATUSES = ['active', 'ended'] as const;
 export const SESSION_CHANNELS = ['api', 'web_debug', 'voice', 'http_async'] as const;
+export const CONTAINMENT_TYPES = ['contained', 'contained_resolved', 'contained_partial', 'contained_unresolved', 'escalated', 'abandoned'] as const;
+export const ANALYTICS_STATUSES = ['active', 'ended', 'completed', 'escalated', 'abandoned', 'failed'] as const;
 
 export interface SessionDoc {
   /** The session id (a UUID); the workflow id is `session/<id>` (runtimeSessionId). */
@@ -36,6 +38,23 @@ export interface SessionDoc {
   lastActivityAt: Date;
   endedAt: Date | null;
   endReason: string | null;
+  /**
+   * What the public session analytics filter and show (docs/session-analytics.md), written with
+   * every summary by the runtime (workflows/session-insight.ts); absent on sessions recorded
+   * before they existed, which the analytics API then shows as zeros and `contained`.
+   */
+  containmentType?: (typeof CONTAINMENT_TYPES)[number];
+  /** active, ended, completed, escalated, abandoned, failed (`idle` is told at read time). */
+  analyticsStatus?: (typeof ANALYTICS_STATUSES)[number];
+  messageCounts?: { user: number; agent: number };
+  traceEventCounts?: { llm_call: number; decision: number; tool_call: number; error: number };
+  tokenUsage?: { inputTokens: number; outputTokens: number };
+  /** The agent's `_meta.<name>` values: name → string, number or boolean. */
+  traceDimensions?: Record<string, string | number | boolean>;
+  /** The end user's identity on the channel (a widget's user id, an HTTP-async conversation's user), when it gives one. */
+  channelUId?: string | null;
+  /** A call's caller number as a keyed blind index (db/outbound-call.ts `destinationIndex`), never the number itself. */
+  callerNumberIndex?: string | null;
 }
 
 const SessionSchema = new Schema<SessionDoc>(
@@ -63,6 +82,14 @@ const SessionSchema = new Schema<SessionDoc>(
     lastActivityAt: { type: Date, required: true },
     endedAt: { type: Date, default: null },
     endReason: { type: String, default: null },
+    containmentType: { type: String, enum: CONTAINMENT_TYPES },
+    analyticsStatus: { type: String, enum: ANALYTICS_STATUSES },
+    messageCounts: { type: Schema.Types.Mixed },
+    traceEventCounts: { type: Schema.Types.Mixed },
+    tokenUsage: { type: Schema.Types.Mixed },
+    traceDimensions: { type: Schema.Types.Mixed },
+    channelUId: { type: String, default: null },
+    callerNumberIndex: { type: String, default: null },
   },
   { versionKey: false },
 );

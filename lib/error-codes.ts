@@ -11,6 +11,12 @@ export const ERROR_STATUS = {
   INVALID_PHONE_NUMBER: 400,
   /** A SIP URI carrying headers, parameters or characters that could inject into the SIP request. */
   SIP_INJECTION_REJECTED: 400,
+  /** Session analytics: a `containmentType`, `environment` or `status` filter value outside the spec's set (docs/session-analytics.md). */
+  INVALID_CONTAINMENT_TYPE: 400,
+  INVALID_ENVIRONMENT: 400,
+  INVALID_STATUS: 400,
+  /** Session analytics: the key has request encryption on and the body was sent in clear. */
+  ENCRYPTION_REQUIRED: 400,
   UNAUTHORIZED: 401,
   /** A recording media token that is invalid, expired or does not match the request (docs/telephony.md). */
   INVALID_RECORDING_MEDIA_TOKEN: 401,
@@ -43,6 +49,8 @@ export const ERROR_STATUS = {
   /** A byte range outside a recording file (Content-Range names the file's size). */
   RANGE_NOT_SATISFIABLE: 416,
   UNPROCESSABLE_ENTITY: 422,
+  /** Session analytics: a well-formed JWE body that is not to the project's key, uses other algorithms, or does not decrypt to a JSON object. */
+  INVALID_ENCRYPTED_BODY: 422,
   RATE_LIMIT_EXCEEDED: 429,
   QUEUE_FULL: 429,
   /** A scope holds as many platform keys as it may (docs/public-api.md). */

@@ -38,6 +38,7 @@ import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH
 import { SessionStatusKey } from './search-attributes';
 import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
+import { emptyInsight, insightSummary, tallyTurn, type SessionInsight } from './session-insight';
 import { pinnedBundleRef } from './bundle-ref';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -112,6 +113,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   let turnCount = carried?.turnCount ?? 0;
   let traceSeq = carried?.traceSeq ?? 0;
   const stats: SessionStats = carried?.stats ?? emptyStats();
+  // Runs carried over from before the insight existed start counting from here.
+  const insight: SessionInsight = carried?.insight ?? emptyInsight();
   const recentTurns = carried?.recentTurns ?? [];
   const createdAtMs = carried?.createdAtMs ?? Date.now();
   const flags = runFlags();
@@ -125,6 +128,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     carried,
     currentTurn: () => turnCount,
     summary,
+    onRecord: (events, messages) => tallyTurn(insight, events, messages),
   });
   let bundle: CompilationOutput | null = null;
   let ended: { reason: string } | null = null;
@@ -260,6 +264,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       durationMs: Date.now() - createdAtMs,
       lastActivityAt: new Date(lastActivityMs).toISOString(),
       ...(ended ? { endedAt: new Date().toISOString(), endReason: ended.reason } : {}),
+      ...insightSummary(insight, ended?.reason ?? null, waiting?.kind === 'human_task'),
     };
   }
 
@@ -501,6 +506,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       traceSeq,
       messageSeq: projection.messageSeq,
       stats,
+      insight,
       createdAtMs,
       ...(waiting ? { waiting } : {}),
       ...projection.handOver(),

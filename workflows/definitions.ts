@@ -3,6 +3,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { SessionRuntimeState } from '../abl/runtime/contract';
 import type { EscalationRoutingIR, HumanTaskFieldIR } from '../abl/ir';
+import type { SessionInsight } from './session-insight';
 
 /** Probe: a workflow that only answers a no-op update; the bare-Temporal baseline of the benches. */
 export interface PingUpdateInput {
@@ -71,6 +72,8 @@ export interface CarriedSessionState {
   traceSeq: number;
   messageSeq: number;
   stats: SessionStats;
+  /** The summary's tallies (session-insight.ts); absent in runs carried over before they existed. */
+  insight?: SessionInsight;
   createdAtMs: number;
   /** Rows not yet written when the run rolled over. */
   pending?: PendingProjection;

@@ -7,6 +7,8 @@ import type { PendingProjection } from './definitions';
 import { LOCAL_ACTIVITIES_PATCH } from './effects';
 import type { TurnTrace } from './session-trace';
 
+type TraceTurn = Pick<TurnTrace, 'events'>;
+
 // Persistence must not give up quickly: a turn is not answered before its projection is written.
 const PERSIST_RETRY = { initialInterval: '200 milliseconds', maximumInterval: '10 seconds', maximumAttempts: 30 } as const;
 const { recordTurn } = wf.proxyActivities<Activities>({ startToCloseTimeout: '20 seconds', retry: PERSIST_RETRY });
@@ -33,6 +35,8 @@ export interface ProjectionWriterOptions {
   currentTurn(): number;
   /** The session summary as it stands when a write is sent, with the last activity's time. */
   summary(lastActivityMs: number): SessionSummary;
+  /** Told of every turn's rows as they are recorded, before its summary is taken (session-insight.ts). */
+  onRecord?(events: TraceTurn['events'], messages: NewMessage[]): void;
 }
 
 /**
@@ -93,6 +97,7 @@ export class ProjectionWriter {
    */
   async record(trace: TurnTrace, messages: NewMessage[], activity = true): Promise<void> {
     if (activity) this.lastActivity = Date.now();
+    this.options.onRecord?.(trace.events, messages);
     const rows = messages.map((m) => ({ ...m, seq: ++this.seq, turn: trace.turn, timestamp: new Date().toISOString() }));
     if (this.deferred) {
       this.hold(rows, trace);

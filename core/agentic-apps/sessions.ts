@@ -182,6 +182,7 @@ export async function findOrCreateAppSession(ctx: CoreContext, scope: AppScope, 
       environment: deployment?.environment ?? scope.environment,
       deploymentId: deployment?._id ?? null,
       sessionId,
+      identity: { channelUId: record.userId },
     });
   } catch (err) {
     await ctx.models.AppSession.deleteOne({ _id: sessionId, tenantId: scope.tenantId }).catch(() => undefined);

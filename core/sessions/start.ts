@@ -41,6 +41,14 @@ export interface NewSessionInput {
   sessionId?: string;
   /** The HTTP-async conversation the session answers for. */
   httpAsync?: SessionStartInput['httpAsync'];
+  /** Who the session's user is on its channel, for the analytics filters (never in workflow input). */
+  identity?: SessionIdentity;
+}
+
+/** The end user's channel identity and a call's caller-number blind index, kept on the session's record. */
+export interface SessionIdentity {
+  channelUId?: string | null;
+  callerNumberIndex?: string | null;
 }
 
 /** The AgentSession's start input: a new session id, idle timeout from config, bundle by deployment or latest versions. */
@@ -67,7 +75,7 @@ export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOU
  * Writes the session's summary document (status `active`, zero counters). It must exist before
  * the workflow's first turn: the turn activity updates it and never upserts.
  */
-export async function createSessionRecord(models: Models, start: SessionStartInput, now: Date = new Date()): Promise<SessionDoc> {
+export async function createSessionRecord(models: Models, start: SessionStartInput, now: Date = new Date(), identity: SessionIdentity = {}): Promise<SessionDoc> {
   const doc = await models.Session.create({
     _id: start.sessionId,
     tenantId: start.tenantId,
@@ -83,6 +91,10 @@ export async function createSessionRecord(models: Models, start: SessionStartInp
     runtimeSessionId: sessionWorkflowId(start.sessionId),
     createdAt: now,
     lastActivityAt: now,
+    containmentType: 'contained',
+    analyticsStatus: 'active',
+    channelUId: identity.channelUId ?? null,
+    callerNumberIndex: identity.callerNumberIndex ?? null,
   });
   return doc.toObject();
 }
@@ -172,7 +184,7 @@ export async function startSession(ctx: CoreContext, input: NewSessionInput, opt
   let session: SessionDoc;
   try {
     client = await temporalClient(ctx);
-    session = retrySafe ? await createOrFindSessionRecord(ctx.models, start) : await createSessionRecord(ctx.models, start);
+    session = retrySafe ? await createOrFindSessionRecord(ctx.models, start, input.identity) : await createSessionRecord(ctx.models, start, new Date(), input.identity);
   } catch (err) {
     if (!retrySafe) await releaseSessionCapacity(ctx, start);
     throw err;
@@ -195,9 +207,9 @@ export async function startSession(ctx: CoreContext, input: NewSessionInput, opt
 }
 
 /** createSessionRecord, or the record an earlier attempt of the same start wrote. */
-async function createOrFindSessionRecord(models: Models, start: SessionStartInput): Promise<SessionDoc> {
+async function createOrFindSessionRecord(models: Models, start: SessionStartInput, identity?: SessionIdentity): Promise<SessionDoc> {
   try {
-    return await createSessionRecord(models, start);
+    return await createSessionRecord(models, start, new Date(), identity);
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
     const earlier = await models.Session.findOne({ _id: start.sessionId, tenantId: start.tenantId }).lean();
