@@ -35,9 +35,15 @@ import { outboundCallRoutes } from './outbound-calls/router';
 import { telephonyStatusRoutes } from './telephony/status';
 import { recordingRoutes } from './recordings/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
+import { attachmentRoutes } from './attachments/router';
+import { chatSendRoutes } from './chat-agent/send';
+import { feedbackRoutes } from './feedback/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes];
+featureRoutes.push(attachmentRoutes);
+featureRoutes.push(chatSendRoutes);
+featureRoutes.push(feedbackRoutes);
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
