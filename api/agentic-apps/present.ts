@@ -1,7 +1,7 @@
 // How the agentic-app routes show an app session: its summary, the sessionInfo every run answer
 // carries, and the upload settings (core/agentic-apps/sessions.ts finds, lists and ends sessions).
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
-import { type AttachmentLimits } from '../../core/attachments/store';
+import { type AttachmentLimits, type AttachmentView } from '../../core/attachments/store';
 import { ALLOWED_EXTENSIONS } from '../../core/attachments/types';
 
 export function presentAppSession(session: AppSessionDoc) {
@@ -16,7 +16,8 @@ export function presentAppSession(session: AppSessionDoc) {
   };
 }
 
-export function sessionInfo(session: AppSessionDoc, runId: string | null) {
+/** `attachments`: the files the run carried ({ fileId, fileName, fileType }), none otherwise. */
+export function sessionInfo(session: AppSessionDoc, runId: string | null, attachments: readonly AttachmentView[] = []) {
   return {
     status: appSessionStatus(session),
     userReference: session.userReference,
@@ -25,7 +26,7 @@ export function sessionInfo(session: AppSessionDoc, runId: string | null) {
     sessionId: `s-${session._id}`,
     runId,
     appId: session.projectId,
-    attachments: [] as unknown[],
+    attachments: attachments.map((a) => ({ fileId: a.attachmentId, fileName: a.filename, fileType: a.mimeType })),
   };
 }
 

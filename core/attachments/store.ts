@@ -181,6 +181,12 @@ export async function storeAttachment(models: Models, input: StoreAttachmentInpu
   return { attachmentId: id, filename, mimeType: metadata.mimeType, sizeBytes: check.size };
 }
 
+/** Deletes every attachment of a session (with the session: core/sessions/end.ts). */
+export async function deleteSessionAttachments(models: Models, owner: Pick<AttachmentOwner, 'tenantId' | 'sessionId'>): Promise<void> {
+  const files = await models.Attachment.find(ownerFilter(owner), { _id: 1 }).lean<{ _id: string }[]>();
+  for (const file of files) await removeAttachment(models, file._id);
+}
+
 /** Deletes a file and its chunks (chunks of a file whose files document was never written too). */
 async function removeAttachment(models: Models, id: string): Promise<void> {
   await bucketOf(models)
