@@ -14,6 +14,7 @@ import { type AttachmentDoc } from '../../db/attachment';
 import { type AppContext } from '../context';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { readMultipartFile } from '../http/multipart';
+import { RESERVED_SESSION_SUBPATHS } from '../sessions/schemas';
 import { ZAppAttachmentParams, ZAppAttachmentResponse, ZAttachmentParams, ZAttachmentUploadBody, ZAttachmentUploadResponse } from './schemas';
 
 /** Streams the request's `file` into the session's attachments, once the session has room. */
@@ -38,9 +39,12 @@ export const attachmentRoutes: AnyRoute[] = [
     description: UPLOAD_DESCRIPTION,
     tags: ['Sessions'],
     auth: 'session:execute',
+    // `sessions/generations/…` and `sessions/export/…` are never a session's.
+    reservedParams: { id: RESERVED_SESSION_SUBPATHS },
     params: ZAttachmentParams,
     body: ZAttachmentUploadBody,
     requestMedia: 'multipart/form-data',
+    bodyExample: { file: 'Invoice INV-123456\nTotal: 42 EUR\n' },
     successStatus: 201,
     errorStatuses: [404, 409, 413, 415],
     response: ZAttachmentUploadResponse,
@@ -64,6 +68,7 @@ export const attachmentRoutes: AnyRoute[] = [
     params: ZAppAttachmentParams,
     body: ZAttachmentUploadBody,
     requestMedia: 'multipart/form-data',
+    bodyExample: { file: 'Order 5521: two chairs\n' },
     successStatus: 201,
     errorStatuses: [403, 404, 409, 413, 415],
     response: ZAppAttachmentResponse,

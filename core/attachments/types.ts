@@ -1,6 +1,7 @@
 // Which files a session takes, and what type each is: decided from the content where the format
 // has a signature (PDF, images, Office documents), and for text from the declared type or the
-// file name's extension, the content then checked to be UTF-8 without NUL bytes as it streams.
+// file name's extension (plain text when neither says anything), the content then checked to be
+// UTF-8 without NUL bytes as it streams.
 // Pure: the upload (core/attachments/store.ts) feeds it the head of the file and then every chunk.
 
 export interface AllowedType {
@@ -94,8 +95,11 @@ export function decideType(head: Buffer, filename: string, declaredType: string 
   // No signature: text, if the declared type or else the extension names a text type we take.
   const claimed = byMime.get(declared);
   if (claimed && !claimed.text) return { ok: false, reason: `the content is not ${claimed.mimeType}` };
-  const named = claimed ?? byExtension.get(extensionOf(filename));
-  if (!named) return { ok: false, reason: `${declared || 'a file'} named .${extensionOf(filename) || '(no extension)'} is not taken` };
+  const extension = extensionOf(filename);
+  // A file that says nothing of itself (no extension, no type or a generic one) is taken as plain text.
+  const generic = extension === '' && (declared === '' || declared === 'application/octet-stream') ? byMime.get('text/plain') : undefined;
+  const named = claimed ?? byExtension.get(extension) ?? generic;
+  if (!named) return { ok: false, reason: `${declared || 'a file'} named .${extension || '(no extension)'} is not taken` };
   if (!named.text) return { ok: false, reason: `the content is not ${named.mimeType}` };
   return { ok: true, type: named };
 }
