@@ -9,7 +9,7 @@ import { ApiError } from '../../lib/errors';
 import { findOwned } from '../../db/owned';
 import { requireEnvironment } from '../../core/platform-keys/environments';
 import { coreSessionId, loadApp } from '../../core/agentic-apps/sessions';
-import { requireRoomForAttachment, storeAttachment, type AttachmentOwner, type AttachmentView } from '../../core/attachments/store';
+import { deleteAttachment, requireRoomForAttachment, storeAttachment, type AttachmentOwner, type AttachmentView } from '../../core/attachments/store';
 import { type AttachmentDoc } from '../../db/attachment';
 import { type AppContext } from '../context';
 import { defineRoute, type AnyRoute } from '../http/route';
@@ -20,8 +20,12 @@ import { ZAppAttachmentParams, ZAppAttachmentResponse, ZAttachmentParams, ZAttac
 /** Streams the request's `file` into the session's attachments, once the session has room. */
 async function receiveAttachment(ctx: AppContext, req: Request, owner: AttachmentOwner, source: AttachmentDoc['metadata']['source']): Promise<AttachmentView> {
   await requireRoomForAttachment(ctx.models, owner, ctx.config);
-  return readMultipartFile(req, 'file', ctx.config.ATTACHMENT_MAX_BYTES, (file) =>
-    storeAttachment(ctx.models, { owner, source, filename: file.filename, declaredType: file.declaredType, content: file.content, limits: ctx.config }),
+  return readMultipartFile(
+    req,
+    'file',
+    ctx.config.ATTACHMENT_MAX_BYTES,
+    (file) => storeAttachment(ctx.models, { owner, source, filename: file.filename, declaredType: file.declaredType, content: file.content, limits: ctx.config }),
+    (stored) => deleteAttachment(ctx.models, stored.attachmentId),
   );
 }
 

@@ -1,7 +1,8 @@
 // Reads a `multipart/form-data` upload (one file in a named field) for a route whose handler
 // streams it on (api/http/route.ts reads no such body itself): parsed by busboy as it arrives,
 // the file handed to the consumer as a stream, never held whole. A declared length past the
-// limit is refused unread (413); a second file, a missing field or a malformed body is 400.
+// limit is refused unread (413); a second file, a missing field or a malformed body is 400, and
+// what the consumer stored of a request that then fails is discarded.
 import busboy from 'busboy';
 import { type Readable } from 'node:stream';
 import { type Request } from 'express';
@@ -22,7 +23,14 @@ export interface UploadedFile {
  * (which must read the stream to its end or fail). The file's bytes beyond `maxFileBytes` are not
  * passed on: `consume` sees a stream that stops there with `truncated` set, and should count.
  */
-export function readMultipartFile<T>(req: Request, field: string, maxFileBytes: number, consume: (file: UploadedFile) => Promise<T>): Promise<T> {
+export function readMultipartFile<T>(
+  req: Request,
+  field: string,
+  maxFileBytes: number,
+  consume: (file: UploadedFile) => Promise<T>,
+  /** Undoes what `consume` did when the request fails after it (a second file, a broken end, the client gone). */
+  discard: (value: T) => Promise<void>,
+): Promise<T> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxFileBytes + MULTIPART_OVERHEAD_BYTES) {
     return Promise.reject(new ApiError('PAYLOAD_TOO_LARGE', `Request body exceeds the ${maxFileBytes + MULTIPART_OVERHEAD_BYTES}-byte limit of this upload`));
@@ -47,10 +55,13 @@ export function readMultipartFile<T>(req: Request, field: string, maxFileBytes: 
       // What else arrives is not read: the response closes the connection (route.ts).
       req.unpipe(parser);
       req.pause();
+      // A file still streaming ends with an error: its consumer stops and keeps nothing.
+      parser.destroy();
       reject(error);
+      consuming?.then(discard).catch(() => undefined);
     };
     parser.on('file', (name, stream, info) => {
-      if (name !== field || consuming) {
+      if (settled || name !== field || consuming) {
         stream.resume();
         return;
       }
@@ -72,7 +83,9 @@ export function readMultipartFile<T>(req: Request, field: string, maxFileBytes: 
         resolve(value);
       }, fail);
     });
-    req.on('aborted', () => fail(new ApiError('BAD_REQUEST', 'Request aborted by the client')));
+    req.on('close', () => {
+      if (!req.complete) fail(new ApiError('BAD_REQUEST', 'Request aborted by the client'));
+    });
     req.pipe(parser);
   });
 }

@@ -167,7 +167,7 @@ export async function storeAttachment(models: Models, input: StoreAttachmentInpu
   try {
     await pipeline(input.content, check, upload);
   } catch (err) {
-    await removeAttachment(models, id);
+    await deleteAttachment(models, id);
     throw err;
   }
   // Concurrent uploads may each have passed the check before: the one that finds the session
@@ -175,7 +175,7 @@ export async function storeAttachment(models: Models, input: StoreAttachmentInpu
   const held = await listSessionAttachments(models, owner);
   const tokens = held.reduce((sum, a) => sum + (a.metadata.tokens ?? 0), 0);
   if (held.length > limits.ATTACHMENTS_MAX_PER_SESSION || tokens > limits.ATTACHMENT_MAX_TOKENS_PER_SESSION) {
-    await removeAttachment(models, id);
+    await deleteAttachment(models, id);
     throw held.length > limits.ATTACHMENTS_MAX_PER_SESSION ? tooMany(limits) : tooManyTokens(limits);
   }
   return { attachmentId: id, filename, mimeType: metadata.mimeType, sizeBytes: check.size };
@@ -184,11 +184,11 @@ export async function storeAttachment(models: Models, input: StoreAttachmentInpu
 /** Deletes every attachment of a session (with the session: core/sessions/end.ts). */
 export async function deleteSessionAttachments(models: Models, owner: Pick<AttachmentOwner, 'tenantId' | 'sessionId'>): Promise<void> {
   const files = await models.Attachment.find(ownerFilter(owner), { _id: 1 }).lean<{ _id: string }[]>();
-  for (const file of files) await removeAttachment(models, file._id);
+  for (const file of files) await deleteAttachment(models, file._id);
 }
 
 /** Deletes a file and its chunks (chunks of a file whose files document was never written too). */
-async function removeAttachment(models: Models, id: string): Promise<void> {
+export async function deleteAttachment(models: Models, id: string): Promise<void> {
   await bucketOf(models)
     .delete(id as unknown as mongo.ObjectId)
     .catch(() => undefined);

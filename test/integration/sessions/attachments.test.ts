@@ -134,6 +134,11 @@ describe('POST …/sessions/:id/attachments', () => {
     const noFile = new FormData();
     noFile.append('note', 'no file here');
     expect((await upload(sessionId, noFile)).status).toBe(400);
+    // Two files: refused, and the first is not kept either.
+    const two = form('first file', 'one.txt', 'text/plain');
+    two.append('file', new Blob(['second file'], { type: 'text/plain' }), 'two.txt');
+    expect((await upload(sessionId, two)).status).toBe(400);
+    expect(await storedFiles(sessionId)).toBe(0);
     const json = await upload(sessionId, '{"file":"x"}', { headers: { 'content-type': 'application/json' } });
     expect(json.status).toBe(415);
     expect((await upload('00000000-0000-4000-8000-000000000000', form('x', 'x.txt'))).status).toBe(404);
