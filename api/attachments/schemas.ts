@@ -14,6 +14,7 @@ export const ZAttachmentUploadBody = z
       .openapi({ type: 'string', format: 'binary' })
       .describe(`The file. Allowed: ${describeAllowedTypes()}. The type is decided from the content (signature) for binary formats; a text file needs a text type or extension and UTF-8 content`),
   })
+  .strict()
   .openapi('AttachmentUpload');
 
 export const ZAttachmentParams = ZSessionParams;

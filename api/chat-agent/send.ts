@@ -25,6 +25,7 @@ export const ZChatSendRequestSchema = z.object({
     .array(z.string().regex(ATTACHMENT_ID_PATTERN, 'must be an attachment id (att_…)'))
     .max(MESSAGE_MAX_ATTACHMENTS)
     .refine((ids) => new Set(ids).size === ids.length, 'must not repeat an id')
+    .openapi({ uniqueItems: true })
     .default([])
     .describe(`Attachments of this session (POST …/sessions/{id}/attachments), at most ${MESSAGE_MAX_ATTACHMENTS}, each once; another session's is 404`),
 });

@@ -41,7 +41,7 @@ export function readMultipartFile<T>(
       parser = busboy({
         headers: req.headers,
         // One more byte than allowed, so the consumer sees the file is too large and says so.
-        limits: { files: 1, fileSize: maxFileBytes + 1, fields: 8, fieldSize: 1024, fieldNameSize: 100, parts: 9, headerPairs: 16 },
+        limits: { files: 1, fileSize: maxFileBytes + 1, fields: 1, fieldSize: 1024, fieldNameSize: 100, parts: 2, headerPairs: 16 },
       });
     } catch {
       reject(new ApiError('BAD_REQUEST', 'Malformed multipart/form-data request: a boundary is required'));
@@ -63,6 +63,7 @@ export function readMultipartFile<T>(
     parser.on('file', (name, stream, info) => {
       if (settled || name !== field || consuming) {
         stream.resume();
+        if (name !== field) fail(new ApiError('VALIDATION_ERROR', `body: unknown field; send one file, in the field \`${field}\``));
         return;
       }
       consuming = consume({ filename: info.filename, declaredType: info.mimeType, content: stream });
@@ -71,6 +72,10 @@ export function readMultipartFile<T>(
         fail(err);
       });
     });
+    // The body is the file alone: any other field is refused, as unknown JSON fields are.
+    parser.on('field', (name) =>
+      fail(new ApiError('VALIDATION_ERROR', name === field ? `body.${field}: must be a file (a part with a filename)` : `body: unknown field; send one file, in the field \`${field}\``)),
+    );
     parser.on('filesLimit', () => fail(new ApiError('VALIDATION_ERROR', `body: send one file, in the field \`${field}\``)));
     parser.on('partsLimit', () => fail(new ApiError('VALIDATION_ERROR', 'body: too many parts')));
     parser.on('fieldsLimit', () => fail(new ApiError('VALIDATION_ERROR', 'body: too many fields')));

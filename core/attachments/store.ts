@@ -112,7 +112,6 @@ class UploadCheck extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.size === 0) return done(new DomainError('VALIDATION_ERROR', 'body.file: the file is empty'));
     if (!this.type) {
       const refused = this.decide();
       if (refused) return done(refused);

@@ -134,6 +134,9 @@ describe('POST …/sessions/:id/attachments', () => {
     const noFile = new FormData();
     noFile.append('note', 'no file here');
     expect((await upload(sessionId, noFile)).status).toBe(400);
+    const extra = form('with a field', 'x.txt', 'text/plain');
+    extra.append('note', 'not taken');
+    expect((await upload(sessionId, extra)).status).toBe(400);
     // Two files: refused, and the first is not kept either.
     const two = form('first file', 'one.txt', 'text/plain');
     two.append('file', new Blob(['second file'], { type: 'text/plain' }), 'two.txt');
