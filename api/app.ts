@@ -38,11 +38,17 @@ import { recordingStatusRoutes } from './telephony/recording-status';
 import { voiceAnalyticsRoutes } from './voice-analytics/router';
 import { sessionAnalyticsRoutes } from './session-analytics/router';
 import { SESSION_ANALYTICS_PREFIX, sessionAnalyticsResponses } from './session-analytics/responses';
+import { attachmentRoutes } from './attachments/router';
+import { chatSendRoutes } from './chat-agent/send';
+import { feedbackRoutes } from './feedback/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
   voiceAnalyticsRoutes,
   sessionAnalyticsRoutes,
+  attachmentRoutes,
+  chatSendRoutes,
+  feedbackRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {

@@ -36,6 +36,7 @@ import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
 import { sessionEncryptionKeyModel } from './session-encryption-key';
+import { attachmentModel } from './attachment';
 
 export function createModels(connection: Connection) {
   return {
@@ -77,6 +78,7 @@ export function createModels(connection: Connection) {
     Recording: recordingModel(connection),
     AnalyticsEvent: analyticsEventModel(connection),
     SessionEncryptionKey: sessionEncryptionKeyModel(connection),
+    Attachment: attachmentModel(connection),
   };
 }
 

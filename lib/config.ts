@@ -287,6 +287,12 @@ export const ConfigSchema = z.object({
    * run past it is refused with 429 QUEUE_FULL. Under Temporal's 10 updates in flight per workflow.
    */
   APP_RUN_MAX_IN_FLIGHT_PER_SESSION: positiveInt.max(8).default(5),
+  /** Largest file a session takes as an attachment, in bytes (docs/sessions-api.md, "Attachments"); beyond, 413. */
+  ATTACHMENT_MAX_BYTES: positiveInt.max(100 * 1024 * 1024).default(10 * 1024 * 1024),
+  /** Attachments one session holds at most; beyond, 409. */
+  ATTACHMENTS_MAX_PER_SESSION: positiveInt.max(1000).default(20),
+  /** Estimated tokens (a text file's bytes / 4) of all of one session's attachments together; beyond, 413. */
+  ATTACHMENT_MAX_TOKENS_PER_SESSION: positiveInt.default(200_000),
 });
 
 type RawConfig = z.infer<typeof ConfigSchema>;

@@ -7,6 +7,9 @@ import type { RuntimeEvent, ThreadState } from './contract';
 import { truncate } from './values';
 import { TOOL_RESULT_CHARS, type TurnContext } from './turn-context';
 
+/** Characters of a user message the conversation history (what the model reads) keeps. */
+export const USER_MESSAGE_HISTORY_CHARS = 4000;
+
 export class TurnOrder {
   constructor(private readonly t: TurnContext) {}
 
@@ -60,7 +63,7 @@ export class TurnOrder {
       return;
     }
     this.t.input = g.text;
-    this.t.pushHistory(th, { role: 'user', content: truncate(g.text, 4000) });
+    this.t.pushHistory(th, { role: 'user', content: truncate(g.text, USER_MESSAGE_HISTORY_CHARS) });
     this.t.lifecycle.runBlock(th, agent.hooks.before_turn ?? null);
     this.agentTurn(th, g.text, false);
     const after = this.t.active();

@@ -1,6 +1,8 @@
 // How the agentic-app routes show an app session: its summary, the sessionInfo every run answer
 // carries, and the upload settings (core/agentic-apps/sessions.ts finds, lists and ends sessions).
 import { appSessionStatus, type AppSessionDoc } from '../../db/app-session';
+import { type AttachmentLimits, type AttachmentView } from '../../core/attachments/store';
+import { ALLOWED_EXTENSIONS } from '../../core/attachments/types';
 
 export function presentAppSession(session: AppSessionDoc) {
   return {
@@ -14,7 +16,8 @@ export function presentAppSession(session: AppSessionDoc) {
   };
 }
 
-export function sessionInfo(session: AppSessionDoc, runId: string | null) {
+/** `attachments`: the files the run carried ({ fileId, fileName, fileType }), none otherwise. */
+export function sessionInfo(session: AppSessionDoc, runId: string | null, attachments: readonly AttachmentView[] = []) {
   return {
     status: appSessionStatus(session),
     userReference: session.userReference,
@@ -23,9 +26,23 @@ export function sessionInfo(session: AppSessionDoc, runId: string | null) {
     sessionId: `s-${session._id}`,
     runId,
     appId: session.projectId,
-    attachments: [] as unknown[],
+    attachments: attachments.map((a) => ({ fileId: a.attachmentId, fileName: a.filename, fileType: a.mimeType })),
   };
 }
 
-/** File uploads are not taken yet: every app answers with uploads off. */
-export const FILE_UPLOAD_CONFIG = { enabled: false, isAttachmentsEnabled: false, maxFileCount: 0, maxFileSize: 0, maxTokens: 0 };
+/**
+ * The create response's upload settings: on for a key holding DOCUMENT_UPLOAD (the upload route's
+ * gate), with the platform's attachment limits (maxFileSize in MB, as the spec gives it).
+ */
+export function fileUploadConfig(config: AttachmentLimits, enabled: boolean) {
+  return {
+    enabled,
+    isAttachmentsEnabled: enabled,
+    maxFileCount: enabled ? config.ATTACHMENTS_MAX_PER_SESSION : 0,
+    maxFileSize: enabled ? Math.floor((config.ATTACHMENT_MAX_BYTES / (1024 * 1024)) * 100) / 100 : 0,
+    maxTokens: enabled ? config.ATTACHMENT_MAX_TOKENS_PER_SESSION : 0,
+  };
+}
+
+/** The extensions of the file types a session takes; none when uploads are off. */
+export const allowedMimeTypes = (enabled: boolean): string[] => (enabled ? [...ALLOWED_EXTENSIONS] : []);

@@ -24,7 +24,8 @@ import {
   ZTerminateResponse,
 } from './schemas';
 import { coreSessionId, findOrCreateAppSession, listAppSessions, loadApp, parseIdentity, terminateAppSession, type AppScope } from '../../core/agentic-apps/sessions';
-import { FILE_UPLOAD_CONFIG, presentAppSession, sessionInfo } from './present';
+import { allowedMimeTypes, fileUploadConfig, presentAppSession, sessionInfo } from './present';
+import { hasGrant } from '../../lib/api-scopes';
 import { oauthProfiles } from '../../core/agentic-apps/oauth';
 import { newId } from '../../lib/ids';
 import { findOwned } from '../../db/owned';
@@ -75,6 +76,9 @@ export const agenticAppRoutes: AnyRoute[] = [
       const welcome = greeting ? [{ type: 'Welcome_Event', content: { messageToUser: greeting }, params: { reason: 'session_start' } }] : [];
       const output = greeting ? [{ type: 'text', content: greeting }] : [];
       const profiles = await sessionAuthProfiles(ctx, session);
+      // Files are taken from a key holding DOCUMENT_UPLOAD (POST …/sessions/{sessionId}/attachments).
+      const uploading = hasGrant(principal, 'DOCUMENT_UPLOAD');
+      const uploads = { allowedMimeTypes: allowedMimeTypes(uploading), fileUploadConfig: fileUploadConfig(ctx.config, uploading) };
       if (profiles.some((p) => !p.isAuthorized)) {
         // The IDP_Redirect shape: the session exists, and its OAuth tools fail until authorised.
         return {
@@ -82,11 +86,10 @@ export const agenticAppRoutes: AnyRoute[] = [
           events: [{ type: 'IDP_Redirect', content: { auth_profiles: profiles } }, ...welcome],
           output,
           sessionInfo: sessionInfo(session, null),
-          allowedMimeTypes: [],
-          fileUploadConfig: FILE_UPLOAD_CONFIG,
+          ...uploads,
         };
       }
-      return { session: presentAppSession(session), events: welcome, output, allowedMimeTypes: [], fileUploadConfig: FILE_UPLOAD_CONFIG };
+      return { session: presentAppSession(session), events: welcome, output, ...uploads };
     },
   }),
   defineRoute({

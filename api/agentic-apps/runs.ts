@@ -34,7 +34,7 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
         status: 'processing',
         runId: run._id,
         message: body.callbackUrl ? 'The run is processing; its result will be POSTed to callbackUrl' : 'The run is processing; poll runs/{runId}/status',
-        sessionInfo: sessionInfo(current, run._id),
+        sessionInfo: sessionInfo(current, run._id, prepared.attachments),
       },
     };
   }
@@ -44,7 +44,7 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   const { run, existing } = await startRunTurn(ctx, options.principal, prepared, budget);
   if (!prepared.streaming) {
     const { output } = await runTurnNow(ctx, options.principal, session, run, existing, budget);
-    return { status: 200, body: { messageId: run.messageId, output, sessionInfo: sessionInfo(await readAppSession(ctx, scope, session._id), run._id) } };
+    return { status: 200, body: { messageId: run.messageId, output, sessionInfo: sessionInfo(await readAppSession(ctx, scope, session._id), run._id, prepared.attachments) } };
   }
 
   const sse = new SseWriter(options.res, ctx.config.SSE_HEARTBEAT_MS);
@@ -55,9 +55,9 @@ export async function executeRun(ctx: AppContext, options: ExecuteRunOptions): P
   try {
     const { result, output } = await runTurnNow(ctx, options.principal, session, run, existing, budget);
     for (const event of result.traceEvents) await send('trace', { event });
-    await send('run.completed', { messageId: run.messageId, output, sessionInfo: sessionInfo(await readAppSession(ctx, scope, session._id), run._id) }, true);
+    await send('run.completed', { messageId: run.messageId, output, sessionInfo: sessionInfo(await readAppSession(ctx, scope, session._id), run._id, prepared.attachments) }, true);
   } catch (err) {
-    const info = sessionInfo(await readAppSession(ctx, scope, session._id).catch(() => session), run._id);
+    const info = sessionInfo(await readAppSession(ctx, scope, session._id).catch(() => session), run._id, prepared.attachments);
     await send('run.failed', { messageId: run.messageId, error: runError(err), sessionInfo: info }, true);
   } finally {
     sse.end();

@@ -6,6 +6,10 @@ import { APP_SESSION_SOURCES } from '../../db/app-session';
 import { queryInt, MAX_OFFSET, NOT_BLANK_PATTERN, ZDateTime } from '../http/schemas';
 import { METADATA_LIMITS } from '../../core/chat/turns';
 import { APP_SESSION_ID_PATTERN } from '../../core/agentic-apps/sessions';
+import { ATTACHMENT_ID_PATTERN } from '../../core/attachments/store';
+import { MESSAGE_MAX_ATTACHMENTS } from '../../core/attachments/message';
+
+const ZFileId = z.string().regex(ATTACHMENT_ID_PATTERN, 'must be a file id (att_…)');
 
 /** The environments an app runs in; the path segment is matched in any letter case. */
 export const APP_ENVIRONMENTS = ['dev', 'staging', 'production'] as const;
@@ -230,6 +234,14 @@ export const ZExecuteRunBody = z.object({
   callbackUrl: z.url({ protocol: /^https?$/ }).max(2048).optional().describe('http(s) URL the result is POSTed to: https in production, a public destination (422 otherwise), as HTTP-async callback URLs'),
   callbackToken: z.string().min(16).max(512).optional().describe('Signs the callback (X-ABL-Signature); required with callbackUrl; never sent'),
   metadata: ZRunMetadata.optional().describe('Per-run; max 16 KB of JSON, 50 keys, depth 5'),
+  attachments: z
+    .object({
+      enable: z.boolean().default(false).describe('Carry files of the session in this run'),
+      includeFiles: z.array(ZFileId).max(MESSAGE_MAX_ATTACHMENTS).optional().describe('These files, in this order (404 for one that is not the session\'s); default every file of the session'),
+      excludeFiles: z.array(ZFileId).max(1000).optional().describe('Files left out'),
+    })
+    .optional()
+    .describe('Files uploaded to the session (POST …/sessions/{sessionId}/attachments); the agent gets their names, types, sizes and text content as with POST /api/v1/chat/send'),
   source: ZSource.optional(),
 })
   // Said in the document too, so a client (and the fuzzer) knows: a callback needs its token.

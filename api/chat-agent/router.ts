@@ -7,6 +7,8 @@ import { sessionLinks } from '../sessions/router';
 import { ZChatAgentRequestSchema, ZChatAgentResponseSchema } from './schemas';
 import { refundSessionCharge, runChatTurn, startExistingSessionTurn } from '../../core/chat/turns';
 import { sessionMessageBudget } from '../sessions/message-budget';
+import { type Response } from 'express';
+import { type TurnResult } from '../../workflows/definitions';
 
 
 export const chatAgentRoutes: AnyRoute[] = [
@@ -49,23 +51,28 @@ export const chatAgentRoutes: AnyRoute[] = [
       }
       const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(existing));
       const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, budget: sessionMessageBudget(ctx, res), existing });
-      // The voice form of the reply is for calls; the chat response has no field for it.
-      const { traceEvents, voiceOutput: _voiceOutput, ...rest } = result;
-      // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
-      const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;
-      if (suspension) res.status(202);
-      const models = [...new Set(traceEvents.filter((e) => e.type === 'llm_call').map((e) => `${e.data.provider}:${e.data.model}`))];
-      const offline = models.some((m) => m.startsWith('local:'));
-      return {
-        success: true,
-        ...rest,
-        ...(traceEvents.length > 0 ? { traceEvents } : {}),
-        ...(suspension ? { suspensionId: suspension.id, suspension } : {}),
-        ...(models.length > 0
-          ? { metadata: { models, ...(offline ? { note: 'Produced by the offline local model (deterministic rules, not a real LLM).' } : {}) } }
-          : {}),
-      };
+      return chatTurnResponse(result, res);
     },
   }),
 ];
+
+/** The answer to a chat turn (POST /api/v1/chat/agent, POST /api/v1/chat/send); 202 when it suspended. */
+export function chatTurnResponse(result: TurnResult, res: Response) {
+  // The voice form of the reply is for calls; the chat response has no field for it.
+  const { traceEvents, voiceOutput: _voiceOutput, ...rest } = result;
+  // An async tool call suspended the session: 202 with the suspension (ABL.md §5, step 3).
+  const suspension = result.action.type === 'suspend' ? (result.action.suspension as { id: string; tool: string; expiresAt: string } | undefined) : undefined;
+  if (suspension) res.status(202);
+  const models = [...new Set(traceEvents.filter((e) => e.type === 'llm_call').map((e) => `${e.data.provider}:${e.data.model}`))];
+  const offline = models.some((m) => m.startsWith('local:'));
+  return {
+    success: true as const,
+    ...rest,
+    ...(traceEvents.length > 0 ? { traceEvents } : {}),
+    ...(suspension ? { suspensionId: suspension.id, suspension } : {}),
+    ...(models.length > 0
+      ? { metadata: { models, ...(offline ? { note: 'Produced by the offline local model (deterministic rules, not a real LLM).' } : {}) } }
+      : {}),
+  };
+}
 

@@ -22,8 +22,11 @@ export interface BodyLimit {
   containers?: number;
 }
 
-/** What a route's request body is: JSON (the API's own routes) or a form (providers' webhooks, such as Twilio's). */
-export type RequestMedia = 'application/json' | 'application/x-www-form-urlencoded';
+/**
+ * What a route's request body is: JSON (the API's own routes), a form (providers' webhooks, such
+ * as Twilio's), or a file upload, which the route's handler streams itself (api/http/multipart.ts).
+ */
+export type RequestMedia = 'application/json' | 'application/x-www-form-urlencoded' | 'multipart/form-data';
 
 /** `1048576` → `1 MB`, for messages. */
 function formatBytes(bytes: number): string {
@@ -36,6 +39,8 @@ const tooLarge = (limit: number) => new ApiError('PAYLOAD_TOO_LARGE', `Request b
 export function mediaRefusal(req: Request, media: RequestMedia = 'application/json'): ApiError | null {
   if (media === 'application/x-www-form-urlencoded') {
     if (!req.is('application/x-www-form-urlencoded')) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/x-www-form-urlencoded');
+  } else if (media === 'multipart/form-data') {
+    if (!req.is('multipart/form-data')) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be multipart/form-data');
   } else if (!req.is(['application/json', 'application/*+json'])) return new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Request body must be application/json');
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity' && encoding !== '') {

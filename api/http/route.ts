@@ -103,7 +103,11 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
-  /** The request body's media type; JSON unless the route is a provider's webhook that posts a form. */
+  /**
+   * The request body's media type; JSON unless the route is a provider's webhook that posts a form,
+   * or takes a file: `multipart/form-data` bodies are not read by the pipeline (`body` then only
+   * documents them; the handler streams `req` once every check has passed).
+   */
   requestMedia?: RequestMedia;
   successStatus?: number;
   /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
@@ -424,11 +428,13 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
         ? Promise.resolve({ ok: true, value: undefined })
         : !sendsBody
           ? Promise.resolve(
-              route.bodyOptional ? parse(route.body, {}, 'body') : { ok: false, error: new ApiError('VALIDATION_ERROR', 'body: is required (a JSON object)') },
+              route.bodyOptional ? parse(route.body, {}, 'body') : { ok: false, error: new ApiError('VALIDATION_ERROR', `body: is required (${route.requestMedia === 'multipart/form-data' ? 'multipart/form-data' : 'a JSON object'})`) },
             )
-          : settle(route.requestMedia === 'application/x-www-form-urlencoded' ? readFormBody(req, bodyLimit) : readJsonBody(req, bodyLimit)).then((read) =>
-              read.ok ? parse(route.body, read.value, 'body') : read,
-            ));
+          : route.requestMedia === 'multipart/form-data'
+            ? Promise.resolve({ ok: true, value: undefined })
+            : settle(route.requestMedia === 'application/x-www-form-urlencoded' ? readFormBody(req, bodyLimit) : readJsonBody(req, bodyLimit)).then((read) =>
+                read.ok ? parse(route.body, read.value, 'body') : read,
+              ));
 
     // The lookups a principal allows, started together. Preloads not handed to the handler
     // have their signal aborted at once and are given to `onRefused` once they settle.

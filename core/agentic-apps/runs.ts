@@ -18,6 +18,9 @@ import { runChatTurn, startExistingSessionTurn, validateMetadata, type ExistingS
 import { type MessageBudget } from '../sessions/message-budget';
 import { temporalClient, temporalErrorToDomainError, TEMPORAL_CALL_TIMEOUT_MS, withDeadline } from '../sessions/workflow-client';
 import { findOrCreateAppSession, parseIdentity, readAppSession, type AppScope } from './sessions';
+import { type AttachmentDoc } from '../../db/attachment';
+import { findSessionAttachments, listSessionAttachments, type AttachmentView } from '../attachments/store';
+import { composeAttachmentMessage, MESSAGE_MAX_ATTACHMENTS } from '../attachments/message';
 
 /** Started by name: the worker registers `appRun` from workflows/index.ts. */
 const APP_RUN_WORKFLOW_TYPE = 'appRun';
@@ -31,6 +34,8 @@ export interface RunRequest {
   callbackUrl?: string;
   callbackToken?: string;
   metadata?: Record<string, unknown>;
+  /** Files of the session (uploaded through …/sessions/{sessionId}/attachments) the run carries. */
+  attachments?: { enable: boolean; includeFiles?: readonly string[]; excludeFiles?: readonly string[] };
   source?: AppSessionSource;
 }
 
@@ -74,6 +79,8 @@ export interface PreparedRun {
   streaming: boolean;
   /** Run by an AppRun workflow, answered with 202. */
   async: boolean;
+  /** The files the run's message carries (none unless `attachments.enable`). */
+  attachments: AttachmentView[];
 }
 
 /** Checks a run request (metadata, callback) and finds or creates its session; a terminated one is 409. */
@@ -91,7 +98,31 @@ export async function prepareRun(ctx: CoreContext, scope: AppScope, body: RunReq
   }
   const { session } = await findOrCreateAppSession(ctx, scope, parseIdentity(body.sessionIdentity), body.source ?? 'AP');
   if (session.terminatedAt) throw new ApiError('CONFLICT', 'Session has been terminated; start a new session');
-  return { session, message, metadata, streaming, async };
+  if (!body.attachments?.enable) return { session, message, metadata, streaming, async, attachments: [] };
+  const files = await runFiles(ctx, session, body.attachments);
+  const carried = await composeAttachmentMessage(ctx.models, message, files);
+  return {
+    session,
+    message: carried.message,
+    metadata: files.length > 0 ? { ...metadata, attachments: carried.attachments } : metadata,
+    streaming,
+    async,
+    attachments: carried.attachments,
+  };
+}
+
+/**
+ * The session's files a run carries: `includeFiles` in that order (404 for one that is not the
+ * session's), else every file of the session but `excludeFiles`, oldest first; at most MESSAGE_MAX_ATTACHMENTS.
+ */
+async function runFiles(ctx: CoreContext, session: AppSessionDoc, spec: NonNullable<RunRequest['attachments']>): Promise<AttachmentDoc[]> {
+  const owner = { tenantId: session.tenantId, sessionId: session._id };
+  if (spec.includeFiles?.length) return findSessionAttachments(ctx.models, owner, spec.includeFiles.filter((id) => !spec.excludeFiles?.includes(id)));
+  const all = (await listSessionAttachments(ctx.models, owner)).filter((a) => !spec.excludeFiles?.includes(a._id));
+  if (all.length > MESSAGE_MAX_ATTACHMENTS) {
+    throw new ApiError('VALIDATION_ERROR', `body.attachments: the session holds ${all.length} files; name at most ${MESSAGE_MAX_ATTACHMENTS} in includeFiles`);
+  }
+  return all;
 }
 
 /**

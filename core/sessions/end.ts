@@ -9,6 +9,7 @@ import { cancelSessionTasks } from '../human-tasks/tasks';
 import { findSession } from './read';
 import { forgetRunningSession } from './running-sessions';
 import { type SessionScope } from './scope';
+import { deleteSessionAttachments } from '../attachments/store';
 import {
   type AgentSessionWorkflow,
   isTemporalUnavailable,
@@ -76,7 +77,13 @@ export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessi
   await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
   // A phone call's voice metrics events go with its session.
-  const [traces, messages] = await Promise.all([ctx.models.TraceEvent.deleteMany(owned), ctx.models.TranscriptMessage.deleteMany(owned), ctx.models.VoiceEvent.deleteMany(owned)]);
+  const [traces, messages] = await Promise.all([
+    ctx.models.TraceEvent.deleteMany(owned),
+    ctx.models.TranscriptMessage.deleteMany(owned),
+    ctx.models.VoiceEvent.deleteMany(owned),
+    // Its attachments (GridFS files and chunks) too.
+    deleteSessionAttachments(ctx.models, owned),
+  ]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
   // A session still active when deleted (its workflow terminated) gives its place back here; one
   // that ended gave it back already, and this finds no slot.

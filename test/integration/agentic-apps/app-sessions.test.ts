@@ -81,7 +81,13 @@ describe('Session Create', () => {
       createdAt: expect.any(String),
       source: 'AP',
     });
-    expect(body).toMatchObject({ events: [], output: [], allowedMimeTypes: [], fileUploadConfig: { enabled: false } });
+    // An admin key holds DOCUMENT_UPLOAD: uploads are on, with the platform's limits.
+    expect(body).toMatchObject({
+      events: [],
+      output: [],
+      allowedMimeTypes: expect.arrayContaining(['txt', 'pdf', 'png']),
+      fileUploadConfig: { enabled: true, isAttachmentsEnabled: true, maxFileCount: 20, maxFileSize: 10, maxTokens: 200000 },
+    });
     const uuid = body.session!.sessionId.slice(2);
 
     // The same session as the core routes and the Temporal Web UI see it.
