@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { createRecordTurn, type RecordTurnInput } from '../../../activities/persistence/record-turn';
 import { type AnalyticsEventDoc } from '../../../db/analytics-event';
+import { analyticsWriteFailures, emitAnalyticsEvents } from '../../../core/analytics/ingest';
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -183,4 +184,23 @@ it('sets the tenant and project on every event it wrote', async () => {
   expect(all.length).toBeGreaterThan(10);
   expect(all.filter((e) => e.projectId !== t.projectId)).toEqual([]);
   expect(await stack.ctx.models.AnalyticsEvent.countDocuments({ $or: [{ tenantId: null }, { projectId: null }] })).toBe(0);
+});
+
+it('logs and counts an analytics write the store refuses, without throwing, and does not count a retried batch', async () => {
+  const warnings: unknown[][] = [];
+  const logger = { warn: (...args: unknown[]) => void warnings.push(args) };
+  const event = { id: `refused-${Date.now()}`, tenantId: t.tenantId, projectId: t.projectId, category: 'system' as const, eventType: 'error.test', timestamp: new Date() };
+  const before = analyticsWriteFailures();
+  // Over the store's 16 MiB document limit: refused by the store itself.
+  await expect(emitAnalyticsEvents(stack.ctx.models, logger, [{ ...event, metadata: { blob: 'x'.repeat(17 * 1024 * 1024) } }])).resolves.toBeUndefined();
+  expect(analyticsWriteFailures()).toBe(before + 1);
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]![1]).toBe('Analytics events were not written');
+  expect(JSON.stringify(warnings[0]![0]).length).toBeLessThan(2000);
+
+  // The same id twice: the second batch is a retry, skipped without a failure.
+  await emitAnalyticsEvents(stack.ctx.models, logger, [event]);
+  await emitAnalyticsEvents(stack.ctx.models, logger, [event]);
+  expect(analyticsWriteFailures()).toBe(before + 1);
+  expect(await stack.ctx.models.AnalyticsEvent.countDocuments({ _id: event.id })).toBe(1);
 });
