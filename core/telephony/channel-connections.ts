@@ -176,7 +176,7 @@ export async function createChannelConnection(ctx: CoreContext, principal: Princ
     transferNumber: input.transferNumber ?? null,
     status: input.status,
   });
-  await emitOperationEvents(ctx, [connectionAudit(created, 'created', principal, Object.keys(input))]);
+  await emitOperationEvents(ctx, [connectionAudit(created, 'created', principal, [])]);
   return created.toObject();
 }
 
@@ -233,14 +233,14 @@ export async function deleteChannelConnection(ctx: CoreContext, principal: Princ
   await emitOperationEvents(ctx, [connectionAudit(current, 'deleted', principal, [])]);
 }
 
-/** A connection's audit event: its id, name, provider and environment, and the names of the fields given (never a value). */
+/** A connection's audit event: its id, name, provider and environment, and on a change the names of the fields given (never a value). */
 function connectionAudit(doc: Pick<ChannelConnectionDoc, '_id' | 'tenantId' | 'projectId' | 'name' | 'provider' | 'environment'>, action: 'created' | 'updated' | 'deleted', principal: Principal, fields: string[]) {
   return auditEvent(doc, 'channel_connection', action, principal.subjectId, {
     channel_connection_id: doc._id,
     name: doc.name,
     provider: doc.provider,
     environment: doc.environment,
-    ...(action === 'deleted' ? {} : { fields: fields.sort() }),
+    ...(action === 'updated' ? { fields: [...fields].sort() } : {}),
   });
 }
 

@@ -151,7 +151,7 @@ it("records a deployment's creation and retirement with who did it", async () =>
   expect(events[1]!.metadata.retire_reason).toBe('retired');
 });
 
-it('records scope, key and tool-secret changes as audit events that name what changed, never a value', async () => {
+it('records scope, key, tool-secret and channel-connection changes as audit events that name what changed, never a value', async () => {
   const scope = await api.post(`/api/public/apps/${t.projectId}/scopes`, { key: t.adminKey, json: { scope_name: 'audited', permissions: { SESSIONS_LIST: 'YES' } } });
   expect(scope.status).toBe(201);
   const key = await api.post('/api/public/apikeys/create', { key: t.adminKey, json: { scope_name: 'audited', api_key_name: 'backend', app_id: t.projectId } });
@@ -167,16 +167,32 @@ it('records scope, key and tool-secret changes as audit events that name what ch
   expect((await api.put(`/api/tool-secrets/${secretId}`, { key: t.adminKey, json: { value: 'tok-rotated-secret-value' } })).status).toBe(200);
   expect((await api.delete(`/api/tool-secrets/${secretId}`, { key: t.adminKey })).status).toBe(200);
 
+  const connections = `/api/projects/${t.projectId}/channel-connections`;
+  const connection = await api.post(connections, {
+    key: t.adminKey,
+    json: { name: 'Support line', accountSid: `AC${'a'.repeat(32)}`, authToken: 'twilio-auth-token-secret-value', callerNumber: '+15551234567' },
+  });
+  expect(connection.status).toBe(201);
+  const connectionId = connection.body.data.id as string;
+  expect((await api.patch(`${connections}/${connectionId}`, { key: t.adminKey, json: { name: 'Sales line', authToken: 'new-auth-token-secret-value' } })).status).toBe(200);
+  expect((await api.delete(`${connections}/${connectionId}`, { key: t.adminKey })).status).toBe(200);
+
   const events = await stack.ctx.models.AnalyticsEvent.find({ tenantId: t.tenantId, category: 'audit' }).sort({ timestamp: 1, _id: 1 }).lean();
   expect(events.map((e) => e.eventType)).toEqual(
     expect.arrayContaining(['audit.scope_created', 'audit.api_key_created', 'audit.api_key_revoked', 'audit.tool_secret_created', 'audit.tool_secret_rotated', 'audit.tool_secret_deleted']),
   );
+  expect(events.filter((e) => e.metadata.channel_connection_id === connectionId).map((e) => [e.eventType, e.metadata.name, e.metadata.fields])).toEqual([
+    ['audit.channel_connection_created', 'Support line', undefined],
+    ['audit.channel_connection_updated', 'Sales line', ['authToken', 'name']],
+    ['audit.channel_connection_deleted', 'Sales line', undefined],
+  ]);
   expect(events.find((e) => e.eventType === 'audit.api_key_revoked')!.metadata).toMatchObject({ key_id: keyId, scope_id: scope.body.scope.scope_id });
   expect(events.find((e) => e.eventType === 'audit.tool_secret_rotated')!.metadata).toMatchObject({ secret_id: secretId, tool_name: 'lookup_order', secret_key: 'ORDERS_TOKEN', version: 2 });
   for (const e of events) expect(e.projectId).toBe(t.projectId);
   const text = JSON.stringify(events);
   expect(text).not.toContain('secret-value');
   expect(text).not.toContain(key.body.api_key.apikey as string);
+  expect(text).not.toContain('15551234567');
 });
 
 it('sets the tenant and project on every event it wrote', async () => {
