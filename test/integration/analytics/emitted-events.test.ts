@@ -8,6 +8,7 @@ import { type AddressInfo } from 'node:net';
 import { createRecordTurn, type RecordTurnInput } from '../../../activities/persistence/record-turn';
 import { type AnalyticsEventDoc } from '../../../db/analytics-event';
 import { analyticsWriteFailures, emitAnalyticsEvents } from '../../../core/analytics/ingest';
+import { flushHeldAnalyticsEvents } from '../../../core/analytics/batcher';
 import { startFakeOpenAI } from '../../support/fake-openai';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
@@ -130,6 +131,25 @@ it('writes nothing twice when the turn is recorded again, and nothing for a sess
   const foreign = await seedSession(stack.ctx, { tenantId: other.tenantId, projectId: other.projectId });
   await recordTurn({ ...input, sessionId: foreign._id });
   expect(await stack.ctx.models.AnalyticsEvent.countDocuments({ sessionId: foreign._id })).toBe(0);
+});
+
+it("records a completion API call as an LLM event with its tokens and cost, held for the process's next batch", async () => {
+  fake.script({ text: 'Done.', usage: { inputTokens: 70, outputTokens: 5 } });
+  const res = await api.post('/api/v1/chat/complete', { key: t.adminKey, json: { projectId: t.projectId, modelId: 'gpt-4o-mini', sessionId: 'client-label-1', messages: [{ role: 'user', content: 'Say done' }] } });
+  expect(res.status).toBe(200);
+  await flushHeldAnalyticsEvents(stack.ctx.models);
+  const events = await stack.ctx.models.AnalyticsEvent.find({ tenantId: t.tenantId, 'metadata.source': 'completions_api' }).lean();
+  expect(events).toHaveLength(1);
+  expect(events[0]).toMatchObject({
+    projectId: t.projectId,
+    category: 'llm',
+    eventType: 'llm.call',
+    sessionId: null,
+    tokens: 75,
+    metadata: expect.objectContaining({ model: 'gpt-4o-mini', provider: 'openai', tokens_in: 70, tokens_out: 5, client_session_id: 'client-label-1' }),
+  });
+  expect(events[0]!.cost).toBeGreaterThan(0);
+  expect(events[0]!.cost).toBeCloseTo(res.body.usage.estimatedCost as number, 12);
 });
 
 it("records a deployment's creation and retirement with who did it", async () => {
