@@ -9,6 +9,7 @@ import { createModels, syncIndexes } from '../db/models';
 import { type AppContext } from './context';
 import { createRateLimiter, ensureRateLimitIndexes, writeBatchedCharges } from './middleware/rate-limit';
 import { TemporalGateway } from '../core/temporal';
+import { flushHeldAnalyticsEvents } from '../core/analytics/batcher';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
   // First: in production a missing codec key stops the start before anything connects.
@@ -52,6 +53,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
 export async function closeAppContext(ctx: AppContext): Promise<void> {
   // Charges admitted without waiting are written before the connection goes.
   await writeBatchedCharges();
+  await flushHeldAnalyticsEvents(ctx.models);
   await ctx.temporal.close();
   await ctx.models.connection.close();
 }

@@ -253,6 +253,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const thread = activeThread();
     return {
       currentAgent: thread?.agent ?? input.agentName,
+      channel: input.channel,
       runtimeStatus: ended ? 'ended' : (runtime?.status ?? 'active'),
       status: ended ? ('ended' as const) : ('active' as const),
       messageCount: stats.messageCount,

@@ -154,7 +154,7 @@ async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { typ
   } catch (err) {
     const error = failureOf(err);
     ctx.stats.errorCount++;
-    ctx.trace.add('error', { agent: command.agent, kind: error.kind, message: error.message, durationMs: Date.now() - started });
+    ctx.trace.add('error', { agent: command.agent, source: 'llm', kind: error.kind, message: error.message, durationMs: Date.now() - started });
     return { type: 'llm_result', commandId: command.id, ok: false, error };
   }
 }

@@ -232,7 +232,8 @@ export type TraceDraft =
         provider?: string; model?: string; category?: string | null; score?: number; threshold?: number | null; error?: string;
       };
     }
-  | { type: 'state_change'; data: { agent: string; variable: string; value: Json } }
+  /** `source: 'gather'`: a value a GATHER collected (absent for SET and the like). */
+  | { type: 'state_change'; data: { agent: string; variable: string; value: Json; source?: 'gather' } }
   /** `tool`: the tool whose call failed, for a failed tool call. */
   | { type: 'error'; data: { agent: string; kind: string; message: string; tool?: string } }
   | { type: 'response'; data: { agent: string; text: string } }

@@ -30,7 +30,7 @@ export class Gathering {
     // LLM-judged validate rules, as in a step GATHER: a value judged invalid is a failed validation.
     const judged = llmOn ? judgeValues(this.gatherHost(th), agent, agent.gather, values) : { values, invalid: [] };
     for (const bad of judged.invalid) this.t.invalidFields.add(bad);
-    for (const [k, v] of Object.entries(judged.values)) this.t.setVar(th, k, v);
+    for (const [k, v] of Object.entries(judged.values)) this.t.setVar(th, k, v, 'gather');
     applyInferred(th, agent.gather, modelRead?.inferred ?? [], this.inferHooks(th));
     if (asked && Object.hasOwn(judged.values, asked)) th.askedField = null;
   }
@@ -63,7 +63,7 @@ export class Gathering {
 
   /** The GATHER is complete: its unset active fields with a `default` take it. */
   private applyDefaults(th: ThreadState, fields: readonly GatherFieldIR[], active: FieldActive): void {
-    for (const [name, value] of pendingDefaults(fields, th.vars, active)) this.t.setVar(th, name, value);
+    for (const [name, value] of pendingDefaults(fields, th.vars, active)) this.t.setVar(th, name, value, 'gather');
   }
 
   /** GATHER `infer` for this message: the conversation, asked for only when a field could be inferred. */
@@ -72,7 +72,7 @@ export class Gathering {
   }
 
   private inferHooks(th: ThreadState): InferenceHooks {
-    return { set: (name, value) => this.t.setVar(th, name, value), decision: (decision, reasoning) => this.t.decision(th, 'inference', decision, reasoning) };
+    return { set: (name, value) => this.t.setVar(th, name, value, 'gather'), decision: (decision, reasoning) => this.t.decision(th, 'inference', decision, reasoning) };
   }
 
   /** What the GATHER LLM calls need of the turn: journalled effects and trace drafts. */
@@ -143,7 +143,7 @@ export class Gathering {
       const expecting =
         confirmation === 'confirmed' || confirmation === 'rejected' ? null : answering ? (g.fields.some((x) => x.name === th.askedField) ? th.askedField : undefined) : null;
       const ex = gatherFromMessage(this.gatherHost(th), this.t.agent(th), g, input, th.vars, expecting, this.t.options.gatherLlm !== false, this.inference(th));
-      for (const [k, v] of Object.entries(ex.values)) this.t.setVar(th, k, v);
+      for (const [k, v] of Object.entries(ex.values)) this.t.setVar(th, k, v, 'gather');
       for (const bad of ex.invalid) invalid.add(bad);
       extracted = Object.keys(ex.values).length + applyInferred(th, g.fields, ex.inferred, this.inferHooks(th)) + (confirmation === 'confirmed' ? 1 : 0);
     }

@@ -239,7 +239,8 @@ export class TurnContext {
     return renderTemplate(text, this.scope(th, extra), this.ctx, escape);
   }
 
-  setVar(th: ThreadState, name: string, value: unknown): void {
+  /** `source: 'gather'` marks a value a GATHER collected (analytics count those apart). */
+  setVar(th: ThreadState, name: string, value: unknown, source?: 'gather'): void {
     const v = toJson(value);
     const agent = this.compiled.agents[th.agent];
     const persistent = agent?.memory.persistent.find((p) => p.path === name && p.access !== 'read');
@@ -247,7 +248,7 @@ export class TurnContext {
     else if (name.includes('.')) setPath(th.vars, name, v);
     else th.vars[name] = v;
     const shown = agent && sensitiveFields(agent).has(name) && v !== null ? SENSITIVE_MASK : preview(v, 500);
-    this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: shown } });
+    this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: shown, ...(source ? { source } : {}) } });
   }
 
   clearVar(th: ThreadState, name: string): void {

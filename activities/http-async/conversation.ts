@@ -13,6 +13,7 @@ import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workf
 import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
 import { llmProvenance } from '../../workflows/http-async-bodies';
 import type { ActivityDeps } from '../index';
+import { emitOperationEvents } from '../../core/analytics/operations';
 
 export interface StartHttpAsyncSessionInput {
   tenantId: string;
@@ -131,17 +132,36 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
     /** Sends one accepted message to the session as a turn; the same message id is answered once. */
     async runHttpAsyncTurn(input: HttpAsyncTurnInput): Promise<HttpAsyncTurnOutcome> {
       const client = requireClient(deps);
+      const started = Date.now();
+      let outcome: HttpAsyncTurnOutcome;
       try {
         const result = await client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
           args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
           updateId: input.messageId,
         });
-        return turnOutcome(result);
+        outcome = turnOutcome(result);
       } catch (err) {
         const failure = turnFailure(err);
         if (!failure) throw err;
-        return failure;
+        outcome = failure;
       }
+      // The accepted message's channel event, once its session answered it (a gone session's
+      // message goes to a new session, which records it then). Not awaited by the turn's outcome.
+      if (outcome.ok || !outcome.sessionGone) {
+        void emitOperationEvents(deps, [{
+          id: `${input.sessionId}:http_async:${input.messageId}`,
+          tenantId: input.tenantId,
+          projectId: input.projectId,
+          category: 'channel',
+          eventType: 'channel.message_accepted',
+          sessionId: input.sessionId,
+          channel: 'http_async',
+          durationMs: Date.now() - started,
+          error: outcome.ok ? null : outcome.error.message,
+          metadata: { message_id: input.messageId, chars: input.text.length, ...(outcome.ok ? { action: outcome.action } : { code: outcome.error.code }) },
+        }]);
+      }
+      return outcome;
     },
 
     /** Whether the session's workflow still runs (a conversation that heard nothing for long asks). */

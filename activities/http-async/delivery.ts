@@ -9,6 +9,7 @@ import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
 import { type HttpAsyncOutbound } from '../../workflows/definitions';
 import type { ActivityDeps } from '../index';
+import { emitOperationEvents } from '../../core/analytics/operations';
 
 export interface DeliverHttpAsyncInput {
   tenantId: string;
@@ -120,6 +121,23 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
      */
     async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
       const result = await attemptDelivery(input);
+      const { outcome, error } = result.answer;
+      // The delivery's end as a channel event (written beside the answer, not awaited by it).
+      if (outcome === 'delivered' || outcome === 'gone' || outcome === 'blocked' || (outcome === 'failed' && input.final)) {
+        const done = outcome === 'delivered' ? 'delivered' : 'failed';
+        const sessionId = typeof input.delivery.body.session_id === 'string' ? input.delivery.body.session_id : null;
+        void emitOperationEvents(deps, [{
+          id: `http_async:${input.subscriptionId}:${input.delivery.messageId}:${done}`,
+          tenantId: input.tenantId,
+          projectId: input.projectId,
+          category: 'channel',
+          eventType: `channel.reply_${done}`,
+          sessionId,
+          channel: 'http_async',
+          error: done === 'failed' ? (error ?? outcome) : null,
+          metadata: { subscription_id: input.subscriptionId, message_id: input.delivery.messageId, event: input.delivery.event, outcome },
+        }]);
+      }
       return { ...result.answer, events: result.events };
     },
   };

@@ -12,6 +12,9 @@ import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type TranscriptMessageDoc } from '../../db/transcript-message';
 import { storable } from '../../lib/storable-text';
+import { type Logger } from '../../lib/logger';
+import { emitAnalyticsEvents } from '../../core/analytics/ingest';
+import { analyticsEventsOfTurn } from '../../core/analytics/from-turn';
 
 export interface RecordTurnInput {
   tenantId: string;
@@ -34,7 +37,7 @@ function ignoreDuplicates(err: unknown): void {
   if (!codes.every((c) => c === 11000)) throw err;
 }
 
-export function createRecordTurn(deps: { models: Models }) {
+export function createRecordTurn(deps: { models: Models; logger?: Pick<Logger, 'warn'> }) {
   return async function recordTurn(input: RecordTurnInput): Promise<void> {
     const { models } = deps;
     const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
@@ -47,7 +50,7 @@ export function createRecordTurn(deps: { models: Models }) {
       await driverCollection(models.TraceEvent).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;
-    await driverCollection(models.Session).updateOne(
+    const session = await driverCollection(models.Session).updateOne(
       { _id: input.sessionId, tenantId: input.tenantId, projectId: input.projectId },
       {
         $set: {
@@ -57,6 +60,14 @@ export function createRecordTurn(deps: { models: Models }) {
         },
       },
     );
+    // The rows' analytics events, one batch after the session's own writes (none when the session is
+    // not this tenant's and project's): deterministic ids, so a retry inserts nothing twice; a
+    // failed analytics write is logged and counted, never fails the turn's recording.
+    if (session.matchedCount > 0) await emitAnalyticsEvents(models, deps.logger ?? console, analyticsEventsOfTurn({
+      ...input,
+      channel: input.summary.channel ?? null,
+      currentAgent: input.summary.currentAgent ?? null,
+    }));
     // The session's last write: its place in the tenant's active-session count goes back. Only
     // the call that deletes the session's slot decrements, so a retried write changes nothing.
     if (input.summary.status === 'ended') await releaseSessionSlot(models, { tenantId: input.tenantId, sessionId: input.sessionId });

@@ -11,6 +11,7 @@ import { outboundCallRef } from '../../core/telephony/call-refs';
 import { maskPhoneNumber } from '../../lib/phone';
 import type { CoreContext } from '../../core/context';
 import type { OutboundCallView } from '../../workflows/definitions';
+import { emitOperationEvents } from '../../core/analytics/operations';
 
 export type SubmitOutcome =
   | { result: 'submitted'; callSid: string }
@@ -74,11 +75,27 @@ export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' |
   return {
     /** One projection write: the workflow's view, unless the row already holds a later revision. */
     async recordOutboundCall(view: OutboundCallView): Promise<void> {
-      await deps.models.OutboundCall.updateOne(
+      const written = await deps.models.OutboundCall.updateOne(
         { _id: view.outboundCallId, tenantId: view.tenantId, projectId: view.projectId, revision: { $lt: view.revision } },
         { $set: outboundCallProjection(view) },
         { timestamps: false },
       );
+      // Each phase the call reached, as a channel event: the id names the transition, so a view
+      // written again (a later revision of the same phase, a retry) adds nothing.
+      const last = view.statusHistory[view.statusHistory.length - 1];
+      if (written.matchedCount > 0 && last) {
+        await emitOperationEvents(deps, [{
+          id: `outbound_call:${view.outboundCallId}:v${view.version}`,
+          tenantId: view.tenantId,
+          projectId: view.projectId,
+          category: 'channel',
+          eventType: `channel.outbound_call_${last.phase}`,
+          sessionId: view.sessionId,
+          channel: 'voice',
+          error: view.failureReason,
+          metadata: { outbound_call_id: view.outboundCallId, phase: last.phase, outcome: last.outcome, answered_by: view.answeredBy },
+        }]);
+      }
     },
 
     /** Places the call (`calls.create`) once. Never retried by Temporal: an unanswered request is reconciled instead. */

@@ -25,6 +25,7 @@ import { getDeployment } from '../../core/deployments/resolve';
 import { activeSessionCount, createDeployment, listDeployments, promoteDeployment, retireDeployment, rollbackDeployment } from '../../core/deployments/lifecycle';
 import { startDeploymentDrain } from '../../core/deployments/drain';
 import { deploymentChannelCount } from '../../core/telephony/channel-connections';
+import { deploymentEvent, emitOperationEvents } from '../../core/analytics/operations';
 
 const TAGS = ['Deployments'];
 const scopeOf = (project: { _id: string; tenantId: string } | null) => ({ tenantId: project!.tenantId, projectId: project!._id });
@@ -65,6 +66,7 @@ export const deploymentRoutes: AnyRoute[] = [
     async handler({ ctx, principal, project, body }) {
       requireEnvironment(principal, body.environment);
       const deployment = await createDeployment(ctx.models, scopeOf(project), body, principal.subjectId);
+      await emitOperationEvents(ctx, [deploymentEvent('created', deployment, principal.subjectId)]);
       return { success: true, deployment: presentDeployment(deployment) };
     },
   }),
@@ -121,6 +123,7 @@ export const deploymentRoutes: AnyRoute[] = [
       // The drain first, so a retire Temporal cannot take changes nothing (it waits for the write).
       await startDeploymentDrain(ctx, current);
       const deployment = await retireDeployment(ctx.models, scope, params.deploymentId);
+      await emitOperationEvents(ctx, [deploymentEvent('retired', deployment, principal.subjectId)]);
       return { success: true, deployment: presentRetired(deployment) };
     },
   }),
@@ -140,6 +143,7 @@ export const deploymentRoutes: AnyRoute[] = [
     async handler({ ctx, principal, project, params }) {
       await requireDeploymentEnvironment(ctx, principal, scopeOf(project), params.deploymentId);
       const { deployment, retiredDeployment } = await rollbackDeployment(ctx.models, scopeOf(project), params.deploymentId);
+      await emitOperationEvents(ctx, [deploymentEvent('rolled_back', deployment, principal.subjectId, { retired_deployment_id: retiredDeployment?._id ?? null })]);
       return { success: true, deployment: presentDeployment(deployment), retiredDeployment: retiredDeployment ? presentRetired(retiredDeployment) : null };
     },
   }),
@@ -163,6 +167,7 @@ export const deploymentRoutes: AnyRoute[] = [
       await requireDeploymentEnvironment(ctx, principal, scopeOf(project), params.deploymentId);
       requireEnvironment(principal, body.targetEnvironment);
       const deployment = await promoteDeployment(ctx.models, scopeOf(project), params.deploymentId, body, principal.subjectId);
+      await emitOperationEvents(ctx, [deploymentEvent('promoted', deployment, principal.subjectId)]);
       return { success: true, deployment: presentDeployment(deployment) };
     },
   }),

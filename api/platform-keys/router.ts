@@ -24,6 +24,7 @@ import { createScope, deletePlatformKey, deleteScope, expiryOf, findScope, prese
 import { metaOf } from './meta';
 import { requireGrantsHeld } from '../../core/platform-keys/bounds';
 import { hasGrant } from '../../lib/api-scopes';
+import { auditEvent, emitOperationEvents } from '../../core/analytics/operations';
 
 /** The names a `permissions` object sets to `value`. */
 const namesSetTo = (permissions: Record<string, 'YES' | 'NO' | undefined> | undefined, value: 'YES' | 'NO'): string[] =>
@@ -73,6 +74,9 @@ export const platformKeyRoutes: AnyRoute[] = [
         createdBy: principal.subjectId,
         issuer: principal,
       });
+      await emitOperationEvents(ctx, [
+        auditEvent({ tenantId: app.tenantId, projectId: app._id }, 'api_key', 'created', principal.subjectId, { key_id: apiKey._id, name: body.api_key_name, scope_id: scope._id, scope_name: scope.name, environments: body.environments ?? [] }),
+      ]);
       const { key_prefix: _p, created_at: _c, last_used_at: _l, ...shown } = presentPlatformKey(apiKey, scope);
       return { success: true, api_key: { apikey: key, ...shown }, meta: metaOf(res) };
     },
@@ -95,7 +99,11 @@ export const platformKeyRoutes: AnyRoute[] = [
       meta: ZMeta,
     }),
     async handler({ ctx, principal, params, res }) {
-      await deletePlatformKey(ctx, principal, params.keyId);
+      const revoked = await deletePlatformKey(ctx, principal, params.keyId);
+      // A key of no project (a tenant key) has no project's analytics to appear in.
+      if (revoked.projectId) {
+        await emitOperationEvents(ctx, [auditEvent({ tenantId: principal.tenantId, projectId: revoked.projectId }, 'api_key', 'revoked', principal.subjectId, { key_id: params.keyId, scope_id: revoked.scopeId })]);
+      }
       return { success: true, revoked: { key_id: params.keyId, status: 'revoked' as const }, meta: metaOf(res) };
     },
   }),
@@ -139,6 +147,7 @@ export const platformKeyRoutes: AnyRoute[] = [
       const app = await loadApp(ctx, principal, params.appId);
       requireGrantsHeld(principal, namesSetTo(body.permissions, 'YES'), 'The scope');
       const scope = await createScope(ctx.models, app, { name: body.scope_name, description: body.description, permissions: body.permissions });
+      await emitOperationEvents(ctx, [auditEvent(scope, 'scope', 'created', principal.subjectId, { scope_id: scope._id, scope_name: scope.name, grants: scope.grants })]);
       return { success: true, scope: presentScope(scope), meta: metaOf(res) };
     },
   }),
@@ -180,6 +189,9 @@ export const platformKeyRoutes: AnyRoute[] = [
       const wider = namesSetTo(body.permissions, 'YES').filter((name) => !granted.has(name) || !hasGrant(principal, name));
       if (wider.length > 0) throw new ApiError('FORBIDDEN', `A key cannot widen its own scope; the scope does not grant ${wider.join(', ')}`);
       const updated = await updateScope(ctx, scope, body);
+      await emitOperationEvents(ctx, [
+        auditEvent(updated, 'scope', 'updated', principal.subjectId, { scope_id: updated._id, scope_name: updated.name, permissions: body.permissions }),
+      ]);
       return { success: true, scope: presentScope(updated), meta: metaOf(res) };
     },
   }),
@@ -200,6 +212,7 @@ export const platformKeyRoutes: AnyRoute[] = [
     async handler({ ctx, principal, params, res }) {
       const scope = await findScope(ctx, await loadApp(ctx, principal, params.appId), params.scopeId);
       const keysRevoked = await deleteScope(ctx, scope);
+      await emitOperationEvents(ctx, [auditEvent(scope, 'scope', 'deleted', principal.subjectId, { scope_id: scope._id, scope_name: scope.name, keys_revoked: keysRevoked })]);
       return { success: true, deleted: { scope_id: scope._id, status: 'deleted' as const, keys_revoked: keysRevoked }, meta: metaOf(res) };
     },
   }),

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
+import { type Logger } from '../../lib/logger';
 
 export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
@@ -56,4 +57,26 @@ export async function recordAnalyticsEvents(models: Models, events: readonly New
     .catch((err: unknown) => {
       if (!isDuplicateOnly(err)) throw err;
     });
+}
+
+let failedWrites = 0;
+
+/** Batches of analytics events this process failed to write (each also logged). */
+export const analyticsWriteFailures = (): number => failedWrites;
+
+/**
+ * `recordAnalyticsEvents` for an emitter whose own operation must not fail with it (a turn's
+ * recording, a deployment, a key change): a failed write is logged and counted, never thrown. The
+ * log names the categories and the error, not the events' contents.
+ */
+export async function emitAnalyticsEvents(models: Models, logger: Pick<Logger, 'warn'>, events: readonly NewAnalyticsEvent[]): Promise<void> {
+  try {
+    await recordAnalyticsEvents(models, events);
+  } catch (err) {
+    failedWrites++;
+    logger.warn(
+      { err: err instanceof Error ? err.message : String(err), events: events.length, categories: [...new Set(events.map((e) => e.category))], failedWrites },
+      'Analytics events were not written',
+    );
+  }
 }

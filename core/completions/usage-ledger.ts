@@ -5,6 +5,7 @@ import { recordLlmUsage, type LlmCallStatus } from '../../db/llm-usage';
 import { type CoreContext } from '../context';
 import { llmRuntime } from '../llm/runtime';
 import { type CompletionRequest, type PreparedCall } from './call';
+import { holdAnalyticsEvent } from '../analytics/batcher';
 
 export interface CallRecord {
   principal: Principal;
@@ -39,5 +40,31 @@ export async function record(ctx: CoreContext, entry: CallRecord): Promise<numbe
   } catch (err) {
     ctx.logger.error({ err }, 'failed to record LLM usage');
   }
+  // The call's analytics event joins the process's next batch: no write of its own on this path.
+  const tokensIn = entry.usage?.inputTokens ?? 0;
+  const tokensOut = entry.usage?.outputTokens ?? 0;
+  holdAnalyticsEvent(ctx, {
+    tenantId: entry.principal.tenantId,
+    projectId: entry.call.projectId,
+    category: 'llm',
+    eventType: entry.status === 'ok' ? 'llm.call' : 'llm.error',
+    timestamp: new Date(),
+    durationMs: entry.latencyMs,
+    error: entry.status === 'ok' ? null : entry.status,
+    tokens: tokensIn + tokensOut,
+    cost: cost ?? 0,
+    metadata: {
+      model: entry.servedModel || target.modelId,
+      provider,
+      tokens_in: tokensIn,
+      tokens_out: tokensOut,
+      cost: cost ?? 0,
+      cost_known: cost !== null,
+      source: 'completions_api',
+      status: entry.status,
+      // The caller's own label, not a platform session's id: kept apart from `sessionId`.
+      ...(entry.body.sessionId ? { client_session_id: entry.body.sessionId } : {}),
+    },
+  });
   return cost;
 }

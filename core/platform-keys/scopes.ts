@@ -132,11 +132,12 @@ export function expiryOf(expiry: string, now = Date.now()): Date | null {
  * principal is bound to one: 404 when there is none, 403 when the key is beyond the principal's
  * reach (bounds.ts `requireKeyWithinReach`). In force on every API process when it returns.
  */
-export async function deletePlatformKey(ctx: CoreContext, principal: Principal, keyId: string): Promise<void> {
+export async function deletePlatformKey(ctx: CoreContext, principal: Principal, keyId: string): Promise<{ projectId: string | null; scopeId: string | null }> {
   const filter = { _id: keyId, tenantId: principal.tenantId, ...(principal.projectId ? { projectId: principal.projectId } : {}) };
-  const existing = await ctx.models.ApiKey.findOne(filter, { _id: 1, scopeId: 1, permissions: 1, environments: 1 }).lean();
+  const existing = await ctx.models.ApiKey.findOne(filter, { _id: 1, projectId: 1, scopeId: 1, permissions: 1, environments: 1 }).lean();
   if (!existing) throw DomainError.notFound('API key');
   const scope = existing.scopeId ? await ctx.models.ApiScope.findOne({ _id: existing.scopeId, tenantId: principal.tenantId }, { grants: 1 }).lean() : null;
   requireKeyWithinReach(principal, existing, existing.scopeId ? (scope?.grants ?? []) : null);
   await deleteApiKey(ctx.models, principal.tenantId, keyId, ctx.config.API_KEY_CACHE_MS);
+  return { projectId: existing.projectId ?? null, scopeId: existing.scopeId ?? null };
 }

@@ -19,6 +19,7 @@ import { type CoreContext } from '../context';
 import { requireEnvironment } from '../platform-keys/environments';
 import { requireMasterKeys } from '../tool-secrets/secrets';
 import { requireChannelConnection } from './connections';
+import { auditEvent, emitOperationEvents } from '../analytics/operations';
 
 /** The environment of a connection that names none and pins no deployment. */
 export const DEFAULT_CONNECTION_ENVIRONMENT = 'dev';
@@ -175,6 +176,7 @@ export async function createChannelConnection(ctx: CoreContext, principal: Princ
     transferNumber: input.transferNumber ?? null,
     status: input.status,
   });
+  await emitOperationEvents(ctx, [connectionAudit(created, 'created', principal, [])]);
   return created.toObject();
 }
 
@@ -219,6 +221,7 @@ export async function updateChannelConnection(
   const doc = await ctx.models.ChannelConnection.findOneAndUpdate({ _id: current._id, tenantId: current.tenantId, projectId: current.projectId }, { $set: set }, { new: true, lean: true });
   // Deleted between the read and the update.
   if (!doc) throw new DomainError('CHANNEL_NOT_FOUND', 'Channel connection not found');
+  await emitOperationEvents(ctx, [connectionAudit(doc, 'updated', principal, Object.keys(changes))]);
   return doc;
 }
 
@@ -227,6 +230,18 @@ export async function deleteChannelConnection(ctx: CoreContext, principal: Princ
   const current = await getChannelConnection(ctx, principal, project, id);
   const removed = await ctx.models.ChannelConnection.deleteOne({ _id: current._id, tenantId: current.tenantId, projectId: current.projectId });
   if (removed.deletedCount === 0) throw new DomainError('CHANNEL_NOT_FOUND', 'Channel connection not found');
+  await emitOperationEvents(ctx, [connectionAudit(current, 'deleted', principal, [])]);
+}
+
+/** A connection's audit event: its id, name, provider and environment, and on a change the names of the fields given (never a value). */
+function connectionAudit(doc: Pick<ChannelConnectionDoc, '_id' | 'tenantId' | 'projectId' | 'name' | 'provider' | 'environment'>, action: 'created' | 'updated' | 'deleted', principal: Principal, fields: string[]) {
+  return auditEvent(doc, 'channel_connection', action, principal.subjectId, {
+    channel_connection_id: doc._id,
+    name: doc.name,
+    provider: doc.provider,
+    environment: doc.environment,
+    ...(action === 'updated' ? { fields: [...fields].sort() } : {}),
+  });
 }
 
 /** A deployment's `channelCount`: the connections that pin it by its endpointSlug (one indexed count). */

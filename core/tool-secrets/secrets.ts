@@ -10,6 +10,7 @@ import { sealToolSecret, type ToolSecretAction, type ToolSecretDoc } from '../..
 import { type CoreContext } from '../context';
 import { requireVisibleProject } from '../projects/visible';
 import { requireEnvironment } from '../platform-keys/environments';
+import { auditEvent, emitOperationEvents } from '../analytics/operations';
 
 const rings = new WeakMap<CoreContext['config'], KeyRing | null>();
 
@@ -33,6 +34,8 @@ function assertFuture(expiresAt: string | null | undefined): Date | null | undef
   return date;
 }
 
+const AUDIT_EVENT_ACTIONS = { create: 'created', rotate: 'rotated', update: 'updated', delete: 'deleted' } as const;
+
 async function audit(ctx: CoreContext, principal: Principal, action: ToolSecretAction, doc: ToolSecretDoc): Promise<void> {
   await ctx.models.ToolSecretAudit.create({
     tenantId: doc.tenantId,
@@ -47,6 +50,15 @@ async function audit(ctx: CoreContext, principal: Principal, action: ToolSecretA
     actor: { type: principal.kind, id: principal.subjectId },
     at: new Date(),
   });
+  await emitOperationEvents(ctx, [
+    auditEvent(doc, 'tool_secret', AUDIT_EVENT_ACTIONS[action], principal.subjectId, {
+      secret_id: doc._id,
+      tool_name: doc.toolName,
+      secret_key: doc.secretKey,
+      environment: doc.environment,
+      version: doc.version,
+    }),
+  ]);
 }
 
 export interface CreateToolSecretInput {
