@@ -49,10 +49,10 @@ export function sessionLinks(projectId: string, id: string) {
     ...linksTo(['getSessionTranscript'], { id }),
   };
 }
-const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
+export const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
 /** A session of an environment the key is not bound to is not visible to it: 404, like another project's. */
-function hideOutsideEnvironment(principal: Principal, session: Pick<SessionDoc, 'environment'>): void {
+export function hideOutsideEnvironment(principal: Principal, session: Pick<SessionDoc, 'environment'>): void {
   if (!canActInEnvironment(principal, session.environment)) throw ApiError.notFound('Session');
 }
 
