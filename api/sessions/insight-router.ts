@@ -81,15 +81,33 @@ export const sessionInsightRoutes: AnyRoute[] = [
         'Cache-Control': 'no-store',
         'X-Content-Type-Options': 'nosniff',
       });
+      // A client that takes nothing for SESSION_EXPORT_IDLE_TIMEOUT_MS is cut, which closes the cursors.
+      const idleMs = ctx.config.SESSION_EXPORT_IDLE_TIMEOUT_MS;
+      let idle: NodeJS.Timeout | undefined;
+      let idled = false;
+      const cut = () => {
+        idled = true;
+        res.destroy();
+      };
       async function* all() {
-        if (!first.done) yield first.value;
-        yield* chunks;
+        try {
+          for (let next = first; !next.done; next = await chunks.next()) {
+            // Runs while the piece waits to be taken, not while the store produces the next one.
+            idle = setTimeout(cut, idleMs);
+            yield next.value;
+            clearTimeout(idle);
+          }
+        } finally {
+          clearTimeout(idle);
+          await chunks.return(undefined);
+        }
       }
       try {
         await pipeline(Readable.from(all(), { objectMode: false }), res);
       } catch (err) {
         // Headers are out: the connection is cut, so the client sees a short body, never a complete-looking one.
-        if ((err as NodeJS.ErrnoException)?.code !== 'ERR_STREAM_PREMATURE_CLOSE') ctx.logger.warn({ err, projectId: scope.projectId }, 'session trace export failed midway');
+        if (idled) ctx.logger.info({ projectId: scope.projectId, idleMs }, 'session trace export cut: the client read nothing for the idle limit');
+        else if ((err as NodeJS.ErrnoException)?.code !== 'ERR_STREAM_PREMATURE_CLOSE') ctx.logger.warn({ err, projectId: scope.projectId }, 'session trace export stopped midway');
         res.destroy();
       }
       return RESPONSE_SENT;

@@ -5,7 +5,10 @@
 // session is several times what the loopback socket buffers can hold while the client does not
 // read (the send buffer grows to at most tcp_wmem's 4 MB; the receive buffer of a reader that
 // does not read stays near its initial size), so the server cannot have reached it early.
+// A client that stops reading altogether is cut after SESSION_EXPORT_IDLE_TIMEOUT_MS.
 import http from 'node:http';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../../lib/logger';
 import { EXPORT_COLUMNS } from '../../../core/sessions/export';
 import { type SessionDoc } from '../../../db/session';
 import { parseCsv } from '../../support/csv';
@@ -21,6 +24,7 @@ const FILLER = 'x'.repeat(400);
 let stack: TestStack;
 let acme: SeededTenant;
 let last: SessionDoc;
+const logLines: string[] = [];
 
 async function insertEvents(session: SessionDoc, count: number, base: number): Promise<void> {
   for (let start = 0; start < count; start += 2_000) {
@@ -45,7 +49,14 @@ async function insertEvents(session: SessionDoc, count: number, base: number): P
 }
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString('utf8'));
+      done();
+    },
+  });
+  // Long enough for the first test's pause (one insert), short enough to wait for in the second.
+  stack = await startTestStack({ env: { SESSION_EXPORT_IDLE_TIMEOUT_MS: '10000' }, logger: createLogger({ level: 'info' }, sink) });
   acme = await seedTenant(stack.ctx, 'acme-export-stream');
   const scope = { tenantId: acme.tenantId, projectId: acme.projectId };
   const base = Date.UTC(2026, 0, 1);
@@ -63,7 +74,7 @@ it('sends the first rows before it has read the last session, and the rows round
   const chunks: Buffer[] = [];
   let bytesAtFirstChunk = 0;
   const status = await new Promise<number>((resolve, reject) => {
-    const req = http.get(url, { headers: { authorization: `Bearer ${acme.adminKey}` } }, (res) => {
+    const req = http.get(url, { agent: false, headers: { authorization: `Bearer ${acme.adminKey}` } }, (res) => {
       let first = true;
       res.on('data', (chunk: Buffer) => {
         chunks.push(chunk);
@@ -106,4 +117,38 @@ it('sends the first rows before it has read the last session, and the rows round
   // Every row's data cell is the JSON that was stored, commas and quotes included.
   expect(JSON.parse(rows[1]![data]!)).toEqual({ agent: 'Bulk', text: `row 0, "quoted", ${FILLER}` });
   expect(JSON.parse(rows[SESSIONS * EVENTS_PER_SESSION]![data]!)).toEqual({ agent: 'Bulk', text: `row ${EVENTS_PER_SESSION - 1}, "quoted", ${FILLER}` });
+});
+
+it('cuts an export whose client stops reading, so the file it got is short and unterminated', async () => {
+  const url = new URL(`${stack.baseUrl}/api/projects/${acme.projectId}/sessions/export?format=csv`);
+  const cutBefore = logLines.filter((l) => l.includes('export cut: the client read nothing')).length;
+  const outcome = await new Promise<{ bytes: number; complete: boolean }>((resolve, reject) => {
+    const req = http.get(url, { agent: false, headers: { authorization: `Bearer ${acme.adminKey}` } }, (res) => {
+      let bytes = 0;
+      let first = true;
+      let poll: NodeJS.Timeout | undefined;
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (!first) return;
+        first = false;
+        res.pause();
+        // Read on only once the server says it cut the export.
+        poll = setInterval(() => {
+          if (logLines.filter((l) => l.includes('export cut: the client read nothing')).length > cutBefore) {
+            clearInterval(poll);
+            res.resume();
+          }
+        }, 100);
+      });
+      res.on('error', () => undefined);
+      res.on('close', () => {
+        clearInterval(poll);
+        resolve({ bytes, complete: res.complete });
+      });
+    });
+    req.on('error', reject);
+  });
+  expect(outcome.complete).toBe(false);
+  // Far from the ~20 MB of the whole export.
+  expect(outcome.bytes).toBeLessThan(10 * 1024 * 1024);
 });
