@@ -45,7 +45,7 @@ const RESERVED = { id: RESERVED_SESSION_SUBPATHS };
 /** The operations on one session, for links from whatever created it (here and POST /api/v1/chat/agent). */
 export function sessionLinks(projectId: string, id: string) {
   return {
-    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'resetSession', 'deleteSession'], { projectId, id }),
+    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'getSessionAnalysis', 'resetSession', 'deleteSession'], { projectId, id }),
     ...linksTo(['getSessionTranscript'], { id }),
   };
 }
