@@ -20,6 +20,7 @@ import { deploymentRoutes } from './deployments/router';
 import { healthRoutes } from './health/router';
 import { llmSettingsRoutes } from './llm-settings/router';
 import { sessionRoutes } from './sessions/router';
+import { sessionInsightRoutes } from './sessions/insight-router';
 import { projectIoRoutes } from './project-io/router';
 import { tenancyRoutes } from './tenancy/router';
 import { platformKeyRoutes } from './platform-keys/router';
@@ -43,7 +44,7 @@ import { chatSendRoutes } from './chat-agent/send';
 import { feedbackRoutes } from './feedback/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
   voiceAnalyticsRoutes,
   sessionAnalyticsRoutes,
   attachmentRoutes,

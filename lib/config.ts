@@ -249,6 +249,8 @@ export const ConfigSchema = z.object({
    * the session to write first, so only the session list can trail by it.
    */
   SESSION_PROJECTION_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  /** A CSV export whose client takes nothing for this long is cut (docs/sessions-api.md). */
+  SESSION_EXPORT_IDLE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   /** Session bundles (compiled agents by content hash) each worker keeps in memory. */
   SESSION_BUNDLE_CACHE_SIZE: positiveInt.default(200),
   /**

@@ -113,7 +113,7 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
   alsoSuccess?: number[];
   /** Media type of the success body; JSON unless the route streams (`text/event-stream`). */
-  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml' | 'audio/wav';
+  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml' | 'audio/wav' | 'text/csv';
   response: z.ZodType;
   /**
    * Other media types the success response may take, by media type (e.g. `application/zip` when

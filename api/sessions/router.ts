@@ -45,14 +45,14 @@ const RESERVED = { id: RESERVED_SESSION_SUBPATHS };
 /** The operations on one session, for links from whatever created it (here and POST /api/v1/chat/agent). */
 export function sessionLinks(projectId: string, id: string) {
   return {
-    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'resetSession', 'deleteSession'], { projectId, id }),
+    ...linksTo(['getSession', 'listSessionTraces', 'getSessionMetrics', 'getSessionAnalysis', 'resetSession', 'deleteSession'], { projectId, id }),
     ...linksTo(['getSessionTranscript'], { id }),
   };
 }
-const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
+export const scopeOf = (principal: Principal, project: ProjectDoc | null): SessionScope => ({ tenantId: principal.tenantId, projectId: project!._id });
 
 /** A session of an environment the key is not bound to is not visible to it: 404, like another project's. */
-function hideOutsideEnvironment(principal: Principal, session: Pick<SessionDoc, 'environment'>): void {
+export function hideOutsideEnvironment(principal: Principal, session: Pick<SessionDoc, 'environment'>): void {
   if (!canActInEnvironment(principal, session.environment)) throw ApiError.notFound('Session');
 }
 

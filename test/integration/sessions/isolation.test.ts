@@ -53,6 +53,9 @@ const SESSION_ROUTES: Array<[string, Call]> = [
   ['traces', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/${s}/traces?include=metrics`, perm: 'session:read' }],
   ['span children', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/${s}/traces/a/children`, perm: 'session:read' }],
   ['metrics', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/${s}/metrics`, perm: 'session:read' }],
+  ['analysis', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/${s}/analysis`, perm: 'session:read' }],
+  ['generations of a session', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/generations?sessionId=${s}`, perm: 'session:read' }],
+  ['export of a session', { method: 'get', path: (p, s) => `/api/projects/${p}/sessions/export?format=csv&sessionId=${s}`, perm: 'session:read' }],
   ['transcripts', { method: 'get', path: (_p, s) => `/api/v1/sessions/${s}/transcripts`, perm: 'session:read', tenantWide: true }],
 ];
 
