@@ -2,3 +2,16 @@
 export function isDuplicateKey(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
 }
+
+/**
+ * Whether an unordered bulk insert failed only on ids already written (a retried batch): every
+ * write error is E11000. mongoose hands the driver's write errors over as `{ err, index }`, the
+ * code inside `err`; a single write error may come as an object rather than an array.
+ */
+export function isOnlyDuplicateKeys(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { code?: number; writeErrors?: { code?: number; err?: { code?: number } }[] | { code?: number; err?: { code?: number } } };
+  if (!e.writeErrors) return e.code === 11000;
+  const writeErrors = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+  return writeErrors.every((w) => (w.code ?? w.err?.code) === 11000);
+}

@@ -6,6 +6,7 @@ import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
 import { isCurrentWrapping, newDataKey, unwrapDataKey, wrapDataKey, type Sealed } from '../lib/secret-envelope';
 import { newId } from '../lib/ids';
+import { isDuplicateKey } from './duplicate-key';
 
 export interface TenantDataKeyDoc {
   _id: string;
@@ -39,10 +40,6 @@ TenantDataKeySchema.index({ tenantId: 1 }, { unique: true });
 export type TenantDataKeyModel = Model<TenantDataKeyDoc>;
 export const tenantDataKeyModel = (c: Connection): TenantDataKeyModel =>
   c.model<TenantDataKeyDoc>('TenantDataKey', TenantDataKeySchema, 'tenant_data_keys');
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
-}
 
 /**
  * Data keys this process unwrapped, by ring, store and tenant. A data key never changes once made

@@ -12,9 +12,14 @@ import { type SessionDoc } from '../../db/session';
 import { type TraceEventDoc } from '../../db/trace-event';
 import { type TranscriptMessageDoc } from '../../db/transcript-message';
 import { storable } from '../../lib/storable-text';
+import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
 import { type Logger } from '../../lib/logger';
 import { emitAnalyticsEvents } from '../../core/analytics/ingest';
 import { analyticsEventsOfTurn } from '../../core/analytics/from-turn';
+
+function ignoreDuplicates(err: unknown): void {
+  if (!isOnlyDuplicateKeys(err)) throw err;
+}
 
 export interface RecordTurnInput {
   tenantId: string;
@@ -28,13 +33,6 @@ export interface RecordTurnInput {
     lastActivityAt: string;
     endedAt?: string | null;
   };
-}
-
-function ignoreDuplicates(err: unknown): void {
-  // mongoose hands the driver's write errors over as `{ err, index }`, the code inside `err`.
-  const e = err as { code?: number; writeErrors?: { code?: number; err?: { code?: number } }[] };
-  const codes = e.writeErrors?.map((w) => w.code ?? w.err?.code) ?? [e.code];
-  if (!codes.every((c) => c === 11000)) throw err;
 }
 
 export function createRecordTurn(deps: { models: Models; logger?: Pick<Logger, 'warn'> }) {

@@ -11,6 +11,7 @@ import { newId } from '../../lib/ids';
 import { type Principal } from '../../lib/permissions';
 import { compileAgentDraft, type AgentCompilation, type ProjectScope } from './compile';
 import { VERSION_PATTERN } from './names';
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 /** A project holds at most this many agents (the spec's export limit). */
 export const MAX_AGENTS_PER_PROJECT = 1000;
@@ -18,10 +19,6 @@ export const MAX_AGENTS_PER_PROJECT = 1000;
 export const MAX_TOOL_FILES_PER_PROJECT = 500;
 
 export const FIRST_VERSION = '1.0.0';
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
-}
 
 const draftTemplate = (name: string): string => `AGENT: ${name}\nGOAL: "Describe what ${name} is for."\n`;
 

@@ -6,6 +6,7 @@ import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
 import { type Logger } from '../../lib/logger';
+import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
 
 export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
@@ -23,12 +24,6 @@ export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 's
 
 /** A fresh analytics event id, for events whose source has no id of its own. */
 export const newAnalyticsEventId = (): string => `ae_${randomBytes(12).toString('base64url')}`;
-
-function isDuplicateOnly(err: unknown): boolean {
-  const e = err as { code?: number; writeErrors?: { code?: number; err?: { code?: number } }[] };
-  const codes = e.writeErrors?.map((w) => w.code ?? w.err?.code) ?? [e.code];
-  return codes.every((c) => c === 11000);
-}
 
 export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
   return {
@@ -55,7 +50,7 @@ export async function recordAnalyticsEvents(models: Models, events: readonly New
   await driverCollection(models.AnalyticsEvent)
     .insertMany(events.map(toAnalyticsDoc), { ordered: false })
     .catch((err: unknown) => {
-      if (!isDuplicateOnly(err)) throw err;
+      if (!isOnlyDuplicateKeys(err)) throw err;
     });
 }
 

@@ -12,6 +12,7 @@ import { DomainError } from '../../lib/errors';
 import { agentFilePath, type ProjectScope } from '../agents/compile';
 import { recordActiveVersions } from '../agents/agents';
 import { activeDeployment, getDeployment } from './resolve';
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 /** A list's filters and page. */
 export interface DeploymentListQuery {
@@ -43,10 +44,6 @@ export interface PromoteDeploymentInput {
 
 /** Environments where a promote must compile cleanly: the road to production. */
 const GUARDED_ENVIRONMENTS: ReadonlySet<string> = new Set(['staging', 'production']);
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
-}
 
 /** `<projectId>-<environment>-<4 base-36 chars of the time>-<6 random base-36 chars>`. */
 export function newEndpointSlug(projectId: string, environment: string, now = Date.now()): string {

@@ -9,6 +9,7 @@ import { type Models } from '../../db/models';
 import { ApiError } from '../../lib/errors';
 import { type ProjectScope } from '../agents/compile';
 import { IMPORT_LIMITS } from './limits';
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 export interface ImportLock {
   holder: string;
@@ -22,10 +23,6 @@ export interface ImportLockOptions {
 }
 
 const lockId = (projectId: string) => `import:${projectId}`;
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
-}
 
 /** Takes the project's import lock, or throws 409 CONFLICT while another import holds it (or the tenant's slots are taken). */
 export async function acquireImportLock(models: Models, scope: ProjectScope, options: ImportLockOptions = {}): Promise<ImportLock> {

@@ -5,7 +5,7 @@
 // `ingestVoiceEvents`, which also writes the matching category `voice` analytics events (one
 // batch per call of it). Talk times are estimates from the text (Twilio's webhooks carry no audio
 // timings): SPEECH_MS_PER_CHAR. Voice analytics (core/telephony/voice-analytics.ts) reads the rows.
-import { isDuplicateKey } from '../../db/duplicate-key';
+import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
 import { driverCollection } from '../../db/driver-collection';
 import { type VoiceEventDoc, type VoiceEventType } from '../../db/voice-event';
 import { recordAnalyticsEvents, type NewAnalyticsEvent } from '../analytics/ingest';
@@ -93,20 +93,13 @@ export async function ingestVoiceEvents(ctx: VoiceMetricsContext, call: CallRef,
   try {
     await driverCollection(ctx.models.VoiceEvent).insertMany(docs, { ordered: false });
   } catch (err) {
-    if (!duplicatesOnly(err)) ctx.logger.warn({ err, callSid: call.callSid, types: events.map((e) => e.type) }, 'could not record a voice metrics event');
+    if (!isOnlyDuplicateKeys(err)) ctx.logger.warn({ err, callSid: call.callSid, types: events.map((e) => e.type) }, 'could not record a voice metrics event');
   }
   try {
     await recordAnalyticsEvents(ctx.models, docs.map(voiceAnalyticsEvent));
   } catch (err) {
     ctx.logger.warn({ err, callSid: call.callSid }, 'could not record the voice analytics events of a call');
   }
-}
-
-function duplicatesOnly(err: unknown): boolean {
-  const e = err as { writeErrors?: { code?: number; err?: { code?: number } }[] };
-  if (!e?.writeErrors) return isDuplicateKey(err);
-  const writeErrors = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
-  return writeErrors.every((w) => (w.code ?? w.err?.code) === 11000);
 }
 
 /** Writes one event once (a retried webhook writes nothing again), through the ingestion path. */

@@ -7,10 +7,7 @@ import { newApiKey, newId, slugify } from '../../lib/ids';
 import { type Permission, type Principal } from '../../lib/permissions';
 import { type Models } from '../../db/models';
 import { boundedEnvironments, boundedExpiry, requireGrantsHeld, requirePermissionsHeld } from '../platform-keys/bounds';
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
-}
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 export async function createTenant(models: Models, input: { name: string; slug?: string }) {
   const slug = input.slug ?? slugify(input.name);

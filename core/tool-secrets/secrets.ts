@@ -11,6 +11,7 @@ import { type CoreContext } from '../context';
 import { requireVisibleProject } from '../projects/visible';
 import { requireEnvironment } from '../platform-keys/environments';
 import { auditEvent, emitOperationEvents } from '../analytics/operations';
+import { isDuplicateKey } from '../../db/duplicate-key';
 
 const rings = new WeakMap<CoreContext['config'], KeyRing | null>();
 
@@ -20,10 +21,6 @@ export function requireMasterKeys(ctx: CoreContext): KeyRing {
   const ring = rings.get(ctx.config);
   if (!ring) throw new DomainError('SERVICE_UNAVAILABLE', 'encryption not configured: set ENCRYPTION_KEYS or ENCRYPTION_KEY to store tool secrets');
   return ring;
-}
-
-function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
 }
 
 function assertFuture(expiresAt: string | null | undefined): Date | null | undefined {
