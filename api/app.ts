@@ -36,10 +36,12 @@ import { telephonyStatusRoutes } from './telephony/status';
 import { recordingRoutes } from './recordings/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
 import { voiceAnalyticsRoutes } from './voice-analytics/router';
+import { contactRoutes } from './contacts/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
   voiceAnalyticsRoutes,
+  contactRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {

@@ -35,6 +35,7 @@ import { voiceEventModel } from './voice-event';
 import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
+import { contactModel, contactSessionModel } from './contact';
 
 export function createModels(connection: Connection) {
   return {
@@ -75,6 +76,8 @@ export function createModels(connection: Connection) {
     OutboundCall: outboundCallModel(connection),
     Recording: recordingModel(connection),
     AnalyticsEvent: analyticsEventModel(connection),
+    Contact: contactModel(connection),
+    ContactSession: contactSessionModel(connection),
   };
 }
 
