@@ -54,7 +54,11 @@ const ZMetadata = z
     z.union([z.string().max(CONTACT_LIMITS.metadataValue), z.number(), z.boolean(), z.null()]),
   )
   .refine((m) => Object.keys(m).length <= CONTACT_LIMITS.metadataKeys, { message: `at most ${CONTACT_LIMITS.metadataKeys} keys` })
-  .openapi({ maxProperties: CONTACT_LIMITS.metadataKeys })
+  // The key rule stated in the document too (zod's record does not say it).
+  .openapi({
+    maxProperties: CONTACT_LIMITS.metadataKeys,
+    propertyNames: { type: 'string', minLength: 1, maxLength: CONTACT_LIMITS.metadataKey, pattern: METADATA_KEY.source },
+  } as object)
   .describe(`Free key-value pairs: at most ${CONTACT_LIMITS.metadataKeys} keys, values strings (max ${CONTACT_LIMITS.metadataValue} chars), numbers, booleans or null; replaced as a whole`);
 const ZTags = z
   .array(z.string().min(1).max(CONTACT_LIMITS.tag))

@@ -160,6 +160,7 @@ export async function updateContact(ctx: CoreContext, principal: Principal, id: 
   for (const f of OPTIONAL_TEXT) if (fields[f] !== undefined) set[f] = fields[f];
   if (fields.metadata !== undefined) set.metadata = fields.metadata;
   if (fields.tags !== undefined) set.tags = fields.tags;
+  if (Object.keys(set).length === 0) return requireContact(ctx, principal, id);
   try {
     const updated = await ctx.models.Contact.findOneAndUpdate({ _id: id, tenantId: principal.tenantId, deletedAt: null }, { $set: set }, { new: true }).lean<ContactDoc>();
     if (!updated) throw notFound();

@@ -249,6 +249,14 @@ describe('partial update', () => {
     expect(got).toMatchObject({ displayName: 'Ada King', company: null, tags: ['a'], metadata: { k: 'v' }, firstSeenAt: created.firstSeenAt });
   });
 
+  it('an empty body changes nothing', async () => {
+    const created = (await create({ displayName: 'Same' })).body.data;
+    for (const res of [await api.put(`/api/contacts/${created.id}`, { key: t.adminKey, json: {} }), await api.put(`/api/contacts/${created.id}`, { key: t.adminKey })]) {
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual(created);
+    }
+  });
+
   it('refuses bad input and a taken identity, changing nothing', async () => {
     const taken = `taken-${uniq()}`;
     await create({ identity: taken, identityType: 'external' });
