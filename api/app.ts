@@ -42,6 +42,7 @@ import { SESSION_ANALYTICS_PREFIX, sessionAnalyticsResponses } from './session-a
 import { attachmentRoutes } from './attachments/router';
 import { chatSendRoutes } from './chat-agent/send';
 import { feedbackRoutes } from './feedback/router';
+import { contactRoutes } from './contacts/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -50,6 +51,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   attachmentRoutes,
   chatSendRoutes,
   feedbackRoutes,
+  contactRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {

@@ -37,6 +37,7 @@ import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
 import { sessionEncryptionKeyModel } from './session-encryption-key';
 import { attachmentModel } from './attachment';
+import { contactModel, contactSessionModel } from './contact';
 
 export function createModels(connection: Connection) {
   return {
@@ -79,6 +80,8 @@ export function createModels(connection: Connection) {
     AnalyticsEvent: analyticsEventModel(connection),
     SessionEncryptionKey: sessionEncryptionKeyModel(connection),
     Attachment: attachmentModel(connection),
+    Contact: contactModel(connection),
+    ContactSession: contactSessionModel(connection),
   };
 }
 

@@ -57,7 +57,8 @@ Commands:
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import human_task:read
   human_task:write api_key:read api_key:write api_key:manage http_async:read
-  http_async:manage channel_connection:read channel_connection:write admin
+  http_async:manage channel_connection:read channel_connection:write contact:read
+  contact:write admin
 Grants (a scope's permission names and operation scopes): docs/public-api.md
 Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm start stack);
   API_KEY_CACHE_MS (default 1000, as the API's): revoke-key waits this long, until every API

@@ -32,6 +32,8 @@ export const ERROR_STATUS = {
   SESSION_NOT_FOUND: 404,
   RECORDING_NOT_FOUND: 404,
   RECORDING_MEDIA_NOT_FOUND: 404,
+  /** A contact that does not exist, was deleted, or belongs to another tenant (docs/contacts.md). */
+  CONTACT_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   /** An idempotency key reused with a different body (outbound calls). */
@@ -40,6 +42,8 @@ export const ERROR_STATUS = {
   RECORDING_NOT_READY: 409,
   /** An HTTP-async message for a paused webhook subscription (docs/http-async.md). */
   SUBSCRIPTION_PAUSED: 409,
+  /** A live contact of the tenant already has this identity and identityType (docs/contacts.md). */
+  CONTACT_IDENTITY_CONFLICT: 409,
   GONE: 410,
   PAYLOAD_TOO_LARGE: 413,
   /** A session with more recordings, or a recording with more files, than one answer lists. */

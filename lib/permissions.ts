@@ -27,6 +27,10 @@ export const PERMISSIONS = [
   'channel_connection:read',
   /** Create, change and delete voice channel connections. */
   'channel_connection:write',
+  /** See and look up the tenant's contacts (docs/contacts.md). */
+  'contact:read',
+  /** Create, change, delete contacts and link them to sessions. */
+  'contact:write',
   'admin',
 ] as const;
 

@@ -63,6 +63,10 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'core/telephony/voice-analytics.ts: the call starts of a window', model: 'VoiceEvent', filter: { tenantId: T, projectId: P, type: 'voice.call_started', at: { $gte: before, $lte: before } } },
   { name: 'core/telephony/voice-analytics.ts: the later events of a window', model: 'VoiceEvent', filter: { tenantId: T, projectId: P, type: { $in: ['voice.turn', 'voice.no_input', 'voice.error', 'voice.call_ended'] }, at: { $gte: before } } },
   { name: 'core/telephony/voice.ts: the session of a call', model: 'Session', filter: { _id: S, tenantId: T }, limit: 1 },
+  { name: 'core/contacts/contacts.ts: requireContact (findOwned)', model: 'Contact', filter: { _id: 'ct_q1', tenantId: T, deletedAt: null }, limit: 1 },
+  { name: 'core/contacts/contacts.ts: listContacts', model: 'Contact', filter: { tenantId: T, deletedAt: null, type: 'customer' }, sort: { createdAt: -1, _id: -1 }, limit: 50 },
+  { name: 'core/contacts/contacts.ts: lookupContact', model: 'Contact', filter: { tenantId: T, liveKey: { $in: ['email:ada@example.com'] } } },
+  { name: 'core/contacts/contacts.ts: contactSessionIds', model: 'ContactSession', filter: { tenantId: T, contactId: 'ct_q1' }, sort: { linkedAt: -1, _id: -1 }, limit: 100 },
 ];
 
 /** Top-level fields the filter fixes to one value (the ones an index prefix can serve by equality). */
