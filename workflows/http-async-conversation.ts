@@ -202,6 +202,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
             environment: input.environment,
             conversationWorkflowId: wf.workflowInfo().workflowId,
             messageId: message.messageId,
+            sessionKey: input.sessionKey,
           });
         } catch (err) {
           const failure = applicationFailureOf(err);

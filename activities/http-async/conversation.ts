@@ -22,6 +22,8 @@ export interface StartHttpAsyncSessionInput {
   conversationWorkflowId: string;
   /** The message that needs the session: the session id is derived from it, so a retry starts the same one. */
   messageId: string;
+  /** The conversation's key: the end user on the channel, recorded as the session's `channelUId` (absent in runs scheduled before it was passed). */
+  sessionKey?: string;
 }
 
 export interface HttpAsyncTurnInput {
@@ -114,6 +116,7 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
             environment: input.environment,
             deploymentId: target.deployment?._id ?? null,
             httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
+            identity: { channelUId: input.sessionKey ?? null },
           },
           { retrySafe: true },
         );

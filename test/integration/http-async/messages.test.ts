@@ -93,6 +93,8 @@ describe('POST /api/v1/channels/http-async/message', () => {
     // The session runs on channel http_async and its transcript has the turn.
     const session = await stack.ctx.models.Session.findOne({ _id: body.session_id, tenantId: t.tenantId }).lean();
     expect(session?.channel).toBe('http_async');
+    // The conversation's key is the end user on the channel, for session analytics' channelUId.
+    expect(session?.channelUId).toBe(sessionKey);
 
     // A follow-up with the canonical key continues the same session.
     const second = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'And another thing', session_key: sessionKey });
