@@ -1,6 +1,15 @@
 // MongoDB's duplicate-key error (E11000): a unique index refused an insert or update.
+
+/**
+ * A write a unique index refused. MongoDB says so with code 11000 on every write; the dev store
+ * (FerretDB 1.24 on PostgreSQL) does on inserts, but answers an update that breaks a unique index
+ * with an InternalError carrying PostgreSQL's unique-violation message.
+ */
 export function isDuplicateKey(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
+  if (typeof err !== 'object' || err === null) return false;
+  if ((err as { code?: number }).code === 11000) return true;
+  const message = (err as { message?: unknown }).message;
+  return typeof message === 'string' && message.includes('duplicate key value violates unique constraint');
 }
 
 /**

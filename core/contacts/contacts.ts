@@ -42,17 +42,6 @@ const notFound = () => new DomainError('CONTACT_NOT_FOUND', 'Contact not found')
 const conflict = (identityType: string) =>
   new DomainError('CONTACT_IDENTITY_CONFLICT', `A live contact with this ${identityType} identity already exists`);
 
-/**
- * A write refused by the unique index. MongoDB says so with code 11000 on every write; the dev
- * store (FerretDB 1.24) does on inserts, but answers an update that breaks a unique index with an
- * InternalError carrying PostgreSQL's unique-violation message.
- */
-function isUniqueViolation(err: unknown): boolean {
-  if (isDuplicateKey(err)) return true;
-  const message = (err as { errmsg?: unknown; message?: unknown } | null)?.message;
-  return typeof message === 'string' && message.includes('duplicate key value violates unique constraint');
-}
-
 /** identity and identityType come together: one without the other is a 400. */
 function pairedIdentity(identity: string | undefined, identityType: ContactIdentityType | undefined) {
   if ((identity === undefined) !== (identityType === undefined)) {
@@ -85,7 +74,7 @@ export async function createContact(ctx: CoreContext, principal: Principal, fiel
     const created = await ctx.models.Contact.create(doc);
     return created.toObject() as ContactDoc;
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(paired!.identityType);
+    if (isDuplicateKey(err)) throw conflict(paired!.identityType);
     throw err;
   }
 }
@@ -166,7 +155,7 @@ export async function updateContact(ctx: CoreContext, principal: Principal, id: 
     if (!updated) throw notFound();
     return updated;
   } catch (err) {
-    if (isUniqueViolation(err)) throw conflict(String(set.identityType));
+    if (isDuplicateKey(err)) throw conflict(String(set.identityType));
     throw err;
   }
 }
@@ -198,6 +187,6 @@ export async function linkSession(ctx: CoreContext, principal: Principal, contac
     );
   } catch (err) {
     // Two links of one session at once: the other one stored it.
-    if (!isUniqueViolation(err)) throw err;
+    if (!isDuplicateKey(err)) throw err;
   }
 }
