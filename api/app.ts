@@ -34,10 +34,12 @@ import { voiceWebhookRoutes } from './telephony/voice';
 import { outboundCallRoutes } from './outbound-calls/router';
 import { telephonyStatusRoutes } from './telephony/status';
 import { recordingRoutes } from './recordings/router';
+import { analyticsRoutes } from './analytics/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes];
+featureRoutes.push(analyticsRoutes);
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();

@@ -35,6 +35,7 @@ import { voiceEventModel } from './voice-event';
 import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
+import { analyticsRollupModel } from './analytics-rollup';
 
 export function createModels(connection: Connection) {
   return {
@@ -75,6 +76,7 @@ export function createModels(connection: Connection) {
     OutboundCall: outboundCallModel(connection),
     Recording: recordingModel(connection),
     AnalyticsEvent: analyticsEventModel(connection),
+    AnalyticsRollup: analyticsRollupModel(connection),
   };
 }
 

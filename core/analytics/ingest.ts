@@ -5,8 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
+import { hourOf, invalidateRollups } from './rollups';
 
-export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
+export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'hour' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
   id?: string;
   category: AnalyticsCategory;
@@ -40,6 +41,7 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
     sessionId: e.sessionId ?? null,
     channel: e.channel ?? null,
     timestamp: e.timestamp,
+    hour: hourOf(e.timestamp),
     durationMs: e.durationMs ?? null,
     error: e.error ?? null,
     tokens: e.tokens ?? 0,
@@ -48,12 +50,18 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
   };
 }
 
-/** Writes a batch of analytics events; an id already written is skipped, not an error. */
+/**
+ * Writes a batch of analytics events; an id already written is skipped, not an error. An event of
+ * an hour that has already ended marks that hour's rollup stale (one more write, only then), so a
+ * late event is never missing from the metrics (core/analytics/rollups.ts).
+ */
 export async function recordAnalyticsEvents(models: Models, events: readonly NewAnalyticsEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const docs = events.map(toAnalyticsDoc);
   await driverCollection(models.AnalyticsEvent)
-    .insertMany(events.map(toAnalyticsDoc), { ordered: false })
+    .insertMany(docs, { ordered: false })
     .catch((err: unknown) => {
       if (!isDuplicateOnly(err)) throw err;
     });
+  await invalidateRollups(models, docs);
 }
