@@ -114,7 +114,7 @@ async function main(): Promise<void> {
         name: 'grouped metrics, 24 h (groupBy category; count, error_rate, avg_duration)',
         ours: (s) => analyticsMetrics(s, SCOPE, { range: { from, to }, groupBy: ['category'], metrics: ['count', 'error_rate', 'avg_duration'] }),
         floors: [
-          ['driver: aggregate $match + $group over the raw events', () => events.aggregate([{ $match: inRange }, { $group: { _id: '$category', count: { $sum: 1 }, errors: { $sum: { $cond: [{ $ne: ['$error', null] }, 1, 0] } }, duration: { $avg: '$durationMs' } } }]).toArray()],
+          ['driver: aggregate $match + $group (count and duration sum: FerretDB has neither $avg nor $cond) over the raw events', () => events.aggregate([{ $match: inRange }, { $group: { _id: '$category', count: { $sum: 1 }, duration: { $sum: '$durationMs' } } }]).toArray()],
           ['driver: find of the 24 h of rollup documents', () => Promise.all([from, to].map((d) => rollups.find({ ...SCOPE, day: d.toISOString().slice(0, 10) }).toArray()))],
         ],
       },

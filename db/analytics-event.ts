@@ -40,6 +40,8 @@ export interface AnalyticsEventDoc {
    * equality, which the embedded store pushes down to an index (a time range it does not).
    */
   hour: Date;
+  /** The start of the UTC minute of `timestamp`, for the same reason (the open hour is read by the minute). */
+  minute: Date;
   durationMs: number | null;
   /** Present on error events: what went wrong, never a secret. */
   error: string | null;
@@ -63,6 +65,7 @@ const AnalyticsEventSchema = new Schema<AnalyticsEventDoc>(
     channel: { type: String, default: null },
     timestamp: { type: Date, required: true },
     hour: { type: Date, required: true },
+    minute: { type: Date, required: true },
     durationMs: { type: Number, default: null },
     error: { type: String, default: null },
     tokens: { type: Number, default: 0 },
@@ -74,8 +77,9 @@ const AnalyticsEventSchema = new Schema<AnalyticsEventDoc>(
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, timestamp: -1 });
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, category: 1, timestamp: -1 });
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, agentName: 1, timestamp: -1 });
-// The analytics reads: a project's events of one hour (rollup builds, event pages).
+// The analytics reads: a project's events of one hour or one minute (rollup builds, event pages).
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, hour: 1, timestamp: -1 });
+AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, minute: 1, timestamp: -1 });
 // A session's events.
 AnalyticsEventSchema.index({ tenantId: 1, sessionId: 1, timestamp: 1 });
 

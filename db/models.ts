@@ -35,7 +35,7 @@ import { voiceEventModel } from './voice-event';
 import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
-import { analyticsRollupModel } from './analytics-rollup';
+import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
 
 export function createModels(connection: Connection) {
   return {
@@ -77,6 +77,7 @@ export function createModels(connection: Connection) {
     Recording: recordingModel(connection),
     AnalyticsEvent: analyticsEventModel(connection),
     AnalyticsRollup: analyticsRollupModel(connection),
+    AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
   };
 }
 

@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
-import { hourOf, invalidateRollups } from './rollups';
+import { hourOf, invalidateRollups, minuteOf } from './rollups';
 
-export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'hour' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
+export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'hour' | 'minute' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
   id?: string;
   category: AnalyticsCategory;
@@ -42,6 +42,7 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
     channel: e.channel ?? null,
     timestamp: e.timestamp,
     hour: hourOf(e.timestamp),
+    minute: minuteOf(e.timestamp),
     durationMs: e.durationMs ?? null,
     error: e.error ?? null,
     tokens: e.tokens ?? 0,
@@ -52,8 +53,9 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
 
 /**
  * Writes a batch of analytics events; an id already written is skipped, not an error. An event of
- * an hour that has already ended marks that hour's rollup stale (one more write, only then), so a
- * late event is never missing from the metrics (core/analytics/rollups.ts).
+ * an hour or minute whose rollup may already be built marks that rollup stale (one more write,
+ * only then: a late or retried batch), so an event is never missing from the metrics
+ * (core/analytics/rollups.ts).
  */
 export async function recordAnalyticsEvents(models: Models, events: readonly NewAnalyticsEvent[]): Promise<void> {
   if (events.length === 0) return;

@@ -2,16 +2,16 @@
 // the event store can move from MongoDB to a column store without touching the routes
 // (docs/observability.md, "When one MongoDB is not enough"). Two reads: the per-hour cells of a
 // range (every metric is computed from them) and a page of raw events. The MongoDB store serves
-// closed hours from the hourly rollups and scans only the hours at the edges of the range and the
-// open hour, one hour at a time by the hour's equality (the embedded store indexes equalities,
-// not ranges).
+// closed hours from hour rollups, the closed minutes of the other hours from minute rollups, and
+// scans raw only the minutes left (open, or cut by the range), each by its unit's equality (the
+// embedded store indexes equalities, not ranges).
 import { type mongo } from 'mongoose';
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsEventDoc } from '../../db/analytics-event';
 import { recordAnalyticsEvents, type NewAnalyticsEvent } from './ingest';
-import { CELL_FIELDS, CellBuilder, cellMatches, type CellEvent, type CellFilter, type HourCell } from './cells';
-import { HOUR_MS, hourOf, isRollupHour, rollupCells, type ProjectScope } from './rollups';
+import { type AnalyticsCell, CELL_FIELDS, CellBuilder, cellMatches, type CellEvent, type CellFilter, type HourCell } from './cells';
+import { type Grain, HOUR_GRAIN, hourOf, isRollupUnit, MINUTE_GRAIN, rollupCells, type ProjectScope } from './rollups';
 
 /** Half-open: from ≤ timestamp < to. */
 export interface TimeRange {
@@ -45,15 +45,41 @@ export interface MongoAnalyticsStoreOptions {
   now?: () => Date;
 }
 
-/** The hours the range touches, newest first, and the part of each it covers. */
-function hoursOf(range: TimeRange): { hour: Date; from: Date; to: Date; whole: boolean }[] {
+/** A piece of a range: a unit served by its rollup, or a part of one read raw. */
+interface Unit {
+  grain: Grain;
+  start: Date;
+  from: Date;
+  to: Date;
+  whole: boolean;
+  rolled: boolean;
+}
+
+/** The units of one grain the span [from, to) touches, newest first, and the part of each it covers. */
+function unitsOf(grain: Grain, from: Date, to: Date): Omit<Unit, 'rolled'>[] {
   const out = [];
-  for (let h = hourOf(new Date(range.to.getTime() - 1)).getTime(); h >= hourOf(range.from).getTime(); h -= HOUR_MS) {
-    const from = new Date(Math.max(h, range.from.getTime()));
-    const to = new Date(Math.min(h + HOUR_MS, range.to.getTime()));
-    out.push({ hour: new Date(h), from, to, whole: from.getTime() === h && to.getTime() === h + HOUR_MS });
+  if (to.getTime() <= from.getTime()) return [];
+  for (let t = Math.floor((to.getTime() - 1) / grain.ms) * grain.ms; t >= Math.floor(from.getTime() / grain.ms) * grain.ms; t -= grain.ms) {
+    const f = new Date(Math.max(t, from.getTime()));
+    const e = new Date(Math.min(t + grain.ms, to.getTime()));
+    out.push({ grain, start: new Date(t), from: f, to: e, whole: f.getTime() === t && e.getTime() === t + grain.ms });
   }
-  return range.to.getTime() > range.from.getTime() ? out : [];
+  return out;
+}
+
+/**
+ * How a range is read, newest first: whole closed hours from their rollups; in the other hours,
+ * whole closed minutes from theirs; the rest (the open minutes, partial minutes at the edges) raw.
+ * Without rollups: every hour raw.
+ */
+function planOf(range: TimeRange, now: Date, useRollups: boolean): Unit[] {
+  const units: Unit[] = [];
+  for (const h of unitsOf(HOUR_GRAIN, range.from, range.to)) {
+    if (!useRollups) units.push({ ...h, rolled: false });
+    else if (h.whole && isRollupUnit(HOUR_GRAIN, h.start, now)) units.push({ ...h, rolled: true });
+    else for (const m of unitsOf(MINUTE_GRAIN, h.from, h.to)) units.push({ ...m, rolled: m.whole && isRollupUnit(MINUTE_GRAIN, m.start, now) });
+  }
+  return units;
 }
 
 function eventFilter(scope: ProjectScope, f: EventFilter): mongo.Filter<AnalyticsEventDoc> {
@@ -74,34 +100,42 @@ export function mongoAnalyticsStore(models: Models, options: MongoAnalyticsStore
   const now = options.now ?? (() => new Date());
   const events = () => driverCollection(models.AnalyticsEvent);
 
-  /** The hours served by a rollup, and the rest (scanned raw). */
-  function plan(range: TimeRange) {
-    const at = now();
-    const hours = hoursOf(range);
-    const fromRollups = useRollups ? hours.filter((h) => h.whole && isRollupHour(h.hour, at)) : [];
-    const rolled = new Set(fromRollups.map((h) => h.hour.getTime()));
-    return { hours, fromRollups, raw: hours.filter((h) => !rolled.has(h.hour.getTime())) };
+  const unitFilter = (scope: ProjectScope, filter: EventFilter, u: Unit) => ({
+    ...eventFilter(scope, filter),
+    [u.grain.field]: u.start,
+    ...(u.whole ? {} : { timestamp: { $gte: u.from, $lt: u.to } }),
+  });
+
+  async function rawCells(scope: ProjectScope, u: Unit, filter: CellFilter): Promise<HourCell[]> {
+    const builder = new CellBuilder();
+    for await (const e of events().find(unitFilter(scope, filter, u), { projection: CELL_FIELDS, batchSize: 5000 })) builder.add(e as unknown as CellEvent);
+    return builder.result().map((c) => ({ ...c, hour: hourOf(u.start) }));
   }
 
-  async function rawCells(scope: ProjectScope, part: { hour: Date; from: Date; to: Date; whole: boolean }, filter: CellFilter): Promise<HourCell[]> {
-    const builder = new CellBuilder();
-    const q = { ...eventFilter(scope, filter), hour: part.hour, ...(part.whole ? {} : { timestamp: { $gte: part.from, $lt: part.to } }) };
-    for await (const e of events().find(q, { projection: CELL_FIELDS, batchSize: 5000 })) builder.add(e as unknown as CellEvent);
-    return builder.result().map((c) => ({ ...c, hour: part.hour }));
+  /** The rollups of the plan's rolled units, by grain and start. */
+  async function rolledCells(scope: ProjectScope, units: Unit[]): Promise<Map<string, AnalyticsCell[]>> {
+    const out = new Map<string, AnalyticsCell[]>();
+    await Promise.all(
+      [HOUR_GRAIN, MINUTE_GRAIN].map(async (grain) => {
+        const starts = units.filter((u) => u.rolled && u.grain === grain).map((u) => u.start);
+        if (starts.length === 0) return;
+        for (const [t, cells] of await rollupCells(models, scope, grain, starts)) out.set(`${grain.name}:${t}`, cells);
+      }),
+    );
+    return out;
   }
+  const keyOf = (u: Unit) => `${u.grain.name}:${u.start.getTime()}`;
 
   return {
     record: (batch) => recordAnalyticsEvents(models, batch),
 
     async cells(scope, range, filter) {
-      const { fromRollups, raw } = plan(range);
-      const [rolled, scanned] = await Promise.all([
-        rollupCells(models, scope, fromRollups.map((h) => h.hour)),
-        Promise.all(raw.map((part) => rawCells(scope, part, filter))),
-      ]);
+      const units = planOf(range, now(), useRollups);
+      const [rolled, scanned] = await Promise.all([rolledCells(scope, units), Promise.all(units.filter((u) => !u.rolled).map((u) => rawCells(scope, u, filter)))]);
       const out: HourCell[] = scanned.flat();
-      for (const [hour, cells] of rolled) {
-        for (const c of cells) if (cellMatches(c, filter)) out.push({ ...c, hist: { ...c.hist }, hour: new Date(hour) });
+      for (const u of units) {
+        if (!u.rolled) continue;
+        for (const c of rolled.get(keyOf(u)) ?? []) if (cellMatches(c, filter)) out.push({ ...c, hour: hourOf(u.start) });
       }
       return out.sort((a, b) => a.hour.getTime() - b.hour.getTime());
     },
@@ -116,15 +150,13 @@ export function mongoAnalyticsStore(models: Models, options: MongoAnalyticsStore
         ]);
         return { events: list, total };
       }
-      // Otherwise count each hour (closed hours from their rollups), then read only the hours the page falls in.
-      const { hours, fromRollups } = plan(range);
-      const rolled = await rollupCells(models, scope, fromRollups.map((h) => h.hour));
-      const hourFilter = (part: (typeof hours)[number]) => ({ ...eventFilter(scope, filter), hour: part.hour, ...(part.whole ? {} : { timestamp: { $gte: part.from, $lt: part.to } }) });
+      // Otherwise count each unit (closed ones from their rollups), then read only the units the page falls in.
+      const units = planOf(range, now(), useRollups);
+      const rolled = await rolledCells(scope, units);
       const counts = await Promise.all(
-        hours.map(async (part) => {
-          const cells = rolled.get(part.hour.getTime());
-          if (!cells) return events().countDocuments(hourFilter(part));
-          return cells
+        units.map(async (u) => {
+          if (!u.rolled) return events().countDocuments(unitFilter(scope, filter, u));
+          return (rolled.get(keyOf(u)) ?? [])
             .filter((c) => cellMatches(c, filter))
             .reduce((n, c) => n + (filter.hasError === true ? c.errors : filter.hasError === false ? c.count - c.errors : c.count), 0);
         }),
@@ -132,12 +164,12 @@ export function mongoAnalyticsStore(models: Models, options: MongoAnalyticsStore
       const total = counts.reduce((a, b) => a + b, 0);
       const list: AnalyticsEventDoc[] = [];
       let skip = page.offset;
-      for (let i = 0; i < hours.length && list.length < page.limit; i++) {
+      for (let i = 0; i < units.length && list.length < page.limit; i++) {
         if (skip >= counts[i]!) {
           skip -= counts[i]!;
           continue;
         }
-        list.push(...(await events().find(hourFilter(hours[i]!)).sort(NEWEST_FIRST).skip(skip).limit(page.limit - list.length).toArray()));
+        list.push(...(await events().find(unitFilter(scope, filter, units[i]!)).sort(NEWEST_FIRST).skip(skip).limit(page.limit - list.length).toArray()));
         skip = 0;
       }
       return { events: list, total };
