@@ -60,6 +60,11 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'db/session-capacity.ts: reconciler, active sessions of a tenant', model: 'Session', filter: { tenantId: T, status: 'active' } },
   { name: 'api/chat/service.ts: LLM settings of a project', model: 'LlmSettings', filter: { tenantId: T, projectId: P }, limit: 1 },
   { name: 'core/telephony/voice-metrics.ts: a call\'s events, for its totals', model: 'VoiceEvent', filter: { tenantId: T, connectionId: 'cc_q1', callSid: 'CA_q1' } },
+  { name: 'core/analytics/rollups.ts: events of an hour (rollup build)', model: 'AnalyticsEvent', filter: { tenantId: T, projectId: P, hour: before } },
+  { name: 'core/analytics/store.ts: a page of a minute (raw edge)', model: 'AnalyticsEvent', filter: { tenantId: T, projectId: P, minute: before, category: 'llm' }, sort: { timestamp: -1, _id: -1 }, limit: 100 },
+  { name: 'core/analytics/store.ts: a session\'s events', model: 'AnalyticsEvent', filter: { tenantId: T, projectId: P, sessionId: S }, sort: { timestamp: -1, _id: -1 }, limit: 100 },
+  { name: 'core/analytics/rollups.ts: hour rollups of a day', model: 'AnalyticsRollup', filter: { tenantId: T, projectId: P, day: '2026-01-01' } },
+  { name: 'core/analytics/rollups.ts: minute rollups of an hour', model: 'AnalyticsMinuteRollup', filter: { tenantId: T, projectId: P, hour: before } },
   { name: 'core/telephony/voice.ts: the session of a call', model: 'Session', filter: { _id: S, tenantId: T }, limit: 1 },
 ];
 
