@@ -32,12 +32,16 @@ const BASE = '/api/projects/:projectId/analytics';
 const scopeOf = (principal: Principal, project: ProjectDoc | null) => ({ tenantId: principal.tenantId, projectId: project!._id });
 const storeOf = (ctx: AppContext) => mongoAnalyticsStore(ctx.models);
 
-/** The range a request names: defaults (the last 24 hours), from ≤ to, at most MAX_RANGE_DAYS long. */
+/**
+ * The range a request names: defaults (the last 24 hours), from ≤ to, at most MAX_RANGE_DAYS long.
+ * A range that breaks either rule is well-formed (each date is valid) but unusable, which no
+ * schema can state across two fields: 422, as elsewhere in the API.
+ */
 function rangeOf(where: 'query' | 'body.timeRange', from: string | undefined, to: string | undefined): TimeRange {
   const end = to !== undefined ? new Date(to) : new Date();
   const start = from !== undefined ? new Date(from) : new Date(end.getTime() - DEFAULT_RANGE_MS);
-  if (start.getTime() > end.getTime()) throw new ApiError('VALIDATION_ERROR', `${where}.from: must not be after ${where}.to`);
-  if (end.getTime() - start.getTime() > MAX_RANGE_MS) throw new ApiError('VALIDATION_ERROR', `${where}: the range must not be longer than ${MAX_RANGE_DAYS} days`);
+  if (start.getTime() > end.getTime()) throw new ApiError('UNPROCESSABLE_ENTITY', `${where}.from: must not be after ${where}.to`);
+  if (end.getTime() - start.getTime() > MAX_RANGE_MS) throw new ApiError('UNPROCESSABLE_ENTITY', `${where}: the range must not be longer than ${MAX_RANGE_DAYS} days`);
   return { from: start, to: end };
 }
 
@@ -59,6 +63,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: "Metrics of the project's analytics events, grouped",
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     query: ZMetricsQuery,
     response: ZMetricsResponse,
@@ -75,6 +80,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: 'Metrics of analytics events, grouped (the metrics route with a body)',
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     body: ZAggregateBody,
     bodyExample: { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: ['agent_name'], metrics: ['count', 'p95_duration'], filters: { category: 'llm' } },
@@ -98,6 +104,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: "The project's analytics events, newest first, filtered and paged",
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     query: ZEventsQuery,
     response: ZEventsResponse,
@@ -114,6 +121,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: 'Analytics events, filtered and paged (the events route with a body)',
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     body: ZQueryBody,
     bodyExample: { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, category: 'tool', hasError: true, limit: 100 },
@@ -131,6 +139,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: "An agent's analytics: totals, per category and per event type",
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAgentParams,
     query: ZRangeQuery,
     response: ZAgentResponse,
@@ -147,6 +156,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: 'LLM cost by model and provider',
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     query: ZRangeQuery,
     response: ZCostBreakdownResponse,
@@ -163,6 +173,7 @@ export const analyticsRoutes: AnyRoute[] = [
     summary: 'Sessions, their length, messages, LLM calls, errors, tokens and cost, in total and per channel',
     tags: TAGS,
     auth: 'session:read',
+    errorStatuses: [422],
     params: ZAnalyticsParams,
     query: ZRangeQuery,
     response: ZSessionMetricsResponse,

@@ -19,7 +19,7 @@ export const ZAgentParams = z.object({
   name: z.string().min(1).max(200).describe('Agent name as events carry it'),
 });
 
-const RANGE_NOTE = `at most ${MAX_RANGE_DAYS} days after \`from\`; \`from\` after \`to\` is 400`;
+const RANGE_NOTE = `at most ${MAX_RANGE_DAYS} days after \`from\`, and not before it (422 otherwise)`;
 const ZFrom = ZDateTime.optional().describe('Start of the range, inclusive (ISO 8601; default 24 hours before `to`)');
 const ZTo = ZDateTime.optional().describe(`End of the range, exclusive (ISO 8601; default now); ${RANGE_NOTE}`);
 const ZCategory = z.enum(ANALYTICS_CATEGORIES).describe('Only events of this category');

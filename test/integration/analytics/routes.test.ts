@@ -235,8 +235,6 @@ describe('GET .../analytics/agents/:name, cost-breakdown, session-metrics', () =
 
 describe('validation and isolation', () => {
   const bad: [string, string][] = [
-    ['from after to', `metrics?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
-    ['a range over 92 days', `metrics?from=2026-01-01T00:00:00Z&to=2026-04-03T00:00:01Z`],
     ['a date that is not ISO 8601', `metrics?from=yesterday`],
     ['an unknown groupBy', `metrics?groupBy=category,tenant`],
     ['an unknown metric', `metrics?metrics=count,p99_duration`],
@@ -244,10 +242,6 @@ describe('validation and isolation', () => {
     ['an unknown category on events', `events?category=billing`],
     ['hasError that is not a boolean', `events?hasError=yes`],
     ['an empty event type', `events?eventTypes=a,,b`],
-    ['from after to on events', `events?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
-    ['from after to on an agent', `agents/x?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
-    ['from after to on cost-breakdown', `cost-breakdown?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
-    ['from after to on session-metrics', `session-metrics?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
   ];
   it.each(bad)('refuses %s with 400', async (_name, path) => {
     const res = await api.get(`${base(acme.projectId)}/${path}`, { key: acme.adminKey });
@@ -255,20 +249,41 @@ describe('validation and isolation', () => {
     expect(res.body).toEqual({ success: false, error: { code: 'VALIDATION_ERROR', message: expect.any(String) } });
   });
 
-  const badBodies: [string, string, unknown][] = [
-    ['query without timeRange', 'query', { limit: 10 }],
-    ['query with from after to', 'query', { timeRange: { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' } }],
-    ['query with hasError as a string', 'query', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, hasError: 'true' }],
-    ['aggregate without groupBy', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, metrics: ['count'] }],
-    ['aggregate without metrics', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: ['hour'] }],
-    ['aggregate with an empty groupBy', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: [], metrics: ['count'] }],
-    ['aggregate with an unknown metric', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: ['hour'], metrics: ['p99'] }],
-    ['aggregate over 92 days', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-06-01T00:00:00Z' }, groupBy: ['hour'], metrics: ['count'] }],
+  const unusable: [string, string][] = [
+    ['from after to', `metrics?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
+    ['a range over 92 days', `metrics?from=2026-01-01T00:00:00Z&to=2026-04-03T00:00:01Z`],
+    ['from after to on events', `events?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
+    ['a from after the default to (now)', `events?from=2999-01-01T00:00:00Z`],
+    ['from after to on an agent', `agents/x?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
+    ['from after to on cost-breakdown', `cost-breakdown?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
+    ['a range over 92 days on session-metrics', `session-metrics?from=2025-01-02T00:00:00Z&to=2026-01-01T00:00:00Z`],
   ];
-  it.each(badBodies)('refuses %s with 400', async (_name, route, json) => {
+  it.each(unusable)('refuses %s with 422', async (_name, path) => {
+    const res = await api.get(`${base(acme.projectId)}/${path}`, { key: acme.adminKey });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ success: false, error: { code: 'UNPROCESSABLE_ENTITY', message: expect.stringMatching(/must not be after|longer than 92 days/) } });
+  });
+  it('takes a range of exactly 92 days, and an empty one', async () => {
+    expect((await api.get(`${base(acme.projectId)}/metrics?from=2026-01-01T00:00:00Z&to=2026-04-03T00:00:00Z`, { key: acme.adminKey })).status).toBe(200);
+    const empty = await api.get(`${base(acme.projectId)}/events?from=${to.toISOString()}&to=${to.toISOString()}`, { key: acme.adminKey });
+    expect(ZEventsResponse.parse(empty.body).data).toMatchObject({ events: [], total: 0, hasMore: false });
+  });
+
+  const badBodies: [string, string, unknown, number][] = [
+    ['query without timeRange', 'query', { limit: 10 }, 400],
+    ['query with a date that is not ISO 8601', 'query', { timeRange: { from: '2026-01-01', to: '2026-01-02T00:00:00Z' } }, 400],
+    ['query with hasError as a string', 'query', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, hasError: 'true' }, 400],
+    ['aggregate without groupBy', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, metrics: ['count'] }, 400],
+    ['aggregate without metrics', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: ['hour'] }, 400],
+    ['aggregate with an empty groupBy', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: [], metrics: ['count'] }, 400],
+    ['aggregate with an unknown metric', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, groupBy: ['hour'], metrics: ['p99'] }, 400],
+    ['query with from after to', 'query', { timeRange: { from: '2026-01-02T00:00:00Z', to: '2026-01-01T00:00:00Z' } }, 422],
+    ['aggregate over 92 days', 'aggregate', { timeRange: { from: '2026-01-01T00:00:00Z', to: '2026-06-01T00:00:00Z' }, groupBy: ['hour'], metrics: ['count'] }, 422],
+  ];
+  it.each(badBodies)('refuses %s', async (_name, route, json, status) => {
     const res = await api.post(`${base(acme.projectId)}/${route}`, { key: acme.adminKey, json });
-    expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ success: false, error: { code: 'VALIDATION_ERROR' } });
+    expect(res.status).toBe(status);
+    expect(res.body).toMatchObject({ success: false, error: { code: status === 400 ? 'VALIDATION_ERROR' : 'UNPROCESSABLE_ENTITY' } });
   });
 
   it.each(['metrics', 'events', 'agents/Support_Agent', 'cost-breakdown', 'session-metrics'])("answers 404 for another tenant's project on %s", async (path) => {
