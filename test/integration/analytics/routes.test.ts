@@ -242,6 +242,8 @@ describe('validation and isolation', () => {
     ['an unknown category on events', `events?category=billing`],
     ['hasError that is not a boolean', `events?hasError=yes`],
     ['an empty event type', `events?eventTypes=a,,b`],
+    ['51 event types', `events?eventTypes=${Array.from({ length: 51 }, (_, i) => `t${i}`).join(',')}`],
+    ['an event type over 128 characters', `events?eventTypes=${'x'.repeat(129)}`],
   ];
   it.each(bad)('refuses %s with 400', async (_name, path) => {
     const res = await api.get(`${base(acme.projectId)}/${path}`, { key: acme.adminKey });
