@@ -62,16 +62,20 @@ export async function invalidateRollups(models: Models, events: readonly Pick<An
     if (mayBeBuilt(HOUR_GRAIN, e.hour)) hours.set(rollupId(e.tenantId, e.projectId, e.hour), e);
     if (mayBeBuilt(MINUTE_GRAIN, e.minute)) minuteHours.set(minuteMarkerId(e.tenantId, e.projectId, e.hour), e);
   }
-  const upserts = (stale: Map<string, Pick<AnalyticsEventDoc, 'tenantId' | 'projectId' | 'hour'>>) =>
-    [...stale].map(([_id, e]) => ({
-      updateOne: {
-        filter: { _id },
-        update: { $set: { invalidatedAt: now }, $setOnInsert: { tenantId: e.tenantId, projectId: e.projectId, hour: e.hour, day: dayOf(e.hour) } },
-        upsert: true,
-      },
-    }));
-  if (hours.size) await driverCollection(models.AnalyticsRollup).bulkWrite(upserts(hours), { ordered: false });
-  if (minuteHours.size) await driverCollection(models.AnalyticsMinuteRollup).bulkWrite(upserts(minuteHours), { ordered: false });
+  // One write by `_id` each, one at a time: the embedded store's write gate (docs/architecture.md)
+  // then takes only that document's gate; a multi-statement update took the collection's and, with
+  // two such writers, stalled.
+  const upsert = async (model: AnalyticsRollupModel, stale: Map<string, Pick<AnalyticsEventDoc, 'tenantId' | 'projectId' | 'hour'>>) => {
+    for (const [_id, e] of stale) {
+      await driverCollection(model).updateOne(
+        { _id },
+        { $set: { invalidatedAt: now }, $setOnInsert: { tenantId: e.tenantId, projectId: e.projectId, hour: e.hour, day: dayOf(e.hour) } },
+        { upsert: true },
+      );
+    }
+  };
+  await upsert(models.AnalyticsRollup, hours);
+  await upsert(models.AnalyticsMinuteRollup, minuteHours);
 }
 
 type CellTuple = [string, string, string | null, string | null, string | null, string | null, number, number, number, number, number, number, number, number, Record<string, number>];

@@ -15,12 +15,13 @@ const HOUR = 3_600_000;
 const now = new Date();
 const hourStart = Math.floor(now.getTime() / HOUR) * HOUR;
 
+// Starting the stack and seeding thousands of events: give a loaded machine time.
 beforeAll(async () => {
   stack = await startTestStack();
   acme = await seedTenant(stack.ctx, 'acme-rollups');
   const events = generateEvents(11, 2000, acme, new Date(hourStart - 30 * HOUR), now, 'r');
   for (let i = 0; i < events.length; i += 500) await recordAnalyticsEvents(stack.ctx.models, events.slice(i, i + 500));
-});
+}, 240_000);
 afterAll(() => stack.close());
 
 /** The built rollups (writing events of past hours leaves stubs that only say the hour is stale). */

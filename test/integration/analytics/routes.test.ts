@@ -21,6 +21,7 @@ const to = new Date(now.getTime() + 1);
 const range = `from=${from.toISOString()}&to=${to.toISOString()}`;
 const base = (projectId: string) => `/api/projects/${projectId}/analytics`;
 
+// Starting the stack and seeding thousands of events: give a loaded machine time.
 beforeAll(async () => {
   stack = await startTestStack();
   api = client(stack.baseUrl);
@@ -34,7 +35,7 @@ beforeAll(async () => {
     ...generateEvents(3, 400, globex, start, now, 'g'),
   ];
   for (const batch of [events, noise]) for (let i = 0; i < batch.length; i += 500) await recordAnalyticsEvents(stack.ctx.models, batch.slice(i, i + 500));
-});
+}, 240_000);
 afterAll(() => stack.close());
 
 const inWindow = () => events.filter((e) => inRange(e, from, to));
