@@ -35,6 +35,7 @@ import { voiceWebhookRoutes } from './telephony/voice';
 import { outboundCallRoutes } from './outbound-calls/router';
 import { telephonyStatusRoutes } from './telephony/status';
 import { recordingRoutes } from './recordings/router';
+import { analyticsRoutes } from './analytics/router';
 import { recordingStatusRoutes } from './telephony/recording-status';
 import { voiceAnalyticsRoutes } from './voice-analytics/router';
 import { sessionAnalyticsRoutes } from './session-analytics/router';
@@ -52,6 +53,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   chatSendRoutes,
   feedbackRoutes,
   contactRoutes,
+  analyticsRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {

@@ -35,6 +35,13 @@ export interface AnalyticsEventDoc {
   /** The session's channel (`api`, `web_debug`, `voice`, ...), null when the event has none. */
   channel: string | null;
   timestamp: Date;
+  /**
+   * The start of the UTC hour of `timestamp`, set by the write path: reads select an hour by
+   * equality, which the embedded store pushes down to an index (a time range it does not).
+   */
+  hour: Date;
+  /** The start of the UTC minute of `timestamp`, for the same reason (the open hour is read by the minute). */
+  minute: Date;
   durationMs: number | null;
   /** Present on error events: what went wrong, never a secret. */
   error: string | null;
@@ -57,6 +64,8 @@ const AnalyticsEventSchema = new Schema<AnalyticsEventDoc>(
     sessionId: { type: String, default: null },
     channel: { type: String, default: null },
     timestamp: { type: Date, required: true },
+    hour: { type: Date, required: true },
+    minute: { type: Date, required: true },
     durationMs: { type: Number, default: null },
     error: { type: String, default: null },
     tokens: { type: Number, default: 0 },
@@ -68,6 +77,9 @@ const AnalyticsEventSchema = new Schema<AnalyticsEventDoc>(
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, timestamp: -1 });
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, category: 1, timestamp: -1 });
 AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, agentName: 1, timestamp: -1 });
+// The analytics reads: a project's events of one hour or one minute (rollup builds, event pages).
+AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, hour: 1, timestamp: -1 });
+AnalyticsEventSchema.index({ tenantId: 1, projectId: 1, minute: 1, timestamp: -1 });
 // A session's events.
 AnalyticsEventSchema.index({ tenantId: 1, sessionId: 1, timestamp: 1 });
 

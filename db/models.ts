@@ -38,6 +38,7 @@ import { analyticsEventModel } from './analytics-event';
 import { sessionEncryptionKeyModel } from './session-encryption-key';
 import { attachmentModel } from './attachment';
 import { contactModel, contactSessionModel } from './contact';
+import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
 
 export function createModels(connection: Connection) {
   return {
@@ -82,6 +83,8 @@ export function createModels(connection: Connection) {
     Attachment: attachmentModel(connection),
     Contact: contactModel(connection),
     ContactSession: contactSessionModel(connection),
+    AnalyticsRollup: analyticsRollupModel(connection),
+    AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
   };
 }
 

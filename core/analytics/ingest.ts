@@ -7,8 +7,9 @@ import { driverCollection } from '../../db/driver-collection';
 import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analytics-event';
 import { type Logger } from '../../lib/logger';
 import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
+import { hourOf, invalidateRollups, minuteOf } from './rollups';
 
-export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
+export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'hour' | 'minute' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
   id?: string;
   category: AnalyticsCategory;
@@ -36,6 +37,8 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
     sessionId: e.sessionId ?? null,
     channel: e.channel ?? null,
     timestamp: e.timestamp,
+    hour: hourOf(e.timestamp),
+    minute: minuteOf(e.timestamp),
     durationMs: e.durationMs ?? null,
     error: e.error ?? null,
     tokens: e.tokens ?? 0,
@@ -44,14 +47,21 @@ export function toAnalyticsDoc(e: NewAnalyticsEvent): AnalyticsEventDoc {
   };
 }
 
-/** Writes a batch of analytics events; an id already written is skipped, not an error. */
+/**
+ * Writes a batch of analytics events; an id already written is skipped, not an error. An event of
+ * an hour or minute whose rollup may already be built marks that rollup stale (one more write,
+ * only then: a late or retried batch), so an event is never missing from the metrics
+ * (core/analytics/rollups.ts).
+ */
 export async function recordAnalyticsEvents(models: Models, events: readonly NewAnalyticsEvent[]): Promise<void> {
   if (events.length === 0) return;
+  const docs = events.map(toAnalyticsDoc);
   await driverCollection(models.AnalyticsEvent)
-    .insertMany(events.map(toAnalyticsDoc), { ordered: false })
+    .insertMany(docs, { ordered: false })
     .catch((err: unknown) => {
       if (!isOnlyDuplicateKeys(err)) throw err;
     });
+  await invalidateRollups(models, docs);
 }
 
 let failedWrites = 0;
