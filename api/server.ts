@@ -6,6 +6,7 @@ import { buildAppContext, closeAppContext } from './bootstrap';
 import { type AppContext } from './context';
 import { runningCalls } from '../core/running-calls';
 import { startCapacityReconciler } from '../core/sessions/capacity-reconciler';
+import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
 import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
@@ -48,6 +49,7 @@ async function main(): Promise<void> {
   const stopReconciler = startCapacityReconciler(ctx);
   const stopClaimSweep = startStaleClaimSweep(ctx);
   const stopRunSweep = startInterruptedRunSweep(ctx);
+  const stopRollupWarmer = startRollupWarmer(ctx);
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -57,6 +59,7 @@ async function main(): Promise<void> {
     stopReconciler();
     stopClaimSweep();
     stopRunSweep();
+    stopRollupWarmer();
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();

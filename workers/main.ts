@@ -12,6 +12,7 @@ import { createActivityDeps } from './activity-deps';
 import { createSwitchboardWorker } from './create-worker';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
+import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -36,7 +37,10 @@ async function main(): Promise<void> {
     payloadCodec,
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
+  // The turns' analytics events are written here: their hours' rollups are built here as they close.
+  const stopRollupWarmer = startRollupWarmer({ models, logger });
   await worker.run();
+  stopRollupWarmer();
   await connection.close();
   await models.connection.close();
   logger.info('worker stopped');

@@ -8,6 +8,7 @@ import { type AnalyticsCategory, type AnalyticsEventDoc } from '../../db/analyti
 import { type Logger } from '../../lib/logger';
 import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
 import { hourOf, invalidateRollups, minuteOf } from './rollups';
+import { noteWrittenHours } from './rollup-warmer';
 
 export type NewAnalyticsEvent = Omit<AnalyticsEventDoc, '_id' | 'hour' | 'minute' | 'agentName' | 'sessionId' | 'channel' | 'durationMs' | 'error' | 'tokens' | 'cost' | 'metadata'> & {
   /** A deterministic id when the source has one (retries then insert nothing twice). */
@@ -62,6 +63,7 @@ export async function recordAnalyticsEvents(models: Models, events: readonly New
       if (!isOnlyDuplicateKeys(err)) throw err;
     });
   await invalidateRollups(models, docs);
+  noteWrittenHours(models, docs);
 }
 
 let failedWrites = 0;
