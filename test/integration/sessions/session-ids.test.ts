@@ -1,7 +1,6 @@
 // Session ids as callers name them: any string a caller could have been given is looked up (an
 // unknown one is 404 and starts nothing); only absurd input is 400. The spec's literal sub-paths
-// beside `sessions/:id` (generations, export) are never read as ids: they are unknown routes
-// until their own routes exist, and reach those routes wherever they are mounted.
+// beside `sessions/:id` (generations, export) are never read as ids: they reach their own routes.
 import { randomUUID } from 'node:crypto';
 import { RESERVED_SESSION_SUBPATHS, SESSION_ID_MAX_LENGTH } from '../../../api/sessions/schemas';
 import { client } from '../../support/http';
