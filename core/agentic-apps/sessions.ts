@@ -191,9 +191,6 @@ export async function findOrCreateAppSession(ctx: CoreContext, scope: AppScope, 
   return { session: record, created: true, greeting: await greet(ctx, sessionId) };
 }
 
-/** Bound on the start-only turn that produces an app session's greeting. */
-export const GREETING_TIMEOUT_MS = 30_000;
-
 /**
  * Starts a new session's conversation without a user message (ON_START and the first flow
  * step) and returns what the entry agent said, the create response's Welcome_Event. A greeting
@@ -205,7 +202,8 @@ async function greet(ctx: CoreContext, sessionId: string): Promise<string> {
     const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
     const updateId = `welcome-${sessionId}`;
     const turn: TurnUpdateInput = { clientMessageId: updateId, retryable: true, message: '', startOnly: true };
-    const deadline = Date.now() + GREETING_TIMEOUT_MS;
+    // A synchronous call into the session's workflow, bounded like the others (REQUEST_TIMEOUT_MS).
+    const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
     const result = await sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId })));
     return result.response;
   } catch (err) {

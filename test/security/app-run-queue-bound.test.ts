@@ -1,7 +1,8 @@
 // Async runs of an agentic-app session are bounded like the others: each is charged to the
 // session's message rate (429 RATE_LIMIT_EXCEEDED past it), and a session holds at most
 // APP_RUN_MAX_IN_FLIGHT_PER_SESSION runs in flight (429 QUEUE_FULL past it), however many
-// requests arrive at once. No worker runs here, so every accepted run stays in flight.
+// requests arrive at once. No worker runs here, so every accepted run stays in flight (and a new
+// session's greeting is given up after REQUEST_TIMEOUT_MS, kept short here).
 import { publishAgent } from '../support/agents';
 import { client } from '../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
@@ -31,7 +32,7 @@ const runsOf = async (stack: TestStack, t: SeededTenant, reference: string) => {
 describe('runs in flight per session', () => {
   let s: Awaited<ReturnType<typeof setUp>>;
   beforeAll(async () => {
-    s = await setUp({ APP_RUN_MAX_IN_FLIGHT_PER_SESSION: '2', SESSION_MESSAGES_PER_MINUTE: '100' });
+    s = await setUp({ APP_RUN_MAX_IN_FLIGHT_PER_SESSION: '2', SESSION_MESSAGES_PER_MINUTE: '100', REQUEST_TIMEOUT_MS: '2000' });
   });
   afterAll(async () => s?.stack.close());
 
@@ -54,7 +55,7 @@ describe('runs in flight per session', () => {
 describe('message rate', () => {
   let s: Awaited<ReturnType<typeof setUp>>;
   beforeAll(async () => {
-    s = await setUp({ APP_RUN_MAX_IN_FLIGHT_PER_SESSION: '8', SESSION_MESSAGES_PER_MINUTE: '3' });
+    s = await setUp({ APP_RUN_MAX_IN_FLIGHT_PER_SESSION: '8', SESSION_MESSAGES_PER_MINUTE: '3', REQUEST_TIMEOUT_MS: '2000' });
   });
   afterAll(async () => s?.stack.close());
 
