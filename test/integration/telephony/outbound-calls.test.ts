@@ -291,6 +291,8 @@ describe('list, summary and search', () => {
       ids.push(res.body.data.outboundCallId);
     }
     for (const id of ids) await untilPhase(id, 'terminal');
+    // Lists, summaries and search read the projection, which may trail the call's live view by a write.
+    for (const id of ids) await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (d) => d?.phase === 'terminal', 30_000, 100);
     const page1 = await w.api.get(`${w.base()}?channelConnectionId=${conn.id}&limit=2`, key(w.keys.read));
     expect(page1.status).toBe(200);
     expect(page1.body.data.map((c: { outboundCallId: string }) => c.outboundCallId)).toEqual([ids[2], ids[1]]);
