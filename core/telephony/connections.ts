@@ -20,14 +20,16 @@ export async function requireChannelConnection(ctx: CoreContext, scope: { tenant
 const connectionReads = freshReadsPerOwner<ChannelConnectionDoc | null>();
 
 /**
- * A connection by id alone, the read shared by the requests that ask for it at once (never with a
- * read that began before a request asked, so a change written before it is always seen): a burst
- * of calls placed on one connection, or of their callbacks, costs two reads, not one each. By
- * `_id` alone: a webhook knows nothing else yet; the caller compares the tenant and project it
- * holds. The document is shared: callers never change it.
+ * A connection by id, the read shared by the requests that ask for it at once (never with a read
+ * that began before a request asked, so a change written before it is always seen): a burst of
+ * calls placed on one connection, or of their callbacks, costs two reads, not one each. A caller
+ * that knows the tenant passes it and the filter carries it; a webhook knows only the id (its
+ * signature, checked next under that connection's token, decides). The document is shared:
+ * callers never change it.
  */
-export function readChannelConnection(ctx: CoreContext, id: string): Promise<ChannelConnectionDoc | null> {
-  return connectionReads(ctx.models).read(id, () => driverCollection(ctx.models.ChannelConnection).findOne({ _id: id }));
+export function readChannelConnection(ctx: CoreContext, id: string, tenantId?: string): Promise<ChannelConnectionDoc | null> {
+  const filter = tenantId === undefined ? { _id: id } : { _id: id, tenantId };
+  return connectionReads(ctx.models).read(JSON.stringify([tenantId ?? null, id]), () => driverCollection(ctx.models.ChannelConnection).findOne(filter));
 }
 
 /**

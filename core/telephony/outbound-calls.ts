@@ -211,7 +211,7 @@ export async function initiateOutboundCall(ctx: CoreContext, principal: Principa
   // one round trip to the store before the insert, then the workflow's start.
   const [scope, found, dataKey] = await Promise.all([
     outboundScope(ctx, principal, place.projectSlug, place.env, OUTBOUND_INITIATE),
-    readChannelConnection(ctx, body.channelConnectionId),
+    readChannelConnection(ctx, body.channelConnectionId, principal.tenantId),
     tenantDataKey(ctx.models.TenantDataKey, requireMasterKeys(ctx), principal.tenantId),
   ]);
   const requestHash = initiateRequestHash(scope, body);
