@@ -176,6 +176,13 @@ export const ConfigSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
+  /**
+   * The HS256 key of the short-lived tokens a sandboxed code tool's memory helpers present to
+   * `POST /api/v1/memory` (at least 32 characters). Unset outside production: derived from the
+   * master key ring's current key. Unset in production: sandbox memory calls answer 503
+   * "Sandbox auth not configured".
+   */
+  SANDBOX_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** An outbound call that has not connected and heard nothing from the provider for this long ends `expired` (ms). @default 300000 */
   OUTBOUND_CALL_ABANDON_MS: positiveInt.default(300_000),
   /** A connected outbound call still live this long is hung up and ends `expired` (ms). @default 4 hours, Twilio's own limit */

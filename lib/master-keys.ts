@@ -25,6 +25,8 @@ export const KEY_PURPOSE = {
   outboundDestinationIndex: 'switchboard/outbound-destination-index/v1',
   /** The proof a call's status callback URL carries that the call is its connection's (core/telephony/call-refs.ts). */
   outboundCallRef: 'switchboard/outbound-call-ref/v1',
+  /** The HS256 key of sandbox tokens (core/memory-stores/sandbox-token.ts), when SANDBOX_JWT_SECRET is unset (outside production only). */
+  sandboxToken: 'switchboard/sandbox-token/v1',
 } as const;
 
 /** HKDF-SHA256 of a root key for one purpose: 32 bytes. */

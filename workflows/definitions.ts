@@ -56,6 +56,25 @@ export interface SessionStartInput {
    * session, so the code that uses it never runs in their histories.
    */
   httpAsync?: { conversationWorkflowId: string };
+  /**
+   * The contact the session's caller identity found or created (core/contacts/linking.ts): the
+   * agent reads it as `user.*`, and user-scoped persistent memory is keyed by its id. Absent for an
+   * anonymous session (no identity on its channel). Never carries the identity itself (an e-mail
+   * address or phone number), which stays in MongoDB.
+   */
+  contact?: SessionContact;
+}
+
+/** The contact of a session as the workflow holds it (no identity value: see `SessionStartInput.contact`). */
+export interface SessionContact {
+  contactId: string;
+  type: 'employee' | 'customer' | 'anonymous';
+  identityType: 'email' | 'phone' | 'external';
+  displayName: string | null;
+  company: string | null;
+  department: string | null;
+  accountRef: string | null;
+  tags: string[];
 }
 
 /** Projection rows a session holds until its next write (see `projectionFlushMs`). */
