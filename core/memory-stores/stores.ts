@@ -1,8 +1,8 @@
 // Memory stores of a session (db/memory-store.ts): read, write and delete one by name for the
 // session a sandbox token names, and delete them all when the session ends. Every query carries
-// the tenant. A store is there only while its session is active: a write re-checks the session
+// the tenant. A store is there only while its session is active: a write checks the session
 // after writing, and the session's end deletes its stores after recording the end, so a write
-// racing the end can never leave a store behind (deleteSessionStores).
+// racing the end can never leave a store behind (setStore, deleteSessionStores).
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { type Models } from '../../db/models';
 import { DomainError } from '../../lib/errors';
@@ -56,9 +56,14 @@ export async function getStore(models: Models, owner: StoreOwner, name: string):
 
 /**
  * Sets a store's content (creating the store). 413 MEMORY_STORE_CONTENT_TOO_LARGE past
- * `contentBytes`; 413 MEMORY_STORE_LIMIT_REACHED for a new store past `storesPerSession` (counted
- * after the insert, so concurrent creates cannot pass the limit together); 404 when the session
- * is not active, before or just after the write.
+ * `contentBytes`; 404 when the session is not active; 413 MEMORY_STORE_LIMIT_REACHED for a new
+ * store past `storesPerSession` (counted after the insert, so concurrent creates cannot pass the
+ * limit together).
+ *
+ * The session is checked after the write, not before: the session's end records its status, then
+ * deletes its stores. A write that lands before that deletion is deleted by it; one that lands
+ * after it finds the session ended here and deletes what it wrote. So no store outlives its
+ * session, however a write and the end interleave.
  */
 export async function setStore(models: Models, owner: StoreOwner, name: string, content: StoreContent): Promise<void> {
   const serialised = JSON.stringify(content);
@@ -66,7 +71,7 @@ export async function setStore(models: Models, owner: StoreOwner, name: string, 
   if (bytes > MEMORY_STORE_LIMITS.contentBytes) {
     throw new DomainError('MEMORY_STORE_CONTENT_TOO_LARGE', `Memory store content is ${bytes} bytes as JSON; the limit is ${MEMORY_STORE_LIMITS.contentBytes}`);
   }
-  await requireActiveSession(models, owner);
+  if (owner.sessionId.includes('\u0000')) throw sessionGone();
   const now = new Date();
   const filter = { ...inSession(owner), name };
   const write = () =>
@@ -85,18 +90,17 @@ export async function setStore(models: Models, owner: StoreOwner, name: string, 
     await write();
     created = null;
   }
+  if (!(await isActive(models, owner))) {
+    // Ended (or never this tenant's and project's): nothing of the session's may stay.
+    await deleteSessionStores(models, owner);
+    throw sessionGone();
+  }
   if (created) {
     const held = await models.MemoryStore.countDocuments(inSession(owner));
     if (held > MEMORY_STORE_LIMITS.storesPerSession) {
       await models.MemoryStore.deleteOne({ _id: created, ...inSession(owner) });
       throw new DomainError('MEMORY_STORE_LIMIT_REACHED', `A session holds at most ${MEMORY_STORE_LIMITS.storesPerSession} memory stores; delete one first`);
     }
-  }
-  // The session may have ended while this was written: its end deleted the stores before this
-  // write, or will after this check; either way none may stay behind.
-  if (!(await isActive(models, owner))) {
-    await deleteSessionStores(models, owner);
-    throw sessionGone();
   }
 }
 
