@@ -1,10 +1,13 @@
 // Who reaches memory stores: only a sandbox token the runtime signed, unexpired, for this audience
 // and naming a session; never an API key, a user's token or a forged token; a token reaches the
-// stores of its own session only (another tenant's session is 404); and an anonymous caller is
-// refused before any of its body is read.
-import { connect, type Socket } from 'node:net';
+// stores of its own session only (another tenant's session is 404); a token's tenant is charged
+// the tenant rate limit; and an anonymous caller is refused before any of its body is read.
+import { createServer } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SignJWT } from 'jose';
+import { createApp } from '../../api/app';
+import { createRateLimiter } from '../../api/middleware/rate-limit';
 import { issueSandboxToken, SANDBOX_TOKEN_AUDIENCE, SANDBOX_TOKEN_ISSUER, sandboxTokenKey } from '../../core/memory-stores/sandbox-token';
 import { client } from '../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
@@ -144,6 +147,30 @@ describe('an anonymous caller costs no body read', () => {
       exchange.socket.destroy();
       expect(Number(/^HTTP\/1\.1 (\d{3})/.exec(response)?.[1])).toBe(401);
       expect(response.toLowerCase()).toContain('connection: close');
+    }
+  });
+});
+
+describe('the tenant rate limit', () => {
+  it("charges the token's tenant: past its limit 429 with retryAfterMs, other tenants unaffected, refused callers charge no one", async () => {
+    const limited = createServer(createApp({ ...stack.ctx, rateLimiter: createRateLimiter({ store: 'memory', points: 3, durationSeconds: 60, keyPrefix: 'memory-test' }) }));
+    await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+    try {
+      const limitedApi = client(`http://127.0.0.1:${(limited.address() as AddressInfo).port}`);
+      const send = async (owner: Owner | null) =>
+        limitedApi.post('/api/v1/memory', { json: getBody, ...(owner ? { token: await tokenFor(owner) } : {}) });
+      const mine = await session(a);
+      const theirs = await session(b);
+      // Anonymous and forged calls are refused before any charge.
+      for (let i = 0; i < 5; i++) expect((await send(null)).status).toBe(401);
+      for (let i = 0; i < 3; i++) expect((await send(mine)).status).toBe(200);
+      const over = await send(mine);
+      expect(over.status).toBe(429);
+      expect(over.body).toMatchObject({ success: false, error: { code: 'RATE_LIMIT_EXCEEDED' }, retryAfterMs: expect.any(Number) });
+      expect((await send(theirs)).status).toBe(200);
+    } finally {
+      limited.closeAllConnections();
+      await new Promise((resolve) => limited.close(resolve));
     }
   });
 });
