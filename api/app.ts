@@ -44,6 +44,7 @@ import { attachmentRoutes } from './attachments/router';
 import { chatSendRoutes } from './chat-agent/send';
 import { feedbackRoutes } from './feedback/router';
 import { contactRoutes } from './contacts/router';
+import { memoryRoutes } from './memory/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -54,6 +55,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   feedbackRoutes,
   contactRoutes,
   analyticsRoutes,
+  memoryRoutes,
 ];
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {

@@ -39,6 +39,7 @@ import { sessionEncryptionKeyModel } from './session-encryption-key';
 import { attachmentModel } from './attachment';
 import { contactModel, contactSessionModel } from './contact';
 import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
+import { memoryStoreModel } from './memory-store';
 
 export function createModels(connection: Connection) {
   return {
@@ -85,6 +86,7 @@ export function createModels(connection: Connection) {
     ContactSession: contactSessionModel(connection),
     AnalyticsRollup: analyticsRollupModel(connection),
     AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
+    MemoryStore: memoryStoreModel(connection),
   };
 }
 

@@ -49,6 +49,9 @@ export const ERROR_STATUS = {
   /** A session with more recordings, or a recording with more files, than one answer lists. */
   RECORDING_QUERY_LIMIT_EXCEEDED: 413,
   RECORDING_OBJECT_LIMIT_EXCEEDED: 413,
+  /** A memory store's content over its size limit, or a session already holding as many stores as it may (docs/memory.md). */
+  MEMORY_STORE_CONTENT_TOO_LARGE: 413,
+  MEMORY_STORE_LIMIT_REACHED: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** A byte range outside a recording file (Content-Range names the file's size). */
   RANGE_NOT_SATISFIABLE: 416,

@@ -16,6 +16,7 @@ import { isOnlyDuplicateKeys } from '../../db/duplicate-key';
 import { type Logger } from '../../lib/logger';
 import { emitAnalyticsEvents } from '../../core/analytics/ingest';
 import { analyticsEventsOfTurn } from '../../core/analytics/from-turn';
+import { deleteSessionStores } from '../../core/memory-stores/stores';
 
 function ignoreDuplicates(err: unknown): void {
   if (!isOnlyDuplicateKeys(err)) throw err;
@@ -68,6 +69,11 @@ export function createRecordTurn(deps: { models: Models; logger?: Pick<Logger, '
     }));
     // The session's last write: its place in the tenant's active-session count goes back. Only
     // the call that deletes the session's slot decrements, so a retried write changes nothing.
-    if (input.summary.status === 'ended') await releaseSessionSlot(models, { tenantId: input.tenantId, sessionId: input.sessionId });
+    if (input.summary.status === 'ended') {
+      await releaseSessionSlot(models, { tenantId: input.tenantId, sessionId: input.sessionId });
+      // Its memory stores go, after the end is recorded: a store write that saw the session active
+      // is deleted here, and any later one finds it ended (core/memory-stores/stores.ts).
+      await deleteSessionStores(models, { tenantId: input.tenantId, sessionId: input.sessionId });
+    }
   };
 }

@@ -306,7 +306,7 @@ export async function terminateAppSession(ctx: CoreContext, scope: AppScope, ide
     if (found.terminatedAt) reason = 'already_terminated';
     else {
       forgetRunningSession(ctx, scope.tenantId, found._id);
-      if (core && core.status !== 'ended') await endSessionWorkflow(ctx, found._id, 'terminated');
+      if (core && core.status !== 'ended') await endSessionWorkflow(ctx, { tenantId: scope.tenantId, sessionId: found._id }, 'terminated');
       session = await retire(ctx, found, new Date());
     }
   }

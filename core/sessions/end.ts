@@ -10,6 +10,7 @@ import { findSession } from './read';
 import { forgetRunningSession } from './running-sessions';
 import { type SessionScope } from './scope';
 import { deleteSessionAttachments } from '../attachments/store';
+import { deleteSessionStores } from '../memory-stores/stores';
 import {
   type AgentSessionWorkflow,
   isTemporalUnavailable,
@@ -31,9 +32,11 @@ export type WorkflowClosedBy = 'ended' | 'terminated' | 'not_running';
 
 /**
  * Ends a session's workflow: the `end` signal, then up to `graceMs` for it to close; a workflow
- * that does not close in time is terminated. A missing or closed workflow is fine.
+ * that does not close in time is terminated, and its end recorded here (recordSessionTerminated),
+ * as it had no chance to record it. A missing or closed workflow is fine.
  */
-export async function endSessionWorkflow(ctx: CoreContext, sessionId: string, reason: string, graceMs = END_GRACE_MS): Promise<WorkflowClosedBy> {
+export async function endSessionWorkflow(ctx: CoreContext, session: { tenantId: string; sessionId: string }, reason: string, graceMs = END_GRACE_MS): Promise<WorkflowClosedBy> {
+  const { sessionId } = session;
   const client = await temporalClient(ctx);
   const handle = client.workflow.getHandle<AgentSessionWorkflow>(sessionWorkflowId(sessionId));
   try {
@@ -46,16 +49,35 @@ export async function endSessionWorkflow(ctx: CoreContext, sessionId: string, re
     await withDeadline(client, graceMs, () => handle.result());
     return 'ended';
   } catch (err) {
-    // Failed, terminated or timed out: closed all the same. Only "still running" goes on.
-    if (!isTemporalUnavailable(err)) return 'ended';
+    // Failed, terminated or timed out: closed all the same, maybe without its last write. Only "still running" goes on.
+    if (!isTemporalUnavailable(err)) {
+      await recordSessionTerminated(ctx, session, reason);
+      return 'ended';
+    }
   }
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => handle.terminate(`session deleted: ${reason}`));
-    return 'terminated';
   } catch (err) {
     if (isWorkflowNotFound(err)) return 'ended';
     throw temporalErrorToDomainError(err);
   }
+  await recordSessionTerminated(ctx, session, reason);
+  return 'terminated';
+}
+
+/**
+ * What the workflow's last write would have recorded, for one terminated before it could: the
+ * summary says ended (if it still said active), the session's capacity slot goes back, and its
+ * memory stores are deleted after the status changed (as the workflow's own end does). Idempotent.
+ */
+export async function recordSessionTerminated(ctx: CoreContext, session: { tenantId: string; sessionId: string }, reason: string): Promise<void> {
+  const { tenantId, sessionId } = session;
+  await ctx.models.Session.updateOne(
+    { _id: sessionId, tenantId, status: 'active' },
+    { $set: { status: 'ended', runtimeStatus: 'ended', endedAt: new Date(), endReason: reason } },
+  );
+  await releaseSessionSlot(ctx.models, { tenantId, sessionId });
+  await deleteSessionStores(ctx.models, { tenantId, sessionId });
 }
 
 export interface DeletedSession {
@@ -72,7 +94,7 @@ export interface DeletedSession {
 export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessionId: string): Promise<DeletedSession> {
   await findSession(ctx.models, scope, sessionId);
   forgetRunningSession(ctx, scope.tenantId, sessionId);
-  const workflow = await endSessionWorkflow(ctx, sessionId, 'deleted');
+  const workflow = await endSessionWorkflow(ctx, { tenantId: scope.tenantId, sessionId }, 'deleted');
   // Its open human tasks wait for nobody now.
   await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };
@@ -85,6 +107,8 @@ export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessi
     deleteSessionAttachments(ctx.models, owned),
   ]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
+  // After the record is gone, so a store write that still saw it is deleted here (core/memory-stores/stores.ts).
+  await deleteSessionStores(ctx.models, { tenantId: scope.tenantId, sessionId });
   // A session still active when deleted (its workflow terminated) gives its place back here; one
   // that ended gave it back already, and this finds no slot.
   await releaseSessionSlot(ctx.models, { tenantId: scope.tenantId, sessionId });

@@ -392,7 +392,7 @@ async function endCallSession(ctx: CoreContext, conn: ChannelConnectionDoc, sess
     const session = await ctx.models.Session.findOne({ _id: sessionId, tenantId: conn.tenantId }, { status: 1 }).lean();
     if (!session) return false;
     forgetRunningSession(ctx, conn.tenantId, sessionId);
-    if (session.status !== 'ended') await endSessionWorkflow(ctx, sessionId, reason);
+    if (session.status !== 'ended') await endSessionWorkflow(ctx, { tenantId: conn.tenantId, sessionId }, reason);
     return true;
   } catch (err) {
     ctx.logger.warn({ err, sessionId }, 'could not end the session of a call');

@@ -12,6 +12,8 @@ import { createModels, syncIndexes } from '../../db/models';
 import { newSecretToken } from '../../lib/ids';
 import { createApiKey, createProject, createTenant } from '../../core/tenancy/accounts';
 import { createScope } from '../../core/platform-keys/scopes';
+import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
+import { type Config } from '../../lib/config';
 import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
 import { seedDevProject } from '../seed-project';
 import { parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize, type FuzzOptions } from './options';
@@ -35,6 +37,7 @@ function stackEnv(extra: Record<string, string>): Record<string, string> {
     JWT_SECRET: newSecretToken(48),
     PLATFORM_ADMIN_TOKEN: newSecretToken(32),
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    SANDBOX_JWT_SECRET: newSecretToken(32),
     LLM_TIER_FAST: 'local',
     LLM_TIER_BALANCED: 'local',
     LLM_TIER_POWERFUL: 'local',
@@ -48,6 +51,7 @@ function stackEnv(extra: Record<string, string>): Record<string, string> {
 }
 
 interface Seeded {
+  tenantId: string;
   projectId: string;
   apiKey: string;
   agentNames: string[];
@@ -114,7 +118,7 @@ async function seed(mongoUri: string): Promise<Seeded> {
     const agentNames = await seedDevProject(models, { tenantId: tenant._id, projectId: project._id });
     // Named as the documented example of key creation, so that example reaches a real scope.
     const scope = await createScope(models, project, { name: 'support-bots', permissions: { SESSIONS_LIST: 'YES' } });
-    return { projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id, scopeId: scope._id };
+    return { tenantId: tenant._id, projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id, scopeId: scope._id };
   } finally {
     await models.connection.close();
   }
@@ -134,6 +138,12 @@ async function seedSession(baseUrl: string, seeded: Seeded): Promise<SeededSessi
   const events = ((await traces.json()) as { traceEvents?: { spanId: string; parentSpanId: string | null }[] }).traceEvents ?? [];
   const parents = [...new Set(events.map((e) => e.parentSpanId).filter((id): id is string => id !== null))];
   return { sessionId: answer.sessionId, spanIds: parents.length > 0 ? parents : events.map((e) => e.spanId).slice(0, 5) };
+}
+
+/** A sandbox token for the seeded session, so the memory endpoint reaches its logic; valid for longer than any run. */
+function sandboxToken(env: Record<string, string>, seeded: Seeded, session: SeededSession): Promise<string> {
+  const config = { NODE_ENV: env.NODE_ENV, SANDBOX_JWT_SECRET: env.SANDBOX_JWT_SECRET } as Config;
+  return issueSandboxToken({ config }, { tenantId: seeded.tenantId, projectId: seeded.projectId, sessionId: session.sessionId, toolCallId: 'fuzz', tool: 'fuzz' }, 6 * 3600_000);
 }
 
 function runSchemathesis(options: FuzzOptions, url: string, configFile: string, env: Record<string, string>): Promise<number | null> {
@@ -192,13 +202,15 @@ async function main(): Promise<number> {
     }
     const alive = () => started.every((p) => p.child.exitCode === null);
     await waitForHttpOk(`${baseUrl}/readyz`, 120_000, alive);
-    writeRunConfig(configFile, seeded, await seedSession(baseUrl, seeded));
+    const session = await seedSession(baseUrl, seeded);
+    writeRunConfig(configFile, seeded, session);
     log(`stack ready in ${Math.round((Date.now() - began) / 1000)} s at ${baseUrl} (logs: ${path.relative(ROOT, logFile)})`);
 
     const fuzzStarted = Date.now();
     const code = await runSchemathesis(options, baseUrl, configFile, {
       FUZZ_API_KEY: seeded.apiKey,
       FUZZ_PLATFORM_ADMIN_TOKEN: env.PLATFORM_ADMIN_TOKEN!,
+      FUZZ_SANDBOX_TOKEN: await sandboxToken(env, seeded, session),
     });
     const seconds = Math.round((Date.now() - fuzzStarted) / 1000);
     const junit = path.join(options.reportDir, 'junit.xml');
