@@ -35,7 +35,7 @@ const IDENTITY_MAX = 320;
 
 /** An HTTP-async conversation: its canonical session key (also the session's `channelUId`). */
 export function httpAsyncCaller(sessionKey: string | null | undefined): SessionCaller | null {
-  return sessionKey ? { identity: sessionKey, identityType: 'external' } : null;
+  return sessionKey?.trim() ? { identity: sessionKey, identityType: 'external' } : null;
 }
 
 /**
