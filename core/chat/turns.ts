@@ -21,7 +21,7 @@ import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflo
 import { type CoreContext } from '../context';
 import { llmRuntime } from '../llm/runtime';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, linkStartedSession, releaseSessionCapacity, sessionContactFor } from '../sessions/start';
-import { testCaller } from '../contacts/linking';
+import { testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -330,15 +330,17 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     // A new session takes its place in the tenant's count (429 at the cap) before its record.
     const claimed = !earlier && (await claimSessionCapacity(ctx, start)) === 'acquired';
     if (!earlier) {
-      await Promise.all([
-        createSessionRecord(ctx.models, start).catch(async (err: unknown) => {
-          // A concurrent retry with the same Idempotency-Key created it first: same session.
-          if ((err as { code?: number }).code === 11000) return;
-          if (claimed) await releaseSessionCapacity(ctx, start);
-          throw err;
-        }),
-        linkStartedSession(ctx, start),
-      ]);
+      // The link is written beside the record (it never rejects), and taken back if there is no record.
+      const linking = linkStartedSession(ctx, start);
+      await createSessionRecord(ctx.models, start).catch(async (err: unknown) => {
+        // A concurrent retry with the same Idempotency-Key created it first: same session.
+        if ((err as { code?: number }).code === 11000) return;
+        await linking;
+        if (start.contact) await unlinkSession(ctx, { tenantId: start.tenantId, contactId: start.contact.contactId, sessionId: start.sessionId });
+        if (claimed) await releaseSessionCapacity(ctx, start);
+        throw err;
+      });
+      await linking;
     }
     sending();
     // A start operation is single-use: each send gets its own.

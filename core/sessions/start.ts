@@ -211,14 +211,16 @@ export async function startSession(ctx: CoreContext, input: NewSessionInput, opt
   const start = buildSessionStartInput(ctx.config, { ...input, sessionId, contact });
   let client: Client;
   let session: SessionDoc;
+  // The link is written beside the record (it never rejects).
+  let linking: Promise<void> = Promise.resolve();
   try {
     client = await temporalClient(ctx);
-    const [record] = await Promise.all([
-      retrySafe ? createOrFindSessionRecord(ctx.models, start, input.identity) : createSessionRecord(ctx.models, start, new Date(), input.identity),
-      linkStartedSession(ctx, start),
-    ]);
-    session = record;
+    linking = linkStartedSession(ctx, start);
+    session = retrySafe ? await createOrFindSessionRecord(ctx.models, start, input.identity) : await createSessionRecord(ctx.models, start, new Date(), input.identity);
+    await linking;
   } catch (err) {
+    // No record: the link is taken back once it has landed.
+    await linking;
     if (start.contact) await unlinkSession(ctx, { tenantId: start.tenantId, contactId: start.contact.contactId, sessionId: start.sessionId });
     if (!retrySafe) await releaseSessionCapacity(ctx, start);
     throw err;

@@ -227,6 +227,17 @@ describe('voice', () => {
     expect((await readContact(a.body.data.id, other.adminKey)).status).toBe(404);
   });
 
+  it('deleting a session takes it off its contact, which stays', async () => {
+    const number = newNumber();
+    const kept = await call(number);
+    const deleted = await call(number);
+    const contact = (await lookup(number, 'phone')).body.data;
+    expect((await api.delete(`/api/projects/${t.projectId}/sessions/${deleted}`, { key: t.adminKey })).status).toBe(200);
+    const read = await readContact(contact.id);
+    expect(read.status).toBe(200);
+    expect(read.body.data.sessionIds).toEqual([kept]);
+  });
+
   it('a withheld number or a text that is no number makes no contact; the call goes on', async () => {
     for (const from of ['+266696687', 'anonymous', '']) {
       const sessionId = await call(from);
