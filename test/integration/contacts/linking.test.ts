@@ -294,6 +294,18 @@ describe('agentic apps and chat', () => {
     expect(carried.contact?.contactId).toBe(found.body.data.id);
   });
 
+  it('a caller who cannot be linked still gets their session, without a contact', async () => {
+    const agent = await resolveSessionAgent(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
+    const before = await stack.ctx.models.Contact.countDocuments({ tenantId: t.tenantId });
+    for (const caller of [sdkUserCaller({ email: 'not an address' }), sdkUserCaller({ userId: 'x'.repeat(400) })]) {
+      const started = await startSession(stack.ctx, { tenantId: t.tenantId, projectId: t.projectId, ...agent, channel: 'api', caller });
+      expect(started.start.contact).toBeUndefined();
+      expect((await startInput(started.session._id)).contact).toBeUndefined();
+      expect(await stack.ctx.models.ContactSession.countDocuments({ tenantId: t.tenantId, sessionId: started.session._id })).toBe(0);
+    }
+    expect(await stack.ctx.models.Contact.countDocuments({ tenantId: t.tenantId })).toBe(before);
+  });
+
   it('an e-mail identity (the SDK path) reaches the workflow as its contact, never as the address', async () => {
     const email = `Ada.${randomBytes(4).toString('hex')}@Example.com`;
     const agent = await resolveSessionAgent(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
