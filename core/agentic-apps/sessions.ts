@@ -16,6 +16,7 @@ import { endSessionWorkflow } from '../sessions/end';
 import { findCurrentSession } from '../sessions/read';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { startSession } from '../sessions/start';
+import { appUserCaller } from '../contacts/linking';
 import { sendUpdateResendingDropped, sessionWorkflowId, temporalClient } from '../sessions/workflow-client';
 import { turnUpdate, type TurnUpdateInput } from '../../workflows/definitions';
 
@@ -183,6 +184,7 @@ export async function findOrCreateAppSession(ctx: CoreContext, scope: AppScope, 
       deploymentId: deployment?._id ?? null,
       sessionId,
       identity: { channelUId: record.userId },
+      caller: appUserCaller(identity.userReference),
     });
   } catch (err) {
     await ctx.models.AppSession.deleteOne({ _id: sessionId, tenantId: scope.tenantId }).catch(() => undefined);

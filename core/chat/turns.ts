@@ -20,7 +20,8 @@ import { findOwned } from '../../db/owned';
 import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflows/definitions';
 import { type CoreContext } from '../context';
 import { llmRuntime } from '../llm/runtime';
-import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, releaseSessionCapacity } from '../sessions/start';
+import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, linkStartedSession, releaseSessionCapacity, sessionContactFor } from '../sessions/start';
+import { testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -292,12 +293,17 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     // retried Idempotency-Key can find an earlier one.
     // The deployment pins the versions the session runs (docs/deployments.md); without one,
     // the latest versions.
-    const [picked, earlier] = await Promise.all([
+    // A test caller's user id (testContext.callerContext.userId) is the session's caller: its
+    // contact is found or created beside the reads (it never rejects: a failure starts the
+    // session without one).
+    const caller = testCaller(body.testContext?.callerContext?.userId);
+    const [picked, earlier, contact] = await Promise.all([
       resolveNewSessionTarget(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body).then(
         (target) => target,
         (error: unknown) => ({ error }),
       ),
       options.idempotencyKey ? findOwned(ctx.models.Session, sessionId, { tenantId: principal.tenantId }) : null,
+      sessionContactFor(ctx, { tenantId: principal.tenantId, channel: 'api', caller }, sessionId),
       settled,
     ]);
     const client = await gate();
@@ -319,16 +325,22 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       environment: target.environment,
       deploymentId: target.deploymentId,
       sessionId,
+      contact,
     });
     // A new session takes its place in the tenant's count (429 at the cap) before its record.
     const claimed = !earlier && (await claimSessionCapacity(ctx, start)) === 'acquired';
     if (!earlier) {
+      // The link is written beside the record (it never rejects), and taken back if there is no record.
+      const linking = linkStartedSession(ctx, start);
       await createSessionRecord(ctx.models, start).catch(async (err: unknown) => {
         // A concurrent retry with the same Idempotency-Key created it first: same session.
         if ((err as { code?: number }).code === 11000) return;
+        await linking;
+        if (start.contact) await unlinkSession(ctx, { tenantId: start.tenantId, contactId: start.contact.contactId, sessionId: start.sessionId });
         if (claimed) await releaseSessionCapacity(ctx, start);
         throw err;
       });
+      await linking;
     }
     sending();
     // A start operation is single-use: each send gets its own.

@@ -105,6 +105,8 @@ export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessi
     ctx.models.VoiceEvent.deleteMany(owned),
     // Its attachments (GridFS files and chunks) too.
     deleteSessionAttachments(ctx.models, owned),
+    // And its place in its contact's sessions (the contact stays).
+    ctx.models.ContactSession.deleteMany({ tenantId: scope.tenantId, sessionId }),
   ]);
   await ctx.models.Session.deleteOne({ _id: sessionId, ...scope });
   // After the record is gone, so a store write that still saw it is deleted here (core/memory-stores/stores.ts).

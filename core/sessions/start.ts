@@ -11,8 +11,9 @@ import { acquireSessionSlot, releaseSessionSlot } from '../../db/session-capacit
 import { type SessionDoc } from '../../db/session';
 import { type Config } from '../../lib/config';
 import { DomainError } from '../../lib/errors';
-import { type SessionChannel, type SessionStartInput } from '../../workflows/definitions';
+import { type SessionChannel, type SessionContact, type SessionStartInput } from '../../workflows/definitions';
 import { type CoreContext } from '../context';
+import { findSessionContact, linkSessionToContact, type SessionCaller, unlinkSession } from '../contacts/linking';
 import {
   AGENT_SESSION_WORKFLOW_TYPE,
   type AgentSessionWorkflow,
@@ -43,6 +44,13 @@ export interface NewSessionInput {
   httpAsync?: SessionStartInput['httpAsync'];
   /** Who the session's user is on its channel, for the analytics filters (never in workflow input). */
   identity?: SessionIdentity;
+  /**
+   * Who the caller is, when the channel knows (core/contacts/linking.ts names it per channel):
+   * startSession finds or creates their contact and links the session to it. Never in workflow input.
+   */
+  caller?: SessionCaller | null;
+  /** The contact the caller's identity found, as the workflow carries it (set by startSession or the first chat turn). */
+  contact?: SessionContact | null;
 }
 
 /** The end user's channel identity and a call's caller-number blind index, kept on the session's record. */
@@ -68,7 +76,23 @@ export function buildSessionStartInput(config: Pick<Config, 'SESSION_IDLE_TIMEOU
     maxHistoryEvents: config.SESSION_MAX_HISTORY_EVENTS,
     projectionFlushMs: config.SESSION_PROJECTION_FLUSH_MS,
     ...(input.httpAsync ? { httpAsync: input.httpAsync } : {}),
+    ...(input.contact ? { contact: input.contact } : {}),
   };
+}
+
+/**
+ * The caller's contact, found or created (null without a caller, or when linking failed: the
+ * session starts without one). Never rejects, so a start can run it beside its own writes.
+ */
+export function sessionContactFor(ctx: CoreContext, input: Pick<NewSessionInput, 'tenantId' | 'channel' | 'caller'>, sessionId: string): Promise<SessionContact | null> {
+  if (!input.caller) return Promise.resolve(null);
+  return findSessionContact(ctx, { tenantId: input.tenantId, channel: input.channel, sessionId, ...input.caller });
+}
+
+/** Lists the session under its contact (a no-op without one); failures are logged, never thrown. */
+export function linkStartedSession(ctx: CoreContext, start: SessionStartInput): Promise<void> {
+  if (!start.contact) return Promise.resolve();
+  return linkSessionToContact(ctx, { tenantId: start.tenantId, contactId: start.contact.contactId, sessionId: start.sessionId });
 }
 
 /**
@@ -100,11 +124,14 @@ export async function createSessionRecord(models: Models, start: SessionStartInp
 }
 
 /**
- * Removes a session record written for a workflow that never started, and gives its place in the
- * tenant's active-session count back.
+ * Removes a session record written for a workflow that never started, with its contact link, and
+ * gives its place in the tenant's active-session count back.
  */
 export async function discardSessionRecord(models: Models, start: Pick<SessionStartInput, 'tenantId' | 'sessionId'>): Promise<void> {
-  await models.Session.deleteOne({ _id: start.sessionId, tenantId: start.tenantId });
+  await Promise.all([
+    models.Session.deleteOne({ _id: start.sessionId, tenantId: start.tenantId }),
+    models.ContactSession.deleteMany({ tenantId: start.tenantId, sessionId: start.sessionId }),
+  ]);
   await releaseSessionSlot(models, start, 'give_back');
 }
 
@@ -178,14 +205,23 @@ export interface StartSessionOptions {
  */
 export async function startSession(ctx: CoreContext, input: NewSessionInput, options: StartSessionOptions = {}): Promise<StartedSession> {
   const retrySafe = options.retrySafe ?? false;
-  const start = buildSessionStartInput(ctx.config, input);
-  await claimSessionCapacity(ctx, start);
+  const sessionId = input.sessionId ?? randomUUID();
+  // The caller's contact is found while the session's place is claimed: one round trip, not two.
+  const [contact] = await Promise.all([sessionContactFor(ctx, input, sessionId), claimSessionCapacity(ctx, { tenantId: input.tenantId, sessionId })]);
+  const start = buildSessionStartInput(ctx.config, { ...input, sessionId, contact });
   let client: Client;
   let session: SessionDoc;
+  // The link is written beside the record (it never rejects).
+  let linking: Promise<void> = Promise.resolve();
   try {
     client = await temporalClient(ctx);
+    linking = linkStartedSession(ctx, start);
     session = retrySafe ? await createOrFindSessionRecord(ctx.models, start, input.identity) : await createSessionRecord(ctx.models, start, new Date(), input.identity);
+    await linking;
   } catch (err) {
+    // No record: the link is taken back once it has landed.
+    await linking;
+    if (start.contact) await unlinkSession(ctx, { tenantId: start.tenantId, contactId: start.contact.contactId, sessionId: start.sessionId });
     if (!retrySafe) await releaseSessionCapacity(ctx, start);
     throw err;
   }

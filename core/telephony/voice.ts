@@ -21,6 +21,7 @@ import { type CoreContext } from '../context';
 import { endSessionWorkflow } from '../sessions/end';
 import { forgetRunningSession } from '../sessions/running-sessions';
 import { startSession } from '../sessions/start';
+import { voiceCaller } from '../contacts/linking';
 import { callerNumberIndexOf } from './caller-number';
 import { resolveNewSessionTarget } from '../sessions/target';
 import {
@@ -323,6 +324,8 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
           sessionId,
           // The person on the line: who called in, or whom an outbound call reached.
           identity: { callerNumberIndex: callerNumberIndexOf(ctx, conn.tenantId, inbound ? form.From : form.To) },
+          // The same person's contact: the number is in clear here only, and stays out of the workflow.
+          caller: voiceCaller(inbound ? form.From : form.To),
         },
         // A concurrent or repeated webhook for the same call takes the session the first one made.
         { retrySafe: true },

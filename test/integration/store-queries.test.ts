@@ -71,6 +71,8 @@ const HOT_QUERIES: HotQuery[] = [
   { name: 'core/contacts/contacts.ts: requireContact (findOwned)', model: 'Contact', filter: { _id: 'ct_q1', tenantId: T, deletedAt: null }, limit: 1 },
   { name: 'core/contacts/contacts.ts: listContacts', model: 'Contact', filter: { tenantId: T, deletedAt: null, type: 'customer' }, sort: { createdAt: -1, _id: -1 }, limit: 50 },
   { name: 'core/contacts/contacts.ts: lookupContact', model: 'Contact', filter: { tenantId: T, liveKey: { $in: ['email:ada@example.com'] } } },
+  { name: 'core/contacts/linking.ts: the live contact of a session caller', model: 'Contact', filter: { tenantId: T, liveKey: 'external:k1' }, limit: 1 },
+  { name: 'core/contacts/linking.ts: link a session to its contact', model: 'ContactSession', filter: { tenantId: T, contactId: 'ct_q1', sessionId: S }, limit: 1 },
   { name: 'core/contacts/contacts.ts: contactSessionIds', model: 'ContactSession', filter: { tenantId: T, contactId: 'ct_q1' }, sort: { linkedAt: -1, _id: -1 }, limit: 100 },
 ];
 
