@@ -63,17 +63,15 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
       // The thread's own JavaScript heap holds only the host side (results, logs): QuickJS's heap
       // is WebAssembly memory, bounded per call by memory_mb.
       resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
-      stdout: true,
-      stderr: true,
       env: {},
     });
-    worker.unref();
-    worker.stdout.resume();
-    worker.stderr.resume();
     const slot: Slot = { worker, flag: new Int32Array(shared), replies: channel.port1, job: null, watchdog: null, retired: false };
     worker.on('message', (msg: FromThread) => onMessage(slot, msg));
     worker.on('error', (err) => retire(slot, err instanceof Error && /ERR_WORKER_OUT_OF_MEMORY/.test(String((err as NodeJS.ErrnoException).code)) ? 'memory' : 'error'));
     worker.on('exit', () => retire(slot, 'error'));
+    // Idle threads never keep the process alive (listeners re-reference a worker, so this comes last).
+    worker.unref();
+    channel.port1.unref();
     return slot;
   }
 
@@ -81,6 +79,7 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
     const job = slot.job;
     if (!job) return;
     slot.job = null;
+    slot.worker.unref();
     if (slot.watchdog) clearTimeout(slot.watchdog);
     slot.watchdog = null;
     job.resolve(outcome);
@@ -169,6 +168,8 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
       if (job.queueTimer) clearTimeout(job.queueTimer);
       job.queueTimer = null;
       slot.job = job;
+      // A thread at work keeps the process alive until its call ends.
+      slot.worker.ref();
       const s = slot;
       // The thread enforces the deadline itself (QuickJS's interrupt handler); this only catches
       // a thread that cannot answer (stuck outside the interpreter's loop).
