@@ -43,6 +43,8 @@ const FAILURE_TYPE: Record<Extract<SandboxOutcome, { ok: false }>['kind'], strin
 
 type PythonModule = { createPythonEngine(options?: Record<string, unknown>): SandboxEngine };
 
+export type SandboxEngines = ReturnType<typeof createSandboxEngines>;
+
 /** The engines of one worker, each created on its first call. */
 export function createSandboxEngines(config: Config) {
   let javascript: SandboxEngine | null = null;
@@ -105,8 +107,8 @@ export function httpMemoryBridge(config: Config, claims: Parameters<typeof issue
   };
 }
 
-export function createSandboxToolActivities(deps: SandboxToolDeps) {
-  const engines = createSandboxEngines(deps.config);
+/** `engines`: one set per worker (its threads are idle and never keep the process alive). */
+export function createSandboxToolActivities(deps: SandboxToolDeps, engines: SandboxEngines = createSandboxEngines(deps.config)) {
   return {
     /** Runs the tool's code; the result is its value, a failure's message is what the agent sees. */
     async runSandboxTool(input: SandboxToolInput): Promise<Json> {

@@ -91,6 +91,7 @@ function bytes(s) {
 /** Waits (blocking this thread only) for the engine's answer to a memory-store call, until the deadline. */
 function memoryCall(job, request) {
   if (!job.hasMemory) throw new Error('memory stores are not available here');
+  if (Date.now() >= job.deadline) throw new Error('memory store call did not answer before the timeout');
   const seq = ++memorySeq;
   Atomics.store(flag, 0, 0);
   parentPort.postMessage({ type: 'memory', id: job.id, seq, request });
