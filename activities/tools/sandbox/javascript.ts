@@ -19,6 +19,7 @@ export interface JavaScriptEngineOptions {
 const THREAD_FILE = join(__dirname, 'javascript-thread.js');
 const DEFAULT_STACK_BYTES = 256 * 1024;
 const DEFAULT_GRACE_MS = 1000;
+const MAX_START_FAILURES = 3;
 
 type ThreadOutcome = { ok: true; json: string; logs: string[] } | Extract<SandboxOutcome, { ok: false }>;
 type FromThread =
@@ -43,6 +44,8 @@ interface Slot {
   job: Pending | null;
   watchdog: NodeJS.Timeout | null;
   retired: boolean;
+  /** Set when the thread has loaded QuickJS. */
+  ready: boolean;
 }
 
 export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): SandboxEngine {
@@ -53,6 +56,11 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
   const queue: Pending[] = [];
   let nextId = 1;
   let closed = false;
+  /** Threads start with the first call: an engine nobody uses costs nothing. */
+  let started = false;
+  /** Threads in a row that ended before they were ready, and why the last one said it broke. */
+  let startFailures = 0;
+  let brokenReason = '';
 
   function spawn(): Slot {
     const shared = new SharedArrayBuffer(4);
@@ -65,7 +73,7 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
       resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
       env: {},
     });
-    const slot: Slot = { worker, flag: new Int32Array(shared), replies: channel.port1, job: null, watchdog: null, retired: false };
+    const slot: Slot = { worker, flag: new Int32Array(shared), replies: channel.port1, job: null, watchdog: null, retired: false, ready: false };
     worker.on('message', (msg: FromThread) => onMessage(slot, msg));
     worker.on('error', (err) => retire(slot, err instanceof Error && /ERR_WORKER_OUT_OF_MEMORY/.test(String((err as NodeJS.ErrnoException).code)) ? 'memory' : 'error'));
     worker.on('exit', () => retire(slot, 'error'));
@@ -89,6 +97,7 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
   function retire(slot: Slot, kind: 'timeout' | 'memory' | 'error'): void {
     if (slot.retired) return;
     slot.retired = true;
+    if (!slot.ready && kind !== 'timeout') startFailures++;
     const job = slot.job;
     if (job) {
       const message =
@@ -103,11 +112,19 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
     if (index >= 0) slots.splice(index, 1);
     slot.replies.close();
     void slot.worker.terminate().catch(() => undefined);
+    // The replacement starts loading now, not when the next call needs it.
+    fill();
     pump();
   }
 
   function onMessage(slot: Slot, msg: FromThread): void {
+    if (msg.type === 'ready') {
+      slot.ready = true;
+      startFailures = 0;
+      return;
+    }
     if (msg.type === 'broken') {
+      brokenReason = msg.message;
       retire(slot, 'error');
       return;
     }
@@ -155,14 +172,23 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
     Atomics.notify(slot.flag, 0);
   }
 
+  /** Starts threads up to the pool's size (each loads QuickJS once, in the background). */
+  function fill(): void {
+    if (startFailures >= MAX_START_FAILURES) {
+      // Threads that cannot even load QuickJS are not started over and over: calls fail plainly.
+      for (const job of queue.splice(0)) {
+        if (job.queueTimer) clearTimeout(job.queueTimer);
+        job.resolve({ ok: false, kind: 'unavailable', message: `the JavaScript sandbox cannot start${brokenReason ? `: ${brokenReason}` : ''}`, logs: [] });
+      }
+      return;
+    }
+    while (!closed && started && slots.length < size) slots.push(spawn());
+  }
+
   function pump(): void {
     if (closed) return;
     while (queue.length > 0) {
-      let slot = slots.find((s) => !s.job && !s.retired);
-      if (!slot && slots.length < size) {
-        slot = spawn();
-        slots.push(slot);
-      }
+      const slot = slots.find((s) => !s.job && !s.retired);
       if (!slot) return;
       const job = queue.shift()!;
       if (job.queueTimer) clearTimeout(job.queueTimer);
@@ -212,6 +238,8 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
         }, run.timeoutMs);
         job.queueTimer.unref();
         queue.push(job);
+        started = true;
+        fill();
         pump();
       });
     },
