@@ -153,7 +153,9 @@ function runOne(QuickJS, job) {
     const prelude = ctx.evalCode(PRELUDE.replace('__LIMIT__', String(job.maxOutputBytes)), 'prelude.js');
     if (prelude.error) {
       own(prelude.error);
-      return fail('unavailable', 'the sandbox could not be prepared');
+      // Too little time or memory even for the prelude: the limit is what stopped the call.
+      if (Date.now() >= job.deadline) return fail('timeout', `exceeded its timeout of ${job.timeoutMs} ms`);
+      return fail('memory', `exceeded its memory limit of ${job.memoryMb} MB`);
     }
     const helpers = own(prelude.value);
     const parse = own(ctx.getProp(helpers, 'parse'));

@@ -140,3 +140,9 @@ describe('pool', () => {
     expect(await queued).toMatchObject({ ok: false, kind: 'unavailable' });
   });
 });
+
+describe('limits too small to start', () => {
+  it('says which limit stopped a call that could not even begin', async () => {
+    expect(await run('return 1;', { timeoutMs: 1 })).toMatchObject({ ok: false, kind: 'timeout' });
+  });
+});
