@@ -8,7 +8,12 @@ import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '.
 import { client } from '../../support/http';
 import { chatOnce, publishAgent } from '../../support/agents';
 import { sandboxAgent, toolResult } from '../../support/sandbox-agents';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { verifySandboxToken, type SandboxTokenClaims } from '../../../core/memory-stores/sandbox-token';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { historyFromJsonObject } from '../../fixtures/histories/history-json';
 
 let stack: TestStack;
 let t: SeededTenant;
@@ -72,6 +77,19 @@ it('calls main(params) when the code defines it, and the flow uses its result', 
   const res = await chatOnce(api, t, 'Shout', 'go');
   expect(res.response).toBe('Got PARIS.');
   expect(toolResult(res.traceEvents)).toMatchObject({ tool: 'shout', success: true, output: { c: 'PARIS' } });
+  // The run records the patch where the sandbox ran, and replays with today's code.
+  const history = await sessionHistory(stack, res.sessionId);
+  expect(patchIdsIn(history)).toContain('sandbox-tools-v1');
+  await replayWithTodaysCode(history, `session/${res.sessionId}`);
+});
+
+it('replays a run recorded before sandbox tools ran, where the call failed at once', async () => {
+  // Recorded from commit 2bf8faf: the same agent, whose call failed with "cannot run yet".
+  const file = JSON.parse(gunzipSync(readFileSync(join(__dirname, '../../fixtures/sandbox/2bf8faf-sandbox-tool.json.gz'))).toString('utf8')) as { workflowId: string; history: unknown };
+  const history = historyFromJsonObject(file.history);
+  expect(patchIdsIn(history)).not.toContain('sandbox-tools-v1');
+  expect(JSON.stringify(file.history)).not.toContain('runSandboxTool');
+  await replayWithTodaysCode(history, file.workflowId);
 });
 
 it('runs a bare body with the parameters as locals', async () => {
