@@ -72,6 +72,8 @@ export function createJavaScriptEngine(options: JavaScriptEngineOptions = {}): S
       // is WebAssembly memory, bounded per call by memory_mb.
       resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
       env: {},
+      // A plain CommonJS file: no loader (tsx) or flag of the parent's is needed in the thread.
+      execArgv: [],
     });
     const slot: Slot = { worker, flag: new Int32Array(shared), replies: channel.port1, job: null, watchdog: null, retired: false, ready: false };
     worker.on('message', (msg: FromThread) => onMessage(slot, msg));
