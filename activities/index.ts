@@ -14,6 +14,7 @@ import { createModerate } from './moderation/moderate';
 import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
+import { createSandboxToolActivities } from './tools/sandbox-tool';
 import { capToolResult } from '../lib/result-cap';
 import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
@@ -79,6 +80,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createHttpAsyncDeliveryActivities(deps),
     ...createOutboundCallActivities(deps),
     ...createRecordingFetchActivities(deps),
+    ...createSandboxToolActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

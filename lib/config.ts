@@ -224,6 +224,12 @@ export const ConfigSchema = z.object({
    * before they reach workflow history, the agent, traces and remembered turns.
    */
   TOOL_RESULT_HISTORY_MAX_BYTES: z.coerce.number().int().min(1024).max(2 * 1024 * 1024).default(64 * 1024),
+  /** Worker threads per worker process that run JavaScript sandbox tools at once (docs/code-tools.md). */
+  SANDBOX_JS_THREADS: positiveInt.max(64).default(2),
+  /** Largest result (bytes of JSON) and largest console output of one sandbox tool call. */
+  SANDBOX_OUTPUT_MAX_BYTES: positiveInt.default(1024 * 1024),
+  /** Ceiling on a sandbox tool's `memory_mb`: a larger value is lowered to it. */
+  SANDBOX_MAX_MEMORY_MB: positiveInt.max(4096).default(512),
   /** `host:port` services HTTP tools may reach although their address is private (docs/runtime.md). */
   TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** `host:port` services per-project LLM base URLs may point at although private (docs/llm-settings.md). */

@@ -13,7 +13,7 @@ import type { TurnTrace } from './session-trace';
 import type { DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH } from './patches';
 import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
 import { boostedPriority, priorityNumber } from './human-task-rules';
 
@@ -40,6 +40,20 @@ function toolActivity(timeoutMs: number, retries: number) {
     startToCloseTimeout: timeoutMs + 5_000,
     retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
   }).callTool;
+}
+
+/** The longest a sandbox call may run (the activity's MAX_SANDBOX_TIMEOUT_MS). */
+const MAX_SANDBOX_TIMEOUT_MS = 180_000;
+
+/**
+ * A sandbox tool's activity lives a little longer than the call's own timeout, which the activity
+ * enforces itself. It is never retried: the code may have written to a memory store before it failed.
+ */
+function sandboxActivity(timeoutMs: number) {
+  return wf.proxyActivities<Activities>({
+    startToCloseTimeout: Math.min(Math.max(1, timeoutMs), MAX_SANDBOX_TIMEOUT_MS) + 5_000,
+    retry: { maximumAttempts: 1 },
+  }).runSandboxTool;
 }
 
 /**
@@ -177,27 +191,40 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
       : { type: 'tool_result', commandId: command.id, ok: true, value: (mock.response ?? null) as Json };
   } else {
     const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
-    if (!tool || tool.binding.type !== 'http') {
+    // Sandbox tools run only in runs recorded with the marker (asked only for such a call).
+    const runsSandbox = tool?.binding.type === 'sandbox' && wf.patched(SANDBOX_TOOLS_PATCH);
+    if (!tool || (tool.binding.type !== 'http' && !runsSandbox)) {
       const message = tool
         ? `Tool ${command.tool} has a ${tool.binding.type} binding, which this runtime cannot run yet`
         : `E721 Tool ${command.tool} not found in project`;
       event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
     } else {
       try {
-        const value = await toolActivity(command.timeoutMs, command.retries)({
-          tenantId: ctx.tenantId,
-          projectId: ctx.projectId,
-          tool,
-          args: command.args,
-          timeoutMs: command.timeoutMs,
-          // Only the keys its context_access lists (the interpreter sets them only when that applies).
-          messageMetadata: pickContext(ctx.messageMetadata, command.contextKeys),
-          ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
-        });
+        const value = runsSandbox
+          ? await sandboxActivity(command.timeoutMs)({
+              tenantId: ctx.tenantId,
+              projectId: ctx.projectId,
+              sessionId: ctx.sessionId,
+              toolCallId: command.id,
+              tool,
+              args: command.args,
+              timeoutMs: command.timeoutMs,
+            })
+          : await toolActivity(command.timeoutMs, command.retries)({
+              tenantId: ctx.tenantId,
+              projectId: ctx.projectId,
+              tool,
+              args: command.args,
+              timeoutMs: command.timeoutMs,
+              // Only the keys its context_access lists (the interpreter sets them only when that applies).
+              messageMetadata: pickContext(ctx.messageMetadata, command.contextKeys),
+              ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
+            });
         event = { type: 'tool_result', commandId: command.id, ok: true, value };
       } catch (err) {
         const error = failureOf(err);
-        event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: error.kind === 'TOOL_TIMEOUT' ? 'tool_timeout' : 'tool_error', message: error.message } };
+        const timedOut = error.kind === 'TOOL_TIMEOUT' || (runsSandbox && error.kind === 'timeout');
+        event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: timedOut ? 'tool_timeout' : 'tool_error', message: error.message } };
       }
     }
   }

@@ -206,3 +206,10 @@ export const CALLBACK_AT_ROLLOVER_PATCH = 'callback-at-rollover-v1';
  * local activity. Asked once, when the task workflow starts.
  */
 export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activity-v1';
+
+/**
+ * `type: sandbox` tools run their code (the `runSandboxTool` activity) instead of failing at once
+ * with "cannot run yet". Runs recorded before it replay that failure. Asked only when a sandbox
+ * tool is called without a test mock, so other histories carry no marker.
+ */
+export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';

@@ -172,10 +172,10 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
       binding = { type: 'contract' };
   }
   if (timeout === null) defaultTimeout.add(sig.name);
-  // Only HTTP bindings (async_webhook included) have an executor; say so now, not at the first call.
+  // Only HTTP (async_webhook included) and sandbox bindings have an executor; say so now, not at the first call.
   const unknownType = typeText !== '' && binding.type === 'contract'; // already E402
-  if (binding.type !== 'http' && !unknownType) {
-    const what = { contract: 'contract-only (no type)', sandbox: 'a sandbox tool', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
+  if (binding.type !== 'http' && binding.type !== 'sandbox' && !unknownType) {
+    const what = { contract: 'contract-only (no type)', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }
   // A call must never go out without the credential its author asked for.
