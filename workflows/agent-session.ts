@@ -323,6 +323,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       ...(messageMetadata ? { messageMetadata } : {}),
       childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
       delegationChain: [],
+      // Asked only when a delegation starts, and only for sessions whose agents use memory.
+      memory: () => (planOf(compiled).used && flags.agentMemory() ? { facts: { ...(runtime?.memory ?? {}) }, ...(input.contact ? { contact: input.contact } : {}) } : undefined),
     };
   }
 

@@ -10,7 +10,7 @@ import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, Ru
 import type { Interpreter } from '../abl/runtime';
 import type { HumanTaskPriority, HumanTaskStartInput, SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
 import type { TurnTrace } from './session-trace';
-import type { DelegationWorkflow } from './delegation-contract';
+import type { DelegationInput, DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
 import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH } from './patches';
@@ -100,6 +100,8 @@ export interface EffectContext {
   delegationChain: readonly string[];
   /** Set when an async tool call starts waiting for its callback: the session then waits on it. */
   waiting?: WaitingCallback | null;
+  /** Agent memory a delegated child gets (agent-memory.ts); absent in runs without it. */
+  memory?: () => DelegationInput['memory'] | undefined;
 }
 
 /** How deep delegated agents may nest (a session's own agent is depth 0). ABL.md §9. */
@@ -214,6 +216,12 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
   return event;
 }
 
+/** The session's memory for a delegated child, when the run has agent memory. */
+function memoryFor(ctx: EffectContext): { memory?: NonNullable<DelegationInput['memory']> } {
+  const memory = ctx.memory?.();
+  return memory ? { memory } : {};
+}
+
 async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'delegate' }>, index: number): Promise<DelegateOutcome> {
   const task = command.tasks[index]!;
   const started = Date.now();
@@ -242,6 +250,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           ...(ctx.environment ? { environment: ctx.environment } : {}),
           chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
+          ...memoryFor(ctx),
         },
       ],
       ...(task.timeoutMs ? { workflowExecutionTimeout: task.timeoutMs } : {}),

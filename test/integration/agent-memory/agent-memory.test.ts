@@ -139,6 +139,54 @@ FLOW:
         THEN: write
 `;
 
+const PLANNER = `AGENT: Planner
+GOAL: "Plan with a helper"
+DELEGATE:
+  - AGENT: Noter
+    WHEN: input == "never sent"
+    PURPOSE: "Write a note"
+    INPUT:
+      topic: input
+    RETURNS:
+      child_tier: child_tier
+FLOW:
+  steps: [menu, ask, show]
+  menu:
+    REASONING: false
+    RESPOND: "Say a topic"
+    ON_INPUT:
+      - ELSE:
+        THEN: ask
+  ask:
+    REASONING: false
+    DELEGATE: Noter
+    THEN: show
+  show:
+    REASONING: false
+    RESPOND: "Child saw [{{child_tier}}]"
+    ON_INPUT:
+      - ELSE:
+        THEN: ask
+`;
+
+const NOTER = `AGENT: Noter
+GOAL: "Note the topic"
+MEMORY:
+  persistent:
+    - user.tier
+      ACCESS: read
+    - run.note
+      SCOPE: execution_tree
+FLOW:
+  steps: [note]
+  note:
+    REASONING: false
+    SET:
+      child_tier = user.tier
+      run.note = topic
+    THEN: COMPLETE
+`;
+
 const contact = (contactId: string, displayName = 'Ann'): SessionContact => ({
   contactId,
   type: 'customer',
@@ -185,7 +233,7 @@ beforeAll(async () => {
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   await useFakeOpenAI(api, t, fake.baseURL, 'sk-memory');
-  for (const [name, src] of Object.entries({ Member: MEMBER, Short: SHORT, Counter: COUNTER, Concierge: CONCIERGE, Back: BACK, Front: FRONT })) await publishAgent(api, t, name, src);
+  for (const [name, src] of Object.entries({ Member: MEMBER, Short: SHORT, Counter: COUNTER, Concierge: CONCIERGE, Back: BACK, Front: FRONT, Noter: NOTER, Planner: PLANNER })) await publishAgent(api, t, name, src);
   await publishAgent(api, other, 'Member', MEMBER);
 });
 afterAll(async () => {
@@ -243,6 +291,17 @@ describe('session variables', () => {
     expect(second.response).toContain('one visits 1 tries 0');
     expect(second.variables).toMatchObject({ visits: 2 });
     expect((await firstReply(t, 'Counter', contact('ct_other'))).response).toContain('one visits 0');
+  });
+});
+
+describe('delegation', () => {
+  test('a delegated agent reads the session\'s facts and saves its execution_tree fact under the root session', async () => {
+    await firstReply(t, 'Member', contact('ct_tree'), { gatherValues: { tier: 'silver' } });
+    const s = await startWith(t, 'Planner', contact('ct_tree'));
+    await say(t, s, 'hi');
+    expect((await say(t, s, 'fees')).response).toContain('Child saw [silver]');
+    const row = await stack.ctx.models.MemoryFact.findOne({ tenantId: t.tenantId, scope: 'execution_tree', path: 'run.note' }).lean();
+    expect(row).toMatchObject({ scopeKey: s, value: 'fees', projectId: t.projectId });
   });
 });
 
