@@ -44,12 +44,12 @@ function scopeKey(owner: FactOwner, scope: FactScope): string | null {
 
 export function createAgentMemoryActivities(deps: Pick<ActivityDeps, 'models'>) {
   // Read at call time: the activities are also built without a store (e.g. to list their names).
-  const facts = () => deps.models.MemoryFact;
+  const store = () => deps.models.MemoryFact;
 
   /** Deletes the expired rows of the keys this call touches (the TTL index may be late or absent). */
   async function dropExpired(owner: FactOwner, keys: Array<{ scope: FactScope; scopeKey: string }>, now: Date): Promise<void> {
     if (keys.length === 0) return;
-    await facts().deleteMany({
+    await store().deleteMany({
       tenantId: owner.tenantId,
       projectId: owner.projectId,
       $or: keys.map((k) => ({ scope: k.scope, scopeKey: k.scopeKey })),
@@ -69,13 +69,13 @@ export function createAgentMemoryActivities(deps: Pick<ActivityDeps, 'models'>) 
   return {
     /** The session's facts by path (only those stored and not expired). */
     async loadAgentMemory(input: LoadAgentMemoryInput): Promise<{ facts: Record<string, Json> }> {
-      await ensureMemoryFactTtlIndex(facts());
+      await ensureMemoryFactTtlIndex(store());
       const now = new Date();
       const refs = input.facts.slice(0, MEMORY_FACTS_PER_CALL).filter((f) => scopeKey(input, f.scope) !== null);
       const keys = keysOf(input, refs);
       await dropExpired(input, keys, now);
       if (refs.length === 0) return { facts: {} };
-      const rows = await facts().find({
+      const rows = await store().find({
         tenantId: input.tenantId,
         projectId: input.projectId,
         $or: refs.map((f) => ({ scope: f.scope, scopeKey: scopeKey(input, f.scope) as string, path: f.path })),
@@ -94,7 +94,7 @@ export function createAgentMemoryActivities(deps: Pick<ActivityDeps, 'models'>) 
 
     /** Writes the turn's changed facts: upserts, deletes for null values, expiry from the TTL. */
     async saveAgentMemory(input: SaveAgentMemoryInput): Promise<SaveAgentMemoryResult> {
-      await ensureMemoryFactTtlIndex(facts());
+      await ensureMemoryFactTtlIndex(store());
       const now = new Date();
       const refused: SaveAgentMemoryResult['refused'] = [];
       let saved = 0;
@@ -106,7 +106,7 @@ export function createAgentMemoryActivities(deps: Pick<ActivityDeps, 'models'>) 
         if (key === null) continue;
         const filter = { tenantId: input.tenantId, projectId: input.projectId, scope: w.scope, scopeKey: key, path: w.path };
         if (w.value === null) {
-          await facts().deleteOne(filter);
+          await store().deleteOne(filter);
           saved++;
           continue;
         }
@@ -118,11 +118,11 @@ export function createAgentMemoryActivities(deps: Pick<ActivityDeps, 'models'>) 
         const expiresAt = w.ttlMs !== null && w.ttlMs > 0 ? new Date(now.getTime() + w.ttlMs) : null;
         const update = { $set: { value: w.value, expiresAt, updatedAt: now }, $setOnInsert: { createdAt: now } };
         try {
-          await facts().updateOne(filter, update, { upsert: true, timestamps: false });
+          await store().updateOne(filter, update, { upsert: true, timestamps: false });
         } catch (err) {
           // Two sessions created the same fact at once: the other's row exists now, so update it.
           if (!isDuplicateKey(err)) throw err;
-          await facts().updateOne(filter, update, { timestamps: false });
+          await store().updateOne(filter, update, { timestamps: false });
         }
         saved++;
       }
