@@ -262,6 +262,11 @@ export class TurnContext {
   }
 
   clearVar(th: ThreadState, name: string): void {
+    // CLEAR of a persistent path the agent may write deletes the fact.
+    if (Object.hasOwn(this.s.memory, name) && this.s.memory[name] !== null && this.memory.on(th) && this.memory.access(th, name) !== null) {
+      if (this.memory.write(th, name, null, null, `CLEAR ${name}`)) this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: null } });
+      return;
+    }
     if (!Object.hasOwn(th.vars, name)) return;
     delete th.vars[name];
     this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: null } });

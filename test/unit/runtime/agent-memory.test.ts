@@ -189,6 +189,28 @@ FLOW:
     expect(d.traceOf('error')).toEqual([{ agent: 'Granted', kind: 'memory_access', message: 'SET user.tier refused: Granted may only read "user.tier" (ACCESS: read)' }]);
   });
 
+  test('CLEAR of a writable fact deletes it (saved as null); of a read-only one is refused', () => {
+    const c = project(`AGENT: Forget
+GOAL: "Forget"
+MEMORY:
+  persistent:
+    - user.note
+    - user.tier
+      ACCESS: read
+FLOW:
+  steps: [forget]
+  forget:
+    REASONING: false
+    CLEAR: [user.note, user.tier]
+    RESPOND: "Forgot"
+`);
+    const d = new Driver(noEffects, c);
+    d.start({ type: 'start', memory: { 'user.note': 'x', 'user.tier': 'gold' } });
+    expect(d.state.memory).toEqual({ 'user.note': null, 'user.tier': 'gold' });
+    expect(d.state.memoryWrites).toEqual({ 'user.note': { ttlMs: null } });
+    expect(d.traceOf('error').map((e) => e.kind)).toEqual(['memory_access']);
+  });
+
   test('without a grant the paths are the agent\'s own variables: no fact is read or written', () => {
     const d = new Driver(noEffects, compiled);
     d.start({ type: 'start', memory: { 'user.tier': 'silver' } });
