@@ -8,6 +8,7 @@ import { client } from '../../support/http';
 import { publishAgent, useFakeOpenAI } from '../../support/agents';
 import { startFakeOpenAI, type FakeOpenAI } from '../../support/fake-openai';
 import { eventually } from '../../support/eventually';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord } from '../../../core/sessions/start';
 import { AGENT_SESSION_WORKFLOW_TYPE, sessionStartOptions, temporalClient } from '../../../core/sessions/workflow-client';
 import type { SessionContact } from '../../../workflows/definitions';
@@ -326,5 +327,9 @@ describe('recall and grant_memory', () => {
     const evs = await eventually(() => traces(t, s), (e) => e.some((x) => x.type === 'error' && x.data.kind === 'memory_access'));
     expect(evs.find((x) => x.type === 'error' && x.data.kind === 'memory_access')?.data.message).toBe('SET user.level refused: Back may only read "user.level" (ACCESS: read)');
     expect((await firstReply(t, 'Front', contact('ct_grant'))).response).toContain('Hi [Captain] level []');
+    // The run records its marker and replays deterministically with today's code.
+    const history = await sessionHistory(stack, s);
+    expect(patchIdsIn(history)).toContain('agent-memory-v1');
+    await replayWithTodaysCode(history, `session/${s}`);
   });
 });
