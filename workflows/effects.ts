@@ -216,10 +216,22 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
   return event;
 }
 
-/** The session's memory for a delegated child, when the run has agent memory. */
-function memoryFor(ctx: EffectContext): { memory?: NonNullable<DelegationInput['memory']> } {
+/**
+ * The session's memory for a delegated child, when the run has agent memory: only the facts the
+ * child's agent uses (declared, stored or recalled), so the child's input stays small.
+ */
+function memoryFor(ctx: EffectContext, agentName: string): { memory?: NonNullable<DelegationInput['memory']> } {
   const memory = ctx.memory?.();
-  return memory ? { memory } : {};
+  const agent = ctx.compiled.agents[agentName];
+  if (!memory || !agent) return {};
+  const used = new Set<string>([
+    ...agent.memory.persistent.map((p) => p.path),
+    ...agent.memory.remember.map((r) => r.to),
+    ...agent.memory.recall.flatMap((r) => r.paths),
+    ...agent.completion.flatMap((c) => (c.store?.kind === 'fact' ? [c.store.path] : [])),
+  ]);
+  const facts = Object.fromEntries(Object.entries(memory.facts).filter(([path]) => used.has(path)));
+  return { memory: { ...memory, facts } };
 }
 
 async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'delegate' }>, index: number): Promise<DelegateOutcome> {
@@ -250,7 +262,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           ...(ctx.environment ? { environment: ctx.environment } : {}),
           chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
-          ...memoryFor(ctx),
+          ...memoryFor(ctx, task.agent),
         },
       ],
       ...(task.timeoutMs ? { workflowExecutionTimeout: task.timeoutMs } : {}),
