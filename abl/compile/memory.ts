@@ -123,6 +123,8 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     if (!on) { ctx.report('E801', e.loc, { kind: 'recall', detail: 'ON: session:start or tool:<name>:after is missing' }); continue; }
     // Only session start and a tool's result trigger recall (docs/not-supported.md).
     if (!recallRuns(on)) ctx.report('W806', e.loc, { on });
+    // DOMAIN (a knowledge domain to search) has no effect here: W213 says so.
+    ctx.extras(e.props, ['on', 'action', 'paths', 'instruction'], 'recall');
     const instruction = g('instruction') ? ctx.text(g('instruction'), 'INSTRUCTION') : null;
     mem.recall.push({
       on,

@@ -235,7 +235,7 @@ describe('documented forms', () => {
     expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([{ on: 'session:start', action: 'inject_context', paths: ['user.tier'] }]);
   });
 
-  it('MEMORY: every RESET, SCOPE, TTL and recall event the runtime runs compiles without a warning', () => {
+  it('MEMORY: every RESET, SCOPE, TTL and recall event the runtime runs compiles without a warning; search:before and DOMAIN say they do nothing', () => {
     const out = compile(`TOOLS:
   lookup(id: string) -> {tier: string}
     type: http
@@ -273,8 +273,11 @@ MEMORY:
     - ON: search:before
       ACTION: inject_context
       PATHS: [user.tier]
+    - ON: session:start
+      DOMAIN: billing
+      PATHS: [user.tier]
 `);
-    expect(out.diagnostics.map((d) => `${d.code} ${d.line}`)).toEqual(['W806 37']);
+    expect(out.diagnostics.map((d) => `${d.code} ${d.line}`)).toEqual(['W806 37', 'W213 41']);
     expect(out.diagnostics[0]?.message).toMatch(/ON: search:before is not run: the runtime runs recall at ON: session:start and ON: tool:<name>:after only/);
     const mem = out.agents.A!.memory;
     expect(mem.session.map((v) => v.reset)).toEqual(['per_step', 'never', 'per_activation']);
