@@ -151,10 +151,7 @@ export const DIAGNOSTICS = {
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
   E801: def('error', 'Invalid memory entry', 'Cannot read the {kind} memory entry: {detail}.', 'See MEMORY in docs/abl.md for the shape of each entry.'),
   W802: def('warning', 'Deprecated recall form', 'The recall entry "{key}: …" is the deprecated form; it is read as ON: {on} (a text under it is the instruction, with ACTION: prompt_llm).', 'Write - ON: {on} with ACTION: and PATHS: (docs/abl.md, MEMORY).'),
-  W804: def('warning', 'Memory TTL not applied', 'The remember rule storing {path} sets TTL: {ttl}, which the runtime does not apply: the fact does not expire.', 'Remove TTL, or SET {path} = null where the fact should end; no fact outlives its session anyway (W805) (docs/not-supported.md).'),
-  W805: def('warning', 'Persistent memory not kept across sessions', 'Persistent fact "{path}" (SCOPE: {scope}) is kept for the session only: the runtime does not store facts across sessions, so each session starts from its DEFAULT.', 'Load and save it with your own tools (a CALL in ON_START, another where it changes), or keep it knowing it ends with the session (docs/not-supported.md).'),
-  W806: def('warning', 'Memory recall not run', 'The recall entry ON: {on} is not run: the runtime does not load, inject or prompt with it.', 'Remove it: a reasoning agent\'s prompt already lists the known memory facts, and expressions read a fact by its path (docs/not-supported.md).'),
-  W807: def('warning', 'Session variable reset not applied', 'Session variable "{name}" sets RESET: {reset}, which the runtime does not apply: {what}.', '{fix} (docs/not-supported.md).'),
+  W806: def('warning', 'Memory recall not run', 'The recall entry ON: {on} is not run: the runtime runs recall at ON: session:start and ON: tool:<name>:after only.', 'Use ON: session:start (the facts are then there for the whole session), or remove it (docs/not-supported.md).'),
   E803: def('error', 'Write to read-only memory', 'SET writes "{path}", which is declared with ACCESS: {access}.', 'Declare it with ACCESS: readwrite or write, or write a session variable instead.'),
   E850: def('error', 'Invalid constraint', 'Cannot read the constraint "{src}".', 'Start it with REQUIRE, RESTRICT, LIMIT or WARN followed by a condition, optionally BEFORE calling <tool> or BEFORE returning results.'),
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
@@ -180,7 +177,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W510', 'W603', 'W707', 'W708', 'W804', 'W805', 'W806', 'W807', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+  'W509', 'W510', 'W603', 'W707', 'W708', 'W806', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

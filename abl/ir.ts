@@ -162,12 +162,21 @@ export interface GatherFieldIR {
 
 // ---------------------------------------------------------------- memory
 export interface MemoryIR {
-  session: Array<{ name: string; type: string | null; initial: Json | undefined; reset: 'per_session' | 'per_step' | 'never'; description: string | null; loc: IRLoc }>;
-  persistent: Array<{ path: string; scope: 'user' | 'project'; access: 'read' | 'write' | 'readwrite'; default: Json | undefined; loc: IRLoc }>;
+  /**
+   * `reset`: `per_session` lives as long as the agent's thread; `per_step` goes back to INITIAL
+   * whenever a flow step is entered; `per_activation` whenever the agent becomes active again (a
+   * handoff returns to it); `never` is kept across sessions (docs/memory.md, "Agent memory").
+   */
+  session: Array<{ name: string; type: string | null; initial: Json | undefined; reset: SessionResetIR; description: string | null; loc: IRLoc }>;
+  persistent: Array<{ path: string; scope: FactScopeIR; access: 'read' | 'write' | 'readwrite'; default: Json | undefined; loc: IRLoc }>;
   remember: Array<{ when: ExprIR | null; from: ExprIR; to: string; ttl_ms: number | null; loc: IRLoc }>;
   /** `instruction`: the legacy `- ON_START: "text"` form's text, for the LLM (absent otherwise). */
   recall: Array<{ on: string; action: 'inject_context' | 'load_memory' | 'prompt_llm'; paths: string[]; instruction?: string; loc: IRLoc }>;
 }
+
+export type SessionResetIR = 'per_session' | 'per_step' | 'never' | 'per_activation';
+/** Whose a persistent fact is: the session's contact, the whole project, or the session and its delegated children. */
+export type FactScopeIR = 'user' | 'project' | 'execution_tree';
 
 // ---------------------------------------------------------------- rules
 export type OnFailIR =
@@ -374,7 +383,8 @@ export interface HandoffIR {
   to: string;
   when: ExprIR;
   priority: number;
-  context: { pass: string[]; summary: string | null; history: 'none' | 'summary_only' | 'full' | { last_n: number } };
+  /** `grant_memory`: persistent paths the target may read and write; absent when the rule grants none. */
+  context: { pass: string[]; summary: string | null; history: 'none' | 'summary_only' | 'full' | { last_n: number }; grant_memory?: string[] };
   return: boolean;
   /** The ON_RETURN keyword; `continue` also when `on_return_action` names a step or an instruction. */
   on_return: 'continue' | 'resume_intent';

@@ -26,6 +26,7 @@ import { createHttpAsyncConversationActivities } from './http-async/conversation
 import { createHttpAsyncDeliveryActivities } from './http-async/delivery';
 import { createOutboundCallActivities } from './telephony/outbound-calls';
 import { createRecordingFetchActivities } from './telephony/recording-fetch';
+import { createAgentMemoryActivities } from './memory/facts';
 
 export interface ActivityDeps {
   models: Models;
@@ -81,6 +82,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createOutboundCallActivities(deps),
     ...createRecordingFetchActivities(deps),
     ...createSandboxToolActivities(deps),
+    ...createAgentMemoryActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

@@ -38,6 +38,7 @@ import { analyticsEventModel } from './analytics-event';
 import { sessionEncryptionKeyModel } from './session-encryption-key';
 import { attachmentModel } from './attachment';
 import { contactModel, contactSessionModel } from './contact';
+import { memoryFactModel } from './memory-fact';
 import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
 import { memoryStoreModel } from './memory-store';
 
@@ -84,6 +85,7 @@ export function createModels(connection: Connection) {
     Attachment: attachmentModel(connection),
     Contact: contactModel(connection),
     ContactSession: contactSessionModel(connection),
+    MemoryFact: memoryFactModel(connection),
     AnalyticsRollup: analyticsRollupModel(connection),
     AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
     MemoryStore: memoryStoreModel(connection),

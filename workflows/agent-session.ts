@@ -40,6 +40,7 @@ import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
 import { emptyInsight, insightSummary, tallyTurn, type SessionInsight } from './session-insight';
 import { pinnedBundleRef } from './bundle-ref';
+import { contactAsUser, loadSessionMemory, memoryPlan, saveSessionMemory, type MemoryOwner, type MemoryPlan } from './agent-memory';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -269,6 +270,29 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     };
   }
 
+  // Agent memory (agent-memory.ts): facts loaded at the start, what a turn changed saved after it.
+  const memoryOwner: MemoryOwner = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, ...(input.contact ? { contact: input.contact } : {}) };
+  let plan: MemoryPlan | null = null;
+  const planOf = (compiled: CompilationOutput): MemoryPlan => (plan ??= memoryPlan(compiled));
+  /** The start event's memory: asked (and the patch marked) only for a session with a contact or agents that use memory. */
+  async function startMemory(compiled: CompilationOutput, trace: TurnTrace) {
+    const p = planOf(compiled);
+    if ((!p.used && !input.contact) || !flags.agentMemory()) return {};
+    const loaded = p.used ? await loadSessionMemory(memoryOwner, p, trace, input.agentName) : { memory: {}, kept: {} };
+    return {
+      user: contactAsUser(input.contact),
+      ...(Object.keys(loaded.memory).length > 0 ? { memory: loaded.memory } : {}),
+      ...(Object.keys(loaded.kept).length > 0 ? { kept: loaded.kept } : {}),
+    };
+  }
+  /** Saves what the turn wrote; only runs with agent memory record writes. */
+  async function saveMemory(compiled: CompilationOutput, trace: TurnTrace): Promise<void> {
+    if (!runtime?.memoryWrites) return;
+    const before = trace.events.length;
+    await saveSessionMemory(memoryOwner, planOf(compiled), runtime, trace, activeThread()?.agent ?? input.agentName);
+    stats.errorCount += trace.events.slice(before).filter((e) => e.type === 'error').length;
+  }
+
   /** The interpreter for one turn (or one resume) over the session's agents. */
   function interpreterFor(compiled: CompilationOutput, mockedTools: Set<string>) {
     // The session's own agent is the entry agent, whatever the project's manifest says.
@@ -299,6 +323,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       ...(messageMetadata ? { messageMetadata } : {}),
       childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
       delegationChain: [],
+      // Asked only when a delegation starts, and only for sessions whose agents use memory.
+      memory: () => (planOf(compiled).used && flags.agentMemory() ? { facts: { ...(runtime?.memory ?? {}) }, ...(input.contact ? { contact: input.contact } : {}) } : undefined),
     };
   }
 
@@ -327,9 +353,11 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const starting = !runtime;
     if (!runtime) {
       const tc = turn.testContext;
+      const memory = await startMemory(compiled, trace);
       result = await drive(
         interpreter.init({
           type: 'start',
+          ...memory,
           // The session's channel, and the test caller's identity as `caller` (userId, channel,
           // customAttributes); the caller's channel overrides the session's.
           sessionVariables: {
@@ -360,6 +388,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     }
     // Narrows the type only: a start-only turn is refused above unless it started the session here.
     if (!result) throw wf.ApplicationFailure.nonRetryable('The session has already started', 'CONFLICT');
+    await saveMemory(compiled, trace);
     if (result.outcome === 'completed') ended ??= { reason: 'completed' };
     if (effects.waiting) waitOn(effects.waiting);
     const w = effects.waiting;
@@ -451,6 +480,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const advanced = await driveInterpreter(effects, interpreter, interpreter.advance(runtime, event), responses);
     runtime = advanced.state;
     if (advanced.outcome === 'completed') ended ??= { reason: 'completed' };
+    await saveMemory(compiled, trace);
     if (effects.waiting) waitOn(effects.waiting);
     const response = responses.join('\n\n');
     if (response) stats.messageCount += 1;

@@ -2,7 +2,7 @@
 // effects start it by this type (workflows/effects.ts), and workflows/delegation.ts runs it.
 import type { Json } from '../abl/ir';
 import type { DelegateOutcome } from '../abl/runtime/contract';
-import type { SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
+import type { SessionContact, SessionStartInput, TraceEventOut, TurnTestContext } from './definitions';
 
 export interface DelegationInput {
   tenantId: string;
@@ -21,6 +21,12 @@ export interface DelegationInput {
   rootSpan: string;
   /** The session's environment, whose tool secrets the child's tools use (absent in older runs: `dev`). */
   environment?: string;
+  /**
+   * Agent memory of the session (absent in runs without it): its facts as the turn began and its
+   * contact. The child reads them, and saves what it writes under the same keys (`sessionId` is
+   * the root session: the child shares its `execution_tree`).
+   */
+  memory?: { facts: Record<string, Json>; contact?: SessionContact };
 }
 
 export interface DelegationOutput {

@@ -9,6 +9,7 @@ import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { TurnTrace } from './session-trace';
 import { pinnedBundleRef } from './bundle-ref';
+import { contactAsUser, memoryPlan, saveSessionMemory, type MemoryOwner } from './agent-memory';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
 const { loadSessionBundle } = wf.proxyActivities<Activities>(BUNDLE_OPTIONS);
@@ -43,10 +44,20 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     mocks: new Map(input.toolMocks.map((m) => [m.toolName, m])),
     childIdPrefix: wf.workflowInfo().workflowId,
     delegationChain: input.chain ?? [input.parentAgent],
+    ...(input.memory ? { memory: () => input.memory } : {}),
   };
   const state = interpreter.initDelegateState(input.agent, input.input);
+  // The session's facts over the child's DEFAULTs, and its contact as user.* (runs with agent memory only).
+  if (input.memory) {
+    Object.assign(state.memory, input.memory.facts);
+    state.user = contactAsUser(input.memory.contact);
+  }
   const responses: string[] = [];
   const final = await driveInterpreter(ctx, interpreter, interpreter.advance(state, { type: 'start' }), responses);
+  if (input.memory && final.state.memoryWrites) {
+    const owner: MemoryOwner = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, ...(input.memory.contact ? { contact: input.memory.contact } : {}) };
+    await saveSessionMemory(owner, memoryPlan(compiled), final.state, trace, input.agent);
+  }
   return {
     result: delegateOutcome(final.state, input.returns ?? undefined),
     traceEvents: trace.events.map(({ seq: _seq, ...event }) => event),

@@ -10,7 +10,7 @@ import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, Ru
 import type { Interpreter } from '../abl/runtime';
 import type { HumanTaskPriority, HumanTaskStartInput, SessionStartInput, SessionStats, TurnTestContext, WaitingCallback } from './definitions';
 import type { TurnTrace } from './session-trace';
-import type { DelegationWorkflow } from './delegation-contract';
+import type { DelegationInput, DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
 import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH } from './patches';
@@ -114,6 +114,8 @@ export interface EffectContext {
   delegationChain: readonly string[];
   /** Set when an async tool call starts waiting for its callback: the session then waits on it. */
   waiting?: WaitingCallback | null;
+  /** Agent memory a delegated child gets (agent-memory.ts); absent in runs without it. */
+  memory?: () => DelegationInput['memory'] | undefined;
 }
 
 /** How deep delegated agents may nest (a session's own agent is depth 0). ABL.md §9. */
@@ -241,6 +243,24 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
   return event;
 }
 
+/**
+ * The session's memory for a delegated child, when the run has agent memory: only the facts the
+ * child's agent uses (declared, stored or recalled), so the child's input stays small.
+ */
+function memoryFor(ctx: EffectContext, agentName: string): { memory?: NonNullable<DelegationInput['memory']> } {
+  const memory = ctx.memory?.();
+  const agent = ctx.compiled.agents[agentName];
+  if (!memory || !agent) return {};
+  const used = new Set<string>([
+    ...agent.memory.persistent.map((p) => p.path),
+    ...agent.memory.remember.map((r) => r.to),
+    ...agent.memory.recall.flatMap((r) => r.paths),
+    ...agent.completion.flatMap((c) => (c.store?.kind === 'fact' ? [c.store.path] : [])),
+  ]);
+  const facts = Object.fromEntries(Object.entries(memory.facts).filter(([path]) => used.has(path)));
+  return { memory: { ...memory, facts } };
+}
+
 async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'delegate' }>, index: number): Promise<DelegateOutcome> {
   const task = command.tasks[index]!;
   const started = Date.now();
@@ -269,6 +289,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           ...(ctx.environment ? { environment: ctx.environment } : {}),
           chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
+          ...memoryFor(ctx, task.agent),
         },
       ],
       ...(task.timeoutMs ? { workflowExecutionTimeout: task.timeoutMs } : {}),

@@ -21,10 +21,14 @@ import {
   START_BLOCK_HOLD_PATCH,
   START_GATHER_HOLD_PATCH,
   ESCALATION_NOTICE_PATCH,
+  AGENT_MEMORY_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>>;
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>> & {
+  /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
+  agentMemory: () => boolean;
+};
 
 /** Every patch-decided interpreter option. */
 export type InterpreterFlags = RunFlags & Required<Pick<RuntimeOptions, 'ruleCheckpoints' | 'digressions' | 'agentHooks' | 'gatherLlm'>>;
@@ -49,6 +53,7 @@ export function runFlags(): RunFlags {
     escalationNotice: patchDecidedOnce(ESCALATION_NOTICE_PATCH),
     nlu: patchDecidedOnce(NLU_PATCH),
     moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
+    agentMemory: patchDecidedOnce(AGENT_MEMORY_PATCH),
   };
 }
 

@@ -213,3 +213,12 @@ export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activ
  * tool is called without a test mock, so other histories carry no marker.
  */
 export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';
+
+/**
+ * Agent memory (`RuntimeOptions.agentMemory`): a session whose agents use MEMORY (or that has a
+ * contact) loads its persistent facts and `RESET: never` variables at its start and saves what a
+ * turn changed after it (local activities), exposes its contact as `user.*`, and the interpreter
+ * applies RESET policies, ACCESS, `grant_memory`, TTLs and recall. Runs recorded before it kept
+ * facts in the session's state only. Asked only for such sessions, so other histories carry no marker.
+ */
+export const AGENT_MEMORY_PATCH = 'agent-memory-v1';

@@ -36,7 +36,7 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
   const out: HandoffIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'HANDOFF')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure'], 'HANDOFF');
+    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure', 'grant_memory'], 'HANDOFF');
     const to = ctx.str(get('to'), 'TO');
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
@@ -47,7 +47,7 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
     const contextNode = get('context');
     if (contextNode && contextNode.kind !== 'Map') ctx.report('E210', contextNode.loc, { what: 'HANDOFF CONTEXT', expected: 'pass:/history:/summary: lines', found: describe(contextNode) });
     const cf = ctx.fields(contextNode?.kind === 'Map' ? contextNode : null);
-    ctx.extras(cf, ['pass', 'history', 'summary', 'last_n'], 'HANDOFF CONTEXT');
+    ctx.extras(cf, ['pass', 'history', 'summary', 'last_n', 'grant_memory'], 'HANDOFF CONTEXT');
     const cget = (k: string): ValueNode | null => { const p = cf.map.get(k); return p ? ctx.value(p) : null; };
     const hist = ctx.str(cget('history'), 'history');
     let history: HandoffIR['context']['history'] = 'summary_only';
@@ -60,11 +60,13 @@ export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, has
     if (lastNNode) history = { last_n: ctx.num(lastNNode, 'last_n') ?? 10 };
     const summary = cget('summary');
     const onReturn = compileOnReturn(ctx, get('on_return'), to, hasFlow);
+    // CONTEXT `grant_memory:` (or the rule-level `GRANT_MEMORY:`): persistent paths the target may use.
+    const grants = [...new Set([...ctx.strList(cget('grant_memory'), 'grant_memory'), ...ctx.strList(get('grant_memory'), 'GRANT_MEMORY')])];
     out.push({
       to,
       when: when ?? { src: '', ast: null },
       priority: ctx.num(get('priority'), 'PRIORITY') ?? 100,
-      context: { pass: passList(ctx, cget('pass'), get('pass')), summary: summary ? ctx.text(summary, 'summary') : null, history },
+      context: { pass: passList(ctx, cget('pass'), get('pass')), summary: summary ? ctx.text(summary, 'summary') : null, history, ...(grants.length > 0 ? { grant_memory: grants } : {}) },
       return: ctx.bool(get('return'), 'RETURN') ?? false,
       on_return: onReturn.kind === 'resume_intent' ? 'resume_intent' : 'continue',
       on_return_action: onReturn,

@@ -28,8 +28,10 @@ const LEGACY_EVENTS: Record<string, string> = {
   turn_start: 'turn:start',
 };
 
-/** A scalar's text as written, for messages. */
-const written = (node: ValueNode | null): string => (node?.kind === 'Scalar' ? node.raw : '…');
+/** The recall events the runtime triggers: the session's start and a named tool's result. */
+export function recallRuns(on: string): boolean {
+  return on === 'session:start' || /^tool:[A-Za-z_][\w-]*:after$/.test(on);
+}
 
 export function compileMemory(ctx: CompileContext, node: ValueNode | null): MemoryIR {
   const mem: MemoryIR = { session: [], persistent: [], remember: [], recall: [] };
@@ -45,17 +47,7 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const name = e.name ?? ctx.str(g('name'), 'name');
     if (!name) { ctx.report('E801', e.loc, { kind: 'session', detail: 'the variable has no name' }); continue; }
-    const reset = ctx.oneOf(g('reset'), ['per_session', 'per_step', 'never'] as const, 'RESET') ?? 'per_session';
-    // Every session variable lives exactly as long as its session (docs/not-supported.md).
-    if (reset !== 'per_session') {
-      ctx.report('W807', (e.props.map.get('reset') as NonNullable<ReturnType<typeof e.props.map.get>>).loc, {
-        name,
-        reset,
-        ...(reset === 'per_step'
-          ? { what: 'it keeps its value from step to step until the session ends', fix: `CLEAR: [${name}] in the steps that should start without it, or remove RESET` }
-          : { what: 'it starts again from INITIAL in every session', fix: 'Keep it with your own tools (a CALL in ON_START, another where it changes), or remove RESET' }),
-      });
-    }
+    const reset = ctx.oneOf(g('reset'), ['per_session', 'per_step', 'never', 'per_activation'] as const, 'RESET') ?? 'per_session';
     mem.session.push({
       name,
       type: ctx.str(g('type'), 'TYPE'),
@@ -69,9 +61,7 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     const g = (k: string): ValueNode | null => { const p = e.props.map.get(k); return p ? ctx.value(p) : null; };
     const path = e.name ?? ctx.str(g('path'), 'path');
     if (!path) { ctx.report('E801', e.loc, { kind: 'persistent', detail: 'the fact has no path' }); continue; }
-    const scope = ctx.oneOf(g('scope'), ['user', 'project'] as const, 'SCOPE') ?? 'user';
-    // Facts live in the session's state; nothing stores them for the next session (docs/not-supported.md).
-    ctx.report('W805', e.loc, { path, scope });
+    const scope = ctx.oneOf(g('scope'), ['user', 'project', 'execution_tree'] as const, 'SCOPE') ?? 'user';
     mem.persistent.push({
       path,
       scope,
@@ -95,8 +85,6 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
       when = ctx.exprText(head[2] as string, { line: e.loc.line, column: e.loc.column + (head[1] as string).length }, 'remember WHEN');
     }
     const ttl = ctx.duration(g('ttl'), 'TTL', 's');
-    // Nothing expires a fact (docs/not-supported.md).
-    if (ttl !== null) ctx.report('W804', (e.props.map.get('ttl') as NonNullable<ReturnType<typeof e.props.map.get>>).loc, { path: m[2] as string, ttl: written(g('ttl')) });
     mem.remember.push({
       when,
       from: ctx.exprText(m[1] as string, storeNode?.loc ?? e.loc, 'STORE'),
@@ -120,7 +108,7 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
       const props = inner ?? { ...e.props, order: e.props.order.filter((k) => k !== legacy) };
       const get = ctx.getter(props);
       ctx.report('W802', pair.loc, { key: pair.key, on });
-      ctx.report('W806', e.loc, { on });
+      if (!recallRuns(on)) ctx.report('W806', e.loc, { on });
       ctx.extras(props, ['action', 'paths'], 'recall');
       mem.recall.push({
         on,
@@ -133,12 +121,16 @@ export function compileMemory(ctx: CompileContext, node: ValueNode | null): Memo
     }
     const on = ctx.str(g('on'), 'ON');
     if (!on) { ctx.report('E801', e.loc, { kind: 'recall', detail: 'ON: session:start or tool:<name>:after is missing' }); continue; }
-    // No runtime loads, injects or prompts with recall entries (docs/not-supported.md).
-    ctx.report('W806', e.loc, { on });
+    // Only session start and a tool's result trigger recall (docs/not-supported.md).
+    if (!recallRuns(on)) ctx.report('W806', e.loc, { on });
+    // DOMAIN (a knowledge domain to search) has no effect here: W213 says so.
+    ctx.extras(e.props, ['on', 'action', 'paths', 'instruction'], 'recall');
+    const instruction = g('instruction') ? ctx.text(g('instruction'), 'INSTRUCTION') : null;
     mem.recall.push({
       on,
       action: ctx.oneOf(g('action'), ['inject_context', 'load_memory', 'prompt_llm'] as const, 'ACTION') ?? 'prompt_llm',
       paths: ctx.strList(g('paths'), 'PATHS'),
+      ...(instruction ? { instruction } : {}),
       loc: ctx.loc(e.loc),
     });
   }

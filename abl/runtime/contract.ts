@@ -45,6 +45,10 @@ export interface ThreadState {
   resumeInput?: string | null;
   /** ON_RETURN's instruction, rendered: the next reasoning call's system prompt carries it, once. */
   returnInstruction?: string;
+  /** Persistent paths a HANDOFF's `grant_memory` let this thread use, with the granting agent's access. */
+  grants?: Record<string, 'read' | 'write' | 'readwrite'>;
+  /** The agent's recall entries (by index) that have fired in this thread (memory.ts). */
+  recalled?: number[];
 }
 
 export interface ChatTurn {
@@ -62,6 +66,15 @@ export interface SessionRuntimeState {
   status: 'active' | 'suspended' | 'escalated' | 'completed';
   /** Persistent memory facts (MEMORY persistent/remember), by dotted path. */
   memory: Record<string, Json>;
+  /**
+   * Persistent paths written since the workflow last saved them, with the TTL of the write (null:
+   * no expiry); a `RESET: never` variable as `session:<Agent>.<name>`. The workflow saves and clears it.
+   */
+  memoryWrites?: Record<string, { ttlMs: number | null }>;
+  /** `RESET: never` session variables as last kept, by agent: a new thread of that agent starts from them. */
+  kept?: Record<string, Record<string, Json>>;
+  /** The session's contact as agents read it (`user.*`); absent for sessions started before it. */
+  user?: Record<string, Json>;
   /** What the session waits for when suspended (async tool callback or human task). */
   pending: PendingWait | null;
   handoffCount: number;
@@ -102,7 +115,17 @@ export type PendingWait =
 
 export type RuntimeEvent =
   /** Session start: runs ON_START of the entry agent. */
-  | { type: 'start'; sessionVariables?: Record<string, Json>; gatherValues?: Record<string, Json>; startAtStep?: string; skipOnStart?: boolean }
+  | {
+      type: 'start';
+      sessionVariables?: Record<string, Json>;
+      gatherValues?: Record<string, Json>;
+      startAtStep?: string;
+      skipOnStart?: boolean;
+      /** Persistent facts loaded for the session (over each path's DEFAULT), `RESET: never` variables by agent, and `user.*`. */
+      memory?: Record<string, Json>;
+      kept?: Record<string, Record<string, Json>>;
+      user?: Record<string, Json>;
+    }
   /**
    * `action`: a channel's structured action (a button press); it takes the waiting step's ON_ACTION
    * handler with that id. `text` is what the transcript and any other matching see.
@@ -388,4 +411,11 @@ export interface RuntimeOptions {
    * to run (patch `moderation-guardrails-v1`); off, they do not run.
    */
   moderationGuardrails?: boolean | (() => boolean);
+  /**
+   * Agent memory: RESET policies other than `per_session`, ACCESS and `grant_memory` enforced,
+   * `remember` TTLs and writes recorded for the workflow to save (`memoryWrites`), and `recall`
+   * run. On unless false; a function is asked only when an agent's memory is used (patch
+   * `agent-memory-v1`).
+   */
+  agentMemory?: boolean | (() => boolean);
 }

@@ -173,6 +173,7 @@ export class Flow {
     if (from === 'input') return this.onInput(th, step, input ?? '');
     let phase = from;
     if (phase === 'enter') {
+      this.t.memory.resetForStep(th);
       const n = (f.attempts[step.name] ?? 0) + 1;
       f.attempts[step.name] = n;
       if (step.max_attempts !== null && n > step.max_attempts) {

@@ -50,6 +50,8 @@ export class Handoffs {
     if (!redact) return false;
     if (this.t.lifecycle.runAgentHook(from, 'after_agent', `handoff to ${rule.to}`) && (from.status !== 'active' || !this.t.s.threads.includes(from))) return false;
     const child = newThread(this.t.s, target, vars);
+    const grants = this.t.memory.grantsFor(from, rule.context.grant_memory);
+    if (grants) child.grants = grants;
     const hist = rule.context.history;
     if (hist === 'full') child.history = clone(from.history);
     else if (typeof hist === 'object') child.history = clone(from.history.slice(-hist.last_n));
@@ -72,6 +74,7 @@ export class Handoffs {
     this.t.handoffsThisTurn++;
     this.t.trace.push({ type: 'handoff', data: { fromAgent: from.agent, toAgent: rule.to, reason } });
     this.t.decision(from, 'handoff', rule.to, reason);
+    this.t.memory.recall(child, 'session:start');
     this.t.lifecycle.runAgentHook(child, 'before_agent', `handoff from ${from.agent}`);
     this.t.lifecycle.runBlock(child, target.on_start);
     child.startedOnce = true;
@@ -96,7 +99,11 @@ export class Handoffs {
     if (!this.t.guards.constraintsOk(th, null, 'complete')) return false;
     if (respond) this.t.guards.respond(th, respond);
     let label: string | null = null;
-    if (store?.kind === 'fact') this.t.s.memory[store.path] = toJson(this.t.eval(th, store.value));
+    if (store?.kind === 'fact') {
+      const value = toJson(this.t.eval(th, store.value));
+      if (this.t.memory.on(th)) this.t.memory.write(th, store.path, value, null, `COMPLETE STORE → ${store.path}`);
+      else this.t.s.memory[store.path] = value;
+    }
     if (store?.kind === 'label') label = store.label;
     // A hook that ended the agent itself (e.g. a constraint's ON_FAIL HANDOFF on its CALL) already moved on.
     if (this.t.lifecycle.runAgentHook(th, 'after_agent', 'complete') && (th.status === 'completed' || !this.t.s.threads.includes(th))) return true;
@@ -118,6 +125,7 @@ export class Handoffs {
         for (const f of fields) if (th.vars[f] !== undefined && th.vars[f] !== null) this.t.setVar(parent, f, th.vars[f]);
       }
       parent.status = 'active';
+      this.t.memory.resetForActivation(parent);
       if (th.lastReply) this.t.pushHistory(parent, { role: 'assistant', content: `[${th.agent}] ${th.lastReply}` });
       this.t.decision(parent, 'return', `${th.agent} returned to ${parent.agent}`);
       this.t.lifecycle.runAgentHook(parent, 'before_agent', `returned from ${th.agent}`);

@@ -30,14 +30,19 @@ export class Lifecycle {
     return true;
   }
 
+  /** End of turn: the active agent's remember rules (with their TTL), then `RESET: never` variables kept. */
   remember(): void {
     const th = this.t.active();
     if (!th || this.t.s.mode === 'delegate') return;
+    const memoryOn = this.t.memory.on(th);
     for (const r of this.t.agent(th).memory.remember) {
       if (r.when && !this.t.cond(th, r.when)) continue;
       const v = toJson(this.t.eval(th, r.from));
       if (v === null) continue;
-      this.t.s.memory[r.to] = v;
+      // An unchanged value is not written again: its TTL runs from when it was stored.
+      if (!memoryOn) this.t.s.memory[r.to] = v;
+      else if (JSON.stringify(this.t.s.memory[r.to]) !== JSON.stringify(v)) this.t.memory.write(th, r.to, v, r.ttl_ms, `remember → ${r.to}`);
     }
+    this.t.memory.keepVars();
   }
 }

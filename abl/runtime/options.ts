@@ -73,3 +73,8 @@ export function nluOn(options: RuntimeOptions): boolean {
 export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
   return flagOn(options.moderationGuardrails, true);
 }
+
+/** Agent memory (RESET policies, ACCESS, grants, TTLs, recall, writes to save). On unless false. */
+export function agentMemoryOn(options: RuntimeOptions): boolean {
+  return flagOn(options.agentMemory, true);
+}

@@ -38,7 +38,9 @@ export class Reasoning {
     }
     if (typeof th.vars._handoff_summary === 'string') lines.push(`Context from the previous agent: ${th.vars._handoff_summary}`);
     if (returnNote !== null) lines.push(`The agent you handed over to has returned. Now: ${returnNote}`);
-    const facts = Object.entries(this.t.s.memory);
+    const readable = this.t.memory.readable(th);
+    const facts = Object.entries(this.t.s.memory).filter(([k]) => !readable || readable.has(k));
+    lines.push(...this.t.memory.promptLines(th));
     if (facts.length) lines.push('Known facts:', ...facts.slice(0, 30).map(([k, v]) => `- ${k}: ${truncate(JSON.stringify(v), 200)}`));
     lines.push('Call __complete__ when the task is finished.');
     return lines.join('\n');

@@ -102,6 +102,7 @@ export class ToolCalls {
       out = 'blocked' in seen ? seen.blocked : { ok: true, value: seen.value };
     }
     if (!out.ok && !out.blocked) this.t.error(th, out.error.kind, out.error.message, tool.name);
+    if (out.ok) this.t.memory.recall(th, `tool:${tool.name}:after`);
     return out;
   }
 

@@ -24,6 +24,7 @@ import type { Gathering } from './gathering';
 import type { Guards } from './guards';
 import type { Handoffs } from './handoff';
 import type { Lifecycle } from './lifecycle';
+import { type Memory, startingVars } from './memory';
 import type { Nlu } from './nlu';
 import type { OnError } from './on-error';
 import type { Reasoning } from './reasoning';
@@ -54,8 +55,7 @@ export const go = (to: TransitionIR | null): StepResult => ({ kind: 'go', to });
 
 /** A new thread (an agent's part of the session) with its session memory's initial values and `vars`. */
 export function newThread(state: SessionRuntimeState, agent: AgentIR, vars: Record<string, Json>): ThreadState {
-  const own: Record<string, Json> = {};
-  for (const m of agent.memory.session) if (m.initial !== undefined) own[m.name] = toJson(m.initial);
+  const own = startingVars(state, agent);
   for (const p of agent.memory.persistent) {
     if (p.default !== undefined && state.memory[p.path] === undefined) state.memory[p.path] = toJson(p.default);
   }
@@ -97,6 +97,7 @@ export class TurnContext {
   flow!: Flow;
   reasoning!: Reasoning;
   nlu!: Nlu;
+  memory!: Memory;
 
   /** The user's message as the agents see it, after input guardrails (null when none ran). */
   input: string | null = null;
@@ -207,19 +208,26 @@ export class TurnContext {
         const fields = [...(agent?.gather ?? []), ...stepFields];
         return allFieldsGathered(fields, th.vars, this.gathering.fieldRules(th, fields) ?? undefined);
       }
-      return this.memoryRoot(name);
+      return this.memoryRoot(name, th);
     };
   }
 
-  memoryRoot(name: string): unknown {
+  /**
+   * The facts under `name` the thread may read (memory.ts), as one value; `user` starts from the
+   * session's contact (`user.id`, `user.display_name`, …), a fact of the same path over it.
+   */
+  memoryRoot(name: string, th?: ThreadState): unknown {
+    const readable = th ? this.memory.readable(th) : null;
     let found: Record<string, Json> | undefined;
     for (const [path, v] of Object.entries(this.s.memory)) {
+      if (readable && !readable.has(path)) continue;
       if (path === name) return v;
       if (path.startsWith(`${name}.`)) {
         found ??= {};
         setPath(found, path.slice(name.length + 1), v);
       }
     }
+    if (name === 'user' && this.s.user) return { ...this.s.user, ...(found ?? {}) };
     return found;
   }
 
@@ -243,8 +251,10 @@ export class TurnContext {
   setVar(th: ThreadState, name: string, value: unknown, source?: 'gather'): void {
     const v = toJson(value);
     const agent = this.compiled.agents[th.agent];
-    const persistent = agent?.memory.persistent.find((p) => p.path === name && p.access !== 'read');
-    if (persistent) this.s.memory[name] = v;
+    if (this.memory.on(th) && this.memory.access(th, name) !== null) {
+      // A declared or granted persistent path: written as a fact, unless the agent may only read it.
+      if (!this.memory.write(th, name, v, null, `SET ${name}`)) return;
+    } else if (agent?.memory.persistent.some((p) => p.path === name && p.access !== 'read')) this.s.memory[name] = v;
     else if (name.includes('.')) setPath(th.vars, name, v);
     else th.vars[name] = v;
     const shown = agent && sensitiveFields(agent).has(name) && v !== null ? SENSITIVE_MASK : preview(v, 500);
@@ -252,6 +262,11 @@ export class TurnContext {
   }
 
   clearVar(th: ThreadState, name: string): void {
+    // CLEAR of a persistent path the agent may write deletes the fact.
+    if (Object.hasOwn(this.s.memory, name) && this.s.memory[name] !== null && this.memory.on(th) && this.memory.access(th, name) !== null) {
+      if (this.memory.write(th, name, null, null, `CLEAR ${name}`)) this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: null } });
+      return;
+    }
     if (!Object.hasOwn(th.vars, name)) return;
     delete th.vars[name];
     this.trace.push({ type: 'state_change', data: { agent: th.agent, variable: name, value: null } });

@@ -26,8 +26,10 @@ export class TurnOrder {
     const th = this.t.active();
     if (!th) return;
     const agent = this.t.agent(th);
+    this.seedMemory(th, ev);
     for (const [k, v] of Object.entries({ ...(ev.sessionVariables ?? {}), ...(ev.gatherValues ?? {}) })) this.t.setVar(th, k, v);
     if (ev.startAtStep && agent.flow?.steps[ev.startAtStep]) th.flow = { step: ev.startAtStep, phase: 'enter', attempts: {} };
+    this.t.memory.recall(th, 'session:start');
     this.t.lifecycle.runAgentHook(th, 'before_agent', this.t.s.mode === 'delegate' ? 'delegated' : 'session start');
     if (!ev.skipOnStart) this.t.lifecycle.runBlock(th, agent.on_start);
     th.startedOnce = true;
@@ -46,6 +48,20 @@ export class TurnOrder {
       if (th.status === 'active' && this.t.active() === th) this.t.handoffs.checkCompletion(th);
     }
     this.t.lifecycle.remember();
+  }
+
+  /**
+   * What the workflow loaded for the session: facts over their DEFAULTs, `RESET: never` variables
+   * (the entry agent's thread exists already: it takes them now) and the contact as `user.*`.
+   */
+  private seedMemory(th: ThreadState, ev: Extract<RuntimeEvent, { type: 'start' }>): void {
+    if (ev.user) this.t.s.user = ev.user;
+    if (ev.memory) Object.assign(this.t.s.memory, ev.memory);
+    if (ev.kept) {
+      this.t.s.kept = ev.kept;
+      const mine = ev.kept[th.agent] ?? {};
+      for (const m of this.t.agent(th).memory.session) if (m.reset === 'never' && Object.hasOwn(mine, m.name)) th.vars[m.name] = mine[m.name] as Json;
+    }
   }
 
   private runMessage(text: string, meta: Record<string, Json>): void {

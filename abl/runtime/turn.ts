@@ -19,6 +19,7 @@ import { Gathering } from './gathering';
 import { Guards } from './guards';
 import { Handoffs } from './handoff';
 import { Lifecycle } from './lifecycle';
+import { Memory } from './memory';
 import { Nlu } from './nlu';
 import { OnError } from './on-error';
 import { Reasoning } from './reasoning';
@@ -46,6 +47,7 @@ export class Turn {
     t.flow = new Flow(t);
     t.reasoning = new Reasoning(t);
     t.nlu = new Nlu(t);
+    t.memory = new Memory(t);
     this.t = t;
   }
 

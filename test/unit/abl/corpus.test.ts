@@ -21,14 +21,9 @@ describe('ABL corpus', () => {
       'W859 agents/Escalate_Routing.agent.abl:7:5', // skill_tags: nothing matches people by them
       'W859 agents/Escalate_Routing.agent.abl:15:9', // skills: the same, on a trigger
       'W311 agents/Quoted_Values.agent.abl:18:18', // formula: "amount * 2"
-      'W805 agents/Remember_Rules.agent.abl:6:7', // persistent user.last_booking: kept for the session only
-      'W805 agents/Remember_Rules.agent.abl:7:7', // persistent user.tier: the same
-      'W804 agents/Remember_Rules.agent.abl:13:7', // TTL: "90d" is not applied
-      'W806 agents/Remember_Rules.agent.abl:15:7', // - ON: session:start recall is not run
-      'W802 agents/Remember_Rules.agent.abl:18:7', // - ON_START: "…"
-      'W806 agents/Remember_Rules.agent.abl:18:7', // … and is not run either
+      'W802 agents/Remember_Rules.agent.abl:18:7', // - ON_START: "…" (run: it is session:start)
       'W802 agents/Remember_Rules.agent.abl:19:7', // - ON_SESSION_END: "…"
-      'W806 agents/Remember_Rules.agent.abl:19:7',
+      'W806 agents/Remember_Rules.agent.abl:19:7', // … and session:end triggers no recall
       'W603 agents/Respond_Forms.agent.abl:7:5', // the thanks template's MARKDOWN variant is never sent
       'W510 agents/Respond_Forms.agent.abl:13:7', // VOICE instructions: no realtime speech model speaks them
       'W603 agents/Respond_Forms.agent.abl:19:7', // RESPOND's MARKDOWN variant, the same

@@ -220,8 +220,8 @@ describe('documented forms', () => {
 
   it('legacy recall `- ON_START: "instruction"` is normalised with W802', () => {
     const out = compile('MEMORY:\n  recall:\n    - ON_START: "Greet the user by name"\n    - ON_SESSION_END: "Summarise"\n    - ON: session:start\n      ACTION: inject_context\n      PATHS: [user.tier]\n');
-    // Each entry is also W806: no recall entry is run yet.
-    expect(codes(out)).toEqual(['W802', 'W806', 'W802', 'W806', 'W806']);
+    // Only session:end is W806: the runtime runs recall at session:start and tool:<name>:after.
+    expect(codes(out)).toEqual(['W802', 'W802', 'W806']);
     expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([
       { on: 'session:start', action: 'prompt_llm', paths: [], instruction: 'Greet the user by name' },
       { on: 'session:end', action: 'prompt_llm', paths: [], instruction: 'Summarise' },
@@ -231,8 +231,76 @@ describe('documented forms', () => {
 
   it('legacy recall `- ON_START:` with ACTION/PATHS lines under it reads them', () => {
     const out = compile('MEMORY:\n  recall:\n    - ON_START:\n        ACTION: inject_context\n        PATHS: [user.tier]\n');
-    expect(codes(out)).toEqual(['W802', 'W806']);
+    expect(codes(out)).toEqual(['W802']);
     expect(out.agents.A?.memory.recall.map(({ loc: _loc, ...r }) => r)).toEqual([{ on: 'session:start', action: 'inject_context', paths: ['user.tier'] }]);
+  });
+
+  it('MEMORY: every RESET, SCOPE, TTL and recall event the runtime runs compiles without a warning; search:before and DOMAIN say they do nothing', () => {
+    const out = compile(`TOOLS:
+  lookup(id: string) -> {tier: string}
+    type: http
+    endpoint: "https://tiers.example.com/lookup"
+    method: GET
+MEMORY:
+  session:
+    - a
+      RESET: per_step
+    - b
+      RESET: never
+    - c
+      RESET: per_activation
+  persistent:
+    - user.tier
+      SCOPE: user
+    - team.plan
+      SCOPE: project
+      ACCESS: read
+    - run.note
+      SCOPE: execution_tree
+      ACCESS: write
+  remember:
+    - WHEN: a IS SET
+      STORE: a -> user.tier
+      TTL: "2s"
+  recall:
+    - ON: session:start
+      ACTION: load_memory
+      PATHS: [user.tier]
+    - ON: tool:lookup:after
+      ACTION: prompt_llm
+      INSTRUCTION: "Use the tier"
+      PATHS: [user.tier]
+    - ON: search:before
+      ACTION: inject_context
+      PATHS: [user.tier]
+    - ON: session:start
+      DOMAIN: billing
+      PATHS: [user.tier]
+`);
+    expect(out.diagnostics.map((d) => `${d.code} ${d.line}`)).toEqual(['W806 37', 'W213 41']);
+    expect(out.diagnostics[0]?.message).toMatch(/ON: search:before is not run: the runtime runs recall at ON: session:start and ON: tool:<name>:after only/);
+    const mem = out.agents.A!.memory;
+    expect(mem.session.map((v) => v.reset)).toEqual(['per_step', 'never', 'per_activation']);
+    expect(mem.persistent.map((p) => [p.path, p.scope, p.access])).toEqual([['user.tier', 'user', 'readwrite'], ['team.plan', 'project', 'read'], ['run.note', 'execution_tree', 'write']]);
+    expect(mem.remember[0]?.ttl_ms).toBe(2000);
+    expect(mem.recall[1]).toMatchObject({ on: 'tool:lookup:after', action: 'prompt_llm', instruction: 'Use the tier' });
+  });
+
+  it('HANDOFF grant_memory: under CONTEXT or on the rule, without a warning', () => {
+    const out = compile(`HANDOFF:
+  - TO: B
+    WHEN: x == 1
+    CONTEXT:
+      pass: [x]
+      grant_memory: [user.tier]
+  - TO: C
+    WHEN: x == 2
+    grantMemory: [user.plan, user.tier]
+`, [other('B'), other('C')]);
+    expect(codes(out)).toEqual([]);
+    const h = out.agents.A!.coordination.handoffs;
+    expect(h[0]?.context.grant_memory).toEqual(['user.tier']);
+    expect(h[1]?.context.grant_memory).toEqual(['user.plan', 'user.tier']);
   });
 
   it('HANDOFF ON_RETURN: keyword, step name, instruction', () => {
