@@ -86,6 +86,9 @@ def _withdraw_bridges():
     sys.path_hooks[:] = [h for h in sys.path_hooks if 'pyodide' not in repr(h)]
     sys.path_importer_cache.clear()
     os.environ.clear()
+    # The interpreter may come from a memory image every child shares: fresh randomness for each.
+    if 'random' in sys.modules:
+        sys.modules['random'].seed()
 
 
 def _describe(err):
