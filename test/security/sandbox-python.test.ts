@@ -6,6 +6,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { type AddressInfo } from 'node:net';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createPythonEngine, isolatedCommand, prepareStage, spawnIsolated } from '../../activities/tools/sandbox/python';
 import { type SandboxEngine, type SandboxRun } from '../../activities/tools/sandbox/engine';
@@ -154,6 +155,35 @@ it('huge output fails its call: printed without end, or returned', async () => {
   await expectHealthy();
 });
 
+describe('where the network cannot be cut off, Python tools are unavailable, not unisolated', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'no-namespaces-'));
+    fs.chmodSync(dir, 0o755);
+    // What unshare says on a host that refuses user namespaces.
+    fs.writeFileSync(path.join(dir, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n', { mode: 0o755 });
+  });
+
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['refuses namespaces', () => path.join(dir, 'unshare'), /could not start: unshare: unshare failed: Operation not permitted .*SANDBOX_PYTHON_WITHOUT_NAMESPACES/],
+    ['has no unshare', () => path.join(dir, 'missing'), /needs `unshare`.*not installed.*SANDBOX_PYTHON_WITHOUT_NAMESPACES/],
+  ])('a host that %s', async (_case, unshare, message) => {
+    const closed = createPythonEngine({ warm: 0, unshare: unshare() });
+    try {
+      const out = await closed.run({ code: 'return {"ran": True}', entrypoint: null, params: {}, timeoutMs: 5000, memoryMb: 64, maxOutputBytes: 1024, memory: null });
+      expect(out).toMatchObject({ ok: false, kind: 'unavailable' });
+      expect(out.ok === false && out.message).toMatch(message);
+    } finally {
+      await closed.close();
+    }
+  });
+});
+
 describe("the child's boundary, probed with plain Node", () => {
   let stage: string;
 
@@ -162,6 +192,7 @@ describe("the child's boundary, probed with plain Node", () => {
     fs.writeFileSync(
       path.join(stage, 'probe.mjs'),
       `import fs from 'node:fs';
+import os from 'node:os';
 import net from 'node:net';
 const [file, port, pid] = process.argv.slice(2);
 const out = { env: Object.keys(process.env) };

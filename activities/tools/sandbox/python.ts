@@ -27,6 +27,8 @@ export interface PythonEngineOptions {
   startTimeoutMs?: number;
   /** How often a running child's memory is read (ms). @default 10 */
   memoryPollMs?: number;
+  /** The `unshare` program. @default /usr/bin/unshare or /bin/unshare, whichever exists */
+  unshare?: string;
 }
 
 /** The engine's options from the process configuration. */
@@ -47,6 +49,7 @@ const MIB = 1024 * 1024;
 /** Largest memory-store request or answer passed through, on top of a call's output limit. */
 const MEMORY_MESSAGE_BYTES = 4 * MIB;
 const STDERR_KEPT = 4096;
+const NAMESPACE_HINT = ' (a host that cannot give it user namespaces may set SANDBOX_PYTHON_WITHOUT_NAMESPACES outside production: docs/code-tools.md)';
 
 /**
  * A private copy of the runner and of Pyodide, world-readable (the child may run as `nobody`, who
@@ -96,7 +99,7 @@ export interface IsolatedCommand {
 export function isolatedCommand(
   stage: string,
   script: string,
-  opts: { namespaces: boolean; heapMb: number; args?: string[] },
+  opts: { namespaces: boolean; heapMb: number; args?: string[]; unshare?: string },
 ): IsolatedCommand | { unavailable: string } {
   const node = [
     process.execPath,
@@ -110,8 +113,8 @@ export function isolatedCommand(
   ];
   let argv = node;
   if (opts.namespaces) {
-    const unshare = firstExisting(['/usr/bin/unshare', '/bin/unshare']);
-    if (!unshare) return { unavailable: 'the Python sandbox needs `unshare` (util-linux) to cut the network off; it is not installed' };
+    const unshare = firstExisting(opts.unshare ? [opts.unshare] : ['/usr/bin/unshare', '/bin/unshare']);
+    if (!unshare) return { unavailable: `the Python sandbox needs \`unshare\` (util-linux) to cut the network off; it is not installed${NAMESPACE_HINT}` };
     argv = [unshare, '--user', '--map-root-user', '--net', '--pid', '--fork', '--kill-child', ...node];
   }
   // The child dies with this process even while it runs a loop (a parent-death signal).
@@ -142,8 +145,8 @@ const SNAPSHOT_MAX_BYTES = 512 * MIB;
  * Has a sandbox child load Pyodide and send back a memory image of the loaded interpreter, kept in
  * the stage: children start from it at a fraction of a full load's CPU. Our code only, no call's.
  */
-export async function makeSnapshot(stage: string, namespaces: boolean, timeoutMs: number): Promise<void> {
-  const cmd = isolatedCommand(stage, 'runner.mjs', { namespaces, heapMb: 512, args: ['--make-snapshot'] });
+export async function makeSnapshot(stage: string, opts: { namespaces: boolean; unshare?: string }, timeoutMs: number): Promise<void> {
+  const cmd = isolatedCommand(stage, 'runner.mjs', { ...opts, heapMb: 512, args: ['--make-snapshot'] });
   if ('unavailable' in cmd) throw new Error(cmd.unavailable);
   const proc = spawnIsolated(cmd, stage);
   const chunks: Buffer[] = [];
@@ -167,7 +170,8 @@ export async function makeSnapshot(stage: string, namespaces: boolean, timeoutMs
   clearTimeout(timer);
   if (code !== 0 || size === 0 || size > SNAPSHOT_MAX_BYTES) {
     const said = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' / ');
-    throw new Error(`the Python sandbox could not start: ${said || (signal ? `signal ${signal}` : `exit code ${code}`)}`);
+    const hint = opts.namespaces && /unshare/.test(said) ? NAMESPACE_HINT : '';
+    throw new Error(`the Python sandbox could not start: ${said || (signal ? `signal ${signal}` : `exit code ${code}`)}${hint}`);
   }
   const file = path.join(stage, 'snapshot.bin');
   fs.writeFileSync(file, Buffer.concat(chunks), { mode: 0o644 });
@@ -361,6 +365,7 @@ class PythonEngine implements SandboxEngine {
   private readonly namespaces: boolean;
   private readonly startTimeoutMs: number;
   private readonly memoryPollMs: number;
+  private readonly unshare: string | undefined;
   private stage: string | null = null;
   private staging: Promise<string> | null = null;
   private idle: Child[] = [];
@@ -375,6 +380,7 @@ class PythonEngine implements SandboxEngine {
     this.namespaces = options.namespaces ?? true;
     this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
     this.memoryPollMs = options.memoryPollMs ?? 10;
+    this.unshare = options.unshare;
   }
 
   /**
@@ -390,7 +396,7 @@ class PythonEngine implements SandboxEngine {
         throw new Error(`the Python sandbox could not be prepared: ${(err as Error).message}`);
       }
       this.stage = stage;
-      await makeSnapshot(stage, this.namespaces, this.startTimeoutMs * 4);
+      await makeSnapshot(stage, { namespaces: this.namespaces, unshare: this.unshare }, this.startTimeoutMs * 4);
       return stage;
     })();
     const staging = this.staging;
@@ -408,7 +414,7 @@ class PythonEngine implements SandboxEngine {
     const stage = this.stage!;
     // The JavaScript heap holds Pyodide's own objects and the strings passing out; Python's memory
     // is WebAssembly memory, outside it, and watched through the process's resident size.
-    const cmd = isolatedCommand(stage, 'runner.mjs', { namespaces: this.namespaces, heapMb: 256 });
+    const cmd = isolatedCommand(stage, 'runner.mjs', { namespaces: this.namespaces, heapMb: 256, unshare: this.unshare });
     if ('unavailable' in cmd) throw new Error(cmd.unavailable);
     return new Child(cmd, stage, this.startTimeoutMs);
   }
