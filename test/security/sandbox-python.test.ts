@@ -8,7 +8,7 @@ import { type AddressInfo } from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createPythonEngine, isolatedCommand, prepareStage, spawnIsolated } from '../../activities/tools/sandbox/python';
+import { createPythonEngine, isolatedCommand, prepareStage, removeStage, spawnIsolated } from '../../activities/tools/sandbox/python';
 import { type SandboxEngine, type SandboxRun } from '../../activities/tools/sandbox/engine';
 
 jest.setTimeout(240_000);
@@ -214,7 +214,7 @@ process.stdout.write(JSON.stringify(out));
   });
 
   afterAll(() => {
-    fs.rmSync(stage, { recursive: true, force: true });
+    removeStage(stage);
   });
 
   async function probe(namespaces: boolean): Promise<Record<string, unknown>> {

@@ -58,12 +58,24 @@ const NAMESPACE_HINT = ' (a host that cannot give it user namespaces may set SAN
  */
 export function prepareStage(): string {
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'switchboard-python-'));
+  liveStages.add(stage);
   fs.chmodSync(stage, 0o755);
   const pyodideDir = path.dirname(require.resolve('pyodide/package.json'));
   fs.mkdirSync(path.join(stage, 'pyodide'), { mode: 0o755 });
   for (const file of PYODIDE_FILES) copyReadable(path.join(pyodideDir, file), path.join(stage, 'pyodide', file));
   for (const file of ['runner.mjs', 'prelude.py']) copyReadable(path.join(RUNNER_DIR, file), path.join(stage, file));
   return stage;
+}
+
+/** Stages still on disk: removed at close(), or when the process exits without one. */
+const liveStages = new Set<string>();
+process.once('exit', () => {
+  for (const stage of liveStages) fs.rmSync(stage, { recursive: true, force: true });
+});
+
+export function removeStage(stage: string): void {
+  fs.rmSync(stage, { recursive: true, force: true });
+  liveStages.delete(stage);
 }
 
 function copyReadable(from: string, to: string): void {
@@ -403,7 +415,7 @@ class PythonEngine implements SandboxEngine {
     staging.catch(() => {
       if (this.staging === staging) {
         this.staging = null;
-        if (this.stage) fs.rmSync(this.stage, { recursive: true, force: true });
+        if (this.stage) removeStage(this.stage);
         this.stage = null;
       }
     });
@@ -523,16 +535,23 @@ class PythonEngine implements SandboxEngine {
         if (rss !== null && rss > memoryLimit) fail('memory', `the code used more than ${input.memoryMb} MB of memory`);
       }, this.memoryPollMs);
 
+      // One memory call at a time, as the helpers make them: a child that sends more before its
+      // answer is not our runner, and would turn one call into a flood of requests.
+      let memoryPending = false;
       const onMemory = (event: { a: unknown; n: unknown; c: unknown }): void => {
+        if (memoryPending) return fail('error', 'the code broke the memory-store protocol');
         const request = memoryRequest(event);
         if (typeof request === 'string') return child.answer({ ok: false, e: request });
         const bridge: MemoryBridge | null = input.memory;
         if (!bridge) return child.answer({ ok: false, e: 'memory stores are not available here' });
+        memoryPending = true;
         bridge.call(request.action, request.name, request.content).then(
           (value) => {
+            memoryPending = false;
             if (!settled) child.answer({ ok: true, v: value ?? null });
           },
           (err: unknown) => {
+            memoryPending = false;
             if (!settled) child.answer({ ok: false, e: err instanceof Error ? err.message : String(err) });
           },
         );
@@ -589,7 +608,7 @@ class PythonEngine implements SandboxEngine {
       children.map((child) => (child.exited ? undefined : new Promise<void>((resolve) => child.proc.once('close', () => resolve())))),
     );
     for (const resolve of this.waiting.splice(0)) resolve();
-    if (this.stage) fs.rmSync(this.stage, { recursive: true, force: true });
+    if (this.stage) removeStage(this.stage);
     this.stage = null;
   }
 }
