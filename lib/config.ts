@@ -183,6 +183,15 @@ export const ConfigSchema = z.object({
    * "Sandbox auth not configured".
    */
   SANDBOX_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Python sandbox children kept loaded and waiting for a call, per worker (docs/code-tools.md). @default 1 */
+  SANDBOX_PYTHON_WARM: z.coerce.number().int().min(0).max(16).default(1),
+  /** Python sandbox calls one worker runs at once; more wait for a slot. @default 4 */
+  SANDBOX_PYTHON_MAX_CONCURRENT: positiveInt.max(64).default(4),
+  /**
+   * Run Python sandbox children without their own user, network and PID namespaces, for hosts that
+   * cannot make them: the code can then reach the network. Refused when NODE_ENV=production.
+   */
+  SANDBOX_PYTHON_WITHOUT_NAMESPACES: bool.default(false),
   /** An outbound call that has not connected and heard nothing from the provider for this long ends `expired` (ms). @default 300000 */
   OUTBOUND_CALL_ABANDON_MS: positiveInt.default(300_000),
   /** A connected outbound call still live this long is hung up and ends `expired` (ms). @default 4 hours, Twilio's own limit */
@@ -355,6 +364,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError([
       'TOOL_ALLOW_PRIVATE_NETWORKS must not be true when NODE_ENV=production; list the internal services tools may reach in TOOL_ALLOWED_PRIVATE_DESTINATIONS (host:port) instead',
     ]);
+  }
+  if (raw.NODE_ENV === 'production' && raw.SANDBOX_PYTHON_WITHOUT_NAMESPACES) {
+    // Tenant code would reach internal services and cloud metadata from the worker's network.
+    throw new ConfigError(['SANDBOX_PYTHON_WITHOUT_NAMESPACES must not be true when NODE_ENV=production: Python sandbox code would reach the network']);
   }
   if (raw.CODEC_TRUST_LOCAL_UI) {
     // Decoding without a credential is for one person's machine: never in production, never for a UI elsewhere.

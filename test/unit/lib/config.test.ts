@@ -68,6 +68,17 @@ it('refuses the blanket private-network switch for tools in production, and allo
   expect(loadConfig({ ...minimal, NODE_ENV: 'development', TOOL_ALLOW_PRIVATE_NETWORKS: 'true' }).TOOL_ALLOW_PRIVATE_NETWORKS).toBe(true);
 });
 
+it('refuses Python sandbox children without their namespaces in production, and defaults to one warm child', () => {
+  expect(() => loadConfig({ ...minimal, NODE_ENV: 'production', SANDBOX_PYTHON_WITHOUT_NAMESPACES: 'true' })).toThrow(
+    /SANDBOX_PYTHON_WITHOUT_NAMESPACES must not be true when NODE_ENV=production/,
+  );
+  const dev = loadConfig({ ...minimal, NODE_ENV: 'development', SANDBOX_PYTHON_WITHOUT_NAMESPACES: 'true' });
+  expect(dev.SANDBOX_PYTHON_WITHOUT_NAMESPACES).toBe(true);
+  const defaults = loadConfig(minimal);
+  expect([defaults.SANDBOX_PYTHON_WARM, defaults.SANDBOX_PYTHON_MAX_CONCURRENT, defaults.SANDBOX_PYTHON_WITHOUT_NAMESPACES]).toEqual([1, 4, false]);
+  expect(() => loadConfig({ ...minimal, SANDBOX_PYTHON_WARM: '-1' })).toThrow(/SANDBOX_PYTHON_WARM/);
+});
+
 it('reads the private destinations allowed for tools and LLM base URLs as canonical host:port keys, in production too', () => {
   const config = loadConfig({
     ...minimal,
