@@ -1,10 +1,12 @@
 // Benchmark: sandboxed code tool calls on this machine. JavaScript (QuickJS in worker threads):
 // cold call (a new engine: thread start and WebAssembly load), warm call latency p50/p95, and calls
 // per second with the pool busy; next to them the floor, a bare QuickJS eval on one reused context
-// in this thread. Python the same when its engine is present. Prints figures, asserts nothing.
-//   node --import tsx bench/sandbox.ts [--warm 500] [--cold 5] [--calls 2000] [--threads 2]
+// in this thread. Python: cold and warm calls, throughput, and a Pyodide loaded in this process as its
+// floor. Prints figures, asserts nothing.
+//   node --import tsx bench/sandbox.ts [--warm 500] [--cold 5] [--calls 2000] [--threads 2] [--py-calls 20]
 import { getQuickJS } from 'quickjs-emscripten';
 import { createJavaScriptEngine } from '../activities/tools/sandbox/javascript';
+import { createPythonEngine } from '../activities/tools/sandbox/python';
 import { type SandboxEngine, type SandboxRun } from '../activities/tools/sandbox/engine';
 
 function arg(name: string, fallback: number): number {
@@ -99,21 +101,66 @@ async function main(): Promise<void> {
   const js = 'function main(params) { return { sorted: params.items.slice().sort(), c: params.city.toUpperCase() }; }';
   await benchEngine({ runtime: 'javascript', make: async (threads) => createJavaScriptEngine({ threads }), code: js });
   await floor();
-  type PythonModule = { createPythonEngine(options?: Record<string, unknown>): SandboxEngine };
-  let python: PythonModule | null = null;
-  try {
-    const modulePath = '../activities/tools/sandbox/python';
-    python = (await import(modulePath)) as PythonModule;
-  } catch {
-    python = null;
+  await benchPython();
+}
+
+/**
+ * Python (Pyodide, one sandboxed child process per call): the cold call has no loaded child
+ * waiting; the warm call finds one (the bench waits for the pool to refill between calls, as calls
+ * spaced apart do); throughput with every call slot busy. The floor: Pyodide running the same
+ * function in an interpreter already loaded in this process, with no child and no boundary.
+ */
+async function benchPython(): Promise<void> {
+  const PY_CALLS = arg('py-calls', 20);
+  const code = 'def main(params):\n    return {"sorted": sorted(params["items"]), "c": params["city"].upper()}\n';
+  const run = { ...base, code };
+  const cold: number[] = [];
+  for (let i = 0; i < Math.min(COLD, 3); i++) {
+    const engine = createPythonEngine({ warm: 0, maxConcurrent: 1 });
+    const t0 = performance.now();
+    const outcome = await engine.run(run);
+    cold.push(performance.now() - t0);
+    if (!outcome.ok) {
+      console.log(`python: ${outcome.kind} ${outcome.message}`);
+      await engine.close();
+      return;
+    }
+    await engine.close();
   }
-  if (!python) {
-    console.log('python: not available');
-    return;
+  summary('python cold call (no loaded child waiting)', cold);
+
+  const engine = createPythonEngine({ warm: 1, maxConcurrent: THREADS });
+  await engine.run(run);
+  const warm: number[] = [];
+  for (let i = 0; i < PY_CALLS; i++) {
+    await new Promise((r) => setTimeout(r, 2500));
+    const t0 = performance.now();
+    await engine.run(run);
+    warm.push(performance.now() - t0);
   }
-  const py = 'def main(params):\n    return {"sorted": sorted(params["items"]), "c": params["city"].upper()}\n';
-  const mod = python;
-  await benchEngine({ runtime: 'python', make: async (threads) => mod.createPythonEngine({ threads }), code: py });
+  summary('python warm call (a loaded child waiting)', warm);
+
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: THREADS * 2 }, async () => {
+      while (next++ < PY_CALLS) await engine.run(run);
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  console.log(`python throughput: ${(PY_CALLS / seconds).toFixed(2)} calls/s (${PY_CALLS} calls, ${THREADS} at once)`);
+  await engine.close();
+
+  const { loadPyodide } = (await import('pyodide')) as { loadPyodide: () => Promise<{ runPython(code: string): unknown }> };
+  const pyodide = await loadPyodide();
+  pyodide.runPython(`${code}\nimport json`);
+  const bare: number[] = [];
+  for (let i = 0; i < WARM; i++) {
+    const s0 = performance.now();
+    pyodide.runPython('json.dumps(main({"items": [3, 1, 2], "city": "Paris"}))');
+    bare.push(performance.now() - s0);
+  }
+  summary('floor: the same function in a Pyodide loaded in this process (no child, no boundary)', bare);
 }
 
 void main().then(

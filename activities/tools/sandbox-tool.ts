@@ -1,5 +1,5 @@
 // The `runSandboxTool` activity: runs a `type: sandbox` tool's code once in the engine of its
-// runtime (JavaScript: QuickJS in worker threads; Python: its own engine), with the in-code
+// runtime (JavaScript: QuickJS in worker threads; Python: Pyodide in a sandboxed child process per call), with the in-code
 // memory-store helpers reaching `POST /api/v1/memory` under a sandbox token issued for this call.
 // A failure is never retried: the code may have written to a memory store before it failed.
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -9,6 +9,7 @@ import { type Logger } from '../../lib/logger';
 import { capToolResult } from '../../lib/result-cap';
 import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
 import { createJavaScriptEngine } from './sandbox/javascript';
+import { createPythonEngine, pythonEngineOptions } from './sandbox/python';
 import { type MemoryBridge, type SandboxEngine, type SandboxOutcome } from './sandbox/engine';
 
 export interface SandboxToolInput {
@@ -41,8 +42,6 @@ const FAILURE_TYPE: Record<Extract<SandboxOutcome, { ok: false }>['kind'], strin
   unavailable: 'SANDBOX_UNAVAILABLE',
 };
 
-type PythonModule = { createPythonEngine(options?: Record<string, unknown>): SandboxEngine };
-
 export type SandboxEngines = ReturnType<typeof createSandboxEngines>;
 
 /** The engines of one worker, each created on its first call. */
@@ -52,16 +51,8 @@ export function createSandboxEngines(config: Config) {
   return {
     async get(runtime: 'javascript' | 'python'): Promise<SandboxEngine | string> {
       if (runtime === 'javascript') return (javascript ??= createJavaScriptEngine({ threads: config.SANDBOX_JS_THREADS }));
-      python ??= (async () => {
-        // Loaded on first use: the Python engine is heavier, and a worker without it still runs JavaScript.
-        const modulePath = './sandbox/python';
-        try {
-          const mod = (await import(modulePath)) as PythonModule;
-          return mod.createPythonEngine();
-        } catch (err) {
-          return `the Python runtime is not available on this worker (${err instanceof Error ? err.message.split('\n')[0] : String(err)})`;
-        }
-      })();
+      // Started on first use: a worker that never runs Python never loads Pyodide.
+      python ??= Promise.resolve(createPythonEngine(pythonEngineOptions(config)));
       return python;
     },
     async close(): Promise<void> {

@@ -261,6 +261,8 @@ class Child {
         this.kill();
         reject(new Error(`the Python sandbox did not start within ${startTimeoutMs} ms`));
       }, startTimeoutMs);
+      // A call waiting on this child holds the process through the child's own handles.
+      timer.unref();
       this.onEvent = (event) => {
         if (event.t !== 'ready') return;
         clearTimeout(timer);
@@ -285,6 +287,15 @@ class Child {
     this.proc.on('error', (err) => this.exit(err.message));
     // 'close', not 'exit': the last events may still be in the pipe when the process is gone.
     this.proc.on('close', (code, signal) => this.exit(signal ? `signal ${signal}` : `exit code ${code}`));
+  }
+
+  /**
+   * Whether the child keeps the worker's process alive: only while a call runs on it. A loaded
+   * child waiting in the pool never does, so a worker (or a test) that is done can exit.
+   */
+  setHeld(held: boolean): void {
+    const handles = [this.proc, ...this.proc.stdio] as Array<{ ref?: () => void; unref?: () => void } | null>;
+    for (const h of handles) (held ? h?.ref : h?.unref)?.call(h);
   }
 
   private exitWhy = '';
@@ -440,6 +451,7 @@ class PythonEngine implements SandboxEngine {
         return;
       }
       this.idle.push(child);
+      child.setHeld(false);
       // A child that fails to start leaves the pool; the next call starts its own and reports why.
       child.ready.catch(() => {
         this.idle = this.idle.filter((c) => c !== child);
@@ -486,6 +498,7 @@ class PythonEngine implements SandboxEngine {
         }
       }
       this.busy.add(child);
+      child.setHeld(true);
       // The next call's child starts loading now, while this one runs.
       this.refill();
       try {

@@ -1,9 +1,7 @@
 // `type: sandbox` JavaScript tools run as written in a flow: the three calling conventions, an
 // exception's message as the tool error, the timeout failing the call into the step's ON_FAIL,
 // nothing of the host visible to the code, and the memory-store helpers reaching
-// `POST /api/v1/memory` with a sandbox token (here a stand-in server plays the API's part).
-import { createServer, type Server } from 'node:http';
-import { type AddressInfo } from 'node:net';
+// the API's `POST /api/v1/memory` with a sandbox token issued for the call.
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { chatOnce, publishAgent } from '../../support/agents';
@@ -11,61 +9,20 @@ import { sandboxAgent, toolResult } from '../../support/sandbox-agents';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { verifySandboxToken, type SandboxTokenClaims } from '../../../core/memory-stores/sandbox-token';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { historyFromJsonObject } from '../../fixtures/histories/history-json';
 
 let stack: TestStack;
 let t: SeededTenant;
 let api: ReturnType<typeof client>;
-let memoryApi: Server;
-const memoryCalls: { path: string; claims: SandboxTokenClaims | string; body: Record<string, unknown> }[] = [];
-const stores = new Map<string, unknown>();
 
 beforeAll(async () => {
-  // Answers as the spec's memory-store route does, for the session the token names.
-  memoryApi = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
-    req.on('end', () => {
-      void (async () => {
-        const body = JSON.parse(raw || '{}') as { action: string; memoryStoreName: string; payload?: { content: unknown } };
-        let claims: SandboxTokenClaims | string;
-        try {
-          claims = await verifySandboxToken(stack.ctx, (req.headers.authorization ?? '').replace(/^Bearer /, ''));
-        } catch (err) {
-          claims = (err as Error).message;
-        }
-        memoryCalls.push({ path: req.url ?? '', claims, body });
-        res.setHeader('content-type', 'application/json');
-        if (typeof claims === 'string') {
-          res.writeHead(401).end(JSON.stringify({ success: false, error: { code: 'UNAUTHORIZED', message: claims } }));
-          return;
-        }
-        const key = `${claims.sessionId}/${body.memoryStoreName}`;
-        if (body.action === 'set') {
-          stores.set(key, body.payload?.content ?? null);
-          res.writeHead(200).end(JSON.stringify({ success: true }));
-        } else if (body.action === 'get') {
-          res.writeHead(200).end(JSON.stringify({ success: true, data: stores.get(key) ?? null }));
-        } else {
-          const deleted = stores.delete(key);
-          res.writeHead(200).end(JSON.stringify({ success: true, data: { deleted } }));
-        }
-      })();
-    });
-  });
-  await new Promise<void>((r) => memoryApi.listen(0, '127.0.0.1', r));
-  const memoryUrl = `http://127.0.0.1:${(memoryApi.address() as AddressInfo).port}`;
-  stack = await startTestStack({ worker: true, env: { PUBLIC_BASE_URL: memoryUrl } });
+  // PUBLIC_BASE_URL defaults to this stack's API: the memory helpers call the real route.
+  stack = await startTestStack({ worker: true });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
 });
-afterAll(async () => {
-  await stack.close();
-  memoryApi.closeAllConnections();
-  await new Promise((r) => memoryApi.close(r));
-});
+afterAll(() => stack.close());
 
 it('calls main(params) when the code defines it, and the flow uses its result', async () => {
   await publishAgent(api, t, 'Shout', sandboxAgent('Shout', {
@@ -176,19 +133,10 @@ it('reaches memory stores through memory.* with a token for this call, awaited o
     ].join('\n'),
     respond: 'Noted {{out.text}} {{out.deleted}} {{out.after}}.',
   }));
-  memoryCalls.length = 0;
   const res = await chatOnce(api, t, 'Noter', 'go');
   expect(toolResult(res.traceEvents)).toMatchObject({ success: true, output: { text: 'buy milk/buy milk', deleted: true, after: null } });
-  expect(memoryCalls.map((c) => [c.path, c.body])).toEqual([
-    ['/api/v1/memory', { action: 'set', memoryStoreName: 'notes', payload: { content: { text: 'buy milk' } } }],
-    ['/api/v1/memory', { action: 'get', memoryStoreName: 'notes' }],
-    ['/api/v1/memory', { action: 'get', memoryStoreName: 'notes' }],
-    ['/api/v1/memory', { action: 'delete', memoryStoreName: 'notes' }],
-    ['/api/v1/memory', { action: 'get', memoryStoreName: 'notes' }],
-  ]);
-  for (const call of memoryCalls) {
-    expect(call.claims).toMatchObject({ tenantId: t.tenantId, projectId: t.projectId, sessionId: res.sessionId, tool: 'note' });
-  }
+  // The route answered for this session (the token named it), and the deleted store is gone.
+  expect(await stack.ctx.models.MemoryStore.countDocuments({ tenantId: t.tenantId, sessionId: res.sessionId })).toBe(0);
 });
 
 it('raises an error the code can catch for a helper call without a store name', async () => {
