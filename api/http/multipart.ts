@@ -57,8 +57,10 @@ export function readMultipartFile<T>(
       req.pause();
       // A file still streaming ends with an error: its consumer stops and keeps nothing.
       parser.destroy();
-      reject(error);
-      consuming?.then(discard).catch(() => undefined);
+      // The refusal is answered once what the consumer stored is gone, so a caller who reads
+      // after the 4xx never finds part of a refused request.
+      const undone = consuming ? consuming.then(discard, () => undefined).catch(() => undefined) : Promise.resolve();
+      void undone.then(() => reject(error));
     };
     parser.on('file', (name, stream, info) => {
       if (settled || name !== field || consuming) {
