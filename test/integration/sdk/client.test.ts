@@ -118,6 +118,7 @@ it('signs a callback the real callback route accepts, once', async () => {
   const body = JSON.stringify({ status: 'completed', transactionId: 'tx_sdk_1' });
   const forged = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json', 'x-callback-signature': signCallback('not-the-secret', body) }, body });
   expect(forged.status).toBe(401);
+  await forged.body?.cancel();
 
   const delivered = await sendCallback(target, secret, { status: 'completed', transactionId: 'tx_sdk_1' });
   expect(delivered).toMatchObject({ status: 200, ok: true, alreadyProcessed: false, body: { ok: true } });
