@@ -4,7 +4,7 @@ import express, { type Express, type Router } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { ApiError } from '../lib/errors';
 import { type AppContext } from './context';
-import { type AnyRoute, mountRoutes, type MountedRoute } from './http/route';
+import { type AnyRoute, mountRoutes, type MountedRoute, registerInOpenApi } from './http/route';
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
@@ -57,6 +57,14 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   analyticsRoutes,
   memoryRoutes,
 ];
+
+/** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */
+export function buildOpenApiDocument(serverUrl: string): ReturnType<typeof generateOpenApiDocument> {
+  const registry = createOpenApiRegistry();
+  for (const routes of featureRoutes) for (const route of routes) registerInOpenApi(registry, route);
+  registerHttpAsyncWebhooks(registry);
+  return generateOpenApiDocument(registry, serverUrl);
+}
 
 export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Express {
   const app = express();
