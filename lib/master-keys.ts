@@ -29,6 +29,8 @@ export const KEY_PURPOSE = {
   sandboxToken: 'switchboard/sandbox-token/v1',
   /** The HS256 key of SDK session tokens (core/sdk/session-token.ts). */
   sdkSessionToken: 'switchboard/sdk-session-token/v1',
+  /** Per public key, the secret a customer's backend signs user assertions with (core/sdk/user-assertion.ts). */
+  sdkIdentitySecret: 'switchboard/sdk-identity-secret/v1',
 } as const;
 
 /** HKDF-SHA256 of a root key for one purpose: 32 bytes. */

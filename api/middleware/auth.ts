@@ -324,7 +324,7 @@ async function resolveSdkToken(ctx: AppContext, token: string, origin: string | 
     scope: null,
     environments: [claims.environment],
     expiresAt: null,
-    sdk: { endUserId: claims.endUserId, origin: claims.origin, publicKeyId: claims.publicKeyId },
+    sdk: { endUserId: claims.endUserId, origin: claims.origin, publicKeyId: claims.publicKeyId, user: claims.user ?? null },
   };
 }
 

@@ -11,6 +11,7 @@ import { type AppContext } from '../context';
 import { type PublicKeyDoc } from '../../db/public-key';
 import { createPublicKey, listPublicKeys, presentPublicKey, PUBLIC_KEYS_PER_PROJECT, requirePublicKey, revokePublicKey } from '../../core/sdk/public-keys';
 import { issueSdkToken, newAnonymousEndUserId } from '../../core/sdk/session-token';
+import { identifiedEndUserId, identitySecretOf, verifyUserAssertion } from '../../core/sdk/user-assertion';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { ALLOWED_TYPES } from '../../core/attachments/types';
 import { allowOrigin } from './cors';
@@ -74,7 +75,7 @@ export const sdkRoutes: AnyRoute[] = [
     response: ZCreatedPublicKeyResponse,
     async handler({ ctx, principal, project, body }) {
       const { key, publicKey } = await createPublicKey(ctx, { tenantId: project!.tenantId, projectId: project!._id }, { ...body, createdBy: principal.subjectId });
-      return { success: true, publicKey: { ...presentPublicKey(publicKey), key } };
+      return { success: true, publicKey: { ...presentPublicKey(publicKey), key, identitySecret: identitySecretOf(ctx, publicKey._id) } };
     },
   }),
   defineRoute({
@@ -112,7 +113,8 @@ export const sdkRoutes: AnyRoute[] = [
     summary: 'Start an SDK session: a short-lived token for the widget (X-Public-Key)',
     description:
       'Header `X-Public-Key: pk_…` and the page\'s `Origin`, which the key must list (401 for a missing, unknown or revoked key; 403 for a missing or unlisted origin). ' +
-      'Returns an SDK session token for a new anonymous end user, bound to the tenant, the project, the origin and the key\'s environment; send it as `X-SDK-Token`.',
+      'With `userAssertion` (an HS256 JWT your backend signs with the key\'s identity secret: `aud` the key id, `sub` your user id, optional `email`, `phone`, `name`, `iat` and `exp` at most an hour apart; 401 when invalid) the end user is that user, the same on every init, and its chats link to its contact; without, a new anonymous end user. ' +
+      'Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key\'s environment; send it as `X-SDK-Token`.',
     tags: SDK_TAGS,
     auth: 'public',
     authorize: ({ ctx, req }) => authorizeSdk(ctx, req, 'x-public-key'),
@@ -123,7 +125,8 @@ export const sdkRoutes: AnyRoute[] = [
     async handler({ ctx, body, res }) {
       const key = keyOf(res);
       requireKeyProject(key, body.projectId);
-      const endUserId = newAnonymousEndUserId();
+      const user = body.userAssertion ? await verifyUserAssertion(ctx, key._id, body.userAssertion) : null;
+      const endUserId = user ? identifiedEndUserId(key.projectId, user.userId) : newAnonymousEndUserId();
       const { token, expiresAt } = await issueSdkToken(ctx, {
         tenantId: key.tenantId,
         projectId: key.projectId,
@@ -131,8 +134,9 @@ export const sdkRoutes: AnyRoute[] = [
         origin: res.req.headers.origin!,
         environment: key.environment,
         endUserId,
+        user,
       });
-      return { success: true, token, expiresAt: expiresAt.toISOString(), endUserId, projectId: key.projectId, environment: key.environment };
+      return { success: true, token, expiresAt: expiresAt.toISOString(), endUserId, identified: user !== null, projectId: key.projectId, environment: key.environment };
     },
   }),
   defineRoute({

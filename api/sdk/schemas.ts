@@ -47,18 +47,27 @@ export const ZPublicKey = z.object({
 
 export const ZCreatedPublicKeyResponse = z.object({
   success: z.literal(true),
-  publicKey: ZPublicKey.extend({ key: z.string().describe('The key (`pk_…`); shown only now') }),
+  publicKey: ZPublicKey.extend({
+    key: z.string().describe('The key (`pk_…`); shown only now'),
+    identitySecret: z.string().describe("Your backend signs user assertions with it (`pkis_…`); keep it on the server; shown only now"),
+  }),
 });
 export const ZPublicKeyResponse = z.object({ success: z.literal(true), publicKey: ZPublicKey });
 export const ZPublicKeyListResponse = z.object({ success: z.literal(true), publicKeys: z.array(ZPublicKey) });
 
-export const ZSdkInitRequest = z.object({ projectId: z.string().min(1).max(100) }).strict();
+export const ZSdkInitRequest = z
+  .object({
+    projectId: z.string().min(1).max(100),
+    userAssertion: z.string().min(1).max(8192).optional().describe("The customer's backend's signed user assertion (docs/widget.md); without it the end user is anonymous"),
+  })
+  .strict();
 
 export const ZSdkInitResponse = z.object({
   success: z.literal(true),
   token: z.string().describe('Send as X-SDK-Token'),
   expiresAt: z.string(),
   endUserId: z.string(),
+  identified: z.boolean(),
   projectId: z.string(),
   environment: z.string(),
 });

@@ -21,7 +21,7 @@ import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflo
 import { type CoreContext } from '../context';
 import { llmRuntime } from '../llm/runtime';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, linkStartedSession, releaseSessionCapacity, sessionContactFor } from '../sessions/start';
-import { testCaller, unlinkSession } from '../contacts/linking';
+import { sdkUserCaller, testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -298,7 +298,8 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     // A test caller's user id (testContext.callerContext.userId) is the session's caller: its
     // contact is found or created beside the reads (it never rejects: a failure starts the
     // session without one).
-    const caller = testCaller(body.testContext?.callerContext?.userId);
+    // An identified SDK end user is the caller the customer's backend vouched for.
+    const caller = principal.sdk?.user ? sdkUserCaller(principal.sdk.user) : testCaller(body.testContext?.callerContext?.userId);
     const [picked, earlier, contact] = await Promise.all([
       resolveNewSessionTarget(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body).then(
         (target) => target,

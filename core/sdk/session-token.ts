@@ -8,6 +8,7 @@ import { DomainError } from '../../lib/errors';
 import { deriveKey, KEY_PURPOSE } from '../../lib/master-keys';
 import { requireMasterKeys } from '../tool-secrets/secrets';
 import { type CoreContext } from '../context';
+import { type SdkUser } from './user-assertion';
 
 export const SDK_TOKEN_ISSUER = 'switchboard-sdk';
 export const SDK_TOKEN_AUDIENCE = 'switchboard-sdk';
@@ -18,8 +19,10 @@ export interface SdkTokenClaims {
   publicKeyId: string;
   origin: string;
   environment: string;
-  /** The end user: `eu-…` for an anonymous visitor. */
+  /** The end user: `eu-…` for an anonymous visitor, `id-…` for an identified one. */
   endUserId: string;
+  /** What a user assertion said of an identified end user (core/sdk/user-assertion.ts). */
+  user?: SdkUser | null;
 }
 
 /** A fresh anonymous end-user id. */
@@ -37,7 +40,7 @@ export function sdkTokenKey(ctx: Pick<CoreContext, 'config'>): Uint8Array {
 export async function issueSdkToken(ctx: Pick<CoreContext, 'config'>, claims: SdkTokenClaims, ttlSeconds = ctx.config.SDK_TOKEN_TTL_SECONDS) {
   const now = Math.floor(Date.now() / 1000);
   const expiresAt = new Date((now + ttlSeconds) * 1000);
-  const token = await new SignJWT({ tid: claims.tenantId, pid: claims.projectId, pkid: claims.publicKeyId, org: claims.origin, env: claims.environment })
+  const token = await new SignJWT({ tid: claims.tenantId, pid: claims.projectId, pkid: claims.publicKeyId, org: claims.origin, env: claims.environment, ...(claims.user ? { usr: claims.user } : {}) })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuer(SDK_TOKEN_ISSUER)
     .setAudience(SDK_TOKEN_AUDIENCE)
@@ -55,9 +58,10 @@ export async function verifySdkToken(ctx: Pick<CoreContext, 'config'>, token: st
   const key = sdkTokenKey(ctx);
   try {
     const { payload } = await jwtVerify(token, key, { issuer: SDK_TOKEN_ISSUER, audience: SDK_TOKEN_AUDIENCE, algorithms: ['HS256'] });
-    const { tid, pid, pkid, org, env, sub } = payload;
+    const { tid, pid, pkid, org, env, sub, usr } = payload;
     if (!str(tid) || !str(pid) || !str(pkid) || !str(org) || !str(env) || !str(sub)) throw new DomainError('UNAUTHORIZED', 'Invalid SDK token');
-    return { tenantId: tid, projectId: pid, publicKeyId: pkid, origin: org, environment: env, endUserId: sub };
+    const user = usr && typeof usr === 'object' && str((usr as SdkUser).userId) ? (usr as SdkUser) : null;
+    return { tenantId: tid, projectId: pid, publicKeyId: pkid, origin: org, environment: env, endUserId: sub, user };
   } catch (err) {
     if (err instanceof DomainError) throw err;
     if (err instanceof joseErrors.JWTExpired) throw new DomainError('UNAUTHORIZED', 'SDK token has expired');

@@ -184,3 +184,66 @@ it('is refused on every route but the agent chat, and cannot use test context or
   const both = await api.post('/api/v1/chat/agent', { key: t.adminKey, headers: h, json: { projectId: t.projectId, message: 'hi' } });
   expect(both.status).toBe(401);
 });
+
+describe('identified end users', () => {
+  let secret: string;
+  let key: { id: string; key: string };
+  beforeAll(async () => {
+    const res = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Identified', allowedOrigins: [SHOP], environment: 'dev' } });
+    key = res.body.publicKey;
+    secret = res.body.publicKey.identitySecret;
+    expect(secret).toMatch(/^pkis_[0-9a-f]{64}$/);
+  });
+
+  const assertion = (claims: Record<string, unknown>, options: { secret?: string; aud?: string; lifetime?: number; iatAgo?: number } = {}) => {
+    const now = Math.floor(Date.now() / 1000) - (options.iatAgo ?? 0);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256' })
+      .setAudience(options.aud ?? key.id)
+      .setIssuedAt(now)
+      .setExpirationTime(now + (options.lifetime ?? 300))
+      .sign(new TextEncoder().encode(options.secret ?? secret));
+  };
+  const initAs = (userAssertion: string) => api.post('/api/v1/sdk/init', { headers: { 'x-public-key': key.key, origin: SHOP }, json: { projectId: t.projectId, userAssertion } });
+
+  it('gives an identified user the same end user on every init, its own sessions back, and links them to its contact', async () => {
+    const email = `ada-${Date.now()}@example.com`;
+    const one = await initAs(await assertion({ sub: 'user-1', email, name: 'Ada' }));
+    const two = await initAs(await assertion({ sub: 'user-1', email, name: 'Ada' }));
+    expect(one.status).toBe(200);
+    expect(one.body.identified).toBe(true);
+    expect(one.body.endUserId).toMatch(/^id-[0-9a-f]{32}$/);
+    expect(two.body.endUserId).toBe(one.body.endUserId);
+    const started = await chat(one.body.token, { projectId: t.projectId, message: 'hi' });
+    expect(started.status).toBe(200);
+    // A later token of the same user continues the session; another user's does not.
+    expect((await chat(two.body.token, { projectId: t.projectId, sessionId: started.body.sessionId, message: 'back' })).status).toBe(200);
+    const mallory = await initAs(await assertion({ sub: 'user-2' }));
+    expect((await chat(mallory.body.token, { projectId: t.projectId, sessionId: started.body.sessionId, message: 'mine now' })).status).toBe(404);
+    const anonymous = await init(t, key.key);
+    expect((await chat(anonymous.token, { projectId: t.projectId, sessionId: started.body.sessionId, message: 'mine now' })).status).toBe(404);
+
+    const found = await api.get(`/api/contacts/lookup?identity=${encodeURIComponent(email)}&identityType=email`, { key: t.adminKey });
+    expect(found.status).toBe(200);
+    const contact = await api.get(`/api/contacts/${found.body.data.id}`, { key: t.adminKey });
+    expect(JSON.stringify(contact.body)).toContain(started.body.sessionId);
+  });
+
+  it('refuses a forged, expired, overlong, misaddressed or subject-less assertion with 401 and issues no token', async () => {
+    const other = await publicKey(t);
+    const otherSecret = (await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'x', allowedOrigins: [SHOP] } })).body.publicKey.identitySecret as string;
+    const cases: [string, string][] = [
+      [await assertion({ sub: 'u' }, { secret: 'pkis_' + '0'.repeat(64) }), 'Invalid user assertion'],
+      [await assertion({ sub: 'u' }, { secret: otherSecret }), 'Invalid user assertion'],
+      [await assertion({ sub: 'u' }, { aud: other.id }), 'Invalid user assertion'],
+      [await assertion({ sub: 'u' }, { iatAgo: 400, lifetime: 300 }), 'User assertion has expired'],
+      [await assertion({ sub: 'u' }, { lifetime: 7200 }), 'Invalid user assertion'],
+      [await assertion({ email: 'x@example.com' }), 'Invalid user assertion'],
+      ['not-a-jwt', 'Invalid user assertion'],
+    ];
+    for (const [userAssertion, message] of cases) {
+      const res = await initAs(userAssertion);
+      expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { success: false, error: { code: 'UNAUTHORIZED', message } } });
+    }
+  });
+});
