@@ -17,6 +17,7 @@ import { ALLOWED_TYPES } from '../../core/attachments/types';
 import { allowOrigin } from './cors';
 import {
   ZCreatedPublicKeyResponse,
+  ZIdentitySecretResponse,
   ZCreatePublicKeyRequest,
   ZPublicKeyListResponse,
   ZPublicKeyParams,
@@ -104,6 +105,22 @@ export const sdkRoutes: AnyRoute[] = [
     async handler({ ctx, project, params }) {
       const doc = await revokePublicKey(ctx, { tenantId: project!.tenantId, projectId: project!._id }, params.keyId);
       return { success: true, publicKey: presentPublicKey(doc) };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/api/projects/:projectId/public-keys/:keyId/identity-secret',
+    operationId: 'getPublicKeyIdentitySecret',
+    summary: "A public key's identity secret, which your backend signs user assertions with (docs/widget.md)",
+    description: '404 when the key is not one of the project\'s or is revoked. The secret follows the current master key: read it again after a master key rotation.',
+    tags: KEY_TAGS,
+    auth: 'agent:write',
+    params: ZPublicKeyParams,
+    response: ZIdentitySecretResponse,
+    async handler({ ctx, project, params }) {
+      const doc = await ctx.models.PublicKey.findOne({ _id: params.keyId, tenantId: project!.tenantId, projectId: project!._id, revokedAt: null }).lean();
+      if (!doc) throw ApiError.notFound('Public key');
+      return { success: true, keyId: doc._id, identitySecret: identitySecretOf(ctx, doc._id) };
     },
   }),
   defineRoute({

@@ -84,3 +84,5 @@ export const ZSdkConfigResponse = z.object({
     uploads: z.object({ enabled: z.boolean(), maxFileBytes: z.number().int(), maxFilesPerSession: z.number().int(), allowedMimeTypes: z.array(z.string()) }),
   }),
 });
+
+export const ZIdentitySecretResponse = z.object({ success: z.literal(true), keyId: z.string(), identitySecret: z.string() });

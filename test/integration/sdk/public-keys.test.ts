@@ -53,6 +53,13 @@ describe('public key management', () => {
     expect(item.key).toBeUndefined();
     expect(listed.text).not.toContain(pk.key);
 
+    const secret = await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: t.adminKey });
+    expect(secret.status).toBe(200);
+    expect(secret.body).toEqual({ success: true, keyId: pk.id, identitySecret: pk.identitySecret });
+    expect(pk.identitySecret).toMatch(/^pkis_[0-9a-f]{64}$/);
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: other.adminKey })).status).toBe(404);
+    expect((await api.get(`/api/projects/${other.projectId}/public-keys/${pk.id}/identity-secret`, { key: other.adminKey })).status).toBe(404);
+
     const revoked = await api.delete(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey });
     expect(revoked.status).toBe(200);
     expect(revoked.body.publicKey).toMatchObject({ id: pk.id, status: 'revoked' });
@@ -60,6 +67,7 @@ describe('public key management', () => {
     const init = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } });
     expect(init.status).toBe(401);
     expect(init.body).toEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'Public key has been revoked' } });
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: t.adminKey })).status).toBe(404);
   });
 
   it('lets agent:write manage keys and refuses read-only credentials with 403', async () => {
@@ -70,6 +78,7 @@ describe('public key management', () => {
       await api.post(`/api/projects/${t.projectId}/public-keys`, { key: reader, json: { name: 'r', allowedOrigins: [SHOP] } }),
       await api.get(`/api/projects/${t.projectId}/public-keys`, { key: reader }),
       await api.delete(`/api/projects/${t.projectId}/public-keys/pkey-x`, { key: reader }),
+      await api.get(`/api/projects/${t.projectId}/public-keys/pkey-x/identity-secret`, { key: reader }),
     ]) {
       expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
     }
