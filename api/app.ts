@@ -45,6 +45,8 @@ import { chatSendRoutes } from './chat-agent/send';
 import { feedbackRoutes } from './feedback/router';
 import { contactRoutes } from './contacts/router';
 import { memoryRoutes } from './memory/router';
+import { sdkRoutes } from './sdk/router';
+import { SDK_CORS_PATHS, sdkPreflight } from './sdk/cors';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -56,6 +58,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   contactRoutes,
   analyticsRoutes,
   memoryRoutes,
+  sdkRoutes,
 ];
 
 /** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */
@@ -78,6 +81,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
   // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).
   app.use('/codec', codecCors(ctx));
+  // A widget's preflights, answered only for origins a live public key lists (api/sdk/cors.ts).
+  app.use(SDK_CORS_PATHS, sdkPreflight(ctx));
   // Session analytics answers: their own error shape and, per key, encryption (before the routes, so errors too).
   app.use(SESSION_ANALYTICS_PREFIX, sessionAnalyticsResponses(ctx));
 

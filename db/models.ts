@@ -7,6 +7,7 @@ import { deploymentModel } from './deployment';
 import { sessionBundleModel } from './session-bundle';
 import { toolFileModel } from './tool-file';
 import { apiKeyModel } from './api-key';
+import { publicKeyModel } from './public-key';
 import { apiKeyUsageModel } from './api-key-usage';
 import { apiScopeModel } from './api-scope';
 import { apiKeyClaimModel } from './api-key-claim';
@@ -52,6 +53,7 @@ export function createModels(connection: Connection) {
     ApiKeyUsage: apiKeyUsageModel(connection),
     ApiScope: apiScopeModel(connection),
     ApiKeyClaim: apiKeyClaimModel(connection),
+    PublicKey: publicKeyModel(connection),
     Agent: agentModel(connection),
     AgentVersion: agentVersionModel(connection),
     ToolFile: toolFileModel(connection),

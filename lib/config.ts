@@ -183,6 +183,8 @@ export const ConfigSchema = z.object({
    * "Sandbox auth not configured".
    */
   SANDBOX_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** How long an SDK session token from `POST /api/v1/sdk/init` is valid (docs/widget.md). @default 900 */
+  SDK_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
   /** Python sandbox children kept loaded and waiting for a call, per worker (docs/code-tools.md). @default 1 */
   SANDBOX_PYTHON_WARM: z.coerce.number().int().min(0).max(16).default(1),
   /** Python sandbox calls one worker runs at once; more wait for a slot. @default 4 */

@@ -27,6 +27,10 @@ export const KEY_PURPOSE = {
   outboundCallRef: 'switchboard/outbound-call-ref/v1',
   /** The HS256 key of sandbox tokens (core/memory-stores/sandbox-token.ts), when SANDBOX_JWT_SECRET is unset (outside production only). */
   sandboxToken: 'switchboard/sandbox-token/v1',
+  /** The HS256 key of SDK session tokens (core/sdk/session-token.ts). */
+  sdkSessionToken: 'switchboard/sdk-session-token/v1',
+  /** Per public key, the secret a customer's backend signs user assertions with (core/sdk/user-assertion.ts). */
+  sdkIdentitySecret: 'switchboard/sdk-identity-secret/v1',
 } as const;
 
 /** HKDF-SHA256 of a root key for one purpose: 32 bytes. */

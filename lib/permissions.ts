@@ -41,7 +41,7 @@ export function isPermission(value: string): value is Permission {
 }
 
 /** How the caller proved who they are. SDK tokens, widget keys and sandbox JWTs join later. */
-export type CredentialKind = 'api_key' | 'user_jwt';
+export type CredentialKind = 'api_key' | 'user_jwt' | 'sdk_token';
 
 export interface Principal {
   kind: CredentialKind;
@@ -60,7 +60,12 @@ export interface Principal {
   environments?: readonly string[] | null;
   /** When the key stops working; absent or null means never (a user's login is not bounded here). */
   expiresAt?: Date | null;
+  /** An SDK session token's end user, page origin and public key (docs/widget.md); absent otherwise. */
+  sdk?: { endUserId: string; origin: string; publicKeyId: string; user?: { userId: string; email: string | null; phone: string | null; displayName: string | null } | null } | null;
 }
+
+/** The `channelUId` of the sessions an SDK end user starts: they are that end user's alone. */
+export const sdkChannelUId = (sdk: { endUserId: string }): string => `sdk:${sdk.endUserId}`;
 
 /** `admin` implies every other permission. */
 export function hasPermission(principal: Principal, needed: Permission): boolean {

@@ -18,9 +18,11 @@ export const chatAgentRoutes: AnyRoute[] = [
     operationId: 'chatWithAgent',
     summary: "Send a message to a project's agents",
     description:
-      'Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session).',
+      'Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session). ' +
+      "An embedded widget sends `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it continues only sessions it started (another end user's is 404), in the public key's project and environment.",
     tags: ['Chat'],
     auth: 'session:execute',
+    sdkToken: true,
     body: ZChatAgentRequestSchema,
     links: sessionLinks('$request.body#/projectId', '$response.body#/sessionId'),
     bodyExample: { projectId: 'jqmvff06cp7cvm69y75r2r1x', message: 'I have a question about my invoice' },
@@ -48,6 +50,10 @@ export const chatAgentRoutes: AnyRoute[] = [
       };
       if (!project || (principal.projectId && principal.projectId !== project._id)) {
         throw refused(new ApiError('NOT_FOUND', 'Project not found or has no agents'));
+      }
+      // A widget's chats run in its public key's environment, whatever the page asks for.
+      if (principal.sdk && body.environment && !principal.environments?.includes(body.environment)) {
+        throw refused(new ApiError('FORBIDDEN', `This SDK token is bound to ${principal.environments!.join(', ')}; it cannot act on ${body.environment} resources`));
       }
       const idempotencyKey = readIdempotencyKey(req, () => refundSessionCharge(existing));
       const result = await runChatTurn(ctx, { principal, project, body, idempotencyKey, budget: sessionMessageBudget(ctx, res), existing });

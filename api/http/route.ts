@@ -15,6 +15,7 @@ import { findVisibleProject } from '../../core/projects/visible';
 import { type AppContext } from '../context';
 import { notifyProjectWrite } from '../../core/projects/writes';
 import { beginAuthentication, type Authentication } from '../middleware/auth';
+import { allowOrigin } from '../sdk/cors';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
 import { pathOfNul } from '../../lib/storable-text';
@@ -151,6 +152,11 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
    * request without a body is a 400, like a body missing a required field.
    */
   bodyOptional?: boolean;
+  /**
+   * True when an embedded widget's SDK session token (`X-SDK-Token`) may call the route; every
+   * other route refuses one with 401. The answer then carries the CORS headers of the token's origin.
+   */
+  sdkToken?: boolean;
   /** `platformAdmin`: the route takes the X-Platform-Admin-Token instead of a tenant credential. */
   security?: 'platformAdmin';
   /**
@@ -487,6 +493,10 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
         const early = auth.early;
         const speculative = early ? { charged: earlyCharge!, lookups: startLookups(early) } : null;
         principal = unwrap(await confirmation);
+        if (principal.sdk) {
+          if (!route.sdkToken) throw new ApiError('UNAUTHORIZED', 'An SDK token is not accepted here; it serves the widget routes only');
+          allowOrigin(res, principal.sdk.origin);
+        }
         res.locals.principal = principal;
         // The key changed since it was last seen (permissions, project binding): look up again.
         charged = speculative && early!.tenantId === principal.tenantId ? speculative.charged : charge(principal.tenantId);

@@ -15,10 +15,11 @@ import { driverCollection } from '../../db/driver-collection';
 import { FreshReads } from '../../lib/fresh-reads';
 import { jwtKeyRing } from '../../lib/jwt-keys';
 import { type AppContext } from '../context';
+import { verifySdkToken } from '../../core/sdk/session-token';
 
 const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
 
-type Credential = { type: 'api_key'; value: string } | { type: 'jwt'; value: string };
+type Credential = { type: 'api_key'; value: string } | { type: 'jwt'; value: string } | { type: 'sdk_token'; value: string };
 
 /** A header that can carry a credential, and how one line of it is read. */
 interface CredentialSource {
@@ -57,6 +58,13 @@ const CREDENTIAL_SOURCES: readonly CredentialSource[] = [
         .map((item) => item.trim())
         .filter((item) => item.length > 0)
         .map((value) => ({ type: 'api_key', value })),
+  },
+  {
+    // An embedded widget's SDK session token (core/sdk/session-token.ts); only routes that take
+    // one accept it (api/http/route.ts `sdkToken`).
+    header: 'x-sdk-token',
+    label: 'X-SDK-Token',
+    read: (line) => (line.trim().length === 0 ? [] : [{ type: 'sdk_token', value: line.trim() }]),
   },
 ];
 
@@ -297,6 +305,29 @@ async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal
   };
 }
 
+/**
+ * An SDK session token's principal: it may run chat turns in its project and environment, from
+ * the page origin it was issued to, while the public key that issued it is live. 401 for a bad
+ * or expired token or a revoked key; 403 when the request's Origin is not the token's.
+ */
+async function resolveSdkToken(ctx: AppContext, token: string, origin: string | undefined): Promise<Principal> {
+  const claims = await verifySdkToken(ctx, token);
+  const key = await ctx.models.PublicKey.findOne({ _id: claims.publicKeyId, tenantId: claims.tenantId, projectId: claims.projectId }, { revokedAt: 1 }).lean();
+  if (!key || key.revokedAt) throw unauthorized('SDK token has been revoked');
+  if (origin !== claims.origin) throw new ApiError('FORBIDDEN', 'This origin is not the one the SDK token was issued to');
+  return {
+    kind: 'sdk_token',
+    subjectId: claims.endUserId,
+    tenantId: claims.tenantId,
+    projectId: claims.projectId,
+    permissions: new Set<Permission>(['session:execute']),
+    scope: null,
+    environments: [claims.environment],
+    expiresAt: null,
+    sdk: { endUserId: claims.endUserId, origin: claims.origin, publicKeyId: claims.publicKeyId, user: claims.user ?? null },
+  };
+}
+
 export interface Authentication {
   /**
    * The principal this credential produced last time in this process, when known: enough to
@@ -312,6 +343,7 @@ export function beginAuthentication(ctx: AppContext, req: Request): Authenticati
   const credential = readCredential(req);
   if (!credential) throw unauthorized('Authentication required: send Authorization: Bearer <token> or X-API-Key');
   if (credential.type === 'jwt') return { early: null, confirmed: resolveUserJwt(ctx, credential.value) };
+  if (credential.type === 'sdk_token') return { early: null, confirmed: resolveSdkToken(ctx, credential.value, req.headers.origin) };
   if (!API_KEY_PATTERN.test(credential.value)) throw unauthorized('Invalid API key');
   const keyHash = sha256Hex(credential.value);
   const knownKeys = knownKeysOf(ctx);

@@ -13,7 +13,7 @@ import {
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { ApiError, isDomainError } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
-import { canActInEnvironment, hasPermission, type Principal } from '../../lib/permissions';
+import { canActInEnvironment, hasPermission, sdkChannelUId, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
 import { type SessionDoc } from '../../db/session';
 import { findOwned } from '../../db/owned';
@@ -21,7 +21,7 @@ import { turnUpdate, type TurnResult, type TurnUpdateInput } from '../../workflo
 import { type CoreContext } from '../context';
 import { llmRuntime } from '../llm/runtime';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, linkStartedSession, releaseSessionCapacity, sessionContactFor } from '../sessions/start';
-import { testCaller, unlinkSession } from '../contacts/linking';
+import { sdkUserCaller, testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
@@ -261,10 +261,12 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       const client = await gate();
       const session = existing.session?.projectId === project._id ? existing.session : null;
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
-      if (principal.environments?.length) {
-        // An environment-bound key sees only its environments' sessions (one read, for such keys only).
+      if (principal.environments?.length || principal.sdk) {
+        // An environment-bound key sees only its environments' sessions, an SDK end user only the
+        // sessions it started (one read, for such credentials only).
         const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
         if (record && !canActInEnvironment(principal, record.environment)) throw new ApiError('NOT_FOUND', 'Session not found');
+        if (principal.sdk && record?.channelUId !== sdkChannelUId(principal.sdk)) throw new ApiError('NOT_FOUND', 'Session not found');
       }
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
       if (existing.chargeError) throw existing.chargeError;
@@ -287,7 +289,7 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
 
     // A retried first message (same Idempotency-Key) lands in the same session.
     const sessionId = options.idempotencyKey
-      ? uuidFromHash(`${principal.tenantId}:${project._id}:${options.idempotencyKey}`)
+      ? uuidFromHash(`${principal.tenantId}:${project._id}:${principal.sdk ? `${sdkChannelUId(principal.sdk)}:` : ''}${options.idempotencyKey}`)
       : randomUUID();
     // Reads only, so they go out together. A fresh random id names no session yet: only a
     // retried Idempotency-Key can find an earlier one.
@@ -296,7 +298,8 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     // A test caller's user id (testContext.callerContext.userId) is the session's caller: its
     // contact is found or created beside the reads (it never rejects: a failure starts the
     // session without one).
-    const caller = testCaller(body.testContext?.callerContext?.userId);
+    // An identified SDK end user is the caller the customer's backend vouched for.
+    const caller = principal.sdk?.user ? sdkUserCaller(principal.sdk.user) : testCaller(body.testContext?.callerContext?.userId);
     const [picked, earlier, contact] = await Promise.all([
       resolveNewSessionTarget(ctx.models, { tenantId: project.tenantId, projectId: project._id }, body).then(
         (target) => target,
@@ -332,7 +335,8 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     if (!earlier) {
       // The link is written beside the record (it never rejects), and taken back if there is no record.
       const linking = linkStartedSession(ctx, start);
-      await createSessionRecord(ctx.models, start).catch(async (err: unknown) => {
+      // An SDK end user's session carries that end user, which every later turn is checked against.
+      await createSessionRecord(ctx.models, start, new Date(), principal.sdk ? { channelUId: sdkChannelUId(principal.sdk) } : {}).catch(async (err: unknown) => {
         // A concurrent retry with the same Idempotency-Key created it first: same session.
         if ((err as { code?: number }).code === 11000) return;
         await linking;

@@ -30,6 +30,8 @@ const before = new Date('2026-01-01T00:00:00Z');
 
 const HOT_QUERIES: HotQuery[] = [
   { name: 'api/middleware/auth.ts: key by hash', model: 'ApiKey', filter: { keyHash: 'h1' }, limit: 1 },
+  { name: 'core/sdk/public-keys.ts: public key by hash (SDK init, config)', model: 'PublicKey', filter: { keyHash: 'h1' }, limit: 1 },
+  { name: 'api/middleware/auth.ts: public key of an SDK token', model: 'PublicKey', filter: { _id: 'pkey-1', tenantId: T, projectId: P }, limit: 1 },
   { name: 'api/http/route.ts: project of a request (findOwned)', model: 'Project', filter: { _id: P, tenantId: T }, limit: 1 },
   { name: 'api/sessions/service.ts: findSession (findOwned)', model: 'Session', filter: { _id: S, tenantId: T, projectId: P }, limit: 1 },
   { name: 'api/sessions/service.ts: listSessions', model: 'Session', filter: { tenantId: T, projectId: P, status: 'active' }, sort: { createdAt: -1, _id: -1 }, limit: 50 },

@@ -1,0 +1,90 @@
+// Public widget keys (db/public-key.ts): made, listed and revoked under a project by its managers,
+// and checked on every SDK request together with the page's Origin. A key is read from the store
+// on each use (no cache), so a revocation is in force as soon as it is written.
+import { randomBytes } from 'node:crypto';
+import { DomainError } from '../../lib/errors';
+import { safeEqual, sha256Hex } from '../../lib/crypto';
+import { type PublicKeyDoc } from '../../db/public-key';
+import { type CoreContext } from '../context';
+
+export const PUBLIC_KEY_PREFIX = 'pk_';
+/** `pk_` followed by 48 lowercase hex characters (192 random bits), like an API key's `abl_`. */
+export const PUBLIC_KEY_PATTERN = /^pk_[0-9a-f]{48}$/;
+/** Live public keys a project may hold; past it creation is 429 KEY_LIMIT_REACHED. */
+export const PUBLIC_KEYS_PER_PROJECT = 20;
+
+export interface CreatePublicKeyInput {
+  name: string;
+  allowedOrigins: string[];
+  environment: string;
+  createdBy: string | null;
+}
+
+/** Creates a key; the plain key is returned once and only its hash is stored. */
+export async function createPublicKey(ctx: Pick<CoreContext, 'models'>, owner: { tenantId: string; projectId: string }, input: CreatePublicKeyInput) {
+  const live = await ctx.models.PublicKey.countDocuments({ tenantId: owner.tenantId, projectId: owner.projectId, revokedAt: null });
+  if (live >= PUBLIC_KEYS_PER_PROJECT) throw new DomainError('KEY_LIMIT_REACHED', `A project holds at most ${PUBLIC_KEYS_PER_PROJECT} live public keys; revoke one first`);
+  const key = PUBLIC_KEY_PREFIX + randomBytes(24).toString('hex');
+  const doc = await ctx.models.PublicKey.create({
+    tenantId: owner.tenantId,
+    projectId: owner.projectId,
+    name: input.name,
+    keyHash: sha256Hex(key),
+    keyPrefix: key.slice(0, 11),
+    allowedOrigins: [...new Set(input.allowedOrigins)],
+    environment: input.environment,
+    createdBy: input.createdBy,
+  });
+  return { key, publicKey: doc.toObject() };
+}
+
+export function listPublicKeys(ctx: Pick<CoreContext, 'models'>, owner: { tenantId: string; projectId: string }) {
+  return ctx.models.PublicKey.find({ tenantId: owner.tenantId, projectId: owner.projectId }).sort({ createdAt: -1, _id: 1 }).lean();
+}
+
+/** Marks the key revoked (kept for the record); 404 when it is not a key of this project. */
+export async function revokePublicKey(ctx: Pick<CoreContext, 'models'>, owner: { tenantId: string; projectId: string }, keyId: string): Promise<PublicKeyDoc> {
+  const filter = { _id: keyId, tenantId: owner.tenantId, projectId: owner.projectId };
+  await ctx.models.PublicKey.updateOne({ ...filter, revokedAt: null }, { $set: { revokedAt: new Date() } });
+  const doc = await ctx.models.PublicKey.findOne(filter).lean();
+  if (!doc) throw DomainError.notFound('Public key');
+  return doc;
+}
+
+/** What a client may see of a key: never its hash. */
+export function presentPublicKey(doc: PublicKeyDoc) {
+  return {
+    id: doc._id,
+    projectId: doc.projectId,
+    name: doc.name,
+    keyPrefix: doc.keyPrefix,
+    allowedOrigins: doc.allowedOrigins,
+    environment: doc.environment,
+    permissions: ['chat'] as const,
+    status: doc.revokedAt ? ('revoked' as const) : ('active' as const),
+    revokedAt: doc.revokedAt ? doc.revokedAt.toISOString() : null,
+    createdAt: doc.createdAt.toISOString(),
+  };
+}
+
+/**
+ * The live key a request presents, checked against the page's Origin: 401 for a missing,
+ * malformed, unknown or revoked key; 403 when the request has no Origin or one the key does not
+ * list. The key's hash is compared in constant time after the lookup.
+ */
+export async function requirePublicKey(ctx: Pick<CoreContext, 'models'>, key: string | undefined, origin: string | undefined): Promise<PublicKeyDoc> {
+  if (!key) throw new DomainError('UNAUTHORIZED', 'A public key is required');
+  if (!PUBLIC_KEY_PATTERN.test(key)) throw new DomainError('UNAUTHORIZED', 'Invalid public key');
+  const keyHash = sha256Hex(key);
+  const doc = await ctx.models.PublicKey.findOne({ keyHash }).lean();
+  if (!doc || !safeEqual(doc.keyHash, keyHash)) throw new DomainError('UNAUTHORIZED', 'Invalid public key');
+  if (doc.revokedAt) throw new DomainError('UNAUTHORIZED', 'Public key has been revoked');
+  if (!origin) throw new DomainError('FORBIDDEN', 'An Origin header is required with a public key');
+  if (!doc.allowedOrigins.includes(origin)) throw new DomainError('FORBIDDEN', 'This origin is not allowed for the public key');
+  return doc;
+}
+
+/** Whether any live key lists the origin (a CORS preflight carries no key to check). */
+export async function isListedOrigin(ctx: Pick<CoreContext, 'models'>, origin: string): Promise<boolean> {
+  return (await ctx.models.PublicKey.exists({ allowedOrigins: origin, revokedAt: null })) !== null;
+}

@@ -1,0 +1,200 @@
+// Public widget keys and the SDK bootstrap against the real stack: create, list and revoke keys
+// under a project (agent:write), every refusal in the spec's envelope; SDK init and config with a
+// key from a listed origin, and the CORS headers only such an origin gets.
+import { decodeJwt } from 'jose';
+import { client, request } from '../../support/http';
+import { echoAgent, publishAgent } from '../../support/agents';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { sha256Hex } from '../../../lib/crypto';
+
+jest.setTimeout(120_000);
+
+const SHOP = 'https://shop.example.com';
+let stack: TestStack;
+let t: SeededTenant;
+let other: SeededTenant;
+let api: ReturnType<typeof client>;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+  t = await seedTenant(stack.ctx);
+  other = await seedTenant(stack.ctx);
+  api = client(stack.baseUrl);
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function makeKey(owner = t, origins = [SHOP], environment?: string) {
+  const res = await api.post(`/api/projects/${owner.projectId}/public-keys`, { key: owner.adminKey, json: { name: 'Widget', allowedOrigins: origins, ...(environment ? { environment } : {}) } });
+  expect(res.status).toBe(201);
+  return res.body.publicKey as { id: string; key: string; keyPrefix: string };
+}
+
+describe('public key management', () => {
+  it('creates a key shown once, stores only its hash, lists it without the key and revokes it', async () => {
+    const created = await api.post(`/api/projects/${t.projectId}/public-keys`, {
+      key: t.adminKey,
+      json: { name: 'Shop', allowedOrigins: [SHOP, 'http://localhost:3000'], environment: 'staging' },
+    });
+    expect(created.status).toBe(201);
+    const pk = created.body.publicKey;
+    expect(pk).toMatchObject({ projectId: t.projectId, name: 'Shop', allowedOrigins: [SHOP, 'http://localhost:3000'], environment: 'staging', permissions: ['chat'], status: 'active', revokedAt: null });
+    expect(pk.key).toMatch(/^pk_[0-9a-f]{48}$/);
+    expect(pk.keyPrefix).toBe(pk.key.slice(0, 11));
+    const stored = await stack.ctx.models.PublicKey.findById(pk.id).lean();
+    expect(stored!.keyHash).toBe(sha256Hex(pk.key));
+    expect(JSON.stringify(stored)).not.toContain(pk.key);
+
+    const listed = await api.get(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey });
+    expect(listed.status).toBe(200);
+    const item = listed.body.publicKeys.find((k: { id: string }) => k.id === pk.id);
+    expect(item).toBeDefined();
+    expect(item.key).toBeUndefined();
+    expect(listed.text).not.toContain(pk.key);
+
+    const secret = await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: t.adminKey });
+    expect(secret.status).toBe(200);
+    expect(secret.body).toEqual({ success: true, keyId: pk.id, identitySecret: pk.identitySecret });
+    expect(pk.identitySecret).toMatch(/^pkis_[0-9a-f]{64}$/);
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: other.adminKey })).status).toBe(404);
+    expect((await api.get(`/api/projects/${other.projectId}/public-keys/${pk.id}/identity-secret`, { key: other.adminKey })).status).toBe(404);
+
+    const revoked = await api.delete(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.publicKey).toMatchObject({ id: pk.id, status: 'revoked' });
+    expect(revoked.body.publicKey.revokedAt).toEqual(expect.any(String));
+    const init = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } });
+    expect(init.status).toBe(401);
+    expect(init.body).toEqual({ success: false, error: { code: 'UNAUTHORIZED', message: 'Public key has been revoked' } });
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys/${pk.id}/identity-secret`, { key: t.adminKey })).status).toBe(404);
+  });
+
+  it('lets agent:write manage keys and refuses read-only credentials with 403', async () => {
+    const writer = await t.keyWith(['agent:write']);
+    const reader = await t.keyWith(['agent:read', 'session:execute']);
+    expect((await api.post(`/api/projects/${t.projectId}/public-keys`, { key: writer, json: { name: 'w', allowedOrigins: [SHOP] } })).status).toBe(201);
+    for (const res of [
+      await api.post(`/api/projects/${t.projectId}/public-keys`, { key: reader, json: { name: 'r', allowedOrigins: [SHOP] } }),
+      await api.get(`/api/projects/${t.projectId}/public-keys`, { key: reader }),
+      await api.delete(`/api/projects/${t.projectId}/public-keys/pkey-x`, { key: reader }),
+      await api.get(`/api/projects/${t.projectId}/public-keys/pkey-x/identity-secret`, { key: reader }),
+    ]) {
+      expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
+    }
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys`)).status).toBe(401);
+  });
+
+  it.each([
+    ['no origins', { name: 'x', allowedOrigins: [] }],
+    ['an origin with a path', { name: 'x', allowedOrigins: ['https://shop.example.com/page'] }],
+    ['a trailing slash', { name: 'x', allowedOrigins: ['https://shop.example.com/'] }],
+    ['a wildcard', { name: 'x', allowedOrigins: ['*'] }],
+    ['another scheme', { name: 'x', allowedOrigins: ['ftp://shop.example.com'] }],
+    ['upper case', { name: 'x', allowedOrigins: ['https://Shop.example.com'] }],
+    ['an unknown environment', { name: 'x', allowedOrigins: [SHOP], environment: 'qa' }],
+    ['a blank name', { name: ' ', allowedOrigins: [SHOP] }],
+    ['an unknown field', { name: 'x', allowedOrigins: [SHOP], permissions: ['admin'] }],
+  ])('refuses %s with 400 and creates nothing', async (_label, json) => {
+    const before = await stack.ctx.models.PublicKey.countDocuments({ tenantId: t.tenantId });
+    const res = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json });
+    expect(res.status).toBe(400);
+    expect(res.body.success).toBe(false);
+    expect(res.body.error.code).toEqual(expect.any(String));
+    expect(await stack.ctx.models.PublicKey.countDocuments({ tenantId: t.tenantId })).toBe(before);
+  });
+
+  it("answers 404 for another tenant's project and key, and leaves the key live", async () => {
+    const mine = await makeKey();
+    expect((await api.get(`/api/projects/${t.projectId}/public-keys`, { key: other.adminKey })).status).toBe(404);
+    expect((await api.post(`/api/projects/${t.projectId}/public-keys`, { key: other.adminKey, json: { name: 'x', allowedOrigins: [SHOP] } })).status).toBe(404);
+    const viaOwnProject = await api.delete(`/api/projects/${other.projectId}/public-keys/${mine.id}`, { key: other.adminKey });
+    expect({ status: viaOwnProject.status, code: viaOwnProject.body.error?.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
+    // Another project of the same tenant does not hold it either.
+    expect((await api.delete(`/api/projects/${t.otherProjectId}/public-keys/${mine.id}`, { key: t.adminKey })).status).toBe(404);
+    expect((await stack.ctx.models.PublicKey.findById(mine.id).lean())!.revokedAt).toBeNull();
+  });
+
+  it('caps live keys per project at 20 (429 KEY_LIMIT_REACHED)', async () => {
+    const owner = await seedTenant(stack.ctx);
+    for (let i = 0; i < 20; i++) await makeKey(owner);
+    const res = await api.post(`/api/projects/${owner.projectId}/public-keys`, { key: owner.adminKey, json: { name: 'one too many', allowedOrigins: [SHOP] } });
+    expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 429, code: 'KEY_LIMIT_REACHED' });
+  });
+});
+
+describe('SDK init and config', () => {
+  it('issues a short-lived token bound to tenant, project, origin, environment and a fresh anonymous end user', async () => {
+    const pk = await makeKey(t, [SHOP], 'staging');
+    const a = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } });
+    expect(a.status).toBe(200);
+    expect(a.headers.get('access-control-allow-origin')).toBe(SHOP);
+    expect(a.body).toMatchObject({ success: true, projectId: t.projectId, environment: 'staging', endUserId: expect.stringMatching(/^eu-[0-9a-f]{32}$/) });
+    const claims = decodeJwt(a.body.token);
+    expect(claims).toMatchObject({ tid: t.tenantId, pid: t.projectId, pkid: pk.id, org: SHOP, env: 'staging', sub: a.body.endUserId });
+    expect(claims.exp! - claims.iat!).toBe(900);
+    expect(new Date(a.body.expiresAt).getTime()).toBe(claims.exp! * 1000);
+    const b = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } });
+    expect(b.body.endUserId).not.toBe(a.body.endUserId);
+  });
+
+  it('refuses a missing, malformed or unknown key (401), and a project the key is not for (404)', async () => {
+    const pk = await makeKey();
+    const cases: [Record<string, string>, unknown, number, string][] = [
+      [{ origin: SHOP }, { projectId: t.projectId }, 401, 'A public key is required'],
+      [{ origin: SHOP, 'x-public-key': 'abl_' + '0'.repeat(48) }, { projectId: t.projectId }, 401, 'Invalid public key'],
+      [{ origin: SHOP, 'x-public-key': 'pk_' + '0'.repeat(48) }, { projectId: t.projectId }, 401, 'Invalid public key'],
+      [{ origin: SHOP, 'x-public-key': pk.key }, { projectId: t.otherProjectId }, 404, 'Project not found'],
+      [{ origin: SHOP, 'x-public-key': pk.key }, { projectId: other.projectId }, 404, 'Project not found'],
+    ];
+    for (const [headers, json, status, message] of cases) {
+      const res = await api.post('/api/v1/sdk/init', { headers, json });
+      expect({ status: res.status, body: res.body }).toEqual({ status, body: { success: false, error: { code: status === 401 ? 'UNAUTHORIZED' : 'NOT_FOUND', message } } });
+    }
+    const bad = await api.post('/api/v1/sdk/init', { headers: { origin: SHOP, 'x-public-key': pk.key }, json: { projectId: t.projectId, endUserId: 'eu-chosen' } });
+    expect(bad.status).toBe(400);
+  });
+
+  it('returns the widget config: entry agent, no greeting, empty theme, no voice, upload limits', async () => {
+    const owner = await seedTenant(stack.ctx);
+    const pk = await makeKey(owner, [SHOP], 'dev');
+    const empty = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
+    expect(empty.status).toBe(200);
+    expect(empty.body.config.entryAgent).toBeNull();
+    await publishAgent(api, owner, 'Echo', echoAgent());
+    const res = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
+    expect(res.body).toEqual({
+      success: true,
+      config: {
+        projectId: owner.projectId,
+        environment: 'dev',
+        entryAgent: { id: expect.any(String), name: 'Echo' },
+        greeting: null,
+        theme: {},
+        voice: { enabled: false },
+        uploads: { enabled: false, maxFileBytes: stack.config.ATTACHMENT_MAX_BYTES, maxFilesPerSession: stack.config.ATTACHMENTS_MAX_PER_SESSION, allowedMimeTypes: expect.arrayContaining(['text/plain', 'image/png']) },
+      },
+    });
+    const wrongProject = await api.get(`/api/v1/sdk/config/${t.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
+    expect(wrongProject.status).toBe(404);
+    const noKey = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { origin: SHOP } });
+    expect(noKey.status).toBe(401);
+  });
+
+  it('answers a preflight only for an origin a live key lists', async () => {
+    const origin = `https://p-${Date.now()}.example.com`;
+    const preflight = (o: string) => request(stack.baseUrl, 'OPTIONS', '/api/v1/sdk/init', { headers: { origin: o, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-public-key' } });
+    const before = await preflight(origin);
+    expect(before.status).toBe(403);
+    expect(before.headers.get('access-control-allow-origin')).toBeNull();
+    const pk = await makeKey(t, [origin]);
+    const listed = await preflight(origin);
+    expect(listed.status).toBe(204);
+    expect(listed.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(listed.headers.get('access-control-allow-headers')).toContain('X-SDK-Token');
+    await api.delete(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey });
+    expect((await preflight(origin)).status).toBe(403);
+  });
+});
