@@ -1048,6 +1048,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{projectId}/public-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the project's public widget keys, revoked ones included (never the keys themselves) */
+        get: operations["listPublicKeys"];
+        put?: never;
+        /**
+         * Create a public widget key (the key is shown once)
+         * @description A `pk_` key a web page may hold: it can only start chats with the project's agents (SDK init and config), only from the listed origins, and its chats run in the key's environment. 429 (KEY_LIMIT_REACHED) when the project holds 20 live public keys.
+         */
+        post: operations["createPublicKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/public-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a public widget key: refused from the moment this returns (tokens it issued live out their short lifetime) */
+        delete: operations["revokePublicKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/public-keys/{keyId}/identity-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A public key's identity secret, which your backend signs user assertions with (docs/widget.md)
+         * @description 404 when the key is not one of the project's or is revoked. The secret follows the current master key: read it again after a master key rotation.
+         */
+        get: operations["getPublicKeyIdentitySecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{projectId}/recordings/{recordingId}/media/content/{mediaToken}": {
         parameters: {
             query?: never;
@@ -1784,7 +1842,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to a project's agents
-         * @description Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session).
+         * @description Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session). An embedded widget sends `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it continues only sessions it started (another end user's is 404), in the public key's project and environment.
          */
         post: operations["chatWithAgent"];
         delete?: never;
@@ -2013,6 +2071,46 @@ export interface paths {
         get: operations["summarizeOutboundCalls"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sdk/config/{projectId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the widget needs to show itself (X-API-Key: pk_…)
+         * @description Header `X-API-Key: pk_…` and an `Origin` the key lists (401, 403 as for SDK init). 404 when the key is another project's.
+         */
+        get: operations["sdkConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sdk/init": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an SDK session: a short-lived token for the widget (X-Public-Key)
+         * @description Header `X-Public-Key: pk_…` and the page's `Origin`, which the key must list (401 for a missing, unknown or revoked key; 403 for a missing or unlisted origin). With `userAssertion` (an HS256 JWT your backend signs with the key's identity secret: `aud` the key id, `sub` your user id, optional `email`, `phone`, `name`, `iat` and `exp` at most an hour apart; 401 when invalid) the end user is that user, the same on every init, and its chats link to its contact; without, a new anonymous end user. Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key's environment; send it as `X-SDK-Token`.
+         */
+        post: operations["sdkInit"];
         delete?: never;
         options?: never;
         head?: never;
@@ -18931,6 +19029,778 @@ export interface operations {
             };
         };
     };
+    listPublicKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "publicKeys": [
+                     *         {
+                     *           "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *           "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *           "name": "Billing_Agent",
+                     *           "keyPrefix": "string",
+                     *           "allowedOrigins": [
+                     *             "string"
+                     *           ],
+                     *           "environment": "string",
+                     *           "permissions": [
+                     *             "chat"
+                     *           ],
+                     *           "status": "active",
+                     *           "revokedAt": "2026-01-31T12:00:00.000Z",
+                     *           "createdAt": "2026-01-31T12:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        publicKeys: {
+                            allowedOrigins: string[];
+                            createdAt: string;
+                            environment: string;
+                            id: string;
+                            keyPrefix: string;
+                            name: string;
+                            permissions: "chat"[];
+                            projectId: string;
+                            revokedAt: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                        }[];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    createPublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Shop widget",
+                 *       "allowedOrigins": [
+                 *         "https://shop.example.com"
+                 *       ],
+                 *       "environment": "production"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Pages allowed to use the key; at least one */
+                    allowedOrigins: string[];
+                    /**
+                     * @description Environment the chats started through the key run in
+                     * @default production
+                     * @enum {string}
+                     */
+                    environment?: "dev" | "staging" | "production";
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "publicKey": {
+                     *         "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "name": "Billing_Agent",
+                     *         "keyPrefix": "string",
+                     *         "allowedOrigins": [
+                     *           "string"
+                     *         ],
+                     *         "environment": "string",
+                     *         "permissions": [
+                     *           "chat"
+                     *         ],
+                     *         "status": "active",
+                     *         "revokedAt": "2026-01-31T12:00:00.000Z",
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "key": "string",
+                     *         "identitySecret": "string"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        publicKey: {
+                            allowedOrigins: string[];
+                            createdAt: string;
+                            environment: string;
+                            id: string;
+                            /** @description Your backend signs user assertions with it (`pkis_…`); keep it on the server; shown only now */
+                            identitySecret: string;
+                            /** @description The key (`pk_…`); shown only now */
+                            key: string;
+                            keyPrefix: string;
+                            name: string;
+                            permissions: "chat"[];
+                            projectId: string;
+                            revokedAt: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    revokePublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "publicKey": {
+                     *         "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "name": "Billing_Agent",
+                     *         "keyPrefix": "string",
+                     *         "allowedOrigins": [
+                     *           "string"
+                     *         ],
+                     *         "environment": "string",
+                     *         "permissions": [
+                     *           "chat"
+                     *         ],
+                     *         "status": "active",
+                     *         "revokedAt": "2026-01-31T12:00:00.000Z",
+                     *         "createdAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        publicKey: {
+                            allowedOrigins: string[];
+                            createdAt: string;
+                            environment: string;
+                            id: string;
+                            keyPrefix: string;
+                            name: string;
+                            permissions: "chat"[];
+                            projectId: string;
+                            revokedAt: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getPublicKeyIdentitySecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "keyId": "jqmvff06cp7cvm69y75r2r1x",
+                     *       "identitySecret": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        identitySecret: string;
+                        keyId: string;
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getRecordingMedia: {
         parameters: {
             query?: {
@@ -32447,6 +33317,449 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    sdkConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "config": {
+                     *         "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "environment": "string",
+                     *         "entryAgent": {
+                     *           "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *           "name": "Billing_Agent"
+                     *         },
+                     *         "greeting": "string",
+                     *         "theme": {},
+                     *         "voice": {
+                     *           "enabled": true
+                     *         },
+                     *         "uploads": {
+                     *           "enabled": true,
+                     *           "maxFileBytes": 0,
+                     *           "maxFilesPerSession": 0,
+                     *           "allowedMimeTypes": [
+                     *             "string"
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        config: {
+                            entryAgent: {
+                                id: string;
+                                name: string;
+                            } | null;
+                            environment: string;
+                            greeting: string | null;
+                            projectId: string;
+                            theme: {
+                                [key: string]: string;
+                            };
+                            uploads: {
+                                allowedMimeTypes: string[];
+                                enabled: boolean;
+                                maxFileBytes: number;
+                                maxFilesPerSession: number;
+                            };
+                            voice: {
+                                enabled: boolean;
+                            };
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    sdkInit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "projectId": "jqmvff06cp7cvm69y75r2r1x"
+                 *     }
+                 */
+                "application/json": {
+                    projectId: string;
+                    /** @description The customer's backend's signed user assertion (docs/widget.md); without it the end user is anonymous */
+                    userAssertion?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "token": "string",
+                     *       "expiresAt": "2026-01-31T12:00:00.000Z",
+                     *       "endUserId": "jqmvff06cp7cvm69y75r2r1x",
+                     *       "identified": true,
+                     *       "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *       "environment": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        endUserId: string;
+                        environment: string;
+                        expiresAt: string;
+                        identified: boolean;
+                        projectId: string;
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Send as X-SDK-Token */
+                        token: string;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
         };
     };
