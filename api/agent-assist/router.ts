@@ -43,7 +43,7 @@ export const agentAssistRoutes: AnyRoute[] = [
     params: ZAgentAssistHookParams,
     body: ZAgentAssistHookBody,
     bodyLimit: { bytes: 64 * 1024 },
-    errorStatuses: [400, 401, 409, 413, 503],
+    errorStatuses: [400, 401, 404, 409, 413, 503],
     response: ZAgentAssistHookResponse,
     bodyExample: {
       conversationId: 'c-2f9a',

@@ -57,14 +57,14 @@ const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', messag
 
 /**
  * The bot a hook call is for, once its JWT (`auth`, or `token`) is signed HS256 with that bot's
- * secret, unexpired, and valid for at most AGENT_ASSIST_MAX_TOKEN_LIFETIME_S more. An unknown
- * bot is refused like a bad signature (401), so bot ids cannot be probed. jose compares the
- * signature in constant time.
+ * secret, unexpired, and valid for at most AGENT_ASSIST_MAX_TOKEN_LIFETIME_S more. A call
+ * without a token is 401 whatever the bot; an unknown bot is 404 (its 96 random bits are not
+ * guessable). jose compares the signature in constant time.
  */
 export async function authenticateHookCall(ctx: Pick<CoreContext, 'config' | 'models'>, botId: string, token: string | undefined): Promise<AgentAssistBotDoc> {
   if (!token) throw unauthorized('Missing JWT: send it in the `auth` header');
   const bot = BOT_ID_PATTERN.test(botId) ? await ctx.models.AgentAssistBot.findById(botId).lean() : null;
-  if (!bot) throw unauthorized('Invalid JWT for this bot');
+  if (!bot) throw DomainError.notFound('Agent-assist bot');
   let secret: Buffer;
   try {
     secret = await unsealBotSecret(ctx.models.TenantDataKey, requireMasterKeys(ctx as CoreContext), bot);

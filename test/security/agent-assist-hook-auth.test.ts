@@ -45,8 +45,10 @@ test('no token, a bad signature, another bot\'s secret, an expired or far-future
   const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
   const payload = Buffer.from(JSON.stringify({ exp: Math.floor(Date.now() / 1000) + 60 })).toString('base64url');
   await refused(await postHook(stack.baseUrl, botA.botId, entry(botA.botId), `${header}.${payload}.`));
-  // An unknown bot looks like a bad token, not like a missing resource.
-  await refused(await postHook(stack.baseUrl, 'aab-000000000000000000000000', entry('aab-000000000000000000000000'), good));
+  // An unknown bot is 404 once a token is sent (401 without one).
+  const unknown = await postHook(stack.baseUrl, 'aab-000000000000000000000000', entry('aab-000000000000000000000000'), good);
+  expect(unknown.status).toBe(404);
+  await refused(await postHook(stack.baseUrl, 'aab-000000000000000000000000', entry('aab-000000000000000000000000'), null));
   // The right one is accepted.
   expect((await postHook(stack.baseUrl, botA.botId, entry(botA.botId), good)).status).toBe(200);
 });
