@@ -2,6 +2,7 @@
 // one conversation, authenticated by the bot's HS256 JWT before the body is read, mapped to the
 // lifecycle events the conversation's workflow orders (core/agent-assist/hooks.ts).
 import { defineRoute, type AnyRoute } from '../http/route';
+import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ApiError } from '../../lib/errors';
 import { authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
 import { type AgentAssistBotDoc } from '../../db/agent-assist-bot';
@@ -43,7 +44,7 @@ export const agentAssistRoutes: AnyRoute[] = [
     params: ZAgentAssistHookParams,
     body: ZAgentAssistHookBody,
     bodyLimit: { bytes: 64 * 1024 },
-    errorStatuses: [400, 401, 404, 409, 413, 503],
+    errorStatuses: [400, 401, 404, 409, 413, 429, 503],
     response: ZAgentAssistHookResponse,
     bodyExample: {
       conversationId: 'c-2f9a',
@@ -53,7 +54,10 @@ export const agentAssistRoutes: AnyRoute[] = [
     async authorize({ req, ctx }) {
       // Runs before the body is read: an unauthenticated caller gets no further than the headers.
       const token = req.header('auth') ?? req.header('token');
-      (req as WithBot)[BOT] = await authenticateHookCall(ctx, String(req.params.botId ?? ''), token);
+      const bot = await authenticateHookCall(ctx, String(req.params.botId ?? ''), token);
+      // The bot's calls count against its tenant's limit, as the tenant's other calls do.
+      await consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(bot.tenantId), req.res!);
+      (req as WithBot)[BOT] = bot;
     },
     async handler({ ctx, params, body, req }) {
       const bot = (req as WithBot)[BOT];

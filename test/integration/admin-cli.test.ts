@@ -86,7 +86,7 @@ it('explains bad input and exits non-zero', async () => {
 
 it('makes an agent-assist bot and prints its secret once, which signs hook JWTs the API takes', async () => {
   const t = await seedTenant(stack.ctx);
-  const made = await admin('create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support');
+  const made = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support');
   expect(made.status).toBe(0);
   const { bot, secret } = JSON.parse(made.out);
   expect(bot).toMatchObject({ botId: expect.stringMatching(/^aab-[0-9a-f]{24}$/), tenantId: t.tenantId, projectId: t.projectId, agentName: 'Support' });
@@ -100,7 +100,7 @@ it('makes an agent-assist bot and prints its secret once, which signs hook JWTs 
   expect((await post(randomBytes(32))).status).toBe(401);
   // Another tenant's project is refused.
   const other = await seedTenant(stack.ctx);
-  const refused = await admin('create-agent-assist-bot', '--tenant', t.tenantId, '--project', other.projectId, '--agent', 'Support');
+  const refused = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', other.projectId, '--agent', 'Support');
   expect(refused.status).toBe(1);
   expect(refused.err).toContain('Project not found');
 });
