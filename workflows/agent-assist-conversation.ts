@@ -12,6 +12,8 @@ import { AgentAssistOrderRefused, applyAgentAssistEvents, initialAgentAssistView
 const SEEN_IDS = 500;
 /** Calls per run before continuing as new, well under Temporal's 2,000 updates per run. */
 const CALLS_PER_RUN = 1000;
+/** A conversation whose first call was refused (it starts the workflow all the same) ends after this long without an accepted one. */
+const NEW_IDLE_MS = 24 * 60 * 60 * 1000;
 
 export const AGENT_ASSIST_OUT_OF_ORDER = 'AGENT_ASSIST_EVENT_OUT_OF_ORDER';
 
@@ -54,6 +56,10 @@ export async function agentAssistConversation(input: AgentAssistStartInput): Pro
     },
   );
 
+  if (!input.carried && !(await wf.condition(() => view.phase !== 'new', NEW_IDLE_MS))) {
+    await wf.condition(wf.allHandlersFinished);
+    return view;
+  }
   await wf.condition(() => view.phase === 'ended' || calls >= CALLS_PER_RUN || wf.workflowInfo().continueAsNewSuggested);
   if (view.phase !== 'ended') {
     await wf.condition(wf.allHandlersFinished);

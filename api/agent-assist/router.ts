@@ -1,13 +1,15 @@
 // The agent-assist hook (`POST /agentassist/api/v1/hooks/:botId`): a contact centre's events for
 // one conversation, authenticated by the bot's HS256 JWT before the body is read, mapped to the
 // lifecycle events the conversation's workflow orders (core/agent-assist/hooks.ts).
+import { type Request } from 'express';
 import { defineRoute, type AnyRoute } from '../http/route';
+import { type AppContext } from '../context';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ApiError } from '../../lib/errors';
-import { authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
+import { agentAssistConversationView, authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
 import { type AgentAssistBotDoc } from '../../db/agent-assist-bot';
 import { type AgentAssistEvent, type AgentAssistTransferType } from '../../workflows/definitions';
-import { ZAgentAssistHookBody, ZAgentAssistHookParams, ZAgentAssistHookResponse, type AgentAssistHookBody } from './schemas';
+import { ZAgentAssistConversationParams, ZAgentAssistConversationResponse, ZAgentAssistHookBody, ZAgentAssistHookParams, ZAgentAssistHookResponse, type AgentAssistHookBody } from './schemas';
 
 /** Where `authorize` leaves the authenticated bot for the handler. */
 const BOT = Symbol('agent-assist-bot');
@@ -27,6 +29,21 @@ function toEvents(body: AgentAssistHookBody): AgentAssistEvent[] {
         return { kind: 'end', reason: e.reason, participant: e.participant.identity };
     }
   });
+}
+
+/** Runs before the body is read: an unauthenticated caller gets no further than the headers. */
+async function authorizeBot({ req, ctx }: { req: Request; ctx: AppContext }): Promise<void> {
+  const token = req.header('auth') ?? req.header('token');
+  const bot = await authenticateHookCall(ctx, String(req.params.botId ?? ''), token);
+  // The bot's calls count against its tenant's limit, as the tenant's other calls do.
+  await consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(bot.tenantId), req.res!);
+  (req as WithBot)[BOT] = bot;
+}
+
+function authorizedBot(req: Request, botId: string): AgentAssistBotDoc {
+  const bot = (req as WithBot)[BOT];
+  if (!bot || bot._id !== botId) throw new ApiError('UNAUTHORIZED', 'Invalid JWT for this bot');
+  return bot;
 }
 
 export const agentAssistRoutes: AnyRoute[] = [
@@ -51,21 +68,31 @@ export const agentAssistRoutes: AnyRoute[] = [
       botId: 'aab-0123456789abcdef01234567',
       events: [{ name: 'INTERNAL_TRANSFER_EVENT', transfertype: 'NA', transition: 'entry', isExtAD: false, language: 'en', experience: 'chat', participant: { identity: 'agent-1', name: 'Ada', type: 'agent' } }],
     },
-    async authorize({ req, ctx }) {
-      // Runs before the body is read: an unauthenticated caller gets no further than the headers.
-      const token = req.header('auth') ?? req.header('token');
-      const bot = await authenticateHookCall(ctx, String(req.params.botId ?? ''), token);
-      // The bot's calls count against its tenant's limit, as the tenant's other calls do.
-      await consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(bot.tenantId), req.res!);
-      (req as WithBot)[BOT] = bot;
-    },
+    authorize: authorizeBot,
     async handler({ ctx, params, body, req }) {
-      const bot = (req as WithBot)[BOT];
-      if (!bot || bot._id !== params.botId) throw new ApiError('UNAUTHORIZED', 'Invalid JWT for this bot');
+      const bot = authorizedBot(req, params.botId);
       if (body.botId !== params.botId) throw new ApiError('VALIDATION_ERROR', "body.botId: must be the path's botId");
       const eventId = hookEventId(body, body.eventId);
       const outcome = await deliverHookCall(ctx, bot, body.conversationId, eventId, toEvents(body));
       return { success: true, data: { conversationId: body.conversationId, botId: bot._id, eventId, duplicate: outcome.duplicate, conversation: outcome.view } };
+    },
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/agentassist/api/v1/hooks/:botId/conversations/:conversationId',
+    operationId: 'getAgentAssistConversation',
+    summary: "An agent-assist conversation's lifecycle state (phase, agents, counts)",
+    description: "Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps.",
+    tags: ['Agent assist'],
+    auth: 'public',
+    params: ZAgentAssistConversationParams,
+    authorize: authorizeBot,
+    errorStatuses: [400, 401, 404, 429, 503],
+    response: ZAgentAssistConversationResponse,
+    async handler({ ctx, params, req }) {
+      const bot = authorizedBot(req, params.botId);
+      const conversation = await agentAssistConversationView(ctx, bot, params.conversationId);
+      return { success: true, data: { conversationId: params.conversationId, botId: bot._id, conversation } };
     },
   }),
 ];

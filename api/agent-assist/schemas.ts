@@ -76,6 +76,11 @@ export type AgentAssistHookBody = z.infer<typeof ZAgentAssistHookBody>;
 
 export const ZAgentAssistHookParams = z.object({ botId: ZText(100).describe('The bot id the admin CLI printed (`aab-…`)') });
 
+export const ZAgentAssistConversationParams = z.object({
+  botId: ZText(100).describe('The bot id'),
+  conversationId: ZText(200).describe('The conversation id (URL-encoded)'),
+});
+
 const ZView = z.object({
   phase: z.enum(['new', 'active', 'transferring', 'exited', 'summarized', 'ended']),
   activeAgent: z.string().nullable(),
@@ -97,3 +102,7 @@ export const ZAgentAssistHookResponse = z
     }),
   })
   .openapi('AgentAssistHookResponse');
+
+export const ZAgentAssistConversationResponse = z
+  .object({ success: z.literal(true), data: z.object({ conversationId: z.string(), botId: z.string(), conversation: ZView }) })
+  .openapi('AgentAssistConversationResponse');

@@ -11,8 +11,8 @@ import { type KeyRing } from '../../lib/key-ring';
 import { DomainError, isDomainError } from '../../lib/errors';
 import { sealBotSecret, unsealBotSecret, type AgentAssistBotDoc } from '../../db/agent-assist-bot';
 import { requireMasterKeys } from '../tool-secrets/secrets';
-import { causes, isWorkflowAlreadyStarted, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError } from '../sessions/workflow-client';
-import { agentAssistEventUpdate, type AgentAssistEvent, type AgentAssistHookResult, type AgentAssistStartInput } from '../../workflows/definitions';
+import { causes, isWorkflowAlreadyStarted, isWorkflowNotFound, sendUpdateResendingDropped, STATE_QUERY_TIMEOUT_MS, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
+import { agentAssistEventUpdate, agentAssistStateQuery, type AgentAssistEvent, type AgentAssistHookResult, type AgentAssistStartInput, type AgentAssistView } from '../../workflows/definitions';
 import { ChannelKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 
 export const AGENT_ASSIST_WORKFLOW_TYPE = 'agentAssistConversation';
@@ -146,5 +146,16 @@ export async function deliverHookCall(ctx: CoreContext, bot: AgentAssistBotDoc, 
       throw new DomainError('AGENT_ASSIST_EVENT_OUT_OF_ORDER', { message: 'The conversation has ended and accepts no more events', details: { expected: [], phase: 'ended' } });
     }
     throw isDomainError(err) ? err : temporalErrorToDomainError(err, 'Agent-assist runtime');
+  }
+}
+
+/** A conversation of this bot as its workflow holds it now; 404 for one it never had (or that Temporal no longer keeps). */
+export async function agentAssistConversationView(ctx: CoreContext, bot: AgentAssistBotDoc, conversationId: string): Promise<AgentAssistView> {
+  const client = await temporalClient(ctx);
+  try {
+    return await withDeadline(client, STATE_QUERY_TIMEOUT_MS, () => client.workflow.getHandle(agentAssistWorkflowId(bot._id, conversationId)).query(agentAssistStateQuery));
+  } catch (err) {
+    if (isWorkflowNotFound(err)) throw DomainError.notFound('Conversation');
+    throw temporalErrorToDomainError(err, 'Agent-assist runtime');
   }
 }

@@ -74,4 +74,10 @@ test('two tenants\' bots with the same conversation id are separate conversation
   await refused(await postHook(stack.baseUrl, botA.botId, message(botA.botId, c, 'USER', 'hi'), await hookJwt(botB.secret)));
   await refused(await postHook(stack.baseUrl, botB.botId, message(botA.botId, c, 'USER', 'hi'), await hookJwt(botA.secret)));
   expect((await postHook(stack.baseUrl, botA.botId, message(botA.botId, c, 'USER', 'hi'), await hookJwt(botA.secret))).body.data.conversation.messages).toBe(1);
+  // Reading it: bot A's JWT only; bot B's JWT on bot A's URL is 401, on its own URL its own conversation (nothing accepted).
+  const read = (botId: string, jwt: string | null) => request(stack.baseUrl, 'GET', `/agentassist/api/v1/hooks/${botId}/conversations/${c}`, { headers: jwt ? { auth: jwt } : {} });
+  expect((await read(botA.botId, await hookJwt(botA.secret))).body.data.conversation).toMatchObject({ phase: 'active', messages: 1 });
+  await refused(await read(botA.botId, null));
+  await refused(await read(botA.botId, await hookJwt(botB.secret)));
+  expect((await read(botB.botId, await hookJwt(botB.secret))).body.data.conversation).toMatchObject({ phase: 'new', messages: 0, events: 0 });
 });

@@ -4,6 +4,7 @@
 // repeated events answered as duplicates, and bad bodies refused.
 import { randomBytes } from 'node:crypto';
 import { seedTenant, startTestStack, type TestStack } from '../../support/stack';
+import { request } from '../../support/http';
 import { createTestBot, end, hookJwt, lifecycle, message, postHook, summary, transfer, type TestBot } from '../../support/agent-assist';
 
 jest.setTimeout(180_000);
@@ -52,6 +53,16 @@ test('a whole conversation with a cold and a warm transfer, a summary and the en
   const again = await send({ ...lifecycle(bot.botId, c, end('agent-3')), eventId: 'second-end' });
   expect(again.status).toBe(409);
   expect(again.body.error).toMatchObject({ code: 'AGENT_ASSIST_EVENT_OUT_OF_ORDER', details: { expected: [] } });
+  // The conversation's state is readable with the bot's JWT.
+  const read = await request(stack.baseUrl, 'GET', `/agentassist/api/v1/hooks/${bot.botId}/conversations/${c}`, { headers: { auth: jwt } });
+  expect(read.status).toBe(200);
+  expect(read.body.data).toEqual({ conversationId: c, botId: bot.botId, conversation: { phase: 'ended', activeAgent: null, consultants: [], messages: 4, events: 12, summaryRequested: true } });
+});
+
+test('a conversation the bot never had is 404', async () => {
+  const res = await request(stack.baseUrl, 'GET', `/agentassist/api/v1/hooks/${bot.botId}/conversations/${conv()}`, { headers: { auth: jwt } });
+  expect(res.status).toBe(404);
+  expect(res.body.error.code).toBe('NOT_FOUND');
 });
 
 test('the token header is accepted as well as auth', async () => {
