@@ -24,6 +24,7 @@ import { sessionCapacityCountModel } from './session-capacity-count';
 import { sessionSlotModel } from './session-slot';
 import { tenantDataKeyModel } from './tenant-data-key';
 import { toolSecretAuditModel, toolSecretModel } from './tool-secret';
+import { agentAssistBotModel } from './agent-assist-bot';
 import { suspensionModel } from './suspension';
 import { importLockModel } from './import-lock';
 import { humanTaskModel } from './human-task';
@@ -70,6 +71,7 @@ export function createModels(connection: Connection) {
     TenantDataKey: tenantDataKeyModel(connection),
     ToolSecret: toolSecretModel(connection),
     ToolSecretAudit: toolSecretAuditModel(connection),
+    AgentAssistBot: agentAssistBotModel(connection),
     Suspension: suspensionModel(connection),
     ImportLock: importLockModel(connection),
     HumanTask: humanTaskModel(connection),

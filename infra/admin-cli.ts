@@ -24,6 +24,7 @@ import { ConfigSchema } from '../lib/config';
 import { temporalConnectionSettings } from '../lib/temporal-options';
 import { setUpTemporalNamespace } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
+import { createAgentAssistBot, presentAgentAssistBot } from '../core/agent-assist/hooks';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -40,6 +41,9 @@ Commands:
                   --grants <APP_VIEW,RUN_API,chat.execute,...> [--description <text>]
   list-scopes     --tenant <tenantId> --project <projectId>
   list-keys       --tenant <tenantId>
+  create-agent-assist-bot --tenant <tenantId> --project <projectId> --agent <agent name> [--name <label>]
+                  a bot for the agent-assist hook (docs/agent-assist.md): prints its botId and
+                  the HS256 secret that signs its JWTs, once. Needs ENCRYPTION_KEYS, as the API's.
   revoke-key      --tenant <tenantId> --key-id <id>
   rewrap-data-keys
                   re-wraps every tenant's data key under the first key of ENCRYPTION_KEYS
@@ -187,6 +191,10 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
     }
     case 'list-scopes':
       return (await models.ApiScope.find({ tenantId: need(flags, 'tenant'), projectId: need(flags, 'project') }).lean()).map(presentScope);
+    case 'create-agent-assist-bot': {
+      const { bot, secret } = await createAgentAssistBot({ models }, masterKeysFromEnv(), { tenantId: need(flags, 'tenant'), projectId: need(flags, 'project'), agentName: need(flags, 'agent'), name: flags.name });
+      return { bot: presentAgentAssistBot(bot), secret };
+    }
     case 'list-keys': {
       const tenantId = need(flags, 'tenant');
       const keys = await models.ApiKey.find({ tenantId }).lean();
@@ -242,7 +250,7 @@ async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: Object.fromEntries(
-      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days'].map((o) => [o, { type: 'string' as const }]),
+      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent'].map((o) => [o, { type: 'string' as const }]),
     ),
   });
   const command = positionals[0];

@@ -36,6 +36,8 @@ export const ERROR_STATUS = {
   CONTACT_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
+  /** An agent-assist hook event the conversation's lifecycle does not accept now; `details.expected` names what it would (docs/agent-assist.md). */
+  AGENT_ASSIST_EVENT_OUT_OF_ORDER: 409,
   /** An idempotency key reused with a different body (outbound calls). */
   IDEMPOTENCY_CONFLICT: 409,
   /** A recording whose media is not stored yet. */

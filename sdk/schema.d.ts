@@ -6,6 +6,46 @@
 // Generated from the API's OpenAPI document by `npm run sdk:generate` (sdk/generate.ts).
 
 export interface paths {
+    "/agentassist/api/v1/hooks/{botId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Agent-assist conversation event (a forwarded message, or lifecycle events)
+         * @description Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot's secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation's lifecycle does not accept now is refused with 409 `AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`.
+         */
+        post: operations["agentAssistHook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/agentassist/api/v1/hooks/{botId}/conversations/{conversationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent-assist conversation's lifecycle state (phase, agents, counts)
+         * @description Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps.
+         */
+        get: operations["getAgentAssistConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/readiness": {
         parameters: {
             query?: never;
@@ -2390,6 +2430,130 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AgentAssistConversationResponse: {
+            data: {
+                botId: string;
+                conversation: {
+                    activeAgent: string | null;
+                    consultants: string[];
+                    events: number;
+                    messages: number;
+                    /** @enum {string} */
+                    phase: "new" | "active" | "transferring" | "exited" | "summarized" | "ended";
+                    summaryRequested: boolean;
+                };
+                conversationId: string;
+            };
+            /** @enum {boolean} */
+            success: true;
+        };
+        AgentAssistHookRequest: {
+            agentId?: string;
+            author?: {
+                /** @enum {string} */
+                type: "USER" | "AGENT";
+            };
+            /** @description Must be the path's botId */
+            botId: string;
+            /** @description Constant for the whole lifecycle */
+            conversationId: string;
+            /** @description Optional: the call's id, so a retry is recognised; without it a byte-identical body is taken as a retry */
+            eventId?: string;
+            /** @description Lifecycle events, applied in order, all or none */
+            events?: ({
+                customFields?: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                experience: "chat" | "voice";
+                isExtAD: boolean | ("true" | "false");
+                language?: string;
+                /** @enum {string} */
+                name: "INTERNAL_TRANSFER_EVENT";
+                participant: {
+                    customFields?: {
+                        agentEmail?: string;
+                        queueId?: string;
+                        queueName?: string;
+                    };
+                    /** @description The human agent; what the order rules follow from entry to exit */
+                    identity: string;
+                    name?: string;
+                    /** @description `agent` */
+                    type?: string;
+                };
+                reason?: string;
+                /**
+                 * @description `NA` first entry and final exit, `COLD`, `WARM`, `redial` (any case)
+                 * @enum {string}
+                 */
+                transfertype: "NA" | "COLD" | "WARM" | "REDIAL" | "na" | "cold" | "warm" | "redial" | "Redial";
+                /** @enum {string} */
+                transition: "entry" | "exit";
+            } | {
+                data: {
+                    language: string;
+                    locale: string;
+                    /** @description for example `post` */
+                    type: string;
+                };
+                /** @enum {string} */
+                name: "TRIGGER_SUMMARY_EVENT";
+            } | {
+                customFields?: {
+                    [key: string]: unknown;
+                };
+                /** @enum {string} */
+                experience: "chat" | "voice";
+                language: string;
+                /** @enum {string} */
+                name: "END_OF_CONVERSATION";
+                participant: {
+                    customFields?: {
+                        agentEmail?: string;
+                        queueId?: string;
+                        queueName?: string;
+                    };
+                    /** @description The human agent; what the order rules follow from entry to exit */
+                    identity: string;
+                    name?: string;
+                    /** @description `agent` */
+                    type?: string;
+                };
+                /** @description for example `agent_initiated` */
+                reason: string;
+            })[];
+            /** @enum {string} */
+            experience?: "chat" | "voice";
+            language?: string;
+            /** @description Message text */
+            query?: string;
+            sendAgentMessage?: boolean;
+            sendUserMessage?: boolean;
+            source?: string;
+        };
+        AgentAssistHookResponse: {
+            data: {
+                botId: string;
+                /** @description The conversation after the call */
+                conversation: {
+                    activeAgent: string | null;
+                    consultants: string[];
+                    events: number;
+                    messages: number;
+                    /** @enum {string} */
+                    phase: "new" | "active" | "transferring" | "exited" | "summarized" | "ended";
+                    summaryRequested: boolean;
+                };
+                conversationId: string;
+                /** @description True when this event id was taken before; nothing changed */
+                duplicate: boolean;
+                /** @description `id:<eventId>` or `sha256:<hash of the body>` */
+                eventId: string;
+            };
+            /** @enum {boolean} */
+            success: true;
+        };
         AgentVersion: {
             agentName: string;
             changelog: string | null;
@@ -4327,6 +4491,417 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    agentAssistHook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bot id the admin CLI printed (`aab-…`) */
+                botId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "conversationId": "c-2f9a",
+                 *       "botId": "aab-0123456789abcdef01234567",
+                 *       "events": [
+                 *         {
+                 *           "name": "INTERNAL_TRANSFER_EVENT",
+                 *           "transfertype": "NA",
+                 *           "transition": "entry",
+                 *           "isExtAD": false,
+                 *           "language": "en",
+                 *           "experience": "chat",
+                 *           "participant": {
+                 *             "identity": "agent-1",
+                 *             "name": "Ada",
+                 *             "type": "agent"
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AgentAssistHookRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "conversationId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "botId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "eventId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "duplicate": true,
+                     *         "conversation": {
+                     *           "phase": "new",
+                     *           "activeAgent": "string",
+                     *           "consultants": [
+                     *             "string"
+                     *           ],
+                     *           "messages": 0,
+                     *           "events": 0,
+                     *           "summaryRequested": true
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentAssistHookResponse"];
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "Already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getAgentAssistConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The bot id */
+                botId: string;
+                /** @description The conversation id (URL-encoded) */
+                conversationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "conversationId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "botId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "conversation": {
+                     *           "phase": "new",
+                     *           "activeAgent": "string",
+                     *           "consultants": [
+                     *             "string"
+                     *           ],
+                     *           "messages": 0,
+                     *           "events": 0,
+                     *           "summaryRequested": true
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentAssistConversationResponse"];
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     getReadinessReport: {
         parameters: {
             query?: never;

@@ -663,3 +663,53 @@ export interface RecordingFetchInput {
   recordingId: string;
 }
 export type RecordingFetchWorkflow = (input: RecordingFetchInput) => Promise<{ availability: string }>;
+
+// ---------------------------------------------------------------------------------------------
+// AgentAssistConversation (`agent-assist/<botId>/<conversationId>`): one per conversation of a
+// contact-centre's agent-assist hook. Each hook call is one update (its id the call's event id),
+// whose validator refuses an event out of the lifecycle order before anything is recorded.
+
+export type AgentAssistPhase = 'new' | 'active' | 'transferring' | 'exited' | 'summarized' | 'ended';
+export type AgentAssistTransferType = 'NA' | 'COLD' | 'WARM' | 'REDIAL';
+
+/** One hook event, reduced to what the lifecycle needs (the message text travels for the assist run). */
+export type AgentAssistEvent =
+  | { kind: 'message'; author: 'USER' | 'AGENT'; agentId: string; text: string; language: string }
+  | { kind: 'transfer'; transferType: AgentAssistTransferType; transition: 'entry' | 'exit'; participant: string }
+  | { kind: 'summary'; language: string; locale: string; type: string }
+  | { kind: 'end'; reason: string; participant: string };
+
+export interface AgentAssistView {
+  phase: AgentAssistPhase;
+  /** The participant identity of the agent that holds the conversation. */
+  activeAgent: string | null;
+  /** Warm-transfer consultants present beside the active agent. */
+  consultants: string[];
+  messages: number;
+  events: number;
+  summaryRequested: boolean;
+}
+
+export interface AgentAssistStartInput {
+  tenantId: string;
+  projectId: string;
+  botId: string;
+  conversationId: string;
+  /** How long an ended conversation still answers repeated events as duplicates. */
+  endedRetentionMs: number;
+  carried?: { view: AgentAssistView; seen: { id: string; view: AgentAssistView }[] };
+}
+
+export interface AgentAssistHookCall {
+  /** The call's event id: a repeated call with the same id is answered as the first was. */
+  eventId: string;
+  events: AgentAssistEvent[];
+}
+
+export interface AgentAssistHookResult {
+  duplicate: boolean;
+  view: AgentAssistView;
+}
+
+export const agentAssistEventUpdate = defineUpdate<AgentAssistHookResult, [AgentAssistHookCall]>('agentAssistEvent');
+export const agentAssistStateQuery = defineQuery<AgentAssistView>('agentAssistState');

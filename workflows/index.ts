@@ -8,3 +8,4 @@ export { appRun } from './app-run';
 export { httpAsyncConversation } from './http-async-conversation';
 export { outboundCall } from './outbound-call';
 export { recordingFetch } from './recording-fetch';
+export { agentAssistConversation } from './agent-assist-conversation';

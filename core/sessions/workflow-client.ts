@@ -32,7 +32,7 @@ const TEMPORAL_TRANSPORT_ERRORS = new Set(['ServiceError', 'TransportError', 'Co
 /** gRPC codes that mean "Temporal did not answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE. */
 const UNAVAILABLE_GRPC_CODES = new Set([1, 4, 14]);
 
-function causes(err: unknown): unknown[] {
+export function causes(err: unknown): unknown[] {
   const chain: unknown[] = [];
   let current: unknown = err;
   while (current && chain.length < 8) {

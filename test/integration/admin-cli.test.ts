@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process';
 import { ROOT } from '../../infra/processes';
 import { randomBytes } from 'node:crypto';
 import { startTestStack, seedTenant, type TestStack } from '../support/stack';
-import { client } from '../support/http';
+import { client, request } from '../support/http';
+import { hookJwt } from '../support/agent-assist';
 import { resolveToolSecrets } from '../../db/tool-secret';
 import { parseKeyRing } from '../../lib/key-ring';
 
@@ -81,6 +82,27 @@ it('explains bad input and exits non-zero', async () => {
   const dup = await admin('create-tenant', '--name', 'Cli Corp');
   expect(dup.status).toBe(1);
   expect(dup.err).toContain('CONFLICT');
+});
+
+it('makes an agent-assist bot and prints its secret once, which signs hook JWTs the API takes', async () => {
+  const t = await seedTenant(stack.ctx);
+  const made = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support');
+  expect(made.status).toBe(0);
+  const { bot, secret } = JSON.parse(made.out);
+  expect(bot).toMatchObject({ botId: expect.stringMatching(/^aab-[0-9a-f]{24}$/), tenantId: t.tenantId, projectId: t.projectId, agentName: 'Support' });
+  expect(Buffer.from(secret, 'base64url')).toHaveLength(32);
+  // Stored sealed: the secret is nowhere in the bot's record.
+  expect(JSON.stringify(await stack.ctx.models.AgentAssistBot.findById(bot.botId).lean())).not.toContain(secret);
+  const post = async (key: Buffer) =>
+    request(stack.baseUrl, 'POST', `/agentassist/api/v1/hooks/${bot.botId}`, { json: { conversationId: 'c1', botId: bot.botId, query: 'hi' }, headers: { auth: await hookJwt(key.toString('base64url')) } });
+  // Past the JWT check (an incomplete message event is the body's 400); another secret is 401.
+  expect((await post(Buffer.from(secret, 'base64url'))).status).toBe(400);
+  expect((await post(randomBytes(32))).status).toBe(401);
+  // Another tenant's project is refused.
+  const other = await seedTenant(stack.ctx);
+  const refused = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', other.projectId, '--agent', 'Support');
+  expect(refused.status).toBe(1);
+  expect(refused.err).toContain('Project not found');
 });
 
 it('re-wraps tool-secret data keys under a new master key, after which the old one can be dropped', async () => {

@@ -1,0 +1,48 @@
+// Agent-assist bots: what a contact centre's hook URL names (`/agentassist/api/v1/hooks/<botId>`),
+// bound to a tenant, a project and the project's agent that assists. Each holds the HS256 secret
+// that signs the hook's JWTs, sealed with the tenant's data key; the additional data names the
+// tenant and bot, so a ciphertext copied onto another bot does not open.
+import { Schema, type Connection, type Model } from 'mongoose';
+import { type KeyRing } from '../lib/key-ring';
+import { seal, unseal, type Sealed } from '../lib/secret-envelope';
+import { SealedSchema, tenantDataKey, type TenantDataKeyModel } from './tenant-data-key';
+
+export interface AgentAssistBotDoc {
+  /** The bot id: `aab-` and random hex, unique across tenants (the hook URL carries no tenant). */
+  _id: string;
+  tenantId: string;
+  projectId: string;
+  agentName: string;
+  name: string;
+  secret: Sealed;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const AgentAssistBotSchema = new Schema<AgentAssistBotDoc>(
+  {
+    _id: { type: String, required: true },
+    tenantId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    agentName: { type: String, required: true },
+    name: { type: String, required: true },
+    secret: { type: SealedSchema, required: true },
+  },
+  { timestamps: true, versionKey: false },
+);
+AgentAssistBotSchema.index({ tenantId: 1, projectId: 1 });
+
+export type AgentAssistBotModel = Model<AgentAssistBotDoc>;
+export const agentAssistBotModel = (c: Connection): AgentAssistBotModel => c.model<AgentAssistBotDoc>('AgentAssistBot', AgentAssistBotSchema, 'agent_assist_bots');
+
+function botAad(tenantId: string, botId: string): string {
+  return JSON.stringify(['switchboard/agent-assist-bot/v1', tenantId, botId]);
+}
+
+export async function sealBotSecret(keys: TenantDataKeyModel, ring: KeyRing, tenantId: string, botId: string, secret: Buffer): Promise<Sealed> {
+  return seal(await tenantDataKey(keys, ring, tenantId), botAad(tenantId, botId), secret);
+}
+
+export async function unsealBotSecret(keys: TenantDataKeyModel, ring: KeyRing, bot: Pick<AgentAssistBotDoc, '_id' | 'tenantId' | 'secret'>): Promise<Buffer> {
+  return unseal(await tenantDataKey(keys, ring, bot.tenantId), botAad(bot.tenantId, bot._id), bot.secret);
+}
