@@ -10,17 +10,30 @@ export const MAX_ALLOWED_ORIGINS = 50;
  * An origin as a browser sends it: `scheme://host[:port]`, http or https, lower case, no path,
  * no trailing slash (`new URL(x).origin` gives back the same text).
  */
+const ORIGIN_MESSAGE = 'must be an origin such as https://shop.example.com (scheme, host and port only, lower case, no path or trailing slash)';
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+const PORT = '(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])';
+/**
+ * The shape the OpenAPI document states: a lower-case host name whose last label starts with a
+ * letter (so it is never read as a number) or a dotted IPv4 address, and an optional port.
+ */
+export const ORIGIN_PATTERN = new RegExp(`^https?://(?:(?:${LABEL}\\.)*[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?|${OCTET}(?:\\.${OCTET}){3})(?::${PORT})?$`);
+
 export const ZOrigin = z
   .string()
   .max(300)
+  .regex(ORIGIN_PATTERN, ORIGIN_MESSAGE)
   .refine((value) => {
     try {
       const url = new URL(value);
-      return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+      // A default port (`:443`, `:80`) is the same origin written longer; browsers send it without.
+      const origin = url.origin;
+      return (url.protocol === 'https:' || url.protocol === 'http:') && (origin === value || `${origin}:${url.protocol === 'https:' ? 443 : 80}` === value);
     } catch {
       return false;
     }
-  }, 'must be an origin such as https://shop.example.com (scheme, host and port only, lower case, no path or trailing slash)');
+  }, ORIGIN_MESSAGE);
 
 export const ZCreatePublicKeyRequest = z
   .object({
