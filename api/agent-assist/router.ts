@@ -6,7 +6,7 @@ import { defineRoute, type AnyRoute } from '../http/route';
 import { type AppContext } from '../context';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ApiError } from '../../lib/errors';
-import { agentAssistConversationView, authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
+import { agentAssistConversationDetail, authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
 import { type AgentAssistBotDoc } from '../../db/agent-assist-bot';
 import { type AgentAssistEvent, type AgentAssistTransferType } from '../../workflows/definitions';
 import { ZAgentAssistConversationParams, ZAgentAssistConversationResponse, ZAgentAssistHookBody, ZAgentAssistHookParams, ZAgentAssistHookResponse, type AgentAssistHookBody } from './schemas';
@@ -81,8 +81,10 @@ export const agentAssistRoutes: AnyRoute[] = [
     method: 'get',
     path: '/agentassist/api/v1/hooks/:botId/conversations/:conversationId',
     operationId: 'getAgentAssistConversation',
-    summary: "An agent-assist conversation's lifecycle state (phase, agents, counts)",
-    description: "Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps.",
+    summary: "An agent-assist conversation: its lifecycle state, and the suggestions, next-best actions and disposition summary assist mode produced",
+    description:
+      "Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps. " +
+      'Suggestions are written after the hook has answered: a USER message gets its suggestion (tied to the message by `inReplyTo.eventId`) within the model\'s time; `assist.pending` counts the runs still to come.',
     tags: ['Agent assist'],
     auth: 'public',
     params: ZAgentAssistConversationParams,
@@ -91,8 +93,20 @@ export const agentAssistRoutes: AnyRoute[] = [
     response: ZAgentAssistConversationResponse,
     async handler({ ctx, params, req }) {
       const bot = authorizedBot(req, params.botId);
-      const conversation = await agentAssistConversationView(ctx, bot, params.conversationId);
-      return { success: true, data: { conversationId: params.conversationId, botId: bot._id, conversation } };
+      const { view, insights } = await agentAssistConversationDetail(ctx, bot, params.conversationId);
+      const suggestions = [...insights.suggestions].reverse();
+      return {
+        success: true,
+        data: {
+          conversationId: params.conversationId,
+          botId: bot._id,
+          conversation: view,
+          suggestions,
+          nextBestActions: suggestions[0]?.nextBestActions ?? [],
+          summary: insights.summary,
+          assist: { pending: insights.pending, lastError: insights.lastError, webhook: insights.webhook },
+        },
+      };
     },
   }),
 ];
