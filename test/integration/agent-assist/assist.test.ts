@@ -10,7 +10,10 @@ import { publishAgent } from '../../support/agents';
 import { startReceiver, type Receiver } from '../../support/receiver';
 import { eventually } from '../../support/eventually';
 import { createTestBot, end, hookJwt, lifecycle, message, postHook, summary, transfer, type TestBot } from '../../support/agent-assist';
-import { createAgentAssistBot } from '../../../core/agent-assist/hooks';
+import { agentAssistWorkflowId, createAgentAssistBot } from '../../../core/agent-assist/hooks';
+import { AGENT_ASSIST_INSIGHTS_PATCH } from '../../../workflows/agent-assist-conversation';
+import { patchIdsIn, replayWithTodaysCode } from '../../support/workflow-history';
+import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 import { sealBotWebhookSecret } from '../../../db/agent-assist-bot';
 import { requireMasterKeys } from '../../../core/tool-secrets/secrets';
 import { httpAsyncDestinationPolicy } from '../../../lib/net/destination';
@@ -165,6 +168,12 @@ test('a whole assist conversation with a warm and a cold transfer: suggestions, 
   expect(pushed[3]!.body).toMatchObject({ event: 'agent_assist.summary', botId: bot.botId, conversationId: c, summary: data.summary });
   const final = await readWhen(c, (d) => d.assist.webhook.delivered === 4);
   expect(final.assist.webhook).toEqual({ delivered: 4, failed: 0, pending: 0, lastError: null });
+
+  // The run records the assist marker and replays with today's code.
+  const workflowId = agentAssistWorkflowId(bot.botId, c);
+  const history = await decodeEncryptedPayloads(await (await stack.ctx.temporal.client()).workflow.getHandle(workflowId).fetchHistory(), stack.ctx.payloadCodec);
+  expect(patchIdsIn(history)).toEqual([AGENT_ASSIST_INSIGHTS_PATCH]);
+  await replayWithTodaysCode(history, workflowId);
 });
 
 test('webhook destinations on private addresses are refused when set, and when delivering', async () => {
