@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Agent-assist conversation event (a forwarded message, or lifecycle events)
-         * @description Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot's secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation's lifecycle does not accept now is refused with 409 `AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`.
+         * @description Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot's secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation's lifecycle does not accept now is refused with 409 `AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`. The answer comes once the event is recorded: the suggestions a USER message gets, and the summary TRIGGER_SUMMARY_EVENT asks for, follow on the conversation route (and the bot's webhook).
          */
         post: operations["agentAssistHook"];
         delete?: never;
