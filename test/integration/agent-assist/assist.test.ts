@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { client, request } from '../../support/http';
-import { publishAgent } from '../../support/agents';
+import { publishAgent, useFakeOpenAI } from '../../support/agents';
+import { startFakeOpenAI } from '../../support/fake-openai';
 import { startReceiver, type Receiver } from '../../support/receiver';
 import { eventually } from '../../support/eventually';
 import { createTestBot, end, hookJwt, lifecycle, message, postHook, summary, transfer, type TestBot } from '../../support/agent-assist';
@@ -60,6 +61,7 @@ FLOW:
 `;
 
 let stack: TestStack;
+let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
 let receiver: Receiver;
 let t: SeededTenant;
 let bot: TestBot & { webhookSecret: string };
@@ -68,7 +70,8 @@ const conv = () => `conv-${randomBytes(6).toString('hex')}`;
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiver.origin] } });
+  fake = await startFakeOpenAI();
+  stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiver.origin], llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   await publishAgent(client(stack.baseUrl), t, 'Support', SUPPORT);
   const made = await createAgentAssistBot(stack.ctx, requireMasterKeys(stack.ctx), {
@@ -84,6 +87,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack.close();
   await receiver.close();
+  await fake.close();
 });
 
 async function ok(body: unknown) {
@@ -211,4 +215,51 @@ test("another bot's or another tenant's conversation is 404", async () => {
   }
   // The other bot's JWT on this bot's path is not this bot's.
   expect((await read(bot.botId, c, await hookJwt(otherTenant.secret))).status).toBe(401);
+});
+
+test("with a real provider the hook answers while the model is still writing, and the model's JSON becomes the suggestion", async () => {
+  const u = await seedTenant(stack.ctx);
+  const api = client(stack.baseUrl);
+  await publishAgent(api, u, 'Support', SUPPORT.replace('GOAL:', 'EXECUTION:\n  llm_timeout: 1s\nGOAL:'));
+  await useFakeOpenAI(api, u, fake.baseURL);
+  const b = await createTestBot(stack.ctx, u.tenantId, u.projectId);
+  const bJwt = await hookJwt(b.secret);
+  // The first call never finishes (the agent's llm_timeout ends it); the retry gets an answer.
+  fake.reset();
+  fake.script([
+    { hold: true },
+    {
+      text: JSON.stringify({
+        replies: ['Sorry about the double charge, let me fix that.'],
+        nextBestActions: [
+          { kind: 'tool', name: 'issue_refund', label: 'Refund the duplicate charge', reason: 'Charged twice', confidence: 0.9 },
+          { kind: 'tool', name: 'wire_money', label: 'Wire the money back', reason: 'Faster', confidence: 0.2 },
+        ],
+      }),
+    },
+  ]);
+  const c = conv();
+  expect((await postHook(stack.baseUrl, b.botId, lifecycle(b.botId, c, transfer('NA', 'entry', 'agent-1')), bJwt)).status).toBe(200);
+  const asked = await postHook(stack.baseUrl, b.botId, message(b.botId, c, 'USER', 'I was charged twice'), bJwt);
+  expect(asked.status).toBe(200);
+  // The model has the question and has not answered: the suggestion is still to come.
+  await fake.waitForRequests(1);
+  const waiting = await read(b.botId, c, bJwt);
+  expect(waiting.body.data).toMatchObject({ suggestions: [], assist: { pending: 1 } });
+  const done = await eventually(() => read(b.botId, c, bJwt), (r) => r.body.data.suggestions.length === 1, 20_000, 50);
+  expect(done.body.data.suggestions[0]).toMatchObject({
+    inReplyTo: { eventId: asked.body.data.eventId, messageNumber: 1 },
+    replies: ['Sorry about the double charge, let me fix that.'],
+    // A tool the agent does not declare is kept as advice, without its name.
+    nextBestActions: [
+      { kind: 'tool', name: 'issue_refund', label: 'Refund the duplicate charge', reason: 'Charged twice', confidence: 0.9 },
+      { kind: 'hint', name: null, label: 'Wire the money back', reason: 'Faster', confidence: 0.2 },
+    ],
+    model: expect.stringMatching(/^openai:/),
+  });
+  // What the model was shown: assist mode, the agent's catalogue, the conversation.
+  const [system, user] = (fake.requests[1]!.body as { messages: { content: string }[] }).messages;
+  expect(system!.content).toContain('assist mode');
+  expect(system!.content).toContain('"issue_refund"');
+  expect(user!.content).toContain('I was charged twice');
 });
