@@ -10,6 +10,7 @@ import { postSignedCallback } from '../../lib/http-async/callback-post';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
 import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { createCallLlm } from '../llm/call-llm';
+import { BundleCache } from '../persistence/session-bundles';
 import type { ActivityDeps } from '../index';
 
 export interface AgentAssistRunInput extends AssistInput {
@@ -42,11 +43,14 @@ export type AgentAssistDeliveryOutcome = { outcome: 'delivered' | 'failed' | 'bl
 
 /** An assist answer is short; a model that writes more is cut here. */
 const ASSIST_MAX_TOKENS = 800;
+/** Catalogues kept per worker, by agent version (a version never changes). */
+const CATALOGUES_KEPT = 200;
 
 export function createAgentAssistActivities(deps: ActivityDeps) {
   const callLlm = createCallLlm(deps);
   const policy = httpAsyncDestinationPolicy(deps.config);
   const ring = secretMasterKeyRing(deps.config);
+  const compiled = new BundleCache<{ execution: AgentIR['execution']; catalogue: ReturnType<typeof assistCatalogue> }>(CATALOGUES_KEPT);
 
   async function botOf(tenantId: string, botId: string) {
     return deps.models.AgentAssistBot.findOne({ _id: botId, tenantId }).lean();
@@ -58,12 +62,18 @@ export function createAgentAssistActivities(deps: ActivityDeps) {
       const bot = await botOf(input.tenantId, input.botId);
       if (!bot || bot.projectId !== input.projectId) return { ok: false, error: 'the agent-assist bot no longer exists', push: false };
       const push = !!bot.webhookUrl;
-      const version = await deps.models.AgentVersion.findOne({ tenantId: bot.tenantId, projectId: bot.projectId, agentName: bot.agentName }).sort({ seq: -1 }).select({ irJson: 1 }).lean();
+      const version = await deps.models.AgentVersion.findOne({ tenantId: bot.tenantId, projectId: bot.projectId, agentName: bot.agentName }).sort({ seq: -1 }).select({ _id: 1 }).lean();
       if (!version) return { ok: false, error: `the agent "${bot.agentName}" has no saved version in the bot's project`, push };
-      const agent = JSON.parse(version.irJson) as AgentIR;
-      const catalogue = assistCatalogue(agent);
+      let entry = compiled.get(version._id);
+      if (!entry) {
+        const row = await deps.models.AgentVersion.findOne({ _id: version._id, tenantId: bot.tenantId, projectId: bot.projectId }).select({ irJson: 1 }).lean();
+        if (!row) return { ok: false, error: `the agent "${bot.agentName}" has no saved version in the bot's project`, push };
+        const agent = JSON.parse(row.irJson) as AgentIR;
+        entry = { execution: agent.execution, catalogue: assistCatalogue(agent) };
+        compiled.set(version._id, entry);
+      }
+      const { catalogue, execution: exec } = entry;
       const { transcript, agents, transfers, language } = input;
-      const exec = agent.execution;
       const result = await callLlm({
         tenantId: bot.tenantId,
         projectId: bot.projectId,
