@@ -27,6 +27,7 @@ import { createHttpAsyncDeliveryActivities } from './http-async/delivery';
 import { createOutboundCallActivities } from './telephony/outbound-calls';
 import { createRecordingFetchActivities } from './telephony/recording-fetch';
 import { createAgentMemoryActivities } from './memory/facts';
+import { createAgentAssistActivities } from './agent-assist/assist';
 
 export interface ActivityDeps {
   models: Models;
@@ -83,6 +84,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createRecordingFetchActivities(deps),
     ...createSandboxToolActivities(deps),
     ...createAgentMemoryActivities(deps),
+    ...createAgentAssistActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

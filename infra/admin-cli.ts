@@ -24,7 +24,8 @@ import { ConfigSchema } from '../lib/config';
 import { temporalConnectionSettings } from '../lib/temporal-options';
 import { setUpTemporalNamespace } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
-import { createAgentAssistBot, presentAgentAssistBot } from '../core/agent-assist/hooks';
+import { createAgentAssistBot, presentAgentAssistBot, updateAgentAssistBotWebhook, type WebhookRules } from '../core/agent-assist/hooks';
+import { httpAsyncDestinationPolicy } from '../lib/net/destination';
 
 const USAGE = `Usage: npm run admin -- <command> [options]
 
@@ -42,8 +43,15 @@ Commands:
   list-scopes     --tenant <tenantId> --project <projectId>
   list-keys       --tenant <tenantId>
   create-agent-assist-bot --tenant <tenantId> --project <projectId> --agent <agent name> [--name <label>]
+                  [--webhook-url <url>]
                   a bot for the agent-assist hook (docs/agent-assist.md): prints its botId and
-                  the HS256 secret that signs its JWTs, once. Needs ENCRYPTION_KEYS, as the API's.
+                  the HS256 secret that signs its JWTs, once; with --webhook-url, suggestions and
+                  summaries are pushed there, signed with the webhookSecret it prints once.
+                  Needs ENCRYPTION_KEYS, as the API's.
+  set-agent-assist-webhook --tenant <tenantId> --bot <botId> --webhook-url <url|none> [--rotate-secret]
+                  sets (or with none removes) a bot's webhook; prints a new webhookSecret when
+                  the bot had none or with --rotate-secret. The URL follows the HTTP-async rules
+                  (https in production; HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS, as the API's).
   revoke-key      --tenant <tenantId> --key-id <id>
   rewrap-data-keys
                   re-wraps every tenant's data key under the first key of ENCRYPTION_KEYS
@@ -94,6 +102,14 @@ function masterKeysFromEnv(): KeyRing {
   const ring = masterKeyRing({ ENCRYPTION_KEYS: env('ENCRYPTION_KEYS'), SECRET_MASTER_KEYS: env('SECRET_MASTER_KEYS'), ENCRYPTION_KEY: env('ENCRYPTION_KEY') });
   if (!ring) throw new Error('set ENCRYPTION_KEYS (id:base64key,..., newest first) to the same value as the API and worker');
   return ring;
+}
+
+/** The rules a bot's webhook URL meets, from the API's NODE_ENV and HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS. */
+function webhookRulesFromEnv(): WebhookRules {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.pick({ NODE_ENV: true, HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: true }).safeParse(env);
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  return { production: parsed.data.NODE_ENV === 'production', policy: httpAsyncDestinationPolicy(parsed.data) };
 }
 
 function need(flags: Flags, name: string): string {
@@ -199,8 +215,26 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
         const names = (await models.Agent.find({ tenantId, projectId }, { name: 1 }).sort({ name: 1 }).lean()).map((a) => a.name);
         throw new Error(`Agent not found: project ${projectId} has no agent named "${agentName}" (its agents: ${names.length > 0 ? names.join(', ') : 'none'})`);
       }
-      const { bot, secret } = await createAgentAssistBot({ models }, masterKeysFromEnv(), { tenantId, projectId, agentName, name: flags.name });
-      return { bot: presentAgentAssistBot(bot), secret };
+      const webhookUrl = optional(flags, 'webhook-url', 'no webhook');
+      const { bot, secret, webhookSecret } = await createAgentAssistBot({ models }, masterKeysFromEnv(), {
+        tenantId,
+        projectId,
+        agentName,
+        name: flags.name,
+        ...(webhookUrl !== undefined ? { webhookUrl, webhookRules: webhookRulesFromEnv() } : {}),
+      });
+      return { bot: presentAgentAssistBot(bot), secret, ...(webhookSecret ? { webhookSecret } : {}) };
+    }
+    case 'set-agent-assist-webhook': {
+      const url = need(flags, 'webhook-url');
+      const { bot, webhookSecret } = await updateAgentAssistBotWebhook({ models }, masterKeysFromEnv(), {
+        tenantId: need(flags, 'tenant'),
+        botId: need(flags, 'bot'),
+        webhookUrl: url === 'none' ? null : url,
+        rotateSecret: (flags['rotate-secret'] as unknown) === true,
+        webhookRules: webhookRulesFromEnv(),
+      });
+      return { bot: presentAgentAssistBot(bot), ...(webhookSecret ? { webhookSecret } : {}) };
     }
     case 'list-keys': {
       const tenantId = need(flags, 'tenant');
@@ -256,9 +290,12 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: Object.fromEntries(
-      ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent'].map((o) => [o, { type: 'string' as const }]),
-    ),
+    options: {
+      ...Object.fromEntries(
+        ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent', 'webhook-url', 'bot'].map((o) => [o, { type: 'string' as const }]),
+      ),
+      'rotate-secret': { type: 'boolean' as const },
+    },
   });
   const command = positionals[0];
   if (!command || command === 'help') {

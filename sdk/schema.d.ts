@@ -17,7 +17,7 @@ export interface paths {
         put?: never;
         /**
          * Agent-assist conversation event (a forwarded message, or lifecycle events)
-         * @description Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot's secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation's lifecycle does not accept now is refused with 409 `AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`.
+         * @description Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot's secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation's lifecycle does not accept now is refused with 409 `AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`. The answer comes once the event is recorded: the suggestions a USER message gets, and the summary TRIGGER_SUMMARY_EVENT asks for, follow on the conversation route (and the bot's webhook).
          */
         post: operations["agentAssistHook"];
         delete?: never;
@@ -34,8 +34,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * An agent-assist conversation's lifecycle state (phase, agents, counts)
-         * @description Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps.
+         * An agent-assist conversation: its lifecycle state, and the suggestions, next-best actions and disposition summary assist mode produced
+         * @description Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps. Suggestions are written after the hook has answered: a USER message gets its suggestion (tied to the message by `inReplyTo.eventId`) within the model's time; `assist.pending` counts the runs still to come.
          */
         get: operations["getAgentAssistConversation"];
         put?: never;
@@ -2437,8 +2437,36 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        AgentAssistAction: {
+            confidence: number;
+            /**
+             * @description What the agent declares that fits (a TOOLS tool, an NLU intent, a FLOW step, a HANDOFF target, its ESCALATE), or `hint`: advice that fits nothing declared
+             * @enum {string}
+             */
+            kind: "tool" | "intent" | "step" | "handoff" | "escalate" | "hint";
+            label: string;
+            /** @description The declared name; null for `hint` and `escalate` */
+            name: string | null;
+            reason: string;
+        };
         AgentAssistConversationResponse: {
             data: {
+                assist: {
+                    /** @description The latest assist run that failed, until one succeeds */
+                    lastError: {
+                        at: string;
+                        message: string;
+                    } | null;
+                    /** @description Assist runs queued or under way */
+                    pending: number;
+                    /** @description Pushes to the bot's webhook */
+                    webhook: {
+                        delivered: number;
+                        failed: number;
+                        lastError: string | null;
+                        pending: number;
+                    };
+                };
                 botId: string;
                 conversation: {
                     activeAgent: string | null;
@@ -2450,6 +2478,11 @@ export interface components {
                     summaryRequested: boolean;
                 };
                 conversationId: string;
+                /** @description The latest suggestion's next-best actions (empty before the first) */
+                nextBestActions: components["schemas"]["AgentAssistAction"][];
+                /** @description Latest first (the last 20); one per USER message answered */
+                suggestions: components["schemas"]["AgentAssistSuggestion"][];
+                summary: components["schemas"]["AgentAssistSummary"];
             };
             /** @enum {boolean} */
             success: true;
@@ -2561,6 +2594,41 @@ export interface components {
             /** @enum {boolean} */
             success: true;
         };
+        AgentAssistSuggestion: {
+            createdAt: string;
+            /** @description `sug-<n>`, unique in the conversation */
+            id: string;
+            inReplyTo: {
+                /** @description The hook answer's `eventId` of the USER message */
+                eventId: string;
+                /** @description The message's position among the conversation's messages, from 1 */
+                messageNumber: number;
+            };
+            /** @description `provider:model` that wrote it */
+            model: string;
+            /** @description At most 5, best first */
+            nextBestActions: components["schemas"]["AgentAssistAction"][];
+            /** @description What the human agent could say next (at most 3) */
+            replies: string[];
+        };
+        /** @description The disposition summary, once TRIGGER_SUMMARY_EVENT was answered */
+        AgentAssistSummary: {
+            createdAt: string;
+            /** @enum {string} */
+            disposition: "resolved" | "unresolved" | "follow_up" | "escalated" | "abandoned" | "other";
+            /** @description `sum-<n>` */
+            id: string;
+            keyFacts: string[];
+            model: string;
+            /** @description The TRIGGER_SUMMARY_EVENT call */
+            requestedBy: {
+                eventId: string;
+                language: string;
+                locale: string;
+                type: string;
+            };
+            summary: string;
+        } | null;
         AgentVersion: {
             agentName: string;
             changelog: string | null;
@@ -4778,6 +4846,67 @@ export interface operations {
                      *           "messages": 0,
                      *           "events": 0,
                      *           "summaryRequested": true
+                     *         },
+                     *         "suggestions": [
+                     *           {
+                     *             "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *             "inReplyTo": {
+                     *               "eventId": "jqmvff06cp7cvm69y75r2r1x",
+                     *               "messageNumber": 0
+                     *             },
+                     *             "replies": [
+                     *               "string"
+                     *             ],
+                     *             "nextBestActions": [
+                     *               {
+                     *                 "kind": null,
+                     *                 "name": null,
+                     *                 "label": null,
+                     *                 "reason": null,
+                     *                 "confidence": null
+                     *               }
+                     *             ],
+                     *             "model": "string",
+                     *             "createdAt": "2026-01-31T12:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "nextBestActions": [
+                     *           {
+                     *             "kind": "tool",
+                     *             "name": "Billing_Agent",
+                     *             "label": "string",
+                     *             "reason": "string",
+                     *             "confidence": 0
+                     *           }
+                     *         ],
+                     *         "summary": {
+                     *           "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *           "requestedBy": {
+                     *             "eventId": "jqmvff06cp7cvm69y75r2r1x",
+                     *             "language": "string",
+                     *             "locale": "string",
+                     *             "type": "string"
+                     *           },
+                     *           "summary": "string",
+                     *           "disposition": "resolved",
+                     *           "keyFacts": [
+                     *             "string"
+                     *           ],
+                     *           "model": "string",
+                     *           "createdAt": "2026-01-31T12:00:00.000Z"
+                     *         },
+                     *         "assist": {
+                     *           "pending": 0,
+                     *           "lastError": {
+                     *             "at": "string",
+                     *             "message": "string"
+                     *           },
+                     *           "webhook": {
+                     *             "delivered": 0,
+                     *             "failed": 0,
+                     *             "pending": 0,
+                     *             "lastError": "string"
+                     *           }
                      *         }
                      *       }
                      *     }

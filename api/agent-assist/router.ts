@@ -6,7 +6,7 @@ import { defineRoute, type AnyRoute } from '../http/route';
 import { type AppContext } from '../context';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ApiError } from '../../lib/errors';
-import { agentAssistConversationView, authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
+import { agentAssistConversationDetail, authenticateHookCall, deliverHookCall, hookEventId } from '../../core/agent-assist/hooks';
 import { type AgentAssistBotDoc } from '../../db/agent-assist-bot';
 import { type AgentAssistEvent, type AgentAssistTransferType } from '../../workflows/definitions';
 import { ZAgentAssistConversationParams, ZAgentAssistConversationResponse, ZAgentAssistHookBody, ZAgentAssistHookParams, ZAgentAssistHookResponse, type AgentAssistHookBody } from './schemas';
@@ -55,7 +55,8 @@ export const agentAssistRoutes: AnyRoute[] = [
     description:
       'Called by the contact centre. Header `auth` (or `token`): a JWT signed HS256 with the bot\'s secret (`npm run admin -- create-agent-assist-bot`), with an `exp` at most one hour ahead. ' +
       'A call without `events` is a message event; otherwise its events apply in order, all or none. An event the conversation\'s lifecycle does not accept now is refused with 409 ' +
-      '`AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`.',
+      '`AGENT_ASSIST_EVENT_OUT_OF_ORDER`, whose `details.expected` lists what it would accept. A repeated event id changes nothing and answers `duplicate: true`. ' +
+      'The answer comes once the event is recorded: the suggestions a USER message gets, and the summary TRIGGER_SUMMARY_EVENT asks for, follow on the conversation route (and the bot\'s webhook).',
     tags: ['Agent assist'],
     auth: 'public',
     params: ZAgentAssistHookParams,
@@ -81,8 +82,10 @@ export const agentAssistRoutes: AnyRoute[] = [
     method: 'get',
     path: '/agentassist/api/v1/hooks/:botId/conversations/:conversationId',
     operationId: 'getAgentAssistConversation',
-    summary: "An agent-assist conversation's lifecycle state (phase, agents, counts)",
-    description: "Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps.",
+    summary: "An agent-assist conversation: its lifecycle state, and the suggestions, next-best actions and disposition summary assist mode produced",
+    description:
+      "Authenticated as the hook is (the bot's JWT in `auth` or `token`). 404 for a conversation the bot never had, or one Temporal no longer keeps. " +
+      'Suggestions are written after the hook has answered: a USER message gets its suggestion (tied to the message by `inReplyTo.eventId`) within the model\'s time; `assist.pending` counts the runs still to come.',
     tags: ['Agent assist'],
     auth: 'public',
     params: ZAgentAssistConversationParams,
@@ -91,8 +94,20 @@ export const agentAssistRoutes: AnyRoute[] = [
     response: ZAgentAssistConversationResponse,
     async handler({ ctx, params, req }) {
       const bot = authorizedBot(req, params.botId);
-      const conversation = await agentAssistConversationView(ctx, bot, params.conversationId);
-      return { success: true, data: { conversationId: params.conversationId, botId: bot._id, conversation } };
+      const { view, insights } = await agentAssistConversationDetail(ctx, bot, params.conversationId);
+      const suggestions = [...insights.suggestions].reverse();
+      return {
+        success: true,
+        data: {
+          conversationId: params.conversationId,
+          botId: bot._id,
+          conversation: view,
+          suggestions,
+          nextBestActions: suggestions[0]?.nextBestActions ?? [],
+          summary: insights.summary,
+          assist: { pending: insights.pending, lastError: insights.lastError, webhook: insights.webhook },
+        },
+      };
     },
   }),
 ];

@@ -103,6 +103,56 @@ export const ZAgentAssistHookResponse = z
   })
   .openapi('AgentAssistHookResponse');
 
+const ZAction = z
+  .object({
+    kind: z.enum(['tool', 'intent', 'step', 'handoff', 'escalate', 'hint']).describe("What the agent declares that fits (a TOOLS tool, an NLU intent, a FLOW step, a HANDOFF target, its ESCALATE), or `hint`: advice that fits nothing declared"),
+    name: z.string().nullable().describe('The declared name; null for `hint` and `escalate`'),
+    label: z.string(),
+    reason: z.string(),
+    confidence: z.number().min(0).max(1),
+  })
+  .openapi('AgentAssistAction');
+
+export const ZAgentAssistSuggestion = z
+  .object({
+    id: z.string().describe('`sug-<n>`, unique in the conversation'),
+    inReplyTo: z.object({ eventId: z.string().describe('The hook answer\'s `eventId` of the USER message'), messageNumber: z.number().int().describe("The message's position among the conversation's messages, from 1") }),
+    replies: z.array(z.string()).describe('What the human agent could say next (at most 3)'),
+    nextBestActions: z.array(ZAction).describe('At most 5, best first'),
+    model: z.string().describe('`provider:model` that wrote it'),
+    createdAt: z.string(),
+  })
+  .openapi('AgentAssistSuggestion');
+
+export const ZAgentAssistSummary = z
+  .object({
+    id: z.string().describe('`sum-<n>`'),
+    requestedBy: z.object({ eventId: z.string(), language: z.string(), locale: z.string(), type: z.string() }).describe('The TRIGGER_SUMMARY_EVENT call'),
+    summary: z.string(),
+    disposition: z.enum(['resolved', 'unresolved', 'follow_up', 'escalated', 'abandoned', 'other']),
+    keyFacts: z.array(z.string()),
+    model: z.string(),
+    createdAt: z.string(),
+  })
+  .openapi('AgentAssistSummary');
+
 export const ZAgentAssistConversationResponse = z
-  .object({ success: z.literal(true), data: z.object({ conversationId: z.string(), botId: z.string(), conversation: ZView }) })
+  .object({
+    success: z.literal(true),
+    data: z.object({
+      conversationId: z.string(),
+      botId: z.string(),
+      conversation: ZView,
+      suggestions: z.array(ZAgentAssistSuggestion).describe('Latest first (the last 20); one per USER message answered'),
+      nextBestActions: z.array(ZAction).describe("The latest suggestion's next-best actions (empty before the first)"),
+      summary: ZAgentAssistSummary.nullable().describe('The disposition summary, once TRIGGER_SUMMARY_EVENT was answered'),
+      assist: z.object({
+        pending: z.number().int().describe('Assist runs queued or under way'),
+        lastError: z.object({ at: z.string(), message: z.string() }).nullable().describe('The latest assist run that failed, until one succeeds'),
+        webhook: z
+          .object({ delivered: z.number().int(), failed: z.number().int(), pending: z.number().int(), lastError: z.string().nullable() })
+          .describe("Pushes to the bot's webhook"),
+      }),
+    }),
+  })
   .openapi('AgentAssistConversationResponse');

@@ -1,6 +1,7 @@
 // Agent-assist hooks: bots (a hook URL's botId, its project, agent and signing secret), the hook's
 // JWT check, and handing one hook call's events to the conversation's workflow, which judges
-// their order (workflows/agent-assist-conversation.ts).
+// their order (workflows/agent-assist-conversation.ts) and runs assist mode over them; a bot's
+// webhook for the suggestions and summaries assist mode pushes.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
@@ -9,10 +10,13 @@ import { type CoreContext } from '../context';
 import { type Models } from '../../db/models';
 import { type KeyRing } from '../../lib/key-ring';
 import { DomainError, isDomainError } from '../../lib/errors';
-import { sealBotSecret, unsealBotSecret, type AgentAssistBotDoc } from '../../db/agent-assist-bot';
+import { sealBotSecret, sealBotWebhookSecret, unsealBotSecret, type AgentAssistBotDoc } from '../../db/agent-assist-bot';
+import { checkCallbackUrlRules } from '../../lib/net/callback-url';
+import { type DestinationPolicy } from '../../lib/net/destination';
+import { newSigningSecret } from '../../lib/http-async/signing';
 import { requireMasterKeys } from '../tool-secrets/secrets';
 import { causes, isWorkflowAlreadyStarted, isWorkflowNotFound, sendUpdateResendingDropped, STATE_QUERY_TIMEOUT_MS, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
-import { agentAssistEventUpdate, agentAssistStateQuery, type AgentAssistEvent, type AgentAssistHookResult, type AgentAssistStartInput, type AgentAssistView } from '../../workflows/definitions';
+import { agentAssistDetailQuery, agentAssistEventUpdate, type AgentAssistDetail, type AgentAssistEvent, type AgentAssistHookResult, type AgentAssistStartInput } from '../../workflows/definitions';
 import { ChannelKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 
 export const AGENT_ASSIST_WORKFLOW_TYPE = 'agentAssistConversation';
@@ -32,25 +36,74 @@ export interface CreatedAgentAssistBot {
   bot: AgentAssistBotDoc;
   /** The HS256 signing secret (base64url), shown once. */
   secret: string;
+  /** The webhook's signing secret (`whsec_…`), shown once; only when a webhook URL was given. */
+  webhookSecret?: string;
 }
 
-/** A new bot of `projectId` assisted by `agentName`, with a fresh 256-bit signing secret. */
+/** The rules a bot's webhook URL must meet: those of HTTP-async callback URLs (docs/http-async.md). */
+export interface WebhookRules {
+  production: boolean;
+  policy: DestinationPolicy;
+}
+
+/** The webhook URL as stored: parsed, https in production, a public destination by resolution (422 otherwise). */
+async function checkWebhookUrl(raw: string, rules: WebhookRules): Promise<string> {
+  const checked = await checkCallbackUrlRules(raw, { ...rules, field: 'webhookUrl' });
+  if (!checked.ok) throw new DomainError('UNPROCESSABLE_ENTITY', checked.message);
+  return checked.url;
+}
+
+/** A new bot of `projectId` assisted by `agentName`, with a fresh 256-bit signing secret (and a webhook when `webhookUrl` is given). */
 export async function createAgentAssistBot(
   ctx: { models: Pick<Models, 'Project' | 'TenantDataKey' | 'AgentAssistBot'> },
   ring: KeyRing,
-  input: { tenantId: string; projectId: string; agentName: string; name?: string },
+  input: { tenantId: string; projectId: string; agentName: string; name?: string; webhookUrl?: string; webhookRules?: WebhookRules },
 ): Promise<CreatedAgentAssistBot> {
   const project = await ctx.models.Project.findOne({ _id: input.projectId, tenantId: input.tenantId }).lean();
   if (!project) throw DomainError.notFound('Project');
+  const webhookUrl = input.webhookUrl !== undefined ? await checkWebhookUrl(input.webhookUrl, input.webhookRules ?? { production: true, policy: { allowPrivateNetworks: false, allowedPrivateDestinations: [] } }) : null;
   const botId = `aab-${randomBytes(12).toString('hex')}`;
   const secret = randomBytes(32);
   const sealed = await sealBotSecret(ctx.models.TenantDataKey, ring, input.tenantId, botId, secret);
-  const bot = await ctx.models.AgentAssistBot.create({ _id: botId, tenantId: input.tenantId, projectId: input.projectId, agentName: input.agentName, name: input.name ?? input.agentName, secret: sealed });
-  return { bot: bot.toObject(), secret: secret.toString('base64url') };
+  const webhookSecret = webhookUrl ? newSigningSecret() : undefined;
+  const bot = await ctx.models.AgentAssistBot.create({
+    _id: botId,
+    tenantId: input.tenantId,
+    projectId: input.projectId,
+    agentName: input.agentName,
+    name: input.name ?? input.agentName,
+    secret: sealed,
+    webhookUrl,
+    webhookSecret: webhookSecret ? await sealBotWebhookSecret(ctx.models.TenantDataKey, ring, input.tenantId, botId, webhookSecret) : null,
+  });
+  return { bot: bot.toObject(), secret: secret.toString('base64url'), ...(webhookSecret ? { webhookSecret } : {}) };
+}
+
+/**
+ * Sets (or with null removes) a bot's webhook. A bot that had no signing secret for it gets one,
+ * returned once; `rotateSecret` replaces an existing one. 404 for a bot not of this tenant.
+ */
+export async function updateAgentAssistBotWebhook(
+  ctx: { models: Pick<Models, 'TenantDataKey' | 'AgentAssistBot'> },
+  ring: KeyRing,
+  input: { tenantId: string; botId: string; webhookUrl: string | null; rotateSecret?: boolean; webhookRules: WebhookRules },
+): Promise<{ bot: AgentAssistBotDoc; webhookSecret?: string }> {
+  const bot = await ctx.models.AgentAssistBot.findOne({ _id: input.botId, tenantId: input.tenantId }).lean();
+  if (!bot) throw DomainError.notFound('Agent-assist bot');
+  if (input.webhookUrl === null) {
+    const updated = await ctx.models.AgentAssistBot.findOneAndUpdate({ _id: bot._id, tenantId: bot.tenantId }, { $set: { webhookUrl: null, webhookSecret: null } }, { new: true }).lean();
+    return { bot: updated! };
+  }
+  const webhookUrl = await checkWebhookUrl(input.webhookUrl, input.webhookRules);
+  const webhookSecret = !bot.webhookSecret || input.rotateSecret ? newSigningSecret() : undefined;
+  const set: Record<string, unknown> = { webhookUrl };
+  if (webhookSecret) set.webhookSecret = await sealBotWebhookSecret(ctx.models.TenantDataKey, ring, bot.tenantId, bot._id, webhookSecret);
+  const updated = await ctx.models.AgentAssistBot.findOneAndUpdate({ _id: bot._id, tenantId: bot.tenantId }, { $set: set }, { new: true }).lean();
+  return { bot: updated!, ...(webhookSecret ? { webhookSecret } : {}) };
 }
 
 export function presentAgentAssistBot(bot: AgentAssistBotDoc) {
-  return { botId: bot._id, tenantId: bot.tenantId, projectId: bot.projectId, agentName: bot.agentName, name: bot.name, createdAt: bot.createdAt.toISOString() };
+  return { botId: bot._id, tenantId: bot.tenantId, projectId: bot.projectId, agentName: bot.agentName, name: bot.name, webhookUrl: bot.webhookUrl ?? null, createdAt: bot.createdAt.toISOString() };
 }
 
 const unauthorized = (message: string) => new DomainError('UNAUTHORIZED', message);
@@ -104,7 +157,15 @@ export interface AgentAssistHookOutcome extends AgentAssistHookResult {
 /** Hands one hook call to the conversation's workflow (started by its first call); 409 when out of order. */
 export async function deliverHookCall(ctx: CoreContext, bot: AgentAssistBotDoc, conversationId: string, eventId: string, events: AgentAssistEvent[]): Promise<AgentAssistHookOutcome> {
   const workflowId = agentAssistWorkflowId(bot._id, conversationId);
-  const start: AgentAssistStartInput = { tenantId: bot.tenantId, projectId: bot.projectId, botId: bot._id, conversationId, endedRetentionMs: AGENT_ASSIST_ENDED_RETENTION_MS };
+  const start: AgentAssistStartInput = {
+    tenantId: bot.tenantId,
+    projectId: bot.projectId,
+    botId: bot._id,
+    conversationId,
+    endedRetentionMs: AGENT_ASSIST_ENDED_RETENTION_MS,
+    // The webhook push retries on the HTTP-async schedule.
+    delivery: { initialIntervalMs: ctx.config.HTTP_ASYNC_RETRY_INITIAL_MS, maxIntervalMs: ctx.config.HTTP_ASYNC_RETRY_MAX_INTERVAL_MS, windowMs: ctx.config.HTTP_ASYNC_DELIVERY_WINDOW_MS },
+  };
   try {
     const client = await temporalClient(ctx);
     const deadline = Date.now() + TEMPORAL_CALL_TIMEOUT_MS * 2;
@@ -149,11 +210,11 @@ export async function deliverHookCall(ctx: CoreContext, bot: AgentAssistBotDoc, 
   }
 }
 
-/** A conversation of this bot as its workflow holds it now; 404 for one it never had (or that Temporal no longer keeps). */
-export async function agentAssistConversationView(ctx: CoreContext, bot: AgentAssistBotDoc, conversationId: string): Promise<AgentAssistView> {
+/** A conversation of this bot as its workflow holds it now, with what assist mode produced; 404 for one it never had (or that Temporal no longer keeps). */
+export async function agentAssistConversationDetail(ctx: CoreContext, bot: AgentAssistBotDoc, conversationId: string): Promise<AgentAssistDetail> {
   const client = await temporalClient(ctx);
   try {
-    return await withDeadline(client, STATE_QUERY_TIMEOUT_MS, () => client.workflow.getHandle(agentAssistWorkflowId(bot._id, conversationId)).query(agentAssistStateQuery));
+    return await withDeadline(client, STATE_QUERY_TIMEOUT_MS, () => client.workflow.getHandle(agentAssistWorkflowId(bot._id, conversationId)).query(agentAssistDetailQuery));
   } catch (err) {
     if (isWorkflowNotFound(err)) throw DomainError.notFound('Conversation');
     throw temporalErrorToDomainError(err, 'Agent-assist runtime');

@@ -4,6 +4,7 @@
 import { localExtractionAnswer, localValidationAnswer } from '../../abl/gather-llm';
 import { keywords } from './keywords';
 import { localClassificationAnswer } from './local-nlu';
+import { localAssistAnswer } from './local-assist';
 import { ProviderError } from './errors';
 import {
   contentText,
@@ -94,7 +95,8 @@ interface LocalDecision {
 }
 
 /**
- * The rules, applied in order: a GATHER extraction request → the pattern extractor's values as
+ * The rules, applied in order: an assist-mode request → suggestions or a summary as JSON
+ * (local-assist.ts); a GATHER extraction request → the pattern extractor's values as
  * JSON (a validation request → accepted, saying it was not judged; an NLU classification request →
  * the intent by patterns and example overlap); tool result → summary; keyword match → tool call; else a reply.
  */
@@ -108,7 +110,11 @@ export function decideLocalReply(req: Pick<LlmRequest, 'messages' | 'tools' | 'm
   const system = messages.find((message) => message.role === 'system');
   if (system && last?.role === 'user') {
     const text = contentText(system.content);
-    const extraction = localExtractionAnswer(text, contentText(last.content)) ?? localValidationAnswer(text) ?? localClassificationAnswer(text, contentText(last.content));
+    const extraction =
+      localAssistAnswer(text, contentText(last.content)) ??
+      localExtractionAnswer(text, contentText(last.content)) ??
+      localValidationAnswer(text) ??
+      localClassificationAnswer(text, contentText(last.content));
     if (extraction !== null) return { content: extraction, toolCalls: [], finishReason: 'stop' };
   }
 

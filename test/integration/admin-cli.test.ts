@@ -111,6 +111,19 @@ it('makes an agent-assist bot and prints its secret once, which signs hook JWTs 
   expect(refused.err).toContain('Project not found');
 });
 
+it("sets an agent-assist bot's webhook and prints its signing secret once; set-agent-assist-webhook removes it", async () => {
+  const t = await seedTenant(stack.ctx);
+  const env = { SECRET_MASTER_KEYS: OLD_MASTER };
+  const made = await adminWith(env, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support', '--webhook-url', 'https://93.184.216.34/assist');
+  expect(made.status).toBe(0);
+  const { bot, webhookSecret } = JSON.parse(made.out);
+  expect(bot.webhookUrl).toBe('https://93.184.216.34/assist');
+  expect(webhookSecret).toMatch(/^whsec_/);
+  expect(JSON.stringify(await stack.ctx.models.AgentAssistBot.findById(bot.botId).lean())).not.toContain(webhookSecret);
+  const cleared = await adminWith(env, 'set-agent-assist-webhook', '--tenant', t.tenantId, '--bot', bot.botId, '--webhook-url', 'none');
+  expect(JSON.parse(cleared.out)).toEqual({ bot: expect.objectContaining({ botId: bot.botId, webhookUrl: null }) });
+});
+
 it('re-wraps tool-secret data keys under a new master key, after which the old one can be dropped', async () => {
   const owner = await seedTenant(stack.ctx);
   const api = client(stack.baseUrl);

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { seedTenant, startTestStack, type TestStack } from '../../support/stack';
 import { request } from '../../support/http';
+import { eventually } from '../../support/eventually';
 import { createTestBot, end, hookJwt, lifecycle, message, postHook, summary, transfer, type TestBot } from '../../support/agent-assist';
 
 jest.setTimeout(180_000);
@@ -56,7 +57,10 @@ test('a whole conversation with a cold and a warm transfer, a summary and the en
   // The conversation's state is readable with the bot's JWT.
   const read = await request(stack.baseUrl, 'GET', `/agentassist/api/v1/hooks/${bot.botId}/conversations/${c}`, { headers: { auth: jwt } });
   expect(read.status).toBe(200);
-  expect(read.body.data).toEqual({ conversationId: c, botId: bot.botId, conversation: { phase: 'ended', activeAgent: null, consultants: [], messages: 4, events: 12, summaryRequested: true } });
+  expect(read.body.data).toMatchObject({ conversationId: c, botId: bot.botId, conversation: { phase: 'ended', activeAgent: null, consultants: [], messages: 4, events: 12, summaryRequested: true } });
+  // This bot's agent has no saved version: assist mode has nothing to run, and says so.
+  const assisted = await eventually(() => request(stack.baseUrl, 'GET', `/agentassist/api/v1/hooks/${bot.botId}/conversations/${c}`, { headers: { auth: jwt } }), (r) => r.body.data?.assist.pending === 0 && r.body.data?.assist.lastError !== null, 10_000, 50);
+  expect(assisted.body.data).toMatchObject({ suggestions: [], nextBestActions: [], summary: null, assist: { lastError: { message: 'the agent "Support" has no saved version in the bot\'s project' } } });
 });
 
 test('a conversation the bot never had is 404', async () => {
