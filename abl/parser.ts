@@ -268,7 +268,8 @@ class BlockParser {
         continue;
       }
       const node = this.pairFrom(line, pair, i, end);
-      sections.push({ ...node, rawKey: node.key, key: node.key.toUpperCase() });
+      // The pair's fields in their order, then rawKey (what `{ ...node, rawKey, key }` makes, without the spread).
+      sections.push({ kind: node.kind, key: node.key.toUpperCase(), value: node.value, children: node.children, loc: node.loc, rawKey: node.key });
       i = end;
     }
     const first = sections[0];

@@ -3,6 +3,7 @@
 import type { DocumentNode, SectionNode, ValueNode } from '../ast';
 import { sha256Hex } from '../hash';
 import type { AgentIR, LifecycleIR, ToolIR } from '../ir';
+import { jsonCopy } from '../json-copy';
 import { resolveRelative } from '../paths';
 import { compileLifecycle } from './actions';
 import { NAME_RE, pairValue, type CompileContext } from './context';
@@ -164,7 +165,7 @@ function resolveTools(ctx: CompileContext, section: SectionNode | undefined, pro
         ctx.report('E408', imp.loc, { name: n, file: imp.file });
         continue;
       }
-      const copy: ToolIR = JSON.parse(JSON.stringify(tool)) as ToolIR;
+      const copy: ToolIR = jsonCopy(tool);
       copy.imported_from = resolved;
       if (lib.defaultTimeout.has(n)) copy.timeout_ms = defaultTimeout;
       add(copy, imp.loc.line);
