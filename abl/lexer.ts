@@ -94,7 +94,9 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
     const raw = raws[i] ?? '';
     const { indent, offset, tabs } = measureIndent(raw);
     const content = raw.slice(offset);
-    if (content.trim() === '' || content.startsWith('#')) continue;
+    const lead = content.charCodeAt(0);
+    // A printable ASCII lead is not blank: only other leads need the trim to tell.
+    if (lead === 35 || (!(lead > 32 && lead < 127) && content.trim() === '')) continue; // '#' or blank
     if (tabs && !tabWarned) {
       tabWarned = true;
       sink.report('W101', { path, line: i + 1, column: 1 });

@@ -3,7 +3,6 @@
 import type { DocumentNode, SectionNode, ValueNode } from '../ast';
 import { sha256Hex } from '../hash';
 import type { AgentIR, LifecycleIR, ToolIR } from '../ir';
-import { jsonCopy } from '../json-copy';
 import { resolveRelative } from '../paths';
 import { compileLifecycle } from './actions';
 import { NAME_RE, pairValue, type CompileContext } from './context';
@@ -165,8 +164,9 @@ function resolveTools(ctx: CompileContext, section: SectionNode | undefined, pro
         ctx.report('E408', imp.loc, { name: n, file: imp.file });
         continue;
       }
-      const copy: ToolIR = jsonCopy(tool);
-      copy.imported_from = resolved;
+      // Nested parts stay shared with the library's tool: nothing changes a tool once compiled, and
+      // the project's output is a deep copy, so no two places in it share them.
+      const copy: ToolIR = { ...tool, imported_from: resolved };
       if (lib.defaultTimeout.has(n)) copy.timeout_ms = defaultTimeout;
       add(copy, imp.loc.line);
     }
