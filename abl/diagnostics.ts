@@ -189,6 +189,7 @@ export interface Position {
 }
 
 function fill(template: string, args: DiagnosticArgs): string {
+  if (!template.includes('{')) return template;
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => {
     const v = args[name];
     return v === undefined ? whole : String(v);

@@ -20,8 +20,10 @@ const PIPE_OPENER = /:\s*[|>][-+]?$/;
 /** True when a quote at `i` opens a string: at start, or after a blank or an opening punctuator. */
 export function opensQuote(text: string, i: number): boolean {
   if (i === 0) return true;
-  const prev = text[i - 1] ?? ' ';
-  return /[\s:[{(,=]/.test(prev);
+  const prev = text.charCodeAt(i - 1);
+  // : [ { ( , = or a blank (`\s`: ASCII blanks answered here, the rest by the regex).
+  if (prev === 58 || prev === 91 || prev === 123 || prev === 40 || prev === 44 || prev === 61 || prev === 32 || (prev >= 9 && prev <= 13)) return true;
+  return prev > 127 && /\s/.test(text[i - 1] as string);
 }
 
 /** Removes a trailing `# comment` (a `#` after whitespace, outside quotes and `{{ }}`). */
@@ -52,6 +54,7 @@ function scanCode(text: string, visit: (c: string, i: number) => boolean | void)
 }
 
 export function stripComment(text: string): string {
+  if (!text.includes('#')) return text.trimEnd();
   const at = scanCode(text, (c, i) => c === '#' && (i === 0 || /\s/.test(text[i - 1] ?? '')));
   return (at < 0 ? text : text.slice(0, at)).trimEnd();
 }
@@ -91,7 +94,9 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
     const raw = raws[i] ?? '';
     const { indent, offset, tabs } = measureIndent(raw);
     const content = raw.slice(offset);
-    if (content.trim() === '' || content.startsWith('#')) continue;
+    const lead = content.charCodeAt(0);
+    // A printable ASCII lead is not blank: only other leads need the trim to tell.
+    if (lead === 35 || (!(lead > 32 && lead < 127) && content.trim() === '')) continue; // '#' or blank
     if (tabs && !tabWarned) {
       tabWarned = true;
       sink.report('W101', { path, line: i + 1, column: 1 });
@@ -99,7 +104,7 @@ export function scanLines(source: Source, sink: DiagnosticSink): ScannedLine[] {
     const lineNo = i + 1;
     let text = stripComment(content);
     // `-> {` + field lines + `}` (any line that ends by opening a bracket it does not close): one logical line.
-    if (bracketDepth(text) > 0 && /[[({]$/.test(text) && !text.endsWith('{{')) {
+    if (/[[({]$/.test(text) && !text.endsWith('{{') && bracketDepth(text) > 0) {
       const joined = joinContinuation(text, raws, i);
       text = joined.text;
       i = joined.last;

@@ -72,6 +72,9 @@ const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
 function unquote(raw: string): string | null {
   const q = raw[0];
   if ((q !== '"' && q !== "'") || raw.length < 2 || raw[raw.length - 1] !== q) return null;
+  const inner = raw.slice(1, -1);
+  // Without a backslash the text is the inner part as is, unless a quote closes early.
+  if (!inner.includes('\\')) return inner.includes(q) ? null : inner;
   let out = '';
   for (let i = 1; i < raw.length - 1; i++) {
     const c = raw[i] as string;
@@ -216,6 +219,21 @@ class InlineReader {
   }
 }
 
+/**
+ * True when the quote opening `text` is closed before any line break: what
+ * /^(["'])(?:\\.|(?!\1).)*\1/ answers (a backslash may stand for itself, so the first quote
+ * character after the opening one closes it; `.` stops at a line terminator).
+ */
+function closesOnLine(text: string): boolean {
+  const q = text.charCodeAt(0);
+  for (let i = 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === q) return true;
+    if (c === 10 || c === 13 || c === 0x2028 || c === 0x2029) return false;
+  }
+  return false;
+}
+
 /** True when `text` is one balanced inline collection (so `{a} -> x` stays a plain string). */
 function isWholeCollection(text: string): boolean {
   const open = text[0];
@@ -268,7 +286,8 @@ class BlockParser {
         continue;
       }
       const node = this.pairFrom(line, pair, i, end);
-      sections.push({ ...node, rawKey: node.key, key: node.key.toUpperCase() });
+      // The pair's fields in their order, then rawKey (what `{ ...node, rawKey, key }` makes, without the spread).
+      sections.push({ kind: node.kind, key: node.key.toUpperCase(), value: node.value, children: node.children, loc: node.loc, rawKey: node.key });
       i = end;
     }
     const first = sections[0];
@@ -314,7 +333,7 @@ class BlockParser {
       return reader.value(0);
     }
     const q = text[0];
-    if ((q === '"' || q === "'") && !/^(["'])(?:\\.|(?!\1).)*\1/.test(text)) {
+    if ((q === '"' || q === "'") && !closesOnLine(text)) {
       this.report('E102', loc, { quote: q });
     }
     return scalar(text, loc);

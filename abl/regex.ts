@@ -17,7 +17,7 @@ export class SafeRegex {
 
   /** Compiles `pattern` (JavaScript syntax); throws SafeRegexError when it cannot be matched safely. */
   static compile(pattern: string, flags = ''): SafeRegex {
-    const checked = check(pattern, flags);
+    const checked = checkCached(pattern, flags);
     if ('kind' in checked) throw new SafeRegexError(checked.kind, checked.detail);
     return new SafeRegex(pattern, flags, checked.re);
   }
@@ -101,8 +101,26 @@ type PatternProblem = { kind: 'invalid' | 'unsupported'; detail: string };
 
 /** Why `pattern` cannot be used, or null when it can. Never matches anything, so it is safe to call on any input. */
 export function patternProblem(pattern: string, flags = ''): PatternProblem | null {
-  const checked = check(pattern, flags);
-  return 'kind' in checked ? checked : null;
+  const checked = checkCached(pattern, flags);
+  return 'kind' in checked ? { ...checked } : null;
+}
+
+const checks = new Map<string, PatternProblem | { re: RE2JS }>();
+
+/**
+ * `check`, remembered per pattern and flags: a project repeats its patterns (every agent's
+ * `pattern(...)` for the same kind of field), and an RE2 compile costs far more than the lookup.
+ * The compiled RE2JS is immutable, so SafeRegex objects made from one entry can share it.
+ */
+function checkCached(pattern: string, flags: string): PatternProblem | { re: RE2JS } {
+  const key = `${flags}/${pattern}`;
+  let checked = checks.get(key);
+  if (checked === undefined) {
+    checked = check(pattern, flags);
+    if (checks.size >= 500) checks.clear();
+    checks.set(key, checked);
+  }
+  return checked;
 }
 
 /** The pattern compiled for RE2, or why it cannot be (compiled once: the check is the compile). */

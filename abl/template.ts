@@ -55,8 +55,11 @@ function splitFilters(inner: string): { expr: string; filters: string[] } {
   return { expr: parts[0] ?? '', filters: parts.slice(1).map((p) => p.trim().toLowerCase()) };
 }
 
-/** Parses a template. Never throws; problems are listed with offsets. */
-export function parseTemplate(text: string): ParsedTemplate {
+/**
+ * Parses a template. Never throws; problems are listed with offsets. `parseExpr` parses each
+ * `{{ }}` expression (the compiler passes a memoised one).
+ */
+export function parseTemplate(text: string, parseExpr: (src: string) => ExprParseResult = parseExpression): ParsedTemplate {
   const problems: TemplateProblem[] = [];
   const root: TemplateNode[] = [];
   type Frame = { node: Extract<TemplateNode, { type: 'If' } | { type: 'Each' }>; inElse: boolean; offset: number };
@@ -68,7 +71,7 @@ export function parseTemplate(text: string): ParsedTemplate {
     return top.node.body;
   };
   const mkExpr = (src: string, offset: number): TemplateExpr => {
-    const parsed = parseExpression(src);
+    const parsed = parseExpr(src);
     if (parsed.error) problems.push({ kind: 'expression', message: `"${src.trim()}": ${parsed.error.message}`, offset });
     return { src: src.trim(), ast: parsed.ast, offset, parsed };
   };

@@ -18,8 +18,15 @@ export function isYamlAgentPath(path: string): boolean {
  * keys are a W205 warning anyway), so a YAML draft with a syntax error gets YAML diagnostics (E111).
  */
 export function looksLikeYamlAgent(body: string): boolean {
-  const first = body.split('\n').map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#') && l !== '---');
-  return first !== undefined && /^(agent|supervisor|name|kind)\s*:/.test(first);
+  // Line by line up to the first key: the rest of a long source is never split or trimmed.
+  for (let start = 0; start <= body.length; ) {
+    const nl = body.indexOf('\n', start);
+    const end = nl < 0 ? body.length : nl;
+    const line = body.slice(start, end).trim();
+    if (line !== '' && !line.startsWith('#') && line !== '---') return /^(agent|supervisor|name|kind)\s*:/.test(line);
+    start = end + 1;
+  }
+  return false;
 }
 
 /**

@@ -164,8 +164,9 @@ function resolveTools(ctx: CompileContext, section: SectionNode | undefined, pro
         ctx.report('E408', imp.loc, { name: n, file: imp.file });
         continue;
       }
-      const copy: ToolIR = JSON.parse(JSON.stringify(tool)) as ToolIR;
-      copy.imported_from = resolved;
+      // Nested parts stay shared with the library's tool: nothing changes a tool once compiled, and
+      // the project's output is a deep copy, so no two places in it share them.
+      const copy: ToolIR = { ...tool, imported_from: resolved };
       if (lib.defaultTimeout.has(n)) copy.timeout_ms = defaultTimeout;
       add(copy, imp.loc.line);
     }

@@ -5,9 +5,9 @@ import type { BlockNode, EntryNode, Loc, MapNode, PairNode, ScalarNode, ValueNod
 import type { DiagnosticArgs, DiagnosticCode, DiagnosticSink } from '../diagnostics';
 import { walkExpr, type Expr } from '../expr/ast';
 import { lookupFunction } from '../expr/functions';
-import { parseExpression } from '../expr/parser';
+import { parseExpression, type ExprParseResult } from '../expr/parser';
 import type { ExprIR, IRLoc, Json } from '../ir';
-import { parseTemplate, type TemplateNode } from '../template';
+import { parseTemplate, type ParsedTemplate, type TemplateNode } from '../template';
 import { patternProblem } from '../regex';
 
 /** Key aliases (ABL.md §14), applied to lower-cased keys. `on_failure` → `on_fail` only in steps. */
@@ -38,6 +38,34 @@ export interface Fields {
   order: string[];
 }
 
+/**
+ * Parses shared by every file of one project compile: agents repeat their conditions and
+ * messages, and a parse is pure. The results are shared, so nothing may change them (the
+ * compiler's output is a copy: no two places in it share a node).
+ */
+export class ParseMemo {
+  private readonly expressions = new Map<string, ExprParseResult>();
+  private readonly templates = new Map<string, ParsedTemplate>();
+
+  expression(src: string): ExprParseResult {
+    let parsed = this.expressions.get(src);
+    if (parsed === undefined) {
+      parsed = parseExpression(src);
+      this.expressions.set(src, parsed);
+    }
+    return parsed;
+  }
+
+  template(text: string): ParsedTemplate {
+    let parsed = this.templates.get(text);
+    if (parsed === undefined) {
+      parsed = parseTemplate(text, (src) => this.expression(src));
+      this.templates.set(text, parsed);
+    }
+    return parsed;
+  }
+}
+
 export class CompileContext {
   /** Template names used via TEMPLATE(x), for W602. */
   readonly usedTemplates = new Set<string>();
@@ -46,6 +74,7 @@ export class CompileContext {
   constructor(
     readonly path: string,
     readonly sink: DiagnosticSink,
+    readonly memo: ParseMemo = new ParseMemo(),
   ) {}
 
   loc(l: Loc): IRLoc {
@@ -220,7 +249,7 @@ export class CompileContext {
       // A quoted WHEN is prose, unless it is a comparison (`"transfer_type == 'international'"`):
       // a WHEN is a condition by position, so such text is compiled as the expression it is.
       if (node.quoted && opts.naturalLanguage) {
-        const parsed = parseExpression(String(node.value));
+        const parsed = this.memo.expression(String(node.value));
         if (!parsed.ast || !isComparison(parsed.ast)) return { src: String(node.value), ast: null };
       }
       const src = node.quoted ? String(node.value) : node.raw;
@@ -242,7 +271,7 @@ export class CompileContext {
       const text = String(node.value);
       const at = { line: node.loc.line, column: node.loc.column + 1 };
       if (text.includes('{{')) return { src: node.raw, ast: this.templateValue(text, at, what) };
-      const parsed = parseExpression(text);
+      const parsed = this.memo.expression(text);
       if (parsed.ast && looksLikeExpression(parsed.ast)) this.report('W311', node.loc, { what, value: text.length > 60 ? `${text.slice(0, 60)}…` : text });
       return { src: node.raw, ast: { type: 'Literal', value: text, pos: 0 } };
     }
@@ -279,7 +308,7 @@ export class CompileContext {
    */
   private templateValue(text: string, at: Loc, what: string): Expr {
     this.checkTemplate(text, at);
-    const parsed = parseTemplate(text);
+    const parsed = this.memo.template(text);
     let out: Expr = { type: 'Literal', value: '', pos: 0 };
     const add = (e: Expr): void => { out = { type: 'Binary', op: '+', left: out, right: e, pos: 0 }; };
     const unsupported = (n: TemplateNode): string | null =>
@@ -301,7 +330,7 @@ export class CompileContext {
   }
 
   exprText(src: string, at: Loc, what: string, opts: { naturalLanguage?: boolean; implies?: boolean } = {}): ExprIR {
-    const parsed = parseExpression(src);
+    const parsed = this.memo.expression(src);
     const col = (pos: number): Loc => ({ line: at.line, column: at.column + pos });
     if (!parsed.ast) {
       if (opts.naturalLanguage) return { src, ast: null };
@@ -351,7 +380,9 @@ export class CompileContext {
     }
     const raw = this.str(node, what);
     if (raw === null) return null;
-    const tpl = /^\s*TEMPLATE\s*\(\s*([A-Za-z_][\w-]*)\s*\)\s*$/i.exec(raw);
+    // Only text whose first non-blank is a T can be TEMPLATE(x): the rest skips the regex.
+    const lead = raw.trimStart().charCodeAt(0);
+    const tpl = lead === 84 || lead === 116 ? TEMPLATE_REF.exec(raw) : null;
     if (tpl && !(node.kind === 'Scalar' && node.quoted)) {
       const name = tpl[1] as string;
       this.usedTemplates.add(name);
@@ -368,7 +399,7 @@ export class CompileContext {
 
   checkTemplate(raw: string, at: Loc): void {
     if (!raw.includes('{{')) return;
-    const parsed = parseTemplate(raw);
+    const parsed = this.memo.template(raw);
     const locOf = (offset: number): Loc => {
       const before = raw.slice(0, offset);
       const nl = before.lastIndexOf('\n');
@@ -395,6 +426,8 @@ export class CompileContext {
     visit(parsed.nodes);
   }
 }
+
+const TEMPLATE_REF = /^\s*TEMPLATE\s*\(\s*([A-Za-z_][\w-]*)\s*\)\s*$/i;
 
 export function parseDuration(text: string, bareUnit: 'ms' | 's'): number | null {
   const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?)?\s*$/i.exec(text);

@@ -4,6 +4,7 @@
 import type { DocumentNode } from '../ast';
 import { DiagnosticSink, sortDiagnostics, type Diagnostic } from '../diagnostics';
 import { hashFiles } from '../hash';
+import { jsonCopy } from '../json-copy';
 import { IR_VERSION, type AgentIR, type CompilationOutput, type ProjectManifest, type ToolLibraryIR } from '../ir';
 import { parseSource } from '../parser';
 import { isYamlAgentPath, parseYamlSource } from '../yaml';
@@ -12,7 +13,7 @@ import { PROJECT_RULES } from '../rules';
 import { createRuleContext } from '../rules/context';
 import { createSource, LIMITS } from '../source';
 import { compileAgent, type ProjectFiles } from './agent';
-import { CompileContext } from './context';
+import { CompileContext, ParseMemo } from './context';
 import { checkSections } from './sections';
 import { compileTools, type CompiledTools } from './tools';
 
@@ -77,11 +78,12 @@ export function compileProject(files: ReadonlyArray<ProjectFile>, options: Compi
   }
 
   // Tool libraries first: agents import from them.
+  const memo = new ParseMemo();
   const libraries = new Map<string, CompiledTools>();
   const toolLibraries: Record<string, ToolLibraryIR> = {};
   for (const [path, doc] of documents) {
     if (doc.docKind !== 'tools') continue;
-    const ctx = new CompileContext(path, sink);
+    const ctx = new CompileContext(path, sink, memo);
     const checked = checkSections(ctx, doc);
     const section = checked.byKey.get('TOOLS');
     const compiled = compileTools(ctx, section ? (section.children ?? section.value) : null, { library: true });
@@ -96,7 +98,7 @@ export function compileProject(files: ReadonlyArray<ProjectFile>, options: Compi
   const usedTemplates = new Map<AgentIR, ReadonlySet<string>>();
   for (const [path, doc] of documents) {
     if (doc.docKind !== 'agent' && doc.docKind !== 'supervisor') continue;
-    const ctx = new CompileContext(path, sink);
+    const ctx = new CompileContext(path, sink, memo);
     const agent = compileAgent(ctx, doc, project);
     agentList.push(agent);
     usedTemplates.set(agent, ctx.usedTemplates);
@@ -126,7 +128,7 @@ export function compileProject(files: ReadonlyArray<ProjectFile>, options: Compi
     ok: !diagnostics.some((d) => d.severity === 'error'),
   };
   // Guarantee plain JSON (drops `undefined` fields, copies shared nodes).
-  return JSON.parse(JSON.stringify(output)) as CompilationOutput;
+  return jsonCopy(output);
 }
 
 /** Checks a whole project and returns only its diagnostics. */

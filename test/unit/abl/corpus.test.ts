@@ -3,6 +3,7 @@
 
 import { join } from 'node:path';
 import { compileProject, type CompilationOutput } from '../../../abl';
+import { looksLikeYamlAgent } from '../../../abl/yaml';
 import { readProject } from './helpers';
 
 const CORPUS = join(__dirname, '../../fixtures/abl-corpus');
@@ -99,5 +100,16 @@ describe('YAML agent format errors', () => {
     const out = compileYaml('name: Y\nkind: supervisor\ngoal: "g"\n');
     expect(out.diagnostics).toEqual([]);
     expect(out.agents.Y?.metadata.kind).toBe('supervisor');
+  });
+});
+
+describe('telling a stored YAML agent from ABL', () => {
+  it('reads the first key after blank lines, comments and a --- marker', () => {
+    expect(looksLikeYamlAgent('\r\n  # a comment\n---\n  agent: Y\ngoal: g\n')).toBe(true);
+    expect(looksLikeYamlAgent('name : Y')).toBe(true);
+    expect(looksLikeYamlAgent('kind:supervisor')).toBe(true);
+    expect(looksLikeYamlAgent('AGENT: Y\nagent: y\n')).toBe(false);
+    expect(looksLikeYamlAgent('# only a comment\n\n---\n')).toBe(false);
+    expect(looksLikeYamlAgent('')).toBe(false);
   });
 });
