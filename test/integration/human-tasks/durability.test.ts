@@ -6,7 +6,7 @@ import { escalationAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 
 jest.setTimeout(120_000);
 
@@ -43,7 +43,7 @@ FLOW:
 `;
 
 beforeAll(async () => {
-  stack = await startTestStack();
+  stack = await startTestStack({ env: FAST_FAILOVER_ENV });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Approvals', approvals);
