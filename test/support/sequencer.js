@@ -3,9 +3,10 @@
 // (a clean CI checkout) it would go by file size, which starts the longest files nearly last:
 // those that start processes of their own or run Python in the sandbox have short sources. Here
 // a file with no timing is given a rough length by what it does: its own processes or the Python
-// sandbox, a minute; another file against the shared stack, a quarter of the timeout it sets
-// itself (its authors' word on how long it runs), or ten seconds; a unit file, one (the unit
-// files then fill the end in small pieces). Failed files still go first.
+// sandbox, a minute; property-based cases, half a minute; a file that sets its own timeout, a
+// quarter of it (its authors' word on how long it runs); another file against the shared stack,
+// ten seconds; another unit file, one (the unit files then fill the end in small pieces). Failed
+// files still go first.
 const { readFileSync } = require('node:fs');
 const Sequencer = require('@jest/test-sequencer').default;
 
@@ -13,11 +14,12 @@ const Sequencer = require('@jest/test-sequencer').default;
 const SLOW = /startWorkerProcess|startApiProcess|startDevStack|startTemporalDevServer|startFerretDb|\bspawn\(|\bexecFile\(|\bspawnSync\(|sandbox-agents|python/i;
 
 function estimatedMs(test) {
-  if (test.context.config.displayName?.name === 'unit') return 1_000;
   const source = readFileSync(test.path, 'utf8');
   if (SLOW.test(source)) return 60_000;
+  if (/\bnumRuns\b/.test(source)) return 30_000;
   const timeout = /jest\.setTimeout\(([\d_]+)\)/.exec(source);
-  return timeout ? Number(timeout[1].replaceAll('_', '')) / 4 : 10_000;
+  if (timeout) return Number(timeout[1].replaceAll('_', '')) / 4;
+  return test.context.config.displayName?.name === 'unit' ? 1_000 : 10_000;
 }
 
 class LongestFirstSequencer extends Sequencer {
