@@ -286,6 +286,18 @@ export const ConfigSchema = z.object({
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: positiveInt.max(1000).default(20),
   WORKER_MAX_CONCURRENT_ACTIVITIES: positiveInt.max(10_000).default(100),
   WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: positiveInt.max(1000).default(20),
+  /**
+   * How long Temporal waits for a worker to take a workflow task from its sticky queue (ms)
+   * before handing it to any worker, which replays the workflow from its history: how soon a
+   * session moves on after its worker died. Temporal's own default.
+   */
+  WORKER_STICKY_QUEUE_TIMEOUT_MS: positiveInt.max(600_000).default(10_000),
+  /**
+   * A prebuilt workflow bundle (`bundleWorkflowCode` with the worker's payload and failure
+   * converters) the worker loads instead of bundling the workflows when it starts. Unset: bundled
+   * at start.
+   */
+  WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
   /** A retired deployment's drain ends every session still on it after this long (ms). */
   DEPLOYMENT_DRAIN_TIMEOUT_MS: positiveInt.default(15 * 60 * 1000),
   /** While draining, a session with no message for this long is ended (ms). */

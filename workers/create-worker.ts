@@ -50,6 +50,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     // once: a cancelled tool call may already have reached its server, and its retry on another
     // worker would call it again. Past the grace period they are cancelled and retried elsewhere.
     shutdownGraceTime: options.deps.config.SHUTDOWN_GRACE_MS,
+    stickyQueueScheduleToStartTimeout: options.deps.config.WORKER_STICKY_QUEUE_TIMEOUT_MS,
     ...DEFAULT_WORKER_TUNING,
     ...tuningFromConfig(options.deps.config),
     ...options.tuning,

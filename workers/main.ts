@@ -35,6 +35,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: createActivityDeps({ config, models, logger }),
     payloadCodec,
+    ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
   // The turns' analytics events are written here: their hours' rollups are built here as they close.

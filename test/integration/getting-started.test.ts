@@ -165,6 +165,8 @@ it('walks through docs/getting-started.md: the agent, a chat, the async tool and
     TEMPORAL_TASK_QUEUE: `tq-getting-started-${randomBytes(4).toString('hex')}`,
     MONGODB_URI: `${process.env.SB_TEST_MONGODB_URI!.replace(/\/$/, '')}/getting_started_${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'warn',
+    // Its worker loads the workflow bundle the global setup built rather than bundling again.
+    WORKFLOW_BUNDLE_PATH: process.env.SB_TEST_WORKFLOW_BUNDLE!,
   };
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env: stackEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stackOutput = '';

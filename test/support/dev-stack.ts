@@ -22,6 +22,8 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
 /** Starts the dev stack (`external` adds to or overrides its environment, e.g. TEMPORAL_ADDRESS). */
 export async function startDevStack(dataDir: string, ports: DevStackPorts, external: Record<string, string> = {}): Promise<DevStack> {
   const env = devStackEnv(dataDir, ports);
+  // Its worker loads the workflow bundle the global setup built rather than bundling again.
+  if (process.env.SB_TEST_WORKFLOW_BUNDLE) env.WORKFLOW_BUNDLE_PATH = process.env.SB_TEST_WORKFLOW_BUNDLE;
   Object.assign(env, external);
   const child = spawn(process.execPath, ['--import', 'tsx', 'infra/dev-stack.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

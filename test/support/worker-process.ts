@@ -21,9 +21,18 @@ const PASSED_ON = [
   'LLM_ALLOWED_PRIVATE_DESTINATIONS',
   'HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS',
   'SHUTDOWN_GRACE_MS',
+  'WORKER_STICKY_QUEUE_TIMEOUT_MS',
+  'WORKFLOW_BUNDLE_PATH',
   'PUBLIC_BASE_URL',
   'TWILIO_API_BASE_URL',
 ] as const;
+
+/**
+ * For a file that kills or stops workers: a session whose worker is gone moves to the next worker
+ * after 1 s instead of Temporal's 10 s (WORKER_STICKY_QUEUE_TIMEOUT_MS). Give it to the stack
+ * whose config the worker processes get.
+ */
+export const FAST_FAILOVER_ENV = { WORKER_STICKY_QUEUE_TIMEOUT_MS: '1000' } as const;
 
 /** The environment a child process needs to join the stack `config` describes. */
 export function childEnv(config: Config, extra: Record<string, string> = {}): NodeJS.ProcessEnv {

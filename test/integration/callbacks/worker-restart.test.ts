@@ -8,7 +8,7 @@ import { sendCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 import { historyBytes, sessionHistory, storedHistory } from '../../support/workflow-history';
 
 jest.setTimeout(120_000);
@@ -30,7 +30,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => external.listen(0, '127.0.0.1', r));
   const origin = `http://127.0.0.1:${(external.address() as AddressInfo).port}`;
-  stack = await startTestStack({ allowPrivate: { tools: [origin] } });
+  stack = await startTestStack({ env: FAST_FAILOVER_ENV, allowPrivate: { tools: [origin] } });
   t = await seedTenant(stack.ctx);
   await publishAgent(
     client(stack.baseUrl),

@@ -14,7 +14,7 @@ import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack, type TestStackOptions } from '../../support/stack';
 import { client } from '../../support/http';
 import { flushProjection } from '../../support/projection';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 import { startApiProcess } from '../../support/api-process';
 import { publishAgent } from '../../support/agents';
 
@@ -91,7 +91,7 @@ function slowToolFixture(delayMs: number, options: TestStackOptions = {}) {
         fixture.onToolCall();
       },
     );
-    fixture.stack = await startTestStack({ ...options, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
+    fixture.stack = await startTestStack({ ...options, env: { ...FAST_FAILOVER_ENV, ...options.env }, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
     fixture.t = await seedTenant(fixture.stack.ctx);
     await createSlowAgent(client(fixture.stack.baseUrl), fixture.t, tool.port);
   });
@@ -130,7 +130,7 @@ describe('a worker killed mid-turn', () => {
         if (requests.length === 1) onFirstRequest();
       },
     );
-    stack = await startTestStack({ allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
+    stack = await startTestStack({ env: FAST_FAILOVER_ENV, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
     t = await seedTenant(stack.ctx);
     await createSlowAgent(client(stack.baseUrl), t, tool.port);
   });

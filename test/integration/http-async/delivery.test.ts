@@ -73,6 +73,9 @@ afterAll(async () => {
   await new Promise((r) => receiver.close(r));
 });
 
+// Each case has a subscription, a receiving path and a conversation of its own, and most wait out
+// retry windows: they run at the same time (it.concurrent) on the one stack.
+
 const SUBS = () => `/api/projects/${t.projectId}/channels/http-async/subscriptions`;
 
 async function subscribe(path: string, events: string[], behaviour: Behaviour) {
@@ -140,7 +143,7 @@ async function retryWaits(sessionKey: string): Promise<number[]> {
     .filter((ms) => ms < 60_000);
 }
 
-it('retries a receiver that fails three times with the same message_id and bytes, waiting longer each time, and lists one delivery of 4 attempts', async () => {
+it.concurrent('retries a receiver that fails three times with the same message_id and bytes, waiting longer each time, and lists one delivery of 4 attempts', async () => {
   const sub = await subscribe('/hooks/flaky', ['agent.response'], (_req, n) => (n < 3 ? 500 : 200));
   const sent = await send(sub, `flaky-${Date.now()}`, 1);
 
@@ -172,7 +175,7 @@ it('retries a receiver that fails three times with the same message_id and bytes
   expect(at(sub)).toHaveLength(4);
 });
 
-it('marks a delivery failed once the receiver was down for the whole window, reports it in agent.status, and moves on', async () => {
+it.concurrent('marks a delivery failed once the receiver was down for the whole window, reports it in agent.status, and moves on', async () => {
   let down = true;
   const sub = await subscribe('/hooks/down', ['agent.response', 'agent.status'], () => (down ? 'drop' : 200));
   const first = await send(sub, `down-${Date.now()}`, 1);
@@ -213,7 +216,7 @@ it('marks a delivery failed once the receiver was down for the whole window, rep
   expectAllSigned(sub);
 });
 
-it('holds a pending delivery while its subscription is paused, posting nothing, and delivers it once resumed', async () => {
+it.concurrent('holds a pending delivery while its subscription is paused, posting nothing, and delivers it once resumed', async () => {
   let failing = true;
   const sub = await subscribe('/hooks/paused', ['agent.response'], () => (failing ? 500 : 200));
   const sent = await send(sub, `paused-${Date.now()}`, 1);
@@ -239,7 +242,7 @@ it('holds a pending delivery while its subscription is paused, posting nothing, 
   expectAllSigned(sub);
 });
 
-it('pauses the subscription when the receiver answers 410, and fails the delivery without retrying', async () => {
+it.concurrent('pauses the subscription when the receiver answers 410, and fails the delivery without retrying', async () => {
   const sub = await subscribe('/hooks/gone', ['agent.response'], () => 410);
   const sent = await send(sub, `gone-${Date.now()}`, 1);
 
@@ -262,7 +265,7 @@ it('pauses the subscription when the receiver answers 410, and fails the deliver
   expect(refused.body.error.code).toBe('SUBSCRIPTION_PAUSED');
 });
 
-it('counts only the POSTs made when a paused subscription outlasts the window, and reports the held delivery once resumed', async () => {
+it.concurrent('counts only the POSTs made when a paused subscription outlasts the window, and reports the held delivery once resumed', async () => {
   const sub = await subscribe('/hooks/paused-long', ['agent.response', 'agent.status'], (body) => (body.event === 'agent.response' ? 500 : 200));
   const sent = await send(sub, `paused-long-${Date.now()}`, 1);
   await eventually(async () => withId(sub, sent.message_id), (r) => r.length >= 1, 30_000, 20);
@@ -281,7 +284,7 @@ it('counts only the POSTs made when a paused subscription outlasts the window, a
   expectAllSigned(sub);
 });
 
-it('runs a delivery\'s window from when it was queued, so one that waited out its window behind a slow one gets one last attempt', async () => {
+it.concurrent('runs a delivery\'s window from when it was queued, so one that waited out its window behind a slow one gets one last attempt', async () => {
   let back = false;
   // The conversation's first event (its `processing` status) is held open twice until the POST
   // times out (10 s each), twice the 10 s window of the reply queued right behind it.
@@ -307,7 +310,7 @@ it('runs a delivery\'s window from when it was queued, so one that waited out it
   await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
 });
 
-it('keeps the lane going when the delivery activity itself fails for good, and answers the next message', async () => {
+it.concurrent('keeps the lane going when the delivery activity itself fails for good, and answers the next message', async () => {
   const sub = await subscribe('/hooks/unreadable', ['agent.response'], () => 200);
   const first = await send(sub, `unreadable-${Date.now()}`, 1);
   await eventually(async () => withId(sub, first.message_id), (r) => r.length === 1, 30_000, 50);

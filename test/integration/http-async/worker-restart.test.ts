@@ -8,7 +8,7 @@ import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 
 jest.setTimeout(180_000);
 
@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
-  stack = await startTestStack({ env: { HTTP_ASYNC_RETRY_INITIAL_MS: '200', HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: '400' }, allowPrivate: { httpAsync: [receiverUrl] } });
+  stack = await startTestStack({ env: { ...FAST_FAILOVER_ENV, HTTP_ASYNC_RETRY_INITIAL_MS: '200', HTTP_ASYNC_RETRY_MAX_INTERVAL_MS: '400' }, allowPrivate: { httpAsync: [receiverUrl] } });
   t = await seedTenant(stack.ctx);
   await publishAgent(client(stack.baseUrl), t, 'Echo', ECHO_AGENT);
 });

@@ -5,14 +5,10 @@ import { client } from '../../support/http';
 import { escalationAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
-import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { startWorkerProcess } from '../../support/worker-process';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack, type TestStackOptions } from '../../support/stack';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 
 jest.setTimeout(120_000);
-
-let stack: TestStack;
-let t: SeededTenant;
-let api: ReturnType<typeof client>;
 
 const approvals = escalationAgent({
   name: 'Approvals',
@@ -42,40 +38,43 @@ FLOW:
     RESPOND: "Back from the team."
 `;
 
-beforeAll(async () => {
-  stack = await startTestStack();
-  t = await seedTenant(stack.ctx);
-  api = client(stack.baseUrl);
-  await publishAgent(api, t, 'Approvals', approvals);
-  await publishAgent(api, t, 'Desk', desk);
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-const tasksUrl = `/api/projects/${'PROJECT'}/human-tasks`;
-const url = (path = '') => tasksUrl.replace('PROJECT', t.projectId) + path;
-
-async function assistantLines(sessionId: string): Promise<string[]> {
-  await flushProjection(stack.ctx, sessionId);
-  const res = await api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=200`, { key: t.adminKey });
-  return (res.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'assistant').map((m) => m.content);
+/** A stack, a tenant with both agents, and helpers on them. */
+function fixture(options: TestStackOptions) {
+  const f = { stack: undefined as unknown as TestStack, t: undefined as unknown as SeededTenant, api: undefined as unknown as ReturnType<typeof client> };
+  beforeAll(async () => {
+    f.stack = await startTestStack(options);
+    f.t = await seedTenant(f.stack.ctx);
+    f.api = client(f.stack.baseUrl);
+    await publishAgent(f.api, f.t, 'Approvals', approvals);
+    await publishAgent(f.api, f.t, 'Desk', desk);
+  });
+  afterAll(async () => {
+    await f.stack.close();
+  });
+  const url = (path = '') => `/api/projects/${f.t.projectId}/human-tasks${path}`;
+  async function assistantLines(sessionId: string): Promise<string[]> {
+    await flushProjection(f.stack.ctx, sessionId);
+    const res = await f.api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=200`, { key: f.t.adminKey });
+    return (res.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'assistant').map((m) => m.content);
+  }
+  async function escalate(agentId: string, first: string, second: string) {
+    const a = await f.api.post('/api/v1/chat/agent', { key: f.t.adminKey, json: { projectId: f.t.projectId, agentId, message: first } });
+    const b = await f.api.post('/api/v1/chat/agent', { key: f.t.adminKey, json: { projectId: f.t.projectId, sessionId: a.body.sessionId, message: second } });
+    expect(b.body.action.type).toBe('escalate');
+    return { sessionId: a.body.sessionId as string, taskId: b.body.action.humanTask.id as string };
+  }
+  return Object.assign(f, { url, assistantLines, escalate });
 }
 
-async function escalate(agentId: string, first: string, second: string) {
-  const a = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId, message: first } });
-  const b = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId: a.body.sessionId, message: second } });
-  expect(b.body.action.type).toBe('escalate');
-  return { sessionId: a.body.sessionId as string, taskId: b.body.action.humanTask.id as string };
-}
+describe('with a worker running throughout', () => {
+  // The worker is not what these cases are about: an in-process one serves them.
+  const f = fixture({ worker: true });
 
-it('lets exactly one of 20 concurrent resolves win; the others get 409 with the winner’s resolution', async () => {
-  const worker = await startWorkerProcess(stack.config);
-  try {
-    const { sessionId, taskId } = await escalate('Approvals', 'hi', '250');
+  it('lets exactly one of 20 concurrent resolves win; the others get 409 with the winner’s resolution', async () => {
+    const { sessionId, taskId } = await f.escalate('Approvals', 'hi', '250');
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: `reviewer-${i}`, decision: i % 2 ? 'approved' : 'rejected' } }),
+        f.api.post(f.url(`/${taskId}/resolve`), { key: f.t.adminKey, json: { respondedBy: `reviewer-${i}`, decision: i % 2 ? 'approved' : 'rejected' } }),
       ),
     );
     const won = results.filter((r) => r.status === 200);
@@ -86,49 +85,47 @@ it('lets exactly one of 20 concurrent resolves win; the others get 409 with the 
     for (const r of lost) expect(r.body.error.details.resolution).toEqual(winner);
 
     const line = `Decision: ${winner.decision} by ${winner.respondedBy}.`;
-    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes(line), 20_000, 100);
+    const lines = await eventually(() => f.assistantLines(sessionId), (l) => l.includes(line), 20_000, 100);
     expect(lines.filter((l) => l.startsWith('Decision:'))).toEqual([line]);
-    const task = (await api.get(url(`/${taskId}`), { key: t.adminKey })).body.task;
+    const task = (await f.api.get(f.url(`/${taskId}`), { key: f.t.adminKey })).body.task;
     expect(task.history.filter((h: { action: string }) => h.action === 'resolved')).toHaveLength(1);
-  } finally {
-    await worker.stop();
-  }
-});
+  });
 
-it('resumes the session on a new worker after the one that created the task was killed', async () => {
-  const first = await startWorkerProcess(stack.config);
-  const { sessionId, taskId } = await escalate('Approvals', 'hi', '300');
-  first.child.kill('SIGKILL');
-  await first.exited;
-
-  const second = await startWorkerProcess(stack.config);
-  try {
-    const resolved = await api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved' } });
-    expect(resolved.status).toBe(200);
-    // The resolver is the calling key (its id), whatever name the body gives.
-    const line = `Decision: approved by ${resolved.body.task.resolution.respondedBy}.`;
-    expect(resolved.body.task.resolution).toMatchObject({ respondedBy: expect.stringMatching(/^ak-/), displayName: 'ada' });
-    const lines = await eventually(() => assistantLines(sessionId), (l) => l.includes(line), 30_000, 200);
-    expect(lines.filter((l) => l === line)).toHaveLength(1);
-  } finally {
-    await second.stop();
-  }
-});
-
-it('creates a task for THEN: ESCALATE in a flow, and the flow goes on once it is resolved', async () => {
-  const worker = await startWorkerProcess(stack.config);
-  try {
+  it('creates a task for THEN: ESCALATE in a flow, and the flow goes on once it is resolved', async () => {
     // The first message answers the GATHER, and the step's THEN escalates in the same turn.
-    const res = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Desk', message: 'my order' } });
+    const res = await f.api.post('/api/v1/chat/agent', { key: f.t.adminKey, json: { projectId: f.t.projectId, agentId: 'Desk', message: 'my order' } });
     expect(res.body.action.type).toBe('escalate');
     const sessionId = res.body.sessionId as string;
     const taskId = res.body.action.humanTask.id as string;
-    const task = (await api.get(url(`/${taskId}`), { key: t.adminKey })).body.task;
+    const task = (await f.api.get(f.url(`/${taskId}`), { key: f.t.adminKey })).body.task;
     expect(task).toMatchObject({ type: 'escalation', status: 'pending', title: 'Escalated from step start', agentName: 'Desk' });
-    const resolved = await api.post(url(`/${taskId}/resolve`), { key: t.adminKey, json: { respondedBy: 'ada', notes: 'handled' } });
+    const resolved = await f.api.post(f.url(`/${taskId}/resolve`), { key: f.t.adminKey, json: { respondedBy: 'ada', notes: 'handled' } });
     expect(resolved.status).toBe(200);
-    await eventually(() => assistantLines(sessionId), (l) => l.includes('Back from the team.'), 20_000, 100);
-  } finally {
-    await worker.stop();
-  }
+    await eventually(() => f.assistantLines(sessionId), (l) => l.includes('Back from the team.'), 20_000, 100);
+  });
+});
+
+describe('a task outliving its worker', () => {
+  // Only worker processes serve this stack, so the test decides which worker holds the session.
+  const f = fixture({ env: FAST_FAILOVER_ENV });
+
+  it('resumes the session on a new worker after the one that created the task was killed', async () => {
+    const first = await startWorkerProcess(f.stack.config);
+    const { sessionId, taskId } = await f.escalate('Approvals', 'hi', '300');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = await startWorkerProcess(f.stack.config);
+    try {
+      const resolved = await f.api.post(f.url(`/${taskId}/resolve`), { key: f.t.adminKey, json: { respondedBy: 'ada', decision: 'approved' } });
+      expect(resolved.status).toBe(200);
+      // The resolver is the calling key (its id), whatever name the body gives.
+      const line = `Decision: approved by ${resolved.body.task.resolution.respondedBy}.`;
+      expect(resolved.body.task.resolution).toMatchObject({ respondedBy: expect.stringMatching(/^ak-/), displayName: 'ada' });
+      const lines = await eventually(() => f.assistantLines(sessionId), (l) => l.includes(line), 30_000, 200);
+      expect(lines.filter((l) => l === line)).toHaveLength(1);
+    } finally {
+      await second.stop();
+    }
+  });
 });

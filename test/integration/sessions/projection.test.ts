@@ -6,7 +6,7 @@ import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { seedDevProject } from '../../../infra/seed-project';
 import { startTestStack, seedTenant } from '../../support/stack';
 import { client } from '../../support/http';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 import { eventually } from '../../support/eventually';
 import { silentRuntime } from '../../../core/sessions/silent-runtime';
 
@@ -126,7 +126,7 @@ async function heldTurnThenWorkerKilled(ctx: Awaited<ReturnType<typeof setup>>):
 
 describe('a worker killed while rows are held', () => {
   let ctx: Awaited<ReturnType<typeof setup>>;
-  beforeAll(async () => (ctx = await setup({ SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
+  beforeAll(async () => (ctx = await setup({ ...FAST_FAILOVER_ENV, SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
   afterAll(() => ctx.stack.close());
 
   it('loses nothing: the next worker rebuilds the held rows from history and writes them', async () => {
@@ -134,7 +134,7 @@ describe('a worker killed while rows are held', () => {
     const second = await startWorkerProcess(ctx.stack.config);
     try {
       // The read asks the session to write; the server hands the session to the new worker once
-      // the dead worker's sticky queue times out (10 s), so the read may come back before the
+      // the dead worker's sticky queue times out (WORKER_STICKY_QUEUE_TIMEOUT_MS), so the read may come back before the
       // write: it answers with what MongoDB has rather than wait, and the write lands soon after.
       const transcript = await ctx.api.get(`/api/v1/sessions/${sessionId}/transcripts`, { key: ctx.t.adminKey });
       expect(transcript.status).toBe(200);
@@ -149,7 +149,7 @@ describe('a worker killed while rows are held', () => {
 
 describe('reads while no worker runs', () => {
   let ctx: Awaited<ReturnType<typeof setup>>;
-  beforeAll(async () => (ctx = await setup({ SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
+  beforeAll(async () => (ctx = await setup({ ...FAST_FAILOVER_ENV, SESSION_PROJECTION_FLUSH_MS: '30000' }, false)));
   afterAll(() => ctx.stack.close());
 
   it('answer from MongoDB, try only briefly once the session went unanswered, and are live again when a worker answers', async () => {
@@ -171,7 +171,7 @@ describe('reads while no worker runs', () => {
 
     const second = await startWorkerProcess(ctx.stack.config);
     try {
-      // The session moves to the new worker once the dead one's sticky queue times out (10 s).
+      // The session moves to the new worker once the dead one's sticky queue times out (WORKER_STICKY_QUEUE_TIMEOUT_MS).
       // The first read it answers has the held turn written too, even when its live-state query
       // was answered after its flush had just missed.
       const live = await eventually(

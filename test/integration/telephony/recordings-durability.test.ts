@@ -4,7 +4,7 @@
 import { startTestStack, seedTenant, type TestStack, type SeededTenant } from '../../support/stack';
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
-import { startWorkerProcess } from '../../support/worker-process';
+import { FAST_FAILOVER_ENV, startWorkerProcess } from '../../support/worker-process';
 import { recordingMediaBucket, RECORDING_MEDIA_BUCKET } from '../../../db/recording';
 import { accountSid, callSid, hex, makeWav, postRecordingStatus, recordingSid, scopedKey, seedConnection, seedSession, startMediaServer, statusForm, type MediaServer } from './recording-fixtures';
 
@@ -15,7 +15,7 @@ const account = { accountSid: accountSid(), authToken: hex(16) };
 
 beforeAll(async () => {
   media = await startMediaServer();
-  stack = await startTestStack({ env: { TWILIO_API_BASE_URL: media.url } });
+  stack = await startTestStack({ env: { ...FAST_FAILOVER_ENV, TWILIO_API_BASE_URL: media.url } });
   t = await seedTenant(stack.ctx);
 }, 120_000);
 
