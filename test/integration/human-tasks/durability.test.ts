@@ -91,7 +91,7 @@ describe('with a worker running throughout', () => {
     expect(task.history.filter((h: { action: string }) => h.action === 'resolved')).toHaveLength(1);
   });
 
-  it('creates a task for THEN: ESCALATE in a flow, and the flow goes on once it is resolved', async () => {
+  it("creates a task for THEN: ESCALATE in a flow, and CONTINUE ends the agent once it is resolved (the step's THEN names no next step)", async () => {
     // The first message answers the GATHER, and the step's THEN escalates in the same turn.
     const res = await f.api.post('/api/v1/chat/agent', { key: f.t.adminKey, json: { projectId: f.t.projectId, agentId: 'Desk', message: 'my order' } });
     expect(res.body.action.type).toBe('escalate');
@@ -101,7 +101,10 @@ describe('with a worker running throughout', () => {
     expect(task).toMatchObject({ type: 'escalation', status: 'pending', title: 'Escalated from step start', agentName: 'Desk' });
     const resolved = await f.api.post(f.url(`/${taskId}/resolve`), { key: f.t.adminKey, json: { respondedBy: 'ada', notes: 'handled' } });
     expect(resolved.status).toBe(200);
-    await eventually(() => f.assistantLines(sessionId), (l) => l.includes('Back from the team.'), 20_000, 100);
+    // As a step without THEN would: the flow completes, and the step after it in `steps` is not run.
+    const ended = await eventually(() => f.stack.ctx.models.Session.findOne({ _id: sessionId, tenantId: f.t.tenantId }).lean(), (s) => s?.status === 'ended', 20_000, 100);
+    expect(ended?.status).toBe('ended');
+    expect(await f.assistantLines(sessionId)).not.toContain('Back from the team.');
   });
 });
 
