@@ -45,7 +45,7 @@ async function* sseEvents(res: Response): AsyncGenerator<SseEvent> {
           .filter((line) => line && !line.startsWith(':'))
           .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trimStart()]),
       );
-      if (fields.event) yield { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) };
+      if (fields.event) yield { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data ?? "null") };
     }
   }
 }
