@@ -9,7 +9,7 @@ import { type AppContext } from '../context';
 /** Paths a widget calls cross-origin. */
 export const SDK_CORS_PATHS = ['/api/v1/sdk', '/api/v1/chat/agent'];
 
-const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key';
+const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key, Last-Event-ID';
 
 /** The CORS headers of a response to an allowed origin. */
 export function allowOrigin(res: Response, origin: string): void {
