@@ -7,7 +7,8 @@
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { client } from '../../support/http';
-import { echoAgent, publishAgent } from '../../support/agents';
+import { echoAgent, publishAgent, useFakeOpenAI } from '../../support/agents';
+import { startFakeOpenAI } from '../../support/fake-openai';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startApiProcess } from '../../support/api-process';
 import { foldDeltas } from '../../../core/chat/turn-stream';
@@ -20,6 +21,7 @@ let t: SeededTenant;
 let other: SeededTenant;
 let api: ReturnType<typeof client>;
 let tool: { port: number; called: Promise<void>; release: () => void; close: () => Promise<void> };
+let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
 
 interface SseEvent {
   id: number;
@@ -91,7 +93,8 @@ async function startGatedTool() {
 
 beforeAll(async () => {
   tool = await startGatedTool();
-  stack = await startTestStack({ worker: true, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`] } });
+  fake = await startFakeOpenAI();
+  stack = await startTestStack({ worker: true, allowPrivate: { tools: [`http://127.0.0.1:${tool.port}`], llm: [fake.baseURL] } });
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
@@ -125,6 +128,7 @@ FLOW:
 afterAll(async () => {
   await stack.close();
   await tool.close();
+  await fake.close();
 });
 
 describe('a turn whose reply a model generates', () => {
@@ -185,6 +189,24 @@ describe('a turn whose reply a model generates', () => {
     expect(bad.status).toBe(400);
     expect(bad.headers.get('content-type')).toContain('application/json');
   });
+});
+
+it('starts over when a model call is retried, so the text is never doubled', async () => {
+  // The other project's model is a hosted one (the fake): its stream breaks after a few chunks,
+  // the activity is retried, and its second attempt's first delta resets the text.
+  const owner = { adminKey: t.adminKey, projectId: t.otherProjectId };
+  await useFakeOpenAI(api, owner, fake.baseURL);
+  await publishAgent(api, owner, 'Forecaster', 'AGENT: Forecaster\nGOAL: "Forecast the weather."\n');
+  const text = 'Partly cloudy, with a chance of rain after noon.';
+  fake.script([{ text, failAfterChunks: 4 }, { text }]);
+  const events = await allEvents(await post(stack.baseUrl, { projectId: t.otherProjectId, agentId: 'Forecaster', message: 'Rain?' }));
+  const deltas = events.filter((e) => e.event === 'delta');
+  const reset = deltas.findIndex((d) => d.data.reset === true);
+  expect(reset).toBeGreaterThan(0);
+  expect(deltas[reset]!.data.text).toBe(text.slice(0, (deltas[reset]!.data.text as string).length));
+  expect(foldDeltas(deltas)).toBe(text);
+  expect(events.at(-1)).toMatchObject({ event: 'response', data: { response: text, metadata: { models: ['openai:gpt-4o-mini'] } } });
+  expect(fake.requests.map((r) => r.stream)).toEqual([true, true]);
 });
 
 it('streams a flow reply (no model) as turn and response only', async () => {
