@@ -136,6 +136,8 @@ class TurnTail {
   last: number;
   /** The final event was sent. */
   finished = false;
+  /** Stopped after a read that saw every event written before `stop()`, all of them sent. */
+  caughtUp = false;
   private stopping = false;
 
   constructor(
@@ -152,8 +154,10 @@ class TurnTail {
       // Stopped before this read started: it is the last one, and sees every event written before.
       const last = this.stopping;
       let events: TurnEvent[] = [];
+      let read = false;
       try {
         events = await readTurnEvents(this.ctx.models, this.owner, this.last);
+        read = true;
       } catch (err) {
         this.ctx.logger.warn({ err, turnId: this.owner.turnId }, 'could not read a streamed turn; retrying');
       }
@@ -165,6 +169,7 @@ class TurnTail {
           return;
         }
       }
+      if (last) this.caughtUp = read && !this.sse.closed;
       if (last || this.sse.closed) return;
       await nextTurnWrite(this.owner.turnId, TURN_STREAM_POLL_MS);
     }
@@ -250,21 +255,17 @@ async function streamChatTurn(ctx: AppContext, principal: Principal, options: Re
       }
     }
     const { owner, sse, tail, tailing } = stream as Required<typeof stream>;
-    let sendDirectly: (TurnEvent & { event: 'response' | 'error' }) | null = null;
-    if (final && store) {
-      try {
-        await finishTurnStream(ctx.models, owner, final.event, final.data);
-      } catch (err) {
-        ctx.logger.error({ err, turnId }, "could not store a streamed turn's answer; sending it directly");
-        sendDirectly = { seq: 0, ...final };
-      }
-    } else if (final) {
-      sendDirectly = { seq: 0, ...final };
-    }
+    // Every delta was written before the turn answered: one more read sends them all, and the
+    // answer goes out at once, numbered after them; the store gets it meanwhile, for replays.
     tail.stop();
     await tailing;
-    if (sendDirectly && !tail.finished) await sse.send(sendDirectly.event, sendDirectly.data, tail.last + 1);
+    if (final && !tail.finished) await sse.send(final.event, final.data, tail.last + 1);
     sse.end();
+    if (final && store) {
+      await finishTurnStream(ctx.models, owner, final.event, final.data, tail.caughtUp ? { afterSeq: tail.last } : {}).catch((err: unknown) =>
+        ctx.logger.error({ err, turnId }, "could not store a streamed turn's answer; a reconnect gets it from the workflow"),
+      );
+    }
   } finally {
     untrack();
   }

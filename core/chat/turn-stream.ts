@@ -88,17 +88,20 @@ export async function openTurnStream(
   void ensureTurnStreamTtlIndexes(models);
   sweepExpired(models, turn.tenantId);
   const expiresAt = new Date(Date.now() + TURN_STREAM_RUNNING_RETENTION_MS);
-  await models.TurnStream.collection.insertOne({ ...turn, finishedAt: null, expiresAt, createdAt: new Date() } as never);
   const event: TurnEvent = { seq: 0, event: 'turn', data };
-  await models.TurnStreamEvent.collection.insertOne({
-    _id: `${turn._id}:0`,
-    tenantId: turn.tenantId,
-    sessionId: turn.sessionId,
-    turnId: turn._id,
-    ...event,
-    part: null,
-    expiresAt,
-  } as never);
+  // Two collections, no order between them: one round trip.
+  await Promise.all([
+    models.TurnStream.collection.insertOne({ ...turn, finishedAt: null, expiresAt, createdAt: new Date() } as never),
+    models.TurnStreamEvent.collection.insertOne({
+      _id: `${turn._id}:0`,
+      tenantId: turn.tenantId,
+      sessionId: turn.sessionId,
+      turnId: turn._id,
+      ...event,
+      part: null,
+      expiresAt,
+    } as never),
+  ]);
   wakeTurnReaders(turn._id);
   return event;
 }
@@ -114,12 +117,12 @@ export async function readTurnEvents(models: TurnStreamModels, owner: TurnStream
   return docs;
 }
 
-/** The turn's delta events with the call that wrote each (for a retried call's reset). */
-async function readDeltas(models: TurnStreamModels, owner: TurnStreamOwner): Promise<Pick<TurnStreamEventDoc, 'seq' | 'data' | 'part'>[]> {
+/** All of the turn's events with the call that wrote each delta (for a retried call's reset). */
+async function readForPublisher(models: TurnStreamModels, owner: TurnStreamOwner): Promise<Pick<TurnStreamEventDoc, 'seq' | 'event' | 'data' | 'part'>[]> {
   return (await models.TurnStreamEvent.collection
-    .find({ ...ownerFilter(owner), event: 'delta' } as never, { projection: { _id: 0, seq: 1, data: 1, part: 1 } })
+    .find(ownerFilter(owner) as never, { projection: { _id: 0, seq: 1, event: 1, data: 1, part: 1 } })
     .sort({ seq: 1 })
-    .toArray()) as unknown as Pick<TurnStreamEventDoc, 'seq' | 'data' | 'part'>[];
+    .toArray()) as unknown as Pick<TurnStreamEventDoc, 'seq' | 'event' | 'data' | 'part'>[];
 }
 
 async function lastSeq(models: TurnStreamModels, owner: TurnStreamOwner): Promise<number> {
@@ -169,10 +172,16 @@ export async function appendTurnEvent(
  * Writes the turn's final event (or finds the one written first) and keeps the turn and all its
  * events for TURN_STREAM_RETENTION_MS from now.
  */
-export async function finishTurnStream(models: TurnStreamModels, owner: TurnStreamOwner, event: 'response' | 'error', data: Record<string, unknown>): Promise<TurnEvent> {
+export async function finishTurnStream(
+  models: TurnStreamModels,
+  owner: TurnStreamOwner,
+  event: 'response' | 'error',
+  data: Record<string, unknown>,
+  options: { afterSeq?: number } = {},
+): Promise<TurnEvent> {
   const now = Date.now();
   const expiresAt = new Date(now + TURN_STREAM_RETENTION_MS);
-  const written = await appendTurnEvent(models, owner, event, data, { expiresAt });
+  const written = await appendTurnEvent(models, owner, event, data, { expiresAt, ...options });
   await Promise.all([
     models.TurnStream.collection.updateOne({ _id: owner.turnId, tenantId: owner.tenantId } as never, { $set: { finishedAt: new Date(now), expiresAt } }),
     models.TurnStreamEvent.collection.updateMany(ownerFilter(owner) as never, { $set: { expiresAt } }),
@@ -211,10 +220,10 @@ export class TurnDeltaPublisher {
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> = Promise.resolve();
   private inFlight = false;
-  private seq: number | undefined;
+  private seq = -1;
   private failed = false;
-  /** The text shown before this call, and whether this call wrote deltas before (a re-run). */
-  private readonly before: Promise<{ text: string; rerun: boolean }>;
+  /** The text shown before this call, whether this call wrote deltas before (a re-run), and the last number. */
+  private readonly before: Promise<{ text: string; rerun: boolean; lastSeq: number }>;
 
   constructor(
     private readonly models: TurnStreamModels,
@@ -223,10 +232,12 @@ export class TurnDeltaPublisher {
     private readonly log?: PublisherLog,
     private readonly options: { flushMs: number; maxChars: number } = { flushMs: 50, maxChars: 512 },
   ) {
-    this.before = readDeltas(models, owner).then((deltas) => {
+    // Read while the model starts answering; the first write waits for it.
+    this.before = readForPublisher(models, owner).then((events) => {
+      const deltas = events.filter((e) => e.event === 'delta');
       const mineAt = deltas.findIndex((d) => d.part === part);
       const earlier = mineAt < 0 ? deltas : deltas.slice(0, mineAt);
-      return { text: foldDeltas(earlier.filter((d) => d.part !== part)), rerun: mineAt >= 0 };
+      return { text: foldDeltas(earlier.filter((d) => d.part !== part)), rerun: mineAt >= 0, lastSeq: events.at(-1)?.seq ?? 0 };
     });
     this.before.catch(() => undefined);
   }
@@ -250,11 +261,7 @@ export class TurnDeltaPublisher {
       await this.writing;
     }
     if (options.notAReply && this.published && !this.failed) {
-      const written = this.write(async () => {
-        const { text } = await this.before;
-        return { text, reset: true };
-      });
-      await written;
+      await this.write(async () => ({ text: (await this.before).text, reset: true }));
     }
   }
 
@@ -262,15 +269,16 @@ export class TurnDeltaPublisher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (!this.buffer || this.failed) return;
-    const piece = this.buffer;
-    this.buffer = '';
     const first = !this.published;
     this.published = true;
     void this.write(async () => {
-      if (!first) return { text: piece };
-      const { text, rerun } = await this.before;
-      const separator = text ? REPLY_SEPARATOR : '';
-      return rerun ? { text: text + separator + piece, reset: true } : { text: separator + piece };
+      // The batch is what has come by the time the write goes out (the first waits for the read).
+      const before = first ? await this.before : null;
+      const piece = this.buffer;
+      this.buffer = '';
+      if (!before) return { text: piece };
+      const separator = before.text ? REPLY_SEPARATOR : '';
+      return before.rerun ? { text: before.text + separator + piece, reset: true } : { text: separator + piece };
     }).then(() => {
       if (this.buffer && !this.timer) this.timer = setTimeout(() => this.flush(), this.options.flushMs);
     });
@@ -280,7 +288,9 @@ export class TurnDeltaPublisher {
     this.inFlight = true;
     this.writing = this.writing
       .then(async () => {
-        const written = await appendTurnEvent(this.models, this.owner, 'delta', await data(), { part: this.part, ...(this.seq !== undefined ? { afterSeq: this.seq } : {}) });
+        const body = await data();
+        if (this.seq < 0) this.seq = (await this.before).lastSeq;
+        const written = await appendTurnEvent(this.models, this.owner, 'delta', body, { part: this.part, afterSeq: this.seq });
         this.seq = written.seq;
       })
       .catch((err: unknown) => {
