@@ -99,8 +99,19 @@ export const streamChatAgentRoutes: AnyRoute[] = [
       const gone = new AbortController();
       res.once('close', () => gone.abort());
       if (!turn.finishedAt) void settleFromWorkflow(ctx, turn, gone.signal);
-      await tailing;
-      gone.abort();
+      // A stopping process ends the stream; the client reconnects to another.
+      let stopping = false;
+      const untrack = runningCalls(ctx).add(() => {
+        stopping = true;
+        tail.stop();
+      });
+      try {
+        await tailing;
+        if (stopping && !tail.finished) await sse.send('error', errorData(new ApiError('SERVICE_UNAVAILABLE', 'The API is restarting; reconnect with Last-Event-ID')));
+      } finally {
+        untrack();
+        gone.abort();
+      }
       sse.end();
       return RESPONSE_SENT;
     },
@@ -259,7 +270,9 @@ async function streamChatTurn(ctx: AppContext, principal: Principal, options: Re
     // answer goes out at once, numbered after them; the store gets it meanwhile, for replays.
     tail.stop();
     await tailing;
-    if (final && !tail.finished) await sse.send(final.event, final.data, tail.last + 1);
+    // An answer that is not stored (this process is stopping) has no number: a reconnect with the
+    // last number gets the turn's real answer, from the store or the workflow.
+    if (final && !tail.finished) await sse.send(final.event, final.data, store ? tail.last + 1 : undefined);
     sse.end();
     if (final && store) {
       await finishTurnStream(ctx.models, owner, final.event, final.data, tail.caughtUp ? { afterSeq: tail.last } : {}).catch((err: unknown) =>
