@@ -2989,7 +2989,7 @@ export interface components {
         /**
          * @description text/event-stream. `turn` first ({turnId, sessionId, isNewSession}); zero or more `delta` ({text}, append them; `reset: true`: replace the text shown so far with this one); then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status`: 200, or 202 when the session waits on an async tool call; its `response` text replaces the deltas) or `error` ({error, code, retryable, status}), and the stream ends. Each event has an `id:` line; `: heartbeat` comments every SSE_HEARTBEAT_MS while waiting.
          * @example {
-         *       "id": 1,
+         *       "id": "1",
          *       "event": "delta",
          *       "data": "{\"text\":\"Hello\"}"
          *     }
@@ -2999,8 +2999,8 @@ export interface components {
             data: string;
             /** @enum {string} */
             event: "turn" | "delta" | "response" | "error";
-            /** @description `id:` line: the event number, from 0, increasing within the turn; send it back as `Last-Event-ID` to resume */
-            id: number;
+            /** @description `id:` line: the event number (decimal digits), from 0, increasing by one within the turn; send it back as `Last-Event-ID` to resume. Absent only on an `error` that ends a stream when its API process stops: reconnect for the answer */
+            id?: string;
         };
         ChatCompleteResponse: {
             content: string;
@@ -31063,7 +31063,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 1,
+                     *       "id": "1",
                      *       "event": "delta",
                      *       "data": "{\"text\":\"Hello\"}"
                      *     }
@@ -31308,7 +31308,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 1,
+                     *       "id": "1",
                      *       "event": "delta",
                      *       "data": "{\"text\":\"Hello\"}"
                      *     }

@@ -84,7 +84,11 @@ export const CHAT_AGENT_STREAM_EVENTS = ['turn', 'delta', 'response', 'error'] a
 
 export const ZChatAgentStreamEventSchema = z
   .object({
-    id: z.number().int().min(0).describe('`id:` line: the event number, from 0, increasing within the turn; send it back as `Last-Event-ID` to resume'),
+    id: z
+      .string()
+      .regex(/^[0-9]{1,10}$/)
+      .optional()
+      .describe('`id:` line: the event number (decimal digits), from 0, increasing by one within the turn; send it back as `Last-Event-ID` to resume. Absent only on an `error` that ends a stream when its API process stops: reconnect for the answer'),
     event: z.enum(CHAT_AGENT_STREAM_EVENTS),
     data: z.string().describe('One JSON document'),
   })
@@ -93,7 +97,7 @@ export const ZChatAgentStreamEventSchema = z
       'then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status`: 200, or 202 when the session waits on an async tool call; its `response` text replaces the deltas) ' +
       'or `error` ({error, code, retryable, status}), and the stream ends. Each event has an `id:` line; `: heartbeat` comments every SSE_HEARTBEAT_MS while waiting.',
   )
-  .openapi('ChatAgentStreamEvent', { example: { id: 1, event: 'delta', data: '{"text":"Hello"}' } });
+  .openapi('ChatAgentStreamEvent', { example: { id: '1', event: 'delta', data: '{"text":"Hello"}' } });
 
 export const ZTurnStreamParams = z.object({
   turnId: z.string().min(1).max(64).describe('The `turnId` of the stream\'s `turn` event'),
