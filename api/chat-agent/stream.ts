@@ -209,8 +209,8 @@ type Final = { event: 'response' | 'error'; data: Record<string, unknown> };
 
 /**
  * Runs the turn with its stream: the stream opens (its `turn` event stored and sent) once every
- * check has passed, so a refusal before that is an error envelope. The turn's answer is stored as
- * its final event, then sent. A client that leaves does not stop the turn, and its answer is
+ * check has passed, so a refusal before that is an error envelope. The turn's answer is sent, then
+ * stored as its final event. A client that leaves does not stop the turn, and its answer is
  * still stored for a reconnect. When this process stops (a redeploy) before the answer, the client
  * gets a retryable `error` that is not stored: its reconnect, to another process, gets the answer.
  */
@@ -239,8 +239,9 @@ async function streamChatTurn(ctx: AppContext, principal: Principal, options: Re
       stream.owner = { tenantId: principal.tenantId, sessionId: sending.sessionId, turnId };
       stream.sse = new SseWriter(res, ctx.config.SSE_HEARTBEAT_MS);
       stream.sse.open();
-      // The tail sends `turn` (number 0) itself, and every event after it.
-      stream.tail = new TurnTail(ctx, stream.owner, stream.sse, first.seq - 1);
+      // `turn` goes out at once; the tail sends every event after it.
+      void stream.sse.send(first.event, first.data, first.seq);
+      stream.tail = new TurnTail(ctx, stream.owner, stream.sse, first.seq);
       stream.tailing = stream.tail.run();
     };
 
