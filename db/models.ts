@@ -43,6 +43,7 @@ import { contactModel, contactSessionModel } from './contact';
 import { memoryFactModel } from './memory-fact';
 import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
 import { memoryStoreModel } from './memory-store';
+import { turnStreamEventModel, turnStreamModel } from './turn-stream';
 
 export function createModels(connection: Connection) {
   return {
@@ -93,6 +94,8 @@ export function createModels(connection: Connection) {
     AnalyticsRollup: analyticsRollupModel(connection),
     AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
     MemoryStore: memoryStoreModel(connection),
+    TurnStream: turnStreamModel(connection),
+    TurnStreamEvent: turnStreamEventModel(connection),
   };
 }
 

@@ -1,6 +1,6 @@
 // The typed Switchboard client: openapi-fetch over the types generated from the API's OpenAPI
 // document (sdk/schema.d.ts, `npm run sdk:generate`), with helpers for agent chat, sessions,
-// the completion stream (SSE) and callback signing. Imports nothing of the API's code.
+// the streamed agent turn and the completion stream (SSE), and callback signing. Imports nothing of the API's code.
 import createClient, { type Client, type ClientOptions } from 'openapi-fetch';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { components, operations, paths } from './schema';
@@ -27,6 +27,18 @@ export type CompletionStreamEventName = components['schemas']['ChatStreamEvent']
 /** One event of the completion stream, its data line parsed as JSON. */
 export interface CompletionStreamEvent {
   event: CompletionStreamEventName;
+  data: Record<string, unknown>;
+}
+
+export type AgentStreamEventName = components['schemas']['ChatAgentStreamEvent']['event'];
+/**
+ * One event of a streamed agent turn (POST /api/v1/chat/agent/stream): `turn`, `delta` (append
+ * `data.text`; with `data.reset` replace the text shown so far), then `response` (the body
+ * `chat()` returns, plus `status`) or `error`. `id` is what `resumeChatStream` takes as `after`.
+ */
+export interface AgentStreamEvent {
+  id: number;
+  event: AgentStreamEventName;
   data: Record<string, unknown>;
 }
 
@@ -103,6 +115,10 @@ export interface SwitchboardClient {
     get(projectId: string, sessionId: string): Promise<SessionDetail>;
     transcript(sessionId: string, query?: TranscriptQuery): Promise<Transcript>;
   };
+  /** One agent chat turn as its stream of events (POST /api/v1/chat/agent/stream). */
+  streamChat(body: AgentChatRequest, init?: { signal?: AbortSignal; idempotencyKey?: string }): AsyncGenerator<AgentStreamEvent>;
+  /** A streamed turn's events after event `after` (all when absent), then live to its end (GET /api/v1/chat/agent/stream/{turnId}). */
+  resumeChatStream(turnId: string, init?: { after?: number; signal?: AbortSignal }): AsyncGenerator<AgentStreamEvent>;
   /** One LLM completion as its stream of events (POST /api/v1/chat/stream). */
   streamCompletion(body: CompletionRequest, init?: { signal?: AbortSignal }): AsyncGenerator<CompletionStreamEvent>;
 }
@@ -121,6 +137,18 @@ export function createSwitchboardClient(options: SwitchboardClientOptions): Swit
       get: async (projectId, sessionId) => unwrap(await api.GET('/api/projects/{projectId}/sessions/{id}', { params: { path: { projectId, id: sessionId } } })),
       transcript: async (sessionId, query) => unwrap(await api.GET('/api/v1/sessions/{id}/transcripts', { params: { path: { id: sessionId }, query } })),
     },
+    async *streamChat(body, init) {
+      const headers = init?.idempotencyKey ? { 'Idempotency-Key': init.idempotencyKey } : undefined;
+      const result = await api.POST('/api/v1/chat/agent/stream', { body, parseAs: 'stream', signal: init?.signal, headers });
+      if (!result.response.ok || !result.data) throw toApiError(result.response, result.error);
+      yield* agentStreamEvents(result.data as ReadableStream<Uint8Array>);
+    },
+    async *resumeChatStream(turnId, init) {
+      const query = init?.after !== undefined ? { after: init.after } : undefined;
+      const result = await api.GET('/api/v1/chat/agent/stream/{turnId}', { params: { path: { turnId }, query }, parseAs: 'stream', signal: init?.signal });
+      if (!result.response.ok || !result.data) throw toApiError(result.response, result.error);
+      yield* agentStreamEvents(result.data as ReadableStream<Uint8Array>);
+    },
     async *streamCompletion(body, init) {
       const result = await api.POST('/api/v1/chat/stream', { body, parseAs: 'stream', signal: init?.signal });
       // Errors before the stream opens are JSON envelopes (openapi-fetch has parsed them into `error`).
@@ -130,4 +158,10 @@ export function createSwitchboardClient(options: SwitchboardClientOptions): Swit
       }
     },
   };
+}
+
+async function* agentStreamEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<AgentStreamEvent> {
+  for await (const message of parseServerSentEvents(body)) {
+    yield { id: Number(message.id), event: (message.event ?? 'message') as AgentStreamEventName, data: JSON.parse(message.data) as Record<string, unknown> };
+  }
 }

@@ -1886,9 +1886,49 @@ export interface paths {
         put?: never;
         /**
          * Send a message to a project's agents
-         * @description Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session). An embedded widget sends `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it continues only sessions it started (another end user's is 404), in the public key's project and environment.
+         * @description Creates a session on the first message (omit sessionId) or continues one. Send `Idempotency-Key` to make a retried message count once: the same key returns the same answer (and, for a first message, the same session). An embedded widget sends `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it continues only sessions it started (another end user's is 404), in the public key's project and environment. To receive the reply as it is generated, use `POST /api/v1/chat/agent/stream`.
          */
         post: operations["chatWithAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/chat/agent/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a message to a project's agents and stream the turn (Server-Sent Events)
+         * @description Same credentials, body and `Idempotency-Key` as `POST /api/v1/chat/agent`. A request refused before the turn is sent (400, 401, 403, 404, 409, 410, 429, 503) is the same JSON error envelope; otherwise the answer is `200 text/event-stream`. Events: `turn` ({turnId, sessionId, isNewSession}) at once; zero or more `delta` ({text}: append; with `reset: true` the text replaces what was shown, after a model call was retried); then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status` 200 or 202; its `response` text is authoritative) or `error` ({error, code, retryable, status}). Each event has an `id:` (its number from 0); `: heartbeat` comments keep the connection open. Deltas are written only for replies of agents without output guardrails. Closing the connection does not cancel the turn: reconnect with `GET /api/v1/chat/agent/stream/{turnId}` and `Last-Event-ID`. A message retried with the same Idempotency-Key gets a new turnId; its stream may carry no deltas.
+         */
+        post: operations["streamChatWithAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/chat/agent/stream/{turnId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Replay a streamed turn's events and follow it to its end
+         * @description Replays the events numbered above `Last-Event-ID` (header) or `after` (query), all of them when neither is sent, then follows the turn live until its `response` or `error`, and ends. Works from any API process, also after a restart in the middle of the turn, and for at least 15 minutes after the turn ended. Same credentials as the start: another tenant, project, environment or SDK end user gets 404, as does an unknown or expired turn. A `Last-Event-ID` that is not an event number is 400. Events: `turn` ({turnId, sessionId, isNewSession}) at once; zero or more `delta` ({text}: append; with `reset: true` the text replaces what was shown, after a model call was retried); then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status` 200 or 202; its `response` text is authoritative) or `error` ({error, code, retryable, status}). Each event has an `id:` (its number from 0); `: heartbeat` comments keep the connection open. Deltas are written only for replies of agents without output guardrails.
+         */
+        get: operations["resumeChatAgentStream"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3020,6 +3060,22 @@ export interface components {
                 /** @description TTS voice (e.g. Polly.Joanna) */
                 voice?: string;
             };
+        };
+        /**
+         * @description text/event-stream. `turn` first ({turnId, sessionId, isNewSession}); zero or more `delta` ({text}, append them; `reset: true`: replace the text shown so far with this one); then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status`: 200, or 202 when the session waits on an async tool call; its `response` text replaces the deltas) or `error` ({error, code, retryable, status}), and the stream ends. Each event has an `id:` line; `: heartbeat` comments every SSE_HEARTBEAT_MS while waiting.
+         * @example {
+         *       "id": "1",
+         *       "event": "delta",
+         *       "data": "{\"text\":\"Hello\"}"
+         *     }
+         */
+        ChatAgentStreamEvent: {
+            /** @description One JSON document */
+            data: string;
+            /** @enum {string} */
+            event: "turn" | "delta" | "response" | "error";
+            /** @description `id:` line: the event number (decimal digits), from 0, increasing by one within the turn; send it back as `Last-Event-ID` to resume. Absent only on an `error` that ends a stream when its API process stops: reconnect for the answer */
+            id?: string;
         };
         ChatCompleteResponse: {
             content: string;
@@ -31410,6 +31466,464 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
+            };
+        };
+    };
+    streamChatWithAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                 *       "message": "I have a question about my invoice"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description A channel's structured action (a button press). It takes the waiting step's ON_ACTION handler with that id; `message`, when given, is the text the transcript shows (else the id)
+                     * @example {
+                     *       "id": "pay_now",
+                     *       "value": {
+                     *         "invoice": "INV-123456"
+                     *       }
+                     *     }
+                     */
+                    action?: {
+                        /** @description The id of the pressed button: a key of the waiting step's ON_ACTION */
+                        id: string;
+                        /** @description A value the button carries; `action.value` in the handler (max 4 KB of JSON) */
+                        value?: unknown;
+                    };
+                    /** @description Agent for the first turn: id, name or `<domain>/<name>` path */
+                    agentId?: string;
+                    deploymentId?: string;
+                    /** @enum {string} */
+                    environment?: "dev" | "staging" | "production";
+                    /** @description The user message; required unless `action` is given */
+                    message?: string;
+                    /** @description Per-turn only; max 16 KB of JSON, 50 keys, depth 5 */
+                    metadata?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Project holding the agents */
+                    projectId: string;
+                    /** @description Resume this session; omit to create one. An unknown id is 404 (a caller cannot name a new session) */
+                    sessionId?: string;
+                    /** @description Needs agent:write */
+                    testContext?: {
+                        callerContext?: {
+                            channel?: string;
+                            customAttributes?: {
+                                [key: string]: unknown;
+                            };
+                            userId?: string;
+                        };
+                        gatherValues?: {
+                            [key: string]: unknown;
+                        };
+                        sessionVariables?: {
+                            [key: string]: unknown;
+                        };
+                        skipOnStart?: boolean;
+                        startAtStep?: string;
+                        toolMocks?: {
+                            error?: string;
+                            response?: unknown;
+                            toolName: string;
+                        }[];
+                    };
+                } | unknown | unknown;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "1",
+                     *       "event": "delta",
+                     *       "data": "{\"text\":\"Hello\"}"
+                     *     }
+                     */
+                    "text/event-stream": components["schemas"]["ChatAgentStreamEvent"];
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "Already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "GONE",
+                     *         "message": "The session has ended"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    resumeChatAgentStream: {
+        parameters: {
+            query?: {
+                /** @description Replay the events numbered above this one (as the `Last-Event-ID` header does, which wins when both are sent); all of them when absent */
+                after?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The `turnId` of the stream's `turn` event */
+                turnId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "1",
+                     *       "event": "delta",
+                     *       "data": "{\"text\":\"Hello\"}"
+                     *     }
+                     */
+                    "text/event-stream": components["schemas"]["ChatAgentStreamEvent"];
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -309,7 +309,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   }
 
   /** What a turn's (or a resume's) effects run with: the session's ids, bundle, trace and counters. */
-  function effectsFor(compiled: CompilationOutput, trace: TurnTrace, mocks: EffectContext['mocks'], messageMetadata: EffectContext['messageMetadata']): EffectContext {
+  function effectsFor(compiled: CompilationOutput, trace: TurnTrace, mocks: EffectContext['mocks'], messageMetadata: EffectContext['messageMetadata'], streamId?: string): EffectContext {
     return {
       tenantId: input.tenantId,
       projectId: input.projectId,
@@ -321,6 +321,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       stats,
       mocks,
       ...(messageMetadata ? { messageMetadata } : {}),
+      ...(streamId ? { streamId } : {}),
       childIdPrefix: `${wf.workflowInfo().workflowId}/t${turnCount}`,
       delegationChain: [],
       // Asked only when a delegation starts, and only for sessions whose agents use memory.
@@ -346,7 +347,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     const responses: string[] = [];
     const voices: Array<VoiceOutputIR | null> = [];
 
-    const effects = effectsFor(compiled, trace, mocks, turn.metadata);
+    const effects = effectsFor(compiled, trace, mocks, turn.metadata, turn.streamId);
     const drive = (first: AdvanceResult) => driveInterpreter(effects, interpreter, first, responses, voices);
 
     let result: AdvanceResult | null = null;

@@ -149,6 +149,12 @@ export interface TurnUpdateInput {
   /** Per-turn only; visible as session.messageMetadata and message_metadata in tool context. */
   metadata?: Record<string, unknown>;
   testContext?: TurnTestContext;
+  /**
+   * The turn's stream (POST /api/v1/chat/agent/stream): its reply's LLM calls publish their text
+   * there as they generate it. Only this id is in history, never the text. It adds no command (it
+   * rides in the LLM activity's input), so no patch marker. Absent for unstreamed turns.
+   */
+  streamId?: string;
 }
 
 export interface TurnTestContext {

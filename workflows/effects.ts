@@ -116,6 +116,18 @@ export interface EffectContext {
   waiting?: WaitingCallback | null;
   /** Agent memory a delegated child gets (agent-memory.ts); absent in runs without it. */
   memory?: () => DelegationInput['memory'] | undefined;
+  /** The streamed turn its reply's text is published to (TurnUpdateInput.streamId); absent otherwise. */
+  streamId?: string;
+}
+
+/**
+ * The stream a call's text may go to: only a reply's (`reasoning`) call, and only when the agent
+ * has no output guardrail, which may redact or block the text after it was generated.
+ */
+function streamOf(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): { streamId: string } | Record<string, never> {
+  if (!ctx.streamId || command.purpose !== 'reasoning') return {};
+  if (ctx.compiled.agents[command.agent]?.guardrails.some((g) => g.kind === 'output')) return {};
+  return { streamId: ctx.streamId };
 }
 
 /** How deep delegated agents may nest (a session's own agent is depth 0). ABL.md §9. */
@@ -148,7 +160,7 @@ const LOCAL_NOTES: Partial<Record<Extract<RuntimeCommand, { type: 'call_llm' }>[
 async function runLlm(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_llm' }>): Promise<RuntimeEvent> {
   const started = Date.now();
   try {
-    const input = { tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request };
+    const input = { tenantId: ctx.tenantId, projectId: ctx.projectId, sessionId: ctx.sessionId, agent: command.agent, request: command.request, ...streamOf(ctx, command) };
     const result = (wf.patched(LOCAL_ACTIVITIES_PATCH) ? await callLlmIfLocal(input) : null) ?? (await llmActivity(command.request)(input));
     ctx.stats.tokenCount += result.usage.totalTokens;
     ctx.stats.estimatedCost += result.estimatedCost ?? 0;

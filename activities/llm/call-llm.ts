@@ -7,9 +7,12 @@
 // calls stay regular activities (TEMPORAL.md §7: long, paid calls must not re-run on a crash).
 // The agent's EXECUTION settings apply here: `llm_timeout` bounds each provider call, and
 // `fallback_model` answers once when the model fails with a retryable error or is unavailable.
+// A call of a streamed turn (`streamId`) streams from the provider and publishes the text as it
+// comes to the turn's stream (core/chat/turn-stream.ts); its result is the same as `complete()`'s.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ChatTurn, LlmRequestSpec } from '../../abl/runtime/contract';
-import { LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider } from '../../providers/llm';
+import { collectStream, LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, type LlmProvider, type LlmRequest, type LlmResult, type LlmStreamEvent } from '../../providers/llm';
+import { TurnDeltaPublisher, type TurnStreamModels } from '../../core/chat/turn-stream';
 import { startDeadline } from '../../providers/llm/deadline';
 import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
 
@@ -50,6 +53,11 @@ export interface CallLlmInput {
   sessionId: string;
   agent: string;
   request: LlmRequestSpec;
+  /**
+   * The streamed turn whose reply this call writes (POST /api/v1/chat/agent/stream): its text is
+   * published as it is generated. Only the id travels through history, never the text.
+   */
+  streamId?: string;
 }
 
 export interface CallLlmResult {
@@ -89,7 +97,7 @@ function usageIdOfCurrentActivity(): string | undefined {
 
 /** Where a provider failure's detail goes: the failure itself carries only a caller-safe message. */
 type FailureLog = { warn(fields: Record<string, unknown>, message: string): void };
-type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage; logger?: FailureLog };
+type CallLlmDeps = { resolveLlm: ResolveLlmTarget; recordUsage: RecordLlmUsage; logger?: FailureLog; models?: TurnStreamModels };
 
 async function resolveTarget(deps: CallLlmDeps, input: CallLlmInput, model: string | null = input.request.model): Promise<LlmTarget> {
   const target = await deps.resolveLlm({
@@ -172,15 +180,17 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
   const started = Date.now();
   const cancelled = Context.current().cancellationSignal;
   const deadline = input.request.timeoutMs ? startDeadline(input.request.timeoutMs, cancelled) : null;
+  const publisher = input.streamId && deps.models ? deltaPublisher(deps, input, input.streamId) : null;
   try {
-    const result = await target.provider.complete({
+    const request: LlmRequest = {
       model: target.modelId,
       messages: input.request.messages.map(toChatMessage),
       tools: input.request.tools.length > 0 ? (input.request.tools as never) : undefined,
       temperature: input.request.temperature,
       maxTokens: input.request.maxTokens,
       signal: deadline?.signal ?? cancelled,
-    });
+    };
+    const result = publisher ? await streamedCall(target, request, publisher) : await target.provider.complete(request);
     deadline?.clear();
     const latencyMs = Date.now() - started;
     const id = usageIdOfCurrentActivity();
@@ -215,5 +225,29 @@ async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTar
     throw failure;
   } finally {
     deadline?.clear();
+    // A failed call's text stays until its retry resets it, or the final event replaces it.
+    await publisher?.close();
   }
+}
+
+function deltaPublisher(deps: CallLlmDeps, input: CallLlmInput, turnId: string): TurnDeltaPublisher {
+  const info = Context.current().info;
+  const run = info.workflowExecution;
+  // The call's identity across its retries (and a local activity's re-run after a crash).
+  const part = `${run?.workflowId ?? ''}:${run?.runId ?? ''}:${info.isLocal ? 'la' : 'a'}${info.activityId}`;
+  return new TurnDeltaPublisher(deps.models!, { tenantId: input.tenantId, sessionId: input.sessionId, turnId }, part, deps.logger);
+}
+
+/** The provider's stream folded into `complete()`'s result, its text published as it comes. */
+async function streamedCall(target: LlmTarget, request: LlmRequest, publisher: TurnDeltaPublisher): Promise<LlmResult> {
+  async function* tap(events: AsyncIterable<LlmStreamEvent>): AsyncGenerator<LlmStreamEvent> {
+    for await (const event of events) {
+      if (event.type === 'text_delta') publisher.push(event.delta);
+      yield event;
+    }
+  }
+  const result = await collectStream(tap(target.provider.stream(request)), target.providerName);
+  // Text beside tool calls is not a reply (the agent goes on with the tools' results).
+  await publisher.close({ notAReply: result.toolCalls.length > 0 });
+  return { ...result, model: result.model || request.model };
 }

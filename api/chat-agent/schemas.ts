@@ -78,3 +78,40 @@ export const ZChatAgentResponseSchema = z
       .describe('The async tool call the session waits on, and when it expires (a tool_timeout then resumes the session)'),
   })
   .openapi('ChatAgentResponse');
+
+/** The events of a streamed agent turn, in the order they come (docs/chat.md, "Streaming a turn"). */
+export const CHAT_AGENT_STREAM_EVENTS = ['turn', 'delta', 'response', 'error'] as const;
+
+export const ZChatAgentStreamEventSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[0-9]{1,10}$/)
+      .optional()
+      .describe('`id:` line: the event number (decimal digits), from 0, increasing by one within the turn; send it back as `Last-Event-ID` to resume. Absent only on an `error` that ends a stream when its API process stops: reconnect for the answer'),
+    event: z.enum(CHAT_AGENT_STREAM_EVENTS),
+    data: z.string().describe('One JSON document'),
+  })
+  .describe(
+    'text/event-stream. `turn` first ({turnId, sessionId, isNewSession}); zero or more `delta` ({text}, append them; `reset: true`: replace the text shown so far with this one); ' +
+      'then exactly one of `response` (the body `POST /api/v1/chat/agent` answers, plus `status`: 200, or 202 when the session waits on an async tool call; its `response` text replaces the deltas) ' +
+      'or `error` ({error, code, retryable, status}), and the stream ends. Each event has an `id:` line; `: heartbeat` comments every SSE_HEARTBEAT_MS while waiting.',
+  )
+  .openapi('ChatAgentStreamEvent', { example: { id: '1', event: 'delta', data: '{"text":"Hello"}' } });
+
+export const ZTurnStreamParams = z.object({
+  turnId: z.string().min(1).max(64).describe('The `turnId` of the stream\'s `turn` event'),
+});
+
+/** The largest event number a turn can reach in practice, and the bound of `after`. */
+const MAX_EVENT_SEQ = 1_000_000_000;
+
+export const ZTurnStreamQuery = z.object({
+  after: z
+    .union([z.number(), z.string().regex(/^[0-9]{1,16}$/, 'must be an integer').transform(Number)])
+    .pipe(z.number().int().min(0).max(MAX_EVENT_SEQ))
+    .optional()
+    .openapi({ type: 'integer', minimum: 0, maximum: MAX_EVENT_SEQ })
+    .describe('Replay the events numbered above this one (as the `Last-Event-ID` header does, which wins when both are sent); all of them when absent'),
+});
+export { MAX_EVENT_SEQ };

@@ -16,7 +16,7 @@ export const SDK_CORS_PATHS = [
   '/api/projects/:projectId/sessions/:id/attachments',
 ];
 
-const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key';
+const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key, Last-Event-ID';
 
 /** The CORS headers of a response to an allowed origin. */
 export function allowOrigin(res: Response, origin: string): void {

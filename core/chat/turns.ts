@@ -179,6 +179,23 @@ export interface ChatTurnOptions {
   budget: MessageBudget;
   /** The continuing session's lookups when the route already started them. */
   existing?: ExistingSessionTurn | null;
+  /** A streamed turn's id (TurnUpdateInput.streamId): its reply's text is published there. */
+  streamId?: string;
+  /**
+   * Called once every check has passed, right before the turn goes to its session: a streamed
+   * turn opens its stream here, so anything refused earlier is still an error envelope.
+   */
+  sending?: (turn: SendingTurn) => Promise<void>;
+}
+
+/** The turn about to be sent: its session, and the workflow update that will answer it. */
+export interface SendingTurn {
+  sessionId: string;
+  isNewSession: boolean;
+  workflowId: string;
+  updateId: string;
+  /** The session's environment, when this process knows it without a read. */
+  environment: string | null;
 }
 
 const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restarting; retry with the same Idempotency-Key');
@@ -202,7 +219,9 @@ export async function runChatTurn(ctx: CoreContext, options: ChatTurnOptions): P
   });
   try {
     if (options.body.sessionId && !existing) existing = await startExistingSessionTurn(ctx, options.principal, options.body.sessionId, options.budget);
-    const turn = sendChatTurn(ctx, options, existing, () => {
+    const turn = sendChatTurn(ctx, options, existing, async (sending) => {
+      if (stopped) throw restarting();
+      await options.sending?.(sending);
       if (stopped) throw restarting();
       sent = true;
     });
@@ -216,7 +235,7 @@ export async function runChatTurn(ctx: CoreContext, options: ChatTurnOptions): P
   }
 }
 
-async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
+async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: (turn: SendingTurn) => Promise<void>): Promise<TurnResult> {
   const { principal, project } = options;
   // A widget's chats run in its public key's environment, which the page need not name.
   const body = principal.sdk && !options.body.environment && principal.environments?.length ? { ...options.body, environment: principal.environments[0] } : options.body;
@@ -253,6 +272,7 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     ...(body.action ? { action: { id: body.action.id, ...(body.action.value !== undefined ? { value: body.action.value } : {}) } } : {}),
     metadata: body.metadata,
     testContext: body.testContext,
+    ...(options.streamId ? { streamId: options.streamId } : {}),
   };
   const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
 
@@ -263,17 +283,19 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       const client = await gate();
       const session = existing.session?.projectId === project._id ? existing.session : null;
       if (!session) throw new ApiError('NOT_FOUND', 'Session not found');
+      let environment: string | null = null;
       if (principal.environments?.length || principal.sdk) {
         // An environment-bound key sees only its environments' sessions, an SDK end user only the
         // sessions it started (one read, for such credentials only).
         const record = await findOwned(ctx.models.Session, session._id, { tenantId: principal.tenantId });
         if (record && !canActInEnvironment(principal, record.environment)) throw new ApiError('NOT_FOUND', 'Session not found');
         if (principal.sdk && record?.channelUId !== sdkChannelUId(principal.sdk)) throw new ApiError('NOT_FOUND', 'Session not found');
+        environment = record?.environment ?? null;
       }
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; start a new session');
       if (existing.chargeError) throw existing.chargeError;
       const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
-      sending();
+      await sending({ sessionId: session._id, isNewSession: false, workflowId: handle.workflowId, updateId: clientMessageId, environment });
       try {
         return await sendUpdateResendingDropped(deadline, () =>
           client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId })),
@@ -348,7 +370,10 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       });
       await linking;
     }
-    sending();
+    await sending({ sessionId, isNewSession: true, workflowId: sessionWorkflowId(sessionId), updateId: clientMessageId, environment: target.environment }).catch(async (err: unknown) => {
+      if (claimed) await giveBackUnstartedSession(ctx, start);
+      throw err;
+    });
     // A start operation is single-use: each send gets its own.
     const result = await sendUpdateResendingDropped(deadline, () =>
       client.withDeadline(deadline, () =>

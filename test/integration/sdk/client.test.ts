@@ -1,7 +1,7 @@
 // The typed client (sdk/) against the real stack: the document it is generated from is the one
 // the API serves; a chat turn made with it is read back through its session helpers; API errors
-// come back as SwitchboardApiError with the envelope's code; the completion stream is parsed
-// into its events; and a callback signed by its helper resumes a suspended session.
+// come back as SwitchboardApiError with the envelope's code; the completion stream and a streamed
+// agent turn are parsed into their events (the turn's resumed from an event id); and a callback signed by its helper resumes a suspended session.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { buildOpenApiDocument } from '../../../api/app';
@@ -101,6 +101,18 @@ it('streams a completion as parsed events ending with complete', async () => {
   expect(names[names.length - 1]).toBe('complete');
   const text = events.filter((e) => e.event === 'text_delta').map((e) => String(e.data.delta)).join('');
   expect(text.length).toBeGreaterThan(0);
+});
+
+it('streams an agent turn as parsed events and resumes it after an event', async () => {
+  const events = [];
+  for await (const event of sdk.streamChat({ projectId: t.projectId, agentId: 'Greeter', message: 'hi there' })) events.push(event);
+  expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i));
+  expect(events[0]!.event).toBe('turn');
+  expect(events.at(-1)!.event).toBe('response');
+  expect(events.at(-1)!.data.response).toContain('Hello from the greeter.');
+  const resumed = [];
+  for await (const event of sdk.resumeChatStream(String(events[0]!.data.turnId), { after: 0 })) resumed.push(event);
+  expect(resumed).toEqual(events.slice(1));
 });
 
 it('signs a callback the real callback route accepts, once', async () => {
