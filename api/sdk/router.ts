@@ -14,7 +14,7 @@ import { issueSdkToken, newAnonymousEndUserId } from '../../core/sdk/session-tok
 import { identifiedEndUserId, identitySecretOf, verifyUserAssertion } from '../../core/sdk/user-assertion';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { ALLOWED_TYPES } from '../../core/attachments/types';
-import { allowOrigin } from './cors';
+import { allowOrigin, pageOrigin } from './cors';
 import {
   ZCreatedPublicKeyResponse,
   ZIdentitySecretResponse,
@@ -42,9 +42,10 @@ const firstHeader = (req: Request, name: string): string | undefined => {
  * kept for the handler.
  */
 async function authorizeSdk(ctx: AppContext, req: Request, header: 'x-public-key' | 'x-api-key'): Promise<void> {
-  const key = await requirePublicKey(ctx, firstHeader(req, header), req.headers.origin);
+  const origin = pageOrigin(req);
+  const key = await requirePublicKey(ctx, firstHeader(req, header), origin);
   const res = req.res!;
-  allowOrigin(res, req.headers.origin!);
+  allowOrigin(res, origin!);
   await consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(key.tenantId), res);
   res.locals.publicKey = key;
 }
@@ -148,7 +149,7 @@ export const sdkRoutes: AnyRoute[] = [
         tenantId: key.tenantId,
         projectId: key.projectId,
         publicKeyId: key._id,
-        origin: res.req.headers.origin!,
+        origin: pageOrigin(res.req)!,
         environment: key.environment,
         endUserId,
         user,
