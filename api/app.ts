@@ -109,6 +109,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   });
   app.use(router);
   app.use(codecLoginRouter(ctx));
+  // The dev stack's widget demo page (GET /demo); an unknown path anywhere else (api/widget/router.ts).
+  app.use(widgetDemoRouter(ctx));
   mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });
 
   let document: ReturnType<typeof generateOpenApiDocument> | null = null;

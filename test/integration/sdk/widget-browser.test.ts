@@ -1,0 +1,161 @@
+// The chat widget in a real headless Chromium, against the real API and worker: the demo page
+// (served as the dev stack serves it, with a public key seeded as `npm start` seeds it) opens a
+// chat by its accessible names, converses with the seeded support desk through a handoff to its
+// billing specialist, survives a network drop and a reload in the same session, and a page on an
+// origin the key does not list gets a clear refusal. A screenshot of the open widget is saved.
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { type AddressInfo } from 'node:net';
+import path from 'node:path';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { seedDevProject } from '../../../infra/seed-project';
+import { devStackOrigins, ensureDevPublicKey } from '../../../infra/seed-widget';
+import { ROOT } from '../../../infra/processes';
+import { launchChromium } from '../../support/browser';
+import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
+
+// A browser and a stack, and turns through Temporal.
+jest.setTimeout(180_000);
+
+const OUTPUT_DIR = process.env.TEST_OUTPUT_DIR ?? path.join(ROOT, 'test-output');
+const STORAGE_PREFIX = 'switchboard-widget:';
+
+let stack: TestStack;
+let t: SeededTenant;
+let publicKey: string;
+let otherSite: Server;
+let otherOrigin: string;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: true });
+  t = await seedTenant(stack.ctx);
+  await seedDevProject(stack.ctx.models, t);
+  const port = Number(new URL(stack.baseUrl).port);
+  publicKey = (await ensureDevPublicKey(stack.ctx.models, t, devStackOrigins(port))).key;
+  // What the dev stack sets for its API (infra/dev-stack.ts).
+  stack.ctx.config = { ...stack.ctx.config, WIDGET_DEMO_PUBLIC_KEY: publicKey, WIDGET_DEMO_PROJECT_ID: t.projectId };
+  // Another site embedding the same snippet: an origin the key does not list.
+  otherSite = createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/html' });
+    res.end(`<!doctype html><title>Elsewhere</title><script src="${stack.baseUrl}/sdk/widget.js" data-public-key="${publicKey}" data-project="${t.projectId}"></script>`);
+  });
+  await new Promise<void>((resolve) => otherSite.listen(0, '127.0.0.1', resolve));
+  otherOrigin = `http://127.0.0.1:${(otherSite.address() as AddressInfo).port}`;
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1000, height: 720 } });
+  page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise((resolve) => otherSite?.close(resolve));
+  await stack?.close();
+});
+
+const log = () => page.getByRole('log');
+// Browser code as text: the tests' TypeScript has no DOM types.
+const STORED = `Object.keys(localStorage).filter((k) => k.startsWith('${STORAGE_PREFIX}'))`;
+const savedState = () => page.evaluate(`(() => { const [k] = ${STORED}; return k ? JSON.parse(localStorage.getItem(k)) : null; })()`) as Promise<{ sessionId: string | null } | null>;
+type Node = { getRootNode(): { activeElement?: unknown } };
+const isFocused = (e: unknown) => e === (e as Node).getRootNode().activeElement;
+const background = (e: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
+
+async function say(text: string, how: 'enter' | 'button' = 'enter') {
+  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+  await box.fill(text);
+  if (how === 'enter') await box.press('Enter');
+  else await page.getByRole('button', { name: 'Send', exact: true }).click();
+}
+
+it('serves the script with its type, cache headers and ETag, and 304 for a current copy', async () => {
+  const res = await fetch(`${stack.baseUrl}/sdk/widget.js`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
+  expect(res.headers.get('cache-control')).toBe('public, max-age=300');
+  const etag = res.headers.get('etag')!;
+  expect(etag).toMatch(/^"[\w-]+"$/);
+  const code = await res.text();
+  process.stdout.write(`widget.js: ${code.length} bytes\n`);
+  const again = await fetch(`${stack.baseUrl}/sdk/widget.js`, { headers: { 'If-None-Match': etag } });
+  expect(again.status).toBe(304);
+  expect(await again.text()).toBe('');
+  expect(again.headers.get('etag')).toBe(etag);
+});
+
+it('opens the demo by its accessible names and converses through a handoff, keyboard only where it can', async () => {
+  await page.goto(`${stack.baseUrl}/demo`);
+  const launcher = page.getByRole('button', { name: 'Open chat', exact: true });
+  // The page's own `button { background: hotpink !important }` does not reach into the widget.
+  expect(await launcher.evaluate(background)).not.toBe('rgb(255, 105, 180)');
+  await launcher.click();
+  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+  expect(await box.evaluate(isFocused)).toBe(true);
+  expect(await log().getAttribute('aria-live')).toBe('polite');
+
+  await say('hello');
+  await log().getByText('I can help with billing').waitFor();
+  await say('I have a question about my invoice', 'button');
+  await log().getByText('What is the invoice number?').first().waitFor();
+  // The handoff is said in the conversation, and the reply is the specialist's.
+  await log().getByText('Now chatting with Billing Agent').waitFor();
+  expect(await log().locator('.msg.agent .who').last().textContent()).toBe('Billing Agent');
+  expect((await savedState())?.sessionId).toEqual(expect.any(String));
+
+  mkdirSync(OUTPUT_DIR, { recursive: true });
+  await page.screenshot({ path: path.join(OUTPUT_DIR, 'widget.png') });
+
+  // Esc closes the window and gives the focus back to the launcher.
+  await box.press('Escape');
+  expect(await page.getByRole('dialog').isVisible()).toBe(false);
+  expect(await launcher.evaluate(isFocused)).toBe(true);
+});
+
+it('keeps the session across a network drop and a reload', async () => {
+  const before = await savedState();
+  await page.reload();
+  await page.getByRole('button', { name: 'Open chat', exact: true }).click();
+  await context.setOffline(true);
+  try {
+    await say('I am not sure');
+    await page.getByRole('status').getByText('Reconnecting').waitFor();
+  } finally {
+    await context.setOffline(false);
+  }
+  // The same session: the billing specialist still waits for the invoice number and asks again.
+  await log().locator('.msg.agent', { hasText: 'invoice number' }).last().waitFor();
+  expect(await log().locator('.msg.agent .who').last().textContent()).toBe('Billing Agent');
+  expect((await savedState())?.sessionId).toBe(before!.sessionId);
+  expect(await page.getByRole('alert').isVisible()).toBe(false);
+  expect(pageErrors).toEqual([]);
+});
+
+it('refuses a page on an origin the key does not list, and says so in the widget', async () => {
+  const other = await context.newPage();
+  try {
+    await other.goto(otherOrigin);
+    await other.getByRole('button', { name: 'Open chat', exact: true }).click();
+    const alert = other.getByRole('alert');
+    await alert.getByText('is not an allowed origin').waitFor();
+    expect(await alert.textContent()).toContain(otherOrigin);
+    // Nothing was issued to that page.
+    expect(await other.evaluate(STORED)).toEqual([]);
+  } finally {
+    await other.close();
+  }
+});
+
+it('answers the demo page only where it is configured', async () => {
+  const { WIDGET_DEMO_PUBLIC_KEY: _k, WIDGET_DEMO_PROJECT_ID: _p, ...rest } = stack.ctx.config;
+  const configured = stack.ctx.config;
+  stack.ctx.config = { ...rest, WIDGET_DEMO_PUBLIC_KEY: undefined, WIDGET_DEMO_PROJECT_ID: undefined };
+  try {
+    expect((await fetch(`${stack.baseUrl}/demo`)).status).toBe(404);
+  } finally {
+    stack.ctx.config = configured;
+  }
+});
