@@ -44,9 +44,9 @@ export function safeUrl(v: unknown): string | null {
   }
 }
 
-/** The variant of RICH_CONTENT meant for a web chat, else the default one, else the whole value. */
+/** The variant of RICH_CONTENT meant for a web chat, else the default one, else plain text (markdown shown as written), else the whole value. */
 function variantOf(rich: Json): unknown {
-  for (const key of ['web', 'widget', 'chat', 'WEB', 'DEFAULT', 'default']) if (key in rich) return rich[key];
+  for (const key of ['web', 'widget', 'chat', 'WEB', 'DEFAULT', 'default', 'text', 'markdown']) if (key in rich) return rich[key];
   return rich;
 }
 

@@ -262,7 +262,9 @@ export class ChatWidget {
     let renewed = false;
     let restarted = false;
     for (let attempt = 0; ; attempt++) {
-      const streaming = !this.streamMissing && this.config?.streaming !== false && attachmentIds.length === 0;
+      // Streamed when the config says the API streams: a cross-origin page cannot read an older API's
+      // 404 for the stream route (it carries no CORS headers), so it is not found out by trying.
+      const streaming = !this.streamMissing && this.config?.streaming === true && attachmentIds.length === 0;
       try {
         const token = await this.token();
         const sessionId = this.saved.sessionId;

@@ -2,7 +2,8 @@
 // (served as the dev stack serves it, with a public key seeded as `npm start` seeds it) opens a
 // chat by its accessible names, converses with the seeded support desk through a handoff to its
 // billing specialist, survives a network drop and a reload in the same session, and a page on an
-// origin the key does not list gets a clear refusal. A screenshot of the open widget is saved.
+// origin the key does not list gets a clear refusal; on a site its key lists, an agent's buttons and
+// rich content show and a press sends the action. A screenshot of the open widget is saved.
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
@@ -11,11 +12,38 @@ import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { seedDevProject } from '../../../infra/seed-project';
 import { devStackOrigins, ensureDevPublicKey } from '../../../infra/seed-widget';
 import { ROOT } from '../../../infra/processes';
+import { createPublicKey } from '../../../core/sdk/public-keys';
 import { launchChromium } from '../../support/browser';
+import { publishAgent } from '../../support/agents';
+import { client } from '../../support/http';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 
 // A browser and a stack, and turns through Temporal.
 jest.setTimeout(180_000);
+
+// An agent whose step offers buttons and rich content, in the tenant's other project.
+const SHOP = `AGENT: Shop
+GOAL: "Take a payment."
+FLOW:
+  steps: [menu, talk]
+  menu:
+    REASONING: false
+    RESPOND: "Pay now or talk to someone?"
+    RICH_CONTENT:
+      web:
+        title: "Invoice INV-123456"
+        text: "Total: 120 EUR"
+        url: "https://shop.example.com/invoices/INV-123456"
+    ACTIONS:
+      - id: talk
+        label: "Talk to someone"
+    ON_ACTION:
+      talk: talk
+  talk:
+    REASONING: false
+    RESPOND: "Connecting you."
+    THEN: COMPLETE
+`;
 
 const OUTPUT_DIR = process.env.TEST_OUTPUT_DIR ?? path.join(ROOT, 'test-output');
 const STORAGE_PREFIX = 'switchboard-widget:';
@@ -23,6 +51,7 @@ const STORAGE_PREFIX = 'switchboard-widget:';
 let stack: TestStack;
 let t: SeededTenant;
 let publicKey: string;
+let shopKey: string;
 let otherSite: Server;
 let otherOrigin: string;
 let browser: Browser;
@@ -38,13 +67,18 @@ beforeAll(async () => {
   publicKey = (await ensureDevPublicKey(stack.ctx.models, t, devStackOrigins(port))).key;
   // What the dev stack sets for its API (infra/dev-stack.ts).
   stack.ctx.config = { ...stack.ctx.config, WIDGET_DEMO_PUBLIC_KEY: publicKey, WIDGET_DEMO_PROJECT_ID: t.projectId };
-  // Another site embedding the same snippet: an origin the key does not list.
-  otherSite = createServer((_req, res) => {
+  // Another site: the demo's snippet, on an origin its key does not list; and at /shop the other
+  // project's widget, whose key lists this site.
+  otherSite = createServer((req, res) => {
+    const [key, project] = req.url === '/shop' ? [shopKey, t.otherProjectId] : [publicKey, t.projectId];
     res.writeHead(200, { 'Content-Type': 'text/html' });
-    res.end(`<!doctype html><title>Elsewhere</title><script src="${stack.baseUrl}/sdk/widget.js" data-public-key="${publicKey}" data-project="${t.projectId}"></script>`);
+    res.end(`<!doctype html><title>Elsewhere</title><script src="${stack.baseUrl}/sdk/widget.js" data-public-key="${key}" data-project="${project}"></script>`);
   });
   await new Promise<void>((resolve) => otherSite.listen(0, '127.0.0.1', resolve));
   otherOrigin = `http://127.0.0.1:${(otherSite.address() as AddressInfo).port}`;
+  const shop = { tenantId: t.tenantId, projectId: t.otherProjectId };
+  await publishAgent(client(stack.baseUrl), { ...shop, adminKey: t.adminKey }, 'Shop', SHOP);
+  shopKey = (await createPublicKey(stack.ctx, shop, { name: 'shop', allowedOrigins: [otherOrigin], environment: 'dev', createdBy: null })).key;
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1000, height: 720 } });
   page = await context.newPage();
@@ -146,6 +180,30 @@ it('refuses a page on an origin the key does not list, and says so in the widget
     expect(await other.evaluate(STORED)).toEqual([]);
   } finally {
     await other.close();
+  }
+});
+
+it("shows an agent's rich content and buttons on another site, and a press sends the action", async () => {
+  const shop = await context.newPage();
+  try {
+    await shop.goto(`${otherOrigin}/shop`);
+    await shop.getByRole('button', { name: 'Open chat', exact: true }).click();
+    const box = shop.getByRole('textbox', { name: 'Message', exact: true });
+    await box.fill('hi');
+    await box.press('Enter');
+    const conversation = shop.getByRole('log');
+    const talk = conversation.getByRole('button', { name: 'Talk to someone', exact: true });
+    await talk.waitFor();
+    await conversation.getByText('Total: 120 EUR').waitFor();
+    expect(await conversation.getByRole('link', { name: 'https://shop.example.com/invoices/INV-123456' }).getAttribute('target')).toBe('_blank');
+    const pressed = shop.waitForRequest((r) => r.url() === `${stack.baseUrl}/api/v1/chat/agent` && r.method() === 'POST');
+    await talk.click();
+    expect((await pressed).postDataJSON()).toMatchObject({ projectId: t.otherProjectId, message: 'Talk to someone', action: { id: 'talk' } });
+    await conversation.getByText('Connecting you.').waitFor();
+    // Pressed once: the row's buttons are spent.
+    expect(await talk.isDisabled()).toBe(true);
+  } finally {
+    await shop.close();
   }
 });
 
