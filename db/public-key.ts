@@ -16,10 +16,21 @@ export interface PublicKeyDoc {
   allowedOrigins: string[];
   /** The environment the chats started through the key run in (`dev`, `staging`, `production`). */
   environment: string;
+  /** What the widget shows (GET /api/v1/sdk/config); each field optional, null when unset. */
+  widget?: PublicKeyWidget | null;
   revokedAt: Date | null;
   createdBy: string | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+export const WIDGET_POSITIONS = ['bottom-right', 'bottom-left'] as const;
+export type WidgetPosition = (typeof WIDGET_POSITIONS)[number];
+
+export interface PublicKeyWidget {
+  greeting: string | null;
+  title: string | null;
+  theme: { primaryColor: string | null; position: WidgetPosition | null; launcherLabel: string | null };
 }
 
 const PublicKeySchema = new Schema<PublicKeyDoc>(
@@ -32,6 +43,15 @@ const PublicKeySchema = new Schema<PublicKeyDoc>(
     keyPrefix: { type: String, required: true },
     allowedOrigins: { type: [String], default: [] },
     environment: { type: String, required: true },
+    widget: {
+      greeting: { type: String, default: null, maxlength: 1000 },
+      title: { type: String, default: null, maxlength: 80 },
+      theme: {
+        primaryColor: { type: String, default: null },
+        position: { type: String, default: null },
+        launcherLabel: { type: String, default: null, maxlength: 40 },
+      },
+    },
     revokedAt: { type: Date, default: null },
     createdBy: { type: String, default: null },
   },

@@ -192,7 +192,14 @@ async function run(models: Models, command: string, flags: Flags): Promise<unkno
     case 'list-scopes':
       return (await models.ApiScope.find({ tenantId: need(flags, 'tenant'), projectId: need(flags, 'project') }).lean()).map(presentScope);
     case 'create-agent-assist-bot': {
-      const { bot, secret } = await createAgentAssistBot({ models }, masterKeysFromEnv(), { tenantId: need(flags, 'tenant'), projectId: need(flags, 'project'), agentName: need(flags, 'agent'), name: flags.name });
+      const [tenantId, projectId, agentName] = [need(flags, 'tenant'), need(flags, 'project'), need(flags, 'agent')];
+      // A bot whose agent is missing would answer every hook call with an error: refuse it here.
+      if (!(await models.Project.exists({ _id: projectId, tenantId }))) throw new Error(`Project not found: no project ${projectId} in tenant ${tenantId}`);
+      if (!(await models.Agent.exists({ tenantId, projectId, name: agentName }))) {
+        const names = (await models.Agent.find({ tenantId, projectId }, { name: 1 }).sort({ name: 1 }).lean()).map((a) => a.name);
+        throw new Error(`Agent not found: project ${projectId} has no agent named "${agentName}" (its agents: ${names.length > 0 ? names.join(', ') : 'none'})`);
+      }
+      const { bot, secret } = await createAgentAssistBot({ models }, masterKeysFromEnv(), { tenantId, projectId, agentName, name: flags.name });
       return { bot: presentAgentAssistBot(bot), secret };
     }
     case 'list-keys': {

@@ -1123,7 +1123,11 @@ export interface paths {
         delete: operations["revokePublicKey"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a public widget key's name, allowed origins or widget settings
+         * @description Send any of `name`, `allowedOrigins` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). The environment never changes. SDK tokens issued to an origin taken off the list stop working at once (403). 404 when the key is not one of the project's or is revoked.
+         */
+        patch: operations["updatePublicKey"];
         trace?: never;
     };
     "/api/projects/{projectId}/public-keys/{keyId}/identity-secret": {
@@ -1230,7 +1234,7 @@ export interface paths {
         put?: never;
         /**
          * Attach a file to a session (stored in GridFS) for a later message to carry
-         * @description multipart/form-data with one file in the field `file`. Limits (docs/sessions-api.md, "Attachments"): ATTACHMENT_MAX_BYTES per file (default 10 MB; 413 beyond), ATTACHMENTS_MAX_PER_SESSION files per session (default 20; 409 beyond), ATTACHMENT_MAX_TOKENS_PER_SESSION estimated tokens of text per session (default 200,000; 413 beyond). A type not allowed, or content that is not what its type says, is 415.
+         * @description multipart/form-data with one file in the field `file`. Limits (docs/sessions-api.md, "Attachments"): ATTACHMENT_MAX_BYTES per file (default 10 MB; 413 beyond), ATTACHMENTS_MAX_PER_SESSION files per session (default 20; 409 beyond), ATTACHMENT_MAX_TOKENS_PER_SESSION estimated tokens of text per session (default 200,000; 413 beyond). A type not allowed, or content that is not what its type says, is 415. An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it uploads only into sessions its end user started (another end user's, another project's or environment's is 404).
          */
         post: operations["uploadSessionAttachment"];
         delete?: never;
@@ -1922,7 +1926,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message, with attachments, into an existing session
-         * @description The agent gets the message followed by one block per attachment: its name, type and size, and a text file's content (the first 16,000 characters of each, 48,000 of all together; docs/agent-chat-api.md). The list is also the turn metadata `attachments`. Send `Idempotency-Key` to make a retried message count once.
+         * @description The agent gets the message followed by one block per attachment: its name, type and size, and a text file's content (the first 16,000 characters of each, 48,000 of all together; docs/agent-chat-api.md). The list is also the turn metadata `attachments`. Send `Idempotency-Key` to make a retried message count once. An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it sends only into sessions its end user started (another end user's, another project's or environment's is 404).
          */
         post: operations["sendChatMessage"];
         delete?: never;
@@ -1979,7 +1983,7 @@ export interface paths {
         put?: never;
         /**
          * Rate one of a session's agent replies
-         * @description A reply is rated once: 201 for the first rating, 200 when the same rating and comment are sent again (a safe retry), 409 for a different one. Only an agent reply (role `assistant`) can be rated (400 otherwise).
+         * @description A reply is rated once: 201 for the first rating, 200 when the same rating and comment are sent again (a safe retry), 409 for a different one. Only an agent reply (role `assistant`) can be rated (400 otherwise). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it rates only replies of sessions its end user started (another end user's, another project's or environment's is 404).
          */
         post: operations["submitFeedback"];
         delete?: never;
@@ -2126,7 +2130,7 @@ export interface paths {
         };
         /**
          * What the widget needs to show itself (X-API-Key: pk_…)
-         * @description Header `X-API-Key: pk_…` and an `Origin` the key lists (401, 403 as for SDK init). 404 when the key is another project's.
+         * @description Header `X-API-Key: pk_…` and an `Origin` the key lists (401, 403 as for SDK init). 404 when the key is another project's. Greeting, title and theme are the key's widget settings (PATCH …/public-keys/:keyId); uploads are the limits of the session attachment upload, which takes the SDK token.
          */
         get: operations["sdkConfig"];
         put?: never;
@@ -2148,7 +2152,7 @@ export interface paths {
         put?: never;
         /**
          * Start an SDK session: a short-lived token for the widget (X-Public-Key)
-         * @description Header `X-Public-Key: pk_…` and the page's `Origin`, which the key must list (401 for a missing, unknown or revoked key; 403 for a missing or unlisted origin). With `userAssertion` (an HS256 JWT your backend signs with the key's identity secret: `aud` the key id, `sub` your user id, optional `email`, `phone`, `name`, `iat` and `exp` at most an hour apart; 401 when invalid) the end user is that user, the same on every init, and its chats link to its contact; without, a new anonymous end user. Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key's environment; send it as `X-SDK-Token`.
+         * @description Header `X-Public-Key: pk_…` and the page's `Origin`, which the key must list (401 for a missing, unknown or revoked key; 403 for a missing or unlisted origin). With `userAssertion` (an HS256 JWT your backend signs with the key's identity secret: `aud` the key id, `sub` your user id, optional `email`, `phone`, `name`, `iat` and `exp` at most an hour apart; 401 when invalid) the end user is that user, the same on every init, and its chats link to its contact; without, a new anonymous end user. Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key's environment; send it as `X-SDK-Token`. To renew a token (they live SDK_TOKEN_TTL_SECONDS), send the one held as `previousToken`: its anonymous end user is kept (`renewed: true`) when the token is genuine, expired at most 30 days ago, and was issued by this key for this project to this origin; otherwise init answers a new anonymous end user (`renewed: false`), never an error. An identified user is always the one its assertion names.
          */
         post: operations["sdkInit"];
         delete?: never;
@@ -2184,7 +2188,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The session's transcript messages in order */
+        /**
+         * The session's transcript messages in order
+         * @description An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it reads only sessions its end user started (another end user's, another project's or environment's is 404).
+         */
         get: operations["getSessionTranscript"];
         put?: never;
         post?: never;
@@ -19655,6 +19662,15 @@ export interface operations {
                      *             "string"
                      *           ],
                      *           "environment": "string",
+                     *           "widget": {
+                     *             "greeting": "string",
+                     *             "title": "string",
+                     *             "theme": {
+                     *               "primaryColor": "string",
+                     *               "position": "bottom-right",
+                     *               "launcherLabel": "string"
+                     *             }
+                     *           },
                      *           "permissions": [
                      *             "chat"
                      *           ],
@@ -19678,6 +19694,16 @@ export interface operations {
                             revokedAt: string | null;
                             /** @enum {string} */
                             status: "active" | "revoked";
+                            widget: {
+                                greeting: string | null;
+                                theme: {
+                                    launcherLabel: string | null;
+                                    /** @enum {string|null} */
+                                    position: "bottom-right" | "bottom-left" | null;
+                                    primaryColor: string | null;
+                                };
+                                title: string | null;
+                            };
                         }[];
                         /** @enum {boolean} */
                         success: true;
@@ -19839,6 +19865,24 @@ export interface operations {
                      */
                     environment?: "dev" | "staging" | "production";
                     name: string;
+                    /** @description What the widget shows (GET /api/v1/sdk/config); every field optional */
+                    widget?: {
+                        /** @description Shown as the first message when the widget opens, before the agent has said anything (1–1000 characters; line breaks allowed) */
+                        greeting?: string;
+                        theme?: {
+                            /** @description Visible text beside the launcher's icon (1–40 characters); its accessible name stays "Open chat" */
+                            launcherLabel?: string;
+                            /**
+                             * @description The corner the launcher sits in (default bottom-right)
+                             * @enum {string}
+                             */
+                            position?: "bottom-right" | "bottom-left";
+                            /** @description The launcher and header colour, `#rrggbb` (stored in lower case) */
+                            primaryColor?: string;
+                        };
+                        /** @description The chat window's heading (1–80 characters, one line) */
+                        title?: string;
+                    };
                 };
             };
         };
@@ -19861,6 +19905,15 @@ export interface operations {
                      *           "string"
                      *         ],
                      *         "environment": "string",
+                     *         "widget": {
+                     *           "greeting": "string",
+                     *           "title": "string",
+                     *           "theme": {
+                     *             "primaryColor": "string",
+                     *             "position": "bottom-right",
+                     *             "launcherLabel": "string"
+                     *           }
+                     *         },
                      *         "permissions": [
                      *           "chat"
                      *         ],
@@ -19889,6 +19942,16 @@ export interface operations {
                             revokedAt: string | null;
                             /** @enum {string} */
                             status: "active" | "revoked";
+                            widget: {
+                                greeting: string | null;
+                                theme: {
+                                    launcherLabel: string | null;
+                                    /** @enum {string|null} */
+                                    position: "bottom-right" | "bottom-left" | null;
+                                    primaryColor: string | null;
+                                };
+                                title: string | null;
+                            };
                         };
                         /** @enum {boolean} */
                         success: true;
@@ -20086,6 +20149,15 @@ export interface operations {
                      *           "string"
                      *         ],
                      *         "environment": "string",
+                     *         "widget": {
+                     *           "greeting": "string",
+                     *           "title": "string",
+                     *           "theme": {
+                     *             "primaryColor": "string",
+                     *             "position": "bottom-right",
+                     *             "launcherLabel": "string"
+                     *           }
+                     *         },
                      *         "permissions": [
                      *           "chat"
                      *         ],
@@ -20108,6 +20180,16 @@ export interface operations {
                             revokedAt: string | null;
                             /** @enum {string} */
                             status: "active" | "revoked";
+                            widget: {
+                                greeting: string | null;
+                                theme: {
+                                    launcherLabel: string | null;
+                                    /** @enum {string|null} */
+                                    position: "bottom-right" | "bottom-left" | null;
+                                    primaryColor: string | null;
+                                };
+                                title: string | null;
+                            };
                         };
                         /** @enum {boolean} */
                         success: true;
@@ -20192,6 +20274,282 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    updatePublicKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "widget": {
+                 *         "greeting": "Hi! How can we help?",
+                 *         "title": "Support",
+                 *         "theme": {
+                 *           "primaryColor": "#0b5fff",
+                 *           "position": "bottom-right"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Replaces the list; tokens issued to an origin taken off it stop working at once */
+                    allowedOrigins?: string[];
+                    name?: string;
+                    /** @description Fields left out stay as they are; null clears one */
+                    widget?: {
+                        /** @description Shown as the first message when the widget opens, before the agent has said anything (1–1000 characters; line breaks allowed) */
+                        greeting?: string | null;
+                        theme?: {
+                            /** @description Visible text beside the launcher's icon (1–40 characters); its accessible name stays "Open chat" */
+                            launcherLabel?: string | null;
+                            /**
+                             * @description The corner the launcher sits in (default bottom-right)
+                             * @enum {string|null}
+                             */
+                            position?: "bottom-right" | "bottom-left" | null;
+                            /** @description The launcher and header colour, `#rrggbb` (stored in lower case) */
+                            primaryColor?: string | null;
+                        };
+                        /** @description The chat window's heading (1–80 characters, one line) */
+                        title?: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "publicKey": {
+                     *         "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "name": "Billing_Agent",
+                     *         "keyPrefix": "string",
+                     *         "allowedOrigins": [
+                     *           "string"
+                     *         ],
+                     *         "environment": "string",
+                     *         "widget": {
+                     *           "greeting": "string",
+                     *           "title": "string",
+                     *           "theme": {
+                     *             "primaryColor": "string",
+                     *             "position": "bottom-right",
+                     *             "launcherLabel": "string"
+                     *           }
+                     *         },
+                     *         "permissions": [
+                     *           "chat"
+                     *         ],
+                     *         "status": "active",
+                     *         "revokedAt": "2026-01-31T12:00:00.000Z",
+                     *         "createdAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        publicKey: {
+                            allowedOrigins: string[];
+                            createdAt: string;
+                            environment: string;
+                            id: string;
+                            keyPrefix: string;
+                            name: string;
+                            permissions: "chat"[];
+                            projectId: string;
+                            revokedAt: string | null;
+                            /** @enum {string} */
+                            status: "active" | "revoked";
+                            widget: {
+                                greeting: string | null;
+                                theme: {
+                                    launcherLabel: string | null;
+                                    /** @enum {string|null} */
+                                    position: "bottom-right" | "bottom-left" | null;
+                                    primaryColor: string | null;
+                                };
+                                title: string | null;
+                            };
+                        };
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
             /** @description Unprocessable */
             422: {
@@ -33936,53 +34294,70 @@ export interface operations {
                     /**
                      * @example {
                      *       "success": true,
-                     *       "config": {
-                     *         "projectId": "jqmvff06cp7cvm69y75r2r1x",
-                     *         "environment": "string",
-                     *         "entryAgent": {
-                     *           "id": "jqmvff06cp7cvm69y75r2r1x",
-                     *           "name": "Billing_Agent"
-                     *         },
-                     *         "greeting": "string",
-                     *         "theme": {},
-                     *         "voice": {
-                     *           "enabled": true
-                     *         },
-                     *         "uploads": {
-                     *           "enabled": true,
-                     *           "maxFileBytes": 0,
-                     *           "maxFilesPerSession": 0,
-                     *           "allowedMimeTypes": [
-                     *             "string"
-                     *           ]
-                     *         }
-                     *       }
+                     *       "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                     *       "environment": "string",
+                     *       "entryAgent": {
+                     *         "id": "jqmvff06cp7cvm69y75r2r1x",
+                     *         "name": "Billing_Agent"
+                     *       },
+                     *       "greeting": "string",
+                     *       "title": "string",
+                     *       "theme": {
+                     *         "primaryColor": "string",
+                     *         "position": "bottom-right",
+                     *         "launcherLabel": "string"
+                     *       },
+                     *       "voice": {
+                     *         "enabled": true
+                     *       },
+                     *       "uploads": {
+                     *         "enabled": true,
+                     *         "maxFileSize": 0,
+                     *         "maxFilesPerSession": 0,
+                     *         "allowedMimeTypes": [
+                     *           "string"
+                     *         ]
+                     *       },
+                     *       "streaming": true
                      *     }
                      */
                     "application/json": {
-                        config: {
-                            entryAgent: {
-                                id: string;
-                                name: string;
-                            } | null;
-                            environment: string;
-                            greeting: string | null;
-                            projectId: string;
-                            theme: {
-                                [key: string]: string;
-                            };
-                            uploads: {
-                                allowedMimeTypes: string[];
-                                enabled: boolean;
-                                maxFileBytes: number;
-                                maxFilesPerSession: number;
-                            };
-                            voice: {
-                                enabled: boolean;
-                            };
-                        };
+                        /** @description The agent a new chat starts with; null while the environment has none */
+                        entryAgent: {
+                            id: string;
+                            name: string;
+                        } | null;
+                        /** @description The key's environment, which the widget's chats run in */
+                        environment: string;
+                        greeting: string | null;
+                        projectId: string;
+                        /**
+                         * @description Agent turns can be streamed to the widget
+                         * @enum {boolean}
+                         */
+                        streaming: true;
                         /** @enum {boolean} */
                         success: true;
+                        theme: {
+                            launcherLabel: string | null;
+                            /** @enum {string} */
+                            position: "bottom-right" | "bottom-left";
+                            /** @description `#rrggbb`, or null for the widget's own */
+                            primaryColor: string | null;
+                        };
+                        title: string | null;
+                        uploads: {
+                            allowedMimeTypes: string[];
+                            enabled: boolean;
+                            /** @description Bytes per file (ATTACHMENT_MAX_BYTES) */
+                            maxFileSize: number;
+                            /** @description ATTACHMENTS_MAX_PER_SESSION */
+                            maxFilesPerSession: number;
+                        };
+                        /** @description Voice is not offered to widgets: always false */
+                        voice: {
+                            enabled: boolean;
+                        };
                     };
                 };
             };
@@ -34143,6 +34518,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description The SDK token this page held before, expired or not (up to 30 days past its expiry): an anonymous end user it names is kept when it was issued by this key, for this project, to this origin (`renewed: true`); otherwise a new end user */
+                    previousToken?: string;
                     projectId: string;
                     /** @description The customer's backend's signed user assertion (docs/widget.md); without it the end user is anonymous */
                     userAssertion?: string;
@@ -34163,6 +34540,7 @@ export interface operations {
                      *       "expiresAt": "2026-01-31T12:00:00.000Z",
                      *       "endUserId": "jqmvff06cp7cvm69y75r2r1x",
                      *       "identified": true,
+                     *       "renewed": true,
                      *       "projectId": "jqmvff06cp7cvm69y75r2r1x",
                      *       "environment": "string"
                      *     }
@@ -34173,6 +34551,8 @@ export interface operations {
                         expiresAt: string;
                         identified: boolean;
                         projectId: string;
+                        /** @description Whether the end user is the one `previousToken` named (false without one) */
+                        renewed: boolean;
                         /** @enum {boolean} */
                         success: true;
                         /** @description Send as X-SDK-Token */

@@ -7,6 +7,7 @@ import { canActInEnvironment } from '../../lib/permissions';
 import { hasGrant } from '../../lib/api-scopes';
 import { ApiError } from '../../lib/errors';
 import { findOwned } from '../../db/owned';
+import { sdkSessionScope } from '../../core/sessions/read';
 import { requireEnvironment } from '../../core/platform-keys/environments';
 import { coreSessionId, loadApp } from '../../core/agentic-apps/sessions';
 import { deleteAttachment, requireRoomForAttachment, storeAttachment, type AttachmentOwner, type AttachmentView } from '../../core/attachments/store';
@@ -34,15 +35,19 @@ const UPLOAD_DESCRIPTION =
   'ATTACHMENTS_MAX_PER_SESSION files per session (default 20; 409 beyond), ATTACHMENT_MAX_TOKENS_PER_SESSION estimated tokens of text per session (default 200,000; 413 beyond). ' +
   'A type not allowed, or content that is not what its type says, is 415.';
 
+const SDK_NOTE =
+  "An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it uploads only into sessions its end user started (another end user's, another project's or environment's is 404).";
+
 export const attachmentRoutes: AnyRoute[] = [
   defineRoute({
     method: 'post',
     path: '/api/projects/:projectId/sessions/:id/attachments',
     operationId: 'uploadSessionAttachment',
     summary: 'Attach a file to a session (stored in GridFS) for a later message to carry',
-    description: UPLOAD_DESCRIPTION,
+    description: `${UPLOAD_DESCRIPTION} ${SDK_NOTE}`,
     tags: ['Sessions'],
     auth: 'session:execute',
+    sdkToken: true,
     // `sessions/generations/…` and `sessions/export/…` are never a session's.
     reservedParams: { id: RESERVED_SESSION_SUBPATHS },
     params: ZAttachmentParams,
@@ -54,7 +59,7 @@ export const attachmentRoutes: AnyRoute[] = [
     response: ZAttachmentUploadResponse,
     async handler({ ctx, principal, project, params, req }) {
       const scope = { tenantId: principal.tenantId, projectId: project!._id };
-      const session = await findOwned(ctx.models.Session, params.id, scope);
+      const session = await findOwned(ctx.models.Session, params.id, { ...scope, ...sdkSessionScope(principal) });
       if (!session || !canActInEnvironment(principal, session.environment)) throw ApiError.notFound('Session');
       if (session.status === 'ended') throw new ApiError('CONFLICT', 'Session has ended; it takes no more attachments');
       const stored = await receiveAttachment(ctx, req, { ...scope, sessionId: session._id }, 'api');

@@ -42,9 +42,11 @@ export const chatSendRoutes: AnyRoute[] = [
     summary: 'Send a message, with attachments, into an existing session',
     description:
       'The agent gets the message followed by one block per attachment: its name, type and size, and a text file\'s content (the first 16,000 characters of each, 48,000 of all together; docs/agent-chat-api.md). ' +
-      'The list is also the turn metadata `attachments`. Send `Idempotency-Key` to make a retried message count once.',
+      'The list is also the turn metadata `attachments`. Send `Idempotency-Key` to make a retried message count once. ' +
+      "An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it sends only into sessions its end user started (another end user's, another project's or environment's is 404).",
     tags: ['Chat'],
     auth: 'session:execute',
+    sdkToken: true,
     body: ZChatSendRequestSchema,
     bodyExample: { sessionId: '8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b', message: 'Here is my invoice', attachmentIds: ['att_tz4a98xxat96iws9zmbrgj3a'] },
     errorStatuses: [404, 409, 410, 429, 503],

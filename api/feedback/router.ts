@@ -46,9 +46,11 @@ export const feedbackRoutes: AnyRoute[] = [
     summary: "Rate one of a session's agent replies",
     description:
       'A reply is rated once: 201 for the first rating, 200 when the same rating and comment are sent again (a safe retry), 409 for a different one. ' +
-      'Only an agent reply (role `assistant`) can be rated (400 otherwise).',
+      'Only an agent reply (role `assistant`) can be rated (400 otherwise). ' +
+      "An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it rates only replies of sessions its end user started (another end user's, another project's or environment's is 404).",
     tags: ['Chat'],
     auth: 'session:execute',
+    sdkToken: true,
     body: ZFeedbackRequestSchema,
     bodyExample: { sessionId: '8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b', messageId: '8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b:m2', rating: 'up', comment: 'Quick and right' },
     // 200 unless the handler says 201 (a first rating).

@@ -355,7 +355,14 @@ export function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): v
     summary: route.summary,
     description: route.description,
     tags: route.tags,
-    security: route.security === 'platformAdmin' ? [{ platformAdmin: [] }] : route.auth === 'public' ? [] : undefined,
+    security:
+      route.security === 'platformAdmin'
+        ? [{ platformAdmin: [] }]
+        : route.auth === 'public'
+          ? []
+          : route.sdkToken
+            ? [{ bearerAuth: [] }, { apiKeyHeader: [] }, { sdkToken: [] }]
+            : undefined,
     request: {
       params: route.params as AnyObject | undefined as never,
       query: route.query as AnyObject | undefined as never,

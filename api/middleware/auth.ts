@@ -308,20 +308,24 @@ async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal
 
 /**
  * An SDK session token's principal: it may run chat turns in its project and environment, from
- * the page origin it was issued to, while the public key that issued it is live. 401 for a bad
+ * the page origin it was issued to, while the public key that issued it is live and lists it. 401 for a bad
  * or expired token or a revoked key; 403 when the request's Origin is not the token's.
  */
 async function resolveSdkToken(ctx: AppContext, token: string, origin: string | undefined): Promise<Principal> {
   const claims = await verifySdkToken(ctx, token);
-  const key = await ctx.models.PublicKey.findOne({ _id: claims.publicKeyId, tenantId: claims.tenantId, projectId: claims.projectId }, { revokedAt: 1 }).lean();
+  const key = await ctx.models.PublicKey.findOne({ _id: claims.publicKeyId, tenantId: claims.tenantId, projectId: claims.projectId }, { revokedAt: 1, allowedOrigins: 1 }).lean();
   if (!key || key.revokedAt) throw unauthorized('SDK token has been revoked');
   if (origin !== claims.origin) throw new ApiError('FORBIDDEN', 'This origin is not the one the SDK token was issued to');
+  // An origin taken off the key's list since the token was issued is refused from then on.
+  if (!key.allowedOrigins.includes(origin)) throw new ApiError('FORBIDDEN', 'This origin is no longer allowed for the public key');
   return {
     kind: 'sdk_token',
     subjectId: claims.endUserId,
     tenantId: claims.tenantId,
     projectId: claims.projectId,
-    permissions: new Set<Permission>(['session:execute']),
+    // Only the routes marked `sdkToken` take the token at all (api/http/route.ts); among them it
+    // reads and continues its own end user's sessions.
+    permissions: new Set<Permission>(['session:execute', 'session:read']),
     scope: null,
     environments: [claims.environment],
     expiresAt: null,

@@ -19,6 +19,13 @@ export function createOpenApiRegistry(): OpenAPIRegistry {
     name: 'X-API-Key',
     description: 'An API key (`abl_…`).',
   });
+  registry.registerComponent('securitySchemes', 'sdkToken', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-SDK-Token',
+    description:
+      "An embedded widget's SDK session token (POST /api/v1/sdk/init), sent from the page origin it was issued to. Only the operations that list this scheme take it; every other answers 401.",
+  });
   registry.registerComponent('securitySchemes', 'platformAdmin', {
     type: 'apiKey',
     in: 'header',

@@ -6,8 +6,15 @@ import { ApiError } from '../../lib/errors';
 import { isListedOrigin } from '../../core/sdk/public-keys';
 import { type AppContext } from '../context';
 
-/** Paths a widget calls cross-origin. */
-export const SDK_CORS_PATHS = ['/api/v1/sdk', '/api/v1/chat/agent'];
+/** Paths a widget calls cross-origin: the bootstrap and the routes that take an SDK token. */
+export const SDK_CORS_PATHS = [
+  '/api/v1/sdk',
+  '/api/v1/chat/agent',
+  '/api/v1/chat/send',
+  '/api/v1/feedback',
+  '/api/v1/sessions/:id/transcripts',
+  '/api/projects/:projectId/sessions/:id/attachments',
+];
 
 const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key';
 

@@ -9,8 +9,8 @@ import { ZProjectIdParam } from '../http/schemas';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { type AppContext } from '../context';
 import { type PublicKeyDoc } from '../../db/public-key';
-import { createPublicKey, listPublicKeys, presentPublicKey, PUBLIC_KEYS_PER_PROJECT, requirePublicKey, revokePublicKey } from '../../core/sdk/public-keys';
-import { issueSdkToken, newAnonymousEndUserId } from '../../core/sdk/session-token';
+import { createPublicKey, listPublicKeys, presentPublicKey, PUBLIC_KEYS_PER_PROJECT, requirePublicKey, revokePublicKey, updatePublicKey, widgetOf } from '../../core/sdk/public-keys';
+import { issueSdkToken, newAnonymousEndUserId, renewableSdkToken, SDK_RENEWAL_WINDOW_SECONDS, type SdkTokenClaims } from '../../core/sdk/session-token';
 import { identifiedEndUserId, identitySecretOf, verifyUserAssertion } from '../../core/sdk/user-assertion';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { ALLOWED_TYPES } from '../../core/attachments/types';
@@ -25,6 +25,7 @@ import {
   ZSdkConfigResponse,
   ZSdkInitRequest,
   ZSdkInitResponse,
+  ZUpdatePublicKeyRequest,
 } from './schemas';
 
 const KEY_TAGS = ['Public widget keys'];
@@ -52,6 +53,21 @@ async function authorizeSdk(ctx: AppContext, req: Request, header: 'x-public-key
 
 const keyOf = (res: Response): PublicKeyDoc => res.locals.publicKey as PublicKeyDoc;
 
+/**
+ * Whether a previous token of this page was issued by this very key, for its project and
+ * environment, to the origin asking now: only such a token may hand its end user on.
+ */
+function issuedHere(previous: SdkTokenClaims | null, key: PublicKeyDoc, origin: string): previous is SdkTokenClaims {
+  return (
+    previous !== null &&
+    previous.tenantId === key.tenantId &&
+    previous.projectId === key.projectId &&
+    previous.publicKeyId === key._id &&
+    previous.environment === key.environment &&
+    previous.origin === origin
+  );
+}
+
 /** A key of another project than the one the request names is as good as no project: 404. */
 function requireKeyProject(key: PublicKeyDoc, projectId: string): void {
   if (key.projectId !== projectId) throw ApiError.notFound('Project');
@@ -72,7 +88,7 @@ export const sdkRoutes: AnyRoute[] = [
     body: ZCreatePublicKeyRequest,
     bodyExample: { name: 'Shop widget', allowedOrigins: ['https://shop.example.com'], environment: 'production' },
     successStatus: 201,
-    links: linksTo(['revokePublicKey'], { projectId: '$request.path.projectId', keyId: '$response.body#/publicKey/id' }),
+    links: linksTo(['revokePublicKey', 'updatePublicKey'], { projectId: '$request.path.projectId', keyId: '$response.body#/publicKey/id' }),
     errorStatuses: [429],
     response: ZCreatedPublicKeyResponse,
     async handler({ ctx, principal, project, body }) {
@@ -109,6 +125,26 @@ export const sdkRoutes: AnyRoute[] = [
     },
   }),
   defineRoute({
+    method: 'patch',
+    path: '/api/projects/:projectId/public-keys/:keyId',
+    operationId: 'updatePublicKey',
+    summary: "Change a public widget key's name, allowed origins or widget settings",
+    description:
+      'Send any of `name`, `allowedOrigins` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). ' +
+      'The environment never changes. SDK tokens issued to an origin taken off the list stop working at once (403). 404 when the key is not one of the project\'s or is revoked.',
+    tags: KEY_TAGS,
+    auth: 'agent:write',
+    params: ZPublicKeyParams,
+    body: ZUpdatePublicKeyRequest,
+    bodyExample: { widget: { greeting: 'Hi! How can we help?', title: 'Support', theme: { primaryColor: '#0b5fff', position: 'bottom-right' } } },
+    errorStatuses: [404],
+    response: ZPublicKeyResponse,
+    async handler({ ctx, project, params, body }) {
+      const doc = await updatePublicKey(ctx, { tenantId: project!.tenantId, projectId: project!._id }, params.keyId, body);
+      return { success: true, publicKey: presentPublicKey(doc) };
+    },
+  }),
+  defineRoute({
     method: 'get',
     path: '/api/projects/:projectId/public-keys/:keyId/identity-secret',
     operationId: 'getPublicKeyIdentitySecret',
@@ -132,7 +168,9 @@ export const sdkRoutes: AnyRoute[] = [
     description:
       'Header `X-Public-Key: pk_…` and the page\'s `Origin`, which the key must list (401 for a missing, unknown or revoked key; 403 for a missing or unlisted origin). ' +
       'With `userAssertion` (an HS256 JWT your backend signs with the key\'s identity secret: `aud` the key id, `sub` your user id, optional `email`, `phone`, `name`, `iat` and `exp` at most an hour apart; 401 when invalid) the end user is that user, the same on every init, and its chats link to its contact; without, a new anonymous end user. ' +
-      'Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key\'s environment; send it as `X-SDK-Token`.',
+      'Returns an SDK session token for the end user, bound to the tenant, the project, the origin and the key\'s environment; send it as `X-SDK-Token`. ' +
+      `To renew a token (they live SDK_TOKEN_TTL_SECONDS), send the one held as \`previousToken\`: its anonymous end user is kept (\`renewed: true\`) when the token is genuine, expired at most ${SDK_RENEWAL_WINDOW_SECONDS / 86400} days ago, and was issued by this key for this project to this origin; otherwise init answers a new anonymous end user (\`renewed: false\`), never an error. ` +
+      'An identified user is always the one its assertion names.',
     tags: SDK_TAGS,
     auth: 'public',
     authorize: ({ ctx, req }) => authorizeSdk(ctx, req, 'x-public-key'),
@@ -143,18 +181,26 @@ export const sdkRoutes: AnyRoute[] = [
     async handler({ ctx, body, res }) {
       const key = keyOf(res);
       requireKeyProject(key, body.projectId);
-      const user = body.userAssertion ? await verifyUserAssertion(ctx, key._id, body.userAssertion) : null;
-      const endUserId = user ? identifiedEndUserId(key.projectId, user.userId) : newAnonymousEndUserId();
+      const origin = pageOrigin(res.req)!;
+      const [user, previous] = await Promise.all([
+        body.userAssertion ? verifyUserAssertion(ctx, key._id, body.userAssertion) : null,
+        body.previousToken ? renewableSdkToken(ctx, body.previousToken) : null,
+      ]);
+      const here = issuedHere(previous, key, origin);
+      // An anonymous end user is carried over; an identified one is whoever the assertion names.
+      const carried = here && previous.endUserId.startsWith('eu-') ? previous.endUserId : null;
+      const endUserId = user ? identifiedEndUserId(key.projectId, user.userId) : (carried ?? newAnonymousEndUserId());
+      const renewed = here && previous.endUserId === endUserId;
       const { token, expiresAt } = await issueSdkToken(ctx, {
         tenantId: key.tenantId,
         projectId: key.projectId,
         publicKeyId: key._id,
-        origin: pageOrigin(res.req)!,
+        origin,
         environment: key.environment,
         endUserId,
         user,
       });
-      return { success: true, token, expiresAt: expiresAt.toISOString(), endUserId, identified: user !== null, projectId: key.projectId, environment: key.environment };
+      return { success: true, token, expiresAt: expiresAt.toISOString(), endUserId, identified: user !== null, renewed, projectId: key.projectId, environment: key.environment };
     },
   }),
   defineRoute({
@@ -162,7 +208,9 @@ export const sdkRoutes: AnyRoute[] = [
     path: '/api/v1/sdk/config/:projectId',
     operationId: 'sdkConfig',
     summary: 'What the widget needs to show itself (X-API-Key: pk_…)',
-    description: "Header `X-API-Key: pk_…` and an `Origin` the key lists (401, 403 as for SDK init). 404 when the key is another project's.",
+    description:
+      "Header `X-API-Key: pk_…` and an `Origin` the key lists (401, 403 as for SDK init). 404 when the key is another project's. " +
+      "Greeting, title and theme are the key's widget settings (PATCH …/public-keys/:keyId); uploads are the limits of the session attachment upload, which takes the SDK token.",
     tags: SDK_TAGS,
     auth: 'public',
     authorize: ({ ctx, req }) => authorizeSdk(ctx, req, 'x-api-key'),
@@ -178,24 +226,25 @@ export const sdkRoutes: AnyRoute[] = [
         ({ agent }) => ({ id: agent.agentId, name: agent.agentName }),
         () => null,
       );
+      const widget = widgetOf(key);
       return {
         success: true,
-        config: {
-          projectId: key.projectId,
-          environment: key.environment,
-          entryAgent: entry,
-          // The agent greets in its first turn; the widget shows nothing before it.
-          greeting: null,
-          theme: {},
-          voice: { enabled: false },
-          // Uploads with an SDK token are not offered yet; the limits are the platform's.
-          uploads: {
-            enabled: false,
-            maxFileBytes: ctx.config.ATTACHMENT_MAX_BYTES,
-            maxFilesPerSession: ctx.config.ATTACHMENTS_MAX_PER_SESSION,
-            allowedMimeTypes: ALLOWED_TYPES.map((t) => t.mimeType),
-          },
+        projectId: key.projectId,
+        environment: key.environment,
+        entryAgent: entry,
+        greeting: widget.greeting,
+        title: widget.title,
+        theme: { primaryColor: widget.theme.primaryColor, position: widget.theme.position ?? 'bottom-right', launcherLabel: widget.theme.launcherLabel },
+        // The widget is a text chat; voice runs over calls.
+        voice: { enabled: false },
+        // What POST …/sessions/:id/attachments takes with an SDK token.
+        uploads: {
+          enabled: true,
+          maxFileSize: ctx.config.ATTACHMENT_MAX_BYTES,
+          maxFilesPerSession: ctx.config.ATTACHMENTS_MAX_PER_SESSION,
+          allowedMimeTypes: ALLOWED_TYPES.map((t) => t.mimeType),
         },
+        streaming: true as const,
       };
     },
   }),

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { ZProjectIdParam } from '../http/schemas';
 import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
+import { WIDGET_POSITIONS } from '../../db/public-key';
 
 /** Most origins one key may list. */
 export const MAX_ALLOWED_ORIGINS = 50;
@@ -35,13 +36,68 @@ export const ZOrigin = z
     }
   }, ORIGIN_MESSAGE);
 
+// One line of text the widget shows: no control characters, not blank.
+// eslint-disable-next-line no-control-regex -- control characters are what this refuses
+const LINE = /^[^\u0000-\u001f\u007f]*$/;
+// A greeting may hold line breaks, nothing else below U+0020.
+// eslint-disable-next-line no-control-regex -- control characters are what this refuses
+const PARAGRAPHS = /^[^\u0000-\u0009\u000b-\u001f\u007f]*$/;
+const widgetText = (max: number, pattern: RegExp, message: string) => z.string().trim().min(1).max(max).regex(pattern, message);
+
+const ZWidgetGreeting = widgetText(1000, PARAGRAPHS, 'must not contain control characters other than line breaks').describe(
+  'Shown as the first message when the widget opens, before the agent has said anything (1–1000 characters; line breaks allowed)',
+);
+const ZWidgetTitle = widgetText(80, LINE, 'must be one line without control characters').describe("The chat window's heading (1–80 characters, one line)");
+const ZPrimaryColor = z
+  .string()
+  .regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour written #rrggbb')
+  .transform((value) => value.toLowerCase())
+  .describe('The launcher and header colour, `#rrggbb` (stored in lower case)');
+const ZPosition = z.enum(WIDGET_POSITIONS).describe('The corner the launcher sits in (default bottom-right)');
+const ZLauncherLabel = widgetText(40, LINE, 'must be one line without control characters').describe(
+  "Visible text beside the launcher's icon (1–40 characters); its accessible name stays \"Open chat\"",
+);
+
+/** Widget settings when a key is made: each optional. */
+export const ZWidgetSettings = z
+  .object({
+    greeting: ZWidgetGreeting.optional(),
+    title: ZWidgetTitle.optional(),
+    theme: z.object({ primaryColor: ZPrimaryColor.optional(), position: ZPosition.optional(), launcherLabel: ZLauncherLabel.optional() }).strict().optional(),
+  })
+  .strict()
+  .describe('What the widget shows (GET /api/v1/sdk/config); every field optional');
+
+/** A change to the widget settings: a field left out stays, null clears it. */
+export const ZWidgetSettingsChange = z
+  .object({
+    greeting: ZWidgetGreeting.nullable().optional(),
+    title: ZWidgetTitle.nullable().optional(),
+    theme: z
+      .object({ primaryColor: ZPrimaryColor.nullable().optional(), position: ZPosition.nullable().optional(), launcherLabel: ZLauncherLabel.nullable().optional() })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .describe('Fields left out stay as they are; null clears one');
+
 export const ZCreatePublicKeyRequest = z
   .object({
     name: z.string().trim().min(1).max(200),
     allowedOrigins: z.array(ZOrigin).min(1).max(MAX_ALLOWED_ORIGINS).describe('Pages allowed to use the key; at least one'),
     environment: z.enum(KEY_ENVIRONMENTS).default('production').describe('Environment the chats started through the key run in'),
+    widget: ZWidgetSettings.optional(),
   })
   .strict();
+
+export const ZUpdatePublicKeyRequest = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    allowedOrigins: z.array(ZOrigin).min(1).max(MAX_ALLOWED_ORIGINS).optional().describe('Replaces the list; tokens issued to an origin taken off it stop working at once'),
+    widget: ZWidgetSettingsChange.optional(),
+  })
+  .strict()
+  .refine((body) => body.name !== undefined || body.allowedOrigins !== undefined || body.widget !== undefined, 'name, allowedOrigins or widget is required');
 
 export const ZPublicKeyParams = ZProjectIdParam.extend({ keyId: z.string().min(1).max(100) });
 
@@ -52,6 +108,11 @@ export const ZPublicKey = z.object({
   keyPrefix: z.string(),
   allowedOrigins: z.array(z.string()),
   environment: z.string(),
+  widget: z.object({
+    greeting: z.string().nullable(),
+    title: z.string().nullable(),
+    theme: z.object({ primaryColor: z.string().nullable(), position: z.enum(WIDGET_POSITIONS).nullable(), launcherLabel: z.string().nullable() }),
+  }),
   permissions: z.array(z.literal('chat')),
   status: z.enum(['active', 'revoked']),
   revokedAt: z.string().nullable(),
@@ -72,6 +133,14 @@ export const ZSdkInitRequest = z
   .object({
     projectId: z.string().min(1).max(100),
     userAssertion: z.string().min(1).max(8192).optional().describe("The customer's backend's signed user assertion (docs/widget.md); without it the end user is anonymous"),
+    previousToken: z
+      .string()
+      .min(1)
+      .max(8192)
+      .optional()
+      .describe(
+        'The SDK token this page held before, expired or not (up to 30 days past its expiry): an anonymous end user it names is kept when it was issued by this key, for this project, to this origin (`renewed: true`); otherwise a new end user',
+      ),
   })
   .strict();
 
@@ -81,21 +150,31 @@ export const ZSdkInitResponse = z.object({
   expiresAt: z.string(),
   endUserId: z.string(),
   identified: z.boolean(),
+  renewed: z.boolean().describe("Whether the end user is the one `previousToken` named (false without one)"),
   projectId: z.string(),
   environment: z.string(),
 });
 
 export const ZSdkConfigResponse = z.object({
   success: z.literal(true),
-  config: z.object({
-    projectId: z.string(),
-    environment: z.string(),
-    entryAgent: z.object({ id: z.string(), name: z.string() }).nullable(),
-    greeting: z.string().nullable(),
-    theme: z.record(z.string(), z.string()),
-    voice: z.object({ enabled: z.boolean() }),
-    uploads: z.object({ enabled: z.boolean(), maxFileBytes: z.number().int(), maxFilesPerSession: z.number().int(), allowedMimeTypes: z.array(z.string()) }),
+  projectId: z.string(),
+  environment: z.string().describe("The key's environment, which the widget's chats run in"),
+  entryAgent: z.object({ id: z.string(), name: z.string() }).nullable().describe('The agent a new chat starts with; null while the environment has none'),
+  greeting: z.string().nullable(),
+  title: z.string().nullable(),
+  theme: z.object({
+    primaryColor: z.string().nullable().describe('`#rrggbb`, or null for the widget\'s own'),
+    position: z.enum(WIDGET_POSITIONS),
+    launcherLabel: z.string().nullable(),
   }),
+  voice: z.object({ enabled: z.boolean() }).describe('Voice is not offered to widgets: always false'),
+  uploads: z.object({
+    enabled: z.boolean(),
+    maxFileSize: z.number().int().describe('Bytes per file (ATTACHMENT_MAX_BYTES)'),
+    maxFilesPerSession: z.number().int().describe('ATTACHMENTS_MAX_PER_SESSION'),
+    allowedMimeTypes: z.array(z.string()),
+  }),
+  streaming: z.literal(true).describe('Agent turns can be streamed to the widget'),
 });
 
 export const ZIdentitySecretResponse = z.object({ success: z.literal(true), keyId: z.string(), identitySecret: z.string() });

@@ -249,8 +249,11 @@ export const sessionRoutes: AnyRoute[] = [
     path: '/api/v1/sessions/:id/transcripts',
     operationId: 'getSessionTranscript',
     summary: "The session's transcript messages in order",
+    description:
+      "An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): it reads only sessions its end user started (another end user's, another project's or environment's is 404).",
     tags: TAGS,
     auth: 'session:read',
+    sdkToken: true,
     params: ZTranscriptParams,
     query: ZTranscriptQuery,
     errorStatuses: [404],

@@ -217,7 +217,9 @@ export async function runChatTurn(ctx: CoreContext, options: ChatTurnOptions): P
 }
 
 async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing: ExistingSessionTurn | null, sending: () => void): Promise<TurnResult> {
-  const { principal, project, body } = options;
+  const { principal, project } = options;
+  // A widget's chats run in its public key's environment, which the page need not name.
+  const body = principal.sdk && !options.body.environment && principal.environments?.length ? { ...options.body, environment: principal.environments[0] } : options.body;
   validateMessageOrAction(body);
   validateMetadata(body.metadata);
   if (body.testContext && !hasPermission(principal, 'agent:write')) {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { DomainError } from '../../lib/errors';
 import { safeEqual, sha256Hex } from '../../lib/crypto';
-import { type PublicKeyDoc } from '../../db/public-key';
+import { type PublicKeyDoc, type PublicKeyWidget, type WidgetPosition } from '../../db/public-key';
 import { type CoreContext } from '../context';
 
 export const PUBLIC_KEY_PREFIX = 'pk_';
@@ -13,11 +13,47 @@ export const PUBLIC_KEY_PATTERN = /^pk_[0-9a-f]{48}$/;
 /** Live public keys a project may hold; past it creation is 429 KEY_LIMIT_REACHED. */
 export const PUBLIC_KEYS_PER_PROJECT = 20;
 
+/** A change to a key's widget settings: a field left out stays as it is, null clears it. */
+export interface WidgetSettingsChange {
+  greeting?: string | null;
+  title?: string | null;
+  theme?: { primaryColor?: string | null; position?: WidgetPosition | null; launcherLabel?: string | null };
+}
+
 export interface CreatePublicKeyInput {
   name: string;
   allowedOrigins: string[];
   environment: string;
+  widget?: WidgetSettingsChange;
   createdBy: string | null;
+}
+
+export interface UpdatePublicKeyInput {
+  name?: string;
+  allowedOrigins?: string[];
+  widget?: WidgetSettingsChange;
+}
+
+/** The widget settings a key holds, every field present (null when unset). */
+export function widgetOf(doc: Pick<PublicKeyDoc, 'widget'>): PublicKeyWidget {
+  const w = doc.widget;
+  return {
+    greeting: w?.greeting ?? null,
+    title: w?.title ?? null,
+    theme: { primaryColor: w?.theme?.primaryColor ?? null, position: w?.theme?.position ?? null, launcherLabel: w?.theme?.launcherLabel ?? null },
+  };
+}
+
+/** The `$set` of a widget change, field by field, so the fields it leaves out keep their values. */
+function widgetSet(change: WidgetSettingsChange | undefined): Record<string, unknown> {
+  const set: Record<string, unknown> = {};
+  if (!change) return set;
+  if (change.greeting !== undefined) set['widget.greeting'] = change.greeting;
+  if (change.title !== undefined) set['widget.title'] = change.title;
+  for (const field of ['primaryColor', 'position', 'launcherLabel'] as const) {
+    if (change.theme?.[field] !== undefined) set[`widget.theme.${field}`] = change.theme[field];
+  }
+  return set;
 }
 
 /** Creates a key; the plain key is returned once and only its hash is stored. */
@@ -33,9 +69,29 @@ export async function createPublicKey(ctx: Pick<CoreContext, 'models'>, owner: {
     keyPrefix: key.slice(0, 11),
     allowedOrigins: [...new Set(input.allowedOrigins)],
     environment: input.environment,
+    widget: {
+      greeting: input.widget?.greeting ?? null,
+      title: input.widget?.title ?? null,
+      theme: { primaryColor: input.widget?.theme?.primaryColor ?? null, position: input.widget?.theme?.position ?? null, launcherLabel: input.widget?.theme?.launcherLabel ?? null },
+    },
     createdBy: input.createdBy,
   });
   return { key, publicKey: doc.toObject() };
+}
+
+/**
+ * Changes a live key's name, origins or widget settings; 404 when it is not a live key of this
+ * project. Its environment never changes (the tokens it issued are bound to it). Taking an origin
+ * off the list ends the tokens issued to that origin at once (api/middleware/auth.ts).
+ */
+export async function updatePublicKey(ctx: Pick<CoreContext, 'models'>, owner: { tenantId: string; projectId: string }, keyId: string, input: UpdatePublicKeyInput): Promise<PublicKeyDoc> {
+  const filter = { _id: keyId, tenantId: owner.tenantId, projectId: owner.projectId, revokedAt: null };
+  const set: Record<string, unknown> = { ...widgetSet(input.widget) };
+  if (input.name !== undefined) set.name = input.name;
+  if (input.allowedOrigins !== undefined) set.allowedOrigins = [...new Set(input.allowedOrigins)];
+  const doc = await ctx.models.PublicKey.findOneAndUpdate(filter, { $set: set }, { new: true }).lean();
+  if (!doc) throw DomainError.notFound('Public key');
+  return doc;
 }
 
 export function listPublicKeys(ctx: Pick<CoreContext, 'models'>, owner: { tenantId: string; projectId: string }) {
@@ -60,6 +116,7 @@ export function presentPublicKey(doc: PublicKeyDoc) {
     keyPrefix: doc.keyPrefix,
     allowedOrigins: doc.allowedOrigins,
     environment: doc.environment,
+    widget: widgetOf(doc),
     permissions: ['chat'] as const,
     status: doc.revokedAt ? ('revoked' as const) : ('active' as const),
     revokedAt: doc.revokedAt ? doc.revokedAt.toISOString() : null,

@@ -25,6 +25,12 @@ export interface SdkTokenClaims {
   user?: SdkUser | null;
 }
 
+/**
+ * How long after its expiry a token still carries its anonymous end user over to a new one
+ * (SDK init's `previousToken`): a page that comes back within it continues its conversation.
+ */
+export const SDK_RENEWAL_WINDOW_SECONDS = 30 * 24 * 3600;
+
 /** A fresh anonymous end-user id. */
 export const newAnonymousEndUserId = () => `eu-${randomBytes(16).toString('hex')}`;
 
@@ -66,5 +72,30 @@ export async function verifySdkToken(ctx: Pick<CoreContext, 'config'>, token: st
     if (err instanceof DomainError) throw err;
     if (err instanceof joseErrors.JWTExpired) throw new DomainError('UNAUTHORIZED', 'SDK token has expired');
     throw new DomainError('UNAUTHORIZED', 'Invalid SDK token');
+  }
+}
+
+/**
+ * The claims of a token SDK init may renew: signed with the current key, issued to this SDK, and
+ * expired no longer than SDK_RENEWAL_WINDOW_SECONDS ago; null for anything else (forged,
+ * malformed, too old, signed under a master key since rotated). Whose key, project, origin and
+ * end user it names is for the caller to judge.
+ */
+export async function renewableSdkToken(ctx: Pick<CoreContext, 'config'>, token: string): Promise<SdkTokenClaims | null> {
+  try {
+    const { payload } = await jwtVerify(token, sdkTokenKey(ctx), {
+      issuer: SDK_TOKEN_ISSUER,
+      audience: SDK_TOKEN_AUDIENCE,
+      algorithms: ['HS256'],
+      clockTolerance: SDK_RENEWAL_WINDOW_SECONDS,
+      requiredClaims: ['exp', 'iat'],
+    });
+    const { tid, pid, pkid, org, env, sub } = payload;
+    if (!str(tid) || !str(pid) || !str(pkid) || !str(org) || !str(env) || !str(sub)) return null;
+    return { tenantId: tid, projectId: pid, publicKeyId: pkid, origin: org, environment: env, endUserId: sub };
+  } catch (err) {
+    // No master key is the only refusal that is not the token's: init answers 503 for it.
+    if (err instanceof DomainError) throw err;
+    return null;
   }
 }

@@ -7,7 +7,7 @@ import { type Models } from '../../db/models';
 import { findOwned } from '../../db/owned';
 import { type SessionDoc } from '../../db/session';
 import { DomainError } from '../../lib/errors';
-import { type Principal } from '../../lib/permissions';
+import { sdkChannelUId, type Principal } from '../../lib/permissions';
 import { flushUpdate, stateQuery, type SessionStateView } from '../../workflows/definitions';
 import { type CoreContext } from '../context';
 import { type SessionScope } from './scope';
@@ -45,11 +45,24 @@ export async function findSession(models: Models, scope: SessionScope, sessionId
   return session;
 }
 
-/** The session by id for tenant-wide routes (transcripts); a project-bound key sees its project only. */
+/**
+ * What narrows a session lookup to an SDK end user's own sessions (those it started, whose
+ * `channelUId` names it); nothing for other credentials. Part of the filter, so another end
+ * user's session is simply not found.
+ */
+export function sdkSessionScope(principal: Principal): { channelUId?: string } {
+  return principal.sdk ? { channelUId: sdkChannelUId(principal.sdk) } : {};
+}
+
+/**
+ * The session by id for tenant-wide routes (transcripts); a project-bound key sees its project
+ * only, an SDK end user its own sessions only.
+ */
 export async function findTenantSession(models: Models, principal: Principal, sessionId: string): Promise<SessionDoc> {
   const session = await findOwned(models.Session, sessionId, {
     tenantId: principal.tenantId,
     ...(principal.projectId ? { projectId: principal.projectId } : {}),
+    ...sdkSessionScope(principal),
   });
   if (!session) throw sessionNotFound();
   return session;

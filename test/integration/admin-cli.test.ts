@@ -86,6 +86,12 @@ it('explains bad input and exits non-zero', async () => {
 
 it('makes an agent-assist bot and prints its secret once, which signs hook JWTs the API takes', async () => {
   const t = await seedTenant(stack.ctx);
+  // A project without the named agent gets no bot.
+  const missing = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support');
+  expect(missing.status).toBe(1);
+  expect(missing.err).toContain('Agent not found: project ' + t.projectId + ' has no agent named "Support" (its agents: none)');
+  expect(await stack.ctx.models.AgentAssistBot.countDocuments({ tenantId: t.tenantId })).toBe(0);
+  await stack.ctx.models.Agent.create({ tenantId: t.tenantId, projectId: t.projectId, name: 'Support', domain: 'support' });
   const made = await adminWith({ SECRET_MASTER_KEYS: OLD_MASTER }, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support');
   expect(made.status).toBe(0);
   const { bot, secret } = JSON.parse(made.out);

@@ -78,6 +78,7 @@ describe('public key management', () => {
       await api.post(`/api/projects/${t.projectId}/public-keys`, { key: reader, json: { name: 'r', allowedOrigins: [SHOP] } }),
       await api.get(`/api/projects/${t.projectId}/public-keys`, { key: reader }),
       await api.delete(`/api/projects/${t.projectId}/public-keys/pkey-x`, { key: reader }),
+      await api.patch(`/api/projects/${t.projectId}/public-keys/pkey-x`, { key: reader, json: { name: 'r' } }),
       await api.get(`/api/projects/${t.projectId}/public-keys/pkey-x/identity-secret`, { key: reader }),
     ]) {
       expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
@@ -155,32 +156,97 @@ describe('SDK init and config', () => {
     expect(bad.status).toBe(400);
   });
 
-  it('returns the widget config: entry agent, no greeting, empty theme, no voice, upload limits', async () => {
+  it('returns the widget config: entry agent, the key\'s widget settings, no voice, the upload limits', async () => {
     const owner = await seedTenant(stack.ctx);
     const pk = await makeKey(owner, [SHOP], 'dev');
     const empty = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
     expect(empty.status).toBe(200);
-    expect(empty.body.config.entryAgent).toBeNull();
+    expect(empty.body).toMatchObject({ entryAgent: null, greeting: null, title: null, theme: { primaryColor: null, position: 'bottom-right', launcherLabel: null } });
     await publishAgent(api, owner, 'Echo', echoAgent());
+    const widget = { greeting: 'Hello!\nHow can we help?', title: 'Shop support', theme: { primaryColor: '#0B5FFF', position: 'bottom-left', launcherLabel: 'Chat with us' } };
+    const changed = await api.patch(`/api/projects/${owner.projectId}/public-keys/${pk.id}`, { key: owner.adminKey, json: { widget } });
+    expect(changed.status).toBe(200);
+    expect(changed.body.publicKey.widget).toEqual({ ...widget, theme: { ...widget.theme, primaryColor: '#0b5fff' } });
     const res = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
     expect(res.status).toBe(200);
     expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
     expect(res.body).toEqual({
       success: true,
-      config: {
-        projectId: owner.projectId,
-        environment: 'dev',
-        entryAgent: { id: expect.any(String), name: 'Echo' },
-        greeting: null,
-        theme: {},
-        voice: { enabled: false },
-        uploads: { enabled: false, maxFileBytes: stack.config.ATTACHMENT_MAX_BYTES, maxFilesPerSession: stack.config.ATTACHMENTS_MAX_PER_SESSION, allowedMimeTypes: expect.arrayContaining(['text/plain', 'image/png']) },
-      },
+      projectId: owner.projectId,
+      environment: 'dev',
+      entryAgent: { id: expect.any(String), name: 'Echo' },
+      greeting: 'Hello!\nHow can we help?',
+      title: 'Shop support',
+      theme: { primaryColor: '#0b5fff', position: 'bottom-left', launcherLabel: 'Chat with us' },
+      voice: { enabled: false },
+      uploads: { enabled: true, maxFileSize: stack.config.ATTACHMENT_MAX_BYTES, maxFilesPerSession: stack.config.ATTACHMENTS_MAX_PER_SESSION, allowedMimeTypes: expect.arrayContaining(['text/plain', 'image/png']) },
+      streaming: true,
     });
+    // A field left out stays; null clears one.
+    const cleared = await api.patch(`/api/projects/${owner.projectId}/public-keys/${pk.id}`, { key: owner.adminKey, json: { widget: { greeting: null, theme: { position: null } } } });
+    expect(cleared.body.publicKey.widget).toEqual({ greeting: null, title: 'Shop support', theme: { primaryColor: '#0b5fff', position: null, launcherLabel: 'Chat with us' } });
+    const after = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
+    expect(after.body).toMatchObject({ greeting: null, title: 'Shop support', theme: { position: 'bottom-right', primaryColor: '#0b5fff' } });
     const wrongProject = await api.get(`/api/v1/sdk/config/${t.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
     expect(wrongProject.status).toBe(404);
     const noKey = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { origin: SHOP } });
     expect(noKey.status).toBe(401);
+  });
+
+  it('takes widget settings on create and checks them strictly, on create and on change', async () => {
+    const created = await api.post(`/api/projects/${t.projectId}/public-keys`, {
+      key: t.adminKey,
+      json: { name: 'Themed', allowedOrigins: [SHOP], widget: { title: 'Help', theme: { primaryColor: '#112233' } } },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.publicKey.widget).toEqual({ greeting: null, title: 'Help', theme: { primaryColor: '#112233', position: null, launcherLabel: null } });
+    const id = created.body.publicKey.id as string;
+    const bad: unknown[] = [
+      { theme: { primaryColor: 'red' } },
+      { theme: { primaryColor: '#12345' } },
+      { theme: { primaryColor: '#1122334' } },
+      { theme: { position: 'top-left' } },
+      { theme: { fontFamily: 'Comic Sans' } },
+      { title: 'two\nlines' },
+      { title: 'x'.repeat(81) },
+      { title: '  ' },
+      { greeting: 'x'.repeat(1001) },
+      { greeting: 'bell\u0007' },
+      { theme: { launcherLabel: 'x'.repeat(41) } },
+      { logoUrl: 'https://evil.example.net/x.png' },
+    ];
+    for (const widget of bad) {
+      const onCreate = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'x', allowedOrigins: [SHOP], widget } });
+      expect({ widget, status: onCreate.status, code: onCreate.body.error?.code }).toEqual({ widget, status: 400, code: 'VALIDATION_ERROR' });
+      const onChange = await api.patch(`/api/projects/${t.projectId}/public-keys/${id}`, { key: t.adminKey, json: { widget } });
+      expect({ widget, status: onChange.status, code: onChange.body.error?.code }).toEqual({ widget, status: 400, code: 'VALIDATION_ERROR' });
+    }
+    for (const json of [{}, { environment: 'dev' }, { name: 'x', key: 'pk_' + '0'.repeat(48) }]) {
+      expect((await api.patch(`/api/projects/${t.projectId}/public-keys/${id}`, { key: t.adminKey, json })).status).toBe(400);
+    }
+    expect((await stack.ctx.models.PublicKey.findById(id).lean())!.widget).toMatchObject({ title: 'Help', theme: { primaryColor: '#112233' } });
+  });
+
+  it('changes a key\'s name and origins only for its managers, never another tenant\'s or a revoked key', async () => {
+    const pk = await makeKey();
+    const renamed = await api.patch(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey, json: { name: 'Renamed', allowedOrigins: ['https://new.example.com'] } });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.publicKey).toMatchObject({ id: pk.id, name: 'Renamed', allowedOrigins: ['https://new.example.com'], status: 'active' });
+    expect((await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } })).status).toBe(403);
+    expect((await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: 'https://new.example.com' }, json: { projectId: t.projectId } })).status).toBe(200);
+    const reader = await t.keyWith(['agent:read', 'session:execute']);
+    expect((await api.patch(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: reader, json: { name: 'r' } })).status).toBe(403);
+    for (const [projectId, key] of [
+      [other.projectId, other.adminKey],
+      [t.projectId, other.adminKey],
+      [t.otherProjectId, t.adminKey],
+    ] as const) {
+      const res = await api.patch(`/api/projects/${projectId}/public-keys/${pk.id}`, { key, json: { name: 'taken' } });
+      expect({ status: res.status, code: res.body.error?.code }).toEqual({ status: 404, code: 'NOT_FOUND' });
+    }
+    await api.delete(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey });
+    expect((await api.patch(`/api/projects/${t.projectId}/public-keys/${pk.id}`, { key: t.adminKey, json: { name: 'revived' } })).status).toBe(404);
+    expect((await stack.ctx.models.PublicKey.findById(pk.id).lean())!.name).toBe('Renamed');
   });
 
   it('answers a preflight only for an origin a live key lists', async () => {
