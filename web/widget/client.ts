@@ -26,6 +26,7 @@ export interface SdkConfig {
   title: string | null;
   primaryColor: string | null;
   position: 'bottom-right' | 'bottom-left';
+  launcherLabel: string | null;
   uploads: { enabled: boolean; maxFileBytes: number; allowedMimeTypes: string[] };
   streaming: boolean | null;
 }
@@ -34,6 +35,8 @@ export interface SdkSession {
   token: string;
   expiresAt: number;
   endUserId: string;
+  /** The previous token's end user was kept. */
+  renewed: boolean;
 }
 
 export interface ChatReply {
@@ -101,6 +104,7 @@ export function configOf(body: unknown): SdkConfig {
     title: str(c.title),
     primaryColor: str(theme.primaryColor),
     position: theme.position === 'bottom-left' ? 'bottom-left' : 'bottom-right',
+    launcherLabel: str(theme.launcherLabel),
     uploads: {
       enabled: uploads.enabled === true,
       maxFileBytes: Number.isFinite(maxBytes) && maxBytes > 0 ? maxBytes : 10 * 1024 * 1024,
@@ -154,17 +158,20 @@ export class WidgetClient {
     return configOf(await this.json(`/api/v1/sdk/config/${encodeURIComponent(this.projectId)}`, { headers: { 'X-API-Key': this.publicKey } }));
   }
 
-  /** A token for the end user; the previous token, when there is one, asks to stay the same end user. */
+  /** A token for the end user; the previous token, when there is one, asks to stay the same end user (`renewed`). */
   async init(userAssertion: string | null, previousToken: string | null): Promise<SdkSession> {
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Public-Key': this.publicKey };
-    if (previousToken) headers['X-SDK-Token'] = previousToken;
     const body = await this.json('/api/v1/sdk/init', {
       method: 'POST',
-      headers,
-      body: JSON.stringify({ projectId: this.projectId, ...(userAssertion ? { userAssertion } : {}) }),
+      headers: { 'Content-Type': 'application/json', 'X-Public-Key': this.publicKey },
+      body: JSON.stringify({ projectId: this.projectId, ...(userAssertion ? { userAssertion } : {}), ...(previousToken ? { previousToken } : {}) }),
     });
     const expiresAt = Date.parse(String(body.expiresAt));
-    return { token: String(body.token), expiresAt: Number.isFinite(expiresAt) ? expiresAt : Date.now() + 60_000, endUserId: String(body.endUserId) };
+    return {
+      token: String(body.token),
+      expiresAt: Number.isFinite(expiresAt) ? expiresAt : Date.now() + 60_000,
+      endUserId: String(body.endUserId),
+      renewed: body.renewed === true,
+    };
   }
 
   private tokenHeaders(token: string, extra: Record<string, string> = {}): Record<string, string> {

@@ -9,6 +9,7 @@ button{cursor:pointer}
 :focus-visible{outline:3px solid #f0b400;outline-offset:2px}
 .launcher{width:56px;height:56px;border-radius:50%;border:0;background:var(--sb-primary);color:var(--sb-on-primary);box-shadow:0 4px 14px rgba(0,0,0,.25);display:flex;align-items:center;justify-content:center}
 .launcher svg{width:28px;height:28px;fill:currentColor}
+.launcher.with-label{width:auto;border-radius:28px;padding:0 18px 0 14px;gap:8px;font-weight:600}
 .launcher[hidden],.window[hidden],[hidden]{display:none!important}
 .window{width:min(370px,calc(100vw - 40px));height:min(560px,calc(100vh - 40px));background:#fff;border-radius:14px;box-shadow:0 10px 40px rgba(0,0,0,.28);display:flex;flex-direction:column;overflow:hidden}
 .header{background:var(--sb-primary);color:var(--sb-on-primary);padding:12px 14px;display:flex;align-items:center;gap:8px}

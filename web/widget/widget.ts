@@ -22,6 +22,9 @@ interface AgentMessage {
   thumbs: HTMLButtonElement[];
 }
 
+/** A stream that was answered, then dropped before its turn was named: start it again. */
+class StreamStartLost extends NetworkFailure {}
+
 /** A cross-origin call the API answered without letting the page read it: refused, not lost. */
 class RefusedFailure extends Error {}
 
@@ -167,8 +170,13 @@ export class ChatWidget {
       this.configFailure = err;
       return;
     }
-    const { title, primaryColor, position, uploads } = this.config;
+    const { title, primaryColor, position, launcherLabel, uploads } = this.config;
     if (title) this.title.textContent = title;
+    // Visible text beside the icon; the button's accessible name stays "Open chat".
+    if (launcherLabel) {
+      this.launcher.classList.add('with-label');
+      this.launcher.append(el('span', {}, launcherLabel));
+    }
     if (primaryColor && CSS.supports('color', primaryColor)) this.host.style.setProperty('--sb-primary', primaryColor);
     this.host.setAttribute('data-position', position);
     this.attachButton.hidden = !uploads.enabled;
@@ -198,7 +206,7 @@ export class ChatWidget {
   private async token(renew = false): Promise<string> {
     if (!renew && this.saved.token && this.saved.expiresAt - TOKEN_MARGIN_MS > Date.now()) return this.saved.token;
     const session = await this.client.init(this.options.userAssertion, this.saved.token);
-    const sameUser = this.saved.endUserId === null || this.saved.endUserId === session.endUserId;
+    const sameUser = this.saved.token === null || (session.renewed && this.saved.endUserId === session.endUserId);
     this.saved = { sessionId: sameUser ? this.saved.sessionId : null, token: session.token, expiresAt: session.expiresAt, endUserId: session.endUserId };
     this.store.save(this.saved);
     return session.token;
@@ -280,6 +288,12 @@ export class ChatWidget {
         this.store.save(this.saved);
         return reply;
       } catch (err) {
+        // An API that answers a plain request but not the stream's start: an API without the stream
+        // route seen from another origin (its 404 cannot be read), or a refusal the plain route repeats.
+        if (streaming && err instanceof NetworkFailure && !(err instanceof StreamStartLost) && (await this.client.reachable())) {
+          this.streamMissing = true;
+          continue;
+        }
         if (err instanceof ApiFailure) {
           if (streaming && err.routeMissing) {
             // An API without the streaming route: the same turn as one request.
@@ -341,7 +355,7 @@ export class ChatWidget {
     } catch (err) {
       if (!(err instanceof StreamDropped || err instanceof NetworkFailure)) throw err;
       // Dropped before the turn was named: the start again, with the same Idempotency-Key.
-      if (progress.turnId === null) throw new NetworkFailure(err.message);
+      if (progress.turnId === null) throw err instanceof StreamDropped ? new StreamStartLost(err.message) : err;
     }
     const deadline = Date.now() + RETRY_WINDOW_MS;
     for (let attempt = 0; ; attempt++) {
