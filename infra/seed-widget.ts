@@ -7,6 +7,9 @@ import { type Models } from '../db/models';
 import { createPublicKey } from '../core/sdk/public-keys';
 import { type DevCredentials } from './seed';
 
+/** How the demo's widget looks (its key's widget settings; change them with PATCH …/public-keys/:keyId). */
+export const DEMO_WIDGET = { title: 'Support desk', theme: { primaryColor: '#2456d6', launcherLabel: 'Chat with us' } };
+
 /** The origins a browser sends from the dev stack's own pages. */
 export const devStackOrigins = (apiPort: number) => [`http://localhost:${apiPort}`, `http://127.0.0.1:${apiPort}`];
 
@@ -18,7 +21,7 @@ export async function ensureDevPublicKey(models: Models, credentials: Pick<DevCr
     const found = await models.PublicKey.findOneAndUpdate({ ...scope, keyHash: sha256Hex(saved.publicKey), revokedAt: null }, { $set: { allowedOrigins: origins } }).lean();
     if (found) return { key: saved.publicKey, created: false };
   }
-  const { key } = await createPublicKey({ models }, scope, { name: 'dev widget demo', allowedOrigins: origins, environment: 'dev', createdBy: null });
+  const { key } = await createPublicKey({ models }, scope, { name: 'dev widget demo', allowedOrigins: origins, environment: 'dev', widget: DEMO_WIDGET, createdBy: null });
   if (file && saved) writeFileSync(file, JSON.stringify({ ...saved, publicKey: key }, null, 2) + '\n', { mode: 0o600 });
   return { key, created: true };
 }

@@ -153,6 +153,9 @@ it('keeps the session across a network drop and a reload', async () => {
   const before = await savedState();
   await page.reload();
   await page.getByRole('button', { name: 'Open chat', exact: true }).click();
+  // The conversation so far, read again from the session's transcript.
+  await log().getByText('I have a question about my invoice').waitFor();
+  expect(await log().locator('.msg.agent', { hasText: 'What is the invoice number?' }).count()).toBe(1);
   await context.setOffline(true);
   try {
     await say('I am not sure');
@@ -166,6 +169,26 @@ it('keeps the session across a network drop and a reload', async () => {
   expect((await savedState())?.sessionId).toBe(before!.sessionId);
   expect(await page.getByRole('alert').isVisible()).toBe(false);
   expect(pageErrors).toEqual([]);
+});
+
+it('rates a reply, and sends a file with the next message', async () => {
+  const rated = page.waitForResponse((r) => r.url() === `${stack.baseUrl}/api/v1/feedback`);
+  const helpful = log().getByRole('button', { name: 'Helpful', exact: true }).last();
+  await helpful.click();
+  expect((await rated).status()).toBe(201);
+  await log().getByRole('button', { name: 'Helpful', exact: true, pressed: true }).waitFor();
+
+  // The hidden file input behind the "Attach a file" button.
+  expect(await page.getByRole('button', { name: 'Attach a file', exact: true }).isVisible()).toBe(true);
+  const uploaded = page.waitForResponse((r) => r.url().endsWith('/attachments') && r.request().method() === 'POST');
+  await page.locator('input[type=file]').setInputFiles({ name: 'invoice.txt', mimeType: 'text/plain', buffer: Buffer.from('Invoice INV-123456\nTotal: 120 EUR\n') });
+  const attachmentId = ((await (await uploaded).json()) as { attachmentId: string }).attachmentId;
+  await page.getByRole('button', { name: 'Remove invoice.txt', exact: true }).waitFor();
+  const sent = page.waitForRequest((r) => r.url() === `${stack.baseUrl}/api/v1/chat/send`);
+  await say('Here it is');
+  expect((await sent).postDataJSON()).toMatchObject({ sessionId: (await savedState())!.sessionId, message: 'Here it is', attachmentIds: [attachmentId] });
+  await log().locator('.msg.agent').nth(3).waitFor();
+  expect(await page.getByRole('alert').isVisible()).toBe(false);
 });
 
 it('refuses a page on an origin the key does not list, and says so in the widget', async () => {
