@@ -63,7 +63,8 @@ export interface ChatRequest {
 /** What a streamed turn reports as it goes (STREAM contract: turn, delta, response, error). */
 export interface StreamHandlers {
   onTurn(turnId: string, sessionId: string): void;
-  onDelta(text: string): void;
+  /** `reset`: the text replaces what was shown (a model call was retried). */
+  onDelta(text: string, reset: boolean): void;
 }
 
 type Json = Record<string, unknown>;
@@ -274,7 +275,7 @@ async function readStream(res: Response, handlers: StreamHandlers, progress: Str
         progress.turnId = String(data.turnId);
         handlers.onTurn(progress.turnId, String(data.sessionId ?? ''));
       } else if (event.event === 'delta') {
-        if (typeof data.text === 'string') handlers.onDelta(data.text);
+        if (typeof data.text === 'string') handlers.onDelta(data.text, data.reset === true);
       } else if (event.event === 'response') {
         outcome = { reply: replyOf(data) };
       } else if (event.event === 'error') {

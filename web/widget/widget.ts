@@ -342,10 +342,10 @@ export class ChatWidget {
           this.store.save(this.saved);
         }
       },
-      onDelta: (text: string) => {
+      onDelta: (text: string, reset: boolean) => {
         this.typing.hidden = true;
         this.streamBubble ??= this.addAgentMessage('', this.currentAgent, null, false);
-        this.streamBubble.text += text;
+        this.streamBubble.text = reset ? text : this.streamBubble.text + text;
         this.streamBubble.body.textContent = this.streamBubble.text;
         this.log.scrollTop = this.log.scrollHeight;
       },
