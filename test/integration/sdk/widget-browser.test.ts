@@ -219,7 +219,8 @@ it("shows an agent's rich content and buttons on another site, and a press sends
     await talk.waitFor();
     await conversation.getByText('Total: 120 EUR').waitFor();
     expect(await conversation.getByRole('link', { name: 'https://shop.example.com/invoices/INV-123456' }).getAttribute('target')).toBe('_blank');
-    const pressed = shop.waitForRequest((r) => r.url() === `${stack.baseUrl}/api/v1/chat/agent` && r.method() === 'POST');
+    // The agent chat, streamed or not.
+    const pressed = shop.waitForRequest((r) => /\/api\/v1\/chat\/agent(\/stream)?$/.test(r.url()) && r.method() === 'POST');
     await talk.click();
     expect((await pressed).postDataJSON()).toMatchObject({ projectId: t.otherProjectId, message: 'Talk to someone', action: { id: 'talk' } });
     await conversation.getByText('Connecting you.').waitFor();
