@@ -107,6 +107,17 @@ module.exports = tseslint.config(
     },
   },
   {
+    // Browser code (the widget, bundled by api/widget/bundle.ts): nothing of ours outside web/, no Node.
+    files: ['web/**/*.ts'],
+    rules: {
+      'import/no-nodejs-modules': 'error',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['../*', '../**'], message: 'web/ is browser code: it imports nothing of ours outside web/.' }] },
+      ],
+    },
+  },
+  {
     files: ['abl/**/*.ts'],
     rules: {
       'no-restricted-properties': ['error', { object: 'Date', property: 'now', message: 'abl/ has no clock.' }],

@@ -48,6 +48,7 @@ import { memoryRoutes } from './memory/router';
 import { sdkRoutes } from './sdk/router';
 import { SDK_CORS_PATHS, sdkPreflight } from './sdk/cors';
 import { agentAssistRoutes } from './agent-assist/router';
+import { widgetDemoRouter, widgetRoutes } from './widget/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -61,6 +62,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   memoryRoutes,
   sdkRoutes,
   agentAssistRoutes,
+  widgetRoutes,
 ];
 
 /** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */
@@ -107,6 +109,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   });
   app.use(router);
   app.use(codecLoginRouter(ctx));
+  // The dev stack's widget demo page (GET /demo); an unknown path anywhere else (api/widget/router.ts).
+  app.use(widgetDemoRouter(ctx));
   mounted.push({ method: 'get', pattern: /^\/codec\/login\/?$/ }, { method: 'post', pattern: /^\/codec\/login\/?$/ });
 
   let document: ReturnType<typeof generateOpenApiDocument> | null = null;

@@ -7,6 +7,7 @@
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { loadConfig } from '../lib/config';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
@@ -28,6 +29,7 @@ import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { ensureDevTenant } from './seed';
 import { startTwilioFake, type TwilioFake } from './twilio-fake';
 import { seedDevProject, toolFilesOffSampleBackend } from './seed-project';
+import { devStackOrigins, ensureDevPublicKey } from './seed-widget';
 
 // SWITCHBOARD_DATA_DIR moves the data (the stack tests run a second stack beside yours).
 const DATA_DIR = path.resolve(process.env.SWITCHBOARD_DATA_DIR ?? path.join(ROOT, '.data'));
@@ -49,6 +51,18 @@ function envNumber(name: string, fallback: number): number {
 async function requireFreePort(port: number, what: string, variable: string): Promise<void> {
   if (!(await isPortFree(port))) {
     throw new Error(`port ${port} (${what}) is in use: stop whatever holds it, or set ${variable}`);
+  }
+}
+
+/** The widget script's size as served, and gzipped (the API builds it on this first request). */
+async function scriptSize(url: string): Promise<string | null> {
+  try {
+    const res = await fetch(url);
+    if (!res.ok) return null;
+    const code = Buffer.from(await res.arrayBuffer());
+    return `${(code.length / 1024).toFixed(1)} KB, ${(gzipSync(code).length / 1024).toFixed(1)} KB gzipped`;
+  } catch {
+    return null;
   }
 }
 
@@ -153,7 +167,8 @@ async function main(): Promise<void> {
     const models = createModels(await connectMongo(config.MONGODB_URI));
     await syncIndexes(models);
     const baseUrl = `http://localhost:${apiPort}`;
-    const { credentials, created } = await ensureDevTenant(models, path.join(DATA_DIR, 'dev-credentials.json'), baseUrl);
+    const credentialsFile = path.join(DATA_DIR, 'dev-credentials.json');
+    const { credentials, created } = await ensureDevTenant(models, credentialsFile, baseUrl);
     const seeded = await seedDevProject(models, credentials, { sampleBackendUrl: backend.url });
     const receiverUrl = `${backend.url}${SAMPLE_RECEIVER_PATH}`;
     const subscriptionId = await ensureDevSubscription(models, secretMasterKeyRing(config), credentials, receiverUrl);
@@ -164,6 +179,9 @@ async function main(): Promise<void> {
           'or for another SAMPLE_BACKEND_PORT): their calls fail. Delete the data directory to seed again (docs/agents.md)',
       );
     }
+    // The widget demo page (GET /demo) embeds the dev project's public key; a production API serves no demo.
+    const demo = env.NODE_ENV === 'production' ? null : await ensureDevPublicKey(models, credentials, devStackOrigins(apiPort), credentialsFile);
+    if (demo) Object.assign(env, { WIDGET_DEMO_PUBLIC_KEY: demo.key, WIDGET_DEMO_PROJECT_ID: credentials.projectId });
     await models.connection.close();
 
     for (const [name, entry] of [
@@ -181,6 +199,7 @@ async function main(): Promise<void> {
     }
     log('waiting for the API to be ready…');
     await waitForHttpOk(`${baseUrl}/readyz`, 90_000);
+    const widgetSize = demo ? await scriptSize(`${baseUrl}/sdk/widget.js`) : null;
 
     const lines = [
       '',
@@ -195,6 +214,9 @@ async function main(): Promise<void> {
               : `  Decoded payloads in the UI: sign in at ${baseUrl}/codec/login with PLATFORM_ADMIN_TOKEN (docs/operations.md)`,
           ]
         : []),
+      ...(demo
+        ? [`  Widget demo    ${baseUrl}/demo   (the support desk in the chat widget; ${baseUrl}/sdk/widget.js${widgetSize ? `, ${widgetSize}` : ''}: docs/widget.md)`]
+        : []),
       `  MongoDB        ${config.MONGODB_URI}`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       `  Sample webhook ${receiverUrl}   (the dev project's HTTP-async subscription delivers here; GET shows what came)`,
@@ -206,6 +228,7 @@ async function main(): Promise<void> {
       `  tenantId   ${credentials.tenantId}`,
       `  projectId  ${credentials.projectId}`,
       `  apiKey     ${credentials.apiKey}`,
+      ...(demo ? [`  publicKey  ${demo.key}   (widget key for ${devStackOrigins(apiPort).join(' and ')})`] : []),
       ...(seeded.length > 0 ? [`  agents     ${seeded.join(', ')}`] : []),
       '',
       'Try:',

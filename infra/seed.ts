@@ -10,6 +10,8 @@ export interface DevCredentials {
   projectId: string;
   apiKey: string;
   baseUrl: string;
+  /** The dev project's public widget key, for the demo page (infra/seed-widget.ts). */
+  publicKey?: string;
 }
 
 const DEV_TENANT_SLUG = 'dev';

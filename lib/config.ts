@@ -185,6 +185,13 @@ export const ConfigSchema = z.object({
   SANDBOX_JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   /** How long an SDK session token from `POST /api/v1/sdk/init` is valid (docs/widget.md). @default 900 */
   SDK_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(900),
+  /**
+   * Dev only: with WIDGET_DEMO_PROJECT_ID, serves GET /demo, a page embedding the chat widget with
+   * this public key (`npm start` seeds one and sets both). Refused when NODE_ENV=production (docs/widget.md).
+   */
+  WIDGET_DEMO_PUBLIC_KEY: z.string().regex(/^pk_[0-9a-f]{48}$/, 'must be a public widget key (pk_ and 48 hex digits)').optional(),
+  /** The project of WIDGET_DEMO_PUBLIC_KEY. */
+  WIDGET_DEMO_PROJECT_ID: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a project id').optional(),
   /** Python sandbox children kept loaded and waiting for a call, per worker (docs/code-tools.md). @default 1 */
   SANDBOX_PYTHON_WARM: z.coerce.number().int().min(0).max(16).default(1),
   /** Python sandbox calls one worker runs at once; more wait for a slot. @default 4 */
@@ -382,6 +389,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.NODE_ENV === 'production' && raw.SANDBOX_PYTHON_WITHOUT_NAMESPACES) {
     // Tenant code would reach internal services and cloud metadata from the worker's network.
     throw new ConfigError(['SANDBOX_PYTHON_WITHOUT_NAMESPACES must not be true when NODE_ENV=production: Python sandbox code would reach the network']);
+  }
+  if ((raw.WIDGET_DEMO_PUBLIC_KEY === undefined) !== (raw.WIDGET_DEMO_PROJECT_ID === undefined)) {
+    throw new ConfigError(['WIDGET_DEMO_PUBLIC_KEY and WIDGET_DEMO_PROJECT_ID go together: set both to serve /demo, or neither']);
+  }
+  if (raw.NODE_ENV === 'production' && raw.WIDGET_DEMO_PUBLIC_KEY) {
+    // The demo page is a dev stack's: a production API serves no page of its own.
+    throw new ConfigError(['WIDGET_DEMO_PUBLIC_KEY must not be set when NODE_ENV=production: the widget demo page is for the dev stack only']);
   }
   if (raw.CODEC_TRUST_LOCAL_UI) {
     // Decoding without a credential is for one person's machine: never in production, never for a UI elsewhere.

@@ -114,7 +114,9 @@ export interface RouteDefinition<P, Q, B, Auth extends RouteAuth = RouteAuth, L 
   /** Other success statuses answered with the same body (e.g. 200 on replace, 201 on create). */
   alsoSuccess?: number[];
   /** Media type of the success body; JSON unless the route streams (`text/event-stream`). */
-  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml' | 'audio/wav' | 'text/csv';
+  responseContentType?: 'application/json' | 'text/event-stream' | 'text/xml' | 'audio/wav' | 'text/csv' | 'application/javascript';
+  /** True when the route answers 304 (no body) to an `If-None-Match` naming the current ETag; documented as such. */
+  notModified?: boolean;
   response: z.ZodType;
   /**
    * Other media types the success response may take, by media type (e.g. `application/zip` when
@@ -329,6 +331,9 @@ export function registerInOpenApi(registry: OpenAPIRegistry, route: AnyRoute): v
       ...(headers ? { headers } : {}),
       ...(links ? { links } : {}),
     };
+  }
+  if (route.notModified) {
+    responses[304] = { description: 'Not modified: `If-None-Match` names the current ETag (no body)', ...(headers ? { headers } : {}) };
   }
   for (const status of documentedErrorStatuses(route)) {
     if (status === 408 || status === 431) {

@@ -16,6 +16,7 @@ import { FreshReads } from '../../lib/fresh-reads';
 import { jwtKeyRing } from '../../lib/jwt-keys';
 import { type AppContext } from '../context';
 import { verifySdkToken } from '../../core/sdk/session-token';
+import { pageOrigin } from '../sdk/cors';
 
 const unauthorized = (message: string) => new ApiError('UNAUTHORIZED', message);
 
@@ -347,7 +348,7 @@ export function beginAuthentication(ctx: AppContext, req: Request): Authenticati
   const credential = readCredential(req);
   if (!credential) throw unauthorized('Authentication required: send Authorization: Bearer <token> or X-API-Key');
   if (credential.type === 'jwt') return { early: null, confirmed: resolveUserJwt(ctx, credential.value) };
-  if (credential.type === 'sdk_token') return { early: null, confirmed: resolveSdkToken(ctx, credential.value, req.headers.origin) };
+  if (credential.type === 'sdk_token') return { early: null, confirmed: resolveSdkToken(ctx, credential.value, pageOrigin(req)) };
   if (!API_KEY_PATTERN.test(credential.value)) throw unauthorized('Invalid API key');
   const keyHash = sha256Hex(credential.value);
   const knownKeys = knownKeysOf(ctx);

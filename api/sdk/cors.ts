@@ -18,6 +18,17 @@ export const SDK_CORS_PATHS = [
 
 const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key, Last-Event-ID';
 
+/**
+ * The page origin of a widget's request: its `Origin` header, or, for a browser's same-origin GET
+ * (which carries none; `Sec-Fetch-Site: same-origin`, a header no page can set), the origin the
+ * request was sent to. A page elsewhere (or a rebound DNS name) names its own host, never ours.
+ */
+export function pageOrigin(req: Request): string | undefined {
+  if (req.headers.origin) return req.headers.origin;
+  if (req.headers['sec-fetch-site'] !== 'same-origin' || !req.headers.host) return undefined;
+  return `${req.protocol}://${req.headers.host}`.toLowerCase();
+}
+
 /** The CORS headers of a response to an allowed origin. */
 export function allowOrigin(res: Response, origin: string): void {
   res.setHeader('Access-Control-Allow-Origin', origin);

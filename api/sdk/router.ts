@@ -14,7 +14,7 @@ import { issueSdkToken, newAnonymousEndUserId, renewableSdkToken, SDK_RENEWAL_WI
 import { identifiedEndUserId, identitySecretOf, verifyUserAssertion } from '../../core/sdk/user-assertion';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { ALLOWED_TYPES } from '../../core/attachments/types';
-import { allowOrigin } from './cors';
+import { allowOrigin, pageOrigin } from './cors';
 import {
   ZCreatedPublicKeyResponse,
   ZIdentitySecretResponse,
@@ -43,9 +43,10 @@ const firstHeader = (req: Request, name: string): string | undefined => {
  * kept for the handler.
  */
 async function authorizeSdk(ctx: AppContext, req: Request, header: 'x-public-key' | 'x-api-key'): Promise<void> {
-  const key = await requirePublicKey(ctx, firstHeader(req, header), req.headers.origin);
+  const origin = pageOrigin(req);
+  const key = await requirePublicKey(ctx, firstHeader(req, header), origin);
   const res = req.res!;
-  allowOrigin(res, req.headers.origin!);
+  allowOrigin(res, origin!);
   await consumeRateLimit(ctx.rateLimiter, tenantRateLimitKey(key.tenantId), res);
   res.locals.publicKey = key;
 }
@@ -180,7 +181,7 @@ export const sdkRoutes: AnyRoute[] = [
     async handler({ ctx, body, res }) {
       const key = keyOf(res);
       requireKeyProject(key, body.projectId);
-      const origin = res.req.headers.origin!;
+      const origin = pageOrigin(res.req)!;
       const [user, previous] = await Promise.all([
         body.userAssertion ? verifyUserAssertion(ctx, key._id, body.userAssertion) : null,
         body.previousToken ? renewableSdkToken(ctx, body.previousToken) : null,

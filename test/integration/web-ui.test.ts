@@ -1,7 +1,8 @@
 // The operator's first look at the dev stack's Temporal Web UI: `npm start`'s stack (its Temporal
 // dev server with the UI, the API with the codec endpoint), a session started through the API, and
 // a headless Chromium opening that session's page finds the user's message decoded, with no
-// sign-in and no UI setting, while Temporal itself holds it encrypted.
+// sign-in and no UI setting, while Temporal itself holds it encrypted. The same stack serves the
+// widget demo page with the public key it seeded for its own origins.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -23,13 +24,14 @@ let ports: DevStackPorts;
 let stack: DevStack;
 let browser: Browser;
 let sessionId: string;
+let creds: { apiKey: string; projectId: string; publicKey: string };
 
 beforeAll(async () => {
   ports = await freeDevStackPorts();
   const dataDir = path.join(tmp, 'data');
   // As `npm start` is run: nothing about the codec set by hand.
   stack = await startDevStack(dataDir, ports);
-  const creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8')) as { apiKey: string; projectId: string };
+  creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8')) as typeof creds;
   const chat = await client(`http://127.0.0.1:${ports.api}`).post('/api/v1/chat/agent', { key: creds.apiKey, json: { projectId: creds.projectId, message: MESSAGE } });
   expect(chat.status).toBe(200);
   sessionId = chat.body.sessionId;
@@ -72,4 +74,20 @@ it("shows the session's input and the user's message decoded on the session's pa
   expect(decodes.length).toBeGreaterThan(0);
   expect(decodes.every((status) => status === 200)).toBe(true);
   await page.close();
+});
+
+it('prints the widget demo page and serves it with the public key it seeded for its own origins', async () => {
+  const demo = `http://localhost:${ports.api}/demo`;
+  expect(stack.output()).toContain(`Widget demo    ${demo}`);
+  const page = await fetch(demo);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain(`src="/sdk/widget.js" data-public-key="${creds.publicKey}" data-project="${creds.projectId}"`);
+  for (const origin of [`http://localhost:${ports.api}`, `http://127.0.0.1:${ports.api}`]) {
+    const init = await fetch(`http://127.0.0.1:${ports.api}/api/v1/sdk/init`, {
+      method: 'POST',
+      headers: { Origin: origin, 'X-Public-Key': creds.publicKey, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ projectId: creds.projectId }),
+    });
+    expect(init.status).toBe(200);
+  }
 });

@@ -1,6 +1,7 @@
 // Public widget keys and the SDK bootstrap against the real stack: create, list and revoke keys
 // under a project (agent:write), every refusal in the spec's envelope; SDK init and config with a
 // key from a listed origin, and the CORS headers only such an origin gets.
+import { request as httpRequest } from 'node:http';
 import { decodeJwt } from 'jose';
 import { client, request } from '../../support/http';
 import { echoAgent, publishAgent } from '../../support/agents';
@@ -125,6 +126,28 @@ describe('public key management', () => {
 });
 
 describe('SDK init and config', () => {
+  it("takes a browser's same-origin GET, which carries no Origin, as from the address it was sent to, and nothing else so", async () => {
+    const pk = await makeKey(t, [stack.baseUrl]);
+    const config = (headers: Record<string, string>) => request(stack.baseUrl, 'GET', `/api/v1/sdk/config/${t.projectId}`, { headers: { 'x-api-key': pk.key, ...headers } });
+    const same = await config({ 'sec-fetch-site': 'same-origin' });
+    expect(same.status).toBe(200);
+    expect(same.headers.get('access-control-allow-origin')).toBe(stack.baseUrl);
+    // Without the browser's mark there is no origin; a page elsewhere (or a rebound name) sends its own Host.
+    expect((await config({})).status).toBe(403);
+    expect((await config({ 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    // fetch sends its own Host; node:http sends the one given.
+    const elsewhere = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`/api/v1/sdk/config/${t.projectId}`, stack.baseUrl);
+      httpRequest(url, { headers: { host: 'shop.example.com', 'x-api-key': pk.key, 'sec-fetch-site': 'same-origin' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(elsewhere).toBe(403);
+  });
+
   it('issues a short-lived token bound to tenant, project, origin, environment and a fresh anonymous end user', async () => {
     const pk = await makeKey(t, [SHOP], 'staging');
     const a = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.key, origin: SHOP }, json: { projectId: t.projectId } });

@@ -105,3 +105,11 @@ it('bounds the HTTP server by default, and refuses a headers timeout longer than
   expect(() => loadConfig({ ...minimal, HTTP_HEADERS_TIMEOUT_MS: '30000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS \(30000\) must not exceed HTTP_REQUEST_TIMEOUT_MS \(10000\)/);
   expect(() => loadConfig({ ...minimal, HTTP_REQUEST_TIMEOUT_MS: '0' })).toThrow(/HTTP_REQUEST_TIMEOUT_MS/);
 });
+
+it('takes the widget demo page settings together, and refuses them in production', () => {
+  const demo = { WIDGET_DEMO_PUBLIC_KEY: `pk_${'a1'.repeat(24)}`, WIDGET_DEMO_PROJECT_ID: 'gol9i15cztwlc7' };
+  expect(loadConfig({ ...minimal, ...demo }).WIDGET_DEMO_PUBLIC_KEY).toBe(demo.WIDGET_DEMO_PUBLIC_KEY);
+  expect(() => loadConfig({ ...minimal, WIDGET_DEMO_PUBLIC_KEY: demo.WIDGET_DEMO_PUBLIC_KEY })).toThrow(/go together/);
+  expect(() => loadConfig({ ...minimal, ...demo, WIDGET_DEMO_PUBLIC_KEY: 'abl_notapublickey' })).toThrow(/WIDGET_DEMO_PUBLIC_KEY: must be a public widget key/);
+  expect(() => loadConfig({ ...minimal, ...demo, NODE_ENV: 'production' })).toThrow(/must not be set when NODE_ENV=production/);
+});
