@@ -352,20 +352,18 @@ describe('a reply the model writes, streamed', () => {
     const replays: Request[] = [];
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    let replayed!: () => void;
-    const firstReplay = new Promise<void>((resolve) => (replayed = resolve));
     await chat.route(
       (url) => url.pathname.startsWith('/api/v1/chat/agent/stream/'),
       async (route: Route) => {
         replays.push(route.request());
-        replayed();
         await released;
         await route.continue();
       },
     );
     try {
+      const replayed = chat.waitForRequest((r) => new URL(r.url()).pathname.startsWith('/api/v1/chat/agent/stream/'));
       await say('And tomorrow?', 'enter', chat);
-      await firstReplay;
+      const replay = await replayed;
       const { turnId, lastId, shown: partial, reply } = cut!;
       // The first delta is on screen, and the turn's response has not reached the page.
       expect(partial).not.toBe('');
@@ -373,10 +371,10 @@ describe('a reply the model writes, streamed', () => {
       expect(await replies().last().textContent()).toBe(partial);
       await chat.getByRole('status').getByText('Reconnecting').waitFor();
       // The replay names the turn and the last event the page read.
-      const url = new URL(replays[0]!.url());
+      const url = new URL(replay.url());
       expect(url.pathname).toBe(`/api/v1/chat/agent/stream/${turnId}`);
       expect(url.searchParams.get('after')).toBe(lastId);
-      expect(replays[0]!.method()).toBe('GET');
+      expect(replay.method()).toBe('GET');
       release();
 
       await chat.getByRole('log').getByRole('button', { name: 'Helpful', exact: true }).nth(1).waitFor();
