@@ -3,16 +3,19 @@
 // chat by its accessible names, converses with the seeded support desk through a handoff to its
 // billing specialist, survives a network drop and a reload in the same session, and a page on an
 // origin the key does not list gets a clear refusal; on a site its key lists, an agent's buttons and
-// rich content show and a press sends the action. A screenshot of the open widget is saved.
+// rich content show and a press sends the action. A reply the offline model writes comes through
+// the stream route, and a stream cut after its first delta keeps that text on screen, is replayed
+// from the last event seen and shows the whole reply once. A screenshot of the open widget is saved.
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import path from 'node:path';
-import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page, type Request, type Route } from 'playwright-core';
 import { seedDevProject } from '../../../infra/seed-project';
 import { devStackOrigins, ensureDevPublicKey } from '../../../infra/seed-widget';
 import { ROOT } from '../../../infra/processes';
 import { createPublicKey } from '../../../core/sdk/public-keys';
+import { foldDeltas } from '../../../core/chat/turn-stream';
 import { launchChromium } from '../../support/browser';
 import { publishAgent } from '../../support/agents';
 import { client } from '../../support/http';
@@ -52,6 +55,9 @@ let stack: TestStack;
 let t: SeededTenant;
 let publicKey: string;
 let shopKey: string;
+// A tenant whose only agent the offline model answers, so its replies come as deltas.
+let modelTenant: SeededTenant;
+let modelKey: string;
 let otherSite: Server;
 let otherOrigin: string;
 let browser: Browser;
@@ -70,7 +76,7 @@ beforeAll(async () => {
   // Another site: the demo's snippet, on an origin its key does not list; and at /shop the other
   // project's widget, whose key lists this site.
   otherSite = createServer((req, res) => {
-    const [key, project] = req.url === '/shop' ? [shopKey, t.otherProjectId] : [publicKey, t.projectId];
+    const [key, project] = req.url === '/shop' ? [shopKey, t.otherProjectId] : req.url === '/model' ? [modelKey, modelTenant.projectId] : [publicKey, t.projectId];
     res.writeHead(200, { 'Content-Type': 'text/html' });
     res.end(`<!doctype html><title>Elsewhere</title><script src="${stack.baseUrl}/sdk/widget.js" data-public-key="${key}" data-project="${project}"></script>`);
   });
@@ -79,6 +85,10 @@ beforeAll(async () => {
   const shop = { tenantId: t.tenantId, projectId: t.otherProjectId };
   await publishAgent(client(stack.baseUrl), { ...shop, adminKey: t.adminKey }, 'Shop', SHOP);
   shopKey = (await createPublicKey(stack.ctx, shop, { name: 'shop', allowedOrigins: [otherOrigin], environment: 'dev', createdBy: null })).key;
+  modelTenant = await seedTenant(stack.ctx);
+  const modelProject = { tenantId: modelTenant.tenantId, projectId: modelTenant.projectId };
+  await publishAgent(client(stack.baseUrl), { ...modelProject, adminKey: modelTenant.adminKey }, 'Helper', 'AGENT: Helper\nGOAL: "Answer questions about the weather."\n');
+  modelKey = (await createPublicKey(stack.ctx, modelProject, { name: 'model', allowedOrigins: [otherOrigin], environment: 'dev', createdBy: null })).key;
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1000, height: 720 } });
   page = await context.newPage();
@@ -99,11 +109,30 @@ type Node = { getRootNode(): { activeElement?: unknown } };
 const isFocused = (e: unknown) => e === (e as Node).getRootNode().activeElement;
 const background = (e: unknown) => (globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }).getComputedStyle(e).backgroundColor;
 
-async function say(text: string, how: 'enter' | 'button' = 'enter') {
-  const box = page.getByRole('textbox', { name: 'Message', exact: true });
+async function say(text: string, how: 'enter' | 'button' = 'enter', on: Page = page) {
+  const box = on.getByRole('textbox', { name: 'Message', exact: true });
   await box.fill(text);
   if (how === 'enter') await box.press('Enter');
-  else await page.getByRole('button', { name: 'Send', exact: true }).click();
+  else await on.getByRole('button', { name: 'Send', exact: true }).click();
+}
+
+interface SseEvent {
+  raw: string;
+  id: string | undefined;
+  event: string | undefined;
+  data: Record<string, unknown>;
+}
+
+/** The events of a whole SSE body, each with its text as sent (heartbeat comments have no event). */
+function sseEvents(body: string): SseEvent[] {
+  return body
+    .split('\n\n')
+    .filter((raw) => raw.trim())
+    .map((raw) => {
+      const field = (name: string) => raw.split('\n').find((line) => line.startsWith(`${name}:`))?.slice(name.length + 1).trim();
+      const data = field('data');
+      return { raw, id: field('id'), event: field('event'), data: data ? (JSON.parse(data) as Record<string, unknown>) : {} };
+    });
 }
 
 it('serves the script with its type, cache headers and ETag, and 304 for a current copy', async () => {
@@ -240,4 +269,126 @@ it('answers the demo page only where it is configured', async () => {
   } finally {
     stack.ctx.config = configured;
   }
+});
+
+describe('a reply the model writes, streamed', () => {
+  const stream = () => `${stack.baseUrl}/api/v1/chat/agent/stream`;
+  let chat: Page;
+  const replies = () => chat.getByRole('log').locator('.msg.agent .text');
+  const shown = () => chat.evaluate('window.__shown') as Promise<string[]>;
+
+  beforeAll(async () => {
+    chat = await context.newPage();
+    chat.on('pageerror', (e) => pageErrors.push(e.message));
+    await chat.goto(`${otherOrigin}/model`);
+    await chat.getByRole('button', { name: 'Open chat', exact: true }).click();
+    // Every text an agent reply shows, in order: each setting of a reply's text adds a text node.
+    await chat.evaluate(`(() => {
+      window.__shown = [];
+      const log = document.querySelector('[data-switchboard-widget]').shadowRoot.querySelector('[role=log]');
+      new MutationObserver((records) => {
+        for (const r of records) if (r.target.matches?.('.msg.agent .text')) for (const n of r.addedNodes) window.__shown.push(n.textContent);
+      }).observe(log, { childList: true, subtree: true });
+    })()`);
+  });
+  afterAll(async () => {
+    await chat?.close();
+  });
+
+  it('comes through the stream route as deltas, and the widget shows what they add up to', async () => {
+    const plain: string[] = [];
+    const onRequest = (r: Request) => {
+      if (r.url() === `${stack.baseUrl}/api/v1/chat/agent`) plain.push(r.method());
+    };
+    chat.on('request', onRequest);
+    try {
+      const streamed = chat.waitForResponse((r) => r.url() === stream() && r.request().method() === 'POST');
+      await say('Will it rain today?', 'enter', chat);
+      const res = await streamed;
+      expect(res.headers()['content-type']).toContain('text/event-stream');
+      await chat.getByRole('log').getByRole('button', { name: 'Helpful', exact: true }).waitFor();
+      // What the stream sent (the page's copy of a streamed body cannot be read back): the turn's
+      // events replayed whole, with the tenant's admin key.
+      const turn = await stack.ctx.models.TurnStream.findOne({ tenantId: modelTenant.tenantId }).lean();
+      const replay = await fetch(`${stream()}/${String(turn!._id)}`, { headers: { authorization: `Bearer ${modelTenant.adminKey}` } });
+      expect(replay.status).toBe(200);
+      const events = sseEvents(await replay.text());
+      const deltas = events.filter((e) => e.event === 'delta');
+      expect(deltas.length).toBeGreaterThan(0);
+      const reply = events.find((e) => e.event === 'response')!.data.response as string;
+      expect(reply).toContain('Will it rain today?');
+      expect(foldDeltas(deltas)).toBe(reply);
+      expect(await replies().allTextContents()).toEqual([reply]);
+      expect(await shown()).toContain(reply);
+      // Not the plain route, not even its preflight.
+      expect(plain).toEqual([]);
+    } finally {
+      chat.off('request', onRequest);
+    }
+  });
+
+  it('keeps the text of a stream cut mid-turn, replays after the last event seen and shows the reply once', async () => {
+    await chat.evaluate('window.__shown = []');
+    // The start answers the real stream up to its first delta and then ends: no response event.
+    let cut: { turnId: string; lastId: string | undefined; shown: string; reply: string } | null = null;
+    await chat.route(
+      stream(),
+      async (route: Route) => {
+        const response = await route.fetch();
+        const events = sseEvents(await response.text());
+        const first = events.findIndex((e) => e.event === 'delta');
+        const kept = events.slice(0, first + 1);
+        cut = {
+          turnId: String(events.find((e) => e.event === 'turn')?.data.turnId),
+          lastId: kept.at(-1)?.id,
+          shown: first < 0 ? '' : foldDeltas([events[first]!]),
+          reply: String(events.find((e) => e.event === 'response')?.data.response),
+        };
+        await route.fulfill({ response, body: kept.map((e) => `${e.raw}\n\n`).join('') });
+      },
+      { times: 1 },
+    );
+    // Each replay is held until the test has looked at what the cut stream left on screen.
+    const replays: Request[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    await chat.route(
+      (url) => url.pathname.startsWith('/api/v1/chat/agent/stream/'),
+      async (route: Route) => {
+        replays.push(route.request());
+        await released;
+        await route.continue();
+      },
+    );
+    try {
+      const replayed = chat.waitForRequest((r) => new URL(r.url()).pathname.startsWith('/api/v1/chat/agent/stream/'));
+      await say('And tomorrow?', 'enter', chat);
+      const replay = await replayed;
+      const { turnId, lastId, shown: partial, reply } = cut!;
+      // The first delta is on screen, and the turn's response has not reached the page.
+      expect(partial).not.toBe('');
+      expect(reply.startsWith(partial)).toBe(true);
+      expect(await replies().last().textContent()).toBe(partial);
+      await chat.getByRole('status').getByText('Reconnecting').waitFor();
+      // The replay names the turn and the last event the page read.
+      const url = new URL(replay.url());
+      expect(url.pathname).toBe(`/api/v1/chat/agent/stream/${turnId}`);
+      expect(url.searchParams.get('after')).toBe(lastId);
+      expect(replay.method()).toBe('GET');
+      release();
+
+      await chat.getByRole('log').getByRole('button', { name: 'Helpful', exact: true }).nth(1).waitFor();
+      // The whole reply once, and never a doubled text on the way.
+      expect((await replies().allTextContents()).slice(1)).toEqual([reply]);
+      const texts = await shown();
+      expect(texts).toContain(partial);
+      expect(texts.filter((text) => !reply.startsWith(text))).toEqual([]);
+      expect(replays).toHaveLength(1);
+      expect(await chat.getByRole('alert').isVisible()).toBe(false);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      release();
+      await chat.unrouteAll({ behavior: 'ignoreErrors' });
+    }
+  });
 });
