@@ -114,6 +114,7 @@ it('makes an agent-assist bot and prints its secret once, which signs hook JWTs 
 it("sets an agent-assist bot's webhook and prints its signing secret once; set-agent-assist-webhook removes it", async () => {
   const t = await seedTenant(stack.ctx);
   const env = { SECRET_MASTER_KEYS: OLD_MASTER };
+  await stack.ctx.models.Agent.create({ tenantId: t.tenantId, projectId: t.projectId, name: 'Support', domain: 'support' });
   const made = await adminWith(env, 'create-agent-assist-bot', '--tenant', t.tenantId, '--project', t.projectId, '--agent', 'Support', '--webhook-url', 'https://93.184.216.34/assist');
   expect(made.status).toBe(0);
   const { bot, webhookSecret } = JSON.parse(made.out);

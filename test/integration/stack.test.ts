@@ -59,7 +59,7 @@ describe('npm start stack', () => {
     const ports = await freeDevStackPorts();
     const first = await startDevStack(dataDir, ports);
     const creds = JSON.parse(readFileSync(path.join(dataDir, 'dev-credentials.json'), 'utf8'));
-    expect(creds).toEqual({ tenantId: expect.any(String), projectId: expect.any(String), apiKey: expect.stringMatching(/^abl_[0-9a-f]{48}$/), baseUrl: `http://localhost:${ports.api}` });
+    expect(creds).toEqual({ tenantId: expect.any(String), projectId: expect.any(String), apiKey: expect.stringMatching(/^abl_[0-9a-f]{48}$/), baseUrl: `http://localhost:${ports.api}`, publicKey: expect.stringMatching(/^pk_[0-9a-f]{48}$/) });
     const api = client(`http://127.0.0.1:${ports.api}`);
     const created = await api.post('/api/projects', { key: creds.apiKey, json: { name: 'Survives restarts' } });
     expect(created.status).toBe(201);
