@@ -161,11 +161,20 @@ async function ensureTool(tool) {
 const VENV = path.join(ROOT, '.tools', 'venv');
 const FUZZ_REQUIREMENTS = path.join(ROOT, 'infra', 'fuzz', 'requirements.txt');
 
-/** The fuzzer's virtual environment: created with python3's venv, refreshed when the pins change. */
+/**
+ * The fuzzer's virtual environment: created with python3's venv, refreshed when the pins change,
+ * and made again when it was made at another path (a venv's scripts name their interpreter by
+ * absolute path, so a moved or symlinked .tools would leave scripts that cannot start).
+ */
 function ensureFuzzVenv() {
   const stamp = path.join(VENV, '.switchboard-requirements');
-  const want = sha256([FUZZ_REQUIREMENTS]);
-  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === want) return;
+  const want = `${sha256([FUZZ_REQUIREMENTS])} ${VENV}`;
+  const had = fs.existsSync(stamp) ? fs.readFileSync(stamp, 'utf8') : null;
+  if (had === want) return;
+  if (had !== null && had.split(' ').slice(1).join(' ') !== VENV) {
+    log('the fuzzer virtual environment was made at another path: making it again…');
+    fs.rmSync(VENV, { recursive: true, force: true });
+  }
   const python = process.env.PYTHON || 'python3';
   const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
   const [major, minor] = (version.stdout || '').trim().split('.').map(Number);
