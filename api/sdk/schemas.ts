@@ -97,7 +97,9 @@ export const ZUpdatePublicKeyRequest = z
     widget: ZWidgetSettingsChange.optional(),
   })
   .strict()
-  .refine((body) => body.name !== undefined || body.allowedOrigins !== undefined || body.widget !== undefined, 'name, allowedOrigins or widget is required');
+  .refine((body) => body.name !== undefined || body.allowedOrigins !== undefined || body.widget !== undefined, 'name, allowedOrigins or widget is required')
+  // The document states the refine: an empty object changes nothing and is refused.
+  .openapi({ minProperties: 1 } as Record<string, unknown>);
 
 export const ZPublicKeyParams = ZProjectIdParam.extend({ keyId: z.string().min(1).max(100) });
 
