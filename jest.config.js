@@ -7,8 +7,6 @@ const transform = {
 module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   maxWorkers: 3,
-  // Longest files first, also on a clean checkout with no timings cached (test/support/sequencer.js).
-  testSequencer: '<rootDir>/test/support/sequencer.js',
   // Integration tests drive real servers; a turn through Temporal takes more than jest's 5 s default on a busy box.
   testTimeout: 60000,
   projects: [
