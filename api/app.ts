@@ -1,7 +1,7 @@
 // Builds the Express app: request ids and logs, every feature's routes (mounted and documented
 // together; each reads its own body, api/http/route.ts), the OpenAPI document and the errors.
 import express, { type Express, type Router } from 'express';
-import swaggerUi from 'swagger-ui-express';
+import type swaggerUiExpress from 'swagger-ui-express';
 import { ApiError } from '../lib/errors';
 import { type AppContext } from './context';
 import { type AnyRoute, mountRoutes, type MountedRoute, registerInOpenApi } from './http/route';
@@ -118,9 +118,18 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   app.get('/openapi.json', (_req, res) => {
     res.json(openApi());
   });
-  app.use('/docs', swaggerUi.serve, (req: express.Request, res: express.Response, next: express.NextFunction) =>
-    swaggerUi.setup(openApi(), { customSiteTitle: 'Switchboard API' })(req, res, next),
-  );
+  // The documentation UI's package loads on the first visit, not with every API process.
+  let docsUi: express.Router | undefined;
+  app.use('/docs', (req: express.Request, res: express.Response, next: express.NextFunction) => {
+    if (!docsUi) {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const swaggerUi = require('swagger-ui-express') as typeof swaggerUiExpress;
+      docsUi = express.Router().use(swaggerUi.serve, (rq: express.Request, rs: express.Response, nx: express.NextFunction) =>
+        swaggerUi.setup(openApi(), { customSiteTitle: 'Switchboard API' })(rq, rs, nx),
+      );
+    }
+    docsUi(req, res, next);
+  });
   mounted.push({ method: 'get', pattern: /^\/openapi\.json$/ });
 
   app.use(notFoundHandler(() => mounted));

@@ -3,8 +3,7 @@
 // <Say> accepts (break emphasis lang p phoneme prosody s say-as sub w, with their attributes).
 // An SSML that does not parse, or holds anything else, is not said: plain_text is, else the text.
 import { DOMParser, type Element, type Node } from '@xmldom/xmldom';
-import twilio from 'twilio';
-import type VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
+import VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
 import { type VoiceSegment } from '../../workflows/definitions';
 
 /** Longest SSML document read (characters); a longer one falls back. */
@@ -154,7 +153,7 @@ export function sayVoiceSegment(parent: SayParent, attributes: VoiceResponse.Say
     try {
       const nodes = parseSsml(segment.ssml);
       // Built twice: first where a failure leaves nothing behind, then for real.
-      build(new twilio.twiml.VoiceResponse().say(attributes, ''), nodes);
+      build(new VoiceResponse().say(attributes, ''), nodes);
       build(parent.say(attributes, ''), nodes);
       return true;
     } catch (err) {

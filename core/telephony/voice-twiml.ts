@@ -3,8 +3,7 @@
 // input="dtmf speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
 // running, a transfer (<Dial>) and the hang-ups. A reply with a voice form is said as that
 // (voice-ssml.ts). The words the platform says itself are here too.
-import twilio from 'twilio';
-import type VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
+import VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
 import { type VoiceConfig, type VoiceSegment } from '../../workflows/definitions';
 import { sayVoiceSegment, type SsmlRejection } from './voice-ssml';
 
@@ -34,7 +33,7 @@ export type { VoiceConfig };
  * call, both parties on their own channel (an inbound call of a connection with recording on).
  */
 function newResponse(recording?: string): VoiceResponse {
-  const response = new twilio.twiml.VoiceResponse();
+  const response = new VoiceResponse();
   if (recording) {
     response.start().recording({ channels: 'dual', recordingStatusCallback: recording, recordingStatusCallbackMethod: 'POST', recordingStatusCallbackEvent: ['completed'] });
   }
@@ -113,12 +112,12 @@ export function holdAndRedirect(poll: string, recording?: string): string {
 
 /** Ends the call without a word (a machine answered an outbound call set to `disconnect`). */
 export function hangUp(): string {
-  const response = new twilio.twiml.VoiceResponse();
+  const response = new VoiceResponse();
   response.hangup();
   return response.toString();
 }
 
 /** An empty answer (status callbacks). */
 export function emptyTwiml(): string {
-  return new twilio.twiml.VoiceResponse().toString();
+  return new VoiceResponse().toString();
 }

@@ -1,6 +1,7 @@
 // Adapter for Anthropic's Messages API over the official `@anthropic-ai/sdk`, with SDK retries
 // off so Temporal owns them. Keeps Anthropic's own stop reasons (`end_turn`, `tool_use`, ...).
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import { lazyModule } from '../../lib/lazy-module';
 import type {
   ContentBlockParam,
   ImageBlockParam,
@@ -132,6 +133,9 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system?: string;
   return { ...(joined !== '' ? { system: joined } : {}), messages: out };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const anthropicSdk = lazyModule(() => (require('@anthropic-ai/sdk') as { default: typeof Anthropic }).default);
+
 export class AnthropicProvider implements LlmProvider {
   readonly name = PROVIDER;
   private readonly client: Anthropic;
@@ -141,7 +145,8 @@ export class AnthropicProvider implements LlmProvider {
   constructor(options: AnthropicOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.defaultMaxTokens = options.defaultMaxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS;
-    this.client = new Anthropic({
+    const AnthropicClient = anthropicSdk();
+    this.client = new AnthropicClient({
       apiKey: options.apiKey ?? PLACEHOLDER_API_KEY,
       // Explicit, so ANTHROPIC_BASE_URL in the environment cannot redirect calls.
       baseURL: options.baseURL ?? 'https://api.anthropic.com',

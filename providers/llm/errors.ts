@@ -5,13 +5,13 @@ import {
   APIConnectionTimeoutError as AnthropicConnectionTimeoutError,
   APIError as AnthropicAPIError,
   APIUserAbortError as AnthropicUserAbortError,
-} from '@anthropic-ai/sdk';
+} from '@anthropic-ai/sdk/error';
 import {
   APIConnectionError as OpenAIConnectionError,
   APIConnectionTimeoutError as OpenAIConnectionTimeoutError,
   APIError as OpenAIAPIError,
   APIUserAbortError as OpenAIUserAbortError,
-} from 'openai';
+} from 'openai/error';
 import { blockedDestinationOf, DESTINATION_BLOCKED } from '../../lib/net/destination';
 
 export const PROVIDER_ERROR_KINDS = [

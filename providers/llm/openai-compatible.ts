@@ -1,6 +1,7 @@
 // Adapter for any OpenAI-compatible Chat Completions endpoint (OpenAI, Azure OpenAI v1, vLLM,
 // Ollama, LM Studio) over the official `openai` SDK, with SDK retries off so Temporal owns them.
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { lazyModule } from '../../lib/lazy-module';
 import type {
   ChatCompletionChunk,
   ChatCompletionContentPart,
@@ -105,6 +106,9 @@ interface OpenToolCall {
   started: boolean;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
+
 export class OpenAICompatibleProvider implements LlmProvider {
   readonly name: string;
   private readonly client: OpenAI;
@@ -115,7 +119,8 @@ export class OpenAICompatibleProvider implements LlmProvider {
     this.name = options.name ?? 'openai';
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxTokensParam = options.maxTokensParam ?? (options.baseURL ? 'max_tokens' : 'max_completion_tokens');
-    this.client = new OpenAI({
+    const OpenAIClient = openaiSdk();
+    this.client = new OpenAIClient({
       apiKey: options.apiKey ?? PLACEHOLDER_API_KEY,
       // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
       baseURL: options.baseURL ?? 'https://api.openai.com/v1',

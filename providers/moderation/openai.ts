@@ -1,6 +1,7 @@
 // OpenAI moderation over the official `openai` SDK (`POST /v1/moderations`), with SDK retries off
 // so Temporal's retry policy decides. Failures become ProviderErrors like the LLM adapters'.
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { lazyModule } from '../../lib/lazy-module';
 import { startDeadline, SDK_TIMEOUT_SLACK_MS } from '../llm/deadline';
 import { toProviderError } from '../llm/errors';
 import type { ModerationProvider, ModerationResult } from './types';
@@ -19,6 +20,9 @@ export interface OpenAIModerationOptions {
   fetch?: typeof globalThis.fetch;
 }
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
+
 export class OpenAIModerationProvider implements ModerationProvider {
   readonly name = 'openai';
   private readonly client: OpenAI;
@@ -28,7 +32,8 @@ export class OpenAIModerationProvider implements ModerationProvider {
   constructor(options: OpenAIModerationOptions) {
     this.model = options.model ?? DEFAULT_MODERATION_MODEL;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.client = new OpenAI({
+    const OpenAIClient = openaiSdk();
+    this.client = new OpenAIClient({
       apiKey: options.apiKey,
       // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
       baseURL: options.baseURL ?? 'https://api.openai.com/v1',

@@ -3,10 +3,16 @@
 // the SDK's own HTTP client is given in place of the default one and sends every request to that
 // base URL instead of https://*.twilio.com, path unchanged, so the SDK's code path runs for real.
 // Webhook signatures are checked with the SDK's validator (constant-time comparison).
-import twilio from 'twilio';
-import RequestClient from 'twilio/lib/base/RequestClient';
+import type twilio from 'twilio';
+import type RequestClient from 'twilio/lib/base/RequestClient';
+import { getExpectedTwilioSignature, validateRequest } from 'twilio/lib/webhooks/webhooks';
+import { lazyModule } from '../../lib/lazy-module';
 
 export type TwilioClient = ReturnType<typeof twilio>;
+
+// The REST client (hundreds of modules) loads on the first call; webhook signatures need only the validator.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const twilioSdk = lazyModule(() => require('twilio') as typeof twilio);
 
 export interface TwilioAccount {
   accountSid: string;
@@ -31,25 +37,31 @@ export function twilioUrl(url: string, apiBaseUrl: string | undefined): string {
   return url.replace(TWILIO_HOST, apiBaseUrl.replace(/\/+$/, ''));
 }
 
-/** The SDK's request client, sending every request to `apiBaseUrl` instead of Twilio's hosts. */
-class RedirectingRequestClient extends RequestClient {
-  constructor(
-    private readonly apiBaseUrl: string,
-    timeoutMs: number,
-  ) {
-    super({ timeout: timeoutMs, keepAlive: true });
-  }
+/** The SDK's request client, and one sending every request to `apiBaseUrl` instead of Twilio's hosts. */
+const requestClients = lazyModule(() => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const Base = require('twilio/lib/base/RequestClient') as typeof RequestClient;
+  class RedirectingRequestClient extends Base {
+    constructor(
+      private readonly apiBaseUrl: string,
+      timeoutMs: number,
+    ) {
+      super({ timeout: timeoutMs, keepAlive: true });
+    }
 
-  override request<TData>(opts: RequestClient.RequestOptions<TData>) {
-    return super.request({ ...opts, uri: twilioUrl(opts.uri, this.apiBaseUrl) });
+    override request<TData>(opts: RequestClient.RequestOptions<TData>) {
+      return super.request({ ...opts, uri: twilioUrl(opts.uri, this.apiBaseUrl) });
+    }
   }
-}
+  return { Base, RedirectingRequestClient };
+});
 
 /** An SDK client for one account. Cheap to build; build one per call rather than caching tokens. */
 export function twilioClient(account: TwilioAccount, options: TwilioClientOptions = {}): TwilioClient {
   const timeout = options.timeoutMs ?? 10_000;
-  const httpClient = options.apiBaseUrl ? new RedirectingRequestClient(options.apiBaseUrl, timeout) : new RequestClient({ timeout, keepAlive: true });
-  return twilio(account.accountSid, account.authToken, { httpClient });
+  const { Base, RedirectingRequestClient } = requestClients();
+  const httpClient = options.apiBaseUrl ? new RedirectingRequestClient(options.apiBaseUrl, timeout) : new Base({ timeout, keepAlive: true });
+  return twilioSdk()(account.accountSid, account.authToken, { httpClient });
 }
 
 /**
@@ -58,10 +70,10 @@ export function twilioClient(account: TwilioAccount, options: TwilioClientOption
  */
 export function isValidTwilioSignature(authToken: string, signature: string | undefined, url: string, params: Record<string, string>): boolean {
   if (!signature) return false;
-  return twilio.validateRequest(authToken, signature, url, params);
+  return validateRequest(authToken, signature, url, params);
 }
 
 /** The signature Twilio puts in `X-Twilio-Signature` for a request to `url` with form `params` (the fake signs with it). */
 export function twilioSignature(authToken: string, url: string, params: Record<string, string>): string {
-  return twilio.getExpectedTwilioSignature(authToken, url, params);
+  return getExpectedTwilioSignature(authToken, url, params);
 }

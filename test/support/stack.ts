@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { NativeConnection, Runtime, DefaultLogger, type Worker, type WorkerOptions } from '@temporalio/worker';
+import type { DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { createApp } from '../../api/app';
 import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
@@ -12,16 +12,15 @@ import { loadConfig, type Config } from '../../lib/config';
 import { createLogger, type Logger } from '../../lib/logger';
 import { createApiKey, createProject, createTenant, createUser } from '../../core/tenancy/accounts';
 import { type Permission } from '../../lib/permissions';
-import { createSwitchboardWorker } from '../../workers/create-worker';
-import { createActivityDeps } from '../../workers/activity-deps';
 import { type SessionBundleStore } from '../../activities/persistence/session-bundles';
 
 let runtimeInstalled = false;
-function installRuntime(): void {
+// The worker's modules (the Temporal worker SDK, every activity) load only in files that start a worker.
+function installRuntime(runtime: typeof Runtime, Logger: typeof DefaultLogger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+    runtime.install({ logger: new Logger('WARN'), shutdownSignals: [] });
   } catch {
     // Already installed in this module registry.
   }
@@ -117,8 +116,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   let nativeConnection: NativeConnection | null = null;
   let sessionBundles: SessionBundleStore | null = null;
   if (options.worker) {
-    installRuntime();
-    nativeConnection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    const temporalWorker = await import('@temporalio/worker');
+    const { createSwitchboardWorker } = await import('../../workers/create-worker');
+    const { createActivityDeps } = await import('../../workers/activity-deps');
+    installRuntime(temporalWorker.Runtime, temporalWorker.DefaultLogger);
+    nativeConnection = await temporalWorker.NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
     const deps = createActivityDeps({ config, models: ctx.models, logger: ctx.logger });
     sessionBundles = deps.sessionBundles;
     worker = await createSwitchboardWorker({
