@@ -1,6 +1,5 @@
 // The admin CLI manages tenants straight against MongoDB with the same rules as the routes.
-import { execFile } from 'node:child_process';
-import { ROOT } from '../../infra/processes';
+import { adminInProcess, adminProcess } from '../support/admin-cli';
 import { randomBytes } from 'node:crypto';
 import { startTestStack, seedTenant, type TestStack } from '../support/stack';
 import { client, request } from '../support/http';
@@ -18,27 +17,12 @@ beforeAll(async () => {
 });
 afterAll(() => stack.close());
 
-/**
- * Runs the CLI without blocking this process: the API under test runs here, and a blocked event
- * loop lets its keep-alive timer close a connection just as the client reuses it (ECONNRESET).
- */
-function admin(...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
-  return adminWith({}, ...args);
-}
-
-function adminWith(env: Record<string, string>, ...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'infra/admin-cli.ts', ...args],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, MONGODB_URI: stack.config.MONGODB_URI, ...env } },
-      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: stdout, err: stderr }),
-    );
-  });
-}
+const admin = (...args: string[]) => adminInProcess({ MONGODB_URI: stack.config.MONGODB_URI }, ...args);
+const adminWith = (env: Record<string, string>, ...args: string[]) => adminInProcess({ MONGODB_URI: stack.config.MONGODB_URI, ...env }, ...args);
 
 it('creates a tenant whose admin key works against the API, then a narrower key, then revokes it', async () => {
-  const created = await admin('create-tenant', '--name', 'Cli Corp', '--project', 'Support');
+  // The real binary once: its exit code and stdout as a shell sees them.
+  const created = await adminProcess({ MONGODB_URI: stack.config.MONGODB_URI }, 'create-tenant', '--name', 'Cli Corp', '--project', 'Support');
   expect(created.status).toBe(0);
   const tenant = JSON.parse(created.out);
   expect(tenant.key).toMatch(/^abl_[0-9a-f]{48}$/);
@@ -76,7 +60,7 @@ it('explains bad input and exits non-zero', async () => {
   const bad = await admin('create-key', '--tenant', 'x', '--name', 'k', '--permissions', 'agent:fly');
   expect(bad.status).toBe(1);
   expect(bad.err).toContain('unknown permission(s): agent:fly');
-  const unknown = await admin('frobnicate');
+  const unknown = await adminProcess({ MONGODB_URI: stack.config.MONGODB_URI }, 'frobnicate');
   expect(unknown.status).toBe(1);
   expect(unknown.err).toContain('unknown command "frobnicate"');
   const dup = await admin('create-tenant', '--name', 'Cli Corp');

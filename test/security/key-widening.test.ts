@@ -2,8 +2,7 @@
 // than that credential does (grants, permissions, project, environments, expiry), on the public
 // key API, on POST /api/api-keys and in the operator's CLI. The attacker holds a tenant's narrow
 // key and tries to turn it into a wider one.
-import { execFile } from 'node:child_process';
-import { ROOT } from '../../infra/processes';
+import { adminInProcess } from '../support/admin-cli';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
 import { createApiKey } from '../../core/tenancy/accounts';
@@ -254,16 +253,7 @@ describe('POST /api/users', () => {
 });
 
 describe('the admin CLI', () => {
-  function admin(...args: string[]): Promise<{ status: number | null; out: string; err: string }> {
-    return new Promise((resolve) => {
-      execFile(
-        process.execPath,
-        ['--import', 'tsx', 'infra/admin-cli.ts', ...args],
-        { cwd: ROOT, encoding: 'utf8', env: { ...process.env, MONGODB_URI: stack.config.MONGODB_URI } },
-        (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: stdout, err: stderr }),
-      );
-    });
-  }
+  const admin = (...args: string[]) => adminInProcess({ MONGODB_URI: stack.config.MONGODB_URI }, ...args);
 
   it('never turns an empty --project or --environments into a tenant-wide or unbound key', async () => {
     const scope = await scopeWith(['SESSIONS_LIST']);

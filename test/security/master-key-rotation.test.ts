@@ -4,8 +4,7 @@
 // dropped everything still reads, and a ciphertext under a key the ring does not list fails clearly.
 // No scheme is keyed by a root key itself: each uses its own derived key.
 import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { ROOT } from '../../infra/processes';
+import { adminInProcess, type AdminResult } from '../support/admin-cli';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client, request } from '../support/http';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -43,15 +42,8 @@ async function stackWith(keys: string): Promise<TestStack> {
   return stack;
 }
 
-function reencrypt(keys: string): Promise<{ status: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'infra/admin-cli.ts', 'reencrypt'],
-      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, MONGODB_URI: mongoUri, ENCRYPTION_KEYS: keys, ENCRYPTION_KEY: '', SECRET_MASTER_KEYS: '' } },
-      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, out: stdout, err: stderr }),
-    );
-  });
+function reencrypt(keys: string): Promise<AdminResult> {
+  return adminInProcess({ MONGODB_URI: mongoUri, ENCRYPTION_KEYS: keys, ENCRYPTION_KEY: '', SECRET_MASTER_KEYS: '' }, 'reencrypt');
 }
 
 const toolQuery = (who: SeededTenant, name: string) => ({ tenantId: who.tenantId, projectId: who.projectId, toolName: 'crm', environment: 'dev', names: [name] });
