@@ -1,4 +1,6 @@
 // Two projects: pure unit tests (no stack) and integration tests against a real ephemeral stack.
+// Remembers module resolutions across the files a worker runs (see the module).
+const resolver = '<rootDir>/test/support/cached-resolver.js';
 const transform = {
   '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } } }],
 };
@@ -14,12 +16,14 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      resolver,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
+      resolver,
       // test/security holds one test per security boundary, each against the real stack.
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/security/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
