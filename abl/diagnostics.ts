@@ -160,7 +160,6 @@ export const DIAGNOSTICS = {
   W857: def('warning', 'Guardrail not run yet', 'Guardrail "{name}" is {what}, which the runtime does not run yet: it never fires.', 'Write a check expression or a provider guardrail instead (docs/not-supported.md).'),
   W854: def('warning', 'ON_ERROR retry not applied', 'ON_ERROR {type} sets {key}: {value}, which the runtime does not apply: {instead}.', '{fix} (docs/not-supported.md).'),
   W855: def('warning', 'Error type never raised', 'ON_ERROR {type} never runs: the runtime raises only tool_timeout, tool_error, validation_error and llm_error (timeout also takes tool timeouts){instead}.', 'Handle it where it happens, or remove it (docs/not-supported.md).'),
-  W858: def('warning', 'Guardrail action not run', 'Guardrail "{name}" has action: {action}, which the runtime does not run yet: when it fires, it only records a guardrail_eval trace event, as warn does.', 'Use block (with a message that asks the user to rephrase) or redact, or a CONSTRAINTS rule with ON_FAIL: ESCALATE (docs/not-supported.md).'),
   W859: def('warning', 'Routing skills not matched', '{where} routing skills [{skills}] are stored on the human task, but nothing matches people by them: the task waits in its queue for anyone who may resolve it.', 'Route by queue (one queue per skill), or keep skills as a note for the person (docs/not-supported.md).'),
   E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
 
@@ -177,7 +176,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W510', 'W603', 'W707', 'W708', 'W806', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+  'W509', 'W510', 'W603', 'W707', 'W708', 'W806', 'W854', 'W855', 'W857', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

@@ -207,8 +207,21 @@ export interface GuardrailIR {
   priority: number;
   /** Set for a provider guardrail (`provider`, `category`, `threshold`, no `check`). */
   provider?: GuardrailProviderIR;
+  /** `action: fix`: how the text is corrected (`fix_strategy`, `max_length`, `fix_expression`). */
+  fix?: GuardrailFixIR;
+  /** `action: reask`: how many times in a row the user is asked to rephrase before the message is blocked (default 2). */
+  max_reasks?: number;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/** The correction of a `fix` guardrail (docs/abl.md, "Guardrail actions"). */
+export interface GuardrailFixIR {
+  strategy: 'truncate' | 'strip_html' | 'redact_pii' | 'normalize' | 'custom';
+  /** `truncate`: the longest text kept (`max_length`, else the bound of the check's `length(...) <`/`<=`). */
+  max_length: number | null;
+  /** `custom`: an expression whose value (with `input`/`output` bound to the text) replaces it. */
+  expression: ExprIR | null;
 }
 
 /** A guardrail whose check is a moderation provider's verdict (docs/abl.md, "Provider guardrails"). */

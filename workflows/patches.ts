@@ -222,3 +222,19 @@ export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';
  * facts in the session's state only. Asked only for such sessions, so other histories carry no marker.
  */
 export const AGENT_MEMORY_PATCH = 'agent-memory-v1';
+
+/**
+ * Guardrail actions `fix`, `reask`, `filter` and `escalate` (`RuntimeOptions.guardrailActions`):
+ * a fix corrects the text, a reask asks the user to rephrase (then blocks), a filter removes the
+ * check's matches, an escalate holds the content for a person (a human task). Runs recorded before
+ * it logged them as `warn` and went on with the text unchanged. Asked only when such a guardrail fires.
+ */
+export const GUARDRAIL_ACTIONS_PATCH = 'guardrail-actions-v1';
+
+/**
+ * GATHER `range` on date, datetime and text fields, and `transient` on top-level GATHER fields
+ * (`RuntimeOptions.gatherRanges`): a value outside the range is refused and asked again; a
+ * transient top-level field is cleared at the end of the turn that used it. Runs recorded before it
+ * ignored both. Asked only when such a field is checked or cleared.
+ */
+export const GATHER_RANGES_PATCH = 'gather-ranges-v1';

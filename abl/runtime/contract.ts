@@ -35,6 +35,8 @@ export interface ThreadState {
   askedRetries?: number;
   /** GATHER `infer` candidates awaiting the user's confirmation, by field. */
   inferred?: Record<string, Json>;
+  /** Input guardrails with `action: reask` that fired on the last messages in a row, by name, with the count. */
+  reasks?: Record<string, number>;
   /** Fields whose inferred value the user rejected (not inferred again). */
   inferRejected?: string[];
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
@@ -418,4 +420,16 @@ export interface RuntimeOptions {
    * `agent-memory-v1`).
    */
   agentMemory?: boolean | (() => boolean);
+  /**
+   * Guardrail actions `fix`, `reask`, `filter` and `escalate` act (they only logged, as `warn`,
+   * before). On unless false; a function is asked only when such a guardrail fires (patch
+   * `guardrail-actions-v1`).
+   */
+  guardrailActions?: boolean | (() => boolean);
+  /**
+   * GATHER `range` bounds dates, datetimes and text lengths as well as numbers, and `transient`
+   * clears a top-level (agent) GATHER field once the turn that gathered it ends. On unless false;
+   * a function is asked only when such a field is checked or cleared (patch `gather-ranges-v1`).
+   */
+  gatherRanges?: boolean | (() => boolean);
 }

@@ -29,11 +29,14 @@ export class Escalation {
    * `saidOwn`: what escalated said its own message for it (a RESPOND before its THEN: ESCALATE), so
    * the notice is not said.
    */
-  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number], saidOwn = false): 'continue' | 'stop' {
+  escalate(
+    th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number], saidOwn = false,
+    extraContext: Record<string, Json> = {},
+  ): 'continue' | 'stop' {
     if (this.t.s.mode === 'delegate') this.t.delegation.failDelegate({ kind: 'escalation', message: `Delegated agent escalated: ${reason}` });
     const agent = this.t.agent(th);
     const esc = agent.coordination.escalation;
-    const context: Record<string, Json> = {};
+    const context: Record<string, Json> = { ...extraContext };
     for (const k of esc?.context_for_human ?? []) {
       if (k === 'conversation_history') context[k] = th.history.slice(-10).map((t) => `${t.role}: ${truncate(t.content, 300)}`);
       else context[k] = toJson(this.t.eval(th, { type: 'Ident', name: k, pos: 0 }));

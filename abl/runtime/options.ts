@@ -78,3 +78,13 @@ export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
 export function agentMemoryOn(options: RuntimeOptions): boolean {
   return flagOn(options.agentMemory, true);
 }
+
+/** Guardrail actions fix, reask, filter and escalate act (before: logged as warn). On unless false. */
+export function guardrailActionsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.guardrailActions, true);
+}
+
+/** GATHER range on dates and text, and transient top-level fields. On unless false. */
+export function gatherRangesOn(options: RuntimeOptions): boolean {
+  return flagOn(options.gatherRanges, true);
+}
