@@ -117,7 +117,7 @@ export const DIAGNOSTICS = {
   E452: def('error', 'Invalid validation rule', 'Gather field "{name}": {detail}.', 'Write min(n), max(n), enum(a, b), email() or pattern(regex).'),
   E453: def('error', 'Unknown gather dependency', 'Gather field "{name}" depends on "{dep}", which is not a gather field here.', 'Declare "{dep}" or remove it from depends_on.'),
 
-  W454: def('warning', 'Gather range not applied', 'Gather field "{name}" is a {type} field, and range bounds only number fields: its values are not checked against it.', 'Make it type: number, or check the value with validate: pattern(...) or enum(...) (docs/not-supported.md).'),
+  W454: def('warning', 'Gather range not applied', 'Gather field "{name}" is a {type} field, and range bounds only number, date, datetime and string fields: its values are not checked against it.', 'Check the value with validate: pattern(...) or enum(...) (docs/not-supported.md).'),
 
   // FLOW (E5xx)
   E500: def('error', 'Step without REASONING', "Step '{name}' must declare REASONING: true or REASONING: false.", 'Add "REASONING: false" for a scripted step or "REASONING: true" for an LLM step.'),

@@ -134,6 +134,8 @@ export type ValidationIR =
   | { kind: 'enum'; values: string[] }
   | { kind: 'email' }
   | { kind: 'pattern'; pattern: string }
+  /** A date or datetime field's `range`: ISO bounds, compared as text (either may be null). */
+  | { kind: 'between'; min: string | null; max: string | null }
   /** Free text: judged by the LLM. */
   | { kind: 'llm'; rule: string };
 
@@ -582,6 +584,8 @@ export interface AgentIR {
   };
   tools: ToolIR[];
   gather: GatherFieldIR[];
+  /** Top-level GATHER `STRATEGY: llm|hybrid|pattern`; absent when not written (the pattern strategy). */
+  gather_strategy?: 'llm' | 'pattern' | 'hybrid';
   memory: MemoryIR;
   constraints: ConstraintIR[];
   guardrails: GuardrailIR[];

@@ -94,7 +94,7 @@ const cases: Case[] = [
   { name: 'duplicate gather field', files: A('FLOW:\n' + step('s', 'REASONING: false\nGATHER:\n  - a: required\n  - a: optional')), code: 'E450', line: 8, column: 9, message: /Gather field "a" is declared more than once/ },
   { name: 'invalid gather type', files: A('GATHER:\n  a:\n    type: colour\n'), code: 'E451', line: 5, column: 11, message: /unknown type "colour"/ },
   { name: 'invalid validation rule', files: A('GATHER:\n  a:\n    validate: pattern([)\n'), code: 'E452', line: 5, column: 15, message: /invalid pattern/ },
-  { name: 'gather range on a text field', files: A('GATHER:\n  a:\n    type: string\n    range: [1, 5]\n'), code: 'W454', line: 6, column: 5, message: /Gather field "a" is a string field, and range bounds only number fields/ },
+  { name: 'gather range on a yes/no field', files: A('GATHER:\n  a:\n    type: boolean\n    range: [0, 1]\n'), code: 'W454', line: 6, column: 5, message: /Gather field "a" is a boolean field, and range bounds only number, date, datetime and string fields/ },
   { name: 'unknown dependency', files: A('GATHER:\n  a:\n    depends_on: [b]\n'), code: 'E453', line: 4, column: 3, message: /depends on "b", which is not a gather field/ },
   // flow
   { name: 'step without REASONING', files: A('FLOW:\n  greet:\n    RESPOND: "hi"\n'), code: 'E500', line: 4, column: 3, message: /Step 'greet' must declare REASONING: true or REASONING: false\./ },
