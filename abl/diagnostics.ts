@@ -161,7 +161,7 @@ export const DIAGNOSTICS = {
   W854: def('warning', 'ON_ERROR retry not applied', 'ON_ERROR {type} sets {key}: {value}, which the runtime does not apply: {instead}.', '{fix} (docs/not-supported.md).'),
   W855: def('warning', 'Error type never raised', 'ON_ERROR {type} never runs: the runtime raises only tool_timeout, tool_error, validation_error and llm_error (timeout also takes tool timeouts){instead}.', 'Handle it where it happens, or remove it (docs/not-supported.md).'),
   W859: def('warning', 'Routing skills not matched', '{where} routing skills [{skills}] are stored on the human task, but nothing matches people by them: the task waits in its queue for anyone who may resolve it.', 'Route by queue (one queue per skill), or keep skills as a note for the person (docs/not-supported.md).'),
-  E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
+  E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent | RESPOND "message", or the condition with a block of RESPOND and THEN: CONTINUE | COMPLETE | HANDOFF to Agent under it.'),
 
   // NLU (E86x)
   E860: def('error', 'Invalid NLU definition', '{what}: {detail}.', '{fix}'),

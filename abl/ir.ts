@@ -481,7 +481,8 @@ export interface EscalationIR {
   context_for_human: string[];
   /** ESCALATE-level `routing:`; a trigger's own `routing:` overrides it field by field. */
   routing?: EscalationRoutingIR;
-  on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; loc: IRLoc }>;
+  /** `respond`: a message sent (rendered with `human` in scope) before the action. */
+  on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; respond?: string; loc: IRLoc }>;
   loc: IRLoc;
 }
 

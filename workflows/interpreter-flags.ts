@@ -24,10 +24,11 @@ import {
   AGENT_MEMORY_PATCH,
   GUARDRAIL_ACTIONS_PATCH,
   GATHER_RANGES_PATCH,
+  NUMERIC_TEXT_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -58,6 +59,7 @@ export function runFlags(): RunFlags {
     agentMemory: patchDecidedOnce(AGENT_MEMORY_PATCH),
     guardrailActions: patchDecidedOnce(GUARDRAIL_ACTIONS_PATCH),
     gatherRanges: patchDecidedOnce(GATHER_RANGES_PATCH),
+    numericText: patchDecidedOnce(NUMERIC_TEXT_PATCH),
   };
 }
 

@@ -238,3 +238,10 @@ export const GUARDRAIL_ACTIONS_PATCH = 'guardrail-actions-v1';
  * ignored both. Asked only when such a field is checked or cleared.
  */
 export const GATHER_RANGES_PATCH = 'gather-ranges-v1';
+
+/**
+ * IS_NUMBER is true for text that reads as a number (`RuntimeOptions.numericText`), so
+ * `IF: is_number(input)` in ON_INPUT matches a numeric answer. Runs recorded before it took only
+ * numbers (never ON_INPUT's text). Asked only when IS_NUMBER gets such text.
+ */
+export const NUMERIC_TEXT_PATCH = 'numeric-text-v1';

@@ -214,6 +214,45 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
   return out;
 }
 
+type HumanRule = { action: HumanCompleteActionIR; respond?: string };
+
+/** An inline action: CONTINUE, COMPLETE, HANDOFF to X, or RESPOND "…" (a message, then CONTINUE). */
+function humanRule(ctx: CompileContext, text: string, at: ValueNode['loc']): HumanRule | null {
+  const r = /^respond\s+(["'])([\s\S]*)\1\s*$/i.exec(text.trim());
+  if (r) return { action: { kind: 'continue' }, respond: r[2] as string };
+  const action = humanAction(ctx, text, at);
+  return action ? { action } : null;
+}
+
+/**
+ * A rule's block (`- IF cond:` with deeper lines, or `- IF: cond` beside them): `RESPOND`, then
+ * `THEN: CONTINUE|COMPLETE|HANDOFF to X`, or `COMPLETE: true`, `CONTINUE: …` or `HANDOFF: X`
+ * (no action: CONTINUE).
+ */
+function humanBlock(ctx: CompileContext, hf: Fields, at: ValueNode['loc']): HumanRule | null {
+  ctx.extras(hf, ['if', 'respond', 'then', 'complete', 'continue', 'handoff'], 'on_human_complete rule');
+  const get = (k: string): ValueNode | null => { const p = hf.map.get(k); return p ? pairValue(p) : null; };
+  const respond = ctx.text(get('respond'), 'RESPOND');
+  const actions: HumanCompleteActionIR[] = [];
+  const thenNode = hf.map.get('then');
+  if (thenNode) {
+    const a = humanAction(ctx, ctx.str(pairValue(thenNode), 'THEN') ?? '', thenNode.loc);
+    if (!a) return null;
+    actions.push(a);
+  }
+  if (hf.map.has('complete') && ctx.bool(get('complete'), 'COMPLETE') !== false) actions.push({ kind: 'complete' });
+  if (hf.map.has('continue')) actions.push({ kind: 'continue' });
+  const handoff = hf.map.get('handoff');
+  if (handoff) {
+    const agent = (ctx.str(pairValue(handoff), 'HANDOFF') ?? '').replace(/^to\s+/i, '').trim();
+    if (!/^[A-Za-z]\w*$/.test(agent)) { ctx.report('E853', handoff.loc, { src: `HANDOFF: ${agent}` }); return null; }
+    actions.push({ kind: 'handoff', agent });
+  }
+  if (actions.length > 1) { ctx.report('E853', at, { src: `${actions.map((a) => a.kind.toUpperCase()).join(' and ')} in one rule` }); return null; }
+  if (actions.length === 0 && respond === null) { ctx.report('E853', at, { src: 'a rule with no RESPOND, THEN or action' }); return null; }
+  return { action: actions[0] ?? { kind: 'continue' }, ...(respond !== null ? { respond } : {}) };
+}
+
 function humanAction(ctx: CompileContext, text: string, at: ValueNode['loc']): HumanCompleteActionIR | null {
   const t = text.trim();
   if (/^continue$/i.test(t)) return { kind: 'continue' };
@@ -320,24 +359,26 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
         const m = /^IF\s+([\s\S]+)$/i.exec(first.key);
         if (m) {
           const cond = ctx.exprText(m[1] as string, { line: first.loc.line, column: first.loc.column + 3 }, 'on_human_complete IF');
-          const action = humanAction(ctx, ctx.str(first.value, 'action') ?? '', first.loc);
-          if (action) esc.on_human_complete.push({ condition: cond, action, loc: ctx.loc(item.loc) });
+          // `- IF cond: ACTION`, or `- IF cond:` with the rule's block under it.
+          const rule = first.children?.kind === 'Map' && !first.value
+            ? humanBlock(ctx, ctx.fields(first.children), first.loc)
+            : humanRule(ctx, ctx.str(first.value, 'action') ?? '', first.loc);
+          if (rule) esc.on_human_complete.push({ condition: cond, ...rule, loc: ctx.loc(item.loc) });
           continue;
         }
         const hf = ctx.fields(item);
         const ifNode = hf.map.get('if');
-        const thenNode = hf.map.get('then');
-        if (thenNode) {
-          const action = humanAction(ctx, ctx.str(pairValue(thenNode), 'THEN') ?? '', thenNode.loc);
-          if (action) esc.on_human_complete.push({ condition: ifNode ? ctx.expr(pairValue(ifNode), 'IF') : null, action, loc: ctx.loc(item.loc) });
+        if (hf.map.has('then') || hf.map.has('respond') || hf.map.has('complete') || hf.map.has('continue') || hf.map.has('handoff')) {
+          const rule = humanBlock(ctx, hf, item.loc);
+          if (rule) esc.on_human_complete.push({ condition: ifNode ? ctx.expr(pairValue(ifNode), 'IF') : null, ...rule, loc: ctx.loc(item.loc) });
           continue;
         }
       }
       if (item.kind === 'Scalar') {
         const text = String(item.value ?? '');
         const pair = splitKey(text);
-        const action = humanAction(ctx, pair ? pair.rest : text, item.loc);
-        if (action) esc.on_human_complete.push({ condition: null, action, loc: ctx.loc(item.loc) });
+        const rule = humanRule(ctx, pair ? pair.rest : text, item.loc);
+        if (rule) esc.on_human_complete.push({ condition: null, ...rule, loc: ctx.loc(item.loc) });
         continue;
       }
       ctx.report('E853', item.loc, { src: item.kind === 'Item' ? item.head.raw : '…' });

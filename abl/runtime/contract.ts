@@ -432,4 +432,9 @@ export interface RuntimeOptions {
    * a function is asked only when such a field is checked or cleared (patch `gather-ranges-v1`).
    */
   gatherRanges?: boolean | (() => boolean);
+  /**
+   * IS_NUMBER is true for text that reads as a number, such as ON_INPUT's `input` ("42"). On
+   * unless false; a function is asked only when IS_NUMBER gets such text (patch `numeric-text-v1`).
+   */
+  numericText?: boolean | (() => boolean);
 }

@@ -84,12 +84,15 @@ export class Escalation {
     for (const rule of esc?.on_human_complete ?? []) {
       if (rule.condition && !this.t.cond(th, rule.condition)) continue;
       this.t.decision(th, 'human_complete', rule.action.kind);
+      // The rule's own RESPOND (`human` in scope): the closing message of a COMPLETE, else said first.
+      const respond = rule.respond !== undefined ? this.t.render(th, rule.respond) : null;
       if (rule.action.kind === 'complete') {
-        // A COMPLETE rule that now holds supplies the closing message and STORE.
+        // A COMPLETE rule that now holds supplies the closing message (unless the rule has its own) and STORE.
         const c = agent.completion.find((x) => x.when.ast !== null && this.t.cond(th, x.when));
-        this.t.handoffs.completeAgent(th, c?.respond ? this.t.render(th, c.respond) : null, c?.store ?? null);
+        this.t.handoffs.completeAgent(th, respond ?? (c?.respond ? this.t.render(th, c.respond) : null), c?.store ?? null);
         return 'stop';
       }
+      if (respond) this.t.guards.respond(th, respond);
       if (rule.action.kind === 'handoff') {
         this.t.handoffs.handoff(th, syntheticHandoff(rule.action.agent), this.t.input, 'human task resolved');
         return 'stop';

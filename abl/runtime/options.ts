@@ -88,3 +88,8 @@ export function guardrailActionsOn(options: RuntimeOptions): boolean {
 export function gatherRangesOn(options: RuntimeOptions): boolean {
   return flagOn(options.gatherRanges, true);
 }
+
+/** IS_NUMBER is true for text that reads as a number (ON_INPUT's `input`). On unless false. */
+export function numericTextOn(options: RuntimeOptions): boolean {
+  return flagOn(options.numericText, true);
+}

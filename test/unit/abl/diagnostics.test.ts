@@ -27,7 +27,7 @@ const cases: Case[] = [
   { name: 'list mixed with keys', files: A('LIMITATIONS:\n  - a\n  b: c\n'), code: 'E104', line: 5, column: 3, message: /mixes "- item" lines/ },
   { name: 'text outside a section', files: A('just some words\n'), code: 'E105', line: 3, column: 1, message: /Expected a section such as "GOAL:"/ },
   { name: 'invalid YAML agent', files: [{ path: 'agents/Y.agent.yaml', content: 'agent: Y\ngoal: "g"\nflow:\n  a: [1, 2\n' }], code: 'E111', line: 5, column: 1, message: /Cannot read this YAML agent: Flow sequence in block collection must be sufficiently indented and end with a \]\. Fix the YAML/, path: 'agents/Y.agent.yaml' },
-  { name: 'value with an unexpected nested block', files: A(`FLOW:\n${step('a', 'REASONING: false\nRESPOND: "Hi"\n  VOICE INSTRUCTIONS: "slowly"')}`), code: 'E110', line: 7, column: 7, message: /"RESPOND:" has a value on its line and an indented block under it \(starting with "VOICE INSTRUCTIONS:"\)/ },
+  { name: 'value with an unexpected nested block', files: A(`FLOW:\n${step('a', 'REASONING: false\nRESPOND: "Hi"\n  TONE: "slowly"')}`), code: 'E110', line: 7, column: 7, message: /"RESPOND:" has a value on its line and an indented block under it \(starting with "TONE:"\)/ },
   { name: 'duplicate key', files: A('EXECUTION:\n  model: a\n  model: b\n'), code: 'E108', line: 5, column: 3, message: /"model" appears more than once/ },
   { name: 'empty document', files: [{ path: 'agents/E.agent.abl', content: '# nothing here\n' }], code: 'E107', line: 1, column: 1, message: /has no sections/, path: 'agents/E.agent.abl' },
   // documents and sections

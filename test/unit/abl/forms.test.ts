@@ -109,8 +109,14 @@ describe('constructs that used to compile into something else', () => {
     expect(out.agents.A?.memory.remember).toEqual([]);
   });
 
-  it('RESPOND: "…" with an indented child is E110 and keeps the reply', () => {
+  it('RESPOND: "…" with an indented voice block keeps the reply and reads the block as the step\'s VOICE', () => {
     const out = compile('FLOW:\n  a:\n    REASONING: false\n    RESPOND: "Your booking is confirmed."\n      VOICE INSTRUCTIONS: "Say it slowly"\n');
+    expect(codes(out)).toEqual(['W510']);
+    expect(out.agents.A?.flow?.steps.a?.respond).toBe('Your booking is confirmed.');
+  });
+
+  it('RESPOND: "…" with an indented block of other keys is E110 and keeps the reply', () => {
+    const out = compile('FLOW:\n  a:\n    REASONING: false\n    RESPOND: "Your booking is confirmed."\n      tone: slow\n');
     expect(codes(out)).toEqual(['E110']);
     expect(out.agents.A?.flow?.steps.a?.respond).toBe('Your booking is confirmed.');
   });
