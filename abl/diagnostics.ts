@@ -146,6 +146,7 @@ export const DIAGNOSTICS = {
   W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
   W707: def('warning', 'Delegation retry not run', 'DELEGATE {agent} ON_FAILURE asks for a retry, which the runtime does not run: a failed delegation is skipped, as with continue.', 'Write ON_FAILURE: respond (with FAILURE_MESSAGE), escalate or continue; the delegated agent\'s tool calls retry on their own (docs/not-supported.md).'),
   W708: def('warning', 'Handoff ON_FAILURE not run', 'HANDOFF to {to} has ON_FAILURE: {value}, which the runtime does not run: a refused handoff is traced as an error and the agent stays, answering the message itself.', 'Remove it, and let the agent\'s own instructions or FLOW cover the case (docs/not-supported.md).'),
+  W709: def('warning', 'Remote agent not used', '{what} {name} has {key}: a remote (A2A) agent, which the runtime does not call: it runs the project\'s own agent {name}.', 'Remove it and run the agent in this project, or call the remote agent through an http tool (docs/not-supported.md).'),
   E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
@@ -176,7 +177,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W510', 'W603', 'W707', 'W708', 'W806', 'W854', 'W855', 'W857', 'W859', 'W861',
+  'W509', 'W510', 'W603', 'W707', 'W708', 'W709', 'W806', 'W854', 'W855', 'W857', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

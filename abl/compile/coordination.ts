@@ -31,14 +31,26 @@ function nameMap(ctx: CompileContext, node: ValueNode | null, what: string): Rec
   return out;
 }
 
+/** The keys of a remote (A2A) HANDOFF or DELEGATE, which the language keeps for a later phase. */
+const REMOTE_KEYS = ['remote', 'async', 'async_timeout', 'location', 'endpoint', 'protocol'] as const;
+
+/** W709 for each remote (A2A) key of a HANDOFF or DELEGATE entry: the project's own agent runs. */
+function remoteKeys(ctx: CompileContext, f: Fields, what: string, name: string): void {
+  for (const k of REMOTE_KEYS) {
+    const p = f.map.get(k);
+    if (p) ctx.report('W709', p.loc, { what, name, key: p.key });
+  }
+}
+
 /** `hasFlow`: ON_RETURN may name a step (without a FLOW, one word is an instruction too). */
 export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, hasFlow = false): HandoffIR[] {
   const out: HandoffIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'HANDOFF')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure', 'grant_memory'], 'HANDOFF');
+    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure', 'grant_memory', ...REMOTE_KEYS], 'HANDOFF');
     const to = ctx.str(get('to'), 'TO');
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
+    remoteKeys(ctx, f, 'HANDOFF to', to);
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
     if (!when) ctx.report('E212', item.loc, { what: `HANDOFF to ${to}`, key: 'WHEN' });
     const onFailure = ctx.str(get('on_failure'), 'ON_FAILURE');
@@ -174,9 +186,10 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
   const out: DelegateIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'DELEGATE')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['agent', 'to', 'when', 'purpose', 'input', 'returns', 'use_result', 'timeout', 'on_failure', 'failure_message'], 'DELEGATE');
+    ctx.extras(f, ['agent', 'to', 'when', 'purpose', 'input', 'returns', 'use_result', 'timeout', 'on_failure', 'failure_message', ...REMOTE_KEYS], 'DELEGATE');
     const agent = ctx.str(get('agent') ?? get('to'), 'AGENT');
     if (!agent) { ctx.report('E212', item.loc, { what: 'A DELEGATE entry', key: 'AGENT' }); continue; }
+    remoteKeys(ctx, f, 'DELEGATE', agent);
     const input: DelegateIR['input'] = {};
     const inNode = get('input');
     if (inNode?.kind === 'Map') {

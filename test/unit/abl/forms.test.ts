@@ -126,6 +126,17 @@ describe('constructs that used to compile into something else', () => {
   });
 });
 
+describe('phase-2 documents', () => {
+  it('a behavior profile file is W206, not a missing-header error', () => {
+    const out = compileProject([
+      { path: 'agents/A.agent.abl', content: 'AGENT: A\nGOAL: "g"\n' },
+      { path: 'behavior_profiles/polite.behavior_profile.abl', content: 'BEHAVIOR_PROFILE: polite\nTONE: warm\n' },
+    ]);
+    expect(out.diagnostics.map((d) => [d.code, d.path])).toEqual([['W206', 'behavior_profiles/polite.behavior_profile.abl']]);
+    expect(Object.keys(out.agents)).toEqual(['A']);
+  });
+});
+
 describe('unexpected shapes are reported, not defaulted', () => {
   it('a section value with an indented block is E110 (PERSONA keeps its text)', () => {
     const out = compile('PERSONA: "Calm"\n  tone: warm\n');
