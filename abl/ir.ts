@@ -209,6 +209,8 @@ export interface GuardrailIR {
   priority: number;
   /** Set for a provider guardrail (`provider`, `category`, `threshold`, no `check`). */
   provider?: GuardrailProviderIR;
+  /** An LLM-judged guardrail (no `check`, no `provider`): the rule the model judges the text against. */
+  llm_check?: string;
   /** `action: fix`: how the text is corrected (`fix_strategy`, `max_length`, `fix_expression`). */
   fix?: GuardrailFixIR;
   /** `action: reask`: how many times in a row the user is asked to rephrase before the message is blocked (default 2). */

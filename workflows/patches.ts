@@ -226,8 +226,9 @@ export const AGENT_MEMORY_PATCH = 'agent-memory-v1';
 /**
  * Guardrail actions `fix`, `reask`, `filter` and `escalate` (`RuntimeOptions.guardrailActions`):
  * a fix corrects the text, a reask asks the user to rephrase (then blocks), a filter removes the
- * check's matches, an escalate holds the content for a person (a human task). Runs recorded before
- * it logged them as `warn` and went on with the text unchanged. Asked only when such a guardrail fires.
+ * check's matches, an escalate holds the content for a person (a human task); and an `llm_check`
+ * guardrail asks the model (`call_llm`, purpose `validation`). Runs recorded before it logged those
+ * actions as `warn` and never judged an llm_check. Asked only when such a guardrail fires or judges.
  */
 export const GUARDRAIL_ACTIONS_PATCH = 'guardrail-actions-v1';
 

@@ -159,14 +159,16 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     const provider = compileProvider(ctx, name, f, get, at, { kind, action, hasCheck: f.map.has('check') });
     const actionSettings = compileActionSettings(ctx, name, f, get, at, { kind, action, check, provider: !!provider });
     if (!check && !provider && !f.map.has('llm_check') && !f.map.has('provider')) ctx.report('E852', at, { name, detail: 'check is missing' });
-    // An LLM judge is accepted as documented but has no runtime yet: say so instead of a silent no-op.
-    if (f.map.has('llm_check') && !check && !provider) ctx.report('W857', (f.map.get('llm_check') as PairNode).loc, { name, what: 'an llm_check (an LLM-judged guardrail)' });
+    // An LLM judge: the model judges the text against the llm_check rule (with a check or a provider, the llm_check is kept in extra: W857).
+    const llmCheck = f.map.has('llm_check') && !check && !provider ? ctx.str(get('llm_check'), 'llm_check') : null;
+    if (f.map.has('llm_check') && (check || provider)) ctx.report('W857', (f.map.get('llm_check') as PairNode).loc, { name, what: 'an llm_check beside a check or provider (one guardrail judges one way; split it in two)' });
     const base = {
       check,
       action,
       message: ctx.text(get('message'), 'message'),
       priority: ctx.num(get('priority'), 'priority') ?? 100,
       ...(provider ? { provider } : {}),
+      ...(llmCheck ? { llm_check: llmCheck } : {}),
       ...actionSettings,
       extra,
       loc: ctx.loc(at),

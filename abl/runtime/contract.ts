@@ -422,8 +422,8 @@ export interface RuntimeOptions {
   agentMemory?: boolean | (() => boolean);
   /**
    * Guardrail actions `fix`, `reask`, `filter` and `escalate` act (they only logged, as `warn`,
-   * before). On unless false; a function is asked only when such a guardrail fires (patch
-   * `guardrail-actions-v1`).
+   * before), and `llm_check` guardrails ask the model. On unless false; a function is asked only
+   * when such a guardrail fires or judges (patch `guardrail-actions-v1`).
    */
   guardrailActions?: boolean | (() => boolean);
   /**

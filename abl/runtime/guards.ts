@@ -7,6 +7,7 @@ import type { AgentIR, GuardrailIR, GuardrailProviderIR, Json, ToolIR, VoiceOutp
 import { moderationDecision } from '../moderation';
 import { guardrailActionsOn, moderationGuardrailsOn } from './options';
 import { editJson, filterEdit, fixEdit, type TextEdit } from './guard-edits';
+import { guardrailJudge } from './gather-llm';
 import { guardText, redactJson } from './checkpoints';
 import type { RuntimeEvent, ThreadState } from './contract';
 import type { SafeRegex } from '../regex';
@@ -128,6 +129,12 @@ export class Guards {
         // A holding reply (opts.effects false) cannot wait for a provider: the message reaches no agent.
         if (opts.effects === false || !moderationGuardrailsOn(this.t.options)) continue;
         fires = this.moderated(th, agent, g, g.provider, current);
+      } else if (g.llm_check && !g.check) {
+        // An LLM judge: one `validation` call; runs recorded before it never judged (patch guardrail-actions-v1).
+        if (opts.effects === false || !guardrailActionsOn(this.t.options)) continue;
+        const verdict = this.judged(th, agent, g, g.llm_check, current);
+        fires = verdict !== null && !verdict.valid;
+        this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
       } else {
         if (!g.check?.ast) continue;
         fires = fired(g, current);
@@ -175,6 +182,22 @@ export class Guards {
       }
     }
     return result(null);
+  }
+
+  /** The model's verdict on `text` for an `llm_check` guardrail (null: the judge failed, and the guardrail passes). */
+  private judged(th: ThreadState, agent: AgentIR, g: GuardrailIR, check: string, text: string): { valid: boolean; reason: string } | null {
+    // Not part of a parallel tool batch being issued or bound: its own command id, its own wait.
+    const batch = this.t.batch;
+    this.t.batch = null;
+    try {
+      return guardrailJudge({
+        call: (d) => this.t.effect(d, null),
+        error: (kind, msg) => this.t.error(th, kind, msg),
+        decision: (kind, what, why) => this.t.decision(th, kind, what, why),
+      }, agent, g.name, g.kind, check, text);
+    } finally {
+      this.t.batch = batch;
+    }
   }
 
   /**

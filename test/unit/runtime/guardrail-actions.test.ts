@@ -1,10 +1,11 @@
 // Guardrail actions that change or hold content: fix (each fix_strategy), reask (re-prompts, then
-// blocks), filter (the check's matches removed), escalate (the content held for a person), their
-// compile checks, and the option that keeps runs recorded before them as warn.
+// blocks), filter (the check's matches removed), escalate (the content held for a person), the
+// llm_check judge, their compile checks, and the option that keeps runs recorded before them as warn.
 
 import { compileProject } from '../../../abl';
 import type { RuntimeCommand } from '../../../abl/runtime';
 import { agentProject, compileAgentBody } from '../abl/helpers';
+import { localValidationAnswer } from '../../../abl/gather-llm';
 import { Driver, llmText } from './driver';
 
 /** A reasoning agent whose model answers `reply(message)`. */
@@ -100,6 +101,45 @@ describe('escalate', () => {
     expect(d.feed({ type: 'human_resolved', commandId: esc.id, resolution: { decision: 'rejected' } })).toEqual([]);
     expect(llmInputs(d)).toEqual([]);
     expect(d.send('ok then')).toEqual(['You said: ok then']);
+  });
+});
+
+describe('llm_check', () => {
+  const G = '  no_promises:\n    kind: output\n    llm_check: "The reply promises no refund."\n    action: block\n    message: "Let me check that with the team."\n';
+
+  /** The model writes `reply`; as a judge it says whether the text promises a refund (or answers as the offline model). */
+  function judged(reply: string, judge: (system: string, text: string) => string, options = {}): Driver {
+    const compiled = compileProject(agentProject(`GUARDRAILS:\n${G}`));
+    expect(compiled.diagnostics).toEqual([]);
+    return new Driver((cmd) => {
+      if (cmd.type !== 'call_llm') return undefined;
+      const [system, user] = cmd.request.messages;
+      return llmText(cmd.id, cmd.purpose === 'validation' ? judge(String(system?.content), String(user?.content)) : reply);
+    }, compiled, undefined, options);
+  }
+  const strict = (_: string, text: string) => JSON.stringify({ valid: !/refund/i.test(text), reason: 'checked' });
+
+  test('the model judges each reply; one it finds breaking the rule is blocked', () => {
+    const d = judged('You will get a full refund tomorrow.', strict);
+    d.start();
+    expect(d.send('money back?')).toEqual(['Let me check that with the team.']);
+    const judge = d.commands.find((c): c is Extract<RuntimeCommand, { type: 'call_llm' }> => c.type === 'call_llm' && c.purpose === 'validation');
+    expect(judge?.request.messages[0]?.content).toContain('The reply promises no refund.');
+    expect(d.traceOf('guardrail_eval')).toEqual([{ guardrail: 'no_promises', kind: 'output', passed: false, action: 'block', agent: 'A' }]);
+  });
+
+  test('the offline model accepts; an unreadable verdict passes with an llm_check_error; old runs never judge', () => {
+    const offline = judged('You will get a full refund.', (system) => localValidationAnswer(system) ?? 'no');
+    offline.start();
+    expect(offline.send('money back?')).toEqual(['You will get a full refund.']);
+    const broken = judged('You will get a full refund.', () => 'not json');
+    broken.start();
+    expect(broken.send('money back?')).toEqual(['You will get a full refund.']);
+    expect(broken.traceOf('error').map((e) => e.kind)).toContain('llm_check_error');
+    const old = judged('You will get a full refund.', strict, { guardrailActions: false });
+    old.start();
+    expect(old.send('money back?')).toEqual(['You will get a full refund.']);
+    expect(old.commands.some((c) => c.type === 'call_llm' && c.purpose === 'validation')).toBe(false);
   });
 });
 
