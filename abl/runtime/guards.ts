@@ -207,11 +207,15 @@ export class Guards {
    */
   hold(th: ThreadState, held: NonNullable<GuardResult['held']>, content: Json): boolean {
     this.holding = true;
+    // Not part of a parallel tool batch being issued or bound: the escalation is its own command and wait.
+    const batch = this.t.batch;
+    this.t.batch = null;
     let outcome: 'continue' | 'stop';
     try {
       outcome = this.t.escalation.escalate(th, held.reason, 'medium', ['guardrail'], undefined, false, { held_content: content, guardrail: held.guardrail });
     } finally {
       this.holding = false;
+      this.t.batch = batch;
     }
     if (outcome === 'stop' || !this.t.isActive(th)) return false;
     const human = th.vars.human;

@@ -6,7 +6,7 @@ import { compileProject } from '../../../abl';
 import type { RuntimeCommand } from '../../../abl/runtime';
 import { agentProject, compileAgentBody } from '../abl/helpers';
 import { localValidationAnswer } from '../../../abl/gather-llm';
-import { Driver, llmText } from './driver';
+import { Driver, llmText, scripted, toolOk } from './driver';
 
 /** A reasoning agent whose model answers `reply(message)`. */
 function agent(guardrails: string, reply: (text: string) => string = (t) => `You said: ${t}`, options = {}): Driver {
@@ -101,6 +101,40 @@ describe('escalate', () => {
     expect(d.feed({ type: 'human_resolved', commandId: esc.id, resolution: { decision: 'rejected' } })).toEqual([]);
     expect(llmInputs(d)).toEqual([]);
     expect(d.send('ok then')).toEqual(['You said: ok then']);
+  });
+});
+
+describe('escalate on a tool call', () => {
+  test('the call waits for a person; approved, it is made with its arguments', () => {
+    const compiled = compileProject(agentProject(`TOOLS:
+  refund(amount: number) -> {id: string}
+    description: "Refund"
+GUARDRAILS:
+  big_refunds:
+    kind: tool_input
+    check: args.amount < 1000
+    action: escalate
+FLOW:
+  ask:
+    REASONING: false
+    GATHER:
+      - amount: required
+        type: number
+        prompt: "Amount?"
+    CALL: refund
+      WITH:
+        amount: amount
+    ON_SUCCESS:
+      RESPOND: "Refund {{result.id}} done."
+`));
+    expect(compiled.diagnostics.filter((x) => x.severity === 'error')).toEqual([]);
+    const d = new Driver(scripted({ tools: { refund: (_args, id) => toolOk(id, { id: 'RF-9' }) } }), compiled);
+    d.start();
+    d.send('5000');
+    const esc = d.open.find((c) => c.type === 'escalate') as Extract<RuntimeCommand, { type: 'escalate' }>;
+    expect(esc.context).toMatchObject({ held_content: { amount: 5000 }, guardrail: 'big_refunds' });
+    expect(d.commands.some((c) => c.type === 'call_tool')).toBe(false);
+    expect(d.feed({ type: 'human_resolved', commandId: esc.id, resolution: { decision: 'approved' } })).toEqual(['Refund RF-9 done.']);
   });
 });
 
