@@ -117,7 +117,7 @@ export const DIAGNOSTICS = {
   E452: def('error', 'Invalid validation rule', 'Gather field "{name}": {detail}.', 'Write min(n), max(n), enum(a, b), email() or pattern(regex).'),
   E453: def('error', 'Unknown gather dependency', 'Gather field "{name}" depends on "{dep}", which is not a gather field here.', 'Declare "{dep}" or remove it from depends_on.'),
 
-  W454: def('warning', 'Gather range not applied', 'Gather field "{name}" is a {type} field, and range bounds only number fields: its values are not checked against it.', 'Make it type: number, or check the value with validate: pattern(...) or enum(...) (docs/not-supported.md).'),
+  W454: def('warning', 'Gather range not applied', 'Gather field "{name}" is a {type} field, and range bounds only number, date, datetime and string fields: its values are not checked against it.', 'Check the value with validate: pattern(...) or enum(...) (docs/not-supported.md).'),
 
   // FLOW (E5xx)
   E500: def('error', 'Step without REASONING', "Step '{name}' must declare REASONING: true or REASONING: false.", 'Add "REASONING: false" for a scripted step or "REASONING: true" for an LLM step.'),
@@ -146,6 +146,7 @@ export const DIAGNOSTICS = {
   W706: def('warning', 'No agents', 'The project has no agent or supervisor documents.', 'Add agents/<Name>.agent.abl.'),
   W707: def('warning', 'Delegation retry not run', 'DELEGATE {agent} ON_FAILURE asks for a retry, which the runtime does not run: a failed delegation is skipped, as with continue.', 'Write ON_FAILURE: respond (with FAILURE_MESSAGE), escalate or continue; the delegated agent\'s tool calls retry on their own (docs/not-supported.md).'),
   W708: def('warning', 'Handoff ON_FAILURE not run', 'HANDOFF to {to} has ON_FAILURE: {value}, which the runtime does not run: a refused handoff is traced as an error and the agent stays, answering the message itself.', 'Remove it, and let the agent\'s own instructions or FLOW cover the case (docs/not-supported.md).'),
+  W709: def('warning', 'Remote agent not used', '{what} {name} has {key}: a remote (A2A) agent, which the runtime does not call: it runs the project\'s own agent {name}.', 'Remove it and run the agent in this project, or call the remote agent through an http tool (docs/not-supported.md).'),
   E721: def('error', 'Tool not found', 'Tool {name} not found in project.', 'Declare it under TOOLS: (or import it with FROM "../tools/x.tools.abl" USE: {name}).'),
 
   // MEMORY, CONSTRAINTS, GUARDRAILS, ESCALATE (E8xx)
@@ -157,12 +158,11 @@ export const DIAGNOSTICS = {
   E851: def('error', 'Invalid ON_FAIL', 'Cannot read ON_FAIL "{src}".', 'Use a message ("text" or RESPOND "text"), BLOCK, ESCALATE, HANDOFF Agent or a block {RESPOND, COLLECT, GOTO, THEN}.'),
   E852: def('error', 'Invalid guardrail', 'Guardrail "{name}": {detail}.', 'Give it kind, check and action (see GUARDRAILS in docs/abl.md).'),
   E856: def('error', 'Invalid provider guardrail', 'Guardrail "{name}": {detail}.', 'Write provider: openai (or openai_moderation, local), category: a moderation category (hate, harassment, self-harm, sexual, violence, illicit, or an id such as violence/graphic), threshold: a number from 0 to 1, and optionally on_error: block|allow (docs/abl.md, "Provider guardrails").'),
-  W857: def('warning', 'Guardrail not run yet', 'Guardrail "{name}" is {what}, which the runtime does not run yet: it never fires.', 'Write a check expression or a provider guardrail instead (docs/not-supported.md).'),
+  W857: def('warning', 'Guardrail llm_check not used', 'Guardrail "{name}" has {what}: the llm_check is not used.', 'Split it: one guardrail with the check or provider, another with the llm_check (docs/not-supported.md).'),
   W854: def('warning', 'ON_ERROR retry not applied', 'ON_ERROR {type} sets {key}: {value}, which the runtime does not apply: {instead}.', '{fix} (docs/not-supported.md).'),
   W855: def('warning', 'Error type never raised', 'ON_ERROR {type} never runs: the runtime raises only tool_timeout, tool_error, validation_error and llm_error (timeout also takes tool timeouts){instead}.', 'Handle it where it happens, or remove it (docs/not-supported.md).'),
-  W858: def('warning', 'Guardrail action not run', 'Guardrail "{name}" has action: {action}, which the runtime does not run yet: when it fires, it only records a guardrail_eval trace event, as warn does.', 'Use block (with a message that asks the user to rephrase) or redact, or a CONSTRAINTS rule with ON_FAIL: ESCALATE (docs/not-supported.md).'),
   W859: def('warning', 'Routing skills not matched', '{where} routing skills [{skills}] are stored on the human task, but nothing matches people by them: the task waits in its queue for anyone who may resolve it.', 'Route by queue (one queue per skill), or keep skills as a note for the person (docs/not-supported.md).'),
-  E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent.'),
+  E853: def('error', 'Invalid escalation rule', 'Cannot read on_human_complete rule "{src}".', 'Write - IF <condition>: CONTINUE | COMPLETE | HANDOFF to Agent | RESPOND "message", or the condition with a block of RESPOND and THEN: CONTINUE | COMPLETE | HANDOFF to Agent under it.'),
 
   // NLU (E86x)
   E860: def('error', 'Invalid NLU definition', '{what}: {detail}.', '{fix}'),
@@ -177,7 +177,7 @@ export type DiagnosticCode = keyof typeof DIAGNOSTICS;
  */
 export const UNSUPPORTED_WARNINGS = [
   'W206', 'W218', 'W219', 'W415', 'W419', 'W420', 'W421', 'W422', 'W423', 'W424', 'W425', 'W454',
-  'W509', 'W510', 'W603', 'W707', 'W708', 'W806', 'W854', 'W855', 'W857', 'W858', 'W859', 'W861',
+  'W509', 'W510', 'W603', 'W707', 'W708', 'W709', 'W806', 'W854', 'W855', 'W857', 'W859', 'W861',
 ] as const satisfies readonly DiagnosticCode[];
 export type DiagnosticArgs = Readonly<Record<string, string | number>>;
 

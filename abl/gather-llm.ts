@@ -205,6 +205,18 @@ export function validationMessages(field: Pick<GatherFieldIR, 'name' | 'type' | 
   return { system, user: (typeof value === 'string' ? value : JSON.stringify(value) ?? '').slice(0, MAX_TEXT) };
 }
 
+/** The messages asking whether a text satisfies a guardrail's `llm_check` (the offline model accepts it, as a validate rule). */
+export function guardrailJudgeMessages(name: string, kind: string, check: string, text: string): { system: string; user: string } {
+  const system = [
+    VALIDATION_MARKER,
+    `Judge whether the ${kind === 'output' ? "agent's reply" : kind === 'input' ? "user's message" : 'text'} below satisfies the rule of the guardrail "${name}".`,
+    'Answer with ONE JSON object and nothing else: {"valid": true or false, "reason": "<one short sentence>"}.',
+    'Rule:',
+    `- ${check}`,
+  ].join('\n');
+  return { system, user: text.slice(0, MAX_TEXT) };
+}
+
 export type ParsedVerdict = { ok: true; valid: boolean; reason: string } | { ok: false; error: string };
 
 /** Reads `{"valid": bool, "reason": string}`; anything else is an error (the caller decides). */

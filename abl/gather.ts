@@ -176,6 +176,13 @@ function checkRule(rule: ValidationIR, value: unknown): string | null {
       const re = toRegExp(rule.pattern);
       return re && re.test(String(value)) ? null : 'has the wrong format';
     }
+    case 'between': {
+      const v = String(value);
+      if (rule.min !== null && v < rule.min) return `must be on or after ${rule.min}`;
+      // A date-only upper bound takes the whole day (a datetime on it is inside the range).
+      if (rule.max !== null && v > rule.max && !(rule.max.length === 10 && v.startsWith(rule.max))) return `must be on or before ${rule.max}`;
+      return null;
+    }
     case 'llm': return null;
   }
 }
@@ -312,6 +319,40 @@ function rangedField(f: GatherFieldIR): GatherFieldIR {
   if (!b) return f;
   const rules: ValidationIR[] = [...(b.min !== null ? [{ kind: 'min' as const, value: b.min }] : []), ...(b.max !== null ? [{ kind: 'max' as const, value: b.max }] : [])];
   return { ...f, validate: [...f.validate, ...rules] };
+}
+
+/** A date, datetime or string field's `range` as validate rules (a string's bounds are lengths); null when it has none. */
+function typedRangeRules(f: GatherFieldIR): ValidationIR[] | null {
+  if ((f.type !== 'date' && f.type !== 'datetime' && f.type !== 'string') || f.range === null || typeof f.range !== 'object') return null;
+  const [min, max] = Array.isArray(f.range) ? f.range : [f.range.min, f.range.max];
+  if (f.type === 'string') {
+    const len = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : null);
+    const rules: ValidationIR[] = [...(len(min) !== null ? [{ kind: 'min' as const, value: len(min) as number }] : []), ...(len(max) !== null ? [{ kind: 'max' as const, value: len(max) as number }] : [])];
+    return rules.length > 0 ? rules : null;
+  }
+  const iso = (v: unknown) => (typeof v === 'string' && /^\d{4}-\d{2}-\d{2}/.test(v) ? v : null);
+  return iso(min) === null && iso(max) === null ? null : [{ kind: 'between', min: iso(min), max: iso(max) }];
+}
+
+/** True when a date, datetime or string field has a `range` (checked with the option `gatherRanges`). */
+export function hasTypedRange(f: GatherFieldIR): boolean {
+  return typedRangeRules(f) !== null;
+}
+
+const typedRangeCache = new WeakMap<readonly GatherFieldIR[], GatherFieldIR[]>();
+
+/** The fields with the `range` of date, datetime and string fields added to their validate rules. */
+export function fieldsWithTypedRanges(fields: readonly GatherFieldIR[]): readonly GatherFieldIR[] {
+  if (!fields.some(hasTypedRange)) return fields;
+  let out = typedRangeCache.get(fields);
+  if (!out) {
+    out = fields.map((f) => {
+      const rules = typedRangeRules(f);
+      return rules ? { ...f, validate: [...f.validate, ...rules] } : f;
+    });
+    typedRangeCache.set(fields, out);
+  }
+  return out;
 }
 
 /**

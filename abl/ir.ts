@@ -134,6 +134,8 @@ export type ValidationIR =
   | { kind: 'enum'; values: string[] }
   | { kind: 'email' }
   | { kind: 'pattern'; pattern: string }
+  /** A date or datetime field's `range`: ISO bounds, compared as text (either may be null). */
+  | { kind: 'between'; min: string | null; max: string | null }
   /** Free text: judged by the LLM. */
   | { kind: 'llm'; rule: string };
 
@@ -207,8 +209,23 @@ export interface GuardrailIR {
   priority: number;
   /** Set for a provider guardrail (`provider`, `category`, `threshold`, no `check`). */
   provider?: GuardrailProviderIR;
+  /** An LLM-judged guardrail (no `check`, no `provider`): the rule the model judges the text against. */
+  llm_check?: string;
+  /** `action: fix`: how the text is corrected (`fix_strategy`, `max_length`, `fix_expression`). */
+  fix?: GuardrailFixIR;
+  /** `action: reask`: how many times in a row the user is asked to rephrase before the message is blocked (default 2). */
+  max_reasks?: number;
   extra: Record<string, Json>;
   loc: IRLoc;
+}
+
+/** The correction of a `fix` guardrail (docs/abl.md, "Guardrail actions"). */
+export interface GuardrailFixIR {
+  strategy: 'truncate' | 'strip_html' | 'redact_pii' | 'normalize' | 'custom';
+  /** `truncate`: the longest text kept (`max_length`, else the bound of the check's `length(...) <`/`<=`). */
+  max_length: number | null;
+  /** `custom`: an expression whose value (with `input`/`output` bound to the text) replaces it. */
+  expression: ExprIR | null;
 }
 
 /** A guardrail whose check is a moderation provider's verdict (docs/abl.md, "Provider guardrails"). */
@@ -466,7 +483,8 @@ export interface EscalationIR {
   context_for_human: string[];
   /** ESCALATE-level `routing:`; a trigger's own `routing:` overrides it field by field. */
   routing?: EscalationRoutingIR;
-  on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; loc: IRLoc }>;
+  /** `respond`: a message sent (rendered with `human` in scope) before the action. */
+  on_human_complete: Array<{ condition: ExprIR | null; action: HumanCompleteActionIR; respond?: string; loc: IRLoc }>;
   loc: IRLoc;
 }
 
@@ -569,6 +587,8 @@ export interface AgentIR {
   };
   tools: ToolIR[];
   gather: GatherFieldIR[];
+  /** Top-level GATHER `STRATEGY: llm|hybrid|pattern`; absent when not written (the pattern strategy). */
+  gather_strategy?: 'llm' | 'pattern' | 'hybrid';
   memory: MemoryIR;
   constraints: ConstraintIR[];
   guardrails: GuardrailIR[];

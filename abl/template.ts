@@ -1,5 +1,6 @@
 // `{{ }}` templates (ABL.md §2 "Interpolation"): parse once, render purely against a scope.
-// Supports {{expr | filter}}, {{#if}}…{{else}}…{{/if}}, {{#each}}…{{/each}} with this/@index.
+// Supports {{expr | filter}}, {{#if}}/{{#unless}}…{{else}}…, {{#each}}…{{else}}…{{/each}} with
+// this/@index/@first/@last/@key, and Handlebars helper calls ({{add @index 1}}, (eq a b)).
 
 import type { Expr } from './expr/ast';
 import type { EvalContext } from './expr/context';
@@ -20,8 +21,9 @@ export interface TemplateExpr {
 export type TemplateNode =
   | { type: 'Text'; value: string }
   | { type: 'Output'; expr: TemplateExpr; filters: string[] }
-  | { type: 'If'; cond: TemplateExpr; then: TemplateNode[]; else: TemplateNode[] }
-  | { type: 'Each'; list: TemplateExpr; body: TemplateNode[] };
+  /** `unless`: written {{#unless}} (its block is `else`, its {{else}} block `then`). */
+  | { type: 'If'; cond: TemplateExpr; then: TemplateNode[]; else: TemplateNode[]; unless?: boolean }
+  | { type: 'Each'; list: TemplateExpr; body: TemplateNode[]; else?: TemplateNode[] };
 
 export interface TemplateProblem {
   kind: 'syntax' | 'expression' | 'filter';
@@ -56,6 +58,83 @@ function splitFilters(inner: string): { expr: string; filters: string[] } {
 }
 
 /**
+ * Handlebars helpers written as `name arg arg` (arguments split on blanks; `(name arg …)` nests),
+ * as the expression they stand for. Each maps onto a function or operator of the language.
+ */
+const call = (fn: string) => (a: string[]) => `${fn}(${a.join(', ')})`;
+const infix = (op: string, min = 2) => (a: string[]) => (a.length < min ? null : `(${a.join(` ${op} `)})`);
+const HELPERS: Record<string, (args: string[]) => string | null> = {
+  add: call('ADD'), sum: call('ADD'), subtract: call('SUB'), sub: call('SUB'), minus: call('SUB'),
+  multiply: call('MUL'), mul: call('MUL'), times: call('MUL'), divide: call('DIV'), div: call('DIV'),
+  mod: infix('%'), modulo: infix('%'), round: call('ROUND'), abs: call('ABS'), min: call('MIN'), max: call('MAX'),
+  eq: infix('=='), is: infix('=='), ne: infix('!='), neq: infix('!='), not_eq: infix('!='),
+  gt: infix('>'), gte: infix('>='), lt: infix('<'), lte: infix('<='),
+  and: infix('AND'), or: infix('OR'), not: (a) => (a.length === 1 ? `(NOT ${a[0]})` : null),
+  contains: infix('contains'), includes: infix('contains'),
+  length: call('LENGTH'), len: call('LENGTH'), size: call('LENGTH'),
+  default: call('COALESCE'), coalesce: call('COALESCE'), join: call('JOIN'), concat: infix('+', 1),
+  upper: call('UPPER'), uppercase: call('UPPER'), lower: call('LOWER'), lowercase: call('LOWER'), trim: call('TRIM'),
+  capitalize: (a) => (a.length === 1 ? `(UPPER(SUBSTRING(${a[0]}, 0, 1)) + SUBSTRING(${a[0]}, 1))` : null),
+  truncate: (a) => (a.length === 2 ? `SUBSTRING(${a[0]}, 0, ${a[1]})` : null),
+  format_currency: call('FORMAT_CURRENCY'), currency: call('FORMAT_CURRENCY'), format_date: call('FORMAT_DATE'),
+  ordinal: call('ORDINAL'), mask: call('MASK'), to_number: call('TO_NUMBER'), to_string: call('TO_STRING'),
+};
+
+/** Splits helper arguments on blanks outside quotes and parentheses; null when unbalanced. */
+function helperArgs(text: string): string[] | null {
+  const out: string[] = [];
+  let depth = 0;
+  let quote: string | null = null;
+  let cur = '';
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    if (quote) {
+      cur += c;
+      if (c === '\\' && i + 1 < text.length) cur += text[++i];
+      else if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") { quote = c; cur += c; }
+    else if (c === '(') { depth++; cur += c; }
+    else if (c === ')') { if (--depth < 0) return null; cur += c; }
+    else if (/\s/.test(c) && depth === 0) { if (cur) out.push(cur); cur = ''; }
+    else cur += c;
+  }
+  if (depth !== 0 || quote) return null;
+  if (cur) out.push(cur);
+  return out;
+}
+
+/**
+ * A Handlebars helper call (`add @index 1`, `(eq status "open")`, nested) as an expression of the
+ * language; null when `src` is not one (it is then parsed as written).
+ */
+export function helperExpression(src: string): string | null {
+  let t = src.trim();
+  if (t.startsWith('(') && t.endsWith(')') && helperArgs(t.slice(1, -1)) !== null) {
+    const inner = helperExpression(t.slice(1, -1));
+    if (inner !== null) return inner;
+  }
+  const m = /^([A-Za-z_]\w*)\s+(\S[\s\S]*)$/.exec(t);
+  const helper = m ? HELPERS[(m[1] as string).toLowerCase()] : undefined;
+  if (!m || !helper) return null;
+  const args = helperArgs(m[2] as string);
+  if (!args || args.length === 0) return null;
+  // A hash argument (`includeZero=true`) has no counterpart: left for the parser to report.
+  if (args.some((a) => /^[A-Za-z_]\w*=/.test(a))) return null;
+  t = helper(args.map((a) => (a.startsWith('(') ? `(${helperExpression(a) ?? a.slice(1, -1)})` : a))) ?? '';
+  return t || null;
+}
+
+/** Parses `src`, or, when it does not parse and is a helper call, the expression the helper stands for. */
+function parseWithHelpers(src: string, parseExpr: (src: string) => ExprParseResult): ExprParseResult {
+  const parsed = parseExpr(src);
+  if (!parsed.error) return parsed;
+  const alt = helperExpression(src);
+  if (alt === null) return parsed;
+  const helped = parseExpr(alt);
+  return helped.error ? parsed : helped;
+}
+
+/**
  * Parses a template. Never throws; problems are listed with offsets. `parseExpr` parses each
  * `{{ }}` expression (the compiler passes a memoised one).
  */
@@ -68,10 +147,10 @@ export function parseTemplate(text: string, parseExpr: (src: string) => ExprPars
     const top = stack[stack.length - 1];
     if (!top) return root;
     if (top.node.type === 'If') return top.inElse ? top.node.else : top.node.then;
-    return top.node.body;
+    return top.inElse ? (top.node.else ??= []) : top.node.body;
   };
   const mkExpr = (src: string, offset: number): TemplateExpr => {
-    const parsed = parseExpr(src);
+    const parsed = parseWithHelpers(src, parseExpr);
     if (parsed.error) problems.push({ kind: 'expression', message: `"${src.trim()}": ${parsed.error.message}`, offset });
     return { src: src.trim(), ast: parsed.ast, offset, parsed };
   };
@@ -92,24 +171,27 @@ export function parseTemplate(text: string, parseExpr: (src: string) => ExprPars
     const inner = text.slice(open + 2, close);
     const trimmed = inner.trim();
     const at = open + 2 + (inner.length - inner.trimStart().length);
-    const block = /^#(if|each)\b\s*/i.exec(trimmed);
+    const block = /^#(if|unless|each)\b\s*/i.exec(trimmed);
     if (block) {
       const kind = (block[1] as string).toLowerCase();
       const expr = mkExpr(trimmed.slice(block[0].length), at + block[0].length);
-      const node: Frame['node'] = kind === 'if'
-        ? { type: 'If', cond: expr, then: [], else: [] }
-        : { type: 'Each', list: expr, body: [] };
+      // {{#unless x}} is {{#if x}} with its branches swapped: it starts in the else branch.
+      const node: Frame['node'] = kind === 'each'
+        ? { type: 'Each', list: expr, body: [] }
+        : { type: 'If', cond: expr, then: [], else: [], ...(kind === 'unless' ? { unless: true } : {}) };
       target().push(node);
-      stack.push({ node, inElse: false, offset: open });
+      stack.push({ node, inElse: kind === 'unless', offset: open });
     } else if (/^else$/i.test(trimmed)) {
       const top = stack[stack.length - 1];
-      if (top?.node.type === 'If' && !top.inElse) top.inElse = true;
-      else problems.push({ kind: 'syntax', message: '{{else}} outside {{#if}}', offset: open });
-    } else if (/^\/(if|each)$/i.test(trimmed)) {
-      const kind = trimmed.slice(1).toLowerCase() === 'if' ? 'If' : 'Each';
+      const unless = top?.node.type === 'If' && top.node.unless === true;
+      if (top && top.inElse === !!unless) top.inElse = !unless;
+      else problems.push({ kind: 'syntax', message: '{{else}} outside {{#if}}, {{#unless}} or {{#each}}', offset: open });
+    } else if (/^\/(if|unless|each)$/i.test(trimmed)) {
+      const name = trimmed.slice(1).toLowerCase();
       const top = stack[stack.length - 1];
-      if (top && top.node.type === kind) stack.pop();
-      else problems.push({ kind: 'syntax', message: `{{${trimmed}}} without a matching {{#${kind.toLowerCase()}}}`, offset: open });
+      const matches = top && (name === 'each' ? top.node.type === 'Each' : top.node.type === 'If' && (name === 'unless') === (top.node.unless === true));
+      if (matches) stack.pop();
+      else problems.push({ kind: 'syntax', message: `{{${trimmed}}} without a matching {{#${name}}}`, offset: open });
     } else {
       const { expr, filters } = splitFilters(inner);
       for (const f of filters) {
@@ -120,7 +202,8 @@ export function parseTemplate(text: string, parseExpr: (src: string) => ExprPars
     i = close + 2;
   }
   for (const frame of stack) {
-    problems.push({ kind: 'syntax', message: `{{#${frame.node.type.toLowerCase()}}} is never closed`, offset: frame.offset });
+    const name = frame.node.type === 'If' && frame.node.unless ? 'unless' : frame.node.type.toLowerCase();
+    problems.push({ kind: 'syntax', message: `{{#${name}}} is never closed`, offset: frame.offset });
   }
   return { nodes: root, problems };
 }
@@ -184,9 +267,19 @@ function renderNodes(nodes: TemplateNode[], scope: Scope, ctx: EvalContext, out:
       }
       case 'Each': {
         const list = n.list.ast ? evaluate(n.list.ast, scope, ctx) : undefined;
-        if (!Array.isArray(list)) break;
-        list.slice(0, MAX_EACH).forEach((item, index) => {
-          renderNodes(n.body, layered(scope, { this: item, '@index': index }), ctx, out, escape);
+        // An object is iterated over its entries (@key is the key); nothing to iterate renders {{else}}.
+        const entries: Array<[string | null, unknown]> = Array.isArray(list)
+          ? list.map((x) => [null, x])
+          : list !== null && typeof list === 'object' ? Object.entries(list) : [];
+        if (entries.length === 0) {
+          if (n.else) renderNodes(n.else, scope, ctx, out, escape);
+          break;
+        }
+        const shown = entries.slice(0, MAX_EACH);
+        shown.forEach(([key, item], index) => {
+          const locals: Record<string, unknown> = { this: item, '@index': index, '@first': index === 0, '@last': index === shown.length - 1 };
+          if (key !== null) locals['@key'] = key;
+          renderNodes(n.body, layered(scope, locals), ctx, out, escape);
         });
         break;
       }

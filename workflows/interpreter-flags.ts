@@ -22,10 +22,13 @@ import {
   START_GATHER_HOLD_PATCH,
   ESCALATION_NOTICE_PATCH,
   AGENT_MEMORY_PATCH,
+  GUARDRAIL_ACTIONS_PATCH,
+  GATHER_RANGES_PATCH,
+  NUMERIC_TEXT_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -54,6 +57,9 @@ export function runFlags(): RunFlags {
     nlu: patchDecidedOnce(NLU_PATCH),
     moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
     agentMemory: patchDecidedOnce(AGENT_MEMORY_PATCH),
+    guardrailActions: patchDecidedOnce(GUARDRAIL_ACTIONS_PATCH),
+    gatherRanges: patchDecidedOnce(GATHER_RANGES_PATCH),
+    numericText: patchDecidedOnce(NUMERIC_TEXT_PATCH),
   };
 }
 

@@ -222,3 +222,27 @@ export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';
  * facts in the session's state only. Asked only for such sessions, so other histories carry no marker.
  */
 export const AGENT_MEMORY_PATCH = 'agent-memory-v1';
+
+/**
+ * Guardrail actions `fix`, `reask`, `filter` and `escalate` (`RuntimeOptions.guardrailActions`):
+ * a fix corrects the text, a reask asks the user to rephrase (then blocks), a filter removes the
+ * check's matches, an escalate holds the content for a person (a human task); and an `llm_check`
+ * guardrail asks the model (`call_llm`, purpose `validation`). Runs recorded before it logged those
+ * actions as `warn` and never judged an llm_check. Asked only when such a guardrail fires or judges.
+ */
+export const GUARDRAIL_ACTIONS_PATCH = 'guardrail-actions-v1';
+
+/**
+ * GATHER `range` on date, datetime and text fields, and `transient` on top-level GATHER fields
+ * (`RuntimeOptions.gatherRanges`): a value outside the range is refused and asked again; a
+ * transient top-level field is cleared at the end of the turn that used it. Runs recorded before it
+ * ignored both. Asked only when such a field is checked or cleared.
+ */
+export const GATHER_RANGES_PATCH = 'gather-ranges-v1';
+
+/**
+ * IS_NUMBER is true for text that reads as a number (`RuntimeOptions.numericText`), so
+ * `IF: is_number(input)` in ON_INPUT matches a numeric answer. Runs recorded before it took only
+ * numbers (never ON_INPUT's text). Asked only when IS_NUMBER gets such text.
+ */
+export const NUMERIC_TEXT_PATCH = 'numeric-text-v1';

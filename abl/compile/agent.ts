@@ -9,7 +9,7 @@ import { NAME_RE, pairValue, type CompileContext } from './context';
 import { compileDelegates, compileEscalation, compileHandoffs } from './coordination';
 import { compileErrorHandlers } from './errors';
 import { compileFlow } from './flow';
-import { compileAgentGather } from './gather';
+import { compileAgentGatherSection } from './gather';
 import { compileExecution, compileIdentity, compileMessages, compileTemplates } from './identity';
 import { compileMemory } from './memory';
 import { compileNlu } from './nlu';
@@ -84,7 +84,7 @@ export function compileAgent(ctx: CompileContext, doc: DocumentNode, project: Pr
     identity: compileIdentity(ctx, checked.ordered),
     execution,
     tools,
-    gather: compileAgentGather(ctx, val('GATHER')),
+    ...agentGather(ctx, val('GATHER')),
     memory: compileMemory(ctx, val('MEMORY')),
     constraints: compileConstraints(ctx, val('CONSTRAINTS')),
     guardrails: compileGuardrails(ctx, val('GUARDRAILS')),
@@ -176,4 +176,10 @@ function resolveTools(ctx: CompileContext, section: SectionNode | undefined, pro
     add(t, t.loc.line);
   }
   return out;
+}
+
+/** The agent's GATHER fields, and its STRATEGY when written (absent otherwise, so other agents' IR is unchanged). */
+function agentGather(ctx: CompileContext, node: ValueNode | null): Pick<AgentIR, 'gather' | 'gather_strategy'> {
+  const g = compileAgentGatherSection(ctx, node);
+  return { gather: g.fields, ...(g.strategy ? { gather_strategy: g.strategy } : {}) };
 }

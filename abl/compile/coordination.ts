@@ -31,14 +31,26 @@ function nameMap(ctx: CompileContext, node: ValueNode | null, what: string): Rec
   return out;
 }
 
+/** The keys of a remote (A2A) HANDOFF or DELEGATE, which the language keeps for a later phase. */
+const REMOTE_KEYS = ['remote', 'async', 'async_timeout', 'location', 'endpoint', 'protocol'] as const;
+
+/** W709 for each remote (A2A) key of a HANDOFF or DELEGATE entry: the project's own agent runs. */
+function remoteKeys(ctx: CompileContext, f: Fields, what: string, name: string): void {
+  for (const k of REMOTE_KEYS) {
+    const p = f.map.get(k);
+    if (p) ctx.report('W709', p.loc, { what, name, key: p.key });
+  }
+}
+
 /** `hasFlow`: ON_RETURN may name a step (without a FLOW, one word is an instruction too). */
 export function compileHandoffs(ctx: CompileContext, node: ValueNode | null, hasFlow = false): HandoffIR[] {
   const out: HandoffIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'HANDOFF')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure', 'grant_memory'], 'HANDOFF');
+    ctx.extras(f, ['to', 'when', 'priority', 'context', 'pass', 'return', 'on_return', 'map', 'on_failure', 'grant_memory', ...REMOTE_KEYS], 'HANDOFF');
     const to = ctx.str(get('to'), 'TO');
     if (!to) { ctx.report('E212', item.loc, { what: 'A HANDOFF rule', key: 'TO' }); continue; }
+    remoteKeys(ctx, f, 'HANDOFF to', to);
     const when = ctx.expr(get('when'), 'HANDOFF WHEN', { naturalLanguage: true });
     if (!when) ctx.report('E212', item.loc, { what: `HANDOFF to ${to}`, key: 'WHEN' });
     const onFailure = ctx.str(get('on_failure'), 'ON_FAILURE');
@@ -174,9 +186,10 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
   const out: DelegateIR[] = [];
   for (const { f, node: item } of listItems(ctx, node, 'DELEGATE')) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    ctx.extras(f, ['agent', 'to', 'when', 'purpose', 'input', 'returns', 'use_result', 'timeout', 'on_failure', 'failure_message'], 'DELEGATE');
+    ctx.extras(f, ['agent', 'to', 'when', 'purpose', 'input', 'returns', 'use_result', 'timeout', 'on_failure', 'failure_message', ...REMOTE_KEYS], 'DELEGATE');
     const agent = ctx.str(get('agent') ?? get('to'), 'AGENT');
     if (!agent) { ctx.report('E212', item.loc, { what: 'A DELEGATE entry', key: 'AGENT' }); continue; }
+    remoteKeys(ctx, f, 'DELEGATE', agent);
     const input: DelegateIR['input'] = {};
     const inNode = get('input');
     if (inNode?.kind === 'Map') {
@@ -212,6 +225,45 @@ export function compileDelegates(ctx: CompileContext, node: ValueNode | null): D
     });
   }
   return out;
+}
+
+type HumanRule = { action: HumanCompleteActionIR; respond?: string };
+
+/** An inline action: CONTINUE, COMPLETE, HANDOFF to X, or RESPOND "…" (a message, then CONTINUE). */
+function humanRule(ctx: CompileContext, text: string, at: ValueNode['loc']): HumanRule | null {
+  const r = /^respond\s+(["'])([\s\S]*)\1\s*$/i.exec(text.trim());
+  if (r) return { action: { kind: 'continue' }, respond: r[2] as string };
+  const action = humanAction(ctx, text, at);
+  return action ? { action } : null;
+}
+
+/**
+ * A rule's block (`- IF cond:` with deeper lines, or `- IF: cond` beside them): `RESPOND`, then
+ * `THEN: CONTINUE|COMPLETE|HANDOFF to X`, or `COMPLETE: true`, `CONTINUE: …` or `HANDOFF: X`
+ * (no action: CONTINUE).
+ */
+function humanBlock(ctx: CompileContext, hf: Fields, at: ValueNode['loc']): HumanRule | null {
+  ctx.extras(hf, ['if', 'respond', 'then', 'complete', 'continue', 'handoff'], 'on_human_complete rule');
+  const get = (k: string): ValueNode | null => { const p = hf.map.get(k); return p ? pairValue(p) : null; };
+  const respond = ctx.text(get('respond'), 'RESPOND');
+  const actions: HumanCompleteActionIR[] = [];
+  const thenNode = hf.map.get('then');
+  if (thenNode) {
+    const a = humanAction(ctx, ctx.str(pairValue(thenNode), 'THEN') ?? '', thenNode.loc);
+    if (!a) return null;
+    actions.push(a);
+  }
+  if (hf.map.has('complete') && ctx.bool(get('complete'), 'COMPLETE') !== false) actions.push({ kind: 'complete' });
+  if (hf.map.has('continue')) actions.push({ kind: 'continue' });
+  const handoff = hf.map.get('handoff');
+  if (handoff) {
+    const agent = (ctx.str(pairValue(handoff), 'HANDOFF') ?? '').replace(/^to\s+/i, '').trim();
+    if (!/^[A-Za-z]\w*$/.test(agent)) { ctx.report('E853', handoff.loc, { src: `HANDOFF: ${agent}` }); return null; }
+    actions.push({ kind: 'handoff', agent });
+  }
+  if (actions.length > 1) { ctx.report('E853', at, { src: `${actions.map((a) => a.kind.toUpperCase()).join(' and ')} in one rule` }); return null; }
+  if (actions.length === 0 && respond === null) { ctx.report('E853', at, { src: 'a rule with no RESPOND, THEN or action' }); return null; }
+  return { action: actions[0] ?? { kind: 'continue' }, ...(respond !== null ? { respond } : {}) };
 }
 
 function humanAction(ctx: CompileContext, text: string, at: ValueNode['loc']): HumanCompleteActionIR | null {
@@ -320,24 +372,26 @@ export function compileEscalation(ctx: CompileContext, node: ValueNode | null): 
         const m = /^IF\s+([\s\S]+)$/i.exec(first.key);
         if (m) {
           const cond = ctx.exprText(m[1] as string, { line: first.loc.line, column: first.loc.column + 3 }, 'on_human_complete IF');
-          const action = humanAction(ctx, ctx.str(first.value, 'action') ?? '', first.loc);
-          if (action) esc.on_human_complete.push({ condition: cond, action, loc: ctx.loc(item.loc) });
+          // `- IF cond: ACTION`, or `- IF cond:` with the rule's block under it.
+          const rule = first.children?.kind === 'Map' && !first.value
+            ? humanBlock(ctx, ctx.fields(first.children), first.loc)
+            : humanRule(ctx, ctx.str(first.value, 'action') ?? '', first.loc);
+          if (rule) esc.on_human_complete.push({ condition: cond, ...rule, loc: ctx.loc(item.loc) });
           continue;
         }
         const hf = ctx.fields(item);
         const ifNode = hf.map.get('if');
-        const thenNode = hf.map.get('then');
-        if (thenNode) {
-          const action = humanAction(ctx, ctx.str(pairValue(thenNode), 'THEN') ?? '', thenNode.loc);
-          if (action) esc.on_human_complete.push({ condition: ifNode ? ctx.expr(pairValue(ifNode), 'IF') : null, action, loc: ctx.loc(item.loc) });
+        if (hf.map.has('then') || hf.map.has('respond') || hf.map.has('complete') || hf.map.has('continue') || hf.map.has('handoff')) {
+          const rule = humanBlock(ctx, hf, item.loc);
+          if (rule) esc.on_human_complete.push({ condition: ifNode ? ctx.expr(pairValue(ifNode), 'IF') : null, ...rule, loc: ctx.loc(item.loc) });
           continue;
         }
       }
       if (item.kind === 'Scalar') {
         const text = String(item.value ?? '');
         const pair = splitKey(text);
-        const action = humanAction(ctx, pair ? pair.rest : text, item.loc);
-        if (action) esc.on_human_complete.push({ condition: null, action, loc: ctx.loc(item.loc) });
+        const rule = humanRule(ctx, pair ? pair.rest : text, item.loc);
+        if (rule) esc.on_human_complete.push({ condition: null, ...rule, loc: ctx.loc(item.loc) });
         continue;
       }
       ctx.report('E853', item.loc, { src: item.kind === 'Item' ? item.head.raw : '…' });

@@ -1,6 +1,6 @@
 // FLOW reducer (ABL.md §8): steps, their keys in execution order, branches and digressions.
 
-import type { PairNode, ValueNode } from '../ast';
+import type { MapNode, PairNode, ValueNode } from '../ast';
 import type { DigressionIR, ErrorHandlerIR, FlowIR, FlowStepIR, Json, StepGatherIR, TransformIR } from '../ir';
 import { compileActionHandlers, compileActions, compileBranches, compileCall, compileSet, compileTransition } from './actions';
 import { pairValue, toJson, type CompileContext, type Fields } from './context';
@@ -95,12 +95,17 @@ function compileStep(ctx: CompileContext, pair: PairNode): FlowStepIR {
   const reasoning = ctx.bool(reasoningNode, 'REASONING');
   if (reasoningNode === null) ctx.report('E500', pair.loc, { name: pair.key });
   const extraAll = ctx.extras(f, STEP_KEYS, `step ${pair.key}`);
+  // `RESPOND: "text"` with a voice block under it (`VOICE INSTRUCTIONS:`, `SSML:`, …) is the step's
+  // VOICE written at the reply: the text stays RESPOND, the block joins the step's VOICE settings.
+  const respondVoice = respondVoiceBlock(f);
   const channel: Record<string, Json> = {};
   for (const k of CHANNEL_KEYS) if (f.map.has(k)) channel[k] = toJson(get(k));
+  if (respondVoice && !f.map.has('voice')) channel.voice = toJson(respondVoice.block);
   // The voice channel reads the step's VOICE settings and the voice form of its RESPOND (ssml,
   // plain_text); `instructions` is W510 (no realtime speech model), any other key W509.
-  const voicePair = f.map.get('voice');
-  const voice = voicePair ? compileVoiceBlock(ctx, get('voice'), `Step '${pair.key}' VOICE`, { output: true }) : null;
+  const voicePair = f.map.get('voice') ?? respondVoice?.pair;
+  const voiceNode = respondVoice ? mergeVoice(get('voice'), respondVoice.block) : get('voice');
+  const voice = voicePair ? compileVoiceBlock(ctx, voiceNode, `Step '${pair.key}' VOICE`, { output: true }) : null;
   if (voicePair && voice && voice.unused.length > 0) ctx.report('W509', voicePair.loc, { name: pair.key, keys: voice.unused.map((u) => u.key).join(', ') });
   if (voice?.instructions) ctx.report('W510', voice.instructions.loc, { name: pair.key });
   const voiceOutput = voice && (voice.output.ssml !== undefined || voice.output.plain_text !== undefined) ? voice.output : null;
@@ -217,4 +222,44 @@ export function compileFlow(ctx: CompileContext, section: PairNode): FlowIR | nu
     entry = null;
   }
   return { entry: entry ?? first, order, steps, global_digressions: globals, loc };
+}
+
+/** Keys of a voice block written under a RESPOND, as the step VOICE keys they stand for. */
+const RESPOND_VOICE_KEYS: Record<string, string> = {
+  'voice instructions': 'instructions', voice_instructions: 'instructions', instructions: 'instructions',
+  'voice ssml': 'ssml', voice_ssml: 'ssml', ssml: 'ssml',
+  'voice text': 'plain_text', voice_text: 'plain_text', 'plain text': 'plain_text', plain_text: 'plain_text', 'spoken text': 'plain_text',
+  'voice name': 'voice', voice_name: 'voice', 'voice language': 'language', voice_language: 'language',
+  barge_in: 'barge_in', speech_timeout: 'speech_timeout', silence_timeout: 'silence_timeout',
+};
+
+/**
+ * A step's `RESPOND: "text"` with an indented block of voice keys under it: the block (its keys
+ * as step VOICE keys, a nested `VOICE:` block flattened into it), and the RESPOND pair left with
+ * its text only. Null when RESPOND has no such block (a block of other keys stays E110).
+ */
+function respondVoiceBlock(f: Fields): { block: MapNode; pair: PairNode } | null {
+  const p = f.map.get('respond');
+  if (!p?.value || p.children?.kind !== 'Map') return null;
+  const entries: MapNode['entries'] = [];
+  for (const e of p.children.entries) {
+    if (e.kind !== 'Pair') return null;
+    const k = e.key.trim().toLowerCase().replace(/\s+/g, ' ');
+    if (k === 'voice' && e.children?.kind === 'Map' && !e.value) {
+      entries.push(...e.children.entries);
+      continue;
+    }
+    const to = RESPOND_VOICE_KEYS[k];
+    if (!to) return null;
+    entries.push({ ...e, key: to });
+  }
+  f.map.set('respond', { ...p, children: null });
+  return { block: { ...p.children, entries }, pair: p };
+}
+
+/** The step's VOICE block with the RESPOND's voice block added (a key in both: the step's VOICE wins). */
+function mergeVoice(stepVoice: ValueNode | null, fromRespond: MapNode): ValueNode {
+  if (stepVoice?.kind !== 'Map') return fromRespond;
+  const has = new Set(stepVoice.entries.map((e) => (e.kind === 'Pair' ? e.key.toLowerCase() : '')));
+  return { ...stepVoice, entries: [...stepVoice.entries, ...fromRespond.entries.filter((e) => e.kind !== 'Pair' || !has.has(e.key.toLowerCase()))] };
 }

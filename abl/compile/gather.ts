@@ -9,7 +9,17 @@ const TYPES: readonly GatherType[] = ['string', 'number', 'boolean', 'date', 'da
 const FIELD_KEYS = [
   'prompt', 'type', 'required', 'default', 'validate', 'retry_prompt', 'max_retries', 'infer', 'infer_confidence',
   'infer_confirm', 'extraction_hints', 'depends_on', 'activation', 'sensitive', 'transient', 'list', 'range', 'description',
+  'values', 'enum', 'options',
 ];
+
+/** The values of a `type: enum` field (`values:`, `enum:` or `options:`); E451 when it has none. */
+function compileEnumValues(ctx: CompileContext, name: string, props: Fields, at: Loc): string[] {
+  const key = ['values', 'enum', 'options'].find((k) => props.map.has(k));
+  const p = key ? props.map.get(key) : undefined;
+  const values = p ? ctx.strList(ctx.value(p), `Gather field ${name} ${key}`) : [];
+  if (values.length === 0) ctx.report('E451', at, { name, type: 'enum (without values: [a, b, …])' });
+  return values;
+}
 
 /** Splits `min(1) max(5) pattern(^a(b)c$)` into rules, honouring nested parentheses and escapes. */
 export function parseValidation(text: string): ValidationIR[] | null {
@@ -80,6 +90,21 @@ function compileValidate(ctx: CompileContext, name: string, node: ValueNode | nu
   return out;
 }
 
+const RANGED: readonly GatherType[] = ['number', 'date', 'datetime', 'string'];
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** What is wrong with a field's `range` (`[min, max]` or `{min, max}`) for its type, or null. */
+function rangeProblem(type: GatherType, range: unknown): string | null {
+  if (range === null || typeof range !== 'object') return 'must be [min, max] or {min: …, max: …}';
+  const [min, max] = Array.isArray(range) ? range : [(range as Record<string, unknown>).min, (range as Record<string, unknown>).max];
+  const given = [min, max].filter((v) => v !== undefined && v !== null);
+  if (given.length === 0) return 'gives no bound';
+  if (type === 'number' && given.some((v) => typeof v !== 'number')) return 'bounds of a number field must be numbers';
+  if (type === 'string' && given.some((v) => typeof v !== 'number' || !Number.isInteger(v) || v < 0)) return 'bounds of a string field are lengths: whole numbers of 0 or more';
+  if ((type === 'date' || type === 'datetime') && given.some((v) => typeof v !== 'string' || !ISO_DATE.test(v))) return `bounds of a ${type} field must be ISO dates such as "2025-01-31"`;
+  return null;
+}
+
 /** One field from its name and property block (props may be null: all defaults). */
 export function compileField(ctx: CompileContext, name: string, at: Loc, props: Fields, requiredDefault = true): GatherFieldIR {
   const get = (k: string): ValueNode | null => {
@@ -90,10 +115,16 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
   const typeNode = get('type');
   let type: GatherType = 'string';
   const t = ctx.str(typeNode, 'type');
-  if (t !== null) {
+  // `type: enum` with `values:` (or `enum:`, `options:`): a string field whose value is one of them.
+  const enumValues = t !== null && t.trim().toLowerCase() === 'enum' ? compileEnumValues(ctx, name, props, typeNode?.loc ?? at) : null;
+  if (t !== null && enumValues === null) {
     const found = TYPES.find((x) => x === t.trim().toLowerCase());
     if (found) type = found;
     else ctx.report('E451', typeNode?.loc ?? at, { name, type: t });
+  }
+  for (const k of ['values', 'enum', 'options']) {
+    const p = props.map.get(k);
+    if (p && enumValues === null) ctx.report('E210', p.loc, { what: `Gather field ${name} ${k}`, expected: 'type: enum on the same field', found: `type: ${t ?? 'string'}` });
   }
   const activationNode = get('activation');
   let activation: GatherFieldIR['activation'] = 'required';
@@ -103,16 +134,21 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
     if (e) activation = { when: e };
   } else if (activationNode) activation = ctx.oneOf(activationNode, ['required', 'optional', 'progressive'] as const, 'activation') ?? 'required';
   const required = ctx.bool(get('required'), `${name}.required`) ?? (activation === 'optional' ? false : requiredDefault);
-  // The runtime bounds only number fields by range (docs/not-supported.md).
+  // The runtime bounds number, date, datetime and string fields by range (docs/not-supported.md).
   const rangeAt = props.map.get('range');
-  if (rangeAt && type !== 'number') ctx.report('W454', rangeAt.loc, { name, type });
+  const range = props.map.has('range') ? toJson(get('range')) : null;
+  if (rangeAt && !RANGED.includes(type)) ctx.report('W454', rangeAt.loc, { name, type });
+  else if (rangeAt) {
+    const problem = rangeProblem(type, range);
+    if (problem) ctx.report('E452', rangeAt.loc, { name, detail: `range ${problem}` });
+  }
   return {
     name,
     prompt: ctx.text(get('prompt'), 'prompt'),
     type,
     required,
     default: props.map.has('default') ? toJson(get('default')) : undefined,
-    validate: compileValidate(ctx, name, get('validate')),
+    validate: [...(enumValues && enumValues.length > 0 ? [{ kind: 'enum' as const, values: enumValues }] : []), ...compileValidate(ctx, name, get('validate'))],
     retry_prompt: ctx.text(get('retry_prompt'), 'retry_prompt'),
     max_retries: ctx.num(get('max_retries'), 'max_retries'),
     infer: ctx.bool(get('infer'), 'infer') ?? false,
@@ -124,7 +160,7 @@ export function compileField(ctx: CompileContext, name: string, at: Loc, props: 
     sensitive: ctx.bool(get('sensitive'), 'sensitive') ?? false,
     transient: ctx.bool(get('transient'), 'transient') ?? false,
     list: ctx.bool(get('list'), 'list') ?? false,
-    range: props.map.has('range') ? toJson(get('range')) : null,
+    range,
     extra: ctx.extras(props, FIELD_KEYS, `gather field ${name}`),
     loc: ctx.loc(at),
   };
@@ -148,6 +184,21 @@ function checkFields(ctx: CompileContext, fields: GatherFieldIR[], where: string
 }
 
 const emptyFields = (): Fields => ({ map: new Map(), items: [], order: [] });
+
+const STRATEGIES = ['llm', 'pattern', 'hybrid'] as const;
+
+/**
+ * The agent's GATHER section: its fields, and `STRATEGY: llm|pattern|hybrid` written among them (a
+ * key with one of those values and no block under it; a field named strategy has a block).
+ */
+export function compileAgentGatherSection(ctx: CompileContext, node: ValueNode | null): { fields: GatherFieldIR[]; strategy?: (typeof STRATEGIES)[number] } {
+  if (node?.kind !== 'Map') return { fields: compileAgentGather(ctx, node) };
+  const s = node.entries.find((e) => e.kind === 'Pair' && e.key.toLowerCase() === 'strategy' && !e.children && e.value?.kind === 'Scalar');
+  if (!s || s.kind !== 'Pair') return { fields: compileAgentGather(ctx, node) };
+  const strategy = ctx.oneOf(s.value, STRATEGIES, 'GATHER STRATEGY') ?? undefined;
+  const fields = compileAgentGather(ctx, { ...node, entries: node.entries.filter((e) => e !== s) });
+  return { fields, ...(strategy ? { strategy } : {}) };
+}
 
 /** Agent-level GATHER: `name:` blocks, or `GATHER: a, b, c`. */
 export function compileAgentGather(ctx: CompileContext, node: ValueNode | null): GatherFieldIR[] {

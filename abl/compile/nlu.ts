@@ -53,8 +53,12 @@ export function compileNlu(ctx: CompileContext, node: ValueNode | null, at: Loc)
     else ctx.report('W213', p.loc, { key: p.key, where: 'NLU' });
   }
 
-  const entities = unique(ctx, entries(ctx, get('entities'), 'NLU entities').map((e) => entity(ctx, e)).filter((e): e is NluEntityIR => e !== null), 'NLU entity');
-  const intents = unique(ctx, entries(ctx, get('intents'), 'NLU intents').map((e) => intent(ctx, e, entities)).filter((i): i is NluIntentIR => i !== null), 'NLU intent');
+  const sectionEntities = entries(ctx, get('entities'), 'NLU entities').map((e) => entity(ctx, e)).filter((e): e is NluEntityIR => e !== null);
+  // An intent may declare its entities itself (ENTITIES: - NAME: x + TYPE:): they join the section's.
+  const intentEntries = entries(ctx, get('intents'), 'NLU intents');
+  const inline = intentEntries.flatMap((e) => intentEntityEntries(ctx, e).defs).map((d) => entity(ctx, d)).filter((e): e is NluEntityIR => e !== null);
+  const entities = unique(ctx, [...sectionEntities, ...inline], 'NLU entity');
+  const intents = unique(ctx, intentEntries.map((e) => intent(ctx, e, entities)).filter((i): i is NluIntentIR => i !== null), 'NLU intent');
   if (intents.length === 0) ctx.report('E860', node.loc, { what: 'NLU', detail: 'it declares no intents, so there is nothing to classify', fix: 'Add intents: with at least one - NAME: entry (PATTERNS and EXAMPLES).' });
 
   const thresholdKey = f.map.has('threshold') ? 'threshold' : 'confidence_threshold';
@@ -154,13 +158,44 @@ function intent(ctx: CompileContext, e: Entry, declared: readonly NluEntityIR[])
     ctx.report('E860', e.at, { what: `NLU intent ${name}`, detail: 'it has no PATTERNS, EXAMPLES or DESCRIPTION, so nothing can tell it apart', fix: 'Add PATTERNS: ["…"] and EXAMPLES: ["…"].' });
   }
   const wanted = get('entities');
-  const entities = ctx.strList(wanted, `NLU intent ${name} ENTITIES`);
+  const entities = intentEntityEntries(ctx, e, name).names;
   for (const n of entities) {
     if (!declared.some((d) => d.name === n)) {
       ctx.report('E860', wanted?.loc ?? e.at, { what: `NLU intent ${name} ENTITIES`, detail: `"${n}" is not declared under entities:`, fix: `Declare it under NLU entities: (- NAME: ${n} with TYPE:) or remove it.` });
     }
   }
   return { name, description, patterns, examples, entities: entities.filter((n) => declared.some((d) => d.name === n)), loc: ctx.loc(e.at) };
+}
+
+const intentEntityCache = new WeakMap<Entry, { names: string[]; defs: Entry[] }>();
+
+/**
+ * An intent's ENTITIES: names of declared entities (`[a, b]`), or entities declared right there
+ * (`- NAME: a` + `TYPE:`, or `a:` blocks), which are added to the section's entities. Read once
+ * per intent (its problems are reported once).
+ */
+function intentEntityEntries(ctx: CompileContext, e: Entry, intentName?: string): { names: string[]; defs: Entry[] } {
+  const seen = intentEntityCache.get(e);
+  if (seen) return seen;
+  const node = ctx.getter(e.fields)('entities');
+  const out = { names: [] as string[], defs: [] as Entry[] };
+  const what = `NLU intent ${intentName ?? e.name ?? ''} ENTITIES`.replace(/\s+/g, ' ');
+  const definitions = (n: ValueNode | null): boolean =>
+    !!n && (n.kind === 'Map' || (n.kind === 'List' && n.items.some((i) => i.kind === 'Map' || i.kind === 'Item')));
+  if (definitions(node)) {
+    const items = node!.kind === 'List' ? node!.items : [];
+    // Scalars beside definitions name entities declared elsewhere.
+    for (const i of items) if (i.kind === 'Scalar' && i.value !== null) out.names.push(String(i.value));
+    const defNode: ValueNode = node!.kind === 'List' ? { ...node!, items: items.filter((i) => i.kind !== 'Scalar') } : node!;
+    for (const d of entries(ctx, defNode, what)) {
+      out.defs.push(d);
+      const p = d.fields.map.get('name');
+      const n = p ? ctx.str(ctx.value(p), `${what} NAME`) : d.name;
+      if (n) out.names.push(n);
+    }
+  } else out.names.push(...ctx.strList(node, what));
+  intentEntityCache.set(e, out);
+  return out;
 }
 
 function entity(ctx: CompileContext, e: Entry): NluEntityIR | null {

@@ -73,7 +73,9 @@ export function compileProject(files: ReadonlyArray<ProjectFile>, options: Compi
     if (doc.sections.length === 0) sink.report('E107', { path: f.path, line: 1, column: 1 }, { path: f.path });
     else if (doc.docKind === 'unknown') {
       const first = doc.sections[0];
-      sink.report('E200', { path: f.path, line: first?.loc.line ?? 1, column: 1 }, { path: f.path, found: first?.rawKey ?? '' });
+      // A behavior profile (behavior_profiles/*.behavior_profile.abl) is a phase-2 document: W206, not an error.
+      if (first?.rawKey.trim().toUpperCase() === 'BEHAVIOR_PROFILE') sink.report('W206', { path: f.path, line: first.loc.line, column: 1 }, { name: `BEHAVIOR_PROFILE (the file ${f.path})` });
+      else sink.report('E200', { path: f.path, line: first?.loc.line ?? 1, column: 1 }, { path: f.path, found: first?.rawKey ?? '' });
     }
   }
 

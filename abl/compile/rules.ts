@@ -1,7 +1,8 @@
 // CONSTRAINTS, GUARDRAILS and COMPLETE reducers (ABL.md §9–10).
 
 import type { Loc, PairNode, ValueNode } from '../ast';
-import type { CompletionRuleIR, ConstraintIR, GuardrailIR, GuardrailProviderIR, OnFailIR } from '../ir';
+import type { CompletionRuleIR, ConstraintIR, ExprIR, GuardrailFixIR, GuardrailIR, GuardrailProviderIR, OnFailIR } from '../ir';
+import { walkExpr, type Expr } from '../expr/ast';
 import { MODERATION_CATEGORIES, MODERATION_PROVIDER_NAMES, normalizeCategory } from '../moderation';
 import { describe, pairValue, type CompileContext, type Fields } from './context';
 
@@ -148,27 +149,27 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
   } else ctx.report('E210', node.loc, { what: 'GUARDRAILS', expected: 'named guardrail blocks', found: 'a value' });
   for (const { name, f, at } of entries) {
     const get = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-    const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider', 'category', 'categories', 'threshold', 'on_error'], `guardrail ${name}`);
+    const extra = ctx.extras(f, ['name', 'kind', 'check', 'action', 'message', 'priority', 'llm_check', 'provider', 'category', 'categories', 'threshold', 'on_error', 'fix_strategy', 'max_length', 'fix_expression', 'max_reasks'], `guardrail ${name}`);
     if (f.map.has('llm_check')) extra.llm_check = ctx.str(get('llm_check'), 'llm_check');
     const kindNode = get('kind');
     if (!kindNode) ctx.report('E852', at, { name, detail: 'kind is missing (input, output, both, tool_input, tool_output, handoff)' });
     const kind = ctx.oneOf(kindNode, KINDS, `Guardrail ${name} kind`) ?? 'input';
     const check = ctx.expr(get('check'), `Guardrail ${name} check`);
     const action = ctx.oneOf(get('action'), ACTIONS, `Guardrail ${name} action`) ?? 'block';
-    // Only block, warn and redact act; the others fire as warn does (docs/not-supported.md).
-    if (action === 'fix' || action === 'reask' || action === 'filter' || action === 'escalate') {
-      ctx.report('W858', (f.map.get('action') as PairNode).loc, { name, action });
-    }
     const provider = compileProvider(ctx, name, f, get, at, { kind, action, hasCheck: f.map.has('check') });
+    const actionSettings = compileActionSettings(ctx, name, f, get, at, { kind, action, check, provider: !!provider });
     if (!check && !provider && !f.map.has('llm_check') && !f.map.has('provider')) ctx.report('E852', at, { name, detail: 'check is missing' });
-    // An LLM judge is accepted as documented but has no runtime yet: say so instead of a silent no-op.
-    if (f.map.has('llm_check') && !check && !provider) ctx.report('W857', (f.map.get('llm_check') as PairNode).loc, { name, what: 'an llm_check (an LLM-judged guardrail)' });
+    // An LLM judge: the model judges the text against the llm_check rule (with a check or a provider, the llm_check is kept in extra: W857).
+    const llmCheck = f.map.has('llm_check') && !check && !provider ? ctx.str(get('llm_check'), 'llm_check') : null;
+    if (f.map.has('llm_check') && (check || provider)) ctx.report('W857', (f.map.get('llm_check') as PairNode).loc, { name, what: 'an llm_check beside a check or provider (one guardrail judges one way; split it in two)' });
     const base = {
       check,
       action,
       message: ctx.text(get('message'), 'message'),
       priority: ctx.num(get('priority'), 'priority') ?? 100,
       ...(provider ? { provider } : {}),
+      ...(llmCheck ? { llm_check: llmCheck } : {}),
+      ...actionSettings,
       extra,
       loc: ctx.loc(at),
     };
@@ -177,6 +178,91 @@ export function compileGuardrails(ctx: CompileContext, node: ValueNode | null): 
     } else out.push({ name, kind, ...base });
   }
   return out.sort((a, b) => a.priority - b.priority);
+}
+
+const FIX_STRATEGIES = ['truncate', 'strip_html', 'redact_pii', 'normalize', 'custom'] as const;
+
+/** The pattern helpers whose matches `filter` removes (and `redact` marks). */
+function hasPatternHelper(check: Expr): boolean {
+  let found = false;
+  walkExpr(check, (x) => {
+    if (x.type === 'Call' && /^(NOT_)?MATCHES_PATTERN$|^CONTAINS_PII$/i.test(x.name)) found = true;
+  });
+  return found;
+}
+
+/** The bound of a `length(...) < n` / `<= n` (or `n > length(...)`) comparison in the check, for `truncate`. */
+function lengthBound(check: Expr): number | null {
+  let bound: number | null = null;
+  walkExpr(check, (x) => {
+    if (bound !== null || x.type !== 'Binary') return;
+    const isLen = (e: Expr): boolean => e.type === 'Call' && e.name.toUpperCase() === 'LENGTH';
+    const num = (e: Expr): number | null => (e.type === 'Literal' && typeof e.value === 'number' ? e.value : null);
+    const [lenLeft, n] = isLen(x.left) ? [true, num(x.right)] : isLen(x.right) ? [false, num(x.left)] : [true, null];
+    if (n === null) return;
+    const op = lenLeft ? x.op : ({ '>': '<', '>=': '<=' } as Record<string, string>)[x.op];
+    if (op === '<') bound = Math.max(0, Math.ceil(n) - 1);
+    else if (op === '<=') bound = Math.max(0, Math.floor(n));
+  });
+  return bound;
+}
+
+/**
+ * The settings of the actions that change or hold content: `fix` (`fix_strategy`, `max_length`,
+ * `fix_expression`), `reask` (`max_reasks`, input guardrails only) and `filter` (a check with a
+ * pattern helper). A setting of another action is E852, as is a fix that cannot be applied.
+ */
+function compileActionSettings(
+  ctx: CompileContext, name: string, f: Fields, get: (k: string) => ValueNode | null, at: Loc,
+  g: { kind: string; action: GuardrailIR['action']; check: ExprIR | null; provider: boolean },
+): { fix?: GuardrailFixIR; max_reasks?: number } {
+  const bad = (node: { loc: Loc } | null, detail: string): void => { ctx.report('E852', node?.loc ?? at, { name, detail }); };
+  const own: Record<string, GuardrailIR['action']> = { fix_strategy: 'fix', max_length: 'fix', fix_expression: 'fix', max_reasks: 'reask' };
+  for (const [k, a] of Object.entries(own)) {
+    const p = f.map.get(k);
+    if (p && g.action !== a) bad(p, `${k} belongs to action: ${a}, and this guardrail's action is ${g.action}`);
+  }
+  if (g.action === 'reask') {
+    if (g.kind !== 'input') {
+      bad(f.map.get('action') ?? null, `action reask asks the user to rephrase, so it applies to input guardrails only (this one is ${g.kind}); use fix or block`);
+      return {};
+    }
+    const n = get('max_reasks') ? ctx.num(get('max_reasks'), `Guardrail ${name} max_reasks`) : 2;
+    if (n === null) return {};
+    if (!Number.isInteger(n) || n < 0) { bad(f.map.get('max_reasks') ?? null, `max_reasks must be a whole number of 0 or more, found ${n}`); return {}; }
+    return { max_reasks: n };
+  }
+  if (g.action === 'filter' && !g.provider && g.check?.ast && !hasPatternHelper(g.check.ast)) {
+    bad(f.map.get('action') ?? null, 'action filter removes what the check\'s matches_pattern, not_matches_pattern or contains_pii finds, and this check has none; use block, or fix with a fix_strategy');
+  }
+  if (g.action === 'filter' && g.provider) {
+    bad(f.map.get('action') ?? null, 'action filter removes the matches of a pattern check, and a provider finds no matches; use block or redact');
+  }
+  if (g.action !== 'fix') return {};
+  const strategyNode = get('fix_strategy');
+  const lenNode = get('max_length');
+  const maxLength = lenNode ? ctx.num(lenNode, `Guardrail ${name} max_length`) : (g.check?.ast ? lengthBound(g.check.ast) : null);
+  if (lenNode && maxLength !== null && (!Number.isInteger(maxLength) || maxLength < 1)) { bad(lenNode, `max_length must be a whole number above zero, found ${maxLength}`); return {}; }
+  let strategy = strategyNode ? ctx.oneOf(strategyNode, FIX_STRATEGIES, `Guardrail ${name} fix_strategy`) : null;
+  if (!strategyNode) {
+    if (maxLength === null) {
+      bad(f.map.get('action') ?? null, `action fix needs fix_strategy (${FIX_STRATEGIES.join(', ')})`);
+      return {};
+    }
+    strategy = 'truncate';
+  }
+  if (!strategy) return {};
+  if (strategy === 'truncate' && maxLength === null) {
+    bad(strategyNode, 'fix_strategy truncate needs max_length (or a check of the form length(output) < n)');
+    return {};
+  }
+  const expression = ctx.expr(get('fix_expression'), `Guardrail ${name} fix_expression`);
+  if (strategy === 'custom' && !expression) {
+    bad(strategyNode, 'fix_strategy custom needs fix_expression, an expression whose value replaces the text (input and output are the text)');
+    return {};
+  }
+  if (strategy !== 'custom' && f.map.has('fix_expression')) bad(f.map.get('fix_expression') ?? null, `fix_expression belongs to fix_strategy custom, and this one is ${strategy}`);
+  return { fix: { strategy, max_length: strategy === 'truncate' ? maxLength : null, expression: strategy === 'custom' ? expression : null } };
 }
 
 const ON_ERROR: Record<string, GuardrailProviderIR['on_error']> = {

@@ -11,6 +11,11 @@ export interface EvalContext {
    * @default 'UTC'
    */
   timeZone?: string;
+  /**
+   * Whether IS_NUMBER is true for text that reads as a number ("42", "-3.5"), as ON_INPUT's `input`
+   * always is. Asked only for such text; unset means yes.
+   */
+  numericText?: () => boolean;
 }
 
 /** A deterministic context: a fixed clock and a seeded PRNG (mulberry32). */

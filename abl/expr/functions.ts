@@ -152,6 +152,8 @@ function findIndex(arr: unknown, key: unknown, value: unknown): number {
 }
 
 const f = (min: number, max: number, fn: FunctionDef['fn']): FunctionDef => ({ min, max, fn });
+/** Text IS_NUMBER takes as a number: an optional sign, digits, an optional fraction, blanks around. */
+const NUMERIC_TEXT = /^\s*[-+]?(\d+(\.\d+)?|\.\d+)\s*$/;
 const ANY = 64;
 
 export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
@@ -189,7 +191,7 @@ export const FUNCTIONS: Readonly<Record<string, FunctionDef>> = {
   ORDINAL: f(1, 1, ([n]) => ordinal(n)),
   // types
   IS_ARRAY: f(1, 1, ([v]) => Array.isArray(v)),
-  IS_NUMBER: f(1, 1, ([v]) => typeof v === 'number' && Number.isFinite(v)),
+  IS_NUMBER: f(1, 1, ([v], ctx) => (typeof v === 'number' && Number.isFinite(v)) || (typeof v === 'string' && NUMERIC_TEXT.test(v) && (ctx.numericText?.() ?? true))),
   IS_STRING: f(1, 1, ([v]) => typeof v === 'string'),
   TO_NUMBER: f(1, 1, ([v]) => toNumber(v)),
   TO_STRING: f(1, 1, ([v]) => str(v)),

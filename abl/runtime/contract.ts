@@ -35,6 +35,8 @@ export interface ThreadState {
   askedRetries?: number;
   /** GATHER `infer` candidates awaiting the user's confirmation, by field. */
   inferred?: Record<string, Json>;
+  /** Input guardrails with `action: reask` that fired on the last messages in a row, by name, with the count. */
+  reasks?: Record<string, number>;
   /** Fields whose inferred value the user rejected (not inferred again). */
   inferRejected?: string[];
   /** The last reply this thread sent (returned to a waiting parent on COMPLETE). */
@@ -418,4 +420,21 @@ export interface RuntimeOptions {
    * `agent-memory-v1`).
    */
   agentMemory?: boolean | (() => boolean);
+  /**
+   * Guardrail actions `fix`, `reask`, `filter` and `escalate` act (they only logged, as `warn`,
+   * before), and `llm_check` guardrails ask the model. On unless false; a function is asked only
+   * when such a guardrail fires or judges (patch `guardrail-actions-v1`).
+   */
+  guardrailActions?: boolean | (() => boolean);
+  /**
+   * GATHER `range` bounds dates, datetimes and text lengths as well as numbers, and `transient`
+   * clears a top-level (agent) GATHER field once the turn that gathered it ends. On unless false;
+   * a function is asked only when such a field is checked or cleared (patch `gather-ranges-v1`).
+   */
+  gatherRanges?: boolean | (() => boolean);
+  /**
+   * IS_NUMBER is true for text that reads as a number, such as ON_INPUT's `input` ("42"). On
+   * unless false; a function is asked only when IS_NUMBER gets such text (patch `numeric-text-v1`).
+   */
+  numericText?: boolean | (() => boolean);
 }

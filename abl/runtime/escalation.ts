@@ -29,11 +29,14 @@ export class Escalation {
    * `saidOwn`: what escalated said its own message for it (a RESPOND before its THEN: ESCALATE), so
    * the notice is not said.
    */
-  escalate(th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number], saidOwn = false): 'continue' | 'stop' {
+  escalate(
+    th: ThreadState, reason: string, priority = 'medium', tags: string[] = [], trigger?: EscalationIR['triggers'][number], saidOwn = false,
+    extraContext: Record<string, Json> = {},
+  ): 'continue' | 'stop' {
     if (this.t.s.mode === 'delegate') this.t.delegation.failDelegate({ kind: 'escalation', message: `Delegated agent escalated: ${reason}` });
     const agent = this.t.agent(th);
     const esc = agent.coordination.escalation;
-    const context: Record<string, Json> = {};
+    const context: Record<string, Json> = { ...extraContext };
     for (const k of esc?.context_for_human ?? []) {
       if (k === 'conversation_history') context[k] = th.history.slice(-10).map((t) => `${t.role}: ${truncate(t.content, 300)}`);
       else context[k] = toJson(this.t.eval(th, { type: 'Ident', name: k, pos: 0 }));
@@ -81,12 +84,15 @@ export class Escalation {
     for (const rule of esc?.on_human_complete ?? []) {
       if (rule.condition && !this.t.cond(th, rule.condition)) continue;
       this.t.decision(th, 'human_complete', rule.action.kind);
+      // The rule's own RESPOND (`human` in scope): the closing message of a COMPLETE, else said first.
+      const respond = rule.respond !== undefined ? this.t.render(th, rule.respond) : null;
       if (rule.action.kind === 'complete') {
-        // A COMPLETE rule that now holds supplies the closing message and STORE.
+        // A COMPLETE rule that now holds supplies the closing message (unless the rule has its own) and STORE.
         const c = agent.completion.find((x) => x.when.ast !== null && this.t.cond(th, x.when));
-        this.t.handoffs.completeAgent(th, c?.respond ? this.t.render(th, c.respond) : null, c?.store ?? null);
+        this.t.handoffs.completeAgent(th, respond ?? (c?.respond ? this.t.render(th, c.respond) : null), c?.store ?? null);
         return 'stop';
       }
+      if (respond) this.t.guards.respond(th, respond);
       if (rule.action.kind === 'handoff') {
         this.t.handoffs.handoff(th, syntheticHandoff(rule.action.agent), this.t.input, 'human task resolved');
         return 'stop';

@@ -5,7 +5,7 @@
 
 import { extractGatherValues } from '../gather';
 import {
-  acceptExtracted, extractionMessages, llmRules, parseExtractionAnswer, parseValidationAnswer, validationMessages, type AcceptedExtraction, type InferredValue,
+  acceptExtracted, extractionMessages, guardrailJudgeMessages, llmRules, parseExtractionAnswer, parseValidationAnswer, validationMessages, type AcceptedExtraction, type InferredValue,
 } from '../gather-llm';
 import type { AgentIR, GatherFieldIR, Json, StepGatherIR } from '../ir';
 import { isSetValue, llmLimits } from './values';
@@ -191,6 +191,25 @@ function askModel(host: ExtractionHost, agent: AgentIR, purpose: 'extraction' | 
       tools: [],
     },
   });
+}
+
+/**
+ * A guardrail's `llm_check`: asks the model (purpose `validation`) whether `text` satisfies the
+ * rule. Null when the call failed or its answer was unreadable (an `llm_check_error` trace event).
+ */
+export function guardrailJudge(host: ExtractionHost, agent: AgentIR, name: string, kind: string, check: string, text: string): { valid: boolean; reason: string } | null {
+  const { system, user } = guardrailJudgeMessages(name, kind, check, text);
+  const ev = askModel(host, agent, 'validation', system, user);
+  if (ev.type !== 'llm_result' || !ev.ok) {
+    host.error('llm_check_error', `Guardrail ${name}: the judge call failed (${ev.type === 'llm_result' && !ev.ok ? ev.error.message : `unexpected ${ev.type}`})`);
+    return null;
+  }
+  const verdict = parseValidationAnswer(ev.content, ev.toolCalls);
+  if (!verdict.ok) {
+    host.error('llm_check_error', `Guardrail ${name}: unreadable judge answer (${verdict.error})`);
+    return null;
+  }
+  return { valid: verdict.valid, reason: verdict.reason };
 }
 
 /**

@@ -2,12 +2,12 @@
 // reasoning agents) and a flow step's GATHER (extract, then complete or ask and wait), with the
 // field rules, defaults, `infer` confirmations and retries.
 
-import { type FieldActive, allFieldsGathered, extractGatherValues, fieldActivity, fieldsForRules, nextFieldToAsk, pendingDefaults, stepGatherFields, usesFieldRules } from '../gather';
+import { type FieldActive, allFieldsGathered, extractGatherValues, fieldActivity, fieldsForRules, fieldsWithTypedRanges, hasTypedRange, nextFieldToAsk, pendingDefaults, stepGatherFields, usesFieldRules } from '../gather';
 import type { AgentIR, FlowStepIR, GatherFieldIR } from '../ir';
 import type { ThreadState } from './contract';
 import { type ExtractionCall, type ExtractionHost, type InferenceInput, gatherFromMessage, inferTopLevel, judgeValues } from './gather-llm';
 import { type InferenceHooks, answerInferred, applyInferred, confirmationPrompt, conversationLines, inferenceSkip } from './gather-infer';
-import { agentErrorTransitionsOn, gatherFieldRulesOn, gatherInferOn, startGatherHoldOn } from './options';
+import { agentErrorTransitionsOn, gatherFieldRulesOn, gatherInferOn, gatherRangesOn, startGatherHoldOn } from './options';
 import { isSetValue } from './values';
 import { type StepResult, type TurnContext, WAIT } from './turn-context';
 
@@ -22,6 +22,16 @@ export class Gathering {
     const confirmation = asked ? answerInferred(th, input, this.inferHooks(th)) : 'none';
     if (confirmation === 'confirmed' || confirmation === 'rejected') th.askedField = asked = null;
     const fields = this.gatherFields(th, agent.gather).fields;
+    // STRATEGY llm|hybrid on the agent's GATHER: the step GATHER's extraction (one model call, judged values).
+    if (llmOn && agent.gather_strategy && agent.gather_strategy !== 'pattern') {
+      const g = { fields: [...fields], strategy: agent.gather_strategy, strategy_authored: true, corrections: false, complete_when: null };
+      const got = gatherFromMessage(this.gatherHost(th), agent, g, input, th.vars, asked, true, this.inference(th));
+      for (const bad of got.invalid) this.t.invalidFields.add(bad);
+      for (const [k, v] of Object.entries(got.values)) this.t.setVar(th, k, v, 'gather');
+      applyInferred(th, agent.gather, got.inferred, this.inferHooks(th));
+      if (asked && Object.hasOwn(got.values, asked)) th.askedField = null;
+      return;
+    }
     const ex = extractGatherValues(fields, input, { existing: th.vars, expecting: asked });
     for (const bad of ex.invalid) this.t.invalidFields.add(bad.field);
     const modelRead = llmOn ? inferTopLevel(this.gatherHost(th), fields === agent.gather ? agent : { ...agent, gather: [...fields] }, input, ex.values, th.vars, asked, this.inference(th)) : null;
@@ -51,7 +61,20 @@ export class Gathering {
    */
   private gatherFields(th: ThreadState, stated: readonly GatherFieldIR[]): { fields: readonly GatherFieldIR[]; rules: FieldActive | null } {
     const rules = this.fieldRules(th, stated);
-    return { fields: stated.some(usesFieldRules) ? fieldsForRules(stated, rules !== null) : stated, rules };
+    let fields = stated.some(usesFieldRules) ? fieldsForRules(stated, rules !== null) : stated;
+    // A date, datetime or string field's range (patch gather-ranges-v1, asked only for such a field).
+    if (fields.some(hasTypedRange) && gatherRangesOn(this.t.options)) fields = fieldsWithTypedRanges(fields);
+    return { fields, rules };
+  }
+
+  /**
+   * The agent's `transient` top-level GATHER fields, when the run has them (patch
+   * gather-ranges-v1, asked only for an agent with such a field): they are not kept once the
+   * agent completes (not copied up to a waiting parent, cleared from its variables).
+   */
+  transientTop(agent: AgentIR): ReadonlySet<string> {
+    const names = agent.gather.filter((f) => f.transient).map((f) => f.name);
+    return names.length > 0 && gatherRangesOn(this.t.options) ? new Set(names) : new Set();
   }
 
   /** Leaving `step` for another step: the `transient` fields its GATHERs (the branches' too) collected are cleared. */

@@ -5,7 +5,9 @@
 import { evaluateCondition } from '../expr/evaluate';
 import type { AgentIR, GuardrailIR, GuardrailProviderIR, Json, ToolIR, VoiceOutputIR } from '../ir';
 import { moderationDecision } from '../moderation';
-import { moderationGuardrailsOn } from './options';
+import { guardrailActionsOn, moderationGuardrailsOn } from './options';
+import { editJson, filterEdit, fixEdit, type TextEdit } from './guard-edits';
+import { guardrailJudge } from './gather-llm';
 import { guardText, redactJson } from './checkpoints';
 import type { RuntimeEvent, ThreadState } from './contract';
 import type { SafeRegex } from '../regex';
@@ -16,7 +18,26 @@ import { syntheticHandoff } from './handoff';
 /** Guardrail `check` is a pass predicate (fires when false). Flip here if the polarity changes. */
 export const GUARDRAIL_CHECK_IS_PASS = true;
 
+/** What a guardrail run did to a text (`Guards.guardrails`). */
+export interface GuardResult {
+  text: string;
+  blocked: string | null;
+  patterns: SafeRegex[];
+  edits: TextEdit[];
+  /** An `escalate` guardrail fired: the content waits for a person. */
+  held: { guardrail: string; reason: string } | null;
+  /** `opts.json` with the edits applied. */
+  value?: Json;
+}
+
+const HELD_WHAT: Record<GuardrailIR['kind'], string> = {
+  input: 'a message', output: 'a reply', tool_input: 'a tool call', tool_output: 'a tool result', handoff: 'a handoff',
+};
+
 export class Guards {
+  /** True while held content is being escalated (its notice is not held again). */
+  private holding = false;
+
   constructor(private readonly t: TurnContext) {}
 
   /**
@@ -29,6 +50,7 @@ export class Guards {
     let out = text;
     if (guard) {
       const g = this.guardrails(th, this.t.agent(th), 'output', text);
+      if (g.held && !this.hold(th, g.held, g.text)) return;
       out = g.blocked ?? g.text;
     }
     if (!out.trim()) return;
@@ -72,14 +94,34 @@ export class Guards {
 
   /**
    * Runs the agent's guardrails of one kind on `text` (bound as `input` and `output`, plus
-   * `extra`). `patterns` are the redactions applied, for callers that redact JSON values too.
+   * `extra`). `patterns` are the redactions applied, for callers that redact JSON values too;
+   * `edits` the fix and filter edits applied, which `opts.json` (the value `text` shows, for tool
+   * guardrails) gets too, as `value`. `held`: an `escalate` guardrail fired, and the content waits
+   * for a person (`hold`).
    */
   guardrails(
     th: ThreadState, agent: AgentIR, kind: GuardrailIR['kind'], text: string, extra: Record<string, unknown> = {},
-    opts: { effects?: boolean } = {},
-  ): { text: string; blocked: string | null; patterns: SafeRegex[] } {
+    opts: { effects?: boolean; json?: Json } = {},
+  ): GuardResult {
     let current = text;
+    let value = opts.json;
     const patterns: SafeRegex[] = [];
+    const edits: TextEdit[] = [];
+    const result = (blocked: string | null, held: GuardResult['held'] = null): GuardResult => ({
+      text: current, blocked, patterns, edits, held, ...(value !== undefined ? { value } : {}),
+    });
+    const fired = (g: GuardrailIR, t: string): boolean => {
+      if (!g.check?.ast) return false;
+      const passed = evaluateCondition(g.check.ast, this.t.scope(th, { ...extra, input: t, output: t }), this.t.ctx);
+      return GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
+    };
+    const apply = (edit: TextEdit): void => {
+      edits.push(edit);
+      if (value !== undefined) {
+        value = editJson(value, edit);
+        current = guardText(value);
+      } else current = edit(current);
+    };
     for (const g of agent.guardrails) {
       if (g.kind !== kind) continue;
       let fires: boolean;
@@ -87,14 +129,23 @@ export class Guards {
         // A holding reply (opts.effects false) cannot wait for a provider: the message reaches no agent.
         if (opts.effects === false || !moderationGuardrailsOn(this.t.options)) continue;
         fires = this.moderated(th, agent, g, g.provider, current);
+      } else if (g.llm_check && !g.check) {
+        // An LLM judge: one `validation` call; runs recorded before it never judged (patch guardrail-actions-v1).
+        if (opts.effects === false || !guardrailActionsOn(this.t.options)) continue;
+        const verdict = this.judged(th, agent, g, g.llm_check, current);
+        fires = verdict !== null && !verdict.valid;
+        this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
       } else {
         if (!g.check?.ast) continue;
-        const passed = evaluateCondition(g.check.ast, this.t.scope(th, { ...extra, input: current, output: current }), this.t.ctx);
-        fires = GUARDRAIL_CHECK_IS_PASS ? !passed : passed;
+        fires = fired(g, current);
         this.t.trace.push({ type: 'guardrail_eval', data: { guardrail: g.name, kind, passed: !fires, action: g.action, agent: agent.metadata.name } });
       }
-      if (!fires) continue;
-      if (g.action === 'block') return { text: current, blocked: g.message ?? "Sorry, I can't help with that.", patterns };
+      if (!fires) {
+        // A message that passes ends a reask guardrail's run of re-prompts.
+        if (g.action === 'reask' && opts.effects !== false && th.reasks?.[g.name] !== undefined) delete th.reasks[g.name];
+        continue;
+      }
+      if (g.action === 'block') return result(g.message ?? "Sorry, I can't help with that.");
       if (g.action === 'redact') {
         // A provider judges the whole text, so the whole text goes (the compiler allows this on input and output only).
         if (g.provider) current = '[REDACTED]';
@@ -104,10 +155,74 @@ export class Guards {
             current = re.replaceAll(current, '[REDACTED]');
           }
         }
+        continue;
       }
-      // warn and the phase-2 actions only log.
+      // warn only logs; so did fix, reask, filter and escalate in runs recorded before patch guardrail-actions-v1.
+      if (g.action === 'warn' || !guardrailActionsOn(this.t.options)) continue;
+      if (g.action === 'fix' && g.fix) {
+        const fix = g.fix;
+        apply(fixEdit(fix, (t) => this.t.eval(th, fix.expression, { ...extra, input: t, output: t })));
+        // The corrected text must pass the check; if it still fails, the guardrail blocks (fails closed).
+        const still = !g.provider && fired(g, current);
+        this.t.decision(th, 'guardrail_fix', `${g.name}: ${fix.strategy}${still ? ' (still failing: blocked)' : ''}`);
+        if (still) return result(g.message ?? "Sorry, I can't help with that.");
+      } else if (g.action === 'filter') {
+        if (g.check?.ast) apply(filterEdit(redactionPatterns(g.check.ast)));
+      } else if (g.action === 'reask') {
+        const max = g.max_reasks ?? 2;
+        if (opts.effects === false) return result(g.message ?? 'Could you say that another way?');
+        const count = (th.reasks?.[g.name] ?? 0) + 1;
+        th.reasks = { ...th.reasks, [g.name]: count };
+        this.t.decision(th, 'guardrail_reask', `${g.name}: ${count} of ${max}${count > max ? ' (blocked)' : ''}`);
+        return result(count > max ? "Sorry, I can't help with that." : g.message ?? 'Could you say that another way?');
+      } else if (g.action === 'escalate') {
+        // A holding reply has no turn to hold; and while content is held, the escalation's own notice is not held again.
+        if (opts.effects === false || this.holding) continue;
+        return result(null, { guardrail: g.name, reason: g.message ? this.t.render(th, g.message) : `Guardrail ${g.name} held ${HELD_WHAT[kind]} for review` });
+      }
     }
-    return { text: current, blocked: null, patterns };
+    return result(null);
+  }
+
+  /** The model's verdict on `text` for an `llm_check` guardrail (null: the judge failed, and the guardrail passes). */
+  private judged(th: ThreadState, agent: AgentIR, g: GuardrailIR, check: string, text: string): { valid: boolean; reason: string } | null {
+    // Not part of a parallel tool batch being issued or bound: its own command id, its own wait.
+    const batch = this.t.batch;
+    this.t.batch = null;
+    try {
+      return guardrailJudge({
+        call: (d) => this.t.effect(d, null),
+        error: (kind, msg) => this.t.error(th, kind, msg),
+        decision: (kind, what, why) => this.t.decision(th, kind, what, why),
+      }, agent, g.name, g.kind, check, text);
+    } finally {
+      this.t.batch = batch;
+    }
+  }
+
+  /**
+   * Content an `escalate` guardrail holds goes to a person: a human task (the escalation path,
+   * with the content in its context) suspends the session. True when the person approved it and
+   * this thread carries on, so the content goes on as it was; otherwise it is dropped.
+   */
+  hold(th: ThreadState, held: NonNullable<GuardResult['held']>, content: Json): boolean {
+    this.holding = true;
+    // Not part of a parallel tool batch being issued or bound: the escalation is its own command and wait.
+    const batch = this.t.batch;
+    this.t.batch = null;
+    let outcome: 'continue' | 'stop';
+    try {
+      outcome = this.t.escalation.escalate(th, held.reason, 'medium', ['guardrail'], undefined, false, { held_content: content, guardrail: held.guardrail });
+    } finally {
+      this.holding = false;
+      this.t.batch = batch;
+    }
+    if (outcome === 'stop' || !this.t.isActive(th)) return false;
+    const human = th.vars.human;
+    const approved = !!human && typeof human === 'object' && !Array.isArray(human) && human.approved === true;
+    this.t.decision(th, 'guardrail_hold', `${held.guardrail}: ${approved ? 'released' : 'dropped'}`);
+    if (!approved) this.t.guardBlocks++;
+    return approved;
   }
 
   /**
@@ -158,15 +273,18 @@ export class Guards {
     if (!this.t.checkpointsOn) return { value };
     const agent = this.t.agent(th);
     if (!agent.guardrails.some((g) => g.kind === kind)) return { value };
-    const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value });
+    const g = this.guardrails(th, agent, kind, guardText(value), { tool: tool.name, [kind === 'tool_input' ? 'args' : 'result']: value }, { json: value });
+    const what = kind === 'tool_input' ? 'call to' : 'result of';
+    if (g.held && !this.hold(th, g.held, value)) {
+      return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was held by a guardrail and not released.` } } };
+    }
     if (g.blocked === null) {
-      const redacted = redactJson(value, g.patterns);
+      const redacted = redactJson(g.value ?? value, g.patterns);
       if (kind === 'tool_input' && g.patterns.length > 0 && JSON.stringify(redacted) !== JSON.stringify(value)) this.t.inputRedactions.push(...g.patterns);
       return { value: redacted };
     }
     this.t.guardBlocks++;
     this.refuse(th, this.t.render(th, g.blocked, { tool: tool.name }));
-    const what = kind === 'tool_input' ? 'call to' : 'result of';
     return { blocked: { ok: false, blocked: true, error: { kind: 'guardrail', message: `The ${what} ${tool.name} was blocked by a guardrail.` } } };
   }
 
@@ -180,6 +298,8 @@ export class Guards {
     const agent = this.t.agent(from);
     if (!agent.guardrails.some((g) => g.kind === 'handoff')) return [];
     const g = this.guardrails(from, agent, 'handoff', guardText(vars._handoff_summary ?? null), { target: to });
+    if (g.held && !this.hold(from, g.held, vars)) return null;
+    for (const edit of g.edits) for (const [k, v] of Object.entries(vars)) vars[k] = editJson(v, edit);
     if (g.blocked !== null) {
       this.t.guardBlocks++;
       this.refuse(from, this.t.render(from, g.blocked, { target: to }));

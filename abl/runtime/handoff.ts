@@ -122,7 +122,9 @@ export class Handoffs {
         }
       } else {
         const fields = [...agent.gather.map((f) => f.name), ...Object.values(agent.flow?.steps ?? {}).flatMap((s) => s.gather?.fields.map((f) => f.name) ?? [])];
-        for (const f of fields) if (th.vars[f] !== undefined && th.vars[f] !== null) this.t.setVar(parent, f, th.vars[f]);
+        // A transient top-level field is not kept beyond its agent.
+        const transient = this.t.gathering.transientTop(agent);
+        for (const f of fields) if (th.vars[f] !== undefined && th.vars[f] !== null && !transient.has(f)) this.t.setVar(parent, f, th.vars[f]);
       }
       parent.status = 'active';
       this.t.memory.resetForActivation(parent);
@@ -133,6 +135,7 @@ export class Handoffs {
       this.onReturn(parent, th.agent, (th.returnRule !== undefined ? rules[th.returnRule] : undefined) ?? rule);
       return true;
     }
+    if (this.t.s.mode !== 'delegate') for (const f of this.t.gathering.transientTop(this.t.agent(th))) this.t.clearVar(th, f);
     this.t.s.status = 'completed';
     this.t.s.pending = null;
     this.t.s.result = { ok: true, response: th.lastReply ?? null, label, error: null };

@@ -3,6 +3,7 @@
 // (see turn.ts); this file owns that replay, event validation and the never-throw boundary.
 
 import { fixedContext } from '../expr/context';
+import { numericTextOn } from './options';
 import type { CompilationOutput, Json } from '../ir';
 import type {
   AdvanceResult, DelegateOutcome, RuntimeCommand, RuntimeEvent, RuntimeOptions, SessionRuntimeState, TraceDraft, TurnExecution,
@@ -83,7 +84,7 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
   /** Runs (or replays) the turn in `exec` and packages the result. */
   function replay(exec: TurnExecution): AdvanceResult {
     const working = clone(exec.snapshot);
-    const turn = new Turn(compiled, options, working, exec, fixedContext(exec.nowMs, exec.seed));
+    const turn = new Turn(compiled, options, working, exec, { ...fixedContext(exec.nowMs, exec.seed), numericText: () => numericTextOn(options) });
     let finished = false;
     try {
       turn.run(exec.event);

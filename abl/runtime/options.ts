@@ -78,3 +78,18 @@ export function moderationGuardrailsOn(options: RuntimeOptions): boolean {
 export function agentMemoryOn(options: RuntimeOptions): boolean {
   return flagOn(options.agentMemory, true);
 }
+
+/** Guardrail actions fix, reask, filter and escalate act (before: logged as warn). On unless false. */
+export function guardrailActionsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.guardrailActions, true);
+}
+
+/** GATHER range on dates and text, and transient top-level fields. On unless false. */
+export function gatherRangesOn(options: RuntimeOptions): boolean {
+  return flagOn(options.gatherRanges, true);
+}
+
+/** IS_NUMBER is true for text that reads as a number (ON_INPUT's `input`). On unless false. */
+export function numericTextOn(options: RuntimeOptions): boolean {
+  return flagOn(options.numericText, true);
+}

@@ -74,6 +74,8 @@ export class TurnOrder {
     const agent = this.t.agent(th);
     this.t.meta = meta;
     const g = this.t.guards.guardrails(th, agent, 'input', text);
+    // A message an escalate guardrail holds reaches the agent only if a person releases it.
+    if (g.held && !this.t.guards.hold(th, g.held, g.text)) return;
     if (g.blocked !== null) {
       this.t.guards.respond(th, g.blocked, false);
       return;

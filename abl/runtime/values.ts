@@ -142,6 +142,11 @@ const PII_PATTERNS = [
   /\+?\d[\d\s().-]{7,}\d/,
 ].map((re) => SafeRegex.builtIn(re.source));
 
+/** The PII patterns of `contains_pii` (a fix guardrail's `redact_pii` marks their matches). */
+export function piiPatterns(): SafeRegex[] {
+  return PII_PATTERNS.map((pattern) => pattern());
+}
+
 /** Patterns a redacting guardrail removes: the regexes of its pattern helpers, or PII. */
 export function redactionPatterns(check: Expr): SafeRegex[] {
   const out: SafeRegex[] = [];

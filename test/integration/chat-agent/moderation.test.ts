@@ -3,12 +3,15 @@
 // (the real SDK runs); an input guardrail blocks a violent message and passes a clean one, an
 // output guardrail replaces a flagged reply, a failed call fails closed (or open with
 // on_error: allow), a project without a key gets the offline rules (MODERATION_PROVIDER=auto),
-// and the session records moderation-guardrails-v1 and replays with today's code.
+// and the session records moderation-guardrails-v1 and replays with today's code. A guardrail with
+// action: escalate holds a message as a human task, and resolving it approved lets it through.
 import { startFakeModeration, type FakeModerationServer } from '../../support/fake-openai-moderation';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
+import { eventually } from '../../support/eventually';
+import { flushProjection } from '../../support/projection';
 
 jest.setTimeout(90_000);
 
@@ -123,4 +126,38 @@ it('runs agents without provider guardrails with no moderation call and no marke
   expect(res.body.response).toContain('[local model]');
   expect(fake.requests.length).toBe(before);
   expect(patchIdsIn(await sessionHistory(stack, res.body.sessionId as string))).not.toContain('moderation-guardrails-v1');
+});
+
+it('holds a message an escalate guardrail fires on as a human task; approved, the agent answers it', async () => {
+  await publishAgent(api, t, 'Held_Desk', `AGENT: Held_Desk
+GOAL: "Answer questions."
+GUARDRAILS:
+  threats:
+    kind: input
+    check: not_matches_pattern(input, "lawyer")
+    action: escalate
+    message: "Message held for review"
+`);
+  const held = await chat('Held_Desk', 'My lawyer asks about the refund');
+  expect(held.status).toBe(200);
+  expect(held.body.response).toContain('passed this to a member of our team');
+  expect(held.body.action.type).toBe('escalate');
+  const taskId = held.body.action.humanTask.id as string;
+  const sessionId = held.body.sessionId as string;
+  const detail = await api.get(`/api/projects/${t.projectId}/human-tasks/${taskId}`, { key: t.adminKey });
+  expect(detail.body.task).toMatchObject({ title: 'Message held for review', context: { held_content: 'My lawyer asks about the refund', guardrail: 'threats' } });
+
+  const resolved = await api.post(`/api/projects/${t.projectId}/human-tasks/${taskId}/resolve`, { key: t.adminKey, json: { respondedBy: 'ada', decision: 'approved' } });
+  expect(resolved.status).toBe(200);
+  const assistant = async () => {
+    await flushProjection(stack.ctx, sessionId);
+    const res = await api.get(`/api/v1/sessions/${sessionId}/transcripts?limit=50`, { key: t.adminKey });
+    return (res.body.messages as { role: string; content: string }[]).filter((m) => m.role === 'assistant').map((m) => m.content);
+  };
+  const lines = await eventually(assistant, (l) => l.some((x) => x.includes('[local model]')), 20_000, 100);
+  expect(lines.at(-1)).toContain('[local model]');
+
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('guardrail-actions-v1');
+  await replayWithTodaysCode(history, `session/${sessionId}`);
 });

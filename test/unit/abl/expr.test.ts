@@ -114,7 +114,7 @@ describe('functions', () => {
     ['FORMAT_CURRENCY(1234.5, "USD")', '$1,234.50'], ['FORMAT_DATE("2025-03-05T10:00:00Z", "DD/MM/YYYY HH:mm")', '05/03/2025 10:00'],
     ['FORMAT_DATE("2025-03-05T10:00:00Z", "MMM D, YYYY h A", "America/New_York")', 'Mar 5, 2025 5 AM'],
     ['ORDINAL(1)', '1st'], ['ORDINAL(12)', '12th'], ['ORDINAL(23)', '23rd'],
-    ['IS_ARRAY(arr)', true], ['IS_NUMBER(s)', false], ['IS_STRING(s)', true], ['TO_NUMBER("4.5")', 4.5], ['TO_NUMBER("x")', null], ['TO_STRING(5)', '5'],
+    ['IS_ARRAY(arr)', true], ['IS_NUMBER(s)', true], ['IS_NUMBER(word)', false], ['IS_NUMBER(" -3.5 ")', true], ['IS_NUMBER("4x")', false], ['IS_STRING(s)', true], ['TO_NUMBER("4.5")', 4.5], ['TO_NUMBER("x")', null], ['TO_STRING(5)', '5'],
     ['LENGTH(word)', 5], ['LENGTH(arr)', 3], ['LENGTH(nul)', 0],
     ['ARRAY_FIND(items, "id", "y").price', 9], ['ARRAY_FIND_INDEX(items, "id", "z")', -1],
     ['OBJECT_KEYS(obj)', ['a']], ['OBJECT_VALUES({a: 1})', [1]], ['OBJECT_MERGE({a: 1}, {b: 2})', { a: 1, b: 2 }],

@@ -109,14 +109,31 @@ describe('constructs that used to compile into something else', () => {
     expect(out.agents.A?.memory.remember).toEqual([]);
   });
 
-  it('RESPOND: "…" with an indented child is E110 and keeps the reply', () => {
+  it('RESPOND: "…" with an indented voice block keeps the reply and reads the block as the step\'s VOICE', () => {
     const out = compile('FLOW:\n  a:\n    REASONING: false\n    RESPOND: "Your booking is confirmed."\n      VOICE INSTRUCTIONS: "Say it slowly"\n');
+    expect(codes(out)).toEqual(['W510']);
+    expect(out.agents.A?.flow?.steps.a?.respond).toBe('Your booking is confirmed.');
+  });
+
+  it('RESPOND: "…" with an indented block of other keys is E110 and keeps the reply', () => {
+    const out = compile('FLOW:\n  a:\n    REASONING: false\n    RESPOND: "Your booking is confirmed."\n      tone: slow\n');
     expect(codes(out)).toEqual(['E110']);
     expect(out.agents.A?.flow?.steps.a?.respond).toBe('Your booking is confirmed.');
   });
 
   it('RESPOND with variants (no value on the line) is still read', () => {
     expect(agentOf('FLOW:\n  a:\n    REASONING: false\n    RESPOND:\n      DEFAULT: "Hi"\n      MARKDOWN: "**Hi**"\n').flow?.steps.a?.respond).toBe('Hi');
+  });
+});
+
+describe('phase-2 documents', () => {
+  it('a behavior profile file is W206, not a missing-header error', () => {
+    const out = compileProject([
+      { path: 'agents/A.agent.abl', content: 'AGENT: A\nGOAL: "g"\n' },
+      { path: 'behavior_profiles/polite.behavior_profile.abl', content: 'BEHAVIOR_PROFILE: polite\nTONE: warm\n' },
+    ]);
+    expect(out.diagnostics.map((d) => [d.code, d.path])).toEqual([['W206', 'behavior_profiles/polite.behavior_profile.abl']]);
+    expect(Object.keys(out.agents)).toEqual(['A']);
   });
 });
 

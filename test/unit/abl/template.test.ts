@@ -23,6 +23,12 @@ describe('renderTemplate', () => {
     ['{{UPPER(name) + "!"}}', 'ANA!'],
     ['{x} stays', '{x} stays'],
     ['{{ a || b }}', 'false'],
+    // Handlebars helpers and data variables, as the guides write them
+    ['{{#each items}}{{add @index 1}}. {{t}}{{#unless @last}}, {{/unless}}{{/each}}', '1. a, 2. b'],
+    ['{{#each items}}{{#if @first}}first {{else}}then {{/if}}{{t}} {{/each}}', 'first a then b '],
+    ['{{#if (eq name "ana")}}yes{{else}}no{{/if}} {{#unless (gt (length items) 5)}}few{{/unless}}', 'yes few'],
+    ['{{multiply (add 1 2) 3}} {{default missing "n/a"}} {{upper name}}', '9 n/a ANA'],
+    ['{{#each obj}}{{@key}}={{this}}{{/each}} {{#each missing}}x{{else}}none{{/each}}', 'x=1 none'],
   ])('%s', (tpl, want) => expect(renderTemplate(tpl, scope, ctx)).toBe(want));
 
   it('reports problems without throwing', () => {
