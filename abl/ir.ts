@@ -565,6 +565,8 @@ export interface AgentIR {
     session_idle_timeout_ms: number | null;
     max_reasoning_iterations: number;
     max_flow_iterations: number;
+    /** `max_fan_out`: how many branches one `__fan_out__` call may run (absent: 8). */
+    max_fan_out?: number;
     other: Record<string, Json>;
   };
   tools: ToolIR[];

@@ -22,10 +22,14 @@ import {
   START_GATHER_HOLD_PATCH,
   ESCALATION_NOTICE_PATCH,
   AGENT_MEMORY_PATCH,
+  FAN_OUT_WHEN_PATCH,
+  MIXED_PARALLEL_TOOLS_PATCH,
+  FAILURE_HOOKS_PATCH,
+  DIGRESSION_INTENTS_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'fanOutWhen' | 'mixedParallelTools' | 'failureHooks' | 'digressionIntents'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -54,6 +58,10 @@ export function runFlags(): RunFlags {
     nlu: patchDecidedOnce(NLU_PATCH),
     moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
     agentMemory: patchDecidedOnce(AGENT_MEMORY_PATCH),
+    fanOutWhen: patchDecidedOnce(FAN_OUT_WHEN_PATCH),
+    mixedParallelTools: patchDecidedOnce(MIXED_PARALLEL_TOOLS_PATCH),
+    failureHooks: patchDecidedOnce(FAILURE_HOOKS_PATCH),
+    digressionIntents: patchDecidedOnce(DIGRESSION_INTENTS_PATCH),
   };
 }
 
