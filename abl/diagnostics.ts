@@ -89,7 +89,7 @@ export const DIAGNOSTICS = {
   // Tools (E4xx)
   E400: def('error', 'Invalid tool signature', 'Cannot read the tool signature "{src}": {detail}.', 'Write name(param: type, other: type = default) -> ReturnType.'),
   E401: def('error', 'Duplicate tool', 'Tool "{name}" is defined more than once (also line {first}).', 'Rename or remove one of the definitions.'),
-  E402: def('error', 'Unknown tool type', 'Tool "{name}" has unknown type "{type}".', 'Use http, async_webhook, sandbox, mcp or lambda, or omit type for a contract-only tool.'),
+  E402: def('error', 'Unknown tool type', 'Tool "{name}" has unknown type "{type}".', 'Use http, async_webhook, sandbox, workflow, mcp or lambda, or omit type for a contract-only tool.'),
   E403: def('error', 'Missing tool binding property', '{type} tool "{name}" needs "{key}".', 'Add "{key}: ..." to the tool.'),
   E404: def('error', 'Invalid sandbox tool', 'Sandbox tool "{name}": {detail}.', 'Give runtime: javascript|python and either code: | or entrypoint:.'),
   E407: def('error', 'Imported file not found', 'Cannot find the tool library "{file}" (resolved to {resolved}).', 'Paths are relative to the importing file, e.g. "../tools/billing.tools.abl".'),

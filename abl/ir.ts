@@ -67,6 +67,13 @@ export type BindingIR =
   | { type: 'sandbox'; runtime: 'javascript' | 'python'; code: string | null; entrypoint: string | null; timeout_ms: number; memory_mb: number }
   | { type: 'mcp'; server: string; tool: string }
   | { type: 'lambda'; function: string; runtime: string | null }
+  /**
+   * Starts a workflow the worker offers to agents (workflows/agent-workflows.ts) as a child:
+   * `sync` waits up to `timeout_ms` for its result, `async` answers with its id at once.
+   * `param_mapping`: workflow input field → the tool argument (a dotted path) that fills it; empty
+   * passes the arguments as they are. The version comes from the deployment's workflowVersionManifest.
+   */
+  | { type: 'workflow'; workflow_id: string; mode: 'sync' | 'async'; timeout_ms: number; param_mapping: Record<string, string> }
   /** No body in ABL: the project registry or a test mock supplies it. */
   | { type: 'contract' };
 

@@ -333,6 +333,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       projectId: input.projectId,
       sessionId: input.sessionId,
       environment: input.environment,
+      deploymentId: input.deploymentId,
       bundleRef,
       compiled,
       trace,
