@@ -3,7 +3,8 @@
 // error and the server there receives nothing, while the one host:port the stack allows answers.
 // `type: workflow` tools here too: the shipped `deliver_webhook` workflow, started as the session's
 // child (sync and async), posts to that allowed host under the same rules; a workflow the worker
-// does not offer to agents is refused; the session history replays with today's code.
+// does not offer to agents is refused; the session history replays with today's code. And HOOKS
+// after_agent when the API ends a session: its CALL reaches the allowed host before the end.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { client } from '../../support/http';
@@ -65,6 +66,11 @@ beforeAll(async () => {
     answer(res);
   });
   allowed = createServer((req, res) => {
+    if (req.url?.startsWith('/ended')) {
+      hooks.push({ url: req.url, body: '' });
+      answer(res);
+      return;
+    }
     if (req.url?.startsWith('/hook')) {
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString('utf8')));
@@ -89,8 +95,31 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Allowed_Tool', lookupAgent('Allowed_Tool', `http://127.0.0.1:${allowedPort}/ok`));
   await publishAgent(api, t, 'Notify_Sync', workflowAgent('Notify_Sync', 'deliver_webhook', 'sync', `http://127.0.0.1:${allowedPort}/hook/sync`));
   await publishAgent(api, t, 'Notify_Async', workflowAgent('Notify_Async', 'deliver_webhook', 'async', `http://127.0.0.1:${allowedPort}/hook/async`));
+  await publishAgent(api, t, 'Leaving_Agent', leavingAgent(`http://127.0.0.1:${allowedPort}/ended`));
   await publishAgent(api, t, 'Notify_Platform', workflowAgent('Notify_Platform', 'agentSession', 'sync', `http://127.0.0.1:${allowedPort}/hook/no`));
 });
+
+const leavingAgent = (endpoint: string) => `AGENT: Leaving_Agent
+GOAL: "Say goodbye."
+TOOLS:
+  log_end(q: string) -> {answer: string}
+    type: http
+    endpoint: "${endpoint}"
+    method: GET
+HOOKS:
+  after_agent:
+    CALL: log_end(q = "bye")
+    RESPOND: "[closed]"
+FLOW:
+  steps: [wait]
+  wait:
+    REASONING: false
+    GATHER:
+      - count: required
+        type: number
+        prompt: "How many?"
+    THEN: COMPLETE
+`;
 
 const workflowAgent = (name: string, workflowId: string, mode: 'sync' | 'async', target: string) => `AGENT: ${name}
 GOAL: "Notify the back office."
@@ -174,4 +203,20 @@ describe('workflow tools', () => {
     expect(result?.data).toMatchObject({ success: false, error: { kind: 'tool_error', message: 'Workflow agentSession is not offered to agents by this worker' } });
     expect(hooks.some((h) => h.url === '/hook/no')).toBe(false);
   });
+});
+
+it('runs after_agent when the API ends the session: its CALL goes out before the session ends', async () => {
+  const res = await turn('Leaving_Agent');
+  expect(res.body.response).toContain('How many?');
+  expect(res.body.state).toMatchObject({ status: 'active' });
+  const sessionId = res.body.sessionId as string;
+  expect(hooks.some((h) => h.url.startsWith('/ended'))).toBe(false);
+  const del = await api.delete(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
+  expect(del.status).toBeLessThan(300);
+  const seen = await eventually(async () => hooks.filter((h) => h.url.startsWith('/ended')), (h) => h.length > 0, 15_000);
+  expect(seen).toEqual([{ url: '/ended?q=bye', body: '' }]);
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`);
+  expect(await handle.result()).toEqual({ status: 'ended', reason: 'deleted' });
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('session-end-hooks-v1');
 });
