@@ -273,6 +273,9 @@ const { agentWorkflowVersion } = wf.proxyLocalActivities<Activities>({ startToCl
  */
 type ToolResultEvent = Extract<RuntimeEvent, { type: 'tool_result' }>;
 
+/** The longest a turn waits for a `sync` workflow tool, whatever its timeout_ms says. */
+const MAX_SYNC_WORKFLOW_MS = 300_000;
+
 async function runWorkflowTool(
   ctx: EffectContext,
   command: Extract<RuntimeCommand, { type: 'call_tool' }>,
@@ -302,11 +305,11 @@ async function runWorkflowTool(
       await wf.startChild(resolved.type, { ...options, parentClosePolicy: 'ABANDON' });
       return { type: 'tool_result', commandId: command.id, ok: true, value: { workflow_id: workflowId, workflow: binding.workflow_id, version: resolved.version, status: 'started' } };
     }
-    const value = await wf.executeChild(resolved.type, { ...options, workflowExecutionTimeout: Math.max(1, binding.timeout_ms) });
+    const value = await wf.executeChild(resolved.type, { ...options, workflowExecutionTimeout: Math.min(Math.max(1, binding.timeout_ms), MAX_SYNC_WORKFLOW_MS) });
     return { type: 'tool_result', commandId: command.id, ok: true, value: (value ?? null) as Json };
   } catch (err) {
     const error = failureOf(err);
-    return error.kind === 'timeout' ? fail('tool_timeout', `${binding.workflow_id} did not finish within ${binding.timeout_ms} ms`) : fail('tool_error', error.message);
+    return error.kind === 'timeout' ? fail('tool_timeout', `${binding.workflow_id} did not finish within ${Math.min(binding.timeout_ms, MAX_SYNC_WORKFLOW_MS)} ms`) : fail('tool_error', error.message);
   }
 }
 
