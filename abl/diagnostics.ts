@@ -64,7 +64,7 @@ export const DIAGNOSTICS = {
   E211: def('error', 'Invalid value', '{what} must be one of {allowed}; found "{value}".', 'Use one of {allowed}.'),
   E212: def('error', 'Missing required property', '{what} is missing "{key}".', 'Add "{key}: ..." to it.'),
   W213: def('warning', 'Unknown property', 'Unknown property "{key}" in {where}; it is stored but has no effect.', 'Check the spelling.'),
-  W218: def('warning', 'EXECUTION setting not run', 'EXECUTION {key} is stored but the runtime does not read it, so it changes nothing.', 'Use model, fallback_model, temperature, max_tokens, tool_timeout, llm_timeout, session_idle_timeout, max_reasoning_iterations or max_flow_iterations, or remove it (docs/not-supported.md).'),
+  W218: def('warning', 'EXECUTION setting not run', 'EXECUTION {key} is stored but the runtime does not read it, so it changes nothing.', 'Use model, fallback_model, temperature, max_tokens, tool_timeout, llm_timeout, session_idle_timeout, max_reasoning_iterations, max_flow_iterations or max_fan_out, or remove it (docs/not-supported.md).'),
   W219: def('warning', 'LANGUAGE not used', 'LANGUAGE: {value} is stored but the runtime does not use it: replies are in whatever language the texts and the model use.', 'Say it in INSTRUCTIONS (e.g. "Always answer in Spanish") and write the RESPOND texts in it (docs/not-supported.md).'),
   W214: def('warning', 'Ignored key', '"{key}" in {where} is not read, so it does nothing there.', 'Use one of {known}, or move it where it belongs.'),
   E214: def('error', 'Invalid number or duration', '{what} expects {expected}, found "{value}".', 'Write a number, or a duration such as 500ms, 15s, 5m, 2h, 90d.'),
@@ -89,7 +89,7 @@ export const DIAGNOSTICS = {
   // Tools (E4xx)
   E400: def('error', 'Invalid tool signature', 'Cannot read the tool signature "{src}": {detail}.', 'Write name(param: type, other: type = default) -> ReturnType.'),
   E401: def('error', 'Duplicate tool', 'Tool "{name}" is defined more than once (also line {first}).', 'Rename or remove one of the definitions.'),
-  E402: def('error', 'Unknown tool type', 'Tool "{name}" has unknown type "{type}".', 'Use http, async_webhook, sandbox, mcp or lambda, or omit type for a contract-only tool.'),
+  E402: def('error', 'Unknown tool type', 'Tool "{name}" has unknown type "{type}".', 'Use http, async_webhook, sandbox, workflow, mcp or lambda, or omit type for a contract-only tool.'),
   E403: def('error', 'Missing tool binding property', '{type} tool "{name}" needs "{key}".', 'Add "{key}: ..." to the tool.'),
   E404: def('error', 'Invalid sandbox tool', 'Sandbox tool "{name}": {detail}.', 'Give runtime: javascript|python and either code: | or entrypoint:.'),
   E407: def('error', 'Imported file not found', 'Cannot find the tool library "{file}" (resolved to {resolved}).', 'Paths are relative to the importing file, e.g. "../tools/billing.tools.abl".'),

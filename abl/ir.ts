@@ -67,6 +67,13 @@ export type BindingIR =
   | { type: 'sandbox'; runtime: 'javascript' | 'python'; code: string | null; entrypoint: string | null; timeout_ms: number; memory_mb: number }
   | { type: 'mcp'; server: string; tool: string }
   | { type: 'lambda'; function: string; runtime: string | null }
+  /**
+   * Starts a workflow the worker offers to agents (workflows/agent-workflows.ts) as a child:
+   * `sync` waits up to `timeout_ms` for its result, `async` answers with its id at once.
+   * `param_mapping`: workflow input field → the tool argument (a dotted path) that fills it; empty
+   * passes the arguments as they are. The version comes from the deployment's workflowVersionManifest.
+   */
+  | { type: 'workflow'; workflow_id: string; mode: 'sync' | 'async'; timeout_ms: number; param_mapping: Record<string, string> }
   /** No body in ABL: the project registry or a test mock supplies it. */
   | { type: 'contract' };
 
@@ -583,6 +590,8 @@ export interface AgentIR {
     session_idle_timeout_ms: number | null;
     max_reasoning_iterations: number;
     max_flow_iterations: number;
+    /** `max_fan_out`: how many branches one `__fan_out__` call may run (absent: 8). */
+    max_fan_out?: number;
     other: Record<string, Json>;
   };
   tools: ToolIR[];

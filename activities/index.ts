@@ -15,6 +15,7 @@ import type { ResolveModeration } from '../providers/moderation/resolve';
 import { type SessionBundle, type SessionBundleStore } from './persistence/session-bundles';
 import { runHttpTool } from './tools/http-tool';
 import { createSandboxToolActivities } from './tools/sandbox-tool';
+import { createAgentWorkflowActivities } from './tools/agent-workflows';
 import { capToolResult } from '../lib/result-cap';
 import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
@@ -83,6 +84,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createOutboundCallActivities(deps),
     ...createRecordingFetchActivities(deps),
     ...createSandboxToolActivities(deps),
+    ...createAgentWorkflowActivities(deps),
     ...createAgentMemoryActivities(deps),
     ...createAgentAssistActivities(deps),
 

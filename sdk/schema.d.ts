@@ -19177,7 +19177,7 @@ export interface operations {
                         tools: {
                             name: string;
                             path: string;
-                            /** @description http, async_webhook, sandbox, mcp, lambda or contract */
+                            /** @description http, async_webhook, sandbox, workflow, mcp, lambda or contract */
                             toolType: string;
                         }[];
                     };

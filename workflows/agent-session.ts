@@ -34,7 +34,7 @@ import {
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
-import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH, SESSION_END_CANCELS_TASK_PATCH } from './patches';
+import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH, SESSION_END_CANCELS_TASK_PATCH, SESSION_END_HOOKS_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
 import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
@@ -293,6 +293,24 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     stats.errorCount += trace.events.slice(before).filter((e) => e.type === 'error').length;
   }
 
+  /**
+   * A session ended from outside (not by its own COMPLETE) runs its active agent's HOOKS
+   * after_agent: the interpreter's `end` event, its effects like a turn's. Not while a turn or a
+   * wait (callback, human task) is open: that agent has not finished its step. Returns its replies,
+   * which only the transcript keeps (nobody is there to read them).
+   */
+  async function endHook(reason: string, trace: TurnTrace): Promise<string[]> {
+    const compiled = bundle;
+    const agent = activeThread()?.agent;
+    if (reason === 'completed' || !compiled || !runtime || runtime.exec || runtime.status === 'completed' || !agent) return [];
+    if (!compiled.agents[agent]?.hooks.after_agent || !wf.patched(SESSION_END_HOOKS_PATCH)) return [];
+    const replies: string[] = [];
+    const interpreter = interpreterFor(compiled, new Set());
+    const result = await driveInterpreter(effectsFor(compiled, trace, new Map(), undefined), interpreter, interpreter.advance(runtime, { type: 'end', reason }), replies);
+    runtime = result.state;
+    return replies;
+  }
+
   /** The interpreter for one turn (or one resume) over the session's agents. */
   function interpreterFor(compiled: CompilationOutput, mockedTools: Set<string>) {
     // The session's own agent is the entry agent, whatever the project's manifest says.
@@ -315,6 +333,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
       projectId: input.projectId,
       sessionId: input.sessionId,
       environment: input.environment,
+      deploymentId: input.deploymentId,
       bundleRef,
       compiled,
       trace,
@@ -597,9 +616,10 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     }
     trace.add('human_task', { agent: task.agent, taskId: task.callbackId, status: 'cancelled', reason: cancelReason, waitedMs: Date.now() - task.sinceMs });
   }
+  const hookReplies = await endHook(reason, trace);
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
-  await projection.record(trace, [], false);
+  await projection.record(trace, hookReplies.map((content) => ({ role: 'assistant' as const, agent: activeThread()?.agent ?? null, content })), false);
   if (projection.deferred) await projection.flush();
   if (input.httpAsync) {
     // After the last reply's signal (a resume that ended the session may still be sending it):

@@ -21,6 +21,8 @@ export interface DelegationInput {
   rootSpan: string;
   /** The session's environment, whose tool secrets the child's tools use (absent in older runs: `dev`). */
   environment?: string;
+  /** The session's deployment, whose workflowVersionManifest pins workflow tools (absent: latest). */
+  deploymentId?: string;
   /**
    * Agent memory of the session (absent in runs without it): its facts as the turn began and its
    * contact. The child reads them, and saves what it writes under the same keys (`sessionId` is

@@ -37,6 +37,7 @@ export async function delegationWorkflow(input: DelegationInput): Promise<Delega
     projectId: input.projectId,
     sessionId: input.sessionId,
     ...(input.environment ? { environment: input.environment } : {}),
+    ...(input.deploymentId ? { deploymentId: input.deploymentId } : {}),
     bundleRef,
     compiled,
     trace,

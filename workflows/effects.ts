@@ -13,7 +13,8 @@ import type { TurnTrace } from './session-trace';
 import type { DelegationInput, DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH, WORKFLOW_TOOLS_PATCH } from './patches';
+import { type AgentWorkflowInput, mapWorkflowInput, resolveAgentWorkflow } from './agent-workflows';
 import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
 import { boostedPriority, priorityNumber } from './human-task-rules';
 
@@ -99,6 +100,8 @@ export interface EffectContext {
   sessionId: string;
   /** The session's environment: its tools' secrets come from it (`dev` when absent). */
   environment?: string;
+  /** The session's deployment: its workflowVersionManifest pins `type: workflow` tools' versions. */
+  deploymentId?: string | null;
   bundleRef: SessionStartInput['bundleRef'];
   compiled: CompilationOutput;
   trace: TurnTrace;
@@ -207,7 +210,11 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
     const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
     // Sandbox tools run only in runs recorded with the marker (asked only for such a call).
     const runsSandbox = tool?.binding.type === 'sandbox' && wf.patched(SANDBOX_TOOLS_PATCH);
-    if (!tool || (tool.binding.type !== 'http' && !runsSandbox)) {
+    // So do workflow tools (their own marker).
+    const runsWorkflow = tool?.binding.type === 'workflow' && wf.patched(WORKFLOW_TOOLS_PATCH);
+    if (tool && runsWorkflow && tool.binding.type === 'workflow') {
+      event = await runWorkflowTool(ctx, command, tool.binding);
+    } else if (!tool || (tool.binding.type !== 'http' && !runsSandbox)) {
       const message = tool
         ? `Tool ${command.tool} has a ${tool.binding.type} binding, which this runtime cannot run yet`
         : `E721 Tool ${command.tool} not found in project`;
@@ -255,6 +262,57 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
   return event;
 }
 
+const { agentWorkflowVersion } = wf.proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: { ...RETRY, maximumAttempts: 5 } });
+
+/**
+ * A `type: workflow` tool (workflows/agent-workflows.ts): the deployment's version of the named
+ * workflow, started as a child of this run with an id under the session's, with the session's
+ * tenant, project and search attributes. `sync` waits up to the tool's timeout_ms for its result
+ * (on a timeout the child is terminated with this run's scope), `async` answers `{workflow_id,
+ * status: "started"}` at once and abandons it to run on its own.
+ */
+type ToolResultEvent = Extract<RuntimeEvent, { type: 'tool_result' }>;
+
+/** The longest a turn waits for a `sync` workflow tool, whatever its timeout_ms says. */
+const MAX_SYNC_WORKFLOW_MS = 300_000;
+
+async function runWorkflowTool(
+  ctx: EffectContext,
+  command: Extract<RuntimeCommand, { type: 'call_tool' }>,
+  binding: { workflow_id: string; mode: 'sync' | 'async'; timeout_ms: number; param_mapping: Record<string, string> },
+): Promise<ToolResultEvent> {
+  const fail = (kind: 'tool_error' | 'tool_timeout', message: string): ToolResultEvent => ({ type: 'tool_result', commandId: command.id, ok: false, error: { kind, message } });
+  const label = await agentWorkflowVersion({ tenantId: ctx.tenantId, projectId: ctx.projectId, deploymentId: ctx.deploymentId ?? null, workflowId: binding.workflow_id }).catch(() => null);
+  const resolved = resolveAgentWorkflow(binding.workflow_id, label);
+  if (!resolved.ok) return fail('tool_error', resolved.error);
+  const input: AgentWorkflowInput = {
+    tenantId: ctx.tenantId,
+    projectId: ctx.projectId,
+    sessionId: ctx.sessionId,
+    agent: command.agent,
+    input: mapWorkflowInput(command.args, binding.param_mapping),
+  };
+  const workflowId = `${ctx.childIdPrefix}/workflow-${command.id}`;
+  const inherited = wf.workflowInfo().typedSearchAttributes.getAll().filter((p) => p.key.name !== SessionStatusKey.name);
+  const options = {
+    workflowId,
+    args: [input],
+    typedSearchAttributes: inherited,
+    staticSummary: `${binding.workflow_id} v${resolved.version} for ${command.agent}`,
+  };
+  try {
+    if (binding.mode === 'async') {
+      await wf.startChild(resolved.type, { ...options, parentClosePolicy: 'ABANDON' });
+      return { type: 'tool_result', commandId: command.id, ok: true, value: { workflow_id: workflowId, workflow: binding.workflow_id, version: resolved.version, status: 'started' } };
+    }
+    const value = await wf.executeChild(resolved.type, { ...options, workflowExecutionTimeout: Math.min(Math.max(1, binding.timeout_ms), MAX_SYNC_WORKFLOW_MS) });
+    return { type: 'tool_result', commandId: command.id, ok: true, value: (value ?? null) as Json };
+  } catch (err) {
+    const error = failureOf(err);
+    return error.kind === 'timeout' ? fail('tool_timeout', `${binding.workflow_id} did not finish within ${Math.min(binding.timeout_ms, MAX_SYNC_WORKFLOW_MS)} ms`) : fail('tool_error', error.message);
+  }
+}
+
 /**
  * The session's memory for a delegated child, when the run has agent memory: only the facts the
  * child's agent uses (declared, stored or recalled), so the child's input stays small.
@@ -299,6 +357,7 @@ async function runDelegation(ctx: EffectContext, command: Extract<RuntimeCommand
           toolMocks: [...ctx.mocks.values()],
           parentAgent: command.agent,
           ...(ctx.environment ? { environment: ctx.environment } : {}),
+          ...(ctx.deploymentId ? { deploymentId: ctx.deploymentId } : {}),
           chain: [...ctx.delegationChain, command.agent],
           rootSpan: span,
           ...memoryFor(ctx, task.agent),

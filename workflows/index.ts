@@ -9,3 +9,4 @@ export { httpAsyncConversation } from './http-async-conversation';
 export { outboundCall } from './outbound-call';
 export { recordingFetch } from './recording-fetch';
 export { agentAssistConversation } from './agent-assist-conversation';
+export { deliverWebhookWorkflow } from './agent-workflows';

@@ -25,10 +25,14 @@ import {
   GUARDRAIL_ACTIONS_PATCH,
   GATHER_RANGES_PATCH,
   NUMERIC_TEXT_PATCH,
+  FAN_OUT_WHEN_PATCH,
+  MIXED_PARALLEL_TOOLS_PATCH,
+  FAILURE_HOOKS_PATCH,
+  DIGRESSION_INTENTS_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText' | 'fanOutWhen' | 'mixedParallelTools' | 'failureHooks' | 'digressionIntents'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -60,6 +64,10 @@ export function runFlags(): RunFlags {
     guardrailActions: patchDecidedOnce(GUARDRAIL_ACTIONS_PATCH),
     gatherRanges: patchDecidedOnce(GATHER_RANGES_PATCH),
     numericText: patchDecidedOnce(NUMERIC_TEXT_PATCH),
+    fanOutWhen: patchDecidedOnce(FAN_OUT_WHEN_PATCH),
+    mixedParallelTools: patchDecidedOnce(MIXED_PARALLEL_TOOLS_PATCH),
+    failureHooks: patchDecidedOnce(FAILURE_HOOKS_PATCH),
+    digressionIntents: patchDecidedOnce(DIGRESSION_INTENTS_PATCH),
   };
 }
 

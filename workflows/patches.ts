@@ -246,3 +246,46 @@ export const GATHER_RANGES_PATCH = 'gather-ranges-v1';
  * numbers (never ON_INPUT's text). Asked only when IS_NUMBER gets such text.
  */
 export const NUMERIC_TEXT_PATCH = 'numeric-text-v1';
+
+/**
+ * `__fan_out__` may target DELEGATE entries with an expression WHEN while it holds
+ * (`RuntimeOptions.fanOutWhen`). Runs recorded before it refused those targets. Asked only for an
+ * agent that has such an entry, so other histories carry no marker.
+ */
+export const FAN_OUT_WHEN_PATCH = 'fan-out-when-v1';
+
+/**
+ * An LLM answer that mixes ordinary tool calls with control calls issues its ordinary calls
+ * together, then runs the control calls in order (`RuntimeOptions.mixedParallelTools`). Runs
+ * recorded before it ran every call one after another. Asked only for such an answer.
+ */
+export const MIXED_PARALLEL_TOOLS_PATCH = 'mixed-parallel-tools-v1';
+
+/**
+ * HOOKS `after_agent` runs when a delegated child fails and when an agent escalates
+ * (`RuntimeOptions.failureHooks`). Runs recorded before it ran nothing there. Asked only when an
+ * agent with an `after_agent` block fails or escalates.
+ */
+export const FAILURE_HOOKS_PATCH = 'failure-hooks-v1';
+
+/**
+ * A digression whose INTENT is one of the agent's NLU intents is taken when the turn's
+ * classification names it (`RuntimeOptions.digressionIntents`). Runs recorded before it matched
+ * phrases only. Asked only when that would take a digression.
+ */
+export const DIGRESSION_INTENTS_PATCH = 'digression-intents-v1';
+
+/**
+ * A session that ends from outside (the API's end, an idle timeout, a drain) runs its active
+ * agent's HOOKS `after_agent` first: the interpreter's `end` event, whose CALLs run as activities.
+ * Runs recorded before it ended without it. Asked only when the active agent has such a block.
+ */
+export const SESSION_END_HOOKS_PATCH = 'session-end-hooks-v1';
+
+/**
+ * `type: workflow` tools start a workflow the worker offers to agents (workflows/agent-workflows.ts)
+ * as a child: `sync` waits for its result, `async` answers with its id at once. Runs recorded
+ * before it failed such a call at once ("cannot run yet"). Asked only when such a tool is called
+ * without a test mock.
+ */
+export const WORKFLOW_TOOLS_PATCH = 'workflow-tools-v1';

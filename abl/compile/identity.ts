@@ -37,7 +37,7 @@ export function compileExecution(ctx: CompileContext, node: ValueNode | null): A
   const f = ctx.fields(node?.kind === 'Map' ? node : null);
   if (node && node.kind !== 'Map') ctx.report('E210', node.loc, { what: 'EXECUTION', expected: 'key: value lines', found: 'a value' });
   const g = (k: string): ValueNode | null => { const p = f.map.get(k); return p ? ctx.value(p) : null; };
-  const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations'];
+  const known = ['model', 'fallback_model', 'temperature', 'max_tokens', 'tool_timeout', 'llm_timeout', 'session_idle_timeout', 'max_reasoning_iterations', 'max_flow_iterations', 'max_fan_out'];
   const other: Record<string, Json> = {};
   for (const k of f.order) {
     if (known.includes(k)) continue;
@@ -55,8 +55,15 @@ export function compileExecution(ctx: CompileContext, node: ValueNode | null): A
     session_idle_timeout_ms: ctx.duration(g('session_idle_timeout'), 'session_idle_timeout', 'ms'),
     max_reasoning_iterations: ctx.num(g('max_reasoning_iterations'), 'max_reasoning_iterations') ?? 10,
     max_flow_iterations: ctx.num(g('max_flow_iterations'), 'max_flow_iterations') ?? 100,
+    ...fanOutCap(ctx.num(g('max_fan_out'), 'max_fan_out')),
     other,
   };
+}
+
+/** EXECUTION `max_fan_out`, a whole number kept within 1..32 (absent when not written: the runtime's 8). */
+function fanOutCap(n: number | null): { max_fan_out?: number } {
+  if (n === null || !Number.isFinite(n)) return {};
+  return { max_fan_out: Math.min(32, Math.max(1, Math.floor(n))) };
 }
 
 export function compileTemplates(ctx: CompileContext, node: ValueNode | null): Record<string, Record<string, string>> {

@@ -31,6 +31,7 @@ const TOOL_KEYS = [
   'parameters', 'endpoint', 'method', 'auth', 'auth_config', 'headers', 'query_params', 'body_template', 'body_type', 'retry',
   'retry_delay', 'rate_limit', 'circuit_breaker', 'async', 'callback_url_field', 'timeout_seconds', 'runtime', 'code',
   'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns', 'pii_access', 'context_access',
+  'workflow_id', 'mode', 'timeout_ms', 'param_mapping',
 ];
 
 function defaultValue(text: string): Json {
@@ -167,6 +168,18 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     case 'lambda':
       binding = { type: 'lambda', function: need('function', 'lambda') ?? '', runtime: ctx.str(get('runtime'), 'runtime') };
       break;
+    case 'workflow': {
+      const ms = ctx.duration(get('timeout_ms'), `${where} timeout_ms`, 'ms') ?? timeout ?? 30_000;
+      binding = {
+        type: 'workflow',
+        workflow_id: need('workflow_id', 'workflow') ?? '',
+        mode: ctx.oneOf(get('mode'), ['sync', 'async'] as const, `${where} mode`) ?? 'sync',
+        timeout_ms: ms,
+        param_mapping: stringMap(ctx, get('param_mapping'), 'param_mapping'),
+      };
+      if (timeout === null) timeout = ms;
+      break;
+    }
     default:
       ctx.report('E402', typeNode?.loc ?? item.loc, { name: sig.name, type: typeText });
       binding = { type: 'contract' };
@@ -174,7 +187,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
   if (timeout === null) defaultTimeout.add(sig.name);
   // Only HTTP (async_webhook included) and sandbox bindings have an executor; say so now, not at the first call.
   const unknownType = typeText !== '' && binding.type === 'contract'; // already E402
-  if (binding.type !== 'http' && binding.type !== 'sandbox' && !unknownType) {
+  if (binding.type !== 'http' && binding.type !== 'sandbox' && binding.type !== 'workflow' && !unknownType) {
     const what = { contract: 'contract-only (no type)', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
     ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
   }

@@ -150,7 +150,13 @@ export type RuntimeEvent =
   | { type: 'human_resolved'; commandId: string; resolution: Record<string, Json>; cancelled?: boolean }
   | { type: 'wait_expired'; commandId: string }
   | ({ type: 'moderation_result'; commandId: string; ok: true } & ModerationAnswer)
-  | { type: 'moderation_result'; commandId: string; ok: false; error: RuntimeError };
+  | { type: 'moderation_result'; commandId: string; ok: false; error: RuntimeError }
+  /**
+   * The session ends from outside the interpreter (the API's end, an idle timeout, a drain): the
+   * active agent's HOOKS `after_agent` runs (its CALLs are effects like any turn's) and the
+   * session completes. `reason` is the workflow's end reason.
+   */
+  | { type: 'end'; reason: string };
 
 /** A moderation provider's verdict on one text (abl/moderation.ts decides what it means for a guardrail). */
 export interface ModerationAnswer {
@@ -437,4 +443,28 @@ export interface RuntimeOptions {
    * unless false; a function is asked only when IS_NUMBER gets such text (patch `numeric-text-v1`).
    */
   numericText?: boolean | (() => boolean);
+  /**
+   * `__fan_out__` may also target DELEGATE entries with an expression WHEN while it holds. On unless
+   * false; a function is asked only for an agent that has such an entry (patch `fan-out-when-v1`).
+   */
+  fanOutWhen?: boolean | (() => boolean);
+  /**
+   * An LLM answer that mixes ordinary tool calls with control calls (`delegate_to_<A>`,
+   * `__fan_out__`, handoff, complete, escalate) issues its ordinary calls together first, then runs
+   * the others in the answer's order. Needs `parallelToolCalls`. On unless false; a function is asked
+   * only for such an answer (patch `mixed-parallel-tools-v1`).
+   */
+  mixedParallelTools?: boolean | (() => boolean);
+  /**
+   * HOOKS `after_agent` also runs when a delegated child fails and when an agent escalates to a
+   * human. On unless false; a function is asked only when such a hook would run (patch
+   * `failure-hooks-v1`).
+   */
+  failureHooks?: boolean | (() => boolean);
+  /**
+   * A step's digression whose INTENT is one of the agent's NLU intents is taken when the NLU
+   * classification (the model, else PATTERNS) names that intent, after no phrase matched. On unless
+   * false; a function is asked only when that would take a digression (patch `digression-intents-v1`).
+   */
+  digressionIntents?: boolean | (() => boolean);
 }

@@ -14,6 +14,8 @@ export class Delegation {
   failDelegate(error: RuntimeError): never {
     const th = this.t.active();
     this.t.error(th ?? null, error.kind, error.message);
+    // HOOKS after_agent: the child stops being active (its reply, if any, becomes the child's response).
+    if (th) this.t.lifecycle.runFailureHook(th, `failed (${error.kind})`);
     this.t.s.status = 'completed';
     this.t.s.pending = null;
     this.t.s.result = { ok: false, response: th?.lastReply ?? null, label: null, error };

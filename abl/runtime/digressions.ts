@@ -1,6 +1,8 @@
 // Digression matching (ABL.md §8): which DIGRESSIONS / SUB_INTENTS / global_digressions entry a
-// user message takes while a flow waits in a step. Pure keyword/phrase matching, no LLM; the Turn
-// applies the match (flow.ts `digress`).
+// user message takes while a flow waits in a step. Keywords and phrases first (cheap, no model);
+// then, for an agent with an NLU section, the turn's classification (the model as a classifier,
+// PATTERNS when it fails) takes a digression whose INTENT is the intent it named. The Turn applies
+// the match (flow.ts `digress`).
 
 import type { DigressionIR, FlowIR, FlowStepIR } from '../ir';
 
@@ -8,8 +10,10 @@ export interface DigressionMatch {
   digression: DigressionIR;
   /** Where it was declared: the step's DIGRESSIONS, its SUB_INTENTS, or the FLOW's global_digressions. */
   source: 'step' | 'sub_intent' | 'global';
-  /** The phrase (a KEYWORD or the INTENT) found in the message. */
+  /** The phrase (a KEYWORD or the INTENT) found in the message, or the NLU intent that named it. */
   phrase: string;
+  /** `nlu`: matched by the turn's classification, not by a phrase. */
+  via?: 'nlu';
 }
 
 /** Lower case, punctuation and `_`/`-` as spaces, single spaces: the form phrases are compared in. */
@@ -49,6 +53,28 @@ export function findDigression(
       if (phrase === null) continue;
       if (digression.condition?.ast && !holds(digression)) continue;
       return { digression, source, phrase };
+    }
+  }
+  return null;
+}
+
+/**
+ * The first digression (same order as `findDigression`) whose INTENT is `intent`, compared in the
+ * normalised phrase form (`talk_to_human` = `talk to human`). `holds` as for `findDigression`.
+ */
+export function findIntentDigression(
+  flow: FlowIR, step: FlowStepIR, intent: string, holds: (d: DigressionIR) => boolean,
+): DigressionMatch | null {
+  const wanted = normalizePhrase(intent);
+  if (!wanted) return null;
+  const candidates: [DigressionIR[], DigressionMatch['source']][] = [
+    [step.digressions, 'step'], [step.sub_intents, 'sub_intent'], [flow.global_digressions, 'global'],
+  ];
+  for (const [list, source] of candidates) {
+    for (const digression of list) {
+      if (normalizePhrase(digression.intent) !== wanted) continue;
+      if (digression.condition?.ast && !holds(digression)) continue;
+      return { digression, source, phrase: intent, via: 'nlu' };
     }
   }
   return null;

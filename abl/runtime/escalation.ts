@@ -47,6 +47,9 @@ export class Escalation {
     // the turn (which, in a turn a callback resumed, holds the replies sent before the callback).
     const notice = this.t.responses.length === 0 || (!saidOwn && escalationNoticeOn(this.t.options));
     if (notice) this.t.guards.respond(th, this.t.message(th, 'escalated', 'I have passed this to a member of our team. I will continue as soon as they respond.'));
+    // HOOKS after_agent: a person takes over from the agent (before the human task is created).
+    this.t.lifecycle.runFailureHook(th, 'escalation');
+    if (!this.t.isActive(th)) return 'stop';
     th.status = 'escalated';
     const routing = mergeRouting(esc?.routing, trigger?.routing);
     const task = {

@@ -1,14 +1,32 @@
 // The `__fan_out__` LLM tool (ABL.md §10, fan-out): a reasoning agent that can delegate asks for
 // several delegations at once. reasoning.ts runs them as one `delegate` command (parallel Delegation
 // child workflows, like FLOW-level fan-out); this module offers the tool, reads its arguments and
-// shapes the joined outcomes, failed branches included, into the tool result.
+// shapes the joined outcomes, failed branches included, into the tool result. Its targets are the
+// DELEGATE entries without an expression WHEN and, where the run allows it, those whose WHEN holds;
+// EXECUTION `max_fan_out` caps the branches of one call.
 import type { AgentIR, DelegateIR, Json } from '../ir';
 import type { DelegateOutcome } from './contract';
 import { toJson } from './values';
 
 export const FAN_OUT_TOOL = '__fan_out__';
-/** Branches beyond this are refused (reported as failed), not run. */
+/** Branches beyond this are refused (reported as failed), not run, unless EXECUTION `max_fan_out` says otherwise. */
 export const MAX_FAN_OUT_TASKS = 8;
+
+/** The branch cap of one `__fan_out__` call for `agent`. */
+export function fanOutCap(agent: AgentIR): number {
+  return agent.execution.max_fan_out ?? MAX_FAN_OUT_TASKS;
+}
+
+/**
+ * Whether a DELEGATE entry with an expression WHEN may be a target now (its WHEN holds); null: such
+ * entries are never targets (runs recorded before they could be).
+ */
+export type WhenHolds = ((entry: DelegateIR) => boolean) | null;
+
+/** True when some DELEGATE entry of `agent` has an expression WHEN (only then is the run's option asked). */
+export function hasWhenTargets(agent: AgentIR): boolean {
+  return agent.coordination.delegates.some((d) => !!d.when?.ast);
+}
 
 export interface FanOutBranch {
   entry: DelegateIR;
@@ -22,14 +40,26 @@ export interface FanOutPlan {
   slots: ({ kind: 'run'; branch: FanOutBranch } | { kind: 'refused'; agent: string; error: string })[];
 }
 
-/** DELEGATE entries the LLM may pick: those without an expression WHEN (as for `delegate_to_<A>`). */
-function targets(agent: AgentIR): DelegateIR[] {
-  return agent.coordination.delegates.filter((d) => !d.when?.ast);
+/**
+ * DELEGATE entries the LLM may pick: those without an expression WHEN (as for `delegate_to_<A>`),
+ * then those whose WHEN holds now when `holds` is given. One entry per agent: the first that qualifies.
+ */
+function targets(agent: AgentIR, holds: WhenHolds): DelegateIR[] {
+  const seen = new Set<string>();
+  const out: DelegateIR[] = [];
+  const plain = agent.coordination.delegates.filter((d) => !d.when?.ast);
+  const guarded = holds ? agent.coordination.delegates.filter((d) => !!d.when?.ast && holds(d)) : [];
+  for (const d of [...plain, ...guarded]) {
+    if (seen.has(d.agent)) continue;
+    seen.add(d.agent);
+    out.push(d);
+  }
+  return out;
 }
 
 /** The tool offered to a reasoning agent, or null when it has nothing to delegate to. */
-export function fanOutToolSpec(agent: AgentIR): { name: string; description: string; parameters: Json } | null {
-  const names = [...new Set(targets(agent).map((d) => d.agent))];
+export function fanOutToolSpec(agent: AgentIR, holds: WhenHolds = null): { name: string; description: string; parameters: Json } | null {
+  const names = targets(agent, holds).map((d) => d.agent);
   if (names.length === 0) return null;
   return {
     name: FAN_OUT_TOOL,
@@ -39,7 +69,7 @@ export function fanOutToolSpec(agent: AgentIR): { name: string; description: str
       properties: {
         tasks: {
           type: 'array',
-          maxItems: MAX_FAN_OUT_TASKS,
+          maxItems: fanOutCap(agent),
           items: {
             type: 'object',
             properties: {
@@ -57,13 +87,14 @@ export function fanOutToolSpec(agent: AgentIR): { name: string; description: str
 }
 
 /** Reads `{tasks: [{target (or agent), task?, input?}]}`; unknown agents and extra tasks are refused. */
-export function planFanOut(agent: AgentIR, args: Record<string, Json>): FanOutPlan {
+export function planFanOut(agent: AgentIR, args: Record<string, Json>, holds: WhenHolds = null): FanOutPlan {
   const raw = Array.isArray(args.tasks) ? args.tasks : [];
-  const allowed = targets(agent);
+  const allowed = targets(agent, holds);
+  const cap = fanOutCap(agent);
   const slots: FanOutPlan['slots'] = raw.map((item, i) => {
     const t = item && typeof item === 'object' && !Array.isArray(item) ? item : {};
     const name = typeof t.target === 'string' ? t.target : typeof t.agent === 'string' ? t.agent : '';
-    if (i >= MAX_FAN_OUT_TASKS) return { kind: 'refused', agent: name, error: `At most ${MAX_FAN_OUT_TASKS} tasks run at once` };
+    if (i >= cap) return { kind: 'refused', agent: name, error: `At most ${cap} tasks run at once` };
     const entry = allowed.find((d) => d.agent === name);
     if (!entry) return { kind: 'refused', agent: name, error: `Cannot delegate to ${name || '(no agent)'}` };
     const task = typeof t.task === 'string' && t.task ? t.task : null;

@@ -1,10 +1,10 @@
 // FLOW: the step loop (enter, GATHER, reasoning, DELEGATE, CALL, SET, TRANSFORM, CHECK, branches,
 // ON_INPUT, THEN), transitions with their checks, and digressions while a step waits.
 
-import type { ActionsIR, AgentIR, BranchIR, FlowStepIR, VoiceOutputIR } from '../ir';
+import type { ActionsIR, AgentIR, BranchIR, DigressionIR, FlowIR, FlowStepIR, VoiceOutputIR } from '../ir';
 import type { ThreadState } from './contract';
-import { actionText, findDigression } from './digressions';
-import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, startBlockHoldOn } from './options';
+import { actionText, type DigressionMatch, findDigression, findIntentDigression } from './digressions';
+import { agentErrorTransitionsOn, branchGatherOn, codeUnitSortOn, digressionIntentsOn, startBlockHoldOn } from './options';
 import { type BranchGatherRef, branchOf, locateBranch } from './branch-gather';
 import { compareCodeUnits, identifiers, lowerInputComparisons } from './values';
 import { STOP, type StepResult, type ToolOutcome, type TurnContext, WAIT, go } from './turn-context';
@@ -113,10 +113,11 @@ export class Flow {
     if (!this.digressionsOn || !flow || !f || !WAITING_PHASES.has(f.phase)) return false;
     const step = flow.steps[f.step];
     if (!step) return false;
-    const m = findDigression(flow, step, input, (d) => this.t.cond(th, d.condition, { input }));
+    const holds = (d: DigressionIR) => this.t.cond(th, d.condition, { input });
+    const m = findDigression(flow, step, input, holds) ?? this.intentDigression(th, agent, flow, step, holds);
     if (!m) return false;
     const d = m.digression;
-    this.t.decision(th, 'digression', `${step.name}: ${d.intent} -> ${actionText(d)}`, `${m.source} matched "${m.phrase}"`);
+    this.t.decision(th, 'digression', `${step.name}: ${d.intent} -> ${actionText(d)}`, m.via === 'nlu' ? `${m.source} matched NLU intent "${m.phrase}"` : `${m.source} matched "${m.phrase}"`);
     for (const c of d.clear) this.t.clearVar(th, c);
     const action = d.action;
     if (action.kind === 'delegate') {
@@ -150,6 +151,26 @@ export class Flow {
         break;
     }
     return true;
+  }
+
+  /**
+   * After no phrase matched: the digression whose INTENT is the intent this turn's NLU classification
+   * decided (the model, or PATTERNS after a failed call; a fallback intent does not count), or the
+   * one the message's metadata `intent` names (the caller classified it). Only intents the agent's
+   * NLU declares; runs recorded before it never match this way (`digressionIntents`).
+   */
+  private intentDigression(th: ThreadState, agent: AgentIR, flow: FlowIR, step: FlowStepIR, holds: (d: DigressionIR) => boolean): DigressionMatch | null {
+    const declared = agent.nlu?.intents ?? [];
+    if (declared.length === 0) return null;
+    const r = this.t.nlu.intentOf(th);
+    const given = this.t.meta.intent;
+    const category = r
+      ? (r.source === 'none' ? null : r.category)
+      : typeof given === 'string' ? given
+        : given && typeof given === 'object' && !Array.isArray(given) && typeof given.category === 'string' ? given.category : null;
+    if (!category || !declared.some((i) => i.name === category)) return null;
+    const m = findIntentDigression(flow, step, category, holds);
+    return m && digressionIntentsOn(this.t.options) ? m : null;
   }
 
   /** A branch or ON_ERROR handler that ends in ESCALATE begins: what it says from here is its own message for the escalation. */

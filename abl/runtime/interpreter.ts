@@ -21,7 +21,7 @@ export interface Interpreter {
 }
 
 /** Which command type each result event answers. */
-const ANSWERS: Record<Exclude<RuntimeEvent['type'], 'start' | 'user_message'>, RuntimeCommand['type'][]> = {
+const ANSWERS: Record<Exclude<RuntimeEvent['type'], 'start' | 'user_message' | 'end'>, RuntimeCommand['type'][]> = {
   llm_result: ['call_llm'],
   tool_result: ['call_tool', 'suspend_for_callback'],
   delegate_result: ['delegate'],
@@ -175,6 +175,12 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
         if (state.exec) return errorResult(state, 'turn_in_progress', 'A turn is still waiting for effects; send the message after it completes.');
         if (state.turn === 0) return errorResult(state, 'not_started', 'The session has not started.');
         return startTurn(state, event);
+      case 'end':
+        // The session ends from outside: the active agent's after_agent runs, then it is over.
+        if (state.status === 'completed') return errorResult(state, 'session_completed', 'The session has ended.');
+        if (state.exec) return errorResult(state, 'turn_in_progress', 'A turn is still waiting for effects.');
+        if (state.turn === 0) return errorResult(state, 'not_started', 'The session has not started.');
+        return startTurn({ ...state, pending: null, status: 'active' }, event);
       default: {
         const exec = state.exec;
         const id = (event as { commandId?: unknown }).commandId;

@@ -2,12 +2,15 @@
 // of a turn.
 
 import type { LifecycleIR } from '../ir';
-import { type AgentHookPoint, type AgentHookTrigger, agentHook } from './agent-hooks';
+import { type AgentHookPoint, type AgentHookTrigger, agentHook, failureHook } from './agent-hooks';
 import type { ThreadState } from './contract';
 import { toJson } from './values';
 import type { TurnContext } from './turn-context';
 
 export class Lifecycle {
+  /** Threads whose failure hook ran in this turn (runFailureHook). */
+  private readonly failureHookRan = new Set<string>();
+
   constructor(private readonly t: TurnContext) {}
 
   runBlock(th: ThreadState, lc: LifecycleIR | null): void {
@@ -28,6 +31,19 @@ export class Lifecycle {
     this.t.decision(th, 'hook', point, trigger);
     this.runBlock(th, lc);
     return true;
+  }
+
+  /**
+   * `after_agent` for a failed delegated child or an escalation (agent-hooks.ts `failureHook`).
+   * Runs at most once per thread and turn: a block that itself fails or escalates does not run again.
+   */
+  runFailureHook(th: ThreadState, trigger: AgentHookTrigger): void {
+    if (this.failureHookRan.has(th.id)) return;
+    const lc = failureHook(this.t.options, this.t.agent(th));
+    if (!lc) return;
+    this.failureHookRan.add(th.id);
+    this.t.decision(th, 'hook', 'after_agent', trigger);
+    this.runBlock(th, lc);
   }
 
   /** End of turn: the active agent's remember rules (with their TTL), then `RESET: never` variables kept. */

@@ -93,3 +93,23 @@ export function gatherRangesOn(options: RuntimeOptions): boolean {
 export function numericTextOn(options: RuntimeOptions): boolean {
   return flagOn(options.numericText, true);
 }
+
+/** `__fan_out__` may target DELEGATE entries with an expression WHEN while it holds. On unless false. */
+export function fanOutWhenOn(options: RuntimeOptions): boolean {
+  return flagOn(options.fanOutWhen, true);
+}
+
+/** Ordinary tool calls of an answer that mixes kinds are issued together. On unless false. */
+export function mixedParallelToolsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.mixedParallelTools, true);
+}
+
+/** HOOKS after_agent runs for a failed delegated child and on escalation. On unless false. */
+export function failureHooksOn(options: RuntimeOptions): boolean {
+  return flagOn(options.failureHooks, true);
+}
+
+/** A digression naming an NLU intent is taken on that classification. On unless false. */
+export function digressionIntentsOn(options: RuntimeOptions): boolean {
+  return flagOn(options.digressionIntents, true);
+}

@@ -6,9 +6,9 @@ import { sensitiveFields } from '../gather';
 import type { AgentIR, FlowStepIR, Json, ToolIR } from '../ir';
 import { answersFirst, redactToolCalls } from './checkpoints';
 import type { ChatTurn, ThreadState } from './contract';
-import { FAN_OUT_TOOL, branchesOf, fanOutResult, fanOutToolSpec, planFanOut } from './fan-out';
-import { Issued, batchable } from './parallel-tools';
-import { parallelEnabled } from './options';
+import { FAN_OUT_TOOL, branchesOf, fanOutResult, fanOutToolSpec, hasWhenTargets, planFanOut, type WhenHolds } from './fan-out';
+import { Issued, batchable, ordinaryBatch } from './parallel-tools';
+import { fanOutWhenOn, mixedParallelToolsOn, parallelEnabled } from './options';
 import { isSetValue, llmLimits, paramsSchema, preview, toJson, truncate } from './values';
 import { Suspend, TOOL_RESULT_CHARS, type ToolOutcome, type TurnContext } from './turn-context';
 
@@ -65,12 +65,18 @@ export class Reasoning {
       if (d.when?.ast) continue;
       add(`delegate_to_${d.agent}`, d.purpose ?? d.when?.src ?? `Delegate a task to ${d.agent}`, { type: 'object', properties: {}, required: [] });
     }
-    const fanOut = fanOutToolSpec(agent);
+    const fanOut = fanOutToolSpec(agent, this.whenHolds(th, agent));
     if (fanOut) add(fanOut.name, fanOut.description, fanOut.parameters);
     if (agent.coordination.escalation) add('__escalate_to_human__', 'Pass the conversation to a human.', reasonParam);
     if (th.returnTo) add('__return_to_parent__', 'Return to the agent that handed this conversation over.', { type: 'object', properties: { message: { type: 'string' } }, required: [] });
     add('__complete__', 'The task is finished; optionally give a final message.', { type: 'object', properties: { message: { type: 'string' } }, required: [] });
     return tools;
+  }
+
+  /** How `__fan_out__` reads DELEGATE entries with an expression WHEN (fan-out.ts), for this run. */
+  private whenHolds(th: ThreadState, agent: AgentIR): WhenHolds {
+    if (!hasWhenTargets(agent) || !fanOutWhenOn(this.t.options)) return null;
+    return (d) => !!d.when && this.t.cond(th, d.when);
   }
 
   private llmMessages(th: ThreadState, system: string): ChatTurn[] {
@@ -117,12 +123,12 @@ export class Reasoning {
       const asked: ChatTurn = { role: 'assistant', content: ev.content, toolCalls: ev.toolCalls };
       this.t.pushHistory(th, asked);
       const redactedBefore = this.t.inputRedactions.length;
-      // The option is asked only for answers that qualify (the workflow's patch check).
-      const batched = batchable(agent, ev.toolCalls, this.t.options.mockedTools) && parallelEnabled(this.t.options) ? this.toolBatch(th, ev.toolCalls) : null;
+      // The options are asked only for answers that qualify (the workflow's patch checks).
+      const batched = this.batchOf(th, agent, ev.toolCalls);
       for (const [i, call] of ev.toolCalls.entries()) {
         // After a guardrail block the answer's other calls are answered without running.
-        const result = batched
-          ? (batched[i] as Json)
+        const result = batched?.has(i)
+          ? (batched.get(i) as Json)
           : this.t.guardBlocks !== blocks
             ? SKIPPED_AFTER_BLOCK
             : this.reasoningToolCall(th, agent, call.name, parseArgs(call.arguments), ev.content);
@@ -158,7 +164,7 @@ export class Reasoning {
       return { human: th.vars.human ?? null };
     }
     if (name === FAN_OUT_TOOL) {
-      const plan = planFanOut(agent, args);
+      const plan = planFanOut(agent, args, this.whenHolds(th, agent));
       const branches = branchesOf(plan);
       const outcomes = branches.length > 0 ? this.t.delegation.runDelegates(th, branches.map((b) => b.entry), null, branches) : [];
       return fanOutResult(plan, outcomes);
@@ -178,6 +184,23 @@ export class Reasoning {
     const out = this.t.tools.invokeTool(th, tool, args);
     this.t.tools.bindResult(th, tool, null, out);
     return out.ok ? preview(out.value, TOOL_RESULT_CHARS) : { error: out.error.message };
+  }
+
+  /**
+   * The results of the answer's calls that run as one parallel batch, by call index, or null when
+   * none do: every call when all are ordinary tools (parallel-tools.ts `batchable`), else, in an
+   * answer that mixes kinds, its ordinary calls (`ordinaryBatch`), issued together before the
+   * control calls run in order.
+   */
+  private batchOf(th: ThreadState, agent: AgentIR, calls: readonly { name: string; arguments: string }[]): Map<number, Json> | null {
+    if (batchable(agent, calls, this.t.options.mockedTools)) {
+      if (!parallelEnabled(this.t.options)) return null;
+      return new Map(this.toolBatch(th, calls).map((r, i) => [i, r]));
+    }
+    const ordinary = ordinaryBatch(agent, calls, this.t.options.mockedTools);
+    if (ordinary === null || !parallelEnabled(this.t.options) || !mixedParallelToolsOn(this.t.options)) return null;
+    const results = this.toolBatch(th, ordinary.map((i) => calls[i]!));
+    return new Map(ordinary.map((callIndex, k) => [callIndex, results[k] as Json]));
   }
 
   /**

@@ -18,7 +18,21 @@ export class TurnOrder {
     else if (event.type === 'user_message') {
       this.t.action = event.action ?? null;
       this.runMessage(event.text, event.metadata ?? {});
-    }
+    } else if (event.type === 'end') this.runEnd(event.reason);
+  }
+
+  /**
+   * The session ends from outside the interpreter: the active agent's HOOKS after_agent runs (its
+   * CALL and DELEGATE are effects like any turn's; nobody reads a RESPOND but the transcript), then
+   * every thread is completed.
+   */
+  private runEnd(reason: string): void {
+    const th = this.t.active();
+    if (th) this.t.lifecycle.runAgentHook(th, 'after_agent', `session ended (${reason})`);
+    for (const t of this.t.s.threads) if (t.status !== 'completed') t.status = 'completed';
+    this.t.s.status = 'completed';
+    this.t.s.pending = null;
+    this.t.s.result ??= { ok: true, response: th?.lastReply ?? null, label: reason, error: null };
   }
 
   private runStart(ev: Extract<RuntimeEvent, { type: 'start' }>): void {

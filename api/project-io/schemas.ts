@@ -65,7 +65,7 @@ export const ZExportPreviewResponse = z.object({
   success: z.literal(true),
   project: z.object({ name: z.string(), slug: z.string() }),
   agents: z.array(z.object({ name: z.string(), hasDslContent: z.boolean() })),
-  tools: z.array(z.object({ name: z.string(), toolType: z.string().describe('http, async_webhook, sandbox, mcp, lambda or contract'), path: z.string() })),
+  tools: z.array(z.object({ name: z.string(), toolType: z.string().describe('http, async_webhook, sandbox, workflow, mcp, lambda or contract'), path: z.string() })),
   dependencies: z.object({
     edges: z.array(z.object({ from: z.string(), to: z.string(), type: z.enum(['handoff', 'tool']) })),
     validation: z.object({ valid: z.boolean(), errors: z.array(ZDiagnosticSchema) }),

@@ -87,6 +87,11 @@ it('has histories from before and after each patch of the session workflow', () 
     expect(sessions.some((f) => patchIds(f).includes(patch))).toBe(true);
     expect(fixtures.some((f) => f.scenario === 'delegation-child' && patchIds(f).includes(patch))).toBe(true);
   }
+  // The runtime-gaps scenario: a mixed answer, a workflow tool, __fan_out__ to a WHEN entry and the
+  // end hook in the session; after_agent of the failed delegated child in the child.
+  const gaps = fixtures.find((f) => f.scenario === 'runtime-gaps');
+  for (const patch of ['mixed-parallel-tools-v1', 'workflow-tools-v1', 'fan-out-when-v1', 'session-end-hooks-v1']) expect(patchIds(gaps!)).toContain(patch);
+  expect(patchIds(fixtures.find((f) => f.scenario === 'runtime-gaps-child')!)).toContain('failure-hooks-v1');
   // Every scenario of the recording script, from every commit recorded in full.
   for (const label of new Set(fixtures.filter((f) => !f.partial).map((f) => f.label))) {
     expect(fixtures.filter((f) => f.label === label).map((f) => f.scenario).sort()).toEqual(
@@ -112,6 +117,21 @@ it('fails a history the current code cannot have produced (the harness sees nond
     ),
   ) as Fixture['history'];
   expect(patchIds({ history: renamed })).toContain('idle-watchdog-v0');
+  const [result] = await replayAll([{ workflowId: source.workflowId, history: renamed }]);
+  expect(describeError(result)).toMatch(/nondetermin/i);
+});
+
+it.each(['mixed-parallel-tools-v1', 'workflow-tools-v1', 'session-end-hooks-v1'])('fails the runtime-gaps session replayed as if recorded before %s', async (patch) => {
+  // Without the marker the current code takes the old path (calls one after another, a workflow
+  // tool that fails at once, no end hook) and must be caught diverging from the recorded commands.
+  const source = fixtures.find((f) => f.scenario === 'runtime-gaps')!;
+  const renamed = JSON.parse(
+    JSON.stringify(source.history).replaceAll(
+      Buffer.from(JSON.stringify({ id: patch, deprecated: false })).toString('base64'),
+      Buffer.from(JSON.stringify({ id: patch.replace(/-v1$/, '-v0'), deprecated: false })).toString('base64'),
+    ),
+  ) as Fixture['history'];
+  expect(patchIds({ history: renamed })).toContain(patch.replace(/-v1$/, '-v0'));
   const [result] = await replayAll([{ workflowId: source.workflowId, history: renamed }]);
   expect(describeError(result)).toMatch(/nondetermin/i);
 });

@@ -1,11 +1,17 @@
 // Tool destination rules end to end, with the protection on as in production: an agent turn whose
 // HTTP tool aims at loopback (a literal, its IPv6 spelling, a name resolving to it) gets a tool
 // error and the server there receives nothing, while the one host:port the stack allows answers.
+// `type: workflow` tools here too: the shipped `deliver_webhook` workflow, started as the session's
+// child (sync and async), posts to that allowed host under the same rules; a workflow the worker
+// does not offer to agents is refused; the session history replays with today's code. And HOOKS
+// after_agent when the API ends a session: its CALL reaches the allowed host before the end.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { eventually } from '../../support/eventually';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 
 jest.setTimeout(60_000);
 
@@ -21,6 +27,7 @@ let internal: Server;
 let allowed: Server;
 const internalRequests: string[] = [];
 let allowedRequests = 0;
+const hooks: { url: string; body: string }[] = [];
 
 async function listen(server: Server): Promise<number> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -58,7 +65,21 @@ beforeAll(async () => {
     internalRequests.push(req.url ?? '');
     answer(res);
   });
-  allowed = createServer((_req, res) => {
+  allowed = createServer((req, res) => {
+    if (req.url?.startsWith('/ended')) {
+      hooks.push({ url: req.url, body: '' });
+      answer(res);
+      return;
+    }
+    if (req.url?.startsWith('/hook')) {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        hooks.push({ url: req.url ?? '', body });
+        res.writeHead(204).end();
+      });
+      return;
+    }
     allowedRequests += 1;
     answer(res);
   });
@@ -72,7 +93,56 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Mapped_Literal', lookupAgent('Mapped_Literal', `http://[::ffff:127.0.0.1]:${internalPort}/mapped`));
   await publishAgent(api, t, 'Loopback_Name', lookupAgent('Loopback_Name', `http://localhost:${internalPort}/name`));
   await publishAgent(api, t, 'Allowed_Tool', lookupAgent('Allowed_Tool', `http://127.0.0.1:${allowedPort}/ok`));
+  await publishAgent(api, t, 'Notify_Sync', workflowAgent('Notify_Sync', 'deliver_webhook', 'sync', `http://127.0.0.1:${allowedPort}/hook/sync`));
+  await publishAgent(api, t, 'Notify_Async', workflowAgent('Notify_Async', 'deliver_webhook', 'async', `http://127.0.0.1:${allowedPort}/hook/async`));
+  await publishAgent(api, t, 'Leaving_Agent', leavingAgent(`http://127.0.0.1:${allowedPort}/ended`));
+  await publishAgent(api, t, 'Notify_Platform', workflowAgent('Notify_Platform', 'agentSession', 'sync', `http://127.0.0.1:${allowedPort}/hook/no`));
 });
+
+const leavingAgent = (endpoint: string) => `AGENT: Leaving_Agent
+GOAL: "Say goodbye."
+TOOLS:
+  log_end(q: string) -> {answer: string}
+    type: http
+    endpoint: "${endpoint}"
+    method: GET
+HOOKS:
+  after_agent:
+    CALL: log_end(q = "bye")
+    RESPOND: "[closed]"
+FLOW:
+  steps: [wait]
+  wait:
+    REASONING: false
+    GATHER:
+      - count: required
+        type: number
+        prompt: "How many?"
+    THEN: COMPLETE
+`;
+
+const workflowAgent = (name: string, workflowId: string, mode: 'sync' | 'async', target: string) => `AGENT: ${name}
+GOAL: "Notify the back office."
+TOOLS:
+  notify(target: string, note: string) -> {status: number}
+    type: workflow
+    workflow_id: ${workflowId}
+    mode: ${mode}
+    timeout_ms: 20000
+    param_mapping:
+      url: target
+      payload: note
+FLOW:
+  steps: [send]
+  send:
+    REASONING: false
+    CALL: notify(target = "${target}", note = "order 42 is ready")
+    AS: sent
+    ON_SUCCESS:
+      RESPOND: "Sent: {{sent.status}} {{sent.workflow}}"
+    ON_FAIL:
+      RESPOND: "Not sent"
+`;
 afterAll(async () => {
   await stack.close();
   for (const server of [internal, allowed]) {
@@ -101,4 +171,52 @@ it('reaches the host:port the configuration allows', async () => {
   expect(res.body.response).toBe('Found sunny');
   expect(allowedRequests).toBe(1);
   expect(internalRequests).toEqual([]);
+});
+
+describe('workflow tools', () => {
+  it('sync: runs deliver_webhook as a child of the session and answers with its result; the history replays', async () => {
+    const res = await turn('Notify_Sync');
+    expect(res.status).toBe(200);
+    expect(res.body.response).toBe('Sent: 204 ');
+    expect(hooks.filter((h) => h.url === '/hook/sync')).toEqual([{ url: '/hook/sync', body: '"order 42 is ready"' }]);
+    const history = await sessionHistory(stack, res.body.sessionId as string);
+    expect(patchIdsIn(history)).toContain('workflow-tools-v1');
+    const child = history.events?.find((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+    expect(child?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name).toBe('deliverWebhookWorkflow');
+    expect(child?.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId).toMatch(new RegExp(`^session/${res.body.sessionId as string}/t1/workflow-`));
+    await replayWithTodaysCode(history, `session/${res.body.sessionId as string}`);
+  });
+
+  it('async: answers "started" at once and the child delivers on its own', async () => {
+    const res = await turn('Notify_Async');
+    expect(res.body.response).toBe('Sent: started deliver_webhook');
+    const result = (res.body.traceEvents as Trace[]).find((e) => e.type === 'tool_result');
+    expect(result?.data).toMatchObject({ success: true, output: { workflow: 'deliver_webhook', version: '1', workflow_id: expect.stringMatching(/^session\/.+\/workflow-/) } });
+    const seen = await eventually(async () => hooks.filter((h) => h.url === '/hook/async'), (h) => h.length > 0, 15_000);
+    expect(seen).toEqual([{ url: '/hook/async', body: '"order 42 is ready"' }]);
+  });
+
+  it('refuses a workflow the worker does not offer to agents (a platform workflow)', async () => {
+    const res = await turn('Notify_Platform');
+    expect(res.body.response).toBe('Not sent');
+    const result = (res.body.traceEvents as Trace[]).find((e) => e.type === 'tool_result');
+    expect(result?.data).toMatchObject({ success: false, error: { kind: 'tool_error', message: 'Workflow agentSession is not offered to agents by this worker' } });
+    expect(hooks.some((h) => h.url === '/hook/no')).toBe(false);
+  });
+});
+
+it('runs after_agent when the API ends the session: its CALL goes out before the session ends', async () => {
+  const res = await turn('Leaving_Agent');
+  expect(res.body.response).toContain('How many?');
+  expect(res.body.state).toMatchObject({ status: 'active' });
+  const sessionId = res.body.sessionId as string;
+  expect(hooks.some((h) => h.url.startsWith('/ended'))).toBe(false);
+  const del = await api.delete(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
+  expect(del.status).toBeLessThan(300);
+  const seen = await eventually(async () => hooks.filter((h) => h.url.startsWith('/ended')), (h) => h.length > 0, 15_000);
+  expect(seen).toEqual([{ url: '/ended?q=bye', body: '' }]);
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`session/${sessionId}`);
+  expect(await handle.result()).toEqual({ status: 'ended', reason: 'deleted' });
+  const history = await sessionHistory(stack, sessionId);
+  expect(patchIdsIn(history)).toContain('session-end-hooks-v1');
 });
