@@ -222,3 +222,11 @@ export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';
  * facts in the session's state only. Asked only for such sessions, so other histories carry no marker.
  */
 export const AGENT_MEMORY_PATCH = 'agent-memory-v1';
+
+/**
+ * An HTTP tool's call is tried exactly `retry` + 1 times (`retry_policy.max_retries` when written),
+ * and the activity waits the tool's own retry delay, rate-limit slot and circuit breaker; runs
+ * recorded before it scheduled at least 3 attempts 500 ms apart, doubling. Asked at each HTTP tool
+ * call that is not mocked, so histories of agents without such calls carry no marker.
+ */
+export const TOOL_RETRY_SETTINGS_PATCH = 'tool-retry-settings-v1';
