@@ -498,6 +498,9 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
       return wf.patched(ASYNC_TOOLS_PATCH) ? startAsyncCall(ctx, command) : null;
     case 'moderate':
       return runModeration(ctx, command);
+    case 'confirm_tool':
+      // The question is in the turn's reply; the user's next message answers it (the interpreter).
+      return null;
   }
 }
 

@@ -22,10 +22,11 @@ import {
   START_GATHER_HOLD_PATCH,
   ESCALATION_NOTICE_PATCH,
   AGENT_MEMORY_PATCH,
+  TOOL_CONFIRMATION_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'toolConfirmation'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -54,6 +55,7 @@ export function runFlags(): RunFlags {
     nlu: patchDecidedOnce(NLU_PATCH),
     moderationGuardrails: patchDecidedOnce(MODERATION_GUARDRAILS_PATCH),
     agentMemory: patchDecidedOnce(AGENT_MEMORY_PATCH),
+    toolConfirmation: patchDecidedOnce(TOOL_CONFIRMATION_PATCH),
   };
 }
 

@@ -230,3 +230,10 @@ export const AGENT_MEMORY_PATCH = 'agent-memory-v1';
  * call that is not mocked, so histories of agents without such calls carry no marker.
  */
 export const TOOL_RETRY_SETTINGS_PATCH = 'tool-retry-settings-v1';
+
+/**
+ * A tool's `confirmation` (`RuntimeOptions.toolConfirmation`): the call waits for the user's yes
+ * (a `confirm_tool` command, answered from the next message) and a no fails it. Runs recorded
+ * before it made the call at once. Asked only when such a call is about to be made.
+ */
+export const TOOL_CONFIRMATION_PATCH = 'tool-confirmation-v1';

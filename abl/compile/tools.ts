@@ -297,12 +297,12 @@ function reportNotApplied(
   const inherited = (k: string): boolean => !own(k) && defaults[k] !== undefined && defaults[k] !== null;
   void inherited;
   void written;
-  if (confirmation && (confirmation.require === 'always' || (confirmation.require === 'when_side_effects' && sideEffects) || confirmation.immutable_params.length > 0)) {
+  // A confirmation asked fixes every argument until the answer; without one, immutable_params hold nothing.
+  const asks = confirmation !== null && (confirmation.require === 'always' || (confirmation.require === 'when_side_effects' && sideEffects));
+  if (confirmation && !asks && confirmation.immutable_params.length > 0) {
     const at = own('confirmation') ?? own('confirm') ?? own('immutable');
-    const what = confirmation.immutable_params.length > 0 && confirmation.require === 'never'
-      ? `immutable_params ${confirmation.immutable_params.join(', ')}`
-      : `require: ${confirmation.require}`;
-    ctx.report('W420', at?.loc ?? item.loc, { name, what });
+    const why = confirmation.require === 'never' ? 'require: never' : 'require: when_side_effects on a tool without hints.side_effects: true';
+    ctx.report('W420', at?.loc ?? item.loc, { name, what: confirmation.immutable_params.join(', '), why });
   }
   if (cacheableAt) ctx.report('W424', cacheableAt, { name });
   if (binding.type === 'http') {
