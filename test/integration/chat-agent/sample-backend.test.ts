@@ -59,7 +59,6 @@ it('finds the invoice on the sample back-end and refunds it, after a not-found i
   // issue_refund asks for confirmation (require: always), showing the call's arguments.
   const confirm = await say('charged twice');
   expect(confirm.response).toContain('Please confirm: issue_refund (Refund part or all of an invoice) with invoice_id: INV-123456, amount: 50, reason: charged twice.');
-  expect(confirm.state.status).toBe('active');
   const refunded = await say('yes');
   expect(refunded.response).toContain('Refund RF-123456-5000 is approved.');
 });
