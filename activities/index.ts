@@ -29,6 +29,7 @@ import { createRecordingFetchActivities } from './telephony/recording-fetch';
 import { createAgentMemoryActivities } from './memory/facts';
 import { createAgentAssistActivities } from './agent-assist/assist';
 import { createToolGuards, type ToolGuards } from './tools/tool-guards';
+import { toolRetryPlan } from '../abl/tool-retry';
 import { takeResultSecrets, vaultKeysOf } from './tools/result-secrets';
 import { type SecretVault } from '../db/tool-vault';
 
@@ -154,7 +155,7 @@ export function createActivities(deps: ActivityDeps) {
       } catch (err) {
         await guard.recordOutcome(scope, input.tool, err).catch(() => undefined);
         // A failure's message and details go to history and the trace: no resolved value may ride along.
-        throw scrubFailure(err, { ...secrets.values, ...prefixed(vault) });
+        throw finalAfterLastAttempt(scrubFailure(err, { ...secrets.values, ...prefixed(vault) }), input.tool, activity.info.attempt);
       }
       await guard.recordOutcome(scope, input.tool, null).catch(() => undefined);
       // A server that echoes a credential back must not put it in the result either.
@@ -177,6 +178,16 @@ export function createActivities(deps: ActivityDeps) {
       return capped.value;
     },
   };
+}
+
+/**
+ * The tool's `retry` counts the calls it sends: once this attempt is its last, a retryable failure
+ * is final. Temporal allows a few attempts more (workflows/effects.ts), so an attempt lost with its
+ * worker is still made again.
+ */
+function finalAfterLastAttempt(err: unknown, tool: ToolIR, attempt: number): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable || attempt < toolRetryPlan(tool).attempts) return err;
+  return ApplicationFailure.create({ message: err.message, type: err.type ?? undefined, nonRetryable: true, details: (err.details ?? []) as unknown[] });
 }
 
 /** Vault values keyed apart from the tool secrets they are scrubbed beside (names may coincide). */

@@ -44,13 +44,15 @@ function toolActivity(timeoutMs: number, retries: number, tool: ToolIR) {
       retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
     }).callTool;
   }
-  // Exactly retry + 1 attempts. Temporal starts each retry at once; the activity waits the tool's
-  // own delay first (retry_delay / retry_policy, with jitter and a linear strategy Temporal lacks),
-  // and may wait for a rate_limit slot: it lives long enough for both.
+  // Retry + 1 calls: the activity makes a failure final on its last one. Temporal allows
+  // WORKER_LOSS_ATTEMPTS more, so a call lost with its worker is made again on another. Each retry
+  // starts at once; the activity waits the tool's own delay first (retry_delay / retry_policy, with
+  // jitter and a linear strategy Temporal lacks), and may wait for a rate_limit slot: it lives long
+  // enough for both.
   const plan = toolRetryPlan(tool);
   return wf.proxyActivities<Activities>({
-    startToCloseTimeout: timeoutMs + toolRetryDelayMs(plan.policy, plan.attempts - 1, 0) + MAX_RATE_LIMIT_WAIT_MS + 5_000,
-    retry: { initialInterval: '1 millisecond', backoffCoefficient: 1, maximumAttempts: plan.attempts },
+    startToCloseTimeout: timeoutMs + toolRetryDelayMs(plan.policy, plan.attempts + WORKER_LOSS_ATTEMPTS - 1, 0) + rateWaitMs(tool, timeoutMs) + 5_000,
+    retry: { initialInterval: '1 millisecond', backoffCoefficient: 1, maximumAttempts: plan.attempts + WORKER_LOSS_ATTEMPTS },
   }).callTool;
 }
 
@@ -103,8 +105,13 @@ async function runModeration(ctx: EffectContext, command: Extract<RuntimeCommand
   }
 }
 
+/** Attempts a tool call gets beyond its own `retry` + 1, for calls lost with their worker (never for the endpoint's failures). */
+const WORKER_LOSS_ATTEMPTS = 2;
+
 /** The longest a call waits for a rate_limit slot (activities/tools/tool-guards.ts MAX_RATE_LIMIT_WAIT_MS). */
 const MAX_RATE_LIMIT_WAIT_MS = 5_000;
+const rateWaitMs = (tool: ToolIR, timeoutMs: number): number =>
+  tool.binding.type === 'http' && tool.binding.rate_limit !== null ? Math.min(MAX_RATE_LIMIT_WAIT_MS, timeoutMs) : 0;
 
 const MAX_DELEGATIONS_AT_ONCE = 4;
 

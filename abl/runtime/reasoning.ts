@@ -8,7 +8,8 @@ import { answersFirst, redactToolCalls } from './checkpoints';
 import type { ChatTurn, ThreadState } from './contract';
 import { FAN_OUT_TOOL, branchesOf, fanOutResult, fanOutToolSpec, planFanOut } from './fan-out';
 import { Issued, batchable } from './parallel-tools';
-import { parallelEnabled } from './options';
+import { needsConfirmation } from './tool-calls';
+import { parallelEnabled, toolConfirmationOn } from './options';
 import { isSetValue, llmLimits, paramsSchema, preview, toJson, truncate } from './values';
 import { Suspend, TOOL_RESULT_CHARS, type ToolOutcome, type TurnContext } from './turn-context';
 
@@ -118,7 +119,12 @@ export class Reasoning {
       this.t.pushHistory(th, asked);
       const redactedBefore = this.t.inputRedactions.length;
       // The option is asked only for answers that qualify (the workflow's patch check).
-      const batched = batchable(agent, ev.toolCalls, this.t.options.mockedTools) && parallelEnabled(this.t.options) ? this.toolBatch(th, ev.toolCalls) : null;
+      // A call that waits for the user's confirmation runs on its own, so the answer finds the turn where it asked.
+      const confirming = ev.toolCalls.some((c) => {
+        const tool = agent.tools.find((x) => x.name === c.name);
+        return tool !== undefined && needsConfirmation(tool);
+      }) && toolConfirmationOn(this.t.options);
+      const batched = batchable(agent, ev.toolCalls, this.t.options.mockedTools) && parallelEnabled(this.t.options) && !confirming ? this.toolBatch(th, ev.toolCalls) : null;
       for (const [i, call] of ev.toolCalls.entries()) {
         // After a guardrail block the answer's other calls are answered without running.
         const result = batched

@@ -116,3 +116,44 @@ it('runs recorded before confirmations (toolConfirmation false) make the call at
   driver(refunds('    confirmation:\n      require: never'), [], { toolConfirmation: () => (askedNever++, true) }).start();
   expect(askedNever).toBe(0);
 });
+
+it('an answer with several calls, one of them to confirm, runs them one by one and asks before that one', () => {
+  const compiled = compileProject([
+    {
+      path: 'agents/Desk.agent.abl',
+      content: `AGENT: Desk
+GOAL: "Refund invoices."
+TOOLS:
+  get_invoice(invoice_id: string) -> object
+    type: http
+    endpoint: "https://billing.example.com/invoices/{invoice_id}"
+  issue_refund(invoice_id: string, amount: number) -> {refund_id: string}
+    type: http
+    endpoint: "https://billing.example.com/refunds"
+    method: POST
+    confirm: always
+`,
+    },
+  ]);
+  const calls: string[] = [];
+  const d = new Driver(
+    scripted({
+      tools: {
+        get_invoice: (_a, id) => (calls.push('get_invoice'), toolOk(id, { status: 'paid' })),
+        issue_refund: (_a, id) => (calls.push('issue_refund'), toolOk(id, { refund_id: 'RF-3' })),
+      },
+      llm: (cmd) => cmd.request.messages.some((m) => m.role === 'tool')
+        ? llmText(cmd.id, 'Done.')
+        : { type: 'llm_result', commandId: cmd.id, ok: true, content: '', toolCalls: [
+          { id: 'a', name: 'get_invoice', arguments: JSON.stringify({ invoice_id: 'INV-2' }) },
+          { id: 'b', name: 'issue_refund', arguments: JSON.stringify({ invoice_id: 'INV-2', amount: 5 }) },
+        ] },
+    }),
+    compiled,
+  );
+  d.start();
+  expect(d.send('check and refund INV-2')).toEqual(['Please confirm: issue_refund with invoice_id: INV-2, amount: 5. Reply yes to go ahead or no to cancel.']);
+  expect(calls).toEqual(['get_invoice']);
+  expect(d.send('ok')).toEqual(['Done.']);
+  expect(calls).toEqual(['get_invoice', 'issue_refund']);
+});
