@@ -57,8 +57,12 @@ export type BindingIR =
       query_params: Record<string, string>;
       body_template: string | null;
       body_type: 'json' | 'form' | 'xml' | 'text';
+      /** Retries after the first attempt (`retry`, or `retry_policy.max_retries`): a call is tried retry + 1 times. */
       retry: number;
       retry_delay_ms: number;
+      /** `retry_policy`, when written: how long to wait before each retry (abl/tool-retry.ts). */
+      retry_policy?: ToolRetryPolicyIR;
+      /** Calls per second, per tenant, project and tool, across every worker. */
       rate_limit: number | null;
       circuit_breaker: { threshold: number; reset_ms: number } | null;
       /** Set for `type: async_webhook` and `type: http` + `async: true`: the call suspends until a callback. */
@@ -76,6 +80,27 @@ export type BindingIR =
   | { type: 'workflow'; workflow_id: string; mode: 'sync' | 'async'; timeout_ms: number; param_mapping: Record<string, string> }
   /** No body in ABL: the project registry or a test mock supplies it. */
   | { type: 'contract' };
+
+export interface ToolRetryPolicyIR {
+  strategy: 'fixed' | 'exponential' | 'linear';
+  initial_delay_ms: number;
+  multiplier: number;
+  max_delay_ms: number;
+  /** Share of each delay drawn at random (0 = none, 1 = anywhere from 0 to the delay). */
+  jitter: number;
+}
+
+/** One `RESULT_SECRETS` entry: the value at `path` of the tool's result goes to the session's vault as `key`. */
+export interface ResultSecretIR {
+  path: string;
+  key: string;
+  /** Tools that may read it (each must also list it in SECRET_ACCESS READ); empty = any tool that does. */
+  consumers: string[];
+  /** Seconds it stays readable; null = as long as the session. */
+  ttl_s: number | null;
+  /** Gone after its first read. */
+  single_use: boolean;
+}
 
 export interface ConfirmationIR {
   require: 'always' | 'never' | 'when_side_effects';
@@ -108,6 +133,12 @@ export interface ToolIR {
    * (and in IR compiled before they were read, which kept them in `extra`).
    */
   access?: ToolAccessIR;
+  /** `RESULT_SECRETS`: values of its result kept in the session's secret vault, never shown to the model. */
+  result_secrets?: ResultSecretIR[];
+  /** `SECRET_ACCESS: READ: [...]`: vault keys its `{{_secret.key}}` placeholders may read. */
+  secret_access?: string[];
+  /** `scrub_secrets: false` keeps vault values in its output; absent = scrubbed. */
+  scrub_secrets?: boolean;
   extra: Record<string, Json>;
   loc: IRLoc;
 }

@@ -29,6 +29,10 @@ import { createOutboundCallActivities } from './telephony/outbound-calls';
 import { createRecordingFetchActivities } from './telephony/recording-fetch';
 import { createAgentMemoryActivities } from './memory/facts';
 import { createAgentAssistActivities } from './agent-assist/assist';
+import { createToolGuards, type ToolGuards } from './tools/tool-guards';
+import { toolRetryPlan } from '../abl/tool-retry';
+import { takeResultSecrets, vaultKeysOf } from './tools/result-secrets';
+import { type SecretVault } from '../db/tool-vault';
 
 export interface ActivityDeps {
   models: Models;
@@ -49,6 +53,10 @@ export interface ActivityDeps {
    * async app run sends its turn to the session). Set by createSwitchboardWorker.
    */
   temporalClient?: Client | null;
+  /** The session's SecretRef vault (RESULT_SECRETS / {{_secret.KEY}}); absent: nothing is stored and placeholders render empty. */
+  secretVault?: SecretVault | null;
+  /** Retry waits, rate limits and circuit breakers of HTTP tools; built on `models` when absent. */
+  toolGuards?: ToolGuards;
 }
 
 /** A drain looks at this many of the deployment's sessions per round (the rest in later rounds). */
@@ -66,9 +74,13 @@ export interface CallToolInput {
    * leaves it unset and the activity uses `dev` (DEFAULT_TOOL_SECRET_ENVIRONMENT).
    */
   toolSecretEnvironment?: string;
+  /** The session whose vault the tool's RESULT_SECRETS fill and its {{_secret.KEY}} read. */
+  sessionId?: string;
 }
 
 export function createActivities(deps: ActivityDeps) {
+  let guards = deps.toolGuards ?? null;
+  const toolGuards = (): ToolGuards => (guards ??= createToolGuards({ connection: deps.models.connection, circuits: deps.models.ToolCircuit }));
   return {
     callLlm: createCallLlm(deps),
     callLlmIfLocal: createCallLlmIfLocal(deps),
@@ -113,6 +125,12 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     async callTool(input: CallToolInput): Promise<Json> {
+      const activity = Context.current();
+      const scope = { tenantId: input.tenantId, projectId: input.projectId };
+      const guard = toolGuards();
+      // The tool's retry_delay / retry_policy: Temporal starts the retry at once, the wait is here.
+      await guard.waitForAttempt(input.tool, activity.info.attempt, activity.cancellationSignal);
+      await guard.checkCircuit(scope, input.tool);
       // Resolved here, in the activity: values never enter the workflow or its history.
       const secrets = await secretsForCall(deps.resolveToolSecrets, {
         tenantId: input.tenantId,
@@ -120,24 +138,37 @@ export function createActivities(deps: ActivityDeps) {
         tool: input.tool,
         ...(input.toolSecretEnvironment ? { environment: input.toolSecretEnvironment } : {}),
       });
+      await guard.acquireRate(scope, input.tool, input.timeoutMs, activity.cancellationSignal);
+      const vaultPlace = input.sessionId ? { ...scope, sessionId: input.sessionId } : null;
+      // Fail-closed: a key that is missing, expired, used up or not for this tool renders empty.
+      const vault = vaultPlace && deps.secretVault ? await deps.secretVault.take(vaultPlace, input.tool.name, vaultKeysOf(input.tool)) : {};
       let result: Json;
       try {
         result = await runHttpTool(
-          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations,
+          { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations, vaultSecrets: vault,
           credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]), messageMetadata: input.messageMetadata },
           {
             allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
             allowedPrivateDestinations: deps.config.TOOL_ALLOWED_PRIVATE_DESTINATIONS,
-            signal: Context.current().cancellationSignal,
+            signal: activity.cancellationSignal,
             maxResponseBytes: deps.config.TOOL_RESPONSE_MAX_BYTES,
           },
         );
       } catch (err) {
+        await guard.recordOutcome(scope, input.tool, err).catch(() => undefined);
         // A failure's message and details go to history and the trace: no resolved value may ride along.
-        throw scrubFailure(err, secrets.values);
+        throw finalAfterLastAttempt(scrubFailure(err, { ...secrets.values, ...prefixed(vault) }), input.tool, activity.info.attempt);
       }
+      await guard.recordOutcome(scope, input.tool, null).catch(() => undefined);
       // A server that echoes a credential back must not put it in the result either.
-      result = scrubSecrets(result, secrets.values);
+      result = scrubSecrets(result, input.tool.scrub_secrets === false ? secrets.values : { ...secrets.values, ...prefixed(vault) });
+      // RESULT_SECRETS go to the vault; the result keeps `[secret]` in their place.
+      const produced = takeResultSecrets(input.tool, result);
+      if (produced.entries.length > 0) {
+        if (vaultPlace && deps.secretVault) await deps.secretVault.put(vaultPlace, produced.entries);
+        else deps.logger.warn({ tenantId: input.tenantId, projectId: input.projectId, tool: input.tool.name }, 'RESULT_SECRETS not stored: no session or no secret vault (encryption not configured)');
+        result = produced.result;
+      }
       // What this returns is written to workflow history: only a bounded cut of a large result.
       const capped = capToolResult(result, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES);
       if (capped.truncated) {
@@ -150,5 +181,18 @@ export function createActivities(deps: ActivityDeps) {
     },
   };
 }
+
+/**
+ * The tool's `retry` counts the calls it sends: once this attempt is its last, a retryable failure
+ * is final. Temporal allows a few attempts more (workflows/effects.ts), so an attempt lost with its
+ * worker is still made again.
+ */
+function finalAfterLastAttempt(err: unknown, tool: ToolIR, attempt: number): unknown {
+  if (!(err instanceof ApplicationFailure) || err.nonRetryable || attempt < toolRetryPlan(tool).attempts) return err;
+  return ApplicationFailure.create({ message: err.message, type: err.type ?? undefined, nonRetryable: true, details: (err.details ?? []) as unknown[] });
+}
+
+/** Vault values keyed apart from the tool secrets they are scrubbed beside (names may coincide). */
+const prefixed = (vault: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(vault).map(([k, v]) => [`_secret.${k}`, v]));
 
 export type Activities = ReturnType<typeof createActivities>;

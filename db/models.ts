@@ -44,6 +44,8 @@ import { memoryFactModel } from './memory-fact';
 import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
 import { memoryStoreModel } from './memory-store';
 import { turnStreamEventModel, turnStreamModel } from './turn-stream';
+import { toolCircuitModel } from './tool-circuit';
+import { toolVaultModel } from './tool-vault';
 
 export function createModels(connection: Connection) {
   return {
@@ -96,6 +98,8 @@ export function createModels(connection: Connection) {
     MemoryStore: memoryStoreModel(connection),
     TurnStream: turnStreamModel(connection),
     TurnStreamEvent: turnStreamEventModel(connection),
+    ToolCircuit: toolCircuitModel(connection),
+    ToolVault: toolVaultModel(connection),
   };
 }
 

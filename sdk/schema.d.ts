@@ -4332,7 +4332,7 @@ export interface components {
         /** @description Suspension the session waits on (live only) */
         SessionPending: {
             expiresAt?: string;
-            /** @description `callback` or `human_task` */
+            /** @description `callback`, `human_task`, or `confirmation` (a tool call waits for the user to say yes or no; `tool` names it) */
             kind: string;
             reason?: string;
             tool?: string;

@@ -23,6 +23,7 @@ import { memoizePerProject } from '../lib/memoize-per-project';
 import { destinationGuard, llmDestinationPolicy } from '../lib/net/destination';
 import { secretMasterKeyRing } from '../lib/secret-envelope';
 import { resolveToolSecretsWithHosts } from '../db/tool-secret';
+import { createSecretVault } from '../db/tool-vault';
 import { createModerationResolver } from '../providers/moderation/resolve';
 
 /** How long the worker reuses a project's LLM settings and decrypted credentials. @default 5000 */
@@ -60,6 +61,7 @@ export function createActivityDeps(options: { config: Config; models: Models; lo
     recordUsage,
     sessionBundles: createSessionBundleStore({ models, cacheSize: config.SESSION_BUNDLE_CACHE_SIZE }),
     resolveToolSecrets: (query) => resolveToolSecretsWithHosts(models, masterKeys, query),
+    secretVault: createSecretVault(models, masterKeys),
     encryptor,
     // Moderation uses the project's OpenAI LLM credential (same cache, same destination rules).
     resolveModeration: createModerationResolver({

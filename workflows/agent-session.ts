@@ -165,7 +165,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
             kind: runtime.pending.kind,
             ...(runtime.pending.kind === 'callback'
               ? { tool: runtime.pending.tool, expiresAt: new Date(runtime.pending.expiresAtMs).toISOString() }
-              : { reason: runtime.pending.reason }),
+              : runtime.pending.kind === 'confirmation'
+                ? { tool: runtime.pending.tool }
+                : { reason: runtime.pending.reason }),
           }
         : null,
       turnCount,

@@ -3,7 +3,8 @@
 // decisions. Shared by AgentSession and Delegation, so a child agent runs exactly like a parent.
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import type { CompilationOutput, Json, VoiceOutputIR } from '../abl/ir';
+import type { CompilationOutput, Json, ToolIR, VoiceOutputIR } from '../abl/ir';
+import { toolRetryDelayMs, toolRetryPlan } from '../abl/tool-retry';
 import { SENSITIVE_MASK } from '../abl/gather';
 import { pickContext } from '../abl/tool-access';
 import type { AdvanceResult, DelegateOutcome, LlmRequestSpec, RuntimeCommand, RuntimeEvent } from '../abl/runtime/contract';
@@ -13,7 +14,7 @@ import type { TurnTrace } from './session-trace';
 import type { DelegationInput, DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH, WORKFLOW_TOOLS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH, TOOL_RETRY_SETTINGS_PATCH, WORKFLOW_TOOLS_PATCH } from './patches';
 import { type AgentWorkflowInput, mapWorkflowInput, resolveAgentWorkflow } from './agent-workflows';
 import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
 import { boostedPriority, priorityNumber } from './human-task-rules';
@@ -36,10 +37,23 @@ export const LOCAL_ACTIVITIES_PATCH = 'local-activities-v1';
  * A tool's activity lives as long as the tool's own timeout plus a margin, so a worker that dies
  * mid-call is noticed quickly and the call is retried elsewhere. ABL's `retry` adds attempts.
  */
-function toolActivity(timeoutMs: number, retries: number) {
+function toolActivity(timeoutMs: number, retries: number, tool: ToolIR) {
+  // Runs recorded before the tool's own retry settings were honoured replay with at least 3 attempts.
+  if (!wf.patched(TOOL_RETRY_SETTINGS_PATCH)) {
+    return wf.proxyActivities<Activities>({
+      startToCloseTimeout: timeoutMs + 5_000,
+      retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
+    }).callTool;
+  }
+  // Retry + 1 calls: the activity makes a failure final on its last one. Temporal allows
+  // WORKER_LOSS_ATTEMPTS more, so a call lost with its worker is made again on another. Each retry
+  // starts at once; the activity waits the tool's own delay first (retry_delay / retry_policy, with
+  // jitter and a linear strategy Temporal lacks), and may wait for a rate_limit slot: it lives long
+  // enough for both.
+  const plan = toolRetryPlan(tool);
   return wf.proxyActivities<Activities>({
-    startToCloseTimeout: timeoutMs + 5_000,
-    retry: { ...RETRY, maximumAttempts: Math.max(3, retries + 1) },
+    startToCloseTimeout: timeoutMs + toolRetryDelayMs(plan.policy, plan.attempts + WORKER_LOSS_ATTEMPTS - 1, 0) + rateWaitMs(tool, timeoutMs) + 5_000,
+    retry: { initialInterval: '1 millisecond', backoffCoefficient: 1, maximumAttempts: plan.attempts + WORKER_LOSS_ATTEMPTS },
   }).callTool;
 }
 
@@ -91,6 +105,14 @@ async function runModeration(ctx: EffectContext, command: Extract<RuntimeCommand
     return { type: 'moderation_result', commandId: command.id, ok: false, error: failureOf(err) };
   }
 }
+
+/** Attempts a tool call gets beyond its own `retry` + 1, for calls lost with their worker (never for the endpoint's failures). */
+const WORKER_LOSS_ATTEMPTS = 2;
+
+/** The longest a call waits for a rate_limit slot (activities/tools/tool-guards.ts MAX_RATE_LIMIT_WAIT_MS). */
+const MAX_RATE_LIMIT_WAIT_MS = 5_000;
+const rateWaitMs = (tool: ToolIR, timeoutMs: number): number =>
+  tool.binding.type === 'http' && tool.binding.rate_limit !== null ? Math.min(MAX_RATE_LIMIT_WAIT_MS, timeoutMs) : 0;
 
 const MAX_DELEGATIONS_AT_ONCE = 4;
 
@@ -231,9 +253,11 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
               args: command.args,
               timeoutMs: command.timeoutMs,
             })
-          : await toolActivity(command.timeoutMs, command.retries)({
+          : await toolActivity(command.timeoutMs, command.retries, tool)({
               tenantId: ctx.tenantId,
               projectId: ctx.projectId,
+              // The session's secret vault (RESULT_SECRETS, {{_secret.KEY}}): values stay in the activity.
+              ...(tool.result_secrets?.length || tool.secret_access?.length ? { sessionId: ctx.sessionId } : {}),
               tool,
               args: command.args,
               timeoutMs: command.timeoutMs,
@@ -540,6 +564,9 @@ export async function executeCommand(ctx: EffectContext, command: RuntimeCommand
       return wf.patched(ASYNC_TOOLS_PATCH) ? startAsyncCall(ctx, command) : null;
     case 'moderate':
       return runModeration(ctx, command);
+    case 'confirm_tool':
+      // The question is in the turn's reply; the user's next message answers it (the interpreter).
+      return null;
   }
 }
 

@@ -29,10 +29,11 @@ import {
   MIXED_PARALLEL_TOOLS_PATCH,
   FAILURE_HOOKS_PATCH,
   DIGRESSION_INTENTS_PATCH,
+  TOOL_CONFIRMATION_PATCH,
 } from './patches';
 
 /** Flags asked lazily (only when the interpreter reaches the behaviour) and kept for the whole run. */
-export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText' | 'fanOutWhen' | 'mixedParallelTools' | 'failureHooks' | 'digressionIntents'>> & {
+export type RunFlags = Required<Pick<RuntimeOptions, 'parallelToolCalls' | 'agentErrorTransitions' | 'gatherInfer' | 'branchGather' | 'gatherFieldRules' | 'codeUnitSort' | 'toolAccess' | 'handoffReturnActions' | 'startBlockHold' | 'startGatherHold' | 'escalationNotice' | 'nlu' | 'moderationGuardrails' | 'guardrailActions' | 'gatherRanges' | 'numericText' | 'fanOutWhen' | 'mixedParallelTools' | 'failureHooks' | 'digressionIntents' | 'toolConfirmation'>> & {
   /** Asked by the interpreter when an agent uses memory, and by the session before it loads or saves facts. */
   agentMemory: () => boolean;
 };
@@ -68,6 +69,7 @@ export function runFlags(): RunFlags {
     mixedParallelTools: patchDecidedOnce(MIXED_PARALLEL_TOOLS_PATCH),
     failureHooks: patchDecidedOnce(FAILURE_HOOKS_PATCH),
     digressionIntents: patchDecidedOnce(DIGRESSION_INTENTS_PATCH),
+    toolConfirmation: patchDecidedOnce(TOOL_CONFIRMATION_PATCH),
   };
 }
 

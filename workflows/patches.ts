@@ -289,3 +289,18 @@ export const SESSION_END_HOOKS_PATCH = 'session-end-hooks-v1';
  * without a test mock.
  */
 export const WORKFLOW_TOOLS_PATCH = 'workflow-tools-v1';
+
+/**
+ * An HTTP tool's call is tried exactly `retry` + 1 times (`retry_policy.max_retries` when written),
+ * and the activity waits the tool's own retry delay, rate-limit slot and circuit breaker; runs
+ * recorded before it scheduled at least 3 attempts 500 ms apart, doubling. Asked at each HTTP tool
+ * call that is not mocked, so histories of agents without such calls carry no marker.
+ */
+export const TOOL_RETRY_SETTINGS_PATCH = 'tool-retry-settings-v1';
+
+/**
+ * A tool's `confirmation` (`RuntimeOptions.toolConfirmation`): the call waits for the user's yes
+ * (a `confirm_tool` command, answered from the next message) and a no fails it. Runs recorded
+ * before it made the call at once. Asked only when such a call is about to be made.
+ */
+export const TOOL_CONFIRMATION_PATCH = 'tool-confirmation-v1';

@@ -2,7 +2,7 @@
 // library defaults and imports. Used for both tool libraries and an agent's TOOLS section.
 
 import type { ItemNode, Loc, PairNode, ValueNode } from '../ast';
-import type { BindingIR, ConfirmationIR, Json, ParamIR, ToolIR } from '../ir';
+import type { BindingIR, ConfirmationIR, Json, ParamIR, ResultSecretIR, ToolIR, ToolRetryPolicyIR } from '../ir';
 import { compileSet } from './actions';
 import { describe, pairValue, toJson, type CompileContext, type Fields } from './context';
 import { compileType } from './types';
@@ -24,7 +24,7 @@ export interface CompiledTools {
   imports: ToolImport[];
 }
 
-const DEFAULT_KEYS = ['base_url', 'auth', 'timeout', 'retry', 'retry_delay', 'rate_limit', 'headers', 'auth_config'];
+const DEFAULT_KEYS = ['base_url', 'auth', 'timeout', 'retry', 'retry_delay', 'retry_policy', 'rate_limit', 'headers', 'auth_config'];
 
 const TOOL_KEYS = [
   'description', 'type', 'timeout', 'hints', 'confirmation', 'confirm', 'immutable', 'store_result', 'on_result', 'on_error',
@@ -32,6 +32,7 @@ const TOOL_KEYS = [
   'retry_delay', 'rate_limit', 'circuit_breaker', 'async', 'callback_url_field', 'timeout_seconds', 'runtime', 'code',
   'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns', 'pii_access', 'context_access',
   'workflow_id', 'mode', 'timeout_ms', 'param_mapping',
+  'retry_policy', 'result_secrets', 'secret_access', 'scrub_secrets',
 ];
 
 function defaultValue(text: string): Json {
@@ -120,24 +121,27 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
       const isAsync = typeText === 'async_webhook' || ctx.bool(get('async'), `${where} async`) === true;
       const cb = f.map.get('circuit_breaker');
       const cbFields = ctx.fields(cb?.children ?? (cb?.value?.kind === 'Map' ? cb.value : null));
+      const retryDelay = ctx.duration(get('retry_delay'), 'retry_delay', 'ms') ?? (typeof defaults.retry_delay === 'number' ? defaults.retry_delay : 1000);
+      const policy = compileRetryPolicy(ctx, f.map.get('retry_policy') ?? null, defaults.retry_policy, retryDelay);
       binding = {
         type: 'http',
         endpoint: base && endpoint && !/^[a-z]+:\/\//i.test(endpoint) ? `${base}/${endpoint.replace(/^\/+/, '')}` : endpoint,
         method: ctx.oneOf(get('method'), ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const, `${where} method`) ?? 'GET',
-        auth: ctx.oneOf(get('auth'), ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'saml', 'custom'] as const, `${where} auth`)
-          ?? (typeof defaults.auth === 'string' ? (defaults.auth as 'none') : 'none'),
+        auth: 'none',
         auth_config: (toJson(get('auth_config')) as Record<string, Json> | null) ?? ((defaults.auth_config as Record<string, Json> | undefined) ?? {}),
         headers: { ...((defaults.headers as Record<string, string> | undefined) ?? {}), ...stringMap(ctx, get('headers'), 'headers') },
         query_params: stringMap(ctx, get('query_params'), 'query_params'),
         body_template: ctx.str(get('body_template'), 'body_template'),
         body_type: ctx.oneOf(get('body_type'), ['json', 'form', 'xml', 'text'] as const, `${where} body_type`) ?? 'json',
-        retry: ctx.num(get('retry'), 'retry') ?? (typeof defaults.retry === 'number' ? defaults.retry : 0),
-        retry_delay_ms: ctx.duration(get('retry_delay'), 'retry_delay', 'ms') ?? (typeof defaults.retry_delay === 'number' ? defaults.retry_delay : 1000),
+        retry: policy?.maxRetries ?? ctx.num(get('retry'), 'retry') ?? (typeof defaults.retry === 'number' ? defaults.retry : 0),
+        retry_delay_ms: retryDelay,
+        ...(policy ? { retry_policy: policy.policy } : {}),
         rate_limit: ctx.num(get('rate_limit'), 'rate_limit') ?? (typeof defaults.rate_limit === 'number' ? defaults.rate_limit : null),
         circuit_breaker: cb
           ? {
               threshold: ctx.num(cbFields.map.get('threshold')?.value, 'circuit_breaker.threshold') ?? 5,
-              reset_ms: ctx.duration(cbFields.map.get('reset_ms')?.value, 'circuit_breaker.reset_ms', 'ms') ?? 30000,
+              // `resetMs` (the reference's spelling) and `reset_ms` alike.
+              reset_ms: ctx.duration((cbFields.map.get('reset_ms') ?? cbFields.map.get('resetms'))?.value, 'circuit_breaker.reset_ms', 'ms') ?? 30000,
             }
           : null,
         async: isAsync
@@ -150,6 +154,8 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
             }
           : null,
       };
+      binding.auth = compileAuth(ctx, get('auth'), defaults.auth, binding.auth_config, where);
+      checkToolNumbers(ctx, f, binding);
       break;
     }
     case 'sandbox': {
@@ -196,17 +202,15 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     const missing = ['token_url', 'client_id', 'client_secret'].find((k) => typeof binding.auth_config[k] !== 'string' || (binding.auth_config[k] as string).trim() === '');
     if (missing) ctx.report('E418', f.map.get('auth_config')?.loc ?? f.map.get('auth')?.loc ?? item.loc, { name: sig.name, key: missing });
   }
-  // A scheme the executor does not apply must not look as if it did (auth: custom sends only its custom_headers).
-  if (binding.type === 'http' && (binding.auth === 'saml' || binding.auth === 'custom')) {
+  // A scheme the executor does not apply must not look as if it did.
+  if (binding.type === 'http' && binding.auth === 'saml') {
+    ctx.report('W419', f.map.get('auth')?.loc ?? item.loc, { name: sig.name, kind: binding.auth, what: 'with no SAML assertion, only the headers the tool writes itself' });
+  }
+  // auth: custom is the headers its author writes (auth_config.custom_headers or headers): with neither, no credential could go out.
+  if (binding.type === 'http' && binding.auth === 'custom') {
     const custom = binding.auth_config.custom_headers;
     const hasCustom = custom !== null && typeof custom === 'object' && !Array.isArray(custom) && Object.keys(custom).length > 0;
-    if (binding.auth === 'saml' || !hasCustom) {
-      ctx.report('W419', f.map.get('auth')?.loc ?? item.loc, {
-        name: sig.name,
-        kind: binding.auth,
-        what: binding.auth === 'saml' ? 'with no SAML assertion, only the headers the tool writes itself' : 'with no credential: auth_config has no custom_headers',
-      });
-    }
+    if (!hasCustom && Object.keys(binding.headers).length === 0) ctx.report('E441', f.map.get('auth')?.loc ?? item.loc, { name: sig.name });
   }
   // Async bindings suspend the session, but nothing sends their request or delivers a callback yet.
 
@@ -264,6 +268,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     return compileSet(ctx, n);
   };
   const access = compileAccess(ctx, f, sig.name);
+  const vault = compileVault(ctx, f, sig.name, binding);
   reportNotApplied(ctx, f, item, sig.name, defaults, binding, confirmation, hint('side_effects'), hint('cacheable') ? (hintsF.map.get('cacheable')?.loc ?? item.loc) : null);
   return {
     name: sig.name,
@@ -284,6 +289,7 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
     on_error: setOf('on_error'),
     imported_from: null,
     ...(access ? { access } : {}),
+    ...vault,
     extra,
     loc: ctx.loc(item.loc),
   };
@@ -302,19 +308,14 @@ function reportNotApplied(
 ): void {
   const own = (k: string): PairNode | undefined => f.map.get(k);
   const inherited = (k: string): boolean => !own(k) && defaults[k] !== undefined && defaults[k] !== null;
-  for (const [key, code] of [['rate_limit', 'W421'], ['retry_delay', 'W422']] as const) {
-    const p = own(key);
-    if (p) ctx.report(code, p.loc, { name, value: written(ctx.value(p)) });
-    else if (inherited(key)) ctx.report(code, item.loc, { name, value: `${String(defaults[key])}${key === 'retry_delay' ? 'ms' : ''} (its file's default)` });
-  }
-  const cb = own('circuit_breaker');
-  if (cb) ctx.report('W423', cb.loc, { name });
-  if (confirmation && (confirmation.require === 'always' || (confirmation.require === 'when_side_effects' && sideEffects) || confirmation.immutable_params.length > 0)) {
+  void inherited;
+  void written;
+  // A confirmation asked fixes every argument until the answer; without one, immutable_params hold nothing.
+  const asks = confirmation !== null && (confirmation.require === 'always' || (confirmation.require === 'when_side_effects' && sideEffects));
+  if (confirmation && !asks && confirmation.immutable_params.length > 0) {
     const at = own('confirmation') ?? own('confirm') ?? own('immutable');
-    const what = confirmation.immutable_params.length > 0 && confirmation.require === 'never'
-      ? `immutable_params ${confirmation.immutable_params.join(', ')}`
-      : `require: ${confirmation.require}`;
-    ctx.report('W420', at?.loc ?? item.loc, { name, what });
+    const why = confirmation.require === 'never' ? 'require: never' : 'require: when_side_effects on a tool without hints.side_effects: true';
+    ctx.report('W420', at?.loc ?? item.loc, { name, what: confirmation.immutable_params.join(', '), why });
   }
   if (cacheableAt) ctx.report('W424', cacheableAt, { name });
   if (binding.type === 'http') {
@@ -324,6 +325,156 @@ function reportNotApplied(
       ctx.report('W425', typeAt.loc, { name, type: binding.body_type, what: 'without a body_template its arguments go as JSON (in the query string for GET and DELETE)' });
     }
   }
+}
+
+/** `retry_policy {strategy, initial_delay_ms, multiplier, max_delay_ms, max_retries, jitter}` (a file default, or the tool's own). */
+function compileRetryPolicy(
+  ctx: CompileContext, own: PairNode | null, inherited: Json | undefined, retryDelay: number,
+): { policy: ToolRetryPolicyIR; maxRetries: number | null } | null {
+  if (!own) {
+    // A library's default, already read by the library's own compile: JSON of the same keys.
+    if (!inherited || typeof inherited !== 'object' || Array.isArray(inherited)) return null;
+    const d = inherited as Record<string, Json>;
+    const num = (k: string): number | null => (typeof d[k] === 'number' ? (d[k] as number) : typeof d[k] === 'string' && /^\d+(\.\d+)?$/.test(d[k] as string) ? Number(d[k]) : null);
+    const strategy = (['fixed', 'exponential', 'linear'] as const).find((x) => x === String(d.strategy ?? 'exponential').toLowerCase()) ?? 'exponential';
+    const jitter = d.jitter === true ? 0.5 : (num('jitter') ?? 0);
+    return {
+      policy: { strategy, initial_delay_ms: num('initial_delay_ms') ?? retryDelay, multiplier: num('multiplier') ?? 2, max_delay_ms: num('max_delay_ms') ?? 30_000, jitter: Math.min(1, Math.max(0, jitter)) },
+      maxRetries: num('max_retries'),
+    };
+  }
+  const node = ctx.value(own);
+  if (!node || node.kind !== 'Map') {
+    ctx.report('E210', own.loc, { what: 'retry_policy', expected: 'strategy:/initial_delay_ms:/multiplier:/max_delay_ms:/max_retries:/jitter: lines', found: node ? describe(node) : 'nothing' });
+    return null;
+  }
+  const f = ctx.fields(node);
+  ctx.extras(f, ['strategy', 'initial_delay_ms', 'multiplier', 'max_delay_ms', 'max_retries', 'jitter'], 'retry_policy');
+  const v = (k: string): ValueNode | null => (f.map.get(k) ? ctx.value(f.map.get(k) as PairNode) : null);
+  const jitterNode = v('jitter');
+  let jitter = 0;
+  if (jitterNode?.kind === 'Scalar' && typeof jitterNode.value === 'boolean') jitter = jitterNode.value ? 0.5 : 0;
+  else if (jitterNode) {
+    const n = ctx.num(jitterNode, 'retry_policy.jitter');
+    if (n !== null && (n < 0 || n > 1)) ctx.report('E214', jitterNode.loc, { what: 'retry_policy.jitter', expected: 'true, false or a share from 0 to 1', value: String(n) });
+    jitter = Math.min(1, Math.max(0, n ?? 0));
+  }
+  const maxRetries = ctx.num(v('max_retries'), 'retry_policy.max_retries');
+  return {
+    policy: {
+      strategy: ctx.oneOf(v('strategy'), ['fixed', 'exponential', 'linear'] as const, 'retry_policy.strategy') ?? 'exponential',
+      initial_delay_ms: ctx.duration(v('initial_delay_ms'), 'retry_policy.initial_delay_ms', 'ms') ?? retryDelay,
+      multiplier: ctx.num(v('multiplier'), 'retry_policy.multiplier') ?? 2,
+      max_delay_ms: ctx.duration(v('max_delay_ms'), 'retry_policy.max_delay_ms', 'ms') ?? 30_000,
+      jitter,
+    },
+    maxRetries,
+  };
+}
+
+type HttpAuth = Extract<BindingIR, { type: 'http' }>['auth'];
+
+/**
+ * `auth`: one of the executor's schemes. `oauth2` (the guides' spelling) is the OAuth2 kind its
+ * auth_config describes: a `token_url` (or `grant_type: client_credentials`) is `oauth2_client`,
+ * an `access_token` (or `grant_type: authorization_code`) is `oauth2_user`; neither is E442.
+ */
+function compileAuth(ctx: CompileContext, node: ValueNode | null, inherited: Json | undefined, config: Record<string, Json>, where: string): HttpAuth {
+  const written = node ? ctx.str(node, `${where} auth`) : typeof inherited === 'string' ? inherited : null;
+  if (written === null) return 'none';
+  const kind = written.trim().toLowerCase();
+  if (kind === 'oauth2' || kind === 'oauth') {
+    const grant = typeof config.grant_type === 'string' ? config.grant_type.toLowerCase() : '';
+    if (grant === 'client_credentials' || (grant === '' && typeof config.token_url === 'string' && !config.access_token)) return 'oauth2_client';
+    if (grant === 'authorization_code' || (grant === '' && (typeof config.access_token === 'string' || typeof config.token === 'string'))) return 'oauth2_user';
+    ctx.report('E442', node?.loc ?? { line: 1, column: 1 }, { name: where.replace(/^tool /, '') });
+    return 'none';
+  }
+  const allowed = ['none', 'bearer', 'api_key', 'oauth2_client', 'oauth2_user', 'saml', 'custom'] as const;
+  const found = allowed.find((a) => a === kind);
+  if (!found) {
+    if (node) ctx.report('E211', node.loc, { what: `${where} auth`, allowed: [...allowed, 'oauth2'].join(', '), value: written });
+    return 'none';
+  }
+  return found;
+}
+
+/** Values the runtime cannot honour as written: negative retries, a rate of zero, a breaker that never closes. */
+function checkToolNumbers(ctx: CompileContext, f: Fields, b: Extract<BindingIR, { type: 'http' }>): void {
+  const at = (k: string): Loc => (f.map.get(k) as PairNode | undefined)?.loc ?? { line: 1, column: 1 };
+  if (b.retry < 0 || !Number.isInteger(b.retry)) ctx.report('E214', at(f.map.has('retry') ? 'retry' : 'retry_policy'), { what: 'retry', expected: 'a whole number of retries (0 or more)', value: String(b.retry) });
+  if (b.rate_limit !== null && !(b.rate_limit > 0)) ctx.report('E214', at('rate_limit'), { what: 'rate_limit', expected: 'calls per second above 0', value: String(b.rate_limit) });
+  if (b.circuit_breaker && (!(b.circuit_breaker.threshold >= 1) || !(b.circuit_breaker.reset_ms > 0))) {
+    ctx.report('E214', at('circuit_breaker'), { what: 'circuit_breaker', expected: 'threshold of 1 or more and reset_ms above 0', value: `${b.circuit_breaker.threshold}, ${b.circuit_breaker.reset_ms}` });
+  }
+}
+
+/** Keys only an HTTP tool reads: on any other binding they do nothing (W214). */
+const HTTP_ONLY_KEYS = ['retry', 'retry_delay', 'retry_policy', 'rate_limit', 'circuit_breaker', 'result_secrets', 'secret_access', 'scrub_secrets'];
+
+const RESULT_SECRET = /^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*|\[\d+\])*)\s*->\s*([A-Za-z_]\w*)\s*(?:\(([\s\S]*)\))?\s*$/;
+const SECRET_PLACEHOLDER = /\{\{[^}]*?\b_secret\s*\.\s*([A-Za-z_]\w*)[^}]*\}\}/g;
+
+/**
+ * The SecretRef vault (docs/abl.md, "Secret vault"): `RESULT_SECRETS` (producer), `SECRET_ACCESS
+ * READ` (consumer), `scrub_secrets`, and where `{{_secret.key}}` may stand (headers and body_template).
+ */
+function compileVault(ctx: CompileContext, f: Fields, name: string, binding: BindingIR): Pick<ToolIR, 'result_secrets' | 'secret_access' | 'scrub_secrets'> {
+  const out: Pick<ToolIR, 'result_secrets' | 'secret_access' | 'scrub_secrets'> = {};
+  if (binding.type !== 'http') {
+    for (const k of HTTP_ONLY_KEYS) {
+      const p = f.map.get(k);
+      if (p) ctx.report('W214', p.loc, { key: p.key, where: `${binding.type} tool ${name}`, known: 'the settings of its binding (this one is read by http tools only)' });
+    }
+    return out;
+  }
+  const rs = f.map.get('result_secrets');
+  if (rs) {
+    const node = ctx.value(rs);
+    const lines = !node ? [] : node.kind === 'List' ? node.items : [node];
+    const entries: ResultSecretIR[] = [];
+    for (const line of lines) {
+      const text = line.kind === 'Scalar' ? String(line.value ?? '') : line.kind === 'Text' ? line.value : '';
+      const m = RESULT_SECRET.exec(text.trim());
+      if (!m) {
+        ctx.report('E444', line.loc, { name, src: text || describe(line) });
+        continue;
+      }
+      const opts = m[3] ?? '';
+      const consumers = /consumers\s*:\s*\[([^\]]*)\]/i.exec(opts)?.[1]?.split(',').map((s) => s.trim().replace(/^["']|["']$/g, '')).filter(Boolean) ?? [];
+      const ttl = /ttl\s*:\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?/i.exec(opts);
+      const unit = { ms: 0.001, s: 1, m: 60, h: 3600 }[(ttl?.[2] ?? 's').toLowerCase() as 'ms' | 's' | 'm' | 'h'];
+      entries.push({
+        path: m[1] as string,
+        key: m[2] as string,
+        consumers,
+        ttl_s: ttl ? Number(ttl[1]) * unit : null,
+        single_use: /single_use\s*:\s*true/i.test(opts),
+      });
+    }
+    out.result_secrets = entries;
+  }
+  const sa = f.map.get('secret_access');
+  if (sa) {
+    const node = ctx.value(sa);
+    const read = node?.kind === 'Map' ? ctx.fields(node).map.get('read') : undefined;
+    if (!read) ctx.report('E210', sa.loc, { what: `tool ${name} SECRET_ACCESS`, expected: 'READ: [key, …]', found: node ? describe(node) : 'nothing' });
+    else out.secret_access = ctx.strList(ctx.value(read), 'SECRET_ACCESS READ');
+  }
+  const scrub = f.map.get('scrub_secrets');
+  if (scrub) out.scrub_secrets = ctx.bool(ctx.value(scrub), 'scrub_secrets') ?? true;
+  // {{_secret.key}} only where a credential travels, and only keys the tool may read.
+  const allowedAt = [...Object.values(binding.headers), binding.body_template ?? ''];
+  const elsewhere = [binding.endpoint, ...Object.values(binding.query_params), JSON.stringify(binding.auth_config)];
+  for (const text of elsewhere) {
+    for (const m of text.matchAll(SECRET_PLACEHOLDER)) ctx.report('E443', (f.map.get('endpoint') ?? f.map.get('query_params') ?? f.map.get('auth_config'))?.loc ?? { line: 1, column: 1 }, { name, key: m[1] as string });
+  }
+  for (const text of allowedAt) {
+    for (const m of text.matchAll(SECRET_PLACEHOLDER)) {
+      if (!(out.secret_access ?? []).includes(m[1] as string)) ctx.report('E445', (f.map.get('headers') ?? f.map.get('body_template'))?.loc ?? { line: 1, column: 1 }, { name, key: m[1] as string });
+    }
+  }
+  return out;
 }
 
 /** `pii_access` / `context_access`: what the tool receives (undefined when neither is written). */

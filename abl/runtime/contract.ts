@@ -109,11 +109,15 @@ export interface TurnExecution {
   /** Clock and seed fixed at the start of the turn, so replays are identical. */
   nowMs: number;
   seed: number;
+  /** The message that answered a tool's confirmation question and continued this turn: what the user said now. */
+  answerText?: string;
 }
 
 export type PendingWait =
   | { kind: 'callback'; commandId: string; tool: string; expiresAtMs: number }
-  | { kind: 'human_task'; commandId: string; reason: string };
+  | { kind: 'human_task'; commandId: string; reason: string }
+  /** A tool's `confirmation`: the user's next message says yes or no to the call (the session stays active). */
+  | { kind: 'confirmation'; commandId: string; tool: string };
 
 export type RuntimeEvent =
   /** Session start: runs ON_START of the entry agent. */
@@ -156,7 +160,9 @@ export type RuntimeEvent =
    * active agent's HOOKS `after_agent` runs (its CALLs are effects like any turn's) and the
    * session completes. `reason` is the workflow's end reason.
    */
-  | { type: 'end'; reason: string };
+  | { type: 'end'; reason: string }
+  /** The user's answer to a `confirm_tool` (made by the interpreter from the next user message). */
+  | { type: 'confirmation_result'; commandId: string; confirmed: boolean };
 
 /** A moderation provider's verdict on one text (abl/moderation.ts decides what it means for a guardrail). */
 export interface ModerationAnswer {
@@ -214,6 +220,11 @@ export type RuntimeCommand =
       /** The message metadata keys the tool may receive (`context_access`); absent = all. */
       contextKeys?: string[];
     }
+  /**
+   * A tool call waits for the user's yes or no (its `confirmation`); the question is in the turn's
+   * responses. Nothing runs for it: the interpreter answers it from the user's next message.
+   */
+  | { type: 'confirm_tool'; id: string; agent: string; tool: string; args: Record<string, Json> }
   | {
       type: 'delegate';
       id: string;
@@ -378,6 +389,12 @@ export interface RuntimeOptions {
    * `tool-access-v1`).
    */
   toolAccess?: boolean | (() => boolean);
+  /**
+   * A tool's `confirmation` (require: always, or when_side_effects on a tool with side effects)
+   * asks the user before the call and runs it only on a yes. On unless false; a function is asked
+   * only when such a call is about to be made (patch `tool-confirmation-v1`).
+   */
+  toolConfirmation?: boolean | (() => boolean);
   /**
    * HANDOFF `ON_RETURN` other than `continue` acts when the child returns: a step name moves the
    * parent's FLOW there and runs it in the same turn, an instruction goes to the parent's next

@@ -29,7 +29,15 @@ const ANSWERS: Record<Exclude<RuntimeEvent['type'], 'start' | 'user_message' | '
   human_resolved: ['escalate'],
   wait_expired: ['suspend_for_callback', 'escalate'],
   moderation_result: ['moderate'],
+  confirmation_result: ['confirm_tool'],
 };
+
+/** An answer that confirms a tool call; anything else (no, a question, another request) declines it. */
+const CONFIRMS = /^\s*(yes|y|yeah|yep|yup|sure|ok|okay|confirm|confirmed|correct|proceed|go ahead|do it|please do|approved?)\b(?![\s\S]*\b(no|not|don'?t|cancel|stop|wait)\b)/i;
+
+export function confirmsToolCall(text: string): boolean {
+  return CONFIRMS.test(text);
+}
 
 function emptyState(entryAgent: string): SessionRuntimeState {
   return { version: 1, entryAgent, threads: [], status: 'active', memory: {}, pending: null, handoffCount: 0, turn: 0, seq: 0, exec: null, mode: 'session', result: null };
@@ -37,7 +45,7 @@ function emptyState(entryAgent: string): SessionRuntimeState {
 
 function outcomeOf(state: SessionRuntimeState): AdvanceResult['outcome'] {
   if (state.status === 'completed') return 'completed';
-  if (state.pending) return 'suspended';
+  if (state.pending) return state.pending.kind === 'confirmation' ? 'turn_complete' : 'suspended';
   if (state.exec && state.exec.outstanding.length > 0) return 'awaiting_effects';
   return 'turn_complete';
 }
@@ -68,6 +76,12 @@ export function delegateOutcome(state: SessionRuntimeState, returns?: readonly s
   const picked: Record<string, Json> = {};
   for (const k of returns ?? Object.keys(vars)) if (vars[k] !== undefined) picked[k] = vars[k] as Json;
   return { agent, status: 'completed', response: r.response ?? '', returns: picked };
+}
+
+/** What the user said in this exchange: the answer to a confirmation question, else the turn's own message. */
+function userTextOf(exec: TurnExecution, turn: Turn): { userText?: string } {
+  if (exec.answerText !== undefined) return { userText: exec.answerText };
+  return turn.userText !== null ? { userText: turn.userText } : {};
 }
 
 export function createInterpreter(compiled: CompilationOutput, options: RuntimeOptions): Interpreter {
@@ -111,7 +125,7 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
         ...voices,
         trace,
         outcome: state.status === 'completed' ? 'completed' : 'turn_complete',
-        ...(turn.userText !== null ? { userText: turn.userText } : {}),
+        ...userTextOf(exec, turn),
       };
     }
     state.exec = {
@@ -127,9 +141,22 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
       responses,
       ...voices,
       trace,
-      outcome: state.pending ? 'suspended' : 'awaiting_effects',
-      ...(turn.userText !== null ? { userText: turn.userText } : {}),
+      // A confirmation question ends the turn: the user's answer continues it.
+      outcome: state.pending ? (state.pending.kind === 'confirmation' ? 'turn_complete' : 'suspended') : 'awaiting_effects',
+      ...userTextOf(exec, turn),
     };
+  }
+
+  /**
+   * The user's answer to a tool's confirmation question: the waiting turn is replayed with it, so
+   * the call runs (or is declined) with exactly the arguments the user was shown.
+   */
+  function answerConfirmation(state: SessionRuntimeState, text: string): AdvanceResult {
+    const exec = state.exec;
+    const id = state.pending?.commandId;
+    if (!exec || !id || !exec.outstanding.includes(id)) return startTurn({ ...state, pending: null, exec: null }, { type: 'user_message', text });
+    const answer: RuntimeEvent = { type: 'confirmation_result', commandId: id, confirmed: confirmsToolCall(text) };
+    return replay({ ...exec, journal: { ...exec.journal, [id]: answer }, outstanding: exec.outstanding.filter((x) => x !== id), answerText: text });
   }
 
   function startTurn(state: SessionRuntimeState, event: RuntimeEvent): AdvanceResult {
@@ -171,6 +198,7 @@ export function createInterpreter(compiled: CompilationOutput, options: RuntimeO
       case 'user_message':
         if (typeof event.text !== 'string') return errorResult(state, 'bad_event', 'user_message needs a text.');
         if (state.status === 'completed') return errorResult(state, 'session_completed', 'The session has ended.');
+        if (state.pending?.kind === 'confirmation') return answerConfirmation(state, event.text);
         if (state.pending) return holding(state, event.text);
         if (state.exec) return errorResult(state, 'turn_in_progress', 'A turn is still waiting for effects; send the message after it completes.');
         if (state.turn === 0) return errorResult(state, 'not_started', 'The session has not started.');

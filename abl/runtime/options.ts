@@ -44,6 +44,11 @@ export function toolAccessOn(options: RuntimeOptions): boolean {
   return flagOn(options.toolAccess, true);
 }
 
+/** A tool's `confirmation` asks the user before the call. On unless false. */
+export function toolConfirmationOn(options: RuntimeOptions): boolean {
+  return flagOn(options.toolConfirmation, true);
+}
+
 /** HANDOFF ON_RETURN step / instruction / resume_intent act when the child returns. On unless false. */
 export function handoffReturnActionsOn(options: RuntimeOptions): boolean {
   return flagOn(options.handoffReturnActions, true);

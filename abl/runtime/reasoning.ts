@@ -8,7 +8,8 @@ import { answersFirst, redactToolCalls } from './checkpoints';
 import type { ChatTurn, ThreadState } from './contract';
 import { FAN_OUT_TOOL, branchesOf, fanOutResult, fanOutToolSpec, hasWhenTargets, planFanOut, type WhenHolds } from './fan-out';
 import { Issued, batchable, ordinaryBatch } from './parallel-tools';
-import { fanOutWhenOn, mixedParallelToolsOn, parallelEnabled } from './options';
+import { needsConfirmation } from './tool-calls';
+import { fanOutWhenOn, mixedParallelToolsOn, parallelEnabled, toolConfirmationOn } from './options';
 import { isSetValue, llmLimits, paramsSchema, preview, toJson, truncate } from './values';
 import { Suspend, TOOL_RESULT_CHARS, type ToolOutcome, type TurnContext } from './turn-context';
 
@@ -193,6 +194,12 @@ export class Reasoning {
    * control calls run in order.
    */
   private batchOf(th: ThreadState, agent: AgentIR, calls: readonly { name: string; arguments: string }[]): Map<number, Json> | null {
+    // A call that waits for the user's confirmation runs on its own, so the answer finds the turn where it asked.
+    const confirming = calls.some((c) => {
+      const tool = agent.tools.find((x) => x.name === c.name);
+      return tool !== undefined && needsConfirmation(tool);
+    });
+    if (confirming && toolConfirmationOn(this.t.options)) return null;
     if (batchable(agent, calls, this.t.options.mockedTools)) {
       if (!parallelEnabled(this.t.options)) return null;
       return new Map(this.toolBatch(th, calls).map((r, i) => [i, r]));

@@ -9,7 +9,8 @@ import type { ToolOutcome, TurnContext } from './turn-context';
 import { errorType } from './on-error';
 import type { Guards } from './guards';
 import { applyPiiAccess, limitsAnything, toolAccessOf } from '../tool-access';
-import { toolAccessOn } from './options';
+import { toolAccessOn, toolConfirmationOn } from './options';
+import { SENSITIVE_MASK } from '../gather';
 
 export class ToolCalls {
   constructor(private readonly t: TurnContext) {}
@@ -51,6 +52,14 @@ export class ToolCalls {
     const { args, contextKeys } = this.limitAccess(th, tool, guarded.value as Record<string, Json>);
     const context = contextKeys ? { contextKeys } : {};
     const agent = this.t.agent(th);
+    // `confirmation`: the user says yes before the call goes out (not within a batch of parallel calls, which are never such tools).
+    if (!binding && needsConfirmation(tool) && toolConfirmationOn(this.t.options)) {
+      const declined = this.confirm(th, tool, args);
+      if (declined) {
+        this.t.error(th, declined.error.kind, declined.error.message, tool.name);
+        return declined;
+      }
+    }
     // A mocked tool is answered by the workflow at once, so even an async one is a plain call_tool.
     const async = tool.binding.type === 'http' && !this.t.options.mockedTools?.has(tool.name) ? tool.binding.async : null;
     let ev: RuntimeEvent;
@@ -106,6 +115,30 @@ export class ToolCalls {
     return out;
   }
 
+  /**
+   * Asks the user to confirm the call, showing its arguments (sensitive values masked), and waits
+   * for the next message. Null once the user said yes; the failed outcome when they did not, or
+   * when no user can answer (a delegated agent).
+   */
+  private confirm(th: ThreadState, tool: ToolIR, args: Record<string, Json>): Extract<ToolOutcome, { ok: false }> | null {
+    if (this.t.s.mode === 'delegate') {
+      return { ok: false, error: { kind: 'tool_error', message: `${tool.name} needs the user's confirmation, which a delegated agent cannot ask for` } };
+    }
+    const sensitive = new Set(this.sensitiveArgs(th, args));
+    const shown = Object.entries(args).map(([k, v]) => `${k}: ${sensitive.has(k) ? SENSITIVE_MASK : typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ');
+    const question = this.t.message(th, 'confirm_tool', 'Please confirm: {{tool}}{{#if arguments}} with {{arguments}}{{/if}}. Reply yes to go ahead or no to cancel.');
+    const text = this.t.render(th, question, { tool: tool.description ? `${tool.name} (${tool.description})` : tool.name, arguments: shown });
+    // The replay of this turn with the answer says it again, but only what follows is returned.
+    this.t.guards.respond(th, text);
+    const ev = this.t.effect({ type: 'confirm_tool', agent: th.agent, tool: tool.name, args }, { kind: 'confirmation', tool: tool.name });
+    if (ev.type === 'confirmation_result' && ev.confirmed) {
+      this.t.trace.push({ type: 'decision', data: { decisionKind: 'tool_confirmation', decision: 'confirmed', agent: th.agent, reasoning: `${tool.name}: the user confirmed the call` } });
+      return null;
+    }
+    this.t.trace.push({ type: 'decision', data: { decisionKind: 'tool_confirmation', decision: 'declined', agent: th.agent, reasoning: `${tool.name}: the user did not confirm the call` } });
+    return { ok: false, error: { kind: 'tool_error', message: `The user did not confirm the call to ${tool.name}` } };
+  }
+
   private callArgs(th: ThreadState, tool: ToolIR | undefined, call: CallIR): Record<string, Json> {
     const args: Record<string, Json> = {};
     for (const [k, e] of Object.entries(call.with)) args[k] = toJson(this.t.eval(th, e));
@@ -149,4 +182,10 @@ export class ToolCalls {
     this.bindResult(th, tool, call.as, out);
     return out;
   }
+}
+
+/** `confirmation`: `always`, or `when_side_effects` on a tool hinted `side_effects: true`. */
+export function needsConfirmation(tool: ToolIR): boolean {
+  const c = tool.confirmation;
+  return c !== null && (c.require === 'always' || (c.require === 'when_side_effects' && tool.hints.side_effects));
 }

@@ -158,7 +158,8 @@ export class TurnContext {
       }
     }
     if (wait) {
-      this.s.status = 'suspended';
+      // A confirmation waits for the user's next message, not for something outside: the session stays active.
+      if (wait.kind !== 'confirmation') this.s.status = 'suspended';
       this.s.pending = { ...wait, commandId: id } as PendingWait;
     }
     throw batch?.mode === 'issue' ? new Issued() : new Suspend();

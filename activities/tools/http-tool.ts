@@ -17,6 +17,11 @@ export interface HttpToolInput {
   timeoutMs: number;
   /** Secrets the tool's templates may reference as {{secrets.NAME}}, already resolved. */
   secrets: Record<string, string>;
+  /**
+   * Vault values its headers and body_template may reference as {{_secret.KEY}} (db/tool-vault.ts),
+   * already read; a key missing here renders as an empty string.
+   */
+  vaultSecrets?: Record<string, string>;
   /** Where each of `secrets` may be sent; a request carrying one elsewhere is refused before it is sent. */
   secretDestinations: SecretDestinations;
   /**
@@ -42,9 +47,12 @@ function fillPlaceholders(template: string, args: Record<string, Json>, used: Se
   });
 }
 
-/** Renders a template of the tool with the call's arguments, secrets and message metadata. */
-function templateRenderer(input: Pick<HttpToolInput, 'args' | 'secrets' | 'messageMetadata'>): (text: string) => string {
-  const scope = { ...input.args, secrets: input.secrets, message_metadata: (input.messageMetadata ?? {}) as Json };
+/**
+ * Renders a template of the tool with the call's arguments, secrets and message metadata, and with
+ * `vault` the vault values too (headers and body_template only: nowhere else may they go).
+ */
+function templateRenderer(input: Pick<HttpToolInput, 'args' | 'secrets' | 'messageMetadata' | 'vaultSecrets'>, vault = false): (text: string) => string {
+  const scope = { ...input.args, secrets: input.secrets, message_metadata: (input.messageMetadata ?? {}) as Json, _secret: (vault ? (input.vaultSecrets ?? {}) : {}) as Json };
   return (text: string) => renderTemplate(text, scope, fixedContext(0));
 }
 
@@ -60,16 +68,17 @@ const BODY_CONTENT_TYPE: Record<HttpBinding['body_type'], string> = {
 export function buildHttpRequest(binding: HttpBinding, input: Omit<HttpToolInput, 'secretDestinations'>, accessToken?: string): { url: URL; init: RequestInit } {
   const used = new Set<string>();
   const render = templateRenderer(input);
+  const renderWithVault = templateRenderer(input, true);
   const url = new URL(fillPlaceholders(render(binding.endpoint), input.args, used));
   for (const [key, value] of Object.entries(binding.query_params)) url.searchParams.set(key, render(value));
   const headers = new Headers();
-  for (const [key, value] of Object.entries(binding.headers)) headers.set(key, render(value));
+  for (const [key, value] of Object.entries(binding.headers)) headers.set(key, renderWithVault(value));
   for (const [key, value] of Object.entries(authHeaders(binding, render, accessToken))) if (!headers.has(key)) headers.set(key, value);
   const unused = Object.fromEntries(Object.entries(input.args).filter(([k]) => !used.has(k)));
   let body: string | undefined;
   const sendsBody = binding.method === 'POST' || binding.method === 'PUT' || binding.method === 'PATCH';
   if (binding.body_template) {
-    body = render(binding.body_template);
+    body = renderWithVault(binding.body_template);
     if (!headers.has('content-type')) headers.set('content-type', BODY_CONTENT_TYPE[binding.body_type]);
   } else if (sendsBody && binding.body_type === 'form') {
     body = new URLSearchParams(Object.entries(unused).map(([key, value]): [string, string] => [key, typeof value === 'string' ? value : JSON.stringify(value)])).toString();

@@ -111,7 +111,7 @@ export const ZListSessionsResponseSchema = z.object({
 
 export const ZPendingSchema = z
   .object({
-    kind: z.string().describe('`callback` or `human_task`'),
+    kind: z.string().describe('`callback`, `human_task`, or `confirmation` (a tool call waits for the user to say yes or no; `tool` names it)'),
     reason: z.string().optional(),
     tool: z.string().optional(),
     expiresAt: z.string().optional(),

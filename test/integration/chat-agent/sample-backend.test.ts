@@ -56,7 +56,10 @@ it('finds the invoice on the sample back-end and refunds it, after a not-found i
 
   expect((await say('yes')).response).toContain('How much should be refunded?');
   expect((await say('50')).response).toContain("What's the reason?");
-  const refunded = await say('charged twice');
+  // issue_refund asks for confirmation (require: always), showing the call's arguments.
+  const confirm = await say('charged twice');
+  expect(confirm.response).toContain('Please confirm: issue_refund (Refund part or all of an invoice) with invoice_id: INV-123456, amount: 50, reason: charged twice.');
+  const refunded = await say('yes');
   expect(refunded.response).toContain('Refund RF-123456-5000 is approved.');
 });
 

@@ -11,7 +11,6 @@ describe('examples/support-desk', () => {
     expect(out.diagnostics.map((d) => `${d.code} ${d.path}:${d.line}`)).toEqual([
       'W603 agents/Complaints_Agent.agent.abl:36', // the thanks template's MARKDOWN variant is never sent
       'W424 tools/billing-api.tools.abl:12', // get_invoice hints cacheable: results are not cached
-      'W420 tools/billing-api.tools.abl:22', // issue_refund confirmation require: always: no question is asked before the refund
       'W424 tools/travel.tools.abl:11', // search_flights cacheable
       'W424 tools/travel.tools.abl:19', // search_hotels cacheable
     ]);

@@ -62,7 +62,10 @@ describe('Billing_Agent flow', () => {
     d.send('INV-123456');
     expect(d.send('yes')).toEqual(['How much should be refunded?']);
     expect(d.send('120')).toEqual(["What's the reason?"]);
-    expect(d.send('damaged item')).toEqual(['Refund RF-1 is issued.']);
+    // The tool's confirmation (require: always): the user sees the call's arguments and says yes.
+    expect(d.send('damaged item')).toEqual(['Please confirm: issue_refund (Refund part or all of an invoice) with invoice_id: INV-123456, amount: 120, reason: damaged item. Reply yes to go ahead or no to cancel.']);
+    expect(d.commands.some((c) => c.type === 'call_tool' && c.tool === 'issue_refund')).toBe(false);
+    expect(d.send('yes')).toEqual(['Refund RF-1 is issued.']);
     const refund = d.commands.find((c) => c.type === 'call_tool' && c.tool === 'issue_refund');
     expect(refund).toMatchObject({ args: { invoice_id: 'INV-123456', amount: 120, reason: 'damaged item' } });
     expect(d.active()).toBe('Support_Hub');
@@ -85,7 +88,10 @@ describe('Billing_Agent flow', () => {
     expect(hold).toHaveLength(1);
     expect(hold[0]).toMatch(/team/);
     expect(d.open.some((c) => c.type === 'call_tool')).toBe(false);
-    expect(d.feed({ type: 'human_resolved', commandId: esc?.id as string, resolution: { decision: 'approved' } })).toEqual(['Refund RF-1 is issued.']);
+    expect(d.feed({ type: 'human_resolved', commandId: esc?.id as string, resolution: { decision: 'approved' } })).toEqual([
+      'Please confirm: issue_refund (Refund part or all of an invoice) with invoice_id: INV-123456, amount: 600, reason: it arrived broken. Reply yes to go ahead or no to cancel.',
+    ]);
+    expect(d.send('yes')).toEqual(['Refund RF-1 is issued.']);
     expect(d.state.status).toBe('active');
     expect(d.active()).toBe('Support_Hub');
   });
@@ -148,7 +154,8 @@ describe('Billing_Agent flow', () => {
     d.send('INV-123456');
     d.send('yes');
     d.send('50');
-    expect(d.send('duplicate charge')).toEqual(["The refund failed; I'm passing this to the team."]);
+    d.send('duplicate charge');
+    expect(d.send('yes')).toEqual(["The refund failed; I'm passing this to the team."]);
     expect(d.last.outcome).toBe('suspended');
     expect(d.open.find((c) => c.type === 'escalate')).toBeDefined();
   });
