@@ -131,10 +131,8 @@ export async function checkExpect(expect: Expect, seen: Observation, judge: Judg
           return v !== undefined && new RegExp(source, 'u').test(typeof v === 'string' ? v : JSON.stringify(v));
         });
       };
-      out.push({ expectation: label, passed: false, message: '' });
-      const result = out[out.length - 1]!;
-      result.passed = calls.some(matches);
-      if (!result.passed) result.message = `tools called: ${callsText()}`;
+      const passed = calls.some(matches);
+      out.push({ expectation: label, passed, message: passed ? '' : `tools called: ${callsText()}` });
     }
     // The order of several expected calls is checked as a whole.
     if (wanted.length > 1 && out.slice(-wanted.length).every((r) => r.passed)) {
