@@ -274,7 +274,11 @@ export function parseScenarioFile(file: string, source: string | unknown): Parse
     };
     return {
       ok: false,
-      errors: parsed.error.issues.map((issue) => ({ file, scenario: scenarioName(issue.path), path: pathText(issue.path), line: lineOf(issue.path), message: issue.message })),
+      errors: parsed.error.issues.map((issue) => {
+        // An unknown key is pointed at where it is written, not at its parent.
+        const at = issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined ? [...issue.path, issue.keys[0]] : issue.path;
+        return { file, scenario: scenarioName(issue.path), path: pathText(issue.path), line: lineOf(at), message: issue.message };
+      }),
     };
   }
   const input = parsed.data;
