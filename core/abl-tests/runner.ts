@@ -297,6 +297,7 @@ export async function runScenario(file: string, scenario: Scenario, options: Run
   } catch (err) {
     report.errors.push(`the run failed: ${messageOf(err)}`);
   }
+  report.errors.unshift(...session.errors);
   report.passed = report.errors.length === 0 && !report.turns.some((t) => anyFailed(t.expectations)) && !anyFailed(report.expectations);
   report.durationMs = Date.now() - started;
   return report;

@@ -37,7 +37,7 @@ const ZRegexText = z
   }, 'not a valid regular expression');
 const ZOneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(20)]);
 
-/** A persona: who the simulated user is. With `driver: llm` a model writes the user's messages after the first. */
+/** A persona: who the simulated user is. With `driver: persona` its model writes the user's messages after the first. */
 export const ZPersona = z
   .object({
     name: ZName,
@@ -130,6 +130,11 @@ export const ZTurn = z
   })
   .strict();
 
+/** Who writes the user's messages when `driver` is not given: the persona when it has a first message and there is no script. */
+function driverOf(s: { driver?: 'script' | 'persona'; turns?: unknown; initialMessage?: string }): 'script' | 'persona' {
+  return s.driver ?? (s.initialMessage !== undefined && s.turns === undefined ? 'persona' : 'script');
+}
+
 export const ZScenario = z
   .object({
     name: ZName,
@@ -154,7 +159,7 @@ export const ZScenario = z
   })
   .strict()
   .superRefine((s, ctx) => {
-    const driver = s.driver ?? (s.turns ? 'script' : 'persona');
+    const driver = driverOf(s);
     if (driver === 'script' && !s.turns) ctx.addIssue({ code: 'custom', path: ['turns'], message: 'a scripted scenario needs turns' });
     if (driver === 'persona') {
       if (s.turns) ctx.addIssue({ code: 'custom', path: ['turns'], message: 'a persona-driven scenario has no turns: its persona writes them after initialMessage' });
@@ -292,7 +297,7 @@ export function parseScenarioFile(file: string, source: string | unknown): Parse
     return {
       ...rest,
       agent: own ?? agent,
-      driver: driver ?? (s.turns ? 'script' : 'persona'),
+      driver: driverOf(s),
       persona,
       toolMocks: [...(toolMocks ?? []), ...(input.toolMocks ?? [])].slice(0, SCENARIO_LIMITS.toolMocks),
     };
