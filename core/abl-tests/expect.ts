@@ -1,6 +1,7 @@
 // Expectation matchers of scenario tests: what a turn or a whole scenario produced (an
 // Observation) checked against an `expect` block. Each check gives one result with a message
 // that says what was expected and what came instead.
+import { SafeRegex } from '../../abl/regex';
 import type { Expect, ResponseExpectation } from './schema';
 
 export interface TraceEvent {
@@ -73,7 +74,7 @@ async function checkResponse(r: ResponseExpectation, response: string, judge: Ju
     out.push({ expectation: `response.notContains ${show(text)}`, passed, message: passed ? '' : got });
   }
   for (const source of many(r.regex)) {
-    const passed = new RegExp(source, 'u').test(response);
+    const passed = SafeRegex.compile(source).test(response);
     out.push({ expectation: `response.regex /${source}/`, passed, message: passed ? '' : got });
   }
   if (r.judge !== undefined) {
@@ -128,7 +129,7 @@ export async function checkExpect(expect: Expect, seen: Observation, judge: Judg
         if (w.args && !containsDeep(input, w.args)) return false;
         return Object.entries(w.argsMatch ?? {}).every(([k, source]) => {
           const v = input[k];
-          return v !== undefined && new RegExp(source, 'u').test(typeof v === 'string' ? v : JSON.stringify(v));
+          return v !== undefined && SafeRegex.compile(source).test(typeof v === 'string' ? v : JSON.stringify(v));
         });
       };
       const passed = calls.some(matches);

@@ -8,7 +8,9 @@ import { agentCompilationFrom, agentFilePath, toolFilePath, type ProjectScope } 
 import { compileErrorToDomainError, getAgent } from '../agents/agents';
 import { llmRuntime, runtimeNotConfigured } from '../llm/runtime';
 import { modelResolver } from './models';
-import { runScenarioFiles, type RunReport } from './runner';
+import { runScenarioFiles, type ResolveModel, type RunReport } from './runner';
+import { recordLlmUsage } from '../../db/llm-usage';
+import type { LlmProvider, LlmResult } from '../../providers/llm';
 import { parseScenarioFile, SCENARIO_LIMITS } from './schema';
 
 /** What one request may ask for: fewer scenarios than a file may hold, so a request stays short. */
@@ -79,6 +81,45 @@ async function versionBundle(ctx: CoreContext, scope: ProjectScope, agentName: s
   return { compiled, version: mine.version };
 }
 
+/**
+ * Every model call of a run (the agents', the judge's, the personas') goes to the project's usage
+ * ledger as an API call, as a completion's does; a failed write is logged and never fails the run.
+ */
+function meteredResolver(ctx: CoreContext, scope: ProjectScope, inner: ResolveModel): ResolveModel {
+  const record = (provider: string, model: string, usage: LlmResult['usage'] | null, latencyMs: number, status: 'ok' | 'error') =>
+    recordLlmUsage(ctx.models.LlmUsage, {
+      ...scope,
+      modelId: model,
+      servedModel: model,
+      provider,
+      inputTokens: usage?.inputTokens ?? 0,
+      outputTokens: usage?.outputTokens ?? 0,
+      cost: usage ? llmRuntime(ctx).cost(provider, model, usage) : null,
+      latencyMs,
+      source: 'api',
+      status,
+    }).catch((err: unknown) => ctx.logger.error({ err }, 'failed to record LLM usage'));
+  return async (model) => {
+    const target = await inner(model);
+    const llm: LlmProvider = {
+      name: target.llm.name,
+      stream: (req) => target.llm.stream(req),
+      async complete(req) {
+        const started = Date.now();
+        try {
+          const result = await target.llm.complete(req);
+          await record(target.provider, result.model || target.model, result.usage, Date.now() - started, 'ok');
+          return result;
+        } catch (err) {
+          await record(target.provider, target.model, null, Date.now() - started, 'error');
+          throw err;
+        }
+      },
+    };
+    return { ...target, llm };
+  };
+}
+
 /** Validates the scenarios (400 with every problem), builds the bundle (404, 422) and runs them. */
 export async function runProjectScenarios(ctx: CoreContext, scope: ProjectScope, input: ProjectScenarioRunInput): Promise<ProjectScenarioRun> {
   const parsed = parseScenarioFile(`${input.agentName}.scenarios.yaml`, input.scenarios);
@@ -103,7 +144,7 @@ export async function runProjectScenarios(ctx: CoreContext, scope: ProjectScope,
   const unknown = file.scenarios.find((s) => !compiled.agents[s.agent]);
   if (unknown) throw new DomainError('VALIDATION_ERROR', `scenarios: scenario "${unknown.name}": agent: ${unknown.agent} is not an agent of the project${input.source === 'version' ? ' with a version' : ''}`);
 
-  const resolveModel = modelResolver(llmRuntime(ctx).resolve, scope);
+  const resolveModel = meteredResolver(ctx, scope, modelResolver(llmRuntime(ctx).resolve, scope));
   // Fail fast, as a chat turn does, when the project has no model at all.
   await resolveModel(null).catch((err: unknown) => {
     throw runtimeNotConfigured(err instanceof Error ? err.message.replace(/^Runtime not configured: /, '') : String(err));
@@ -113,6 +154,8 @@ export async function runProjectScenarios(ctx: CoreContext, scope: ProjectScope,
     resolveModel,
     judgeModel: input.judgeModel ?? null,
     concurrency: Math.min(SCENARIO_RUN_LIMITS.concurrency, SCENARIO_LIMITS.scenariosPerFile),
+    // The answer must leave before the server gives up on the request.
+    deadlineMs: Date.now() + Math.max(1_000, ctx.config.HTTP_REQUEST_TIMEOUT_MS - 10_000),
   });
   return { report, version };
 }

@@ -35,6 +35,8 @@ export interface RunOptions {
   concurrency?: number;
   /** The sessions' clock (fixed, so dates and ids repeat from run to run). */
   nowMs?: number;
+  /** Wall-clock time (ms since the epoch) after which no further turn starts; the rest are reported as not run. */
+  deadlineMs?: number;
 }
 
 export interface TurnReport {
@@ -248,6 +250,13 @@ class ScenarioSession {
   }
 }
 
+/** The run's time budget ran out before a turn. */
+class OutOfTime extends Error {
+  constructor(turn: number) {
+    super(`${turn === 1 ? 'not run' : `stopped before turn ${turn}`}: the run's time budget ran out`);
+  }
+}
+
 const anyFailed = (results: readonly ExpectationResult[]) => results.some((r) => !r.passed);
 
 /** Runs one scenario to its end; never throws (a failure of the run itself is one of its errors). */
@@ -262,7 +271,9 @@ export async function runScenario(file: string, scenario: Scenario, options: Run
   const session = new ScenarioSession(options.compiled, scenario, options.resolveModel, options.nowMs ?? DEFAULT_NOW_MS);
   const transcript: ChatTurn[] = [];
   let last: Observation | null = null;
+  const outOfTime = () => options.deadlineMs !== undefined && Date.now() >= options.deadlineMs;
   const say = async (user: string, metadata: Record<string, unknown> | undefined, expect: Expect | undefined) => {
+    if (outOfTime()) throw new OutOfTime(report.turns.length + 1);
     const fromEvent = session.events.length;
     const responses = session.state === null ? await session.first(user, metadata as Record<string, Json>) : await session.message(user, metadata as Record<string, Json>);
     const response = responses.join('\n\n');
@@ -295,7 +306,7 @@ export async function runScenario(file: string, scenario: Scenario, options: Run
       report.expectations = await checkExpect(scenario.expect, whole, judge);
     }
   } catch (err) {
-    report.errors.push(`the run failed: ${messageOf(err)}`);
+    report.errors.push(err instanceof OutOfTime ? err.message : `the run failed: ${messageOf(err)}`);
   }
   report.errors.unshift(...session.errors);
   report.passed = report.errors.length === 0 && !report.turns.some((t) => anyFailed(t.expectations)) && !anyFailed(report.expectations);

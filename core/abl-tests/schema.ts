@@ -3,6 +3,7 @@
 // problem with its file, scenario, field path and line (docs/abl-tests.md).
 import { LineCounter, parseDocument, isNode, type Node } from 'yaml';
 import { z } from 'zod';
+import { patternProblem } from '../../abl/regex';
 
 /** What a run accepts at most; the route and the CLI share them (so one file behaves the same in both). */
 export const SCENARIO_LIMITS = {
@@ -27,14 +28,11 @@ const ZRegexText = z
   .string()
   .min(1)
   .max(1_000)
-  .refine((source) => {
-    try {
-      new RegExp(source, 'u');
-      return true;
-    } catch {
-      return false;
-    }
-  }, 'not a valid regular expression');
+  .superRefine((source, ctx) => {
+    // Matched by the linear-time engine the runtime uses (abl/regex.ts), so no pattern can stall a run.
+    const problem = patternProblem(source);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.kind === 'invalid' ? `not a valid regular expression: ${problem.detail}` : `not supported: ${problem.detail}` });
+  });
 const ZOneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1).max(20)]);
 
 /** A persona: who the simulated user is. With `driver: persona` its model writes the user's messages after the first. */
@@ -293,7 +291,7 @@ export function parseScenarioFile(file: string, source: string | unknown): Parse
   }
   const scenarios = input.scenarios.map((s): Scenario => {
     const persona = typeof s.persona === 'string' ? (input.personas?.find((p) => p.name === s.persona) ?? null) : (s.persona ?? null);
-    const { persona: _p, toolMocks, agent: own, driver, ...rest } = s;
+    const { persona: _p, toolMocks, agent: own, driver: _driver, ...rest } = s;
     return {
       ...rest,
       agent: own ?? agent,

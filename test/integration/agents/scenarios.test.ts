@@ -37,6 +37,10 @@ it("passes the seeded examples' scenarios against the drafts and the seeded vers
   expect(trip.status).toBe(200);
   expect(trip.body).toMatchObject({ passed: true, source: 'version', version: '1.0.0', summary: { total: 2, passed: 2 } });
   expect(trip.body.junit).toBeUndefined();
+  // The model calls (the supervisor's routing by the offline model) are in the project's usage ledger.
+  const ledger = await stack.ctx.models.LlmUsage.find({ tenantId: acme.tenantId, projectId: acme.projectId, source: 'api' }).lean();
+  expect(ledger.length).toBeGreaterThan(0);
+  expect(ledger.every((e) => e.provider === 'local' && e.status === 'ok')).toBe(true);
 });
 
 it('answers 200 with the failed expectations and an unmocked tool call', async () => {

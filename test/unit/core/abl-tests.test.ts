@@ -8,6 +8,9 @@ import { createJudge, nextPersonaMessage, offlineVerdict, parseVerdict } from '.
 import type { LlmProvider, LlmRequest } from '../../../providers/llm';
 import { formatScenarioError, parseScenarioFile } from '../../../core/abl-tests/schema';
 import { runAblTestCli } from '../../../infra/abl-test';
+import { loadScenarioProject } from '../../../core/abl-tests/files';
+import { platformModelResolver } from '../../../core/abl-tests/models';
+import { runScenarioFiles } from '../../../core/abl-tests/runner';
 
 const ROOT = path.join(__dirname, '../../..');
 
@@ -60,7 +63,7 @@ describe('scenario file schema', () => {
     const errors = parsed.ok ? [] : parsed.errors;
     expect(errors.map(formatScenarioError)).toEqual(
       expect.arrayContaining([
-        'agents/A.scenarios.yaml:6: scenario "first": scenarios[0].turns[0].expect.response.regex: not a valid regular expression',
+        'agents/A.scenarios.yaml:6: scenario "first": scenarios[0].turns[0].expect.response.regex: not a valid regular expression: Invalid regular expression: /(/: Unterminated group',
         expect.stringMatching(/^agents\/A\.scenarios\.yaml:7: scenario "first": scenarios\[0\]\.turns\[0\]\.expect: Unrecognized key: "colour"/),
         'agents/A.scenarios.yaml:9: scenario "second": scenarios[1].persona: no persona named "Nobody" in personas',
         expect.stringMatching(/^agents\/A\.scenarios\.yaml:12: scenario "first": scenarios\[2\]\.turns: /),
@@ -173,6 +176,17 @@ describe('judge', () => {
     expect(parseVerdict('```json\n{"reason": "asks", "pass": true}\n```')).toEqual({ pass: true, reason: 'asks' });
     expect(parseVerdict('{"pass": "yes"}')).toBeNull();
     expect(parseVerdict('I think it passes')).toBeNull();
+  });
+});
+
+describe('runner', () => {
+  it('starts no turn once the time budget has run out', async () => {
+    const project = loadScenarioProject(path.join(ROOT, 'test/fixtures/abl-tests'));
+    const report = await runScenarioFiles(project.files, { compiled: project.compiled, resolveModel: platformModelResolver({}), deadlineMs: 0 });
+    expect(report.files[0]!.scenarios.map((s) => [s.passed, s.turns.length, s.errors])).toEqual([
+      [false, 0, ["not run: the run's time budget ran out"]],
+      [false, 0, ["not run: the run's time budget ran out"]],
+    ]);
   });
 });
 
