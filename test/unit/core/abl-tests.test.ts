@@ -8,6 +8,7 @@ import { createJudge, nextPersonaMessage, offlineVerdict, parseVerdict } from '.
 import type { LlmProvider, LlmRequest } from '../../../providers/llm';
 import { formatScenarioError, parseScenarioFile } from '../../../core/abl-tests/schema';
 import { runAblTestCli } from '../../../infra/abl-test';
+import { checkImportFiles } from '../../../core/project-io/import-plan';
 import { loadScenarioProject } from '../../../core/abl-tests/files';
 import { platformModelResolver } from '../../../core/abl-tests/models';
 import { runScenarioFiles } from '../../../core/abl-tests/runner';
@@ -79,6 +80,17 @@ describe('scenario file schema', () => {
     expect(broken.ok ? null : broken.errors[0]?.message).toMatch(/^YAML: /);
     const driven = parseScenarioFile('agents/A.scenarios.yaml', { scenarios: [{ name: 'x', driver: 'persona', persona: { name: 'P' } }] });
     expect(driven.ok ? [] : driven.errors.map((e) => `${e.path}: ${e.message}`)).toEqual(['scenarios[0].initialMessage: a persona-driven scenario needs initialMessage']);
+  });
+});
+
+describe('project import', () => {
+  it('takes scenario files beside the agents, checks them and does not store them', () => {
+    const agent = 'AGENT: Helper\nGOAL: "Help"\n';
+    const checked = checkImportFiles({ 'agents/Helper.abl': agent, 'agents/Helper.scenarios.yaml': 'scenarios:\n  - name: hi\n    turns: [{ user: hi }]\n' });
+    expect(checked.agents.map((a) => a.name)).toEqual(['Helper']);
+    expect(() => checkImportFiles({ 'agents/Helper.abl': agent, 'agents/Helper.scenarios.yaml': 'scenarios:\n  - name: hi\n' })).toThrow(
+      'files.agents/Helper.scenarios.yaml:2: scenario "hi": scenarios[0].turns: a scripted scenario needs turns',
+    );
   });
 });
 
