@@ -109,7 +109,11 @@ class ScenarioSession {
 
   private interpreterFor(agent: string): Interpreter {
     const ctx = fixedContext(this.nowMs, 7);
-    return createInterpreter({ ...this.compiled, entry_agent: agent }, { now: ctx.now, random: ctx.random, mockedTools: new Set(this.scenario.toolMocks.map((m) => m.tool)) });
+    // As a session started today: every behaviour on (the other options default to on), tool calls of one answer together.
+    return createInterpreter(
+      { ...this.compiled, entry_agent: agent },
+      { now: ctx.now, random: ctx.random, mockedTools: new Set(this.scenario.toolMocks.map((m) => m.tool)), parallelToolCalls: true },
+    );
   }
 
   private note(state: SessionRuntimeState): void {
