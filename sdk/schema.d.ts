@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Run scenario tests against an agent's draft or version
-         * @description Runs each scenario as its own in-memory session of the session interpreter on the project's models; tool calls are answered only by the scenarios' mocks. Answers 200 with the report whether or not the scenarios passed (`passed`). 400 with `error.details.errors` [{ scenario, path, line, message }] for an invalid scenario file; 422 with `error.details.diagnostics` when the draft does not compile; 503 when the project has no model.
+         * @description Runs each scenario as its own in-memory session of the session interpreter on the project's models; tool calls are answered only by the scenarios' mocks. Answers 200 with the report whether or not the scenarios passed (`passed`). 422 with `error.details.errors` [{ scenario, path, line, message }] for a scenario file that does not validate (or asks for more than 20 scenarios or 200 user turns), and with `error.details.diagnostics` when the draft does not compile; 503 when the project has no model.
          */
         post: operations["runAgentScenarios"];
         delete?: never;
@@ -9561,8 +9561,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "scenarios": "scenarios:\n  - name: greets\n    turns:\n      - user: hello\n        expect:\n          response: { contains: \"Hi\" }\n",
-                 *       "source": "draft"
+                 *       "scenarios": "scenarios:\n  - name: greets\n    turns:\n      - user: hello\n        expect:\n          response: { contains: \"Hi\" }\n"
                  *     }
                  */
                 "application/json": {
@@ -9574,13 +9573,8 @@ export interface operations {
                     scenarios: string | {
                         [key: string]: unknown;
                     };
-                    /**
-                     * @description `draft` (default): the saved drafts; `version`: a version of the agent
-                     * @enum {string}
-                     */
-                    source?: "draft" | "version";
-                    /** @description With source `version`: the label (default: the latest) */
-                    version?: string;
+                    /** @description A version of the agent to run (`latest`, or a label), with the other agents' latest versions; absent: the saved drafts */
+                    version?: "latest" | string;
                 };
             };
         };

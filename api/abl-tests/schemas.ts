@@ -17,13 +17,14 @@ export const ZRunScenariosRequest = z
         z.record(z.string(), z.unknown()).describe('The same structure as JSON'),
       ])
       .describe('The scenarios to run; their agent defaults to the path\'s agent. At most 20 scenarios and 200 user turns.'),
-    source: z.enum(['draft', 'version']).optional().describe('`draft` (default): the saved drafts; `version`: a version of the agent'),
-    version: z.string().regex(VERSION_PATTERN, 'must be a version label such as 1.0.0').optional().describe('With source `version`: the label (default: the latest)'),
+    version: z
+      .union([z.literal('latest'), z.string().regex(VERSION_PATTERN, 'must be a version label such as 1.0.0, or latest')])
+      .optional()
+      .describe("A version of the agent to run (`latest`, or a label), with the other agents' latest versions; absent: the saved drafts"),
     judgeModel: z.string().min(1).max(200).optional().describe("The judge's and personas' model (default: the project's default model)"),
     junit: z.boolean().optional().describe('Also answer the report as JUnit XML (`junit`)'),
   })
-  .strict()
-  .refine((b) => b.version === undefined || b.source === 'version', { message: 'version needs source "version"', path: ['version'] });
+  .strict();
 
 const ZExpectationResult = z.object({
   expectation: z.string().describe('What was checked, e.g. `response.contains "refund"`'),

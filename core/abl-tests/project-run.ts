@@ -120,13 +120,13 @@ function meteredResolver(ctx: CoreContext, scope: ProjectScope, inner: ResolveMo
   };
 }
 
-/** Validates the scenarios (400 with every problem), builds the bundle (404, 422) and runs them. */
+/** Validates the scenarios (422 with every problem), builds the bundle (404, 422) and runs them. */
 export async function runProjectScenarios(ctx: CoreContext, scope: ProjectScope, input: ProjectScenarioRunInput): Promise<ProjectScenarioRun> {
   const parsed = parseScenarioFile(`${input.agentName}.scenarios.yaml`, input.scenarios);
   if (!parsed.ok) {
     const errors = parsed.errors.map(({ file: _file, ...e }) => e);
     const first = errors[0]!;
-    throw new DomainError('VALIDATION_ERROR', {
+    throw new DomainError('UNPROCESSABLE_ENTITY', {
       message: `scenarios: ${first.scenario !== null ? `scenario "${first.scenario}": ` : ''}${first.path ? `${first.path}: ` : ''}${first.message}${errors.length > 1 ? ` (and ${errors.length - 1} more)` : ''}`,
       details: { errors },
     });
@@ -134,15 +134,15 @@ export async function runProjectScenarios(ctx: CoreContext, scope: ProjectScope,
   const file = parsed.file;
   const turns = file.scenarios.reduce((n, s) => n + (s.turns?.length ?? s.maxTurns ?? 10), 0);
   if (file.scenarios.length > SCENARIO_RUN_LIMITS.scenarios) {
-    throw new DomainError('VALIDATION_ERROR', `scenarios: at most ${SCENARIO_RUN_LIMITS.scenarios} scenarios per request (got ${file.scenarios.length})`);
+    throw new DomainError('UNPROCESSABLE_ENTITY', `scenarios: at most ${SCENARIO_RUN_LIMITS.scenarios} scenarios per request (got ${file.scenarios.length})`);
   }
   if (turns > SCENARIO_RUN_LIMITS.turns) {
-    throw new DomainError('VALIDATION_ERROR', `scenarios: at most ${SCENARIO_RUN_LIMITS.turns} user turns per request, persona-driven ones counted at maxTurns (got ${turns})`);
+    throw new DomainError('UNPROCESSABLE_ENTITY', `scenarios: at most ${SCENARIO_RUN_LIMITS.turns} user turns per request, persona-driven ones counted at maxTurns (got ${turns})`);
   }
   const { compiled, version } =
     input.source === 'version' ? await versionBundle(ctx, scope, input.agentName, input.version) : { compiled: await draftBundle(ctx, scope, input.agentName), version: null };
   const unknown = file.scenarios.find((s) => !compiled.agents[s.agent]);
-  if (unknown) throw new DomainError('VALIDATION_ERROR', `scenarios: scenario "${unknown.name}": agent: ${unknown.agent} is not an agent of the project${input.source === 'version' ? ' with a version' : ''}`);
+  if (unknown) throw new DomainError('UNPROCESSABLE_ENTITY', `scenarios: scenario "${unknown.name}": agent: ${unknown.agent} is not an agent of the project${input.source === 'version' ? ' with a version' : ''}`);
 
   const resolveModel = meteredResolver(ctx, scope, modelResolver(llmRuntime(ctx).resolve, scope));
   // Fail fast, as a chat turn does, when the project has no model at all.

@@ -183,6 +183,8 @@ class ScenarioSession {
         }
         this.events.push({ type: 'tool_result', data: { agent: command.agent, tool: command.tool, success: mock.error === undefined, mocked: true, ...(mock.error === undefined ? { output: mock.response ?? null } : { error: mock.error }) } });
         if (mock.error !== undefined) return fail(mock.error);
+        // As in the workflow: only a session can wait for a callback, never a delegated agent.
+        if (command.type === 'suspend_for_callback' && chain.length > 0) return fail(`Tool ${command.tool} is asynchronous: a delegated agent cannot wait for its callback`);
         if (command.type === 'suspend_for_callback') {
           // An async tool's mock is its callback: the session resumes with it at once.
           this.events.push({ type: 'decision', data: { decisionKind: 'pause', decision: 'suspend_for_callback', agent: command.agent, tool: command.tool } });

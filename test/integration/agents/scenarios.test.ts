@@ -27,7 +27,7 @@ afterAll(() => stack.close());
 it("passes the seeded examples' scenarios against the drafts and the seeded version, with a JUnit report", async () => {
   const [hub, trip] = await Promise.all([
     api.post(runUrl('Support_Hub'), { key: acme.adminKey, json: { scenarios: scenarioFile('Support_Hub'), junit: true } }),
-    api.post(runUrl('Trip_Planner'), { key: acme.adminKey, json: { scenarios: scenarioFile('Trip_Planner'), source: 'version', version: '1.0.0' } }),
+    api.post(runUrl('Trip_Planner'), { key: acme.adminKey, json: { scenarios: scenarioFile('Trip_Planner'), version: 'latest' } }),
   ]);
   expect(hub.status).toBe(200);
   expect(hub.body).toMatchObject({ success: true, passed: true, source: 'draft', version: null, summary: { total: 4, passed: 4, failed: 0 } });
@@ -60,13 +60,13 @@ it('answers 200 with the failed expectations and an unmocked tool call', async (
   expect(result.turns[0].expectations).toEqual([{ expectation: 'response.contains "$99.00"', passed: false, message: expect.stringContaining("I couldn't find that invoice.") }]);
 });
 
-it('refuses an invalid file (400 with every problem), a broken draft (422), other tenants (404) and a narrow key (403)', async () => {
+it('refuses a bad body (400), an invalid file (422 with every problem), a broken draft (422), other tenants (404) and a narrow key (403)', async () => {
   const invalid = await api.post(runUrl('Support_Hub'), {
     key: acme.adminKey,
     json: { scenarios: 'scenarios:\n  - name: a\n    turns:\n      - user: hi\n        expect: { status: sleeping }\n  - name: b\n' },
   });
-  expect(invalid.status).toBe(400);
-  expect(invalid.body.error.code).toBe('VALIDATION_ERROR');
+  expect(invalid.status).toBe(422);
+  expect(invalid.body.error.code).toBe('UNPROCESSABLE_ENTITY');
   expect(invalid.body.error.message).toMatch(/^scenarios: scenario "a": scenarios\[0\]\.turns\[0\]\.expect\.status: Invalid option: .* \(and 1 more\)$/);
   expect(invalid.body.error.details.errors).toEqual([
     expect.objectContaining({ scenario: 'a', path: 'scenarios[0].turns[0].expect.status', line: 5 }),
@@ -76,7 +76,7 @@ it('refuses an invalid file (400 with every problem), a broken draft (422), othe
     key: acme.adminKey,
     json: { scenarios: { scenarios: Array.from({ length: 21 }, (_, i) => ({ name: `s${i}`, turns: [{ user: 'hi' }] })) } },
   });
-  expect(tooMany.status).toBe(400);
+  expect(tooMany.status).toBe(422);
   expect(tooMany.body.error.message).toBe('scenarios: at most 20 scenarios per request (got 21)');
 
   await api.put(`/api/projects/${acme.projectId}/agents/Hotel_Search/dsl`, { key: acme.adminKey, json: { dslContent: 'AGENT: Hotel_Search\nGOAL: "x"\nFOO: bar\n' } });
@@ -84,10 +84,14 @@ it('refuses an invalid file (400 with every problem), a broken draft (422), othe
   expect(broken.status).toBe(422);
   expect(broken.body.error.details.diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'E203', path: 'agents/Hotel_Search.agent.abl' })]));
 
+  const badBody = await api.post(runUrl('Support_Hub'), { key: acme.adminKey, json: { scenarios: 'scenarios: []', source: 'draft' } });
+  expect(badBody.status).toBe(400);
+  expect(badBody.body.error.code).toBe('VALIDATION_ERROR');
+
   const body = { scenarios: scenarioFile('Support_Hub') };
   expect((await api.post(runUrl('Support_Hub', acme.projectId), { key: other.adminKey, json: body })).status).toBe(404);
   expect((await api.post(runUrl('Nobody'), { key: acme.adminKey, json: body })).status).toBe(404);
-  expect((await api.post(runUrl('Support_Hub'), { key: acme.adminKey, json: { ...body, source: 'version', version: '9.9.9' } })).status).toBe(404);
+  expect((await api.post(runUrl('Support_Hub'), { key: acme.adminKey, json: { ...body, version: '9.9.9' } })).status).toBe(404);
   const reader = await acme.keyWith(['agent:read']);
   expect((await api.post(runUrl('Support_Hub'), { key: reader, json: body })).status).toBe(403);
 });
