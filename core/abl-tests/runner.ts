@@ -4,7 +4,7 @@
 // the child agent in-process, provider guardrails use the offline moderation rules. Many
 // scenarios run at once; each gets its own interpreter and a fixed clock and seed.
 import { fixedContext, type CompilationOutput, type Json } from '../../abl';
-import { maskSensitive } from '../../abl/gather';
+import { maskSensitive, SENSITIVE_MASK } from '../../abl/gather';
 import {
   createInterpreter,
   delegateOutcome,
@@ -173,11 +173,15 @@ class ScenarioSession {
         return this.callLlm(command);
       case 'call_tool':
       case 'suspend_for_callback': {
-        this.events.push({ type: 'tool_call', data: { agent: command.agent, tool: command.tool, input: command.args } });
+        // As the session's trace shows it: the values of `sensitive` GATHER fields masked.
+        const input = command.type === 'call_tool' && command.sensitiveArgs?.length
+          ? Object.fromEntries(Object.entries(command.args).map(([k, v]) => [k, command.sensitiveArgs!.includes(k) ? SENSITIVE_MASK : v]))
+          : command.args;
+        this.events.push({ type: 'tool_call', data: { agent: command.agent, tool: command.tool, input } });
         const mock = this.mockFor(command.tool, command.args);
         const fail = (message: string): RuntimeEvent => ({ type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } });
         if (!mock) {
-          this.errors.push(`tool ${command.tool} was called with ${JSON.stringify(command.args)} and no mock answers it (scenario runs never call real tools)`);
+          this.errors.push(`tool ${command.tool} was called with ${JSON.stringify(input)} and no mock answers it (scenario runs never call real tools)`);
           this.events.push({ type: 'tool_result', data: { agent: command.agent, tool: command.tool, success: false, mocked: false } });
           return fail(`Tool ${command.tool} has no mock in this scenario`);
         }

@@ -214,7 +214,7 @@ describe('npm run abl:test', () => {
     const { code, out, err } = await run([]);
     expect(err).toBe('');
     expect(out).toMatch(/\n(\d+) passed, 0 failed, \1 total/);
-    for (const file of ['Billing_Agent', 'Complaints_Agent', 'Support_Hub', 'Trip_Planner']) expect(out).toContain(`examples/support-desk/agents/${file}.scenarios.yaml`);
+    for (const file of ['Billing_Agent', 'Complaints_Agent', 'Onboarding_Agent', 'Support_Hub', 'Trip_Planner']) expect(out).toContain(`examples/support-desk/agents/${file}.scenarios.yaml`);
     expect(code).toBe(0);
   });
 
