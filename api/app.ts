@@ -10,6 +10,7 @@ import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
+import { ablTestRoutes } from './abl-tests/router';
 import { authRoutes } from './auth/router';
 import { chatRoutes } from './completions/router';
 import { codecRoutes } from './codec/router';
@@ -63,6 +64,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   sdkRoutes,
   agentAssistRoutes,
   widgetRoutes,
+  ablTestRoutes,
 ];
 
 /** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */

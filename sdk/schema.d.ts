@@ -376,6 +376,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{projectId}/agents/{agentName}/scenarios/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run scenario tests against an agent's draft or version
+         * @description Runs each scenario as its own in-memory session of the session interpreter on the project's models; tool calls are answered only by the scenarios' mocks. Answers 200 with the report whether or not the scenarios passed (`passed`). 422 with `error.details.errors` [{ scenario, path, line, message }] for a scenario file that does not validate (or asks for more than 20 scenarios or 200 user turns), and with `error.details.diagnostics` when the draft does not compile; 503 when the project has no model.
+         */
+        post: operations["runAgentScenarios"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{projectId}/agents/{agentName}/validate": {
         parameters: {
             query?: never;
@@ -9523,6 +9543,319 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    runAgentScenarios: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description ABL agent name, e.g. Billing_Agent */
+                agentName: string;
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scenarios": "scenarios:\n  - name: greets\n    turns:\n      - user: hello\n        expect:\n          response: { contains: \"Hi\" }\n"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description The judge's and personas' model (default: the project's default model) */
+                    judgeModel?: string;
+                    /** @description Also answer the report as JUnit XML (`junit`) */
+                    junit?: boolean;
+                    /** @description The scenarios to run; their agent defaults to the path's agent. At most 20 scenarios and 200 user turns. */
+                    scenarios: string | {
+                        [key: string]: unknown;
+                    };
+                    /** @description A version of the agent to run (`latest`, or a label), with the other agents' latest versions; absent: the saved drafts */
+                    version?: "latest" | string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "passed": true,
+                     *       "source": "draft",
+                     *       "version": "1.0.0",
+                     *       "summary": {
+                     *         "total": 0,
+                     *         "passed": 0,
+                     *         "failed": 0,
+                     *         "durationMs": 0
+                     *       },
+                     *       "scenarios": [
+                     *         {
+                     *           "name": "Billing_Agent",
+                     *           "agent": "string",
+                     *           "passed": true,
+                     *           "durationMs": 0,
+                     *           "turns": [
+                     *             {
+                     *               "user": "string",
+                     *               "response": "string",
+                     *               "agent": "string",
+                     *               "expectations": [
+                     *                 {
+                     *                   "expectation": "string",
+                     *                   "passed": true,
+                     *                   "message": "string"
+                     *                 }
+                     *               ]
+                     *             }
+                     *           ],
+                     *           "expectations": [
+                     *             {
+                     *               "expectation": "string",
+                     *               "passed": true,
+                     *               "message": "string"
+                     *             }
+                     *           ],
+                     *           "errors": [
+                     *             "string"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "junit": "string"
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description The report as JUnit XML, when asked for */
+                        junit?: string;
+                        /** @description Every scenario passed */
+                        passed: boolean;
+                        scenarios: {
+                            /** @description The entry agent */
+                            agent: string;
+                            durationMs: number;
+                            /** @description Problems of the run itself: an unmocked tool call, a model failure */
+                            errors: string[];
+                            /** @description The scenario's own expect block, checked after the last turn */
+                            expectations: {
+                                /** @description What was checked, e.g. `response.contains "refund"` */
+                                expectation: string;
+                                /** @description Why it failed, or the judge's reasoning */
+                                message: string;
+                                passed: boolean;
+                            }[];
+                            name: string;
+                            passed: boolean;
+                            turns: {
+                                agent: string;
+                                expectations: {
+                                    /** @description What was checked, e.g. `response.contains "refund"` */
+                                    expectation: string;
+                                    /** @description Why it failed, or the judge's reasoning */
+                                    message: string;
+                                    passed: boolean;
+                                }[];
+                                response: string;
+                                user: string;
+                            }[];
+                        }[];
+                        /** @enum {string} */
+                        source: "draft" | "version";
+                        /** @enum {boolean} */
+                        success: true;
+                        summary: {
+                            durationMs: number;
+                            failed: number;
+                            passed: number;
+                            total: number;
+                        };
+                        /** @description The version run (source `version`) */
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
         };
     };

@@ -116,7 +116,7 @@ export const agentRoutes: AnyRoute[] = [
     params: ZProjectIdParam,
     body: ZCreateAgentRequestSchema,
     links: {
-      ...linksTo(['getAgent', 'deleteAgent', 'saveAgentDraft', 'validateAgentDraft', 'createAgentVersion', 'listAgentVersions'], {
+      ...linksTo(['getAgent', 'deleteAgent', 'saveAgentDraft', 'validateAgentDraft', 'createAgentVersion', 'listAgentVersions', 'runAgentScenarios'], {
         projectId: '$request.path.projectId',
         agentName: '$response.body#/agent/name',
       }),

@@ -14,6 +14,7 @@ import { type ProjectScope } from '../agents/compile';
 import { VERSION_PATTERN } from '../agents/names';
 import { compileProjectSources, type ProjectCompilation, type SourceFile } from './compile';
 import { classifyImportPath, unsafePathReason } from './layout';
+import { formatScenarioError, parseScenarioFile } from '../abl-tests/schema';
 import { formatBytes, IMPORT_LIMITS } from './limits';
 
 export type OperationType = 'create' | 'update' | 'delete';
@@ -119,6 +120,12 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
         out.lock = parsed.data.agents;
         break;
       }
+      case 'scenarios': {
+        // Scenario tests travel with the project's source; an import checks them and does not store them.
+        const parsed = parseScenarioFile(path, content);
+        if (!parsed.ok) throw new ApiError('UNPROCESSABLE_ENTITY', `files.${formatScenarioError(parsed.errors[0]!)}`);
+        break;
+      }
       case 'deployments':
         // Deployment records describe the source project's releases; an import does not apply them.
         parseJsonFile(path, content);
@@ -128,7 +135,7 @@ export function checkImportFiles(files: Record<string, string>): CheckedFiles {
     }
   }
   if (unknown.length > 0) {
-    throw new ApiError('VALIDATION_ERROR', `files: not an agent (agents/<Name>.abl, or agents/<Name>.yaml for a YAML agent), a tool library (tools/<name>.tools.abl), manifest.json, lockfile.json or deployments.json: ${listed(unknown)}`);
+    throw new ApiError('VALIDATION_ERROR', `files: not an agent (agents/<Name>.abl, or agents/<Name>.yaml for a YAML agent), a tool library (tools/<name>.tools.abl), an agent's scenario tests (agents/<Name>.scenarios.yaml), manifest.json, lockfile.json or deployments.json: ${listed(unknown)}`);
   }
   out.agents.sort(byName);
   out.tools.sort(byName);

@@ -12,6 +12,7 @@ let api: ReturnType<typeof client>;
 let acme: SeededTenant;
 
 const sampleAgents = readdirSync(path.join(SAMPLE_PROJECT_DIR, 'agents'))
+  .filter((f) => f.endsWith('.agent.abl'))
   .map((f) => f.replace(/\.agent\.abl$/, ''))
   .sort();
 

@@ -37,6 +37,10 @@ describe('classifyImportPath and the documented pattern', () => {
     'manifest.json',
     'lockfile.json',
     'deployments.json',
+    'agents/Billing_Agent.scenarios.yaml',
+    'agents/Billing_Agent.scenarios.yml',
+    'agents/1st.scenarios.yaml',
+    'tools/x.scenarios.yaml',
     'project.json',
     'Agents/A.abl',
     `agents/A${'b'.repeat(99)}.abl`,
@@ -52,5 +56,6 @@ describe('classifyImportPath and the documented pattern', () => {
     expect(classifyImportPath('agents/Billing_Agent.yaml')).toEqual({ kind: 'agent', name: 'Billing_Agent' });
     expect(classifyImportPath('tools/billing-api.tools.abl')).toEqual({ kind: 'tool', name: 'billing-api' });
     expect(classifyImportPath('lockfile.json')).toEqual({ kind: 'lockfile' });
+    expect(classifyImportPath('agents/Billing_Agent.scenarios.yaml')).toEqual({ kind: 'scenarios', agent: 'Billing_Agent' });
   });
 });
