@@ -65,13 +65,14 @@ function lambdaActivity(timeoutMs: number) {
 }
 
 /**
- * An MCP call's activity enforces the tool's timeout itself (connection, listing and call); it is
- * tried once plus the tool's `retry`, and only failures that may pass (no connection, a timeout).
+ * An MCP call's activity enforces the tool's timeout itself (connection, listing and call). Only a
+ * failure before the call was sent (no connection, a failed listing) is retryable: a call that may
+ * have reached the server is never repeated.
  */
-function mcpActivity(timeoutMs: number, retries: number) {
+function mcpActivity(timeoutMs: number) {
   return wf.proxyActivities<Activities>({
     startToCloseTimeout: timeoutMs + 5_000,
-    retry: { ...RETRY, maximumAttempts: Math.max(1, retries + 1) },
+    retry: { ...RETRY, maximumAttempts: 3 },
   }).runMcpTool;
 }
 
@@ -249,7 +250,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
           timeoutMs: command.timeoutMs,
         };
         const value = runsMcp
-          ? await mcpActivity(command.timeoutMs, command.retries)({
+          ? await mcpActivity(command.timeoutMs)({
               tenantId: ctx.tenantId,
               projectId: ctx.projectId,
               tool,

@@ -224,20 +224,23 @@ async function call(
   const transport = transportFor(deps, input, server, secrets);
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   client.setNotificationHandler(ToolListChangedNotificationSchema, async () => cache.forget(key));
-  const fail = (err: unknown, stage: string): never => {
+  /** `beforeCall`: nothing reached the tool yet, so another attempt is safe. */
+  const fail = (err: unknown, stage: string, beforeCall: boolean): never => {
     const blocked = blockedDestinationOf(err) ?? blockedDestinationOf((err as { cause?: unknown })?.cause);
     if (blocked) throw ApplicationFailure.nonRetryable(`Tool ${toolName}: ${blocked.message}`, 'TOOL_BLOCKED');
     if (timeout.aborted || (err instanceof McpError && err.code === ErrorCode.RequestTimeout)) {
-      throw ApplicationFailure.retryable(`Tool ${toolName} timed out after ${input.timeoutMs} ms`, 'TOOL_TIMEOUT');
+      throw ApplicationFailure.create({ message: `Tool ${toolName} timed out after ${input.timeoutMs} ms`, type: 'TOOL_TIMEOUT', nonRetryable: !beforeCall });
     }
     if (err instanceof ApplicationFailure) throw err;
-    throw ApplicationFailure.retryable(`Tool ${toolName}: MCP server "${server.name}" ${stage} failed: ${(err as Error)?.message ?? String(err)}`, 'TOOL_MCP_UNAVAILABLE');
+    const message = `Tool ${toolName}: MCP server "${server.name}" ${stage} failed: ${(err as Error)?.message ?? String(err)}`;
+    throw ApplicationFailure.create({ message, type: 'TOOL_MCP_UNAVAILABLE', nonRetryable: !beforeCall });
   };
+
   try {
     try {
       await client.connect(transport, options);
     } catch (err) {
-      fail(err, 'connection');
+      fail(err, 'connection', true);
     }
     const listAll = async (): Promise<Map<string, Tool>> => {
       const tools: Tool[] = [];
@@ -256,7 +259,7 @@ async function call(
       // A cached list may predate the tool: list once more before refusing the call.
       if (!tools.has(binding.tool) && fromCache) tools = await listAll();
     } catch (err) {
-      fail(err, 'tools/list');
+      fail(err, 'tools/list', true);
     }
     if (!tools!.has(binding.tool)) {
       const offered = [...tools!.keys()].slice(0, 20).join(', ');
@@ -269,11 +272,11 @@ async function call(
     try {
       result = (await client.callTool({ name: binding.tool, arguments: input.args }, undefined, options)) as CallToolResult;
     } catch (err) {
-      // The request may have reached the server: a protocol error from it is final, not retried.
+      // The request may have reached the server: nothing after it is retried.
       if (err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed) {
         throw ApplicationFailure.nonRetryable(`Tool ${toolName}: MCP server "${server.name}" refused the call: ${err.message}`, 'TOOL_MCP_ERROR', { code: err.code });
       }
-      return fail(err, 'tools/call');
+      return fail(err, 'tools/call', false);
     }
     if (result.isError) throw ApplicationFailure.nonRetryable(mcpErrorMessage(toolName, server.name, result), 'TOOL_MCP_TOOL_ERROR');
     return mcpResultValue(result);
