@@ -1081,7 +1081,7 @@ export interface paths {
         get: operations["getMcpServer"];
         /**
          * Create or replace an MCP server of the project
-         * @description 201 when created, 200 when replaced. The next call of a tool naming it uses the new settings. Credentials are tool secrets referenced from `headers` as {{secrets.NAME}}; a credential header written in clear is refused (400).
+         * @description 201 when created, 200 when replaced. The next call of a tool naming it uses the new settings. Credentials are tool secrets referenced from `headers` as {{secrets.NAME}}; a credential header written in clear is refused (422).
          */
         put: operations["putMcpServer"];
         post?: never;
@@ -4144,6 +4144,25 @@ export interface components {
             /** @description When the response was made (ISO 8601) */
             timestamp: string;
         };
+        PutHttpMcpServerRequest: {
+            description?: string | null;
+            /** @description Headers sent with every request to an http server. Values are templates: a credential comes from a tool secret as {{secrets.NAME}} (resolved for the calling tool, or a `*` secret, in the session's environment, and sent only to the secret's allowed hosts); a header whose name reads as a credential (Authorization, Cookie, *key*, *token*, *secret*, *auth*, *password*) must reference one (422 otherwise). At most 20, each named as an HTTP header (422 otherwise) */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description How long the server's tool list is trusted before it is listed again (default 300; 0 lists it on every call) */
+            toolsCacheSeconds?: number;
+            /**
+             * @description Streamable HTTP at `url` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            transport: "http";
+            /**
+             * Format: uri
+             * @description The streamable HTTP endpoint; private and loopback hosts are refused at call time like every tool destination
+             */
+            url: string;
+        };
         PutLlmCredentialRequest: {
             /** @description Stored encrypted; never returned */
             apiKey: string;
@@ -4169,24 +4188,7 @@ export interface components {
                 powerful?: string | null;
             };
         };
-        PutMcpServerRequest: {
-            description?: string | null;
-            /** @description Headers sent with every request to an http server. Values are templates: a credential comes from a tool secret as {{secrets.NAME}} (resolved for the calling tool, or a `*` secret, in the session's environment, and sent only to the secret's allowed hosts); a header whose name reads as a credential (Authorization, Cookie, *key*, *token*, *secret*, *auth*, *password*) must reference one */
-            headers?: {
-                [key: string]: string;
-            };
-            /** @description transport stdio: an entry of the worker's MCP_STDIO_SERVERS allow-list (the operator's command); a project never names a command */
-            stdioServer?: string | null;
-            /** @description How long the server's tool list is trusted before it is listed again (default 300; 0 lists it on every call) */
-            toolsCacheSeconds?: number;
-            /**
-             * @description http: streamable HTTP at `url`; stdio: the worker's allow-listed process named by `stdioServer`
-             * @enum {string}
-             */
-            transport: "http" | "stdio";
-            /** @description transport http: the streamable HTTP endpoint; private and loopback hosts are refused at call time like every tool destination */
-            url?: string | null;
-        };
+        PutMcpServerRequest: components["schemas"]["PutHttpMcpServerRequest"] | components["schemas"]["PutStdioMcpServerRequest"];
         PutProjectFunctionRequest: {
             /** @description Run in the code-tool sandbox with the same calling convention as a sandbox tool's code */
             code: string;
@@ -4197,6 +4199,18 @@ export interface components {
             memoryMb?: number;
             /** @enum {string} */
             runtime: "javascript" | "python";
+        };
+        PutStdioMcpServerRequest: {
+            description?: string | null;
+            /** @description An entry of the worker's MCP_STDIO_SERVERS allow-list (the operator's command); a project never names a command */
+            stdioServer: string;
+            /** @description How long the server's tool list is trusted before it is listed again (default 300; 0 lists it on every call) */
+            toolsCacheSeconds?: number;
+            /**
+             * @description The worker's allow-listed process named by `stdioServer` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            transport: "stdio";
         };
         ResolveHumanTaskRequest: {
             /** @description e.g. `approved` or `rejected`; required for approval and decision tasks */

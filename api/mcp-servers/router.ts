@@ -60,14 +60,14 @@ export const mcpServerRoutes: AnyRoute[] = [
     summary: 'Create or replace an MCP server of the project',
     description:
       '201 when created, 200 when replaced. The next call of a tool naming it uses the new settings. ' +
-      'Credentials are tool secrets referenced from `headers` as {{secrets.NAME}}; a credential header written in clear is refused (400).',
+      'Credentials are tool secrets referenced from `headers` as {{secrets.NAME}}; a credential header written in clear is refused (422).',
     tags: TAGS,
     auth: 'agent:write',
     params: ZMcpServerParams,
     body: ZPutMcpServerRequest,
     bodyExample: { transport: 'http', url: 'https://crm.example.com/mcp', headers: { Authorization: 'Bearer {{secrets.CRM_TOKEN}}' }, description: 'CRM lookups' },
     alsoSuccess: [201],
-    errorStatuses: [409],
+    errorStatuses: [409, 422],
     links: linksTo(['getMcpServer', 'deleteMcpServer'], { projectId: '$request.path.projectId', name: '$request.path.name' }),
     response: ZPutMcpServerResponse,
     async handler({ ctx, project, params, body, res }) {

@@ -4,8 +4,6 @@ import '../openapi/registry';
 import { ZLimitQuery, ZOffsetQuery } from '../http/schemas';
 
 export const MCP_SERVER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-const HEADER_NAME_PATTERN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
-export const MCP_HEADERS_MAX = 20;
 
 export const ZMcpServerParams = z.object({
   projectId: z.string().min(1).max(64).describe('Project id (a CUID)'),
@@ -15,39 +13,45 @@ export const ZMcpServerParams = z.object({
 export const ZListMcpServersQuery = z.object({ limit: ZLimitQuery, offset: ZOffsetQuery });
 
 const ZHeaders = z
-  .record(
-    z.string().regex(HEADER_NAME_PATTERN, 'must be an HTTP header name'),
-    z.string().min(1).max(4096).regex(/^[^\r\n]*$/, 'must be one line'),
-  )
-  .refine((h) => Object.keys(h).length <= MCP_HEADERS_MAX, { message: `at most ${MCP_HEADERS_MAX} headers` })
+  .record(z.string(), z.string().min(1).max(4096).regex(/^[^\r\n]*$/, 'must be one line'))
   .describe(
     'Headers sent with every request to an http server. Values are templates: a credential comes from a tool secret as {{secrets.NAME}} ' +
       '(resolved for the calling tool, or a `*` secret, in the session\'s environment, and sent only to the secret\'s allowed hosts); ' +
-      'a header whose name reads as a credential (Authorization, Cookie, *key*, *token*, *secret*, *auth*, *password*) must reference one',
+      'a header whose name reads as a credential (Authorization, Cookie, *key*, *token*, *secret*, *auth*, *password*) must reference one (422 otherwise). ' +
+      'At most 20, each named as an HTTP header (422 otherwise)',
   );
 
+const common = {
+  description: z.string().max(1000).nullable().optional(),
+  toolsCacheSeconds: z.number().int().min(0).max(86_400).optional().describe('How long the server\'s tool list is trusted before it is listed again (default 300; 0 lists it on every call)'),
+};
+
 export const ZPutMcpServerRequest = z
-  .object({
-    description: z.string().max(1000).nullable().optional(),
-    transport: z.enum(['http', 'stdio']).describe('http: streamable HTTP at `url`; stdio: the worker\'s allow-listed process named by `stdioServer`'),
-    url: z
-      .string()
-      .max(2048)
-      .regex(/^https?:\/\/[^\s]+$/, 'must be an http or https URL')
-      .refine((u) => URL.canParse(u), { message: 'must be an http or https URL' })
-      .nullable()
-      .optional()
-      .describe('transport http: the streamable HTTP endpoint; private and loopback hosts are refused at call time like every tool destination'),
-    stdioServer: z
-      .string()
-      .regex(MCP_SERVER_NAME_PATTERN, 'must be the name of an entry of the worker\'s MCP_STDIO_SERVERS')
-      .nullable()
-      .optional()
-      .describe('transport stdio: an entry of the worker\'s MCP_STDIO_SERVERS allow-list (the operator\'s command); a project never names a command'),
-    headers: ZHeaders.optional(),
-    toolsCacheSeconds: z.number().int().min(0).max(86_400).optional().describe('How long the server\'s tool list is trusted before it is listed again (default 300; 0 lists it on every call)'),
-  })
-  .strict()
+  .discriminatedUnion('transport', [
+    z
+      .object({
+        transport: z.literal('http').describe('Streamable HTTP at `url`'),
+        url: z
+          .url({ protocol: /^https?$/ })
+          .max(2048)
+          .describe('The streamable HTTP endpoint; private and loopback hosts are refused at call time like every tool destination'),
+        headers: ZHeaders.optional(),
+        ...common,
+      })
+      .strict()
+      .openapi('PutHttpMcpServerRequest'),
+    z
+      .object({
+        transport: z.literal('stdio').describe('The worker\'s allow-listed process named by `stdioServer`'),
+        stdioServer: z
+          .string()
+          .regex(MCP_SERVER_NAME_PATTERN, 'must be the name of an entry of the worker\'s MCP_STDIO_SERVERS')
+          .describe('An entry of the worker\'s MCP_STDIO_SERVERS allow-list (the operator\'s command); a project never names a command'),
+        ...common,
+      })
+      .strict()
+      .openapi('PutStdioMcpServerRequest'),
+  ])
   .openapi('PutMcpServerRequest');
 
 export const ZMcpServer = z

@@ -22,6 +22,9 @@ export interface McpServerInput {
 
 export const DEFAULT_TOOLS_CACHE_SECONDS = 300;
 
+export const MCP_HEADERS_MAX = 20;
+const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;
+
 /** Header names that carry credentials: their value must come from a secret, never be stored in clear. */
 const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|key|token|secret|auth|password/i;
 
@@ -39,10 +42,13 @@ function checked(input: McpServerInput): Omit<McpServerDoc, '_id' | 'tenantId' |
     if (input.url) throw new DomainError('VALIDATION_ERROR', 'body.url: a stdio server has no URL');
     if (headers.length > 0) throw new DomainError('VALIDATION_ERROR', 'body.headers: a stdio server sends no HTTP headers');
   }
+  if (headers.length > MCP_HEADERS_MAX) throw new DomainError('UNPROCESSABLE_ENTITY', `body.headers: at most ${MCP_HEADERS_MAX} headers`);
   for (const h of headers) {
+    if (!HEADER_NAME.test(h.name)) throw new DomainError('UNPROCESSABLE_ENTITY', `body.headers: "${h.name.slice(0, 100)}" is not an HTTP header name`);
     if (CREDENTIAL_HEADER.test(h.name) && !SECRET_REFERENCE.test(h.value)) {
+      // Well formed, but refused for what it holds: 422, as the document cannot state the rule.
       throw new DomainError(
-        'VALIDATION_ERROR',
+        'UNPROCESSABLE_ENTITY',
         `body.headers.${h.name}: a credential header takes its value from a tool secret, e.g. "Bearer {{secrets.CRM_TOKEN}}", never in clear`,
       );
     }

@@ -63,7 +63,7 @@ const toolCall = (events: TraceEvent[]) => events.find((e) => e.type === 'tool_c
 
 it('declares MCP servers per project: a credential only from a secret, listed by name, 404 across tenants', async () => {
   const inClear = await put('/mcp-servers/crm', { transport: 'http', url: mcp.url, headers: { Authorization: `Bearer ${TOKEN}` } });
-  expect(inClear.status).toBe(400);
+  expect(inClear.status).toBe(422);
   expect(inClear.body.error.message).toContain('{{secrets.');
   expect((await put('/mcp-servers/ws', { transport: 'websocket', url: 'wss://example.com/mcp' })).status).toBe(400);
 
