@@ -16,6 +16,9 @@ import { type SessionBundle, type SessionBundleStore } from './persistence/sessi
 import { runHttpTool } from './tools/http-tool';
 import { createSandboxToolActivities } from './tools/sandbox-tool';
 import { createAgentWorkflowActivities } from './tools/agent-workflows';
+import { createMcpToolActivities } from './tools/mcp-tool';
+import { findMcpServer } from '../core/mcp-servers/servers';
+import { findProjectFunction } from '../core/project-functions/functions';
 import { capToolResult } from '../lib/result-cap';
 import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
@@ -95,7 +98,22 @@ export function createActivities(deps: ActivityDeps) {
     ...createHttpAsyncDeliveryActivities(deps),
     ...createOutboundCallActivities(deps),
     ...createRecordingFetchActivities(deps),
-    ...createSandboxToolActivities(deps),
+    ...createSandboxToolActivities({ ...deps, findFunction: (scope, name) => findProjectFunction(deps.models, scope, name) }),
+    ...createMcpToolActivities({
+      findServer: (scope, name) => findMcpServer(deps.models, scope, name),
+      resolveToolSecrets: deps.resolveToolSecrets,
+      stdioServers: deps.config?.MCP_STDIO_SERVERS ?? {},
+      allowPrivate: deps.config?.TOOL_ALLOW_PRIVATE_NETWORKS ?? false,
+      allowedPrivateDestinations: deps.config?.TOOL_ALLOWED_PRIVATE_DESTINATIONS ?? [],
+      maxResultBytes: deps.config?.TOOL_RESULT_HISTORY_MAX_BYTES,
+      signal: () => {
+        try {
+          return Context.current().cancellationSignal;
+        } catch {
+          return undefined;
+        }
+      },
+    }),
     ...createAgentWorkflowActivities(deps),
     ...createAgentMemoryActivities(deps),
     ...createAgentAssistActivities(deps),

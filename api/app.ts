@@ -26,6 +26,8 @@ import { projectIoRoutes } from './project-io/router';
 import { tenancyRoutes } from './tenancy/router';
 import { platformKeyRoutes } from './platform-keys/router';
 import { toolSecretRoutes } from './tool-secrets/router';
+import { mcpServerRoutes } from './mcp-servers/router';
+import { projectFunctionRoutes } from './project-functions/router';
 import { callbackRoutes } from './callbacks/router';
 import { humanTaskRoutes } from './human-tasks/router';
 import { agenticAppRoutes } from './agentic-apps/router';
@@ -52,7 +54,7 @@ import { agentAssistRoutes } from './agent-assist/router';
 import { widgetDemoRouter, widgetRoutes } from './widget/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
-export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
+export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, mcpServerRoutes, projectFunctionRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
   voiceAnalyticsRoutes,
   sessionAnalyticsRoutes,
   attachmentRoutes,

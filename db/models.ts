@@ -42,6 +42,8 @@ import { attachmentModel } from './attachment';
 import { contactModel, contactSessionModel } from './contact';
 import { memoryFactModel } from './memory-fact';
 import { analyticsMinuteRollupModel, analyticsRollupModel } from './analytics-rollup';
+import { mcpServerModel } from './mcp-server';
+import { projectFunctionModel } from './project-function';
 import { memoryStoreModel } from './memory-store';
 import { turnStreamEventModel, turnStreamModel } from './turn-stream';
 import { toolCircuitModel } from './tool-circuit';
@@ -96,6 +98,8 @@ export function createModels(connection: Connection) {
     AnalyticsRollup: analyticsRollupModel(connection),
     AnalyticsMinuteRollup: analyticsMinuteRollupModel(connection),
     MemoryStore: memoryStoreModel(connection),
+    McpServer: mcpServerModel(connection),
+    ProjectFunction: projectFunctionModel(connection),
     TurnStream: turnStreamModel(connection),
     TurnStreamEvent: turnStreamEventModel(connection),
     ToolCircuit: toolCircuitModel(connection),

@@ -24,6 +24,33 @@ const destinationList = z.string().transform((value, ctx) => {
   }
 });
 
+const McpStdioServerSchema = z
+  .object({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+  })
+  .strict();
+export type McpStdioServerConfig = z.infer<typeof McpStdioServerSchema>;
+
+/** MCP_STDIO_SERVERS: JSON `{ "<name>": { "command": "...", "args": [...], "env": {...} } }`. */
+const mcpStdioServers = z.string().transform((value, ctx): Record<string, McpStdioServerConfig> => {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object: {"<name>": {"command": "...", "args": [...]}}' });
+    return z.NEVER;
+  }
+  const parsed = z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/), McpStdioServerSchema).safeParse(raw);
+  if (!parsed.success) {
+    ctx.addIssue({ code: 'custom', message: `must be a JSON object from a name to {command, args?, env?, cwd?}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+    return z.NEVER;
+  }
+  return parsed.data;
+});
+
 /**
  * How long an API process may answer from what it read about an API key (ms); 0 reads the key on
  * every request. A revocation through the API or the admin CLI waits this long before it returns,
@@ -250,6 +277,11 @@ export const ConfigSchema = z.object({
   SANDBOX_MAX_MEMORY_MB: positiveInt.max(4096).default(512),
   /** `host:port` services HTTP tools may reach although their address is private (docs/runtime.md). */
   TOOL_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
+  /**
+   * The stdio MCP servers this worker may start (docs/mcp-tools.md): a JSON object from a name to
+   * `{command, args?, env?, cwd?}`. A project's stdio server names an entry; it never gives a command.
+   */
+  MCP_STDIO_SERVERS: mcpStdioServers.default({}),
   /** `host:port` services per-project LLM base URLs may point at although private (docs/llm-settings.md). */
   LLM_ALLOWED_PRIVATE_DESTINATIONS: destinationList.default([]),
   /** `host:port` receivers HTTP-async webhook callback URLs may point at although private (docs/http-async.md). */

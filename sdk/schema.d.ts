@@ -860,6 +860,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{projectId}/functions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's functions, by name */
+        get: operations["listProjectFunctions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/functions/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A function of the project */
+        get: operations["getProjectFunction"];
+        /**
+         * Create or replace a function of the project
+         * @description 201 when created, 200 when replaced. The next call of a lambda tool naming it runs the new code.
+         */
+        put: operations["putProjectFunction"];
+        post?: never;
+        /**
+         * Delete a function of the project
+         * @description A lambda tool that still names it fails its calls with a tool_error saying the function is not in the registry.
+         */
+        delete: operations["deleteProjectFunction"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{projectId}/human-tasks": {
         parameters: {
             query?: never;
@@ -1026,6 +1068,48 @@ export interface paths {
         put: operations["putLlmSettings"];
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A project's MCP servers, by name */
+        get: operations["listMcpServers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{projectId}/mcp-servers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An MCP server of the project */
+        get: operations["getMcpServer"];
+        /**
+         * Create or replace an MCP server of the project
+         * @description 201 when created, 200 when replaced. The next call of a tool naming it uses the new settings. Credentials are tool secrets referenced from `headers` as {{secrets.NAME}}; a credential header written in clear is refused (422).
+         */
+        put: operations["putMcpServer"];
+        post?: never;
+        /**
+         * Delete an MCP server of the project
+         * @description A tool that still names it fails its calls with a tool_error saying the server is not declared.
+         */
+        delete: operations["deleteMcpServer"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3887,6 +3971,21 @@ export interface components {
             };
             updatedAt: string | null;
         };
+        McpServer: {
+            createdAt: string;
+            description: string | null;
+            /** @description The header templates as written; secret values are never part of them */
+            headers: {
+                [key: string]: string;
+            };
+            name: string;
+            stdioServer: string | null;
+            toolsCacheSeconds: number;
+            /** @enum {string} */
+            transport: "http" | "stdio";
+            updatedAt: string;
+            url: string | null;
+        };
         MemoryReadOrDeleteRequest: {
             /**
              * @description `get` reads the store, `delete` removes it (enum property replaced by openapi-typescript)
@@ -4048,11 +4147,41 @@ export interface components {
         ProjectAgentDetail: components["schemas"]["ProjectAgent"] & {
             dslContent: string;
         };
+        ProjectFunction: {
+            code: string;
+            createdAt: string;
+            description: string | null;
+            entrypoint: string | null;
+            memoryMb: number;
+            name: string;
+            /** @enum {string} */
+            runtime: "javascript" | "python";
+            updatedAt: string;
+        };
         PublicMeta: {
             /** @description `tr-` id correlating this response with the platform logs */
             requestId: string;
             /** @description When the response was made (ISO 8601) */
             timestamp: string;
+        };
+        PutHttpMcpServerRequest: {
+            description?: string | null;
+            /** @description Headers sent with every request to an http server. Values are templates: a credential comes from a tool secret as {{secrets.NAME}} (resolved for the calling tool, or a `*` secret, in the session's environment, and sent only to the secret's allowed hosts); a header whose name reads as a credential (Authorization, Cookie, *key*, *token*, *secret*, *auth*, *password*) must reference one (422 otherwise). At most 20, each named as an HTTP header (422 otherwise) */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description How long the server's tool list is trusted before it is listed again (default 300; 0 lists it on every call) */
+            toolsCacheSeconds?: number;
+            /**
+             * @description Streamable HTTP at `url` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            transport: "http";
+            /**
+             * Format: uri
+             * @description The streamable HTTP endpoint; private and loopback hosts are refused at call time like every tool destination
+             */
+            url: string;
         };
         PutLlmCredentialRequest: {
             /** @description Stored encrypted; never returned */
@@ -4078,6 +4207,30 @@ export interface components {
                 fast?: string | null;
                 powerful?: string | null;
             };
+        };
+        PutMcpServerRequest: components["schemas"]["PutHttpMcpServerRequest"] | components["schemas"]["PutStdioMcpServerRequest"];
+        PutProjectFunctionRequest: {
+            /** @description Run in the code-tool sandbox with the same calling convention as a sandbox tool's code */
+            code: string;
+            description?: string | null;
+            /** @description The function of `code` to call (default: main if defined, else the code as a function body) */
+            entrypoint?: string | null;
+            /** @description Memory limit (default 128; capped by the worker's SANDBOX_MAX_MEMORY_MB) */
+            memoryMb?: number;
+            /** @enum {string} */
+            runtime: "javascript" | "python";
+        };
+        PutStdioMcpServerRequest: {
+            description?: string | null;
+            /** @description An entry of the worker's MCP_STDIO_SERVERS allow-list (the operator's command); a project never names a command */
+            stdioServer: string;
+            /** @description How long the server's tool list is trusted before it is listed again (default 300; 0 lists it on every call) */
+            toolsCacheSeconds?: number;
+            /**
+             * @description The worker's allow-listed process named by `stdioServer` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            transport: "stdio";
         };
         ResolveHumanTaskRequest: {
             /** @description e.g. `approved` or `rejected`; required for approval and decision tasks */
@@ -16414,6 +16567,767 @@ export interface operations {
             };
         };
     };
+    listProjectFunctions: {
+        parameters: {
+            query?: {
+                /** @description Page size (max 200) */
+                limit?: number;
+                /** @description Items to skip */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "functions": [
+                     *         {
+                     *           "name": "Billing_Agent",
+                     *           "description": "string",
+                     *           "runtime": "javascript",
+                     *           "code": "string",
+                     *           "entrypoint": "string",
+                     *           "memoryMb": 0,
+                     *           "createdAt": "2026-01-31T12:00:00.000Z",
+                     *           "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 0,
+                     *       "offset": 0,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        functions: components["schemas"]["ProjectFunction"][];
+                        limit: number;
+                        offset: number;
+                        /** @enum {boolean} */
+                        success: true;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getProjectFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a lambda tool writes as `function:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "function": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "runtime": "javascript",
+                     *         "code": "string",
+                     *         "entrypoint": "string",
+                     *         "memoryMb": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        function: components["schemas"]["ProjectFunction"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    putProjectFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a lambda tool writes as `function:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "runtime": "javascript",
+                 *       "code": "function main(params) { return { total: params.amount * 1.2 }; }",
+                 *       "description": "Adds VAT"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutProjectFunctionRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "created": true,
+                     *       "function": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "runtime": "javascript",
+                     *         "code": "string",
+                     *         "entrypoint": "string",
+                     *         "memoryMb": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        created: boolean;
+                        function: components["schemas"]["ProjectFunction"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "created": true,
+                     *       "function": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "runtime": "javascript",
+                     *         "code": "string",
+                     *         "entrypoint": "string",
+                     *         "memoryMb": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        created: boolean;
+                        function: components["schemas"]["ProjectFunction"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "Already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    deleteProjectFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a lambda tool writes as `function:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     listHumanTasks: {
         parameters: {
             query?: {
@@ -19185,6 +20099,774 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listMcpServers: {
+        parameters: {
+            query?: {
+                /** @description Page size (max 200) */
+                limit?: number;
+                /** @description Items to skip */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "servers": [
+                     *         {
+                     *           "name": "Billing_Agent",
+                     *           "description": "string",
+                     *           "transport": "http",
+                     *           "url": "string",
+                     *           "stdioServer": "string",
+                     *           "headers": {},
+                     *           "toolsCacheSeconds": 0,
+                     *           "createdAt": "2026-01-31T12:00:00.000Z",
+                     *           "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "total": 0,
+                     *       "offset": 0,
+                     *       "limit": 1
+                     *     }
+                     */
+                    "application/json": {
+                        limit: number;
+                        offset: number;
+                        servers: components["schemas"]["McpServer"][];
+                        /** @enum {boolean} */
+                        success: true;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a tool writes as `server:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "server": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "transport": "http",
+                     *         "url": "string",
+                     *         "stdioServer": "string",
+                     *         "headers": {},
+                     *         "toolsCacheSeconds": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        server: components["schemas"]["McpServer"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    putMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a tool writes as `server:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "transport": "http",
+                 *       "url": "https://crm.example.com/mcp",
+                 *       "headers": {
+                 *         "Authorization": "Bearer {{secrets.CRM_TOKEN}}"
+                 *       },
+                 *       "description": "CRM lookups"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PutMcpServerRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "created": true,
+                     *       "server": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "transport": "http",
+                     *         "url": "string",
+                     *         "stdioServer": "string",
+                     *         "headers": {},
+                     *         "toolsCacheSeconds": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        created: boolean;
+                        server: components["schemas"]["McpServer"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "created": true,
+                     *       "server": {
+                     *         "name": "Billing_Agent",
+                     *         "description": "string",
+                     *         "transport": "http",
+                     *         "url": "string",
+                     *         "stdioServer": "string",
+                     *         "headers": {},
+                     *         "toolsCacheSeconds": 0,
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "updatedAt": "2026-01-31T12:00:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        created: boolean;
+                        server: components["schemas"]["McpServer"];
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "Already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    deleteMcpServer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The name a tool writes as `server:` */
+                name: string;
+                /** @description Project id (a CUID) */
+                projectId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Unprocessable */
             422: {

@@ -14,7 +14,7 @@ import type { TurnTrace } from './session-trace';
 import type { DelegationInput, DelegationWorkflow } from './delegation-contract';
 import { initialTaskView } from './human-task-rules';
 import { type humanTaskWorkflow } from './human-task';
-import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, SANDBOX_TOOLS_PATCH, TOOL_RETRY_SETTINGS_PATCH, WORKFLOW_TOOLS_PATCH } from './patches';
+import { ASYNC_TOOLS_PATCH, DELEGATION_GUARDS_PATCH, HUMAN_TASK_ROOM_PATCH, HUMAN_TASKS_PATCH, MCP_LAMBDA_TOOLS_PATCH, SANDBOX_TOOLS_PATCH, TOOL_RETRY_SETTINGS_PATCH, WORKFLOW_TOOLS_PATCH } from './patches';
 import { type AgentWorkflowInput, mapWorkflowInput, resolveAgentWorkflow } from './agent-workflows';
 import { AgentNameKey, AssigneeKey, SessionStatusKey, TaskPriorityKey, TaskStatusKey, TaskTypeKey } from './search-attributes';
 import { boostedPriority, priorityNumber } from './human-task-rules';
@@ -69,6 +69,26 @@ function sandboxActivity(timeoutMs: number) {
     startToCloseTimeout: Math.min(Math.max(1, timeoutMs), MAX_SANDBOX_TIMEOUT_MS) + 5_000,
     retry: { maximumAttempts: 1 },
   }).runSandboxTool;
+}
+
+/** A lambda tool runs its registry function in the sandbox: the same lifetime and no retry. */
+function lambdaActivity(timeoutMs: number) {
+  return wf.proxyActivities<Activities>({
+    startToCloseTimeout: Math.min(Math.max(1, timeoutMs), MAX_SANDBOX_TIMEOUT_MS) + 5_000,
+    retry: { maximumAttempts: 1 },
+  }).runLambdaTool;
+}
+
+/**
+ * An MCP call's activity enforces the tool's timeout itself (connection, listing and call). Only a
+ * failure before the call was sent (no connection, a failed listing) is retryable: a call that may
+ * have reached the server is never repeated.
+ */
+function mcpActivity(timeoutMs: number) {
+  return wf.proxyActivities<Activities>({
+    startToCloseTimeout: timeoutMs + 5_000,
+    retry: { ...RETRY, maximumAttempts: 3 },
+  }).runMcpTool;
 }
 
 /**
@@ -221,7 +241,10 @@ function maskArgs(args: Record<string, Json>, sensitive: readonly string[] | und
 /** `before`: the previous call of the same batch; results are recorded in the order asked for. */
 async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { type: 'call_tool' }>, before: Promise<unknown>): Promise<RuntimeEvent> {
   const started = Date.now();
-  const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, input: maskArgs(command.args, command.sensitiveArgs) });
+  const declared = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
+  // MCP and lambda calls say which kind of binding ran (and the MCP server) in their trace.
+  const kind = declared?.binding.type === 'mcp' ? { toolType: 'mcp', server: declared.binding.server } : declared?.binding.type === 'lambda' ? { toolType: 'lambda', function: declared.binding.function } : {};
+  const callSpan = ctx.trace.add('tool_call', { agent: command.agent, tool: command.tool, ...kind, input: maskArgs(command.args, command.sensitiveArgs) });
   const mock = ctx.mocks.get(command.tool);
   let event: RuntimeEvent;
   if (mock) {
@@ -229,30 +252,44 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
       ? { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message: mock.error } }
       : { type: 'tool_result', commandId: command.id, ok: true, value: (mock.response ?? null) as Json };
   } else {
-    const tool = ctx.compiled.agents[command.agent]?.tools.find((t) => t.name === command.tool);
+    const tool = declared;
     // Sandbox tools run only in runs recorded with the marker (asked only for such a call).
     const runsSandbox = tool?.binding.type === 'sandbox' && wf.patched(SANDBOX_TOOLS_PATCH);
-    // So do workflow tools (their own marker).
+    // So do workflow tools (their own marker), and MCP and lambda tools (theirs).
     const runsWorkflow = tool?.binding.type === 'workflow' && wf.patched(WORKFLOW_TOOLS_PATCH);
+    const runsMcp = tool?.binding.type === 'mcp' && wf.patched(MCP_LAMBDA_TOOLS_PATCH);
+    const runsLambda = tool?.binding.type === 'lambda' && wf.patched(MCP_LAMBDA_TOOLS_PATCH);
     if (tool && runsWorkflow && tool.binding.type === 'workflow') {
       event = await runWorkflowTool(ctx, command, tool.binding);
-    } else if (!tool || (tool.binding.type !== 'http' && !runsSandbox)) {
+    } else if (!tool || (tool.binding.type !== 'http' && !runsSandbox && !runsMcp && !runsLambda)) {
       const message = tool
         ? `Tool ${command.tool} has a ${tool.binding.type} binding, which this runtime cannot run yet`
         : `E721 Tool ${command.tool} not found in project`;
       event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: 'tool_error', message } };
     } else {
       try {
-        const value = runsSandbox
-          ? await sandboxActivity(command.timeoutMs)({
+        const codeCall = {
+          tenantId: ctx.tenantId,
+          projectId: ctx.projectId,
+          sessionId: ctx.sessionId,
+          toolCallId: command.id,
+          tool,
+          args: command.args,
+          timeoutMs: command.timeoutMs,
+        };
+        const value = runsMcp
+          ? await mcpActivity(command.timeoutMs)({
               tenantId: ctx.tenantId,
               projectId: ctx.projectId,
-              sessionId: ctx.sessionId,
-              toolCallId: command.id,
               tool,
               args: command.args,
               timeoutMs: command.timeoutMs,
+              ...(ctx.environment ? { toolSecretEnvironment: ctx.environment } : {}),
             })
+          : runsLambda
+          ? await lambdaActivity(command.timeoutMs)(codeCall)
+          : runsSandbox
+          ? await sandboxActivity(command.timeoutMs)(codeCall)
           : await toolActivity(command.timeoutMs, command.retries, tool)({
               tenantId: ctx.tenantId,
               projectId: ctx.projectId,
@@ -268,7 +305,7 @@ async function runTool(ctx: EffectContext, command: Extract<RuntimeCommand, { ty
         event = { type: 'tool_result', commandId: command.id, ok: true, value };
       } catch (err) {
         const error = failureOf(err);
-        const timedOut = error.kind === 'TOOL_TIMEOUT' || (runsSandbox && error.kind === 'timeout');
+        const timedOut = error.kind === 'TOOL_TIMEOUT' || ((runsSandbox || runsMcp || runsLambda) && error.kind === 'timeout');
         event = { type: 'tool_result', commandId: command.id, ok: false, error: { kind: timedOut ? 'tool_timeout' : 'tool_error', message: error.message } };
       }
     }

@@ -215,6 +215,14 @@ export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activ
 export const SANDBOX_TOOLS_PATCH = 'sandbox-tools-v1';
 
 /**
+ * `type: mcp` tools call their project's MCP server (the `runMcpTool` activity) and `type: lambda`
+ * tools run their function from the project's registry (`runLambdaTool`) instead of failing at once
+ * with "cannot run yet". Runs recorded before it replay that failure. Asked only when such a tool
+ * is called without a test mock, so other histories carry no marker.
+ */
+export const MCP_LAMBDA_TOOLS_PATCH = 'mcp-lambda-tools-v1';
+
+/**
  * Agent memory (`RuntimeOptions.agentMemory`): a session whose agents use MEMORY (or that has a
  * contact) loads its persistent facts and `RESET: never` variables at its start and saves what a
  * turn changed after it (local activities), exposes its contact as `user.*`, and the interpreter

@@ -30,7 +30,7 @@ const TOOL_KEYS = [
   'description', 'type', 'timeout', 'hints', 'confirmation', 'confirm', 'immutable', 'store_result', 'on_result', 'on_error',
   'parameters', 'endpoint', 'method', 'auth', 'auth_config', 'headers', 'query_params', 'body_template', 'body_type', 'retry',
   'retry_delay', 'rate_limit', 'circuit_breaker', 'async', 'callback_url_field', 'timeout_seconds', 'runtime', 'code',
-  'entrypoint', 'memory_mb', 'server', 'tool', 'function', 'returns', 'pii_access', 'context_access',
+  'entrypoint', 'memory_mb', 'server', 'tool', 'server_tool', 'function', 'returns', 'pii_access', 'context_access',
   'workflow_id', 'mode', 'timeout_ms', 'param_mapping',
   'retry_policy', 'result_secrets', 'secret_access', 'scrub_secrets',
 ];
@@ -169,7 +169,8 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
       break;
     }
     case 'mcp':
-      binding = { type: 'mcp', server: need('server', 'mcp') ?? '', tool: ctx.str(get('tool'), 'tool') ?? sig.name };
+      // `server_tool` is the published reference's spelling of `tool`.
+      binding = { type: 'mcp', server: need('server', 'mcp') ?? '', tool: ctx.str(get('tool'), 'tool') ?? ctx.str(get('server_tool'), 'server_tool') ?? sig.name };
       break;
     case 'lambda':
       binding = { type: 'lambda', function: need('function', 'lambda') ?? '', runtime: ctx.str(get('runtime'), 'runtime') };
@@ -191,11 +192,10 @@ function compileTool(ctx: CompileContext, item: ItemNode, defaults: Record<strin
       binding = { type: 'contract' };
   }
   if (timeout === null) defaultTimeout.add(sig.name);
-  // Only HTTP (async_webhook included) and sandbox bindings have an executor; say so now, not at the first call.
+  // A contract-only tool has no executor (only a test mock answers it); say so now, not at the first call.
   const unknownType = typeText !== '' && binding.type === 'contract'; // already E402
-  if (binding.type !== 'http' && binding.type !== 'sandbox' && binding.type !== 'workflow' && !unknownType) {
-    const what = { contract: 'contract-only (no type)', mcp: 'an MCP tool', lambda: 'a Lambda tool' }[binding.type];
-    ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what });
+  if (binding.type === 'contract' && !unknownType) {
+    ctx.report('W415', typeNode?.loc ?? item.loc, { name: sig.name, what: 'contract-only (no type)' });
   }
   // A call must never go out without the credential its author asked for.
   if (binding.type === 'http' && binding.auth === 'oauth2_client') {

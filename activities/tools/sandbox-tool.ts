@@ -1,4 +1,5 @@
-// The `runSandboxTool` activity: runs a `type: sandbox` tool's code once in the engine of its
+// The `runSandboxTool` and `runLambdaTool` activities: run a `type: sandbox` tool's code (or a
+// `type: lambda` tool's function from the project's registry) once in the engine of its
 // runtime (JavaScript: QuickJS in worker threads; Python: Pyodide in a sandboxed child process per call), with the in-code
 // memory-store helpers reaching `POST /api/v1/memory` under a sandbox token issued for this call.
 // A failure is never retried: the code may have written to a memory store before it failed.
@@ -7,6 +8,7 @@ import type { Json, ToolIR } from '../../abl/ir';
 import { type Config } from '../../lib/config';
 import { type Logger } from '../../lib/logger';
 import { capToolResult } from '../../lib/result-cap';
+import { type ProjectFunctionDoc } from '../../db/project-function';
 import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
 import { createJavaScriptEngine } from './sandbox/javascript';
 import { createPythonEngine, pythonEngineOptions } from './sandbox/python';
@@ -26,6 +28,8 @@ export interface SandboxToolInput {
 export interface SandboxToolDeps {
   config: Config;
   logger: Logger;
+  /** A lambda tool's function from the project's registry (db/project-function.ts), or null. */
+  findFunction?: (scope: { tenantId: string; projectId: string }, name: string) => Promise<ProjectFunctionDoc | null>;
 }
 
 /** The longest a sandbox call may run, whatever its `timeout` says (the Studio's script time limit). */
@@ -98,6 +102,49 @@ export function httpMemoryBridge(config: Config, claims: Parameters<typeof issue
   };
 }
 
+type SandboxBinding = Extract<ToolIR['binding'], { type: 'sandbox' }>;
+
+/** Runs `binding`'s code once for the call; a failure's message is what the agent sees. */
+async function runCode(deps: SandboxToolDeps, engines: SandboxEngines, input: SandboxToolInput, binding: SandboxBinding): Promise<Json> {
+  const engine = await engines.get(binding.runtime);
+  if (typeof engine === 'string') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: ${engine}`, FAILURE_TYPE.unavailable);
+  const timeoutMs = Math.min(Math.max(1, input.timeoutMs || binding.timeout_ms), MAX_SANDBOX_TIMEOUT_MS);
+  const memoryMb = Math.min(Math.max(1, binding.memory_mb), deps.config.SANDBOX_MAX_MEMORY_MB);
+  let signal: AbortSignal | undefined;
+  try {
+    signal = Context.current().cancellationSignal;
+  } catch {
+    signal = undefined;
+  }
+  const memory = httpMemoryBridge(
+    deps.config,
+    { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, toolCallId: input.toolCallId, tool: input.tool.name },
+    timeoutMs,
+    signal,
+  );
+  const started = Date.now();
+  const outcome = await engine.run({
+    code: binding.code,
+    entrypoint: binding.entrypoint,
+    params: input.args,
+    timeoutMs,
+    memoryMb,
+    maxOutputBytes: deps.config.SANDBOX_OUTPUT_MAX_BYTES,
+    memory,
+  });
+  deps.logger.debug(
+    { tenantId: input.tenantId, projectId: input.projectId, tool: input.tool.name, runtime: binding.runtime, ok: outcome.ok, kind: outcome.ok ? null : outcome.kind, durationMs: Date.now() - started, logLines: outcome.logs.length },
+    'sandbox tool call',
+  );
+  if (!outcome.ok) {
+    // The exception's own message for an error in the code; the limit that stopped it otherwise.
+    const message = outcome.kind === 'error' ? outcome.message : `Tool ${input.tool.name}: ${outcome.message}`;
+    throw ApplicationFailure.nonRetryable(message, FAILURE_TYPE[outcome.kind]);
+  }
+  // What this returns is written to workflow history: only a bounded cut of a large result.
+  return capToolResult(outcome.value, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES).value;
+}
+
 /** `engines`: one set per worker (its threads are idle and never keep the process alive). */
 export function createSandboxToolActivities(deps: SandboxToolDeps, engines: SandboxEngines = createSandboxEngines(deps.config)) {
   return {
@@ -105,43 +152,27 @@ export function createSandboxToolActivities(deps: SandboxToolDeps, engines: Sand
     async runSandboxTool(input: SandboxToolInput): Promise<Json> {
       const binding = input.tool.binding;
       if (binding.type !== 'sandbox') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not a sandbox tool`, 'TOOL_UNSUPPORTED');
-      const engine = await engines.get(binding.runtime);
-      if (typeof engine === 'string') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: ${engine}`, FAILURE_TYPE.unavailable);
-      const timeoutMs = Math.min(Math.max(1, input.timeoutMs || binding.timeout_ms), MAX_SANDBOX_TIMEOUT_MS);
-      const memoryMb = Math.min(Math.max(1, binding.memory_mb), deps.config.SANDBOX_MAX_MEMORY_MB);
-      let signal: AbortSignal | undefined;
-      try {
-        signal = Context.current().cancellationSignal;
-      } catch {
-        signal = undefined;
+      return runCode(deps, engines, input, binding);
+    },
+
+    /**
+     * A `type: lambda` tool: its `function` is looked up in the project's function registry at
+     * call time (so the registry's current code runs) and run like a sandbox tool's code.
+     */
+    async runLambdaTool(input: SandboxToolInput): Promise<Json> {
+      const binding = input.tool.binding;
+      if (binding.type !== 'lambda') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not a lambda tool`, 'TOOL_UNSUPPORTED');
+      const fn = deps.findFunction ? await deps.findFunction({ tenantId: input.tenantId, projectId: input.projectId }, binding.function) : null;
+      if (!fn) {
+        throw ApplicationFailure.nonRetryable(
+          `Tool ${input.tool.name}: function "${binding.function}" is not in the project's function registry (PUT /api/projects/${input.projectId}/functions/${binding.function})`,
+          'TOOL_FUNCTION_NOT_FOUND',
+        );
       }
-      const memory = httpMemoryBridge(
-        deps.config,
-        { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, toolCallId: input.toolCallId, tool: input.tool.name },
-        timeoutMs,
-        signal,
-      );
-      const started = Date.now();
-      const outcome = await engine.run({
-        code: binding.code,
-        entrypoint: binding.entrypoint,
-        params: input.args,
-        timeoutMs,
-        memoryMb,
-        maxOutputBytes: deps.config.SANDBOX_OUTPUT_MAX_BYTES,
-        memory,
-      });
-      deps.logger.debug(
-        { tenantId: input.tenantId, projectId: input.projectId, tool: input.tool.name, runtime: binding.runtime, ok: outcome.ok, kind: outcome.ok ? null : outcome.kind, durationMs: Date.now() - started, logLines: outcome.logs.length },
-        'sandbox tool call',
-      );
-      if (!outcome.ok) {
-        // The exception's own message for an error in the code; the limit that stopped it otherwise.
-        const message = outcome.kind === 'error' ? outcome.message : `Tool ${input.tool.name}: ${outcome.message}`;
-        throw ApplicationFailure.nonRetryable(message, FAILURE_TYPE[outcome.kind]);
+      if (binding.runtime && binding.runtime !== fn.runtime) {
+        throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: function "${fn.name}" is ${fn.runtime}, but the tool says runtime ${binding.runtime}`, 'TOOL_FUNCTION_RUNTIME');
       }
-      // What this returns is written to workflow history: only a bounded cut of a large result.
-      return capToolResult(outcome.value, deps.config.TOOL_RESULT_HISTORY_MAX_BYTES).value;
+      return runCode(deps, engines, input, { type: 'sandbox', runtime: fn.runtime, code: fn.code, entrypoint: fn.entrypoint, timeout_ms: input.timeoutMs, memory_mb: fn.memoryMb });
     },
   };
 }

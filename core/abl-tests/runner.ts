@@ -206,6 +206,9 @@ class ScenarioSession {
         const verdict = localModeration(command.text);
         return { type: 'moderation_result', commandId: command.id, ok: true, provider: 'local', model: verdict.model, flagged: verdict.flagged, scores: verdict.scores, flaggedCategories: verdict.flaggedCategories };
       }
+      case 'confirm_tool':
+        // As in the workflow: the question is in the turn's reply; the next user turn answers it.
+        return null;
     }
   }
 

@@ -79,7 +79,7 @@ const cases: Case[] = [
   { name: 'duplicate parameter', files: A('TOOLS:\n  t(a: string, a: number)\n'), code: 'E412', line: 4, column: 3, message: /Parameter "a" is declared twice in tool "t"/ },
   { name: 'import of an agent file', files: A('TOOLS:\n  FROM "./B.agent.abl" USE: a\n', [other('B')]), code: 'E413', line: 4, column: 3, message: /is not a tool library/ },
   { name: 'invalid import', files: A('TOOLS:\n  file: ../tools/x.tools.abl\n'), code: 'E414', line: 4, column: 3, message: /Cannot read the import/ },
-  { name: 'tool kind not executed yet', files: A('TOOLS:\n  t()\n    type: mcp\n    server: "crm"\n'), code: 'W415', line: 5, column: 11, message: /Tool "t" is an MCP tool, which the runtime cannot execute yet/ },
+  { name: 'tool kind not executed yet', files: A('TOOLS:\n  t()\n    description: "no binding"\n'), code: 'W415', line: 4, column: 3, message: /Tool "t" is contract-only \(no type\), which the runtime cannot execute yet/ },
   { name: 'saml tool auth', files: A('TOOLS:\n  t()\n    type: http\n    endpoint: "https://x.example.com"\n    auth: saml\n'), code: 'W419', line: 7, column: 5, message: /Tool "t" declares auth: saml, which the runtime does not apply/ },
   { name: 'custom tool auth without headers', files: A('TOOLS:\n  t()\n    type: http\n    endpoint: "https://x.example.com"\n    auth: custom\n'), code: 'E441', line: 7, column: 5, message: /Tool "t" uses auth: custom but writes no auth_config.custom_headers and no headers/ },
   { name: 'oauth2 tool auth of no known kind', files: A('TOOLS:\n  t()\n    type: http\n    endpoint: "https://x.example.com"\n    auth: oauth2\n'), code: 'E442', line: 7, column: 11, message: /Tool "t" uses auth: oauth2, but its auth_config says neither/ },
