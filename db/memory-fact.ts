@@ -7,6 +7,7 @@
 // store (FerretDB) has no TTL indexes at all.
 import { Schema, type Connection, type Model } from 'mongoose';
 import { createId } from '@paralleldrive/cuid2';
+import { ensureExpiresAtTtlIndex } from './ttl-index';
 
 export const FACT_SCOPES = ['user', 'project', 'execution_tree'] as const;
 export type FactScope = (typeof FACT_SCOPES)[number];
@@ -47,22 +48,7 @@ export type MemoryFactModel = Model<MemoryFactDoc>;
 export const MEMORY_FACTS_COLLECTION = 'memory_facts';
 export const memoryFactModel = (c: Connection): MemoryFactModel => c.model<MemoryFactDoc>('MemoryFact', MemoryFactSchema, MEMORY_FACTS_COLLECTION);
 
-const ttlIndexes = new WeakMap<object, Promise<void>>();
-
-/**
- * The TTL index on `expiresAt`, created once per connection. Stores without TTL indexes (FerretDB
- * answers NotImplemented) rely on the deletes of reads and writes instead.
- */
+/** The TTL index on `expiresAt`, once per connection (db/ttl-index.ts). */
 export function ensureMemoryFactTtlIndex(model: MemoryFactModel): Promise<void> {
-  let done = ttlIndexes.get(model.db);
-  if (!done) {
-    done = model.collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiresAt_ttl' }).then(
-      () => undefined,
-      (err: unknown) => {
-        if ((err as { code?: number }).code !== 238 /* NotImplemented */) ttlIndexes.delete(model.db);
-      },
-    );
-    ttlIndexes.set(model.db, done);
-  }
-  return done;
+  return ensureExpiresAtTtlIndex(model);
 }

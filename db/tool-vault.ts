@@ -7,6 +7,7 @@ import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
 import { seal, unseal, type Sealed } from '../lib/secret-envelope';
 import { SealedSchema, tenantDataKey, type TenantDataKeyModel } from './tenant-data-key';
+import { ensureExpiresAtTtlIndex } from './ttl-index';
 
 export interface ToolVaultDoc {
   /** JSON of [tenantId, projectId, sessionId, key]. */
@@ -74,21 +75,9 @@ export interface SecretVault {
   take(place: VaultPlace, tool: string, keys: string[]): Promise<Record<string, string>>;
 }
 
-const ttlIndexes = new WeakMap<object, Promise<void>>();
-
-/** The TTL index on `expiresAt`, once per connection; FerretDB has none (NotImplemented) and relies on reads deleting. */
+/** The TTL index on `expiresAt`, once per connection (db/ttl-index.ts). */
 function ensureTtlIndex(model: ToolVaultModel): Promise<void> {
-  let done = ttlIndexes.get(model.db);
-  if (!done) {
-    done = model.collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiresAt_ttl' }).then(
-      () => undefined,
-      (err: unknown) => {
-        if ((err as { code?: number }).code !== 238 /* NotImplemented */) ttlIndexes.delete(model.db);
-      },
-    );
-    ttlIndexes.set(model.db, done);
-  }
-  return done;
+  return ensureExpiresAtTtlIndex(model);
 }
 
 export function createSecretVault(models: { ToolVault: ToolVaultModel; TenantDataKey: TenantDataKeyModel }, ring: KeyRing | null): SecretVault {
