@@ -411,6 +411,8 @@ function checkToolNumbers(ctx: CompileContext, f: Fields, b: Extract<BindingIR, 
 
 /** Keys only an HTTP tool reads: on any other binding they do nothing (W214). */
 const HTTP_ONLY_KEYS = ['retry', 'retry_delay', 'retry_policy', 'rate_limit', 'circuit_breaker', 'result_secrets', 'secret_access', 'scrub_secrets'];
+/** Of those, the keys an async HTTP tool (`async: true`, `type: async_webhook`) does not read either (W214). */
+const ASYNC_UNREAD_KEYS = HTTP_ONLY_KEYS.filter((k) => k !== 'retry');
 
 const RESULT_SECRET = /^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*|\[\d+\])*)\s*->\s*([A-Za-z_]\w*)\s*(?:\(([\s\S]*)\))?\s*$/;
 const SECRET_PLACEHOLDER = /\{\{[^}]*?\b_secret\s*\.\s*([A-Za-z_]\w*)[^}]*\}\}/g;
@@ -421,6 +423,15 @@ const SECRET_PLACEHOLDER = /\{\{[^}]*?\b_secret\s*\.\s*([A-Za-z_]\w*)[^}]*\}\}/g
  */
 function compileVault(ctx: CompileContext, f: Fields, name: string, binding: BindingIR): Pick<ToolIR, 'result_secrets' | 'secret_access' | 'scrub_secrets'> {
   const out: Pick<ToolIR, 'result_secrets' | 'secret_access' | 'scrub_secrets'> = {};
+  if (binding.type === 'http' && binding.async) {
+    // An async call is a start and a callback: its start keeps the platform's own retries and passes
+    // none of the per-call guards below, so these keys would do nothing.
+    for (const k of ASYNC_UNREAD_KEYS) {
+      const p = f.map.get(k);
+      if (p) ctx.report('W214', p.loc, { key: p.key, where: `async tool ${name}`, known: 'the settings of an async tool (this one is read by ordinary http tools only)' });
+    }
+    return out;
+  }
   if (binding.type !== 'http') {
     for (const k of HTTP_ONLY_KEYS) {
       const p = f.map.get(k);

@@ -21,6 +21,11 @@ describe('retry settings', () => {
     expect([1, 2].map((r) => toolRetryDelayMs(plan.policy, r, 0.9))).toEqual([250, 250]);
   });
 
+  it('an async tool warns for the per-call settings it does not read, and keeps retry', () => {
+    const { codes } = tools(http('    async: true\n    retry: 2\n    rate_limit: 5\n    circuit_breaker: {threshold: 3, reset_ms: 1000}\n'));
+    expect(codes).toEqual(['W214', 'W214']);
+  });
+
   it('retry 0 (the default) is one attempt', () => {
     expect(toolRetryPlan(tools(http('')).tools[0]!).attempts).toBe(1);
   });
