@@ -100,10 +100,10 @@ it.each(['Guarded', 'Guarded_Plain'])('%s: answers a failed constraint with the 
   expect(next.body.response).toBe('Refunds over 500 need a manager.');
 });
 
-it('refuses to save an agent whose RESPOND has an indented child, naming E110', async () => {
+it('refuses to save an agent whose RESPOND has an indented child other than a voice block, naming E110', async () => {
   const created = await api.post(`/api/projects/${t.projectId}/agents`, {
     key: t.adminKey,
-    json: { name: 'Voice', dslContent: 'AGENT: Voice\nGOAL: "g"\nFLOW:\n  a:\n    REASONING: false\n    RESPOND: "Booked."\n      VOICE INSTRUCTIONS: "Say it slowly"\n' },
+    json: { name: 'Voice', dslContent: 'AGENT: Voice\nGOAL: "g"\nFLOW:\n  a:\n    REASONING: false\n    RESPOND: "Booked."\n      THEN: COMPLETE\n' },
   });
   const version = created.status === 201 ? await api.post(`/api/projects/${t.projectId}/agents/Voice/versions`, { key: t.adminKey, json: {} }) : created;
   expect(version.status).toBeGreaterThanOrEqual(400);
