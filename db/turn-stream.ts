@@ -6,6 +6,7 @@
 // indexes, and since its monitor runs once a minute and the dev store (FerretDB) has no TTL
 // indexes at all, reads skip expired rows and new turns delete them (core/chat/turn-stream.ts).
 import { Schema, type Connection, type Model } from 'mongoose';
+import { ensureExpiresAtTtlIndex } from './ttl-index';
 
 export interface TurnStreamDoc {
   /** The turn's id (`trn_` and 128 random bits): what a client reconnects with. */
@@ -84,24 +85,10 @@ export const turnStreamModel = (c: Connection): TurnStreamModel => c.model<TurnS
 export const turnStreamEventModel = (c: Connection): TurnStreamEventModel =>
   c.model<TurnStreamEventDoc>('TurnStreamEvent', TurnStreamEventSchema, TURN_STREAM_EVENTS_COLLECTION);
 
-const ttlIndexes = new WeakMap<object, Promise<void>>();
-
 /**
- * TTL indexes on `expiresAt` of both collections, created once per connection. Stores without TTL
- * indexes (FerretDB answers NotImplemented) rely on the deletes of new turns instead.
+ * TTL indexes on `expiresAt` of both collections, created once per connection (db/ttl-index.ts).
+ * Stores without TTL indexes (FerretDB answers NotImplemented) rely on the deletes of new turns.
  */
 export function ensureTurnStreamTtlIndexes(models: { TurnStream: TurnStreamModel; TurnStreamEvent: TurnStreamEventModel }): Promise<void> {
-  let done = ttlIndexes.get(models.TurnStream.db);
-  if (!done) {
-    const create = (model: TurnStreamModel | TurnStreamEventModel) =>
-      model.collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiresAt_ttl' }).then(
-        () => undefined,
-        (err: unknown) => {
-          if ((err as { code?: number }).code !== 238 /* NotImplemented */) ttlIndexes.delete(models.TurnStream.db);
-        },
-      );
-    done = Promise.all([create(models.TurnStream), create(models.TurnStreamEvent)]).then(() => undefined);
-    ttlIndexes.set(models.TurnStream.db, done);
-  }
-  return done;
+  return Promise.all([ensureExpiresAtTtlIndex(models.TurnStream), ensureExpiresAtTtlIndex(models.TurnStreamEvent)]).then(() => undefined);
 }
