@@ -8,7 +8,9 @@
 #   kubernetes-validate       the rendered manifests against Kubernetes 1.33's schemas, strict
 #   checkov (PyPI)            security checks on the rendered manifests and the Dockerfile
 # With TEMPORAL_HELM_CHART=<a checkout of the official chart's charts/temporal>, it also lints and
-# renders that chart with deploy/helm/temporal-values.yaml and validates its manifests.
+# renders that chart with deploy/helm/temporal-values.yaml and validates its manifests; with
+# KEDA_CRDS=<a KEDA checkout's config/crd/bases>, it validates the ScaledObject and the
+# TriggerAuthentication against KEDA's CRDs (deploy/lint/validate-crds.py).
 # Docker itself is not needed (no image is built). Not part of `npm test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +68,13 @@ mkdir -p "$OUT/k8s"
 step "kubernetes-validate --strict (Kubernetes $K8S_VERSION; KEDA's kinds have no schema here)"
 # A kind without a schema (ScaledObject, TriggerAuthentication) is a warning, not a failure.
 "$TOOLS/venv/bin/kubernetes-validate" -k "$K8S_VERSION" --strict --quiet "$OUT"/k8s/*.yaml
+
+if [ -n "${KEDA_CRDS:-}" ]; then
+  step "KEDA's kinds against KEDA's CRDs, strict"
+  "$TOOLS/venv/bin/python" deploy/lint/validate-crds.py "$KEDA_CRDS" "$OUT"/k8s/*.yaml
+else
+  step "skipped: KEDA's kinds against its CRDs (set KEDA_CRDS to a KEDA checkout's config/crd/bases)"
+fi
 
 if [ -n "${TEMPORAL_HELM_CHART:-}" ]; then
   step "the official Temporal chart with deploy/helm/temporal-values.yaml"
