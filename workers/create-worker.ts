@@ -7,10 +7,9 @@ import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tuning';
 import { sessionBundleCodec } from './session-bundle-storage';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
+import { buildWorkflowBundle, PAYLOAD_CONVERTER_PATH } from './workflow-bundle';
 
-export const WORKFLOWS_PATH = require.resolve('../workflows');
-/** The payload converter of the worker and its workflow bundle: session bundles get their own encoding. */
-export const PAYLOAD_CONVERTER_PATH = require.resolve('../lib/payload-converter');
+export { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from './workflow-bundle';
 
 export interface CreateWorkerOptions {
   connection: NativeConnection;
@@ -22,7 +21,10 @@ export interface CreateWorkerOptions {
    * main thread, outside the workflow sandbox: workflow code only ever sees decoded values.
    */
   payloadCodec: PayloadCodec | null;
-  /** A prebuilt bundle (tests build it once); otherwise the workflows are bundled at start. */
+  /**
+   * A prebuilt bundle (workers/workflow-bundle.ts: the worker process's WORKFLOW_BUNDLE_PATH, the
+   * tests' one bundle); otherwise the workflows are bundled at start with the same options.
+   */
   workflowBundle?: WorkerOptions['workflowBundle'];
   tuning?: Partial<WorkerTuning>;
   /** Worker interceptors (tests use one to hold an activity while they act). */
@@ -38,7 +40,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle: options.workflowBundle ?? { code: await buildWorkflowBundle() },
     activities: createActivities({ ...options.deps, temporalClient }),
     // Session bundles, which only the payload converter marks as such (lib/payload-converter.ts),
     // travel through history as their hash (workers/session-bundle-storage.ts), and every payload
@@ -54,6 +56,8 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     ...DEFAULT_WORKER_TUNING,
     ...tuningFromConfig(options.deps.config),
     ...options.tuning,
+    // Workflow interceptor modules go into the bundle (workers/workflow-bundle.ts), not here: the
+    // SDK ignores them beside a bundle.
     ...(options.interceptors ? { interceptors: options.interceptors } : {}),
   });
 }

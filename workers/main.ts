@@ -13,10 +13,15 @@ import { createSwitchboardWorker } from './create-worker';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
+import { verifyWorkflowBundle, WorkflowBundleError } from './workflow-bundle';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
+  // A prebuilt bundle is checked before anything connects: a missing file, or one built from
+  // other code than this worker's, must stop a rollout at once, not run old workflow code.
+  const prebuilt = config.WORKFLOW_BUNDLE_PATH ? verifyWorkflowBundle(config.WORKFLOW_BUNDLE_PATH) : null;
+  if (prebuilt) logger.info({ path: config.WORKFLOW_BUNDLE_PATH, builtAt: prebuilt.manifest.builtAt }, 'loading the prebuilt workflow bundle');
   const payloadCodec = payloadCodecForProcess(config, logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
@@ -35,7 +40,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: createActivityDeps({ config, models, logger }),
     payloadCodec,
-    ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
+    ...(prebuilt ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH! } } : {}),
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
   // The turns' analytics events are written here: their hours' rollups are built here as they close.
@@ -51,6 +56,10 @@ main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
     process.exit(2);
+  }
+  if (err instanceof WorkflowBundleError) {
+    process.stderr.write(`worker refused to start: ${err.message}\n`);
+    process.exit(4);
   }
   if (err instanceof TemporalSetupError) {
     process.stderr.write(`worker refused to start: ${err.message}\n`);

@@ -17,8 +17,10 @@ import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
 import { rewrapTenantDataKeys } from '../../db/tenant-data-key';
 import { reencryptTenant, tenantsWithSecrets } from '../../db/reencrypt';
 import { Encryptor } from '../../lib/encryption';
-import { derivedCodecKeyId } from '../../lib/payload-codec';
-import { Connection } from '@temporalio/client';
+import { derivedCodecKeyId, FAILURE_CONVERTER_PATH, payloadCodecFromConfig } from '../../lib/payload-codec';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { historyFromJsonObject, historyToJsonObject } from '../../lib/history-json';
 import { z } from 'zod';
 import { ConfigSchema } from '../../lib/config';
 import { temporalConnectionSettings } from '../../lib/temporal-options';
@@ -65,6 +67,13 @@ Commands:
                   creates TEMPORAL_NAMESPACE when missing (retention default 7 days) and
                   registers every search attribute the workflows set (docs/operations.md);
                   prints what it did. Safe to run again. Needs no MongoDB.
+  replay-history  (--workflow-id <id> [--run-id <id>] | --history <file.json>) [--bundle <path>]
+                  [--save <file.json>]
+                  replays a workflow's history with this checkout's workflow code (or the
+                  prebuilt bundle of --bundle / WORKFLOW_BUNDLE_PATH), decoding payloads with
+                  the worker's codec keys and session bundles from MongoDB; prints whether it
+                  replayed (exit 0) or the nondeterminism it hit (exit 1). --history reads a
+                  history saved by --save or by \`temporal workflow show --output json\`.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import human_task:read
@@ -77,12 +86,81 @@ Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm
   process refuses the key. ENCRYPTION_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys,
   reencrypt.
   TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS, TEMPORAL_API_KEY, TEMPORAL_TLS_CERT_PATH,
-  TEMPORAL_TLS_KEY_PATH, as the API's: temporal-setup.`;
+  TEMPORAL_TLS_KEY_PATH, as the API's: temporal-setup, replay-history. PAYLOAD_CODEC_KEYS or
+  ENCRYPTION_KEYS and MONGODB_URI, as the worker's: replay-history.`;
+
+const TEMPORAL_SETTINGS = { TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true } as const;
+
+/**
+ * replay-history: a workflow's history, fetched from Temporal (or read from a file), replayed with
+ * this code's workflows as a worker would, to debug a failed or stuck workflow locally. Payloads
+ * are decoded with the worker's codec and session bundles read back from MongoDB, so the replay
+ * sees what the worker saw.
+ */
+async function replayHistory(flags: Flags, io: AdminIo): Promise<unknown> {
+  const env = Object.fromEntries(Object.entries(io.env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.pick({ ...TEMPORAL_SETTINGS, MONGODB_URI: true, WORKFLOW_BUNDLE_PATH: true, ENCRYPTION_KEYS: true, ENCRYPTION_KEY: true, SECRET_MASTER_KEYS: true, PAYLOAD_CODEC_KEYS: true }).safeParse(env);
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  const settings = parsed.data;
+  if (!flags['workflow-id'] === !flags.history) throw new Error('give either --workflow-id (fetched from Temporal) or --history <file.json>');
+  let history: Parameters<typeof historyToJsonObject>[0];
+  let workflowId: string;
+  if (flags.history) {
+    history = historyFromJsonObject(JSON.parse(readFileSync(flags.history, 'utf8')));
+    workflowId = flags.history;
+  } else {
+    workflowId = flags['workflow-id']!;
+    const connection = await Connection.connect(temporalConnectionSettings(settings));
+    try {
+      history = await new Client({ connection, namespace: settings.TEMPORAL_NAMESPACE }).workflow.getHandle(workflowId, flags['run-id']).fetchHistory();
+    } finally {
+      await connection.close();
+    }
+  }
+  // As stored (encrypted): it can be handed to whoever holds the keys.
+  if (flags.save) writeFileSync(flags.save, JSON.stringify(historyToJsonObject(history), null, 2));
+  // The worker's modules load only for this command: the others never need them.
+  const [{ Worker }, bundles, { sessionBundleCodec }, { createSessionBundleStore }] = await Promise.all([
+    import('@temporalio/worker'),
+    import('../../workers/workflow-bundle'),
+    import('../../workers/session-bundle-storage'),
+    import('../../activities/persistence/session-bundles'),
+  ]);
+  const bundlePath = flags.bundle ?? settings.WORKFLOW_BUNDLE_PATH;
+  if (bundlePath) bundles.verifyWorkflowBundle(bundlePath);
+  const workflowBundle = bundlePath ? { codePath: bundlePath } : { code: await bundles.buildWorkflowBundle() };
+  const codec = payloadCodecFromConfig(settings);
+  const models = createModels(await connectMongo(settings.MONGODB_URI));
+  const events = history.events?.length ?? 0;
+  try {
+    await Worker.runReplayHistory(
+      {
+        workflowBundle,
+        replayName: 'admin-replay',
+        dataConverter: {
+          payloadConverterPath: bundles.PAYLOAD_CONVERTER_PATH,
+          failureConverterPath: FAILURE_CONVERTER_PATH,
+          payloadCodecs: [sessionBundleCodec(createSessionBundleStore({ models, cacheSize: 4 })), ...(codec ? [codec] : [])],
+        },
+      },
+      history,
+      workflowId,
+    );
+    return { workflowId, events, replayed: true };
+  } catch (err) {
+    // What the command is for: why the history does not replay, as its result, with exit code 1.
+    io.failed = true;
+    return { workflowId, events, replayed: false, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+  } finally {
+    await models.connection.close();
+  }
+}
+
 
 /** temporal-setup: the namespace and its search attributes, with the API's TEMPORAL_* settings. */
 async function temporalSetup(flags: Flags, io: AdminIo): Promise<unknown> {
   const env = Object.fromEntries(Object.entries(io.env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true }).safeParse(env);
+  const parsed = ConfigSchema.pick(TEMPORAL_SETTINGS).safeParse(env);
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
   const retentionDays = z.coerce.number().int().min(1).max(3650).safeParse(flags['retention-days'] ?? '7');
   if (!retentionDays.success) throw new Error('--retention-days takes a whole number of days (1-3650)');
@@ -314,7 +392,7 @@ async function dispatch(argv: string[], io: AdminIo): Promise<void> {
     allowPositionals: true,
     options: {
       ...Object.fromEntries(
-        ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent', 'webhook-url', 'bot'].map((o) => [o, { type: 'string' as const }]),
+        ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent', 'webhook-url', 'bot', 'workflow-id', 'run-id', 'history', 'bundle', 'save'].map((o) => [o, { type: 'string' as const }]),
       ),
       'rotate-secret': { type: 'boolean' as const },
     },
@@ -326,6 +404,10 @@ async function dispatch(argv: string[], io: AdminIo): Promise<void> {
   }
   if (command === 'temporal-setup') {
     io.out(JSON.stringify(await temporalSetup(values as Flags, io), null, 2) + '\n');
+    return;
+  }
+  if (command === 'replay-history') {
+    io.out(JSON.stringify(await replayHistory(values as Flags, io), null, 2) + '\n');
     return;
   }
   const uri = io.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/switchboard';

@@ -2,14 +2,12 @@
 // installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB on a
 // PostgreSQL cluster in a temp dir (stopped by global-teardown.ts), all on free ports. Builds
 // the workflow bundle once for every in-process worker.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
-import { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from '../../workers/create-worker';
-import { FAILURE_CONVERTER_PATH } from '../../lib/payload-codec';
+import { writeWorkflowBundle } from '../../workers/workflow-bundle';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
@@ -30,12 +28,10 @@ export default async function globalSetup(): Promise<void> {
       extraArgs: ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'],
     },
   });
-  const [ferret, bundle] = await Promise.all([
-    startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
-  ]);
+  // The bundle as `npm run build:workflows` writes it (with its manifest), so worker processes
+  // load it through the same check as a production worker.
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
-  writeFileSync(bundlePath, bundle.code);
+  const [ferret] = await Promise.all([startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }), writeWorkflowBundle(bundlePath)]);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
   process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
