@@ -7,6 +7,7 @@ import { createActivities, type ActivityDeps } from '../activities';
 import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tuning';
 import { sessionBundleCodec } from './session-bundle-storage';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
+import { activityMetrics } from './activity-metrics';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** The payload converter of the worker and its workflow bundle: session bundles get their own encoding. */
@@ -54,6 +55,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     ...DEFAULT_WORKER_TUNING,
     ...tuningFromConfig(options.deps.config),
     ...options.tuning,
-    ...(options.interceptors ? { interceptors: options.interceptors } : {}),
+    // LLM and tool activities are timed for /metrics (workers/activity-metrics.ts), outermost.
+    interceptors: { ...options.interceptors, activity: [activityMetrics, ...(options.interceptors?.activity ?? [])] },
   });
 }

@@ -13,10 +13,13 @@ import { createSwitchboardWorker } from './create-worker';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
+import { startWorkerMetrics } from './metrics';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
+  // Before any Temporal connection: it installs the SDK runtime with its metrics exporter.
+  const metrics = await startWorkerMetrics(config, logger);
   const payloadCodec = payloadCodecForProcess(config, logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
@@ -42,6 +45,7 @@ async function main(): Promise<void> {
   const stopRollupWarmer = startRollupWarmer({ models, logger });
   await worker.run();
   stopRollupWarmer();
+  await metrics?.close();
   await connection.close();
   await models.connection.close();
   logger.info('worker stopped');
