@@ -40,6 +40,7 @@ export async function startWorkerMetrics(config: Config, logger: Logger): Promis
     },
   });
   const sdkMetricsUrl = `http://127.0.0.1:${sdkPort}/metrics`;
+  logger.info({ sdkMetricsUrl }, 'Temporal SDK metrics exported on loopback, appended to the worker\'s /metrics');
   return serveMetrics({
     config,
     port: config.WORKER_METRICS_PORT,
