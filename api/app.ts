@@ -8,6 +8,7 @@ import { type AnyRoute, mountRoutes, type MountedRoute, registerInOpenApi } from
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
+import { httpMetrics, tagRoute } from './middleware/http-metrics';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { ablTestRoutes } from './abl-tests/router';
@@ -85,6 +86,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   app.set('query parser', 'simple');
 
   app.use(requestId);
+  // Every request, whichever part of the app answers it, by route template (never the raw path).
+  app.use(httpMetrics());
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
   // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
   // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).
@@ -107,11 +110,17 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
     const methods = new Set(mounted.filter((r) => r.pattern.test(req.path)).map((r) => r.method.toUpperCase()));
     if (methods.size === 0) return next();
     if (methods.has('GET')) methods.add('HEAD');
+    tagRoute(res, '(options)');
     const allow = [...methods].sort().join(', ');
     res.setHeader('Allow', allow);
     res.status(200).send(allow);
   });
   app.use(router);
+  app.use((req, res, next) => {
+    if (/^\/codec\/login\/?$/.test(req.path)) tagRoute(res, '/codec/login');
+    else if (req.path === '/demo') tagRoute(res, '/demo');
+    next();
+  });
   app.use(codecLoginRouter(ctx));
   // The dev stack's widget demo page (GET /demo); an unknown path anywhere else (api/widget/router.ts).
   app.use(widgetDemoRouter(ctx));
@@ -120,11 +129,13 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   let document: ReturnType<typeof generateOpenApiDocument> | null = null;
   const openApi = () => (document ??= generateOpenApiDocument(registry, ctx.config.PUBLIC_BASE_URL));
   app.get('/openapi.json', (_req, res) => {
+    tagRoute(res, '/openapi.json');
     res.json(openApi());
   });
   // The documentation UI's package loads on the first visit, not with every API process.
   let docsUi: express.Router | undefined;
   app.use('/docs', (req: express.Request, res: express.Response, next: express.NextFunction) => {
+    tagRoute(res, '/docs');
     if (!docsUi) {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const swaggerUi = require('swagger-ui-express') as typeof swaggerUiExpress;

@@ -12,6 +12,8 @@ import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
+import { serveMetrics } from '../lib/metrics/serve';
+import { registerClusterGauges } from '../core/metrics/cluster-gauges';
 
 /**
  * Refuses to serve a namespace that lacks what the workflows set (TemporalSetupError). Temporal
@@ -46,6 +48,11 @@ async function main(): Promise<void> {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   ctx.logger.info({ port }, `API listening on http://${config.HOST}:${port}`);
+  // /metrics on a listener of its own (METRICS_PORT), never on the public port.
+  const metrics = config.METRICS_PORT ? await serveMetrics({ config, port: config.METRICS_PORT, logger: ctx.logger, name: 'API' }) : null;
+  const stopClusterGauges = metrics
+    ? registerClusterGauges({ client: () => ctx.temporal.client(), namespace: config.TEMPORAL_NAMESPACE, taskQueue: config.TEMPORAL_TASK_QUEUE, refreshMs: config.METRICS_REFRESH_MS, logger: ctx.logger })
+    : () => undefined;
   const stopReconciler = startCapacityReconciler(ctx);
   const stopClaimSweep = startStaleClaimSweep(ctx);
   const stopRunSweep = startInterruptedRunSweep(ctx);
@@ -60,6 +67,7 @@ async function main(): Promise<void> {
     stopClaimSweep();
     stopRunSweep();
     stopRollupWarmer();
+    stopClusterGauges();
     const graceMs = config.SHUTDOWN_GRACE_MS;
     const force = setTimeout(() => process.exit(1), graceMs + 1500);
     force.unref();

@@ -69,6 +69,23 @@ export const ConfigSchema = z.object({
   /** Whose X-Forwarded-For gives the client's address (lib/trust-proxy.ts); loopback by default. */
   TRUST_PROXY: TrustProxySchema,
 
+  /**
+   * Prometheus metrics (docs/operations.md, "What to watch"): served at `/metrics` on a listener of
+   * their own, never on PORT. METRICS_PORT is the API's (unset: no listener), WORKER_METRICS_PORT
+   * the worker's (unset: none), both on METRICS_HOST (loopback by default: a scraper elsewhere
+   * needs `0.0.0.0` or the pod address, and then METRICS_TOKEN or a network policy).
+   */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  /** When set, a scrape must send `Authorization: Bearer <METRICS_TOKEN>`; others get 401. */
+  METRICS_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  /**
+   * The cluster-wide gauges (running sessions by status, task-queue backlog) query Temporal at most
+   * this often (ms) per process, when scraped; scrapes in between get the last values.
+   */
+  METRICS_REFRESH_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
+
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI'),
 
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
@@ -411,6 +428,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (raw.HTTP_HEADERS_TIMEOUT_MS > raw.HTTP_REQUEST_TIMEOUT_MS) {
     // The headers are part of the request: Node's HTTP server refuses the pair.
     throw new ConfigError([`HTTP_HEADERS_TIMEOUT_MS (${raw.HTTP_HEADERS_TIMEOUT_MS}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${raw.HTTP_REQUEST_TIMEOUT_MS})`]);
+  }
+  if (raw.METRICS_PORT !== undefined && raw.METRICS_PORT === raw.PORT) {
+    // The public port must never answer /metrics: the scrape listener is a port of its own.
+    throw new ConfigError([`METRICS_PORT (${raw.METRICS_PORT}) must differ from PORT: metrics are served on a listener of their own`]);
   }
   if (raw.NODE_ENV === 'production' && raw.TOOL_ALLOW_PRIVATE_NETWORKS) {
     // The blanket switch would let any tenant's tool reach internal services and cloud metadata.

@@ -8,6 +8,7 @@ import { DEFAULT_WORKER_TUNING, tuningFromConfig, type WorkerTuning } from './tu
 import { sessionBundleCodec } from './session-bundle-storage';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 import { buildWorkflowBundle, PAYLOAD_CONVERTER_PATH } from './workflow-bundle';
+import { activityMetrics } from './activity-metrics';
 
 export { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from './workflow-bundle';
 
@@ -58,6 +59,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     ...options.tuning,
     // Workflow interceptor modules go into the bundle (workers/workflow-bundle.ts), not here: the
     // SDK ignores them beside a bundle.
-    ...(options.interceptors ? { interceptors: options.interceptors } : {}),
+    // LLM and tool activities are timed for /metrics (workers/activity-metrics.ts), outermost.
+    interceptors: { ...options.interceptors, activity: [activityMetrics, ...(options.interceptors?.activity ?? [])] },
   });
 }

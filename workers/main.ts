@@ -14,6 +14,7 @@ import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { verifyWorkflowBundle, WorkflowBundleError } from './workflow-bundle';
+import { startWorkerMetrics } from './metrics';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -22,6 +23,8 @@ async function main(): Promise<void> {
   // other code than this worker's, must stop a rollout at once, not run old workflow code.
   const prebuilt = config.WORKFLOW_BUNDLE_PATH ? verifyWorkflowBundle(config.WORKFLOW_BUNDLE_PATH) : null;
   if (prebuilt) logger.info({ path: config.WORKFLOW_BUNDLE_PATH, builtAt: prebuilt.manifest.builtAt }, 'loading the prebuilt workflow bundle');
+  // Before any Temporal connection: it installs the SDK runtime with its metrics exporter.
+  const metrics = await startWorkerMetrics(config, logger);
   const payloadCodec = payloadCodecForProcess(config, logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
@@ -47,6 +50,7 @@ async function main(): Promise<void> {
   const stopRollupWarmer = startRollupWarmer({ models, logger });
   await worker.run();
   stopRollupWarmer();
+  await metrics?.close();
   await connection.close();
   await models.connection.close();
   logger.info('worker stopped');

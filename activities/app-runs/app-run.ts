@@ -3,6 +3,7 @@
 // result to the caller's callback URL under the rules of HTTP-async receivers: every connection
 // to an address the guard's own resolution checked (APP_RUN_CALLBACK_ALLOWED_PRIVATE_DESTINATIONS
 // exempts a receiver; there is no blanket opt-out), and redirects never followed.
+import { timeTurn } from '../../core/metrics/turns';
 import { computeSignature } from '../../lib/http-async/signing';
 import { ApplicationFailure } from '@temporalio/activity';
 import { APP_RUN_CALLBACK_TOKEN_PURPOSE, type AppRunDoc, finishAppRun, markAppRunStarted } from '../../db/app-run';
@@ -65,7 +66,7 @@ export function createAppRunActivities(deps: ActivityDeps) {
       await markAppRunStarted(deps.models, run);
       const turn: TurnUpdateInput = { clientMessageId: run._id, retryable: true, message: run.message, ...(run.metadataJson ? { metadata: JSON.parse(run.metadataJson) as Record<string, unknown> } : {}) };
       try {
-        const result = await client.workflow.getHandle(`session/${run.sessionId}`).executeUpdate(turnUpdate, { args: [turn], updateId: run._id });
+        const result = await timeTurn('app_run', () => client.workflow.getHandle(`session/${run.sessionId}`).executeUpdate(turnUpdate, { args: [turn], updateId: run._id }));
         await finishAppRun(deps.models, run, { ok: true, output: [{ type: 'text', content: result.response }], spanIds: result.traceEvents.map((e) => e.spanId) });
         return { status: 'success', hasCallback };
       } catch (err) {

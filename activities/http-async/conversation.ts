@@ -2,6 +2,7 @@
 // the session: starting its AgentSession (core/sessions/start.ts, retry-safe), sending one accepted
 // message as a `turn` update (update id = message id, so a retried activity runs the turn once),
 // and asking whether a session still runs.
+import { timeTurn } from '../../core/metrics/turns';
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
@@ -141,10 +142,12 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
       const started = Date.now();
       let outcome: HttpAsyncTurnOutcome;
       try {
-        const result = await client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
-          args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
-          updateId: input.messageId,
-        });
+        const result = await timeTurn('http_async', () =>
+          client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
+            args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
+            updateId: input.messageId,
+          }),
+        );
         outcome = turnOutcome(result);
       } catch (err) {
         const failure = turnFailure(err);

@@ -18,6 +18,7 @@ import { beginAuthentication, type Authentication } from '../middleware/auth';
 import { allowOrigin } from '../sdk/cors';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
 import { ZErrorResponseSchema } from './schemas';
+import { tagRoute } from '../middleware/http-metrics';
 import { pathOfNul } from '../../lib/storable-text';
 import { type BodyLimit, mediaRefusal, PUBLIC_BODY_BYTES, readFormBody, readJsonBody, type RequestMedia, STANDARD_BODY_BYTES } from './body';
 
@@ -404,6 +405,7 @@ function toExpressHandler(ctx: AppContext, route: AnyRoute) {
   const bodyLimit = route.bodyLimit ?? { bytes: route.auth === 'public' && !route.authorize ? PUBLIC_BODY_BYTES : STANDARD_BODY_BYTES };
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (reserved.some(([name, values]) => isReserved(values, req.params[name]))) return next();
+    tagRoute(res, route.path);
     try {
       await runPipeline(req, res);
     } catch (err) {

@@ -3,6 +3,7 @@
 // `turn` updates on the running workflow. The update's result is the agent's answer. Used by
 // POST /api/v1/chat/agent and by agentic-app runs; the caller hands in the session's message
 // budget (the API charges it with its rate limiter, and sets the rate-limit headers).
+import { timeTurn } from '../metrics/turns';
 import { isDatabaseUnavailable } from '../../db/unavailable';
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -297,8 +298,10 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       const handle = client.workflow.getHandle(sessionWorkflowId(session._id));
       await sending({ sessionId: session._id, isNewSession: false, workflowId: handle.workflowId, updateId: clientMessageId, environment });
       try {
-        return await sendUpdateResendingDropped(deadline, () =>
-          client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId })),
+        return await timeTurn('api', () =>
+          sendUpdateResendingDropped(deadline, () =>
+            client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: clientMessageId })),
+          ),
         );
       } catch (err) {
         if (!existing.remembered || !sessionNoLongerRuns(err)) throw err;
@@ -375,13 +378,15 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
       throw err;
     });
     // A start operation is single-use: each send gets its own.
-    const result = await sendUpdateResendingDropped(deadline, () =>
-      client.withDeadline(deadline, () =>
-        client.workflow.executeUpdateWithStart(turnUpdate, {
-          args: [turn],
-          updateId: clientMessageId,
-          startWorkflowOperation: sessionWithStartOperation(ctx.config, start, 'USE_EXISTING'),
-        }),
+    const result = await timeTurn('api', () =>
+      sendUpdateResendingDropped(deadline, () =>
+        client.withDeadline(deadline, () =>
+          client.workflow.executeUpdateWithStart(turnUpdate, {
+            args: [turn],
+            updateId: clientMessageId,
+            startWorkflowOperation: sessionWithStartOperation(ctx.config, start, 'USE_EXISTING'),
+          }),
+        ),
       ),
     ).catch(async (err: unknown) => {
       if (claimed) await giveBackUnstartedSession(ctx, start);

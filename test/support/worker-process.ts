@@ -44,9 +44,12 @@ export function childEnv(config: Config, extra: Record<string, string> = {}): No
   return env;
 }
 
-/** `nodeArgs` go to node before the script (a bench's `--cpu-prof`, which NODE_OPTIONS refuses). */
-export async function startWorkerProcess(config: Config, nodeArgs: string[] = []): Promise<ManagedProcess> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env: childEnv(config), stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `nodeArgs` go to node before the script (a bench's `--cpu-prof`, which NODE_OPTIONS refuses);
+ * `extraEnv` sets what `config` does not pass on (e.g. WORKER_METRICS_PORT).
+ */
+export async function startWorkerProcess(config: Config, nodeArgs: string[] = [], extraEnv: Record<string, string> = {}): Promise<ManagedProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'workers/main.ts'], { cwd: ROOT, env: childEnv(config, extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
   const proc = manage('worker', child);
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
