@@ -8,6 +8,7 @@ import { type AnyRoute, mountRoutes, type MountedRoute, registerInOpenApi } from
 import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
+import { httpTracing } from './middleware/tracing';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { ablTestRoutes } from './abl-tests/router';
@@ -85,6 +86,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   app.set('query parser', 'simple');
 
   app.use(requestId);
+  // A server span per request, only when tracing is on (lib/tracing.ts).
+  if (ctx.tracing) app.use(httpTracing());
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
   // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
   // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).

@@ -13,11 +13,13 @@ import { createSwitchboardWorker } from './create-worker';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
+import { startTracing } from '../lib/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
   const payloadCodec = payloadCodecForProcess(config, logger);
+  const tracing = startTracing(config, 'worker', logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
@@ -35,6 +37,7 @@ async function main(): Promise<void> {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     deps: createActivityDeps({ config, models, logger }),
     payloadCodec,
+    tracing,
     ...(config.WORKFLOW_BUNDLE_PATH ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH } } : {}),
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
@@ -44,6 +47,7 @@ async function main(): Promise<void> {
   stopRollupWarmer();
   await connection.close();
   await models.connection.close();
+  await tracing?.shutdown();
   logger.info('worker stopped');
 }
 
