@@ -1,13 +1,14 @@
 // OpenTelemetry traces end to end against the real stack with tracing on, exported over OTLP/HTTP to
 // a collector in this process: one message through POST /api/v1/chat/agent is one trace from the
 // HTTP span through the Temporal client, the session workflow and its activities to the tool call
-// and the LLM call; a callback that resumes a suspended session links back to the turn's trace; no
+// and the LLM call; a callback or a human task's resolution that resumes a suspended session links
+// back to the turn's trace; no
 // span attribute holds the message's text; the history holds nothing new in clear but the trace
 // header, and a traced session's history replays with today's workflow code.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { client } from '../../support/http';
-import { paymentAgent, publishAgent } from '../../support/agents';
+import { escalationAgent, paymentAgent, publishAgent } from '../../support/agents';
 import { sendCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { historyBytes, replayWithTodaysCode, sessionHistory, storedHistory } from '../../support/workflow-history';
@@ -127,6 +128,7 @@ TOOLS:
 `,
   );
   await publishAgent(api, t, 'Payments', paymentAgent({ name: 'Payments', endpoint: `${toolsUrl}/pay` }));
+  await publishAgent(api, t, 'Approvals', escalationAgent({ name: 'Approvals', goal: "Get a manager's approval.", over: 100, reason: 'Approve {{amount}}', respond: 'Decided.' }));
 });
 
 afterAll(async () => {
@@ -248,4 +250,23 @@ it('links the span that resumes a suspended session to the trace of the turn tha
   expect(resume.attributes).toMatchObject({ 'switchboard.session.id': res.body.sessionId, 'switchboard.tool.name': 'process_payment', 'switchboard.resume.via': 'callback' });
   // The session handles the callback's signal in the callback's trace.
   await collected((s) => s.some((x) => x.name === 'HandleSignal:callback' && x.traceId === resume.traceId));
+});
+
+it('links the resolution of a human task to the trace of the turn that escalated', async () => {
+  const first = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Approvals', message: 'hi' } });
+  const second = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, sessionId: first.body.sessionId, message: '250' } });
+  expect(second.body.action).toMatchObject({ type: 'escalate', humanTask: { id: expect.any(String) } });
+  const taskId = second.body.action.humanTask.id as string;
+  const task = await stack.ctx.models.HumanTask.findOne({ _id: taskId, tenantId: t.tenantId }).lean();
+  const [, escalatedIn] = /^00-([0-9a-f]{32})-/.exec(task!.traceparent!)!;
+  await collected((s) => s.some((x) => x.name === 'POST /api/v1/chat/agent' && x.traceId === escalatedIn));
+
+  const resolved = await api.post(`/api/projects/${t.projectId}/human-tasks/${taskId}/resolve`, { key: t.adminKey, json: { decision: 'approved' } });
+  expect(resolved.status).toBe(200);
+  const all = await collected((s) => s.some((x) => x.name === 'human_task.resolve'));
+  const resolve = all.find((s) => s.name === 'human_task.resolve')!;
+  expect(resolve.traceId).not.toBe(escalatedIn);
+  expect(resolve.links).toEqual([{ traceId: escalatedIn, spanId: expect.stringMatching(/^[0-9a-f]{16}$/) }]);
+  expect(resolve.attributes).toMatchObject({ 'switchboard.human_task.id': taskId, 'switchboard.session.id': first.body.sessionId });
+  expect(ancestry(all, resolve).at(-1)!.name).toBe('POST /api/projects/:projectId/human-tasks/:taskId/resolve');
 });
