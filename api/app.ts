@@ -9,6 +9,7 @@ import { errorHandler, notFoundHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { requestLog } from './middleware/request-log';
 import { httpMetrics, tagRoute } from './middleware/http-metrics';
+import { httpTracing } from './middleware/tracing';
 import { createOpenApiRegistry, generateOpenApiDocument } from './openapi/registry';
 import { agentRoutes } from './agents/router';
 import { ablTestRoutes } from './abl-tests/router';
@@ -88,6 +89,8 @@ export function createApp(ctx: AppContext, extraRoutes: AnyRoute[] = []): Expres
   app.use(requestId);
   // Every request, whichever part of the app answers it, by route template (never the raw path).
   app.use(httpMetrics());
+  // A server span per request, only when tracing is on (lib/tracing.ts).
+  if (ctx.tracing) app.use(httpTracing());
   app.use(requestLog(ctx.logger, { ignore: (req) => req.url === '/healthz' || req.url === '/readyz' }));
   // Before the routes, so a refused body still carries the CORS headers the UI needs to read it.
   // No body is parsed here: each route reads its own once the caller may send it (api/http/body.ts).

@@ -10,14 +10,17 @@ import { type AppContext } from './context';
 import { createRateLimiter, ensureRateLimitIndexes, writeBatchedCharges } from './middleware/rate-limit';
 import { TemporalGateway } from '../core/temporal';
 import { flushHeldAnalyticsEvents } from '../core/analytics/batcher';
+import { startTracing } from '../lib/tracing';
 
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
   // First: in production a missing codec key stops the start before anything connects.
   const payloadCodec = payloadCodecForProcess(config, logger);
+  // Before the Temporal client, whose interceptors carry each request's trace into the workflows.
+  const tracing = startTracing(config, 'api', logger);
   const connection = await connectMongo(config.MONGODB_URI);
   const models = createModels(connection);
   await syncIndexes(models);
-  const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, switchboardDataConverter(payloadCodec));
+  const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, switchboardDataConverter(payloadCodec), tracing?.clientInterceptors());
   if (config.RATE_LIMIT_STORE === 'mongo') await ensureRateLimitIndexes(connection);
   const rateLimiter = createRateLimiter({
     store: config.RATE_LIMIT_STORE,
@@ -47,7 +50,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
     keyPrefix: 'session-msg',
     connection,
   });
-  return { config, models, temporal, payloadCodec, logger, rateLimiter, loginLimiter, loginIpLimiter, sessionMessageLimiter };
+  return { config, models, temporal, payloadCodec, logger, rateLimiter, loginLimiter, loginIpLimiter, sessionMessageLimiter, tracing };
 }
 
 export async function closeAppContext(ctx: AppContext): Promise<void> {
@@ -56,4 +59,5 @@ export async function closeAppContext(ctx: AppContext): Promise<void> {
   await flushHeldAnalyticsEvents(ctx.models);
   await ctx.temporal.close();
   await ctx.models.connection.close();
+  await ctx.tracing?.shutdown();
 }

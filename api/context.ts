@@ -7,6 +7,7 @@ import { type TemporalGateway } from '../core/temporal';
 import { type CoreContext } from '../core/context';
 import { type AesGcmPayloadCodec } from '../lib/payload-codec';
 import { type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { type Tracing } from '../lib/tracing';
 
 export interface AppContext extends CoreContext {
   config: Config;
@@ -22,4 +23,6 @@ export interface AppContext extends CoreContext {
   loginIpLimiter: RateLimiterAbstract;
   /** Messages per session per minute (SESSION_MESSAGES_PER_MINUTE). */
   sessionMessageLimiter: RateLimiterAbstract;
+  /** OpenTelemetry tracing (lib/tracing.ts); null or absent: off, nothing installed. */
+  tracing?: Tracing | null;
 }

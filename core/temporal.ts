@@ -1,7 +1,7 @@
 // The connection to Temporal of a process that starts and talks to workflows (the API): connected
 // lazily and re-tried, so the API starts (and reports not-ready) while Temporal is down, and
 // recovers when it comes back.
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import { type DataConverter } from '@temporalio/common';
 import { type TemporalConnectionSettings } from '../lib/temporal-options';
 
@@ -15,6 +15,8 @@ export class TemporalGateway {
     readonly taskQueue: string,
     /** The payload codec (lib/payload-codec.ts): what the client sends is encrypted, what it reads decrypted. */
     private readonly dataConverter: DataConverter = {},
+    /** Workflow client interceptors (tracing, lib/tracing.ts); none when tracing is off. */
+    private readonly workflowInterceptors: WorkflowClientInterceptor[] = [],
   ) {}
 
   /** The Temporal client, connecting on first use. */
@@ -23,7 +25,7 @@ export class TemporalGateway {
       this.connecting = Connection.connect({ ...this.settings, connectTimeout: 3000 }).then(
         (connection) => {
           this.connection = connection;
-          return new Client({ connection, namespace: this.namespace, dataConverter: this.dataConverter });
+          return new Client({ connection, namespace: this.namespace, dataConverter: this.dataConverter, ...(this.workflowInterceptors.length > 0 ? { interceptors: { workflow: this.workflowInterceptors } } : {}) });
         },
         (err: unknown) => {
           this.connecting = null;

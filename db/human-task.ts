@@ -40,6 +40,11 @@ export interface HumanTaskDoc {
   revision: number;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * The W3C trace context of the turn that opened the task, when tracing is on: a transition's
+   * span links to it (docs/observability.md, "Traces"). Ids only.
+   */
+  traceparent?: string;
 }
 
 const HumanTaskSchema = new Schema<HumanTaskDoc>(
@@ -70,6 +75,7 @@ const HumanTaskSchema = new Schema<HumanTaskDoc>(
     revision: { type: Number, required: true },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
+    traceparent: { type: String },
   },
   { versionKey: false, minimize: false },
 );

@@ -39,6 +39,11 @@ export interface SuspensionDoc {
    */
   claimedPayload?: EncryptedValue;
   deliveredAt?: Date;
+  /**
+   * The W3C trace context of the turn that suspended, when tracing is on: the span that resumes
+   * the session links to it (docs/observability.md, "Traces"). Ids only.
+   */
+  traceparent?: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -59,6 +64,7 @@ const SuspensionSchema = new Schema<SuspensionDoc>(
     claimedAt: { type: Date },
     claimedPayload: { type: EncryptedValueSchema },
     deliveredAt: { type: Date },
+    traceparent: { type: String },
   },
   { timestamps: true, versionKey: false },
 );

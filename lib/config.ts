@@ -354,6 +354,19 @@ export const ConfigSchema = z.object({
    * at start.
    */
   WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),
+  // OpenTelemetry traces (lib/tracing.ts, docs/observability.md "Traces"): the standard variables,
+  // read here like every other setting. Off unless an OTLP endpoint or OTEL_TRACES_EXPORTER=otlp is set.
+  OTEL_SDK_DISABLED: bool.default(false),
+  OTEL_TRACES_EXPORTER: z.string().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url().optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: z.string().optional(),
+  /** `key=value,...` headers sent with every export (a collector's credentials). */
+  OTEL_EXPORTER_OTLP_HEADERS: z.string().optional(),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: z.string().optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
   /** A retired deployment's drain ends every session still on it after this long (ms). */
   DEPLOYMENT_DRAIN_TIMEOUT_MS: positiveInt.default(15 * 60 * 1000),
   /** While draining, a session with no message for this long is ended (ms). */

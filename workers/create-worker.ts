@@ -9,6 +9,8 @@ import { sessionBundleCodec } from './session-bundle-storage';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 import { buildWorkflowBundle, PAYLOAD_CONVERTER_PATH } from './workflow-bundle';
 import { activityMetrics } from './activity-metrics';
+import { type Tracing } from '../lib/tracing';
+import { workerTracing } from './tracing';
 
 export { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from './workflow-bundle';
 
@@ -30,18 +32,31 @@ export interface CreateWorkerOptions {
   tuning?: Partial<WorkerTuning>;
   /** Worker interceptors (tests use one to hold an activity while they act). */
   interceptors?: WorkerOptions['interceptors'];
+  /** The process's tracing (lib/tracing.ts); null or absent: off, no interceptor installed. */
+  tracing?: Tracing | null;
 }
 
 export async function createSwitchboardWorker(options: CreateWorkerOptions): Promise<Worker> {
   const payloadCodecs = [sessionBundleCodec(options.deps.sessionBundles), ...(options.payloadCodec ? [options.payloadCodec] : [])];
   // Activities that talk to other workflows (an async app run's turn) use the worker's own
   // connection, with the same codecs as the worker.
-  const temporalClient = options.deps.temporalClient ?? new Client({ connection: options.connection, namespace: options.namespace, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs } });
+  const clientInterceptors = options.tracing?.clientInterceptors() ?? [];
+  const temporalClient =
+    options.deps.temporalClient ??
+    new Client({
+      connection: options.connection,
+      namespace: options.namespace,
+      dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs },
+      ...(clientInterceptors.length > 0 ? { interceptors: { workflow: clientInterceptors } } : {}),
+    });
+  const tracing = workerTracing(options.tracing);
+  const activityInterceptors = [...tracing.activityInterceptors, ...(options.interceptors?.activity ?? [])];
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowBundle: options.workflowBundle ?? { code: await buildWorkflowBundle() },
+    sinks: tracing.sinks,
     activities: createActivities({ ...options.deps, temporalClient }),
     // Session bundles, which only the payload converter marks as such (lib/payload-converter.ts),
     // travel through history as their hash (workers/session-bundle-storage.ts), and every payload
@@ -58,8 +73,8 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     ...tuningFromConfig(options.deps.config),
     ...options.tuning,
     // Workflow interceptor modules go into the bundle (workers/workflow-bundle.ts), not here: the
-    // SDK ignores them beside a bundle.
-    // LLM and tool activities are timed for /metrics (workers/activity-metrics.ts), outermost.
-    interceptors: { ...options.interceptors, activity: [activityMetrics, ...(options.interceptors?.activity ?? [])] },
+    // SDK ignores them beside a bundle. LLM and tool activities are timed for /metrics
+    // (workers/activity-metrics.ts), outermost.
+    interceptors: { ...options.interceptors, activity: [activityMetrics, ...activityInterceptors] },
   });
 }

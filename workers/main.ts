@@ -15,6 +15,7 @@ import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { verifyWorkflowBundle, WorkflowBundleError } from './workflow-bundle';
 import { startWorkerMetrics } from './metrics';
+import { startTracing } from '../lib/tracing';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -26,6 +27,7 @@ async function main(): Promise<void> {
   // Before any Temporal connection: it installs the SDK runtime with its metrics exporter.
   const metrics = await startWorkerMetrics(config, logger);
   const payloadCodec = payloadCodecForProcess(config, logger);
+  const tracing = startTracing(config, 'worker', logger);
   const models = createModels(await connectMongo(config.MONGODB_URI));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
@@ -44,6 +46,7 @@ async function main(): Promise<void> {
     deps: createActivityDeps({ config, models, logger }),
     payloadCodec,
     ...(prebuilt ? { workflowBundle: { codePath: config.WORKFLOW_BUNDLE_PATH! } } : {}),
+    tracing,
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
   // The turns' analytics events are written here: their hours' rollups are built here as they close.
@@ -53,6 +56,7 @@ async function main(): Promise<void> {
   await metrics?.close();
   await connection.close();
   await models.connection.close();
+  await tracing?.shutdown();
   logger.info('worker stopped');
 }
 

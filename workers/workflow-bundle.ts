@@ -11,8 +11,12 @@ import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** The payload converter of the worker and its workflow bundle: session bundles get their own encoding. */
 export const PAYLOAD_CONVERTER_PATH = require.resolve('../lib/payload-converter');
-/** Modules exporting `interceptors` (a WorkflowInterceptorsFactory), loaded into every bundle. */
-export const WORKFLOW_INTERCEPTOR_MODULES: string[] = [];
+/**
+ * Modules exporting `interceptors` (a WorkflowInterceptorsFactory), loaded into every bundle:
+ * tracing, which a run switches on only when its history carries trace context
+ * (workflows/tracing-interceptors.ts), so one bundle serves either setting.
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES: string[] = [require.resolve('../workflows/tracing-interceptors')];
 
 const ROOT = path.resolve(__dirname, '..');
 /** The folders whose code can end up in the bundle (workflows import only abl/ and workflows/; the converters live in lib/). */

@@ -15,6 +15,7 @@ import { collectStream, LOCAL_PROVIDER_NAME, ProviderError, type ChatMessage, ty
 import { TurnDeltaPublisher, type TurnStreamModels } from '../../core/chat/turn-stream';
 import { startDeadline } from '../../providers/llm/deadline';
 import { providerErrorLogFields, publicProviderMessage } from '../../providers/llm/public-error';
+import { withSpan } from '../../lib/tracing';
 
 export interface LlmTarget {
   provider: LlmProvider;
@@ -175,8 +176,21 @@ function asFailure(err: unknown): unknown {
   return err;
 }
 
+/**
+ * One provider call, in a `chat <model>` span when tracing is on (lib/tracing.ts): the provider,
+ * the model and the token counts, never the prompt or the answer.
+ */
+function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTarget): Promise<CallLlmResult> {
+  const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.system': target.providerName, 'gen_ai.request.model': target.modelId, 'switchboard.llm.streamed': Boolean(input.streamId) };
+  return withSpan(`chat ${target.modelId}`, { attributes }, async (span) => {
+    const result = await callTargetUntraced(deps, input, target);
+    span?.setAttributes({ 'gen_ai.response.model': result.model || target.modelId, 'gen_ai.usage.input_tokens': result.usage.inputTokens, 'gen_ai.usage.output_tokens': result.usage.outputTokens });
+    return result;
+  });
+}
+
 /** One provider call, bounded by the agent's llm_timeout; throws ProviderError on failure. */
-async function callTarget(deps: CallLlmDeps, input: CallLlmInput, target: LlmTarget): Promise<CallLlmResult> {
+async function callTargetUntraced(deps: CallLlmDeps, input: CallLlmInput, target: LlmTarget): Promise<CallLlmResult> {
   const started = Date.now();
   const cancelled = Context.current().cancellationSignal;
   const deadline = input.request.timeoutMs ? startDeadline(input.request.timeoutMs, cancelled) : null;

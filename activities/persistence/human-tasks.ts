@@ -4,7 +4,13 @@
 import { type ActivityDeps } from '..';
 import { countOpenTasks, humanTaskRow } from '../../db/human-task';
 import { isDuplicateKey } from '../../db/duplicate-key';
+import { currentTraceparent } from '../../lib/tracing';
 import type { HumanTaskView } from '../../workflows/definitions';
+
+function traceparentOnInsert(): { $setOnInsert?: { traceparent: string } } {
+  const traceparent = currentTraceparent();
+  return traceparent ? { $setOnInsert: { traceparent } } : {};
+}
 
 export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
   return async function recordHumanTask(task: HumanTaskView): Promise<void> {
@@ -16,7 +22,8 @@ export function createRecordHumanTask(deps: Pick<ActivityDeps, 'models'>) {
     try {
       await deps.models.HumanTask.updateOne(
         { _id: task.taskId, tenantId: task.tenantId, projectId: task.projectId, revision: { $lt: task.revision } },
-        { $set: doc },
+        // The first write, in the trace of the turn that opened the task, keeps its context.
+        { $set: doc, ...traceparentOnInsert() },
         { upsert: true },
       );
     } catch (err) {

@@ -9,6 +9,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Json, ToolIR } from '../../abl/ir';
 import { CALLBACK_SECRET_PURPOSE, type SuspensionDoc } from '../../db/suspension';
 import { isDuplicateKey } from '../../db/duplicate-key';
+import { currentTraceparent } from '../../lib/tracing';
 import type { ActivityDeps } from '../index';
 import { runHttpTool } from './http-tool';
 import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, secretsForCall } from './tool-secrets';
@@ -47,6 +48,11 @@ export function callbackUrl(publicBaseUrl: string, callbackId: string): string {
   return `${publicBaseUrl.replace(/\/+$/, '')}/api/v1/callbacks/${encodeURIComponent(callbackId)}`;
 }
 
+function traceparentField(): { traceparent?: string } {
+  const traceparent = currentTraceparent();
+  return traceparent ? { traceparent } : {};
+}
+
 export function createStartAsyncCall(deps: ActivityDeps) {
   const { models } = deps;
 
@@ -69,6 +75,8 @@ export function createStartAsyncCall(deps: ActivityDeps) {
       status: 'pending' as const,
       // The tool's own wait, within the platform's cap.
       expiresAt: new Date(Date.now() + Math.min(input.waitMs, deps.config.CALLBACK_MAX_WAIT_MS)),
+      // The resume's span links back to this turn's trace (tracing on only).
+      ...traceparentField(),
     };
     try {
       await models.Suspension.create(doc);

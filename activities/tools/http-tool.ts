@@ -8,6 +8,7 @@ import { fixedContext, renderTemplate } from '../../abl';
 import { readBodyCapped } from './response-body';
 import { authHeaders } from './http-auth';
 import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
+import { withToolSpan } from '../../lib/tracing';
 import { assertSecretsMayGoTo, scrubFailure, scrubSecrets, type SecretDestinations } from './tool-secrets';
 import { clientCredentialsToken, forgetClientCredentialsToken, type ClientCredentialsCall } from './oauth2-client';
 
@@ -140,7 +141,12 @@ export interface HttpToolOptions {
   emptyOk?: boolean;
 }
 
-export async function runHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
+/** Calls an HTTP tool, in a `tool.call` span when tracing is on (lib/tracing.ts). */
+export function runHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
+  return withToolSpan(input.tool, () => callHttpTool(input, options));
+}
+
+async function callHttpTool(input: HttpToolInput, options: HttpToolOptions): Promise<Json> {
   const binding = input.tool.binding;
   if (binding.type !== 'http') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not an http tool`, 'TOOL_UNSUPPORTED');
   // SSRF protection: the guard's connections go only to addresses its own resolution checked.

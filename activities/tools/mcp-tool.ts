@@ -3,6 +3,7 @@
 // allow-list), with the server's tool list cached per server and refreshed on its TTL or when the
 // server says it changed. Header credentials come from the tool-secret store and are scrubbed from
 // what the call returns or throws. One connection per call: no process or stream outlives it.
+import { withToolSpan } from '../../lib/tracing';
 import { ApplicationFailure } from '@temporalio/activity';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -153,7 +154,7 @@ async function resolveSecrets(deps: McpToolDeps, input: McpToolInput, server: Mc
 export function createMcpToolActivities(deps: McpToolDeps, cache = new McpToolListCache()) {
   return {
     /** Calls the tool; its value is the call's structured result, an `isError` answer a tool_error. */
-    async runMcpTool(input: McpToolInput): Promise<Json> {
+    runMcpTool: (input: McpToolInput): Promise<Json> => withToolSpan(input.tool, async () => {
       const binding = input.tool.binding;
       const toolName = input.tool.name;
       if (binding.type !== 'mcp') throw ApplicationFailure.nonRetryable(`Tool ${toolName} is not an MCP tool`, 'TOOL_UNSUPPORTED');
@@ -172,7 +173,7 @@ export function createMcpToolActivities(deps: McpToolDeps, cache = new McpToolLi
       } catch (err) {
         throw scrubFailure(err, secrets.values);
       }
-    },
+    }),
   };
 }
 

@@ -8,6 +8,7 @@ import type { Json, ToolIR } from '../../abl/ir';
 import { type Config } from '../../lib/config';
 import { type Logger } from '../../lib/logger';
 import { capToolResult } from '../../lib/result-cap';
+import { withToolSpan } from '../../lib/tracing';
 import { type ProjectFunctionDoc } from '../../db/project-function';
 import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
 import { createJavaScriptEngine } from './sandbox/javascript';
@@ -149,17 +150,17 @@ async function runCode(deps: SandboxToolDeps, engines: SandboxEngines, input: Sa
 export function createSandboxToolActivities(deps: SandboxToolDeps, engines: SandboxEngines = createSandboxEngines(deps.config)) {
   return {
     /** Runs the tool's code; the result is its value, a failure's message is what the agent sees. */
-    async runSandboxTool(input: SandboxToolInput): Promise<Json> {
+    runSandboxTool: (input: SandboxToolInput): Promise<Json> => withToolSpan(input.tool, async () => {
       const binding = input.tool.binding;
       if (binding.type !== 'sandbox') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not a sandbox tool`, 'TOOL_UNSUPPORTED');
       return runCode(deps, engines, input, binding);
-    },
+    }),
 
     /**
      * A `type: lambda` tool: its `function` is looked up in the project's function registry at
      * call time (so the registry's current code runs) and run like a sandbox tool's code.
      */
-    async runLambdaTool(input: SandboxToolInput): Promise<Json> {
+    runLambdaTool: (input: SandboxToolInput): Promise<Json> => withToolSpan(input.tool, async () => {
       const binding = input.tool.binding;
       if (binding.type !== 'lambda') throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name} is not a lambda tool`, 'TOOL_UNSUPPORTED');
       const fn = deps.findFunction ? await deps.findFunction({ tenantId: input.tenantId, projectId: input.projectId }, binding.function) : null;
@@ -173,6 +174,6 @@ export function createSandboxToolActivities(deps: SandboxToolDeps, engines: Sand
         throw ApplicationFailure.nonRetryable(`Tool ${input.tool.name}: function "${fn.name}" is ${fn.runtime}, but the tool says runtime ${binding.runtime}`, 'TOOL_FUNCTION_RUNTIME');
       }
       return runCode(deps, engines, input, { type: 'sandbox', runtime: fn.runtime, code: fn.code, entrypoint: fn.entrypoint, timeout_ms: input.timeoutMs, memory_mb: fn.memoryMb });
-    },
+    }),
   };
 }

@@ -12,6 +12,7 @@ import { callbackSignal } from '../../workflows/definitions';
 import { isWorkflowNotFound, sessionWorkflowId, temporalClient, withDeadline, TEMPORAL_CALL_TIMEOUT_MS } from '../sessions/workflow-client';
 import { requireEncryptor } from '../llm/runtime';
 import { capToolResult } from '../../lib/result-cap';
+import { linkToTraceparent, withSpan } from '../../lib/tracing';
 import type { Json } from '../../abl/ir';
 
 export type DeliveryOutcome = { status: 'delivered' } | { status: 'already_processed' };
@@ -76,8 +77,15 @@ export async function deliver(
   const owned = { _id: suspension._id, tenantId: suspension.tenantId };
   try {
     const client = await temporalClient(ctx);
-    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
-      client.workflow.getHandle(sessionWorkflowId(suspension.sessionId)).signal(callbackSignal, { callbackId: suspension._id, payload, via }),
+    // In a span linked to the trace of the turn that suspended (tracing on only): the signal's own
+    // span, and the session's handling of it, nest under it.
+    await withSpan(
+      'session.resume',
+      { attributes: { 'switchboard.session.id': suspension.sessionId, 'switchboard.tool.name': suspension.tool, 'switchboard.resume.via': via }, links: linkToTraceparent(suspension.traceparent) },
+      () =>
+        withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
+          client.workflow.getHandle(sessionWorkflowId(suspension.sessionId)).signal(callbackSignal, { callbackId: suspension._id, payload, via }),
+        ),
     );
   } catch (err) {
     if (isWorkflowNotFound(err)) {

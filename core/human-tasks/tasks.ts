@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { DomainError } from '../../lib/errors';
+import { linkToTraceparent, withSpan } from '../../lib/tracing';
 import { isErrorCode } from '../../lib/error-codes';
 import { countOpenTasks, humanTaskRow, type HumanTaskDoc } from '../../db/human-task';
 import { findOwned } from '../../db/owned';
@@ -151,7 +152,13 @@ async function transition(ctx: CoreContext, scope: TaskScope, taskId: string, ki
   if (TERMINAL_TASK_STATUSES.includes(stored.status as HumanTaskStatus)) throw finished(stored, kind);
   const client = await temporalClient(ctx);
   try {
-    return await withDeadline(client, TASK_UPDATE_TIMEOUT_MS, () => send(client.workflow.getHandle(taskWorkflowId(taskId))));
+    // In a span linked to the trace of the turn that opened the task (tracing on only): a
+    // resolution resumes that turn's session.
+    return await withSpan(
+      `human_task.${kind}`,
+      { attributes: { 'switchboard.human_task.id': taskId, ...(stored.sessionId ? { 'switchboard.session.id': stored.sessionId } : {}) }, links: linkToTraceparent(stored.traceparent) },
+      () => withDeadline(client, TASK_UPDATE_TIMEOUT_MS, () => send(client.workflow.getHandle(taskWorkflowId(taskId)))),
+    );
   } catch (err) {
     if (!isWorkflowNotFound(err) && !isClosed(err)) throw transitionError(err);
     const latest = await findTask(ctx, scope, taskId);

@@ -120,11 +120,12 @@ async function replayHistory(flags: Flags, io: AdminIo): Promise<unknown> {
   // As stored (encrypted): it can be handed to whoever holds the keys.
   if (flags.save) writeFileSync(flags.save, JSON.stringify(historyToJsonObject(history), null, 2));
   // The worker's modules load only for this command: the others never need them.
-  const [{ Worker }, bundles, { sessionBundleCodec }, { createSessionBundleStore }] = await Promise.all([
+  const [{ Worker }, bundles, { sessionBundleCodec }, { createSessionBundleStore }, { workerTracing }] = await Promise.all([
     import('@temporalio/worker'),
     import('../../workers/workflow-bundle'),
     import('../../workers/session-bundle-storage'),
     import('../../activities/persistence/session-bundles'),
+    import('../../workers/tracing'),
   ]);
   const bundlePath = flags.bundle ?? settings.WORKFLOW_BUNDLE_PATH;
   if (bundlePath) bundles.verifyWorkflowBundle(bundlePath);
@@ -137,6 +138,8 @@ async function replayHistory(flags: Flags, io: AdminIo): Promise<unknown> {
       {
         workflowBundle,
         replayName: 'admin-replay',
+        // A traced history's spans are made again: dropped here, not exported.
+        sinks: workerTracing(null).sinks,
         dataConverter: {
           payloadConverterPath: bundles.PAYLOAD_CONVERTER_PATH,
           failureConverterPath: FAILURE_CONVERTER_PATH,

@@ -129,6 +129,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       deps,
       payloadCodec: ctx.payloadCodec,
+      tracing: ctx.tracing,
       workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! },
       ...(options.workerInterceptors ? { interceptors: options.workerInterceptors } : {}),
     });

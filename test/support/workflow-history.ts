@@ -7,6 +7,7 @@ import { type TestStack } from './stack';
 import { decodeEncryptedPayloads } from '../fixtures/histories/history-json';
 import { createSessionBundleStore } from '../../activities/persistence/session-bundles';
 import { inlineSessionBundles } from '../../workers/session-bundle-storage';
+import { workerTracing } from '../../workers/tracing';
 
 type History = Awaited<ReturnType<ReturnType<Awaited<ReturnType<TestStack['ctx']['temporal']['client']>>['workflow']['getHandle']>['fetchHistory']>>;
 
@@ -68,5 +69,6 @@ export function patchIdsIn(history: History): string[] {
 }
 
 export async function replayWithTodaysCode(history: History, workflowId: string): Promise<void> {
-  await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! }, replayName: workflowId }, history, workflowId);
+  // With the sinks a worker has: a traced run's spans are made again in replay (and dropped).
+  await Worker.runReplayHistory({ workflowBundle: { codePath: process.env.SB_TEST_WORKFLOW_BUNDLE! }, replayName: workflowId, sinks: workerTracing(null).sinks }, history, workflowId);
 }
