@@ -11,6 +11,21 @@ import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** The payload converter of the worker and its workflow bundle: session bundles get their own encoding. */
 export const PAYLOAD_CONVERTER_PATH = require.resolve('../lib/payload-converter');
+/**
+ * Modules of the workflow bundle that every workflow in a worker's reusable V8 context shares
+ * instead of evaluating its own copy (the SDK's `preloadModules`): the ABL interpreter and what it
+ * imports (re2js among them). They are pure: no workflow API at module scope, no per-workflow
+ * state at module scope (only memo caches of values computed from their keys, bounded). The SDK
+ * deep-freezes their exports. A prebuilt bundle must be built with the same list (WORKFLOW_BUNDLE_OPTIONS).
+ */
+export const WORKFLOW_PRELOAD_MODULES = ['../workflows', '../workflows/shared-bundles', '../abl/runtime', '../abl/gather', '../abl/tool-retry', '../abl/tool-access', '../abl/ir'].map((m) => require.resolve(m));
+/** The bundler options of the worker's workflow bundle, at start or prebuilt (`bundleWorkflowCode`). */
+export const WORKFLOW_BUNDLE_OPTIONS = {
+  workflowsPath: WORKFLOWS_PATH,
+  payloadConverterPath: PAYLOAD_CONVERTER_PATH,
+  failureConverterPath: FAILURE_CONVERTER_PATH,
+  preloadModules: WORKFLOW_PRELOAD_MODULES,
+};
 
 export interface CreateWorkerOptions {
   connection: NativeConnection;
@@ -38,7 +53,7 @@ export async function createSwitchboardWorker(options: CreateWorkerOptions): Pro
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: WORKFLOWS_PATH, bundlerOptions: { preloadModules: WORKFLOW_PRELOAD_MODULES } }),
     activities: createActivities({ ...options.deps, temporalClient }),
     // Session bundles, which only the payload converter marks as such (lib/payload-converter.ts),
     // travel through history as their hash (workers/session-bundle-storage.ts), and every payload

@@ -8,8 +8,7 @@ import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
-import { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from '../../workers/create-worker';
-import { FAILURE_CONVERTER_PATH } from '../../lib/payload-codec';
+import { WORKFLOW_BUNDLE_OPTIONS } from '../../workers/create-worker';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
@@ -32,7 +31,7 @@ export default async function globalSetup(): Promise<void> {
   });
   const [ferret, bundle] = await Promise.all([
     startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
+    bundleWorkflowCode({ ...WORKFLOW_BUNDLE_OPTIONS, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }),
   ]);
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
