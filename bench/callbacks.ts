@@ -8,7 +8,7 @@
 // resumed reply in its transcript (the workflow's clock as it recorded the reply), so no polling
 // blurs it. Memory: the worker's RSS once `--suspended` sessions (cumulative) wait at once.
 import { createHmac } from 'node:crypto';
-import { existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -20,6 +20,7 @@ import { pingUpdate } from '../workflows/definitions';
 import { jsonClient } from './support/json-client';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { startBenchStack } from './support/stack';
+import { memoryProbeNodeArgs, probeWorkerMemory, rssMb } from './support/worker-memory';
 import { addCounts, countMongoCommands, countsSince, perOpCounts, snapshotCounts, type CommandCounts } from './support/mongo-commands';
 
 const { values } = parseArgs({
@@ -71,43 +72,6 @@ async function resumeHistory(client: Client, sessionId: string): Promise<string>
   return `${kinds.length} events from the signal on: ${[...tally].map(([k, n]) => `${n}x ${k}`).join(', ')}`;
 }
 
-const MB = 1024 * 1024;
-/** A thread's figures from bench/support/memory-probe.js. */
-interface ProbeLine { tag: string; threadId: number; main: boolean; heapUsed: number; heapTotal: number; heapPhysical: number; external: number; malloced: number; nativeContexts: number; detachedContexts: number; rss: number; arrayBuffers: number }
-
-let probeThreads = 0;
-/** Asks the worker's threads for their heap figures (SIGWINCH) and returns one line per thread. */
-async function probeWorker(pid: number, file: string): Promise<string> {
-  const seen = existsSync(file) ? readFileSync(file, 'utf8').length : 0;
-  process.kill(pid, 'SIGWINCH');
-  // Every thread answers after its own GC, which takes seconds for a large heap on a loaded machine:
-  // done once as many threads as ever have answered (the first probe: once nothing came for 2 s).
-  let count = -1;
-  let quiet = 0;
-  for (let i = 0; i < 240; i++) {
-    await sleep(500);
-    const lines = readFileSync(file, 'utf8').slice(seen).split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeLine);
-    quiet = lines.length === count ? quiet + 1 : 0;
-    count = lines.length;
-    if (lines.length >= probeThreads || (probeThreads === 0 && quiet >= 4 && lines.some((l) => l.main))) {
-      probeThreads = Math.max(probeThreads, lines.length);
-      const heaps = lines.reduce((sum, l) => sum + l.heapUsed, 0);
-      const pages = lines.reduce((sum, l) => sum + l.heapPhysical, 0);
-      const rss = Math.max(...lines.map((l) => l.rss));
-      const threads = lines
-        .sort((a, b) => a.threadId - b.threadId)
-        .map((l) => `${l.main ? 'main' : `thread ${l.threadId}`}: heap used ${(l.heapUsed / MB).toFixed(0)} of ${(l.heapPhysical / MB).toFixed(0)} MB, ${l.nativeContexts} contexts (${l.detachedContexts} detached), external ${(l.external / MB).toFixed(0)} MB`);
-      return (
-        `  after a full GC: RSS ${(rss / MB).toFixed(0)} MB = V8 heap pages ${(pages / MB).toFixed(0)} MB (JS in use ${(heaps / MB).toFixed(0)} MB) ` +
-        `+ outside the V8 heaps ${((rss - pages) / MB).toFixed(0)} MB; ${threads.join('; ')}`
-      );
-    }
-  }
-  return '  memory probe: no answer from the worker';
-}
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-
 async function main() {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'sb-callbacks-'));
   // The outside system: records each request's callback URL and secret, acknowledges with 202.
@@ -137,7 +101,7 @@ async function main() {
     monitorApiCommands: true,
     workerNodeArgs: [
       ...(values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : []),
-      ...(values['memory-probe'] ? ['--expose-gc', '--require', path.join(__dirname, 'support', 'memory-probe.js')] : []),
+      ...(values['memory-probe'] ? memoryProbeNodeArgs() : []),
     ],
   });
   const { ctx, config, client, baseUrl, cpu } = stack;
@@ -303,7 +267,7 @@ FLOW:
 
     // Memory: the worker's RSS with this many sessions waiting at once (the ones above have ended).
     out(`worker RSS before: ${rssMb(workerPid).toFixed(0)} MB`);
-    if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
+    if (values['memory-probe']) out((await probeWorkerMemory(workerPid, probeFile))?.text ?? '  memory probe: no answer from the worker');
     let waiting = 0;
     const oldest: { sessionId: string; callbackId: string }[] = [];
     for (const point of MEMORY_POINTS) {
@@ -320,7 +284,7 @@ FLOW:
         `worker RSS with ${String(point).padStart(6)} suspended sessions: ${rssMb(workerPid).toFixed(0)} MB ` +
           `(the last ${added} took ${Math.round(tookS)} s, ${LANES} at a time, ${unanswered} first turns answered 503 so far; CPU per suspension: ${cpuPerSession})`,
       );
-      if (values['memory-probe']) out(await probeWorker(workerPid, probeFile));
+      if (values['memory-probe']) out((await probeWorkerMemory(workerPid, probeFile))?.text ?? '  memory probe: no answer from the worker');
     }
     if (failedCallbacks.length > 0) out(`callbacks answered with an error and sent again: ${failedCallbacks.length} (${[...new Set(failedCallbacks)].join('; ')})`);
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);

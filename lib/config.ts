@@ -349,8 +349,9 @@ export const ConfigSchema = z.object({
    */
   WORKER_STICKY_QUEUE_TIMEOUT_MS: positiveInt.max(600_000).default(10_000),
   /**
-   * A prebuilt workflow bundle (`bundleWorkflowCode` with the worker's payload and failure
-   * converters) the worker loads instead of bundling the workflows when it starts. Unset: bundled
+   * A prebuilt workflow bundle (`bundleWorkflowCode` with the worker's options,
+   * `workflowBundleOptions()` of workers/workflow-bundle.ts: its payload and failure converters and
+   * the modules its sessions share) the worker loads instead of bundling the workflows when it starts. Unset: bundled
    * at start.
    */
   WORKFLOW_BUNDLE_PATH: z.string().min(1).optional(),

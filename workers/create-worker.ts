@@ -12,7 +12,7 @@ import { activityMetrics } from './activity-metrics';
 import { type Tracing } from '../lib/tracing';
 import { workerTracing } from './tracing';
 
-export { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from './workflow-bundle';
+export { PAYLOAD_CONVERTER_PATH, WORKFLOW_PRELOAD_MODULES, WORKFLOWS_PATH } from './workflow-bundle';
 
 export interface CreateWorkerOptions {
   connection: NativeConnection;

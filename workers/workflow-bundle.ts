@@ -18,6 +18,15 @@ export const PAYLOAD_CONVERTER_PATH = require.resolve('../lib/payload-converter'
  */
 export const WORKFLOW_INTERCEPTOR_MODULES: string[] = [require.resolve('../workflows/tracing-interceptors')];
 
+/**
+ * Modules of the workflow bundle that every workflow in a worker's reusable V8 context shares
+ * instead of evaluating its own copy (the SDK's `preloadModules`): the ABL interpreter and what it
+ * imports (re2js among them). They are pure: no workflow API at module scope, no per-workflow
+ * state at module scope (only memo caches of values computed from their keys, bounded). The SDK
+ * deep-freezes their exports.
+ */
+export const WORKFLOW_PRELOAD_MODULES = ['../workflows', '../workflows/shared-bundles', '../abl/runtime', '../abl/gather', '../abl/tool-retry', '../abl/tool-access', '../abl/ir'].map((m) => require.resolve(m));
+
 const ROOT = path.resolve(__dirname, '..');
 /** The folders whose code can end up in the bundle (workflows import only abl/ and workflows/; the converters live in lib/). */
 const BUNDLED_SOURCE_DIRS = ['workflows', 'abl', 'lib'];
@@ -32,6 +41,7 @@ export function workflowBundleOptions(): BundleOptions {
     payloadConverterPath: PAYLOAD_CONVERTER_PATH,
     failureConverterPath: FAILURE_CONVERTER_PATH,
     workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES],
+    preloadModules: [...WORKFLOW_PRELOAD_MODULES],
     logger: quietLogger,
   };
 }

@@ -40,6 +40,7 @@ import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
 import { emptyInsight, insightSummary, tallyTurn, type SessionInsight } from './session-insight';
 import { pinnedBundleRef } from './bundle-ref';
+import { sharedBundle } from './shared-bundles';
 import { contactAsUser, loadSessionMemory, memoryPlan, saveSessionMemory, type MemoryOwner, type MemoryPlan } from './agent-memory';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
@@ -239,7 +240,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   );
 
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
-  const loaded = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  // One copy per worker context of the bundle every session of it runs (shared-bundles.ts).
+  const loaded = sharedBundle(wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery));
   bundle = loaded;
   // From here on the session names its exact bundle: every continue-as-new and delegation child
   // runs these versions, whatever is deployed or created meanwhile.

@@ -9,6 +9,7 @@ import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { TurnTrace } from './session-trace';
 import { pinnedBundleRef } from './bundle-ref';
+import { sharedBundle } from './shared-bundles';
 import { contactAsUser, memoryPlan, saveSessionMemory, type MemoryOwner } from './agent-memory';
 
 const BUNDLE_OPTIONS = { startToCloseTimeout: '30 seconds', retry: { maximumAttempts: 5 } } as const;
@@ -17,7 +18,7 @@ const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<
 
 export async function delegationWorkflow(input: DelegationInput): Promise<DelegationOutput> {
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
-  const compiled = wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery);
+  const compiled = sharedBundle(wf.patched(LOCAL_ACTIVITIES_PATCH) ? await loadSessionBundleLocally(bundleQuery) : await loadSessionBundle(bundleQuery));
   // The parent named its exact bundle; a child of a run recorded before that named what it started with.
   const bundleRef = pinnedBundleRef(input.bundleRef, compiled);
   const trace = new TurnTrace(0, 0, input.rootSpan);

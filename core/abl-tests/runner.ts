@@ -90,8 +90,8 @@ const messageOf = (err: unknown): string => (err instanceof Error ? err.message 
 /** The thread that holds the conversation: the session's last. */
 const activeAgent = (state: SessionRuntimeState): string => state.threads[state.threads.length - 1]?.agent ?? state.entryAgent;
 
-/** One session of one scenario: the interpreter, its state and everything it produced. */
-class ScenarioSession {
+/** One session of one scenario: the interpreter, its state and everything it produced (a test drives one directly). */
+export class ScenarioSession {
   readonly events: TraceEvent[] = [];
   readonly agentPath: string[] = [];
   readonly errors: string[] = [];
