@@ -56,3 +56,20 @@ app.kubernetes.io/component: {{ .component }}
 {{ printf "%s:%s" .image.repository (required "images.*.tag: pin a version" .image.tag) | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/* An ingress rule admitting scrapers to a metrics port (nothing when metrics are off). */}}
+{{- define "switchboard.metricsIngress" -}}
+{{- if .root.Values.metrics.enabled }}
+    - ports:
+        - port: {{ .port }}
+          protocol: TCP
+      from:
+        - namespaceSelector:
+            {{- with .root.Values.metrics.scraperNamespaceLabels }}
+            matchLabels:
+              {{- toYaml . | nindent 14 }}
+            {{- else }}
+            {}
+            {{- end }}
+{{- end }}
+{{- end }}
