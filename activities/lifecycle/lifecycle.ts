@@ -44,8 +44,9 @@ export function createLifecycleActivities(deps: ActivityDeps) {
         const n = await deleteProjectRecord(models, { tenantId: result.tenantId, projectId: result.projectId });
         if (n > 0) deleted.projects = (deleted.projects ?? 0) + n;
       }
+      // The first completion's counts stand: a run again (nothing left) does not overwrite them.
       await driverCollection(models.DeletionJob).updateOne(
-        { _id: result.deletionId, tenantId: result.tenantId },
+        { _id: result.deletionId, tenantId: result.tenantId, status: 'running' },
         { $set: { status: 'completed', workflowsEnded: result.workflowsEnded, deleted, completedAt: new Date() } },
       );
       logger.info(

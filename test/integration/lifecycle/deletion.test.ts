@@ -13,7 +13,7 @@ import { CASCADE } from '../../../core/lifecycle/cascade';
 import { ATTACHMENT_BUCKET } from '../../../db/attachment';
 import { RECORDING_MEDIA_BUCKET } from '../../../db/recording';
 import { isDuplicateKey } from '../../../db/duplicate-key';
-import { turnUpdate } from '../../../workflows/definitions';
+import { turnUpdate, type DataDeletionWorkflow } from '../../../workflows/definitions';
 
 jest.setTimeout(120_000);
 
@@ -184,8 +184,15 @@ it('deletes a project: 404 at once, its workflows terminated, every collection e
   expect(await census(projectFilter(sibling))).toEqual(siblingBefore);
   expect(await census(tenantFilter(globex.tenantId))).toEqual(otherBefore);
   expect(await stack.ctx.models.Contact.countDocuments({ tenantId: acme.tenantId })).toBe(contactsBefore);
-  // Deleting it again: it is gone.
+  // Deleting it again: it is gone. The workflow run again (as a retry after a crash would) finds nothing left.
   expect((await api.delete(`/api/projects/${acme.projectId}`, { key: acme.adminKey })).status).toBe(404);
+  const rerun = await temporal.workflow.execute<DataDeletionWorkflow>('dataDeletion', {
+    workflowId: `data-deletion-rerun-${randomUUID()}`,
+    taskQueue: stack.config.TEMPORAL_TASK_QUEUE,
+    args: [{ deletionId: deletion.id, tenantId: acme.tenantId, projectId: acme.projectId }],
+  });
+  expect(rerun).toEqual({ deletionId: deletion.id, workflowsEnded: 0, deleted: {} });
+  expect((await api.get(`/api/deletions/${deletion.id}`, { key: acme.adminKey })).body.deletion.deleted).toEqual(deletion.deleted);
 });
 
 it('deletes a tenant (operator): every collection emptied of it, its keys refused, the other tenant untouched', async () => {
