@@ -32,6 +32,7 @@ import { createOutboundCallActivities } from './telephony/outbound-calls';
 import { createRecordingFetchActivities } from './telephony/recording-fetch';
 import { createAgentMemoryActivities } from './memory/facts';
 import { createAgentAssistActivities } from './agent-assist/assist';
+import { createLifecycleActivities } from './lifecycle/lifecycle';
 import { createToolGuards, type ToolGuards } from './tools/tool-guards';
 import { toolRetryPlan } from '../abl/tool-retry';
 import { takeResultSecrets, vaultKeysOf } from './tools/result-secrets';
@@ -117,6 +118,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAgentWorkflowActivities(deps),
     ...createAgentMemoryActivities(deps),
     ...createAgentAssistActivities(deps),
+    ...createLifecycleActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

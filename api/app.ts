@@ -54,6 +54,7 @@ import { sdkRoutes } from './sdk/router';
 import { SDK_CORS_PATHS, sdkPreflight } from './sdk/cors';
 import { agentAssistRoutes } from './agent-assist/router';
 import { widgetDemoRouter, widgetRoutes } from './widget/router';
+import { lifecycleRoutes } from './lifecycle/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, mcpServerRoutes, projectFunctionRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -69,6 +70,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   agentAssistRoutes,
   widgetRoutes,
   ablTestRoutes,
+  lifecycleRoutes,
 ];
 
 /** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */

@@ -41,6 +41,8 @@ export interface ContactDoc {
   firstSeenAt: Date;
   lastSeenAt: Date;
   deletedAt: Date | null;
+  /** When the contact was erased (POST /api/contacts/:id/erase): its identity and profile are gone, the record a tombstone. */
+  erasedAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -64,6 +66,7 @@ const ContactSchema = new Schema<ContactDoc>(
     firstSeenAt: { type: Date, required: true },
     lastSeenAt: { type: Date, required: true },
     deletedAt: { type: Date, default: null },
+    erasedAt: { type: Date, default: null },
   },
   { timestamps: true, versionKey: false, minimize: false },
 );

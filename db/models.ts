@@ -48,6 +48,8 @@ import { memoryStoreModel } from './memory-store';
 import { turnStreamEventModel, turnStreamModel } from './turn-stream';
 import { toolCircuitModel } from './tool-circuit';
 import { toolVaultModel } from './tool-vault';
+import { retentionPolicyModel } from './retention-policy';
+import { deletionJobModel } from './deletion-job';
 
 export function createModels(connection: Connection) {
   return {
@@ -104,6 +106,8 @@ export function createModels(connection: Connection) {
     TurnStreamEvent: turnStreamEventModel(connection),
     ToolCircuit: toolCircuitModel(connection),
     ToolVault: toolVaultModel(connection),
+    RetentionPolicy: retentionPolicyModel(connection),
+    DeletionJob: deletionJobModel(connection),
   };
 }
 

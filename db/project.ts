@@ -8,6 +8,8 @@ export interface ProjectDoc {
   name: string;
   slug: string;
   description: string | null;
+  /** Set when the project's deletion began (db/deletion-job.ts): from then on it is 404 to every caller. */
+  deletingAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -19,6 +21,7 @@ const ProjectSchema = new Schema<ProjectDoc>(
     name: { type: String, required: true, maxlength: 200 },
     slug: { type: String, required: true, maxlength: 64 },
     description: { type: String, default: null, maxlength: 2000 },
+    deletingAt: { type: Date, default: null },
   },
   { timestamps: true, versionKey: false },
 );

@@ -35,6 +35,8 @@ const TraceEventSchema = new Schema<TraceEventDoc>(
 );
 TraceEventSchema.index({ tenantId: 1, sessionId: 1, seq: 1 });
 TraceEventSchema.index({ tenantId: 1, projectId: 1, type: 1, timestamp: -1 });
+// A project's events older than its retention (core/lifecycle/retention.ts).
+TraceEventSchema.index({ tenantId: 1, projectId: 1, timestamp: 1 });
 
 export type TraceEventModel = Model<TraceEventDoc>;
 export const traceEventModel = (c: Connection): TraceEventModel =>

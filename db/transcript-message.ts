@@ -31,6 +31,8 @@ const TranscriptMessageSchema = new Schema<TranscriptMessageDoc>(
   { versionKey: false },
 );
 TranscriptMessageSchema.index({ tenantId: 1, sessionId: 1, seq: 1 });
+// A project's messages older than its retention (core/lifecycle/retention.ts).
+TranscriptMessageSchema.index({ tenantId: 1, projectId: 1, timestamp: 1 });
 
 export type TranscriptMessageModel = Model<TranscriptMessageDoc>;
 export const transcriptMessageModel = (c: Connection): TranscriptMessageModel =>

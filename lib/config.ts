@@ -374,6 +374,13 @@ export const ConfigSchema = z.object({
   DEPLOYMENT_DRAIN_IDLE_MS: positiveInt.default(60 * 1000),
   /** How often a drain looks at the deployment's sessions (ms). */
   DEPLOYMENT_DRAIN_POLL_MS: positiveInt.default(5 * 1000),
+  /**
+   * How often the data-retention schedule runs the sweep that enforces every project's retention
+   * (hours; docs/data-lifecycle.md). The worker creates or updates the Temporal schedule
+   * `data-retention` with it at start; 0: the worker leaves the schedule alone (an operator runs
+   * `npm run admin -- retention-schedule` instead, or another deployment owns it).
+   */
+  RETENTION_SWEEP_INTERVAL_HOURS: z.coerce.number().int().min(0).max(24 * 30).default(24),
 
   SESSION_MESSAGES_PER_MINUTE: positiveInt.default(30),
   MAX_CONCURRENT_SESSIONS: positiveInt.default(50),

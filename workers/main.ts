@@ -5,17 +5,19 @@ import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from '../lib/config';
 import { createLogger } from '../lib/logger';
 import { temporalConnectionSettings } from '../lib/temporal-options';
-import { payloadCodecForProcess } from '../lib/payload-codec';
+import { FAILURE_CONVERTER_PATH, payloadCodecForProcess } from '../lib/payload-codec';
 import { connectMongo } from '../db/connection';
 import { createModels, syncIndexes } from '../db/models';
 import { createActivityDeps } from './activity-deps';
-import { createSwitchboardWorker } from './create-worker';
+import { createSwitchboardWorker, PAYLOAD_CONVERTER_PATH } from './create-worker';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
 import { searchAttributeSpecs } from '../workflows/search-attributes';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { verifyWorkflowBundle, WorkflowBundleError } from './workflow-bundle';
 import { startWorkerMetrics } from './metrics';
 import { startTracing } from '../lib/tracing';
+import { Client } from '@temporalio/client';
+import { ensureRetentionSchedule } from '../core/lifecycle/workflows';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -49,6 +51,14 @@ async function main(): Promise<void> {
     tracing,
   });
   logger.info({ taskQueue: config.TEMPORAL_TASK_QUEUE }, 'worker started');
+  // The retention sweep's schedule: created, or brought to this interval, by every worker start.
+  if (config.RETENTION_SWEEP_INTERVAL_HOURS > 0) {
+    const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs: payloadCodec ? [payloadCodec] : [] } });
+    ensureRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyHours: config.RETENTION_SWEEP_INTERVAL_HOURS }).then(
+      (outcome) => logger.info({ scheduleId: 'data-retention', everyHours: config.RETENTION_SWEEP_INTERVAL_HOURS, outcome }, 'retention schedule ensured'),
+      (err: unknown) => logger.warn({ err }, 'the retention schedule could not be created or updated; retention is not enforced until it is (npm run admin -- retention-schedule)'),
+    );
+  }
   // The turns' analytics events are written here: their hours' rollups are built here as they close.
   const stopRollupWarmer = startRollupWarmer({ models, logger });
   await worker.run();

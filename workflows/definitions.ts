@@ -672,3 +672,53 @@ export type RecordingFetchWorkflow = (input: RecordingFetchInput) => Promise<{ a
 
 // AgentAssistConversation: its messages live in their own module.
 export * from './agent-assist-definitions';
+
+// ---------------------------------------------------------------------------------------------
+// DataDeletion (`data-deletion/<tenantId>[/<projectId>]`): started by DELETE /api/projects/:projectId
+// and DELETE /api/admin/tenants/:tenantId. Ends the scope's running workflows, deletes every
+// collection's documents of the scope (core/lifecycle/cascade.ts), then the record itself.
+
+export interface DataDeletionInput {
+  /** The deletion record (db/deletion-job.ts) the workflow completes. */
+  deletionId: string;
+  tenantId: string;
+  /** null: the whole tenant. */
+  projectId: string | null;
+}
+
+export interface DataDeletionResult {
+  deletionId: string;
+  workflowsEnded: number;
+  /** Documents deleted, by collection. */
+  deleted: Record<string, number>;
+}
+
+export type DataDeletionWorkflow = (input: DataDeletionInput) => Promise<DataDeletionResult>;
+
+// ---------------------------------------------------------------------------------------------
+// RetentionSweep (`retention-sweep`, started by the `data-retention` schedule or on demand):
+// enforces every project's retention (core/lifecycle/retention.ts), a project per activity.
+
+export interface RetentionSweepInput {
+  /** The run's clock (ms); set by the sweep on its first run and carried across continue-as-new. */
+  nowMs?: number;
+  /** The last policy done (its project id), carried across continue-as-new. */
+  after?: string | null;
+  /** What earlier runs of this sweep did, carried across continue-as-new. */
+  carried?: RetentionSweepResult;
+}
+
+export interface RetentionProjectOutcome {
+  tenantId: string;
+  projectId: string;
+  deleted: { transcripts: number; traces: number; analytics: number };
+}
+
+export interface RetentionSweepResult {
+  projects: number;
+  deleted: { transcripts: number; traces: number; analytics: number };
+  /** Each project where something was deleted (at most RETENTION_SWEEP_LISTED; `projects` counts them all). */
+  byProject: RetentionProjectOutcome[];
+}
+
+export type RetentionSweepWorkflow = (input: RetentionSweepInput) => Promise<RetentionSweepResult>;

@@ -10,3 +10,5 @@ export { outboundCall } from './outbound-call';
 export { recordingFetch } from './recording-fetch';
 export { agentAssistConversation } from './agent-assist-conversation';
 export { deliverWebhookWorkflow } from './agent-workflows';
+export { dataDeletion } from './data-deletion';
+export { retentionSweep } from './retention-sweep';

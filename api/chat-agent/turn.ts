@@ -24,12 +24,14 @@ export interface ChatTurnLookups {
  * charge back (the routes' `onRefused`).
  */
 export async function chatTurnPreload({ ctx, principal, body, req }: PreloadInput<NoParams, NoParams, TChatAgentRequest>): Promise<ChatTurnLookups> {
-  const readProject = () => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId });
+  // A project being deleted (db/project.ts, `deletingAt`) is 404 like one that is gone.
+  const readProject = () => findOwned(ctx.models.Project, body.projectId, { tenantId: principal.tenantId, deletingAt: null });
   if (!body.sessionId) return { project: await readProject(), existing: null };
   // The response is only given its rate-limit headers here.
   const existing = await startExistingSessionTurn(ctx, principal, body.sessionId, sessionMessageBudget(ctx, req.res!));
-  // A session of this tenant in this project proves the project exists: projects are never
-  // deleted while they have sessions (db/session.ts). Otherwise the project decides the 404.
+  // A session of this tenant in this project proves the project exists: a project's deletion
+  // terminates its sessions' workflows before it deletes their records (core/lifecycle/cascade.ts),
+  // and a turn on a terminated session is refused. Otherwise the project decides the 404.
   const session = existing.session;
   const project = session?.projectId === body.projectId ? { _id: session.projectId, tenantId: session.tenantId } : await readProject();
   return { project, existing };

@@ -83,7 +83,7 @@ export const tenancyRoutes: AnyRoute[] = [
     query: ZPaginationQuery,
     response: z.object({ success: z.literal(true), total: z.number(), projects: z.array(ZProjectSchema) }),
     async handler({ ctx, principal, query }) {
-      const filter = { tenantId: principal.tenantId, ...(principal.projectId ? { _id: principal.projectId } : {}) };
+      const filter = { tenantId: principal.tenantId, deletingAt: null, ...(principal.projectId ? { _id: principal.projectId } : {}) };
       const [total, projects] = await Promise.all([
         ctx.models.Project.countDocuments(filter),
         ctx.models.Project.find(filter).sort({ createdAt: 1 }).skip(query.offset).limit(query.limit).lean(),

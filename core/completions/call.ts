@@ -33,10 +33,10 @@ export interface PreparedCall {
 
 /**
  * The completion endpoints' project reads, reused for PROJECT_LLM_TTL_MS like the project's LLM
- * settings. Only `_id` and `tenantId` are used, and a project is never deleted or moved to
- * another tenant, so a reused answer is the one a read would give; the principal's own project
- * binding is still checked on every request. (Were project deletion added, a deleted project
- * would stay usable here for at most that long, as its settings already do.)
+ * settings. Only `_id`, `tenantId` and `deletingAt` are used, and a project is never moved to
+ * another tenant; the principal's own project binding is still checked on every request. A
+ * project being deleted (core/lifecycle/deletion.ts) stays usable here for at most that long, as
+ * its settings already do.
  */
 const projectReads = new WeakMap<CoreContext, ReturnType<typeof memoizePerProject<ProjectDoc | null>>>();
 
@@ -47,7 +47,7 @@ async function loadVisibleProjectReused(ctx: CoreContext, principal: Principal, 
     projectReads.set(ctx, reads);
   }
   const project = await reads.get(principal.tenantId, projectId);
-  return project && canSeeProject(principal, project) ? project : null;
+  return project && !project.deletingAt && canSeeProject(principal, project) ? project : null;
 }
 
 /** The reads a call needs, as the route's preload: they overlap the tenant rate-limit charge. */

@@ -6,10 +6,10 @@ import { type ProjectDoc } from '../../db/project';
 import { DomainError } from '../../lib/errors';
 import { canSeeProject, type Principal } from '../../lib/permissions';
 
-/** The project if the principal may see it (its tenant's, and its own when the key is project-bound), else null. */
+/** The project if the principal may see it (its tenant's, its own when the key is project-bound, and not being deleted), else null. */
 export async function findVisibleProject(ctx: { models: Models }, principal: Principal, projectId: string): Promise<ProjectDoc | null> {
   const project = await findOwned(ctx.models.Project, projectId, { tenantId: principal.tenantId });
-  return project && canSeeProject(principal, project) ? project : null;
+  return project && !project.deletingAt && canSeeProject(principal, project) ? project : null;
 }
 
 /** The project if the caller may see it, else 404 (another tenant's, or outside a bound key's project). */

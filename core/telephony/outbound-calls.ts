@@ -71,7 +71,7 @@ const projectReads = freshReadsPerOwner<ProjectDoc | null>();
  */
 function readProjectByPlace(ctx: CoreContext, tenantId: string, slugOrId: string): Promise<ProjectDoc | null> {
   return projectReads(ctx.models).read(JSON.stringify([tenantId, slugOrId]), () =>
-    driverCollection(ctx.models.Project).findOne({ tenantId, $or: [{ slug: slugOrId }, { _id: slugOrId }] }),
+    driverCollection(ctx.models.Project).findOne({ tenantId, deletingAt: null, $or: [{ slug: slugOrId }, { _id: slugOrId }] }),
   );
 }
 

@@ -21,6 +21,7 @@ import { derivedCodecKeyId, FAILURE_CONVERTER_PATH, payloadCodecFromConfig } fro
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { historyFromJsonObject, historyToJsonObject } from '../../lib/history-json';
+import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID } from '../../core/lifecycle/workflows';
 import { z } from 'zod';
 import { ConfigSchema } from '../../lib/config';
 import { temporalConnectionSettings } from '../../lib/temporal-options';
@@ -74,6 +75,10 @@ Commands:
                   the worker's codec keys and session bundles from MongoDB; prints whether it
                   replayed (exit 0) or the nondeterminism it hit (exit 1). --history reads a
                   history saved by --save or by \`temporal workflow show --output json\`.
+  retention-schedule [--every-hours <n>]
+                  creates the Temporal schedule data-retention that runs the retention sweep
+                  every n hours (default 24) on TEMPORAL_TASK_QUEUE, or brings it to that
+                  interval (docs/data-lifecycle.md). Safe to run again. Needs no MongoDB.
 
 Permissions: session:read session:execute agent:read agent:write deployment:create
   credential:read credential:write project:export project:import human_task:read
@@ -86,8 +91,9 @@ Environment: MONGODB_URI (default mongodb://127.0.0.1:27017/switchboard, the npm
   process refuses the key. ENCRYPTION_KEYS (or ENCRYPTION_KEY), as the API's: rewrap-data-keys,
   reencrypt.
   TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS, TEMPORAL_API_KEY, TEMPORAL_TLS_CERT_PATH,
-  TEMPORAL_TLS_KEY_PATH, as the API's: temporal-setup, replay-history. PAYLOAD_CODEC_KEYS or
-  ENCRYPTION_KEYS and MONGODB_URI, as the worker's: replay-history.`;
+  TEMPORAL_TLS_KEY_PATH, as the API's: temporal-setup, retention-schedule (and
+  TEMPORAL_TASK_QUEUE), replay-history. PAYLOAD_CODEC_KEYS or ENCRYPTION_KEYS and MONGODB_URI, as
+  the worker's: replay-history.`;
 
 const TEMPORAL_SETTINGS = { TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true } as const;
 
@@ -170,6 +176,24 @@ async function temporalSetup(flags: Flags, io: AdminIo): Promise<unknown> {
   const connection = await Connection.connect(temporalConnectionSettings(parsed.data));
   try {
     return await setUpTemporalNamespace(connection, parsed.data.TEMPORAL_NAMESPACE, searchAttributeSpecs(), { retentionDays: retentionDays.data });
+  } finally {
+    await connection.close();
+  }
+}
+
+/** retention-schedule: the `data-retention` schedule, as a worker creates it at start (docs/data-lifecycle.md). */
+async function retentionSchedule(flags: Flags, io: AdminIo): Promise<unknown> {
+  const env = Object.fromEntries(Object.entries(io.env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TASK_QUEUE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true }).safeParse(env);
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+  const everyHours = z.coerce.number().int().min(1).max(24 * 30).safeParse(flags['every-hours'] ?? '24');
+  if (!everyHours.success) throw new Error('--every-hours takes a whole number of hours (1-720)');
+  const connection = await Connection.connect(temporalConnectionSettings(parsed.data));
+  try {
+    // The schedule's only argument is an empty object: nothing for the payload codec to hide.
+    const client = new Client({ connection, namespace: parsed.data.TEMPORAL_NAMESPACE });
+    const outcome = await ensureRetentionSchedule(client, { taskQueue: parsed.data.TEMPORAL_TASK_QUEUE, everyHours: everyHours.data });
+    return { scheduleId: RETENTION_SCHEDULE_ID, everyHours: everyHours.data, taskQueue: parsed.data.TEMPORAL_TASK_QUEUE, outcome };
   } finally {
     await connection.close();
   }
@@ -395,7 +419,7 @@ async function dispatch(argv: string[], io: AdminIo): Promise<void> {
     allowPositionals: true,
     options: {
       ...Object.fromEntries(
-        ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent', 'webhook-url', 'bot', 'workflow-id', 'run-id', 'history', 'bundle', 'save'].map((o) => [o, { type: 'string' as const }]),
+        ['name', 'slug', 'project', 'tenant', 'email', 'password', 'permissions', 'expires', 'key-id', 'scope', 'environments', 'grants', 'description', 'retention-days', 'agent', 'webhook-url', 'bot', 'workflow-id', 'run-id', 'history', 'bundle', 'save', 'every-hours'].map((o) => [o, { type: 'string' as const }]),
       ),
       'rotate-secret': { type: 'boolean' as const },
     },
@@ -411,6 +435,10 @@ async function dispatch(argv: string[], io: AdminIo): Promise<void> {
   }
   if (command === 'replay-history') {
     io.out(JSON.stringify(await replayHistory(values as Flags, io), null, 2) + '\n');
+    return;
+  }
+  if (command === 'retention-schedule') {
+    io.out(JSON.stringify(await retentionSchedule(values as Flags, io), null, 2) + '\n');
     return;
   }
   const uri = io.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/switchboard';

@@ -57,6 +57,8 @@ interface Seeded {
   agentNames: string[];
   /** A key the fuzzer may revoke (it authenticates with `apiKey`, which is never offered). */
   spareKeyId: string;
+  /** A project the fuzzer may delete: `deleteProject` is pointed at it, never at `projectId`. */
+  spareProjectId: string;
   /** A scope of the project (docs/public-api.md), so the scope routes reach their logic. */
   scopeId: string;
 }
@@ -101,6 +103,10 @@ function writeRunConfig(file: string, seeded: Seeded, session: SeededSession): v
     '"path.appId" = { dictionary = "projects", probability = 0.8 }',
     '"body.app_id" = { dictionary = "projects", probability = 0.8 }',
     '"path.scopeId" = { dictionary = "scopes", probability = 0.5 }',
+    // Deleting the project every other operation reaches would turn the rest of the run into 404s.
+    '[[operations]]',
+    'include-operation-id = ["deleteProject"]',
+    `parameters = { "path.projectId" = ${JSON.stringify(seeded.spareProjectId)} }`,
     '',
   ];
   writeFileSync(file, readFileSync(CONFIG_FILE, 'utf8') + generated.join('\n'));
@@ -114,11 +120,12 @@ async function seed(mongoUri: string): Promise<Seeded> {
     const project = await createProject(models, tenant._id, { name: 'Fuzz', slug: 'fuzz' });
     const { key } = await createApiKey(models, tenant._id, { name: 'fuzz admin', permissions: ['admin'] });
     const spare = await createApiKey(models, tenant._id, { name: 'fuzz spare', permissions: ['agent:read'] });
+    const spareProject = await createProject(models, tenant._id, { name: 'Fuzz spare', slug: 'fuzz-spare' });
     // The sample agents give sessions, chat turns and versions real agents to run.
     const agentNames = await seedDevProject(models, { tenantId: tenant._id, projectId: project._id });
     // Named as the documented example of key creation, so that example reaches a real scope.
     const scope = await createScope(models, project, { name: 'support-bots', permissions: { SESSIONS_LIST: 'YES' } });
-    return { tenantId: tenant._id, projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id, scopeId: scope._id };
+    return { tenantId: tenant._id, projectId: project._id, apiKey: key, agentNames, spareKeyId: spare.apiKey._id, spareProjectId: spareProject._id, scopeId: scope._id };
   } finally {
     await models.connection.close();
   }
