@@ -14,7 +14,7 @@ import { flushHeldAnalyticsEvents } from '../core/analytics/batcher';
 export async function buildAppContext(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL, name: 'api' })): Promise<AppContext> {
   // First: in production a missing codec key stops the start before anything connects.
   const payloadCodec = payloadCodecForProcess(config, logger);
-  const connection = await connectMongo(config.MONGODB_URI);
+  const connection = await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS });
   const models = createModels(connection);
   await syncIndexes(models);
   const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, switchboardDataConverter(payloadCodec));

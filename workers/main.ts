@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'worker' });
   const payloadCodec = payloadCodecForProcess(config, logger);
-  const models = createModels(await connectMongo(config.MONGODB_URI));
+  const models = createModels(await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS }));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
   // Workflows that set a search attribute the namespace lacks would fail: refuse to run them.

@@ -11,7 +11,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { ApiError, isDomainError } from '../../lib/errors';
+import { ApiError, isDomainError, RETRY_LATER_HEADERS } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { canActInEnvironment, hasPermission, sdkChannelUId, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
@@ -109,13 +109,13 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
   }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-    return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The agent did not answer in time; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
   }
   // Before "workflow not found": a missing namespace is also gRPC NOT_FOUND.
   if (isNamespaceMissing(err)) return ApiError.fromDomain(runtimeNotConfigured(err));
   if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
   if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
-    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err, headers: RETRY_LATER_HEADERS });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
 }
@@ -198,7 +198,7 @@ export interface SendingTurn {
   environment: string | null;
 }
 
-const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restarting; retry with the same Idempotency-Key');
+const restarting = () => new ApiError('SERVICE_UNAVAILABLE', { message: 'The API is restarting; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
 
 /**
  * Runs one message; a message refused before it reached its session gets its charge back. A
@@ -260,7 +260,7 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     const [check, connected] = await settled;
     if (check.status === 'rejected') throw check.reason;
     if (check.value) throw check.value;
-    if (connected.status === 'rejected') throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable', cause: connected.reason });
+    if (connected.status === 'rejected') throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: connected.reason, headers: RETRY_LATER_HEADERS });
     return connected.value;
   };
 
