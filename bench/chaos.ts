@@ -9,7 +9,8 @@
 // with an Idempotency-Key and resend it (to either API) on 503, 429, a dropped connection or no
 // answer in time, as docs/chat-api.md says; anything else is counted as "not answered".
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
 import http from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -19,12 +20,12 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { connectMongo } from '../db/connection';
 import { createModels } from '../db/models';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
-import { freePort, startFerretDb, startTemporalDevServer, type ManagedProcess } from '../infra/processes';
-import { loadConfig } from '../lib/config';
+import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../infra/processes';
+import { loadConfig, type Config } from '../lib/config';
 import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
 import { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from '../workers/create-worker';
-import { startApiProcess, type ApiProcess } from '../test/support/api-process';
-import { FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
+import { type ApiProcess } from '../test/support/api-process';
+import { childEnv, FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
 
 const { values } = parseArgs({
   options: {
@@ -34,6 +35,8 @@ const { values } = parseArgs({
     'kill-every': { type: 'string', default: '3000' },
     workers: { type: 'string', default: '3' },
     apis: { type: 'string', default: '2' },
+    /** A file for the API and worker processes' warnings and errors (JSON lines). */
+    log: { type: 'string' },
     /** How long a client waits for an answer before it resends the turn. */
     'client-timeout': { type: 'string', default: '60000' },
   },
@@ -47,6 +50,47 @@ const APIS = Number(values.apis);
 const CLIENT_TIMEOUT_MS = Number(values['client-timeout']);
 /** How long the check waits for a conversation's transcript to show every answered turn (rows are written after the reply, retried while the store is away). */
 const TRANSCRIPT_WAIT_MS = 90_000;
+
+const logFile: WriteStream | null = values.log ? createWriteStream(values.log) : null;
+/** Keeps a process's warnings and errors (pino levels 40 and up) in the log file. */
+function keepLog(name: string, stream: NodeJS.ReadableStream | null): void {
+  if (!logFile || !stream) return;
+  let rest = '';
+  stream.on('data', (d: Buffer) => {
+    const lines = (rest + d.toString()).split('\n');
+    rest = lines.pop() ?? '';
+    for (const l of lines) if (/"level":(4|5|6)0/.test(l) || !l.startsWith('{')) logFile.write(`${name} ${l}\n`);
+  });
+}
+
+/** The API as its own process (api/server.ts), its log kept. */
+async function startApi(config: Config, name: string): Promise<ApiProcess> {
+  const port = await freePort();
+  const env = childEnv(config, { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: logFile ? 'warn' : 'silent' });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  keepLog(name, child.stdout);
+  keepLog(name, child.stderr);
+  const proc = manage('api', child);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  await waitForHttpOk(`${baseUrl}/healthz`, 60_000, () => proc.child.exitCode === null);
+  return { baseUrl, proc };
+}
+
+/** A worker process; on a loaded machine its start can outlast the 60 s a start is given, so it is tried again. */
+async function startWorker(config: Config, name: string): Promise<ManagedProcess> {
+  let worker: ManagedProcess | undefined;
+  for (let attempt = 1; !worker; attempt++) {
+    try {
+      worker = await startWorkerProcess(config);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      out(`  ${name} did not start (${String(err).split('\n')[0]}); again`);
+    }
+  }
+  keepLog(name, worker.child.stdout);
+  keepLog(name, worker.child.stderr);
+  return worker;
+}
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -277,9 +321,9 @@ async function main(): Promise<void> {
     await connection.close();
 
     const apis: ApiProcess[] = [];
-    for (let i = 0; i < APIS; i++) apis.push(await startApiProcess(config));
+    for (let i = 0; i < APIS; i++) apis.push(await startApi(config, `api${i}`));
     stops.push(() => Promise.all(apis.map((a) => a.proc.stop())));
-    const workers: (ManagedProcess | null)[] = await Promise.all(Array.from({ length: WORKERS }, () => startWorkerProcess(config)));
+    const workers: (ManagedProcess | null)[] = await Promise.all(Array.from({ length: WORKERS }, (_, i) => startWorker(config, `worker${i}`)));
     stops.push(() => Promise.all(workers.map((w) => w?.stop())));
     out(`${APIS} API processes and ${WORKERS} workers up in ${since(t0)}`);
 
@@ -330,9 +374,12 @@ async function main(): Promise<void> {
     const restarts: Promise<void>[] = [];
     let kills = 0;
     const faultLog: string[] = [];
-    for (let i = 1; i <= Math.max(KILLS, restartStoreAt); i++) {
+    let temporalRestarted = false;
+    let storeRestarted = false;
+    // A kill needs a running worker: while all are starting again, the round waits for the next.
+    for (let i = 1; kills < KILLS || !storeRestarted; i++) {
       await sleep(KILL_EVERY_MS);
-      if (i <= KILLS) {
+      if (kills < KILLS) {
         const candidates = workers.map((w, idx) => (w && !restarting.has(idx) ? idx : -1)).filter((idx) => idx >= 0);
         if (candidates.length > 0) {
           const idx = candidates[Math.floor(Math.random() * candidates.length)]!;
@@ -347,7 +394,7 @@ async function main(): Promise<void> {
               await victim.exited;
               for (;;) {
                 try {
-                  workers[idx] = await startWorkerProcess(config);
+                  workers[idx] = await startWorker(config, `worker${idx}`);
                   break;
                 } catch (err) {
                   faultLog.push(`worker ${idx} restart failed, again: ${String(err).slice(0, 120)}`);
@@ -359,7 +406,8 @@ async function main(): Promise<void> {
           );
         }
       }
-      if (i === restartTemporalAt) {
+      if (!temporalRestarted && kills >= restartTemporalAt) {
+        temporalRestarted = true;
         const t = Date.now();
         markFault();
         await temporal.process.stop();
@@ -367,7 +415,8 @@ async function main(): Promise<void> {
         markFault();
         faultLog.push(`Temporal dev server restarted (same SQLite file) in ${Date.now() - t} ms at ${since(faultStart)}`);
       }
-      if (i === restartStoreAt) {
+      if (!storeRestarted && kills >= restartStoreAt) {
+        storeRestarted = true;
         const t = Date.now();
         markFault();
         await store.process.stop();
@@ -393,6 +442,7 @@ async function main(): Promise<void> {
     let toolRepeats = 0;
     let toolMissing = 0;
     let unchecked = 0;
+    let unexpectedRows = 0;
     /** ms a transcript took to show every answered turn, when it was not there at once. */
     const lateTranscripts: number[] = [];
     const problems: string[] = [];
@@ -402,9 +452,11 @@ async function main(): Promise<void> {
         continue;
       }
       let messages: { role: string; content: string }[] = [];
+      let lastStatus = 0;
       const askedAt = Date.now();
       for (let attempt = 0; Date.now() - askedAt < TRANSCRIPT_WAIT_MS; attempt++) {
         const res = await send(apis[0]!.baseUrl, 'GET', `/api/v1/sessions/${c.sessionId}/transcripts`, { authorization: `Bearer ${key}` });
+        lastStatus = res.status;
         if (res.status === 200) {
           messages = (res.body?.messages ?? []) as typeof messages;
           // Rows are written shortly after a reply: wait until the last answered turn is there.
@@ -414,24 +466,25 @@ async function main(): Promise<void> {
         await sleep(500);
       }
       if (Date.now() - askedAt > 1000) lateTranscripts.push(Date.now() - askedAt);
-      const steps = script(c.conv).slice(0, c.answered);
+      const sent = script(c.conv).slice(0, c.sent);
       const users = messages.filter((m) => m.role === 'user').map((m) => m.content);
       const assistants = messages.filter((m) => m.role === 'assistant').map((m) => m.content);
-      for (const [i, step] of steps.entries()) {
+      for (const [i, step] of sent.entries()) {
+        const answered = i < c.answered;
         const u = users.filter((m) => m === step.message).length;
         const a = assistants.filter((m) => m.includes(step.reply)).length;
-        if (u === 0) lostTurns++;
+        if (answered && u === 0) lostTurns++;
         if (u > 1) doubledTurns++;
-        if (a === 0) lostReplies++;
+        if (answered && a === 0) lostReplies++;
         if (a > 1) doubledReplies++;
-        if ((u !== 1 || a !== 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) turn ${i + 1}: ${u} user rows, ${a} replies`);
-        if (i >= 2) {
+        if (((answered && (u === 0 || a === 0)) || u > 1 || a > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) turn ${i + 1}: ${u} user rows, ${a} replies (transcript read: ${lastStatus})`);
+        if (i >= 2 && answered) {
           const calls = toolCalls.get(`${c.conv}/${i + 1}`) ?? 0;
           if (calls === 0) toolMissing++;
           if (calls > 1) toolRepeats += calls - 1;
         }
       }
-      if (users.length > steps.length) doubledTurns += users.length - steps.length - (users.length - new Set(users).size);
+      unexpectedRows += users.filter((m) => !sent.some((step) => step.message === m)).length;
     }
 
     const during = latencies.filter((l) => l.fault).map((l) => l.ms);
@@ -441,7 +494,7 @@ async function main(): Promise<void> {
     out(`faults: ${kills} worker SIGKILLs every ${KILL_EVERY_MS} ms over ${(faultMs / 1000).toFixed(1)} s, 1 Temporal restart, 1 store restart`);
     out(`resends (same Idempotency-Key): ${counts.resends} (503: ${counts.resent503}, 429: ${counts.resent429}, dropped: ${counts.resentDropped}, client timeout: ${counts.resentTimeout}); 503 without Retry-After: ${counts.missing503RetryAfter}`);
     out(`not answered (neither a reply nor told to retry): ${counts.notAnswered}; wrong reply: ${counts.wrongReply}; conversations without a session: ${unchecked}`);
-    out(`transcripts: lost turns ${lostTurns}, doubled turns ${doubledTurns}, lost replies ${lostReplies}, doubled replies ${doubledReplies}`);
+    out(`transcripts: lost turns ${lostTurns}, doubled turns ${doubledTurns}, lost replies ${lostReplies}, doubled replies ${doubledReplies}, user rows not sent ${unexpectedRows}`);
     out(`tool side effects: missing ${toolMissing}, repeated calls ${toolRepeats} (at-least-once activities: a call in flight when its worker is killed is made again)`);
     out(latencyLine('transcripts complete only after waiting', lateTranscripts));
     out(latencyLine('turn latency during faults', during));
