@@ -24,7 +24,7 @@ import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, give
 import { sdkUserCaller, testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { isDroppedUpdate, isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { requireEnvironment } from '../platform-keys/environments';
 import { type MessageBudget } from '../sessions/message-budget';
@@ -114,6 +114,11 @@ export function toApiError(err: unknown): ApiError {
   // Before "workflow not found": a missing namespace is also gRPC NOT_FOUND.
   if (isNamespaceMissing(err)) return ApiError.fromDomain(runtimeNotConfigured(err));
   if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
+  // The session's workflow task kept failing (its worker died mid-task, or it is overloaded) for
+  // longer than the turn's resends: nothing was accepted, so the same message may be sent again.
+  if (isDroppedUpdate(err)) {
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The session is not ready to take the message yet; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
+  }
   if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
     return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err, headers: RETRY_LATER_HEADERS });
   }
