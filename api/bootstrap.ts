@@ -17,7 +17,7 @@ export async function buildAppContext(config: Config, logger: Logger = createLog
   const payloadCodec = payloadCodecForProcess(config, logger);
   // Before the Temporal client, whose interceptors carry each request's trace into the workflows.
   const tracing = startTracing(config, 'api', logger);
-  const connection = await connectMongo(config.MONGODB_URI);
+  const connection = await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS });
   const models = createModels(connection);
   await syncIndexes(models);
   const temporal = new TemporalGateway(temporalConnectionSettings(config), config.TEMPORAL_NAMESPACE, config.TEMPORAL_TASK_QUEUE, switchboardDataConverter(payloadCodec), tracing?.clientInterceptors());

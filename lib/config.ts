@@ -87,6 +87,8 @@ export const ConfigSchema = z.object({
   METRICS_REFRESH_MS: z.coerce.number().int().min(1000).max(3_600_000).default(30_000),
 
   MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must be a mongodb:// or mongodb+srv:// URI'),
+  /** How long a query waits for a reachable server before failing (the API answers 503 then). */
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
 
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),

@@ -71,6 +71,13 @@ export class ApiError extends DomainError {
   }
 }
 
+/**
+ * `Retry-After` of a 503 for a dependency that did not answer in time or at all (Temporal, the
+ * store, a turn that outlived its wait): the request is safe to send again, with the same
+ * Idempotency-Key where it had one. A 503 for something not configured carries none.
+ */
+export const RETRY_LATER_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'Retry-After': '1' });
+
 /** Realm-safe check (jest runs modules in separate registries, where instanceof can lie). */
 export function isApiError(err: unknown): err is ApiError {
   return err instanceof Error && err.name === 'ApiError' && typeof (err as ApiError).code === 'string';

@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   const metrics = await startWorkerMetrics(config, logger);
   const payloadCodec = payloadCodecForProcess(config, logger);
   const tracing = startTracing(config, 'worker', logger);
-  const models = createModels(await connectMongo(config.MONGODB_URI));
+  const models = createModels(await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS }));
   await syncIndexes(models);
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
   // Workflows that set a search attribute the namespace lacks would fail: refuse to run them.

@@ -3,11 +3,12 @@
 // the status from the one code table, and never a stack trace or an internal message in a body.
 import { type NextFunction, type Request, type Response } from 'express';
 import { type Logger } from '../../lib/logger';
-import { ApiError, isApiError, isDomainError } from '../../lib/errors';
+import { ApiError, isApiError, isDomainError, RETRY_LATER_HEADERS } from '../../lib/errors';
 import { statusForCode } from '../../lib/error-codes';
 import { type MountedRoute } from '../http/route';
 import { isPublicApiPath, publicRequestId } from './request-id';
 import { isDatabaseUnavailable } from '../../db/unavailable';
+import { causes, isTemporalUnavailable } from '../../core/sessions/workflow-client';
 
 interface BodyParserError extends Error {
   type?: string;
@@ -44,9 +45,17 @@ function toApiError(err: unknown): ApiError {
     default:
       // The database did not answer, or (FerretDB on SQLite) was busy and wrote nothing: 503 tells
       // the caller to retry, which every write route makes safe (atomic claims, Idempotency-Key).
-      if (isDatabaseUnavailable(err)) return new ApiError('SERVICE_UNAVAILABLE', { message: 'The database is unavailable; retry the request', cause: err, headers: { 'Retry-After': '1' } });
+      if (isDatabaseUnavailable(err)) return new ApiError('SERVICE_UNAVAILABLE', { message: 'The database is unavailable; retry the request', cause: err, headers: RETRY_LATER_HEADERS });
       return new ApiError('INTERNAL_ERROR', { message: 'Internal server error', cause: err });
   }
+}
+
+/** A 503 whose cause is Temporal or the store not answering: the same request may be sent again shortly. */
+function dependencyDidNotAnswer(apiError: ApiError, err: unknown): boolean {
+  if (apiError.code !== 'SERVICE_UNAVAILABLE') return false;
+  const cause = apiError.cause ?? err;
+  if (cause === undefined || cause === apiError) return false;
+  return causes(cause).some(isDatabaseUnavailable) || isTemporalUnavailable(cause);
 }
 
 export function errorHandler(logger: Logger) {
@@ -60,7 +69,8 @@ export function errorHandler(logger: Logger) {
       res.end();
       return;
     }
-    for (const [name, value] of Object.entries(apiError.headers ?? {})) res.setHeader(name, value);
+    const headers = apiError.headers ?? (dependencyDidNotAnswer(apiError, err) ? RETRY_LATER_HEADERS : {});
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     res.status(status).json({
       success: false,
       error: {

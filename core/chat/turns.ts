@@ -12,7 +12,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
-import { ApiError, isDomainError } from '../../lib/errors';
+import { ApiError, isDomainError, RETRY_LATER_HEADERS } from '../../lib/errors';
 import { isErrorCode } from '../../lib/error-codes';
 import { canActInEnvironment, hasPermission, sdkChannelUId, type Principal } from '../../lib/permissions';
 import { type ProjectDoc } from '../../db/project';
@@ -25,7 +25,7 @@ import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, give
 import { sdkUserCaller, testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
-import { isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
+import { isDroppedUpdate, isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
 import { requireEnvironment } from '../platform-keys/environments';
 import { type MessageBudget } from '../sessions/message-budget';
@@ -110,13 +110,18 @@ export function toApiError(err: unknown): ApiError {
     return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
   }
   if (err instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-    return new ApiError('SERVICE_UNAVAILABLE', 'The agent did not answer in time; retry with the same Idempotency-Key');
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The agent did not answer in time; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
   }
   // Before "workflow not found": a missing namespace is also gRPC NOT_FOUND.
   if (isNamespaceMissing(err)) return ApiError.fromDomain(runtimeNotConfigured(err));
   if (err instanceof WorkflowNotFoundError || isWorkflowNotFound(err)) return sessionEnded();
+  // The session's workflow task kept failing (its worker died mid-task, or it is overloaded) for
+  // longer than the turn's resends: nothing was accepted, so the same message may be sent again.
+  if (isDroppedUpdate(err)) {
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The session is not ready to take the message yet; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
+  }
   if (isTemporalUnavailable(err) || isDatabaseUnavailable(err)) {
-    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err });
+    return new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: err, headers: RETRY_LATER_HEADERS });
   }
   return new ApiError('INTERNAL_ERROR', { message: 'The turn failed', cause: err });
 }
@@ -199,7 +204,7 @@ export interface SendingTurn {
   environment: string | null;
 }
 
-const restarting = () => new ApiError('SERVICE_UNAVAILABLE', 'The API is restarting; retry with the same Idempotency-Key');
+const restarting = () => new ApiError('SERVICE_UNAVAILABLE', { message: 'The API is restarting; retry with the same Idempotency-Key', headers: RETRY_LATER_HEADERS });
 
 /**
  * Runs one message; a message refused before it reached its session gets its charge back. A
@@ -261,7 +266,7 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
     const [check, connected] = await settled;
     if (check.status === 'rejected') throw check.reason;
     if (check.value) throw check.value;
-    if (connected.status === 'rejected') throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable', cause: connected.reason });
+    if (connected.status === 'rejected') throw new ApiError('SERVICE_UNAVAILABLE', { message: 'The runtime is unavailable; retry with the same Idempotency-Key', cause: connected.reason, headers: RETRY_LATER_HEADERS });
     return connected.value;
   };
 

@@ -41,6 +41,8 @@ export interface TestStackOptions {
   logger?: Logger;
   /** Interceptors of the in-process worker (e.g. one that holds an activity for a test to act meanwhile). */
   workerInterceptors?: WorkerOptions['interceptors'];
+  /** Where the in-process worker reaches Temporal when not where the API does (e.g. the API behind a proxy a test cuts). */
+  workerTemporalAddress?: string;
 }
 
 export interface TestStack {
@@ -120,7 +122,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     const { createSwitchboardWorker } = await import('../../workers/create-worker');
     const { createActivityDeps } = await import('../../workers/activity-deps');
     installRuntime(temporalWorker.Runtime, temporalWorker.DefaultLogger);
-    nativeConnection = await temporalWorker.NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+    nativeConnection = await temporalWorker.NativeConnection.connect({ address: options.workerTemporalAddress ?? config.TEMPORAL_ADDRESS });
     const deps = createActivityDeps({ config, models: ctx.models, logger: ctx.logger });
     sessionBundles = deps.sessionBundles;
     worker = await createSwitchboardWorker({

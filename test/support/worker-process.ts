@@ -54,7 +54,11 @@ export async function startWorkerProcess(config: Config, nodeArgs: string[] = []
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start in 60 s:\n${output}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Not left running behind the caller's back: it would join the task queue later.
+      child.kill('SIGKILL');
+      reject(new Error(`worker did not start in 60 s:\n${output}`));
+    }, 60_000);
     child.stdout!.on('data', (d: Buffer) => {
       output = (output + d.toString()).slice(-4000);
       if (output.includes('worker started')) {

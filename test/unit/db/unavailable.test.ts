@@ -17,6 +17,11 @@ describe('isDatabaseUnavailable', () => {
     expect(isDatabaseUnavailable(named('MongoServerError', 'SQLITE_BUSY'))).toBe(true);
   });
 
+  it("counts the EPIPE the driver lets through when it writes on a connection the server closed", () => {
+    const writeAfterFin = Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' });
+    expect(isDatabaseUnavailable(writeAfterFin)).toBe(true);
+  });
+
   it('leaves every other error alone', () => {
     expect(isDatabaseUnavailable(named('MongoServerError', 'E11000 duplicate key error'))).toBe(false);
     expect(isDatabaseUnavailable(named('Error', 'database is locked'))).toBe(false);
