@@ -379,7 +379,7 @@ export const ConfigSchema = z.object({
   /**
    * How often the data-retention schedule runs the sweep that enforces every project's retention
    * (hours; docs/data-lifecycle.md). The worker creates or updates the Temporal schedule
-   * `data-retention` with it at start; 0: the worker leaves the schedule alone (an operator runs
+   * `data-retention/<TEMPORAL_TASK_QUEUE>` with it at start; 0: the worker leaves the schedule alone (an operator runs
    * `npm run admin -- retention-schedule` instead, or another deployment owns it).
    */
   RETENTION_SWEEP_INTERVAL_HOURS: z.coerce.number().int().min(0).max(24 * 30).default(24),

@@ -17,7 +17,7 @@ import { verifyWorkflowBundle, WorkflowBundleError } from './workflow-bundle';
 import { startWorkerMetrics } from './metrics';
 import { startTracing } from '../lib/tracing';
 import { Client } from '@temporalio/client';
-import { ensureRetentionSchedule } from '../core/lifecycle/workflows';
+import { ensureRetentionSchedule, retentionScheduleId } from '../core/lifecycle/workflows';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   if (config.RETENTION_SWEEP_INTERVAL_HOURS > 0) {
     const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: { failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, payloadCodecs: payloadCodec ? [payloadCodec] : [] } });
     ensureRetentionSchedule(client, { taskQueue: config.TEMPORAL_TASK_QUEUE, everyHours: config.RETENTION_SWEEP_INTERVAL_HOURS }).then(
-      (outcome) => logger.info({ scheduleId: 'data-retention', everyHours: config.RETENTION_SWEEP_INTERVAL_HOURS, outcome }, 'retention schedule ensured'),
+      (outcome) => logger.info({ scheduleId: retentionScheduleId(config.TEMPORAL_TASK_QUEUE), everyHours: config.RETENTION_SWEEP_INTERVAL_HOURS, outcome }, 'retention schedule ensured'),
       (err: unknown) => logger.warn({ err }, 'the retention schedule could not be created or updated; retention is not enforced until it is (npm run admin -- retention-schedule)'),
     );
   }

@@ -1,6 +1,6 @@
 // The Temporal side of the data lifecycle: ending every running workflow of a project or a tenant
 // (found by the TenantId / ProjectId search attributes, docs/operations.md), starting the
-// DataDeletion workflow, and the `data-retention` schedule that runs the retention sweep.
+// DataDeletion workflow, and the `data-retention/<task queue>` schedule that runs the retention sweep.
 import { type Client, ScheduleAlreadyRunning, WorkflowNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
@@ -8,7 +8,11 @@ import type { DataDeletionInput, DataDeletionWorkflow, RetentionSweepWorkflow } 
 
 export const DATA_DELETION_WORKFLOW_TYPE = 'dataDeletion';
 export const RETENTION_SWEEP_WORKFLOW_TYPE = 'retentionSweep';
-export const RETENTION_SCHEDULE_ID = 'data-retention';
+/**
+ * The retention schedule of a deployment, named after its task queue: deployments that share a
+ * namespace (staging beside production, or the test suite's stacks) each sweep their own store.
+ */
+export const retentionScheduleId = (taskQueue: string) => `data-retention/${taskQueue}`;
 
 export const dataDeletionWorkflowId = (scope: { tenantId: string; projectId: string | null }): string =>
   scope.projectId ? `data-deletion/${scope.tenantId}/${scope.projectId}` : `data-deletion/${scope.tenantId}`;
@@ -71,7 +75,7 @@ export async function startDataDeletion(client: Client, taskQueue: string, input
 }
 
 /**
- * Creates the `data-retention` schedule, or brings an existing one to this interval and task
+ * Creates the `data-retention/<task queue>` schedule, or brings an existing one to this interval and task
  * queue: safe to run from every worker at every start. Overlaps are skipped (a sweep still
  * running when the next is due lets that one go).
  */
@@ -80,17 +84,17 @@ export async function ensureRetentionSchedule(client: Client, options: { taskQue
   const action = {
     type: 'startWorkflow' as const,
     workflowType: RETENTION_SWEEP_WORKFLOW_TYPE,
-    workflowId: 'retention-sweep',
+    workflowId: `retention-sweep/${options.taskQueue}`,
     taskQueue: options.taskQueue,
     args: [{}] as Parameters<RetentionSweepWorkflow>,
     staticSummary: 'enforce every project retention',
   };
   try {
-    await client.schedule.create({ scheduleId: RETENTION_SCHEDULE_ID, spec, action, policies: { overlap: 'SKIP' } });
+    await client.schedule.create({ scheduleId: retentionScheduleId(options.taskQueue), spec, action, policies: { overlap: 'SKIP' } });
     return 'created';
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await client.schedule.getHandle(RETENTION_SCHEDULE_ID).update((previous) => ({ ...previous, spec, action, policies: { ...previous.policies, overlap: 'SKIP' } }));
+    await client.schedule.getHandle(retentionScheduleId(options.taskQueue)).update((previous) => ({ ...previous, spec, action, policies: { ...previous.policies, overlap: 'SKIP' } }));
     return 'updated';
   }
 }

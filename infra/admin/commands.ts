@@ -21,7 +21,7 @@ import { derivedCodecKeyId, FAILURE_CONVERTER_PATH, payloadCodecFromConfig } fro
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { historyFromJsonObject, historyToJsonObject } from '../../lib/history-json';
-import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID } from '../../core/lifecycle/workflows';
+import { ensureRetentionSchedule, retentionScheduleId } from '../../core/lifecycle/workflows';
 import { z } from 'zod';
 import { ConfigSchema } from '../../lib/config';
 import { temporalConnectionSettings } from '../../lib/temporal-options';
@@ -76,7 +76,7 @@ Commands:
                   replayed (exit 0) or the nondeterminism it hit (exit 1). --history reads a
                   history saved by --save or by \`temporal workflow show --output json\`.
   retention-schedule [--every-hours <n>]
-                  creates the Temporal schedule data-retention that runs the retention sweep
+                  creates the Temporal schedule data-retention/<TEMPORAL_TASK_QUEUE> that runs the retention sweep
                   every n hours (default 24) on TEMPORAL_TASK_QUEUE, or brings it to that
                   interval (docs/data-lifecycle.md). Safe to run again. Needs no MongoDB.
 
@@ -181,7 +181,7 @@ async function temporalSetup(flags: Flags, io: AdminIo): Promise<unknown> {
   }
 }
 
-/** retention-schedule: the `data-retention` schedule, as a worker creates it at start (docs/data-lifecycle.md). */
+/** retention-schedule: the `data-retention/<task queue>` schedule, as a worker creates it at start (docs/data-lifecycle.md). */
 async function retentionSchedule(flags: Flags, io: AdminIo): Promise<unknown> {
   const env = Object.fromEntries(Object.entries(io.env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = ConfigSchema.pick({ TEMPORAL_ADDRESS: true, TEMPORAL_NAMESPACE: true, TEMPORAL_TASK_QUEUE: true, TEMPORAL_TLS: true, TEMPORAL_API_KEY: true, TEMPORAL_TLS_CERT_PATH: true, TEMPORAL_TLS_KEY_PATH: true }).safeParse(env);
@@ -193,7 +193,7 @@ async function retentionSchedule(flags: Flags, io: AdminIo): Promise<unknown> {
     // The schedule's only argument is an empty object: nothing for the payload codec to hide.
     const client = new Client({ connection, namespace: parsed.data.TEMPORAL_NAMESPACE });
     const outcome = await ensureRetentionSchedule(client, { taskQueue: parsed.data.TEMPORAL_TASK_QUEUE, everyHours: everyHours.data });
-    return { scheduleId: RETENTION_SCHEDULE_ID, everyHours: everyHours.data, taskQueue: parsed.data.TEMPORAL_TASK_QUEUE, outcome };
+    return { scheduleId: retentionScheduleId(parsed.data.TEMPORAL_TASK_QUEUE), everyHours: everyHours.data, taskQueue: parsed.data.TEMPORAL_TASK_QUEUE, outcome };
   } finally {
     await connection.close();
   }

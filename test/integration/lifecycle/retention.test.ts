@@ -7,7 +7,7 @@ import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { seedSession } from '../sessions/fixtures';
-import { ensureRetentionSchedule, RETENTION_SCHEDULE_ID } from '../../../core/lifecycle/workflows';
+import { ensureRetentionSchedule, retentionScheduleId } from '../../../core/lifecycle/workflows';
 import type { RetentionSweepResult, RetentionSweepWorkflow } from '../../../workflows/definitions';
 
 jest.setTimeout(120_000);
@@ -108,8 +108,9 @@ it('the data-retention schedule is created once, updated after, and its triggere
   try {
     expect(await ensureRetentionSchedule(temporal, { taskQueue: stack.config.TEMPORAL_TASK_QUEUE, everyHours: 24 })).toBe('created');
     expect(await ensureRetentionSchedule(temporal, { taskQueue: stack.config.TEMPORAL_TASK_QUEUE, everyHours: 12 })).toBe('updated');
-    const handle = temporal.schedule.getHandle(RETENTION_SCHEDULE_ID);
+    const handle = temporal.schedule.getHandle(retentionScheduleId(stack.config.TEMPORAL_TASK_QUEUE));
     const described = await handle.describe();
+    expect(described.scheduleId).toBe(`data-retention/${stack.config.TEMPORAL_TASK_QUEUE}`);
     expect(described.spec.intervals?.[0]?.every).toBe(12 * 60 * 60 * 1000);
     await seedAged(acme.tenantId, acme.projectId, [40]);
     await handle.trigger();
@@ -118,6 +119,6 @@ it('the data-retention schedule is created once, updated after, and its triggere
     const result: RetentionSweepResult = await temporal.workflow.getHandle(started.workflow.workflowId, started.workflow.firstExecutionRunId).result();
     expect(result.byProject).toEqual([{ tenantId: acme.tenantId, projectId: acme.projectId, deleted: { transcripts: 1, traces: 1, analytics: 0 } }]);
   } finally {
-    await temporal.schedule.getHandle(RETENTION_SCHEDULE_ID).delete().catch(() => undefined);
+    await temporal.schedule.getHandle(retentionScheduleId(stack.config.TEMPORAL_TASK_QUEUE)).delete().catch(() => undefined);
   }
 });
