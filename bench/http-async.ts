@@ -292,7 +292,8 @@ async function breakdown(client: Awaited<ReturnType<typeof startBenchStack>>['cl
     const order: Step[] = [];
     for (const e of history.events ?? []) {
       const id = Number(e.eventId);
-      if (e.workflowExecutionSignaledEventAttributes) signals.push(time(e));
+      // A message comes as an update (accepted) or, while no worker answered, as a signal.
+      if (e.workflowExecutionSignaledEventAttributes || e.workflowExecutionUpdateAcceptedEventAttributes) signals.push(time(e));
       const scheduled = e.activityTaskScheduledEventAttributes;
       if (scheduled) {
         const step = { type: scheduled.activityType?.name ?? '?', scheduled: time(e), started: NaN, completed: NaN };
@@ -304,14 +305,23 @@ async function breakdown(client: Awaited<ReturnType<typeof startBenchStack>>['cl
       const completed = e.activityTaskCompletedEventAttributes;
       if (completed) steps.get(Number(completed.scheduledEventId))!.completed = time(e);
     }
-    // Each turn (runHttpAsyncTurn) answers the next signal; its reply is the first delivery
-    // scheduled after the turn completed (the ones before it carry earlier events).
+    // Each turn (runHttpAsyncTurn) answers the next message; its reply is the first delivery
+    // scheduled after the turn completed (the ones before it carry earlier events), unless the
+    // turn's own activity delivered it (no delivery scheduled before the next turn).
     const turns = order.filter((s) => s.type === 'runHttpAsyncTurn');
     const deliveries = order.filter((s) => s.type === 'deliverHttpAsyncEvent');
     turns.forEach((turn, i) => {
       const signal = signals[i];
-      const reply = deliveries.find((d) => d.scheduled >= turn.completed);
-      if (signal === undefined || !reply) return;
+      const next = turns[i + 1]?.scheduled ?? Infinity;
+      const reply = deliveries.find((d) => d.scheduled >= turn.completed && d.scheduled < next);
+      if (signal === undefined) return;
+      if (!reply) {
+        add('signal -> turn activity scheduled', turn.scheduled - signal);
+        add('turn activity waiting for a worker', turn.started - turn.scheduled);
+        add('turn activity running (turn update + reply POST)', turn.completed - turn.started);
+        add('signal -> turn (and reply) done (server clock)', turn.completed - signal);
+        return;
+      }
       add('signal -> turn activity scheduled', turn.scheduled - signal);
       add('turn activity waiting for a worker', turn.started - turn.scheduled);
       add('turn activity running (the turn update)', turn.completed - turn.started);

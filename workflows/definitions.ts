@@ -484,6 +484,11 @@ export interface HttpAsyncOutbound {
    * first attempt).
    */
   queuedAtMs?: number;
+  /**
+   * Not tried before this time: set on a reply whose first attempt its turn's activity made (the
+   * schedule's first wait runs from it). Cleared once the lane has waited it out.
+   */
+  retryAtMs?: number;
 }
 
 export interface HttpAsyncCarriedState {

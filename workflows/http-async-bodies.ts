@@ -32,6 +32,8 @@ export interface ResponseBodyInput {
   metadata: Record<string, unknown>;
   llm: HttpAsyncSessionReplyInput['llm'];
   error?: { code: string; message: string };
+  /** The body's time (ISO 8601); now when absent. */
+  timestamp?: string;
 }
 
 /** The spec's callback body, field for field; `event` and `in_reply_to` are additions. */
@@ -49,7 +51,7 @@ export function responseBody(conv: ConversationRef, input: ResponseBodyInput): R
     response_metadata: responseMetadata(input.llm),
     metadata: input.metadata,
     ...(input.inReplyTo ? { in_reply_to: input.inReplyTo } : {}),
-    timestamp: new Date().toISOString(),
+    timestamp: input.timestamp ?? new Date().toISOString(),
   };
 }
 

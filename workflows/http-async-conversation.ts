@@ -30,6 +30,17 @@ const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning } = w
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
+/**
+ * The same turn when its activity also makes the reply's first delivery attempt: it heartbeats, so
+ * a worker lost mid-POST is noticed within seconds, as the delivery's own 20 s limit would have
+ * (the turn's 5 minutes would hold the reply and the lane that long).
+ */
+const { runHttpAsyncTurn: runHttpAsyncTurnWithReply } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
 /** One attempt: the receiver's 10 s plus reading the subscription and recording the attempt. */
 const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '20 seconds',
@@ -54,6 +65,14 @@ export const DELIVERY_WINDOW_FROM_QUEUE_PATCH = 'http-async-window-from-queue-v1
  */
 export const SUBSCRIBED_EVENTS_PATCH = 'http-async-subscribed-events-v1';
 
+/**
+ * A turn scheduled while the delivery lane is empty makes its reply's first delivery attempt in
+ * its own activity (the lane waits for it, so order is kept): no workflow task and no delivery
+ * activity between the turn and the reply. What is not delivered then is queued with that attempt
+ * counted. Runs recorded before it queue every reply for a delivery activity.
+ */
+export const TURN_DELIVERS_REPLY_PATCH = 'http-async-turn-delivers-reply-v1';
+
 /** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
 const SEEN_KEPT = 1_000;
 const DEFAULT_MAX_HISTORY_EVENTS = 4_000;
@@ -71,6 +90,8 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   const endedSessions: string[] = [];
   let turnBusy = false;
   let deliveryBusy = false;
+  // A turn whose activity makes its reply's first attempt is in flight: the lane waits for it.
+  let replyInTurn = false;
   let rolling = false;
   let lastActivityMs = Date.now();
 
@@ -86,9 +107,10 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
   // Bytes of JSON of what waits (carried by continue-as-new), kept as the queues change.
   let inboxBytes = inbox.reduce((n, m) => n + jsonBytes(m), 0);
   let outboxBytes = outbox.reduce((n, d) => n + eventBytes(d), 0);
-  const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>) => {
-    if (filtersEvents && subscribed !== null && !subscribed.includes(event)) return;
-    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now() };
+  const takes = (event: HttpAsyncOutbound['event']) => !(filtersEvents && subscribed !== null && !subscribed.includes(event));
+  const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>, tried?: Pick<HttpAsyncOutbound, 'attempts' | 'firstAttemptAtMs' | 'retryAtMs'>) => {
+    if (!takes(event)) return;
+    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now(), ...tried };
     outbox.push(d);
     outboxBytes += eventBytes(d);
   };
@@ -162,11 +184,13 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
     replyMessageId: string,
     relatedMessageId: string,
     outcome: { response: string; action: HttpAsyncSessionReplyInput['action']; richContent?: Record<string, unknown>; actions?: Record<string, unknown>; llm: HttpAsyncSessionReplyInput['llm'] },
-    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown> },
+    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown>; delivery?: InlineDelivery },
   ) {
     const conv = ref(sessionId);
     if (outcome.response) {
-      enqueue(replyMessageId, 'agent.response', responseBody(conv, { messageId: replyMessageId, inReplyTo: extra.inReplyTo, response: outcome.response, isNewSession: extra.isNewSession, metadata: extra.metadata, llm: outcome.llm }));
+      const body = responseBody(conv, { messageId: replyMessageId, inReplyTo: extra.inReplyTo, response: outcome.response, isNewSession: extra.isNewSession, metadata: extra.metadata, llm: outcome.llm });
+      if (extra.delivery) settleInline(replyMessageId, { ...body, timestamp: extra.delivery.result.timestamp }, extra.delivery);
+      else enqueue(replyMessageId, 'agent.response', body);
     }
     if (outcome.richContent || outcome.actions) {
       const mediaId = `ham-${wf.uuid4()}`;
@@ -177,6 +201,27 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       status(sessionId, outcome.action === 'suspend' ? 'suspended' : 'waiting_for_human', relatedMessageId, extra.details);
     }
     // A completed session also signals its end; that signal reports `ended` (once).
+  }
+
+  /**
+   * What the turn's own attempt at its reply leaves: nothing (delivered, or nothing to deliver
+   * to), the reply queued with that attempt counted and its next one after the schedule's first
+   * wait, or the delivery failed for good, as the lane's attempt would have left it.
+   */
+  function settleInline(messageId: string, body: Record<string, unknown>, inline: InlineDelivery) {
+    const { outcome, error, events } = inline.result;
+    if (filtersEvents && events !== undefined) subscribed = events;
+    if (outcome === 'delivered' || outcome === 'dropped') return;
+    const now = Date.now();
+    if (!inline.final && (outcome === 'failed' || outcome === 'paused')) {
+      // Held by a pause: looked at again later, not counted as an attempt.
+      const paused = outcome === 'paused';
+      const retryAtMs = now + (paused ? Math.min(input.schedule.pausedCheckMs, Math.max(1, input.schedule.windowMs)) : inline.nextWaitMs);
+      enqueue(messageId, 'agent.response', body, { attempts: paused ? 0 : 1, firstAttemptAtMs: now, retryAtMs });
+      return;
+    }
+    const sessionId = typeof body.session_id === 'string' ? body.session_id : '';
+    status(sessionId, 'delivery_failed', messageId, { event: 'agent.response', attempts: outcome === 'paused' ? 0 : 1, reason: outcome, last_error: error });
   }
 
   function deliverReply(reply: HttpAsyncSessionReplyInput) {
@@ -215,18 +260,34 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       }
       const sessionId = session.sessionId;
       status(sessionId, 'processing', message.messageId);
+      // The reply is next in the lane when nothing waits there: the turn's activity may try it.
+      const inline = outbox.length === 0 && takes('agent.response') && wf.patched(TURN_DELIVERS_REPLY_PATCH);
+      const nextWaitMs = inline ? retryDelayMs(1, input.schedule, Math.random) : 0;
+      const final = nextWaitMs > input.schedule.windowMs;
       let outcome: Awaited<ReturnType<typeof runHttpAsyncTurn>>;
+      replyInTurn = inline;
       try {
-        outcome = await runHttpAsyncTurn({ tenantId: input.tenantId, projectId: input.projectId, sessionId, messageId: message.messageId, text: message.text, ...(message.metadata ? { metadata: message.metadata } : {}) });
+        outcome = await (inline ? runHttpAsyncTurnWithReply : runHttpAsyncTurn)({
+          tenantId: input.tenantId,
+          projectId: input.projectId,
+          sessionId,
+          messageId: message.messageId,
+          text: message.text,
+          ...(message.metadata ? { metadata: message.metadata } : {}),
+          ...(inline ? { reply: { subscriptionId: input.subscriptionId, sessionKey: input.sessionKey, isNewSession, metadata, final } } : {}),
+        });
       } catch (err) {
         // Temporal or the store unreachable past the activity's retries: the message is answered
         // with an error rather than left to stop the lane (and the conversation) for good.
         if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
         outcome = { ok: false, sessionGone: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'The message could not be handed to the session; send it again' } };
+      } finally {
+        replyInTurn = false;
       }
       if (outcome.ok) {
         const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
-        deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}) });
+        const delivery = outcome.delivery ? { result: outcome.delivery, final, nextWaitMs } : undefined;
+        deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}), ...(delivery ? { delivery } : {}) });
         return;
       }
       if (outcome.sessionGone && tries === 0) {
@@ -266,6 +327,11 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
    */
   async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
     const { schedule } = input;
+    if (d.retryAtMs !== undefined) {
+      // Its first attempt was made with its turn: the next waits as after any failed attempt.
+      if (await wf.condition(() => rolling, Math.max(1, d.retryAtMs - Date.now()))) return false;
+      delete d.retryAtMs;
+    }
     for (;;) {
       d.firstAttemptAtMs ??= Date.now();
       const windowStart = d.queuedAtMs !== undefined && wf.patched(DELIVERY_WINDOW_FROM_QUEUE_PATCH) ? d.queuedAtMs : d.firstAttemptAtMs;
@@ -310,7 +376,7 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
 
   async function deliveryLane(): Promise<void> {
     for (;;) {
-      await wf.condition(() => outbox.length > 0 || rolling);
+      await wf.condition(() => (outbox.length > 0 && !replyInTurn) || rolling);
       if (rolling) return;
       deliveryBusy = true;
       const done = await deliver(outbox[0]!);
@@ -363,6 +429,13 @@ function eventBytes(d: HttpAsyncOutbound): number {
 
 function queueFull(why: string): wf.ApplicationFailure {
   return wf.ApplicationFailure.create({ type: 'QUEUE_FULL', message: `The conversation's queue is full: ${why}; send it again once earlier messages are answered`, nonRetryable: true });
+}
+
+/** The turn activity's attempt at its reply, with what the schedule said when it was scheduled. */
+interface InlineDelivery {
+  result: { outcome: DeliveryOutcome; error: string | null; events?: string[] | null; timestamp: string };
+  final: boolean;
+  nextWaitMs: number;
 }
 
 const NO_LLM = { generated: false, usedInternally: false, usedFallback: false };

@@ -1,10 +1,11 @@
 // The activities of an HTTP-async conversation (workflows/http-async-conversation.ts) that reach
 // the session: starting its AgentSession (core/sessions/start.ts, retry-safe), sending one accepted
 // message as a `turn` update (update id = message id, so a retried activity runs the turn once),
-// and asking whether a session still runs.
+// and with it the first attempt of its reply when the conversation's delivery lane is empty, and
+// asking whether a session still runs.
 import { timeTurn } from '../../core/metrics/turns';
 import { createHash } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import { isDomainError } from '../../lib/errors';
 import { type CoreContext } from '../../core/context';
@@ -13,7 +14,8 @@ import { httpAsyncCaller } from '../../core/contacts/linking';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workflow-client';
 import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
-import { llmProvenance } from '../../workflows/http-async-bodies';
+import { llmProvenance, responseBody } from '../../workflows/http-async-bodies';
+import { createHttpAsyncDeliveryActivities, type DeliveryOutcome } from './delivery';
 import type { ActivityDeps } from '../index';
 import { emitOperationEvents } from '../../core/analytics/operations';
 
@@ -35,6 +37,30 @@ export interface HttpAsyncTurnInput {
   messageId: string;
   text: string;
   metadata?: Record<string, unknown>;
+  /**
+   * Set when the conversation's delivery lane is empty (the reply is next in order) and holds the
+   * lane until this activity is done: the activity makes the reply's first delivery attempt itself,
+   * with the body the conversation would queue, and reports it in `delivery`.
+   */
+  reply?: HttpAsyncInlineReply;
+}
+
+export interface HttpAsyncInlineReply {
+  subscriptionId: string;
+  sessionKey: string;
+  isNewSession: boolean;
+  metadata: Record<string, unknown>;
+  /** No attempt follows this one if it fails (the delivery window is shorter than the first wait). */
+  final: boolean;
+}
+
+/** The reply's first attempt made by the turn's activity (absent: not made; the conversation queues it). */
+export interface HttpAsyncInlineDelivery {
+  outcome: DeliveryOutcome;
+  error: string | null;
+  events?: string[] | null;
+  /** The posted body's `timestamp`, so the conversation queues the same bytes for the next attempt. */
+  timestamp: string;
 }
 
 /** What the conversation needs of a turn (not the whole TurnResult: variables stay out of its history). */
@@ -48,6 +74,9 @@ export type HttpAsyncTurnOutcome =
       richContent?: Record<string, unknown>;
       actions?: Record<string, unknown>;
       llm: HttpAsyncSessionReplyInput['llm'];
+      /** When the session finished the turn (its last trace event). */
+      finishedAt?: string;
+      delivery?: HttpAsyncInlineDelivery;
     }
   /** The session has ended (or never ran): the conversation starts a new one for this message. */
   | { ok: false; sessionGone: true }
@@ -72,6 +101,7 @@ export function turnOutcome(result: TurnResult): HttpAsyncTurnOutcome {
     ...(result.richContent ? { richContent: result.richContent } : {}),
     ...(result.actions ? { actions: result.actions } : {}),
     llm: llmProvenance(result.traceEvents),
+    ...(result.traceEvents.length ? { finishedAt: result.traceEvents.reduce((a, e) => (e.timestamp > a ? e.timestamp : a), result.traceEvents[0]!.timestamp) } : {}),
   };
 }
 
@@ -89,12 +119,57 @@ function turnFailure(err: unknown): HttpAsyncTurnOutcome | null {
   return null;
 }
 
+/** The running activity's info (undefined outside one). */
+function activityInfo(): Context['info'] | undefined {
+  try {
+    return Context.current().info;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Heartbeats every 5 s until stopped (the conversation schedules a turn that posts its reply with a heartbeat timeout). */
+function heartbeating(): () => void {
+  let context: Context;
+  try {
+    context = Context.current();
+  } catch {
+    return () => undefined;
+  }
+  const timer = setInterval(() => context.heartbeat(), 5_000);
+  return () => clearInterval(timer);
+}
+
 function requireClient(deps: ActivityDeps): Client {
   if (!deps.temporalClient) throw ApplicationFailure.nonRetryable('This worker has no Temporal client for HTTP-async conversations', 'SERVICE_UNAVAILABLE');
   return deps.temporalClient;
 }
 
 export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
+  const { deliverHttpAsyncEvent } = createHttpAsyncDeliveryActivities(deps);
+
+  /**
+   * The reply's first attempt, exactly as the conversation's lane would make it. A retried activity
+   * whose earlier attempt already delivered it (the worker lost after the POST) does not post again:
+   * the delivery's record says so. Never throws: an attempt that cannot be made is left to the lane.
+   */
+  async function deliverReply(input: HttpAsyncTurnInput, reply: HttpAsyncInlineReply, outcome: Extract<HttpAsyncTurnOutcome, { ok: true }>): Promise<HttpAsyncInlineDelivery | undefined> {
+    const { tenantId, projectId, messageId } = input;
+    // The same on every attempt of this activity (the turn's result is the update's, kept by id).
+    const timestamp = outcome.finishedAt ?? new Date(activityInfo()?.scheduledTimestampMs ?? Date.now()).toISOString();
+    try {
+      if ((activityInfo()?.attempt ?? 1) > 1) {
+        const done = await deps.models.HttpAsyncDelivery.findOne({ tenantId, projectId, subscriptionId: reply.subscriptionId, messageId }, { status: 1 }).lean();
+        if (done?.status === 'delivered') return { outcome: 'delivered', error: null, timestamp };
+      }
+      const body = responseBody({ sessionKey: reply.sessionKey, sessionId: input.sessionId }, { messageId, response: outcome.response, isNewSession: reply.isNewSession, metadata: reply.metadata, llm: outcome.llm, timestamp });
+      return { ...(await deliverHttpAsyncEvent({ tenantId, projectId, subscriptionId: reply.subscriptionId, delivery: { messageId, event: 'agent.response', body }, final: reply.final })), timestamp };
+    } catch (err) {
+      deps.logger.warn({ err, tenantId, projectId, messageId }, 'the reply could not be attempted with its turn; the conversation delivers it');
+      return undefined;
+    }
+  }
+
   return {
     /**
      * Starts the session that answers a conversation's messages: the project's entry agent in the
@@ -140,37 +215,12 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
     async runHttpAsyncTurn(input: HttpAsyncTurnInput): Promise<HttpAsyncTurnOutcome> {
       const client = requireClient(deps);
       const started = Date.now();
-      let outcome: HttpAsyncTurnOutcome;
+      const stopHeartbeats = input.reply ? heartbeating() : () => undefined;
       try {
-        const result = await timeTurn('http_async', () =>
-          client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
-            args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
-            updateId: input.messageId,
-          }),
-        );
-        outcome = turnOutcome(result);
-      } catch (err) {
-        const failure = turnFailure(err);
-        if (!failure) throw err;
-        outcome = failure;
+        return await runTurn(client, input, started);
+      } finally {
+        stopHeartbeats();
       }
-      // The accepted message's channel event, once its session answered it (a gone session's
-      // message goes to a new session, which records it then). Not awaited by the turn's outcome.
-      if (outcome.ok || !outcome.sessionGone) {
-        void emitOperationEvents(deps, [{
-          id: `${input.sessionId}:http_async:${input.messageId}`,
-          tenantId: input.tenantId,
-          projectId: input.projectId,
-          category: 'channel',
-          eventType: 'channel.message_accepted',
-          sessionId: input.sessionId,
-          channel: 'http_async',
-          durationMs: Date.now() - started,
-          error: outcome.ok ? null : outcome.error.message,
-          metadata: { message_id: input.messageId, chars: input.text.length, ...(outcome.ok ? { action: outcome.action } : { code: outcome.error.code }) },
-        }]);
-      }
-      return outcome;
     },
 
     /** Whether the session's workflow still runs (a conversation that heard nothing for long asks). */
@@ -185,4 +235,42 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
       }
     },
   };
+
+  async function runTurn(client: Client, input: HttpAsyncTurnInput, started: number): Promise<HttpAsyncTurnOutcome> {
+    let outcome: HttpAsyncTurnOutcome;
+    try {
+      const result = await timeTurn('http_async', () =>
+        client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
+          args: [{ clientMessageId: input.messageId, retryable: true, message: input.text, ...(input.metadata ? { metadata: input.metadata } : {}) }],
+          updateId: input.messageId,
+        }),
+      );
+      outcome = turnOutcome(result);
+    } catch (err) {
+      const failure = turnFailure(err);
+      if (!failure) throw err;
+      outcome = failure;
+    }
+    // The accepted message's channel event, once its session answered it (a gone session's
+    // message goes to a new session, which records it then). Not awaited by the turn's outcome.
+    if (outcome.ok || !outcome.sessionGone) {
+      void emitOperationEvents(deps, [{
+        id: `${input.sessionId}:http_async:${input.messageId}`,
+        tenantId: input.tenantId,
+        projectId: input.projectId,
+        category: 'channel',
+        eventType: 'channel.message_accepted',
+        sessionId: input.sessionId,
+        channel: 'http_async',
+        durationMs: Date.now() - started,
+        error: outcome.ok ? null : outcome.error.message,
+        metadata: { message_id: input.messageId, chars: input.text.length, ...(outcome.ok ? { action: outcome.action } : { code: outcome.error.code }) },
+      }]);
+    }
+    if (input.reply && outcome.ok && outcome.response) {
+      const delivery = await deliverReply(input, input.reply, outcome);
+      if (delivery) outcome = { ...outcome, delivery };
+    }
+    return outcome;
+  }
 }

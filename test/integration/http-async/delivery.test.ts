@@ -7,7 +7,7 @@ import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
 import { httpAsyncStateQuery } from '../../../workflows/definitions';
-import { DELIVERY_WINDOW_FROM_QUEUE_PATCH } from '../../../workflows/http-async-conversation';
+import { DELIVERY_WINDOW_FROM_QUEUE_PATCH, TURN_DELIVERS_REPLY_PATCH } from '../../../workflows/http-async-conversation';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
@@ -169,6 +169,11 @@ it.concurrent('retries a receiver that fails three times with the same message_i
   expect(waits[2]!).toBeGreaterThanOrEqual(waits[1]!);
   expect(waits[2]!).toBeGreaterThan(waits[0]!);
   for (let i = 1; i < 4; i++) expect(attempts[i]!.at - attempts[i - 1]!.at).toBeGreaterThanOrEqual(waits[i - 1]! - 1);
+  // The first attempt was the turn's own (its activity posted the reply), the next three the lane's.
+  expect(await deliveryOutcomes(sent.session_key)).toEqual(['failed', 'failed', 'delivered']);
+  const recorded = await history(sent.session_key);
+  expect(patchIdsIn(recorded)).toContain(TURN_DELIVERS_REPLY_PATCH);
+  await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
   // Nothing is left to deliver, so nothing more is posted.
   const handle = (await stack.ctx.temporal.client()).workflow.getHandle(conversationWorkflowId(sent.session_key));
   await eventually(() => handle.query(httpAsyncStateQuery), (s) => s.pendingDeliveries === 0, 30_000, 50);

@@ -6,6 +6,9 @@ import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../
 import { createHash } from 'node:crypto';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
 import { httpAsyncStateQuery } from '../../../workflows/definitions';
+import { TURN_DELIVERS_REPLY_PATCH } from '../../../workflows/http-async-conversation';
+import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
+import { patchIdsIn, replayWithTodaysCode } from '../../support/workflow-history';
 import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { Client, Connection } from '@temporalio/client';
@@ -123,7 +126,7 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(listed.body.deliveries.find((d) => d.messageId === res.body.message_id)).toMatchObject({ status: 'delivered', attempts: 1, statusCode: 200 });
   });
 
-  it('answers 20 rapid messages one turn at a time, in the order they were accepted', async () => {
+  it('answers 20 rapid messages one turn at a time, in the order they were accepted, each reply posted by its own turn', async () => {
     const sub = await subscribe(t, ['agent.response']);
     const callerKey = `rapid-${Date.now()}`;
     // Sent back to back, each right after the previous 202: the first turn is still running while
@@ -150,6 +153,16 @@ describe('POST /api/v1/channels/http-async/message', () => {
     await flushProjection(stack.ctx, sessionId);
     const transcript = await stack.ctx.models.TranscriptMessage.find({ tenantId: t.tenantId, sessionId, role: 'user' }).sort({ seq: 1 }).lean();
     expect(transcript.map((m) => m.content)).toEqual(accepted.map((_, n) => `message ${n}`));
+
+    // Nothing else waited in the lane, so each turn's activity posted its own reply: the
+    // conversation scheduled no delivery activity, and its history replays with today's code.
+    const workflowId = conversationWorkflowId(sessionKey);
+    const recorded = await decodeEncryptedPayloads(await (await stack.ctx.temporal.client()).workflow.getHandle(workflowId).fetchHistory(), stack.ctx.payloadCodec);
+    const activities = (recorded.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+    expect(activities.filter((a) => a === 'runHttpAsyncTurn')).toHaveLength(20);
+    expect(activities).not.toContain('deliverHttpAsyncEvent');
+    expect(patchIdsIn(recorded)).toContain(TURN_DELIVERS_REPLY_PATCH);
+    await replayWithTodaysCode(recorded, workflowId);
   });
 
   it('takes a change of the subscription\'s events from the next delivery on', async () => {
