@@ -3,7 +3,7 @@
 // running while a random worker is killed with SIGKILL every few seconds and restarted, and the
 // Temporal dev server and the store are each restarted once. Then every conversation is checked
 // against its expected transcript.
-//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000]
+//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000] [--log FILE]
 // Each conversation: a handoff to a second agent and back (turns 1–2), then turns that call an
 // HTTP tool whose calls a local endpoint counts per conversation and turn, then an async tool call
 // (the session suspends; the local endpoint acknowledges and posts the signed callback a moment
@@ -27,6 +27,8 @@ import { createApiKey, createProject, createTenant } from '../core/tenancy/accou
 import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../infra/processes';
 import { loadConfig, type Config } from '../lib/config';
 import { writeWorkflowBundle } from '../workers/workflow-bundle';
+import { Client, Connection } from '@temporalio/client';
+import { payloadCodecFromConfig, switchboardDataConverter } from '../lib/payload-codec';
 import { type ApiProcess } from '../test/support/api-process';
 import { childEnv, FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
 
@@ -746,6 +748,24 @@ async function main(): Promise<void> {
     out(latencyLine('turn latency during faults', during));
     out(latencyLine('turn latency otherwise', calm));
     for (const p of [...problems, ...notAnsweredSamples, ...refusedSamples]) out(`  ${p}`);
+
+    // A session that never resumed: say why from its workflow's history (the last failed workflow task, if any).
+    const stuck = conversations.filter((c) => c.stuck && c.sessionId).slice(0, 5);
+    if (stuck.length > 0) {
+      const temporalClient = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(payloadCodecFromConfig(config)) });
+      for (const c of stuck) {
+        try {
+          const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).fetchHistory();
+          const events = history.events ?? [];
+          const failed = [...events].reverse().find((e) => e.workflowTaskFailedEventAttributes);
+          const f = failed?.workflowTaskFailedEventAttributes?.failure;
+          out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): ${events.length} events, last workflow task failure: ${f ? `${f.message ?? ''} | ${(f.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
+        } catch (err) {
+          out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
+        }
+      }
+      await temporalClient.connection.close();
+    }
   } finally {
     await stopAll();
     agent.destroy();
