@@ -749,23 +749,31 @@ async function main(): Promise<void> {
     out(latencyLine('turn latency otherwise', calm));
     for (const p of [...problems, ...notAnsweredSamples, ...refusedSamples]) out(`  ${p}`);
 
-    // A session that never resumed: say why from its workflow's history (the last failed workflow task, if any).
-    const stuck = conversations.filter((c) => c.stuck && c.sessionId).slice(0, 5);
-    if (stuck.length > 0) {
-      const temporalClient = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(payloadCodecFromConfig(config)) });
-      for (const c of stuck) {
-        try {
-          const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).fetchHistory();
-          const events = history.events ?? [];
-          const failed = [...events].reverse().find((e) => e.workflowTaskFailedEventAttributes);
-          const f = failed?.workflowTaskFailedEventAttributes?.failure;
-          out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): ${events.length} events, last workflow task failure: ${f ? `${f.message ?? ''} | ${(f.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
-        } catch (err) {
-          out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
+    // Workflow tasks that failed (not timed out) in the sessions' histories, by cause, and why a
+    // session that never resumed did not (its last failed workflow task, if any).
+    const temporalClient = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(payloadCodecFromConfig(config)) });
+    const causes = new Map<string, number>();
+    let failedSessions = 0;
+    for (const c of conversations.filter((x) => x.sessionId)) {
+      try {
+        const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).fetchHistory();
+        const events = history.events ?? [];
+        const failures = events.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!);
+        if (failures.length > 0) failedSessions++;
+        for (const f of failures) {
+          const cause = `${String(f.cause ?? '')}: ${(f.failure?.message ?? '').slice(0, 160)}`;
+          causes.set(cause, (causes.get(cause) ?? 0) + 1);
         }
+        const last = failures.at(-1)?.failure;
+        const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === (c.stuck === 'human' ? 'humanTask' : 'callback')).length;
+        if (c.stuck) out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): ${events.length} events, ${signals} ${c.stuck === 'human' ? 'humanTask' : 'callback'} signals, last workflow task failure: ${last ? `${last.message ?? ''} | ${(last.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
+      } catch (err) {
+        if (c.stuck) out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
       }
-      await temporalClient.connection.close();
     }
+    await temporalClient.connection.close();
+    out(`failed workflow tasks in session histories (current runs): ${[...causes.values()].reduce((a, b) => a + b, 0)} in ${failedSessions} sessions`);
+    for (const [cause, n] of [...causes.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8)) out(`  ${n} × ${cause}`);
   } finally {
     await stopAll();
     agent.destroy();
