@@ -766,7 +766,9 @@ async function main(): Promise<void> {
         }
         const last = failures.at(-1)?.failure;
         const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === (c.stuck === 'human' ? 'humanTask' : 'callback')).length;
-        if (c.stuck) out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): ${events.length} events, ${signals} ${c.stuck === 'human' ? 'humanTask' : 'callback'} signals, last workflow task failure: ${last ? `${last.message ?? ''} | ${(last.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
+        // Still suspended, or resumed with its reply held in the workflow (not yet in the transcript)?
+        const state = c.stuck ? await temporalClient.workflow.getHandle(`session/${c.sessionId}`).query<{ status?: string }>('state').then((v) => v.status ?? '?', (err: unknown) => `not queried: ${String(err).slice(0, 80)}`) : '';
+        if (c.stuck) out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): status ${state}, ${events.length} events, ${signals} ${c.stuck === 'human' ? 'humanTask' : 'callback'} signals, last workflow task failure: ${last ? `${last.message ?? ''} | ${(last.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
       } catch (err) {
         if (c.stuck) out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
       }
