@@ -3,27 +3,32 @@
 // running while a random worker is killed with SIGKILL every few seconds and restarted, and the
 // Temporal dev server and the store are each restarted once. Then every conversation is checked
 // against its expected transcript.
-//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000]
+//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000] [--log FILE]
 // Each conversation: a handoff to a second agent and back (turns 1–2), then turns that call an
-// HTTP tool whose calls a local endpoint counts per conversation and turn. Clients send every turn
-// with an Idempotency-Key and resend it (to either API) on 503, 429, a dropped connection or no
-// answer in time, as docs/chat-api.md says; anything else is counted as "not answered".
-import { randomUUID } from 'node:crypto';
+// HTTP tool whose calls a local endpoint counts per conversation and turn, then an async tool call
+// (the session suspends; the local endpoint acknowledges and posts the signed callback a moment
+// later, resending it on 503, 409 or a dropped connection as docs/callbacks.md says), then an
+// escalation to a human task that the bench resolves through the API (resent on 503; a 409 whose
+// winning resolution is the bench's own means an earlier attempt went through). After each of the
+// two the lane waits for the resumed reply in the transcript before it goes on. Clients send every
+// turn with an Idempotency-Key and resend it (to either API) on 503, 429, a dropped connection or
+// no answer in time, as docs/chat-api.md says; anything else is counted as "not answered".
+import { createHmac, randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import http from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { bundleWorkflowCode } from '@temporalio/worker';
 import { connectMongo } from '../db/connection';
 import { createModels } from '../db/models';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../infra/processes';
 import { loadConfig, type Config } from '../lib/config';
-import { FAILURE_CONVERTER_PATH } from '../lib/payload-codec';
-import { PAYLOAD_CONVERTER_PATH, WORKFLOWS_PATH } from '../workers/create-worker';
+import { writeWorkflowBundle } from '../workers/workflow-bundle';
+import { Client, Connection } from '@temporalio/client';
+import { payloadCodecFromConfig, switchboardDataConverter } from '../lib/payload-codec';
 import { type ApiProcess } from '../test/support/api-process';
 import { childEnv, FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
 
@@ -50,6 +55,10 @@ const APIS = Number(values.apis);
 const CLIENT_TIMEOUT_MS = Number(values['client-timeout']);
 /** How long the check waits for a conversation's transcript to show every answered turn (rows are written after the reply, retried while the store is away). */
 const TRANSCRIPT_WAIT_MS = 90_000;
+/** How long a lane waits for the reply a callback or a resolved human task resumes the session with. */
+const RESUME_WAIT_MS = 180_000;
+/** How long the async tool's endpoint waits after acknowledging before it posts the callback. */
+const CALLBACK_DELAY_MS = 1000;
 
 const logFile: WriteStream | null = values.log ? createWriteStream(values.log) : null;
 /** Keeps a process's warnings and errors (pino levels 40 and up) in the log file. */
@@ -119,6 +128,18 @@ TOOLS:
     type: http
     endpoint: "${toolBase}/tool/{{message_metadata.conv}}/{{message_metadata.turn}}"
     method: GET
+  pay(amount: number) -> {status: string, reference: string}
+    type: async_webhook
+    endpoint: "${toolBase}/pay/{{message_metadata.conv}}"
+    method: POST
+    callback_url_field: "notify.url"
+    timeout_seconds: 3600
+ESCALATE:
+  triggers:
+    - WHEN: amount > 500 AND human IS NOT SET
+      REASON: "Refund of {{amount}} needs a person"
+  on_human_complete:
+    - IF human.resolved == true: CONTINUE
 HANDOFF:
   - TO: Verify
     WHEN: topic IS SET AND name IS NOT SET
@@ -141,8 +162,34 @@ FLOW:
     ON_FAIL:
       RESPOND: "Lookup failed."
     ON_INPUT:
+      - IF: input == "pay"
+        THEN: paying
       - ELSE:
         THEN: idle
+  paying:
+    REASONING: false
+    RESPOND: "Paying."
+    CALL: pay
+      WITH:
+        amount: 42
+      AS: payment
+    ON_SUCCESS:
+      THEN: paid
+    ON_FAIL:
+      THEN: unpaid
+  paid:
+    REASONING: false
+    GATHER:
+      - amount: required
+        type: number
+        prompt: "Payment {{payment.reference}} done. How much to refund?"
+    THEN: refunded
+  refunded:
+    REASONING: false
+    RESPOND: "Refund approved: {{human.notes}}."
+  unpaid:
+    REASONING: false
+    RESPOND: "Payment failed."
   wrap_up:
     REASONING: false
     RESPOND: "Thanks {{name}}, your {{topic}} question is next."
@@ -151,13 +198,21 @@ FLOW:
         THEN: idle
 `;
 
-/** What a conversation's turn sends and what its reply must say. */
-function script(conv: string): { message: string; reply: string }[] {
-  const turns = [
+/** What a conversation's turn sends, what its reply must say, and for a turn that waits (async call, human task) the reply the session resumes with. */
+interface Step {
+  message: string;
+  reply: string;
+  kind?: 'callback' | 'human';
+  resumed?: string;
+}
+function script(conv: string): Step[] {
+  const turns: Step[] = [
     { message: 'billing', reply: 'Your name, billing caller?' },
     { message: `Ada-${conv}`, reply: `Thanks Ada-${conv}, your billing question is next.` },
   ];
   for (let turn = 3; turn <= TURNS; turn++) turns.push({ message: `more ${turn}`, reply: `Turn ${conv}/${turn}.` });
+  turns.push({ message: 'pay', reply: 'Paying.', kind: 'callback', resumed: `Payment R-${conv} done. How much to refund?` });
+  turns.push({ message: '600', reply: 'passed this to', kind: 'human', resumed: `Refund approved: N-${conv}.` });
   return turns;
 }
 
@@ -168,9 +223,9 @@ interface Answer {
   retryAfter: string | undefined;
 }
 const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-function send(baseUrl: string, method: string, urlPath: string, headers: Record<string, string>, payload?: unknown): Promise<Answer> {
+function send(baseUrl: string, method: string, urlPath: string, headers: Record<string, string>, payload?: unknown, raw?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const body = payload === undefined ? undefined : Buffer.from(JSON.stringify(payload));
+    const body = raw !== undefined ? Buffer.from(raw) : payload === undefined ? undefined : Buffer.from(JSON.stringify(payload));
     const req = http.request(`${baseUrl}${urlPath}`, { method, agent, headers: { ...headers, ...(body ? { 'content-type': 'application/json', 'content-length': String(body.length) } : {}) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -229,7 +284,7 @@ async function turn(apis: ApiProcess[], lane: number, key: string, json: Record<
       await sleep(500);
       continue;
     }
-    if (answer.status === 200) {
+    if (answer.status === 200 || answer.status === 202) {
       latencies.push({ ms: Date.now() - start, fault: faultsRunning || lastFaultAt !== faultAtStart });
       return answer;
     }
@@ -253,6 +308,123 @@ interface Conversation {
   sessionId: string | null;
   sent: number;
   answered: number;
+  /** The suspension the async call's 202 named. */
+  suspensionId?: string;
+  /** The human task the escalation's answer named, and whether the bench's resolve went through (200, or 409 with its own resolution). */
+  taskId?: string;
+  taskResolved?: boolean;
+  /** 200s to the bench's resolves of the task (more than one: resolved twice). */
+  taskResolveOks: number;
+  /** The lane gave up waiting for the resumed reply. */
+  stuck?: 'callback' | 'human';
+}
+
+/** One async call the endpoint received, and what became of its callback. */
+interface AsyncCall {
+  callbackId: string;
+  /** Deliveries answered 200 `{ ok: true }` (more than one: applied twice). */
+  accepted: number;
+  alreadyProcessed: number;
+  resends: number;
+  /** A final refusal (410, 404, 401, …) or the delivery's give-up. */
+  refused?: string;
+  done: boolean;
+}
+const asyncCalls = new Map<string, AsyncCall[]>();
+const waits = { callback: [] as number[], human: [] as number[] };
+const resolveCounts = { resends: 0, conflictsOwn: 0, refused: 0 };
+const refusedSamples: string[] = [];
+
+/** Posts a signed callback the way a real caller does: the same bytes until it is answered 200, resent on 503, 409, 429, other 5xx or a dropped connection. */
+async function deliverCallback(apis: ApiProcess[], call: AsyncCall, url: string, secret: string, result: unknown): Promise<void> {
+  const body = JSON.stringify(result);
+  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+  const urlPath = new URL(url).pathname;
+  const started = Date.now();
+  for (let attempt = 0; Date.now() - started < 10 * 60_000; attempt++) {
+    const api = apis[attempt % apis.length]!;
+    let answer: Answer;
+    try {
+      answer = await send(api.baseUrl, 'POST', urlPath, { 'x-callback-signature': signature, 'content-type': 'application/json' }, undefined, body);
+    } catch {
+      call.resends++;
+      await sleep(1000);
+      continue;
+    }
+    if (answer.status === 200) {
+      if (answer.body?.status === 'already_processed') call.alreadyProcessed++;
+      else call.accepted++;
+      call.done = true;
+      return;
+    }
+    if (answer.status === 503 || answer.status === 409 || answer.status === 429 || answer.status >= 500) {
+      call.resends++;
+      await sleep(Math.min(5, Number(answer.retryAfter ?? 1)) * 1000);
+      continue;
+    }
+    call.refused = `${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`;
+    call.done = true;
+    return;
+  }
+  call.refused = 'gave up after 10 minutes';
+  call.done = true;
+}
+
+/** Resolves a human task through the API: resent on 503 or a dropped connection; a 409 whose winning resolution is the bench's own says an earlier attempt went through. */
+async function resolveTask(apis: ApiProcess[], lane: number, key: string, keyId: string, projectId: string, c: Conversation): Promise<void> {
+  const started = Date.now();
+  for (let attempt = 0; Date.now() - started < 10 * 60_000; attempt++) {
+    const api = apis[(lane + attempt) % apis.length]!;
+    let answer: Answer;
+    try {
+      answer = await send(api.baseUrl, 'POST', `/api/projects/${projectId}/human-tasks/${c.taskId}/resolve`, { authorization: `Bearer ${key}` }, { notes: `N-${c.conv}` });
+    } catch {
+      resolveCounts.resends++;
+      await sleep(1000);
+      continue;
+    }
+    if (answer.status === 200) {
+      c.taskResolveOks++;
+      c.taskResolved = true;
+      return;
+    }
+    if (answer.status === 503 || answer.status === 429 || answer.status >= 500) {
+      resolveCounts.resends++;
+      await sleep(Math.min(5, Number(answer.retryAfter ?? 1)) * 1000);
+      continue;
+    }
+    const details = ((answer.body?.error as Record<string, unknown> | undefined)?.details ?? {}) as { status?: string; resolution?: { respondedBy?: string } };
+    if (answer.status === 409 && details.status === 'completed' && details.resolution?.respondedBy === keyId) {
+      resolveCounts.conflictsOwn++;
+      c.taskResolved = true;
+      return;
+    }
+    resolveCounts.refused++;
+    if (refusedSamples.length < 10) refusedSamples.push(`${c.conv} resolve ${c.taskId}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 200)}`);
+    return;
+  }
+  resolveCounts.refused++;
+}
+
+/** Reads a session's transcript (assistant and user rows). */
+async function readTranscript(apis: ApiProcess[], key: string, sessionId: string): Promise<{ status: number; messages: { role: string; content: string }[] }> {
+  try {
+    const res = await send(apis[0]!.baseUrl, 'GET', `/api/v1/sessions/${sessionId}/transcripts?limit=200`, { authorization: `Bearer ${key}` });
+    return { status: res.status, messages: res.status === 200 ? ((res.body?.messages ?? []) as { role: string; content: string }[]) : [] };
+  } catch {
+    return { status: 0, messages: [] };
+  }
+}
+
+/** Waits until the session's transcript shows the reply it resumed with; false after the wait. */
+async function waitForResumed(apis: ApiProcess[], key: string, sessionId: string, resumed: string): Promise<boolean> {
+  const started = Date.now();
+  while (Date.now() - started < RESUME_WAIT_MS) {
+    const { messages } = await readTranscript(apis, key, sessionId);
+    if (messages.some((m) => m.role === 'assistant' && m.content.includes(resumed))) return true;
+    await sleep(1000);
+  }
+  return false;
 }
 
 async function main(): Promise<void> {
@@ -267,7 +439,27 @@ async function main(): Promise<void> {
   try {
     // The side-effect counter: one count per tool request, by conversation and turn.
     const toolCalls = new Map<string, number>();
+    let apisForCallbacks: ApiProcess[] = [];
     const tool = http.createServer((req, res) => {
+      const pay = /^\/pay\/([^/?]+)/.exec(req.url ?? '');
+      if (pay) {
+        // The async tool: acknowledge, then call back a moment later with the conversation's reference.
+        const conv = pay[1]!;
+        let text = '';
+        req.on('data', (d: Buffer) => (text += d.toString('utf8')));
+        req.on('end', () => {
+          const body = JSON.parse(text || '{}') as { notify?: { url?: string; callbackSecret?: string } };
+          res.writeHead(202);
+          res.end();
+          const url = body.notify?.url;
+          const secret = body.notify?.callbackSecret;
+          if (!url || !secret) return;
+          const call: AsyncCall = { callbackId: url.split('/').pop() ?? '', accepted: 0, alreadyProcessed: 0, resends: 0, done: false };
+          asyncCalls.set(conv, [...(asyncCalls.get(conv) ?? []), call]);
+          setTimeout(() => void deliverCallback(apisForCallbacks, call, url, secret, { status: 'completed', reference: `R-${conv}` }), CALLBACK_DELAY_MS);
+        });
+        return;
+      }
       const match = /^\/tool\/([^/]+)\/(\d+)/.exec(req.url ?? '');
       const id = match ? `${match[1]}/${match[2]}` : 'unknown';
       toolCalls.set(id, (toolCalls.get(id) ?? 0) + 1);
@@ -278,9 +470,9 @@ async function main(): Promise<void> {
     stops.push(() => new Promise((r) => tool.close(r)));
     const toolBase = `http://127.0.0.1:${(tool.address() as AddressInfo).port}`;
 
-    const bundle = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH, payloadConverterPath: PAYLOAD_CONVERTER_PATH, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+    // The workers load one prebuilt bundle (with the manifest they check it against) instead of each bundling at start.
     const bundlePath = path.join(dir, 'workflow-bundle.js');
-    writeFileSync(bundlePath, bundle.code);
+    await writeWorkflowBundle(bundlePath);
 
     const temporalPort = await freePort();
     const temporalDb = path.join(dir, 'temporal.sqlite');
@@ -317,12 +509,14 @@ async function main(): Promise<void> {
     const models = createModels(connection);
     const tenant = await createTenant(models, { name: 'Chaos bench', slug: 'chaos-bench' });
     const project = await createProject(models, tenant._id, { name: 'Chaos' });
-    const { key } = await createApiKey(models, tenant._id, { name: 'bench', permissions: ['admin'] });
+    const { key, apiKey } = await createApiKey(models, tenant._id, { name: 'bench', permissions: ['admin'] });
+    const keyId = String(apiKey._id);
     await connection.close();
 
     const apis: ApiProcess[] = [];
     for (let i = 0; i < APIS; i++) apis.push(await startApi(config, `api${i}`));
     stops.push(() => Promise.all(apis.map((a) => a.proc.stop())));
+    apisForCallbacks = apis;
     const workers: (ManagedProcess | null)[] = await Promise.all(Array.from({ length: WORKERS }, (_, i) => startWorker(config, `worker${i}`)));
     stops.push(() => Promise.all(workers.map((w) => w?.stop())));
     out(`${APIS} API processes and ${WORKERS} workers up in ${since(t0)}`);
@@ -342,7 +536,7 @@ async function main(): Promise<void> {
     let keepGoing = true;
     const runConversation = async (lane: number): Promise<void> => {
       const conv = `c${conversations.length + 1}`;
-      const c: Conversation = { conv, sessionId: null, sent: 0, answered: 0 };
+      const c: Conversation = { conv, sessionId: null, sent: 0, answered: 0, taskResolveOks: 0 };
       conversations.push(c);
       for (const [i, step] of script(conv).entries()) {
         const turnNo = i + 1;
@@ -358,6 +552,24 @@ async function main(): Promise<void> {
         if (!String(answer.body?.response ?? '').includes(step.reply)) {
           counts.wrongReply++;
           if (notAnsweredSamples.length < 10) notAnsweredSamples.push(`${conv} turn ${turnNo}: wanted "${step.reply}", got "${String(answer.body?.response).slice(0, 200)}"`);
+        }
+        if (step.kind && step.resumed && c.sessionId) {
+          const waitStart = Date.now();
+          if (step.kind === 'callback') {
+            c.suspensionId = answer.body?.suspensionId as string | undefined;
+            if (answer.status !== 202) return;
+          } else {
+            const action = answer.body?.action as { type?: string; humanTask?: { id?: string } } | undefined;
+            c.taskId = action?.humanTask?.id;
+            if (!c.taskId) return;
+            await resolveTask(apis, lane, key, keyId, project._id, c);
+            if (!c.taskResolved) return;
+          }
+          if (!(await waitForResumed(apis, key, c.sessionId, step.resumed))) {
+            c.stuck = step.kind;
+            return;
+          }
+          waits[step.kind].push(Date.now() - waitStart);
         }
       }
     };
@@ -443,6 +655,8 @@ async function main(): Promise<void> {
     let toolMissing = 0;
     let unchecked = 0;
     let unexpectedRows = 0;
+    const cb = { suspended: 0, accepted: 0, lost: 0, twice: 0, acceptedTwice: 0, refused: 0, callsMissing: 0, callsRepeated: 0, alreadyProcessed: 0, resends: 0, stuck: 0 };
+    const ht = { created: 0, resolved: 0, lost: 0, twice: 0, resolvedTwice: 0, stuck: 0 };
     /** ms a transcript took to show every answered turn, when it was not there at once. */
     const lateTranscripts: number[] = [];
     const problems: string[] = [];
@@ -478,7 +692,37 @@ async function main(): Promise<void> {
         if (answered && a === 0) lostReplies++;
         if (a > 1) doubledReplies++;
         if (((answered && (u === 0 || a === 0)) || u > 1 || a > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) turn ${i + 1}: ${u} user rows, ${a} replies (transcript read: ${lastStatus})`);
-        if (i >= 2 && answered) {
+        if (step.kind === 'callback' && answered && c.suspensionId) {
+          const calls = asyncCalls.get(c.conv) ?? [];
+          const accepted = calls.reduce((n, x) => n + x.accepted, 0);
+          const resumed = assistants.filter((m) => m.includes(step.resumed!)).length;
+          cb.suspended++;
+          if (accepted > 0) cb.accepted++;
+          if (calls.length === 0) cb.callsMissing++;
+          cb.callsRepeated += Math.max(0, calls.length - 1);
+          cb.alreadyProcessed += calls.reduce((n, x) => n + x.alreadyProcessed, 0);
+          cb.resends += calls.reduce((n, x) => n + x.resends, 0);
+          if (c.stuck === 'callback') cb.stuck++;
+          if (accepted > 0 && resumed === 0) cb.lost++;
+          if (resumed > 1) cb.twice++;
+          if (accepted > 1) cb.acceptedTwice++;
+          for (const x of calls.filter((y) => y.refused)) {
+            cb.refused++;
+            if (problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) callback ${x.callbackId} (session waited on ${c.suspensionId}) refused: ${x.refused}`);
+          }
+          if (((accepted > 0 && resumed === 0) || resumed > 1 || accepted > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) callback: ${calls.length} calls (${calls.map((x) => x.callbackId).join(', ')}; waited on ${c.suspensionId}), ${accepted} accepted, ${resumed} resumed replies`);
+        }
+        if (step.kind === 'human' && c.taskId) {
+          const resumed = assistants.filter((m) => m.includes(step.resumed!)).length;
+          ht.created++;
+          if (c.taskResolved) ht.resolved++;
+          if (c.stuck === 'human') ht.stuck++;
+          if (c.taskResolved && resumed === 0) ht.lost++;
+          if (resumed > 1) ht.twice++;
+          if (c.taskResolveOks > 1) ht.resolvedTwice++;
+          if (((c.taskResolved && resumed === 0) || resumed > 1 || c.taskResolveOks > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) task ${c.taskId}: resolved ${String(c.taskResolved)} (${c.taskResolveOks} × 200), ${resumed} resumed replies`);
+        }
+        if (i >= 2 && i < TURNS && answered) {
           const calls = toolCalls.get(`${c.conv}/${i + 1}`) ?? 0;
           if (calls === 0) toolMissing++;
           if (calls > 1) toolRepeats += calls - 1;
@@ -490,16 +734,48 @@ async function main(): Promise<void> {
     const during = latencies.filter((l) => l.fault).map((l) => l.ms);
     const calm = latencies.filter((l) => !l.fault).map((l) => l.ms);
     out('');
-    out(`conversations: ${conversations.length} (${LANES} at once, ${TURNS} turns each), turns sent ${counts.turns}, answered ${latencies.length}`);
+    out(`conversations: ${conversations.length} (${LANES} at once, ${TURNS} turns each, then an async call and a human task), turns sent ${counts.turns}, answered ${latencies.length}`);
     out(`faults: ${kills} worker SIGKILLs every ${KILL_EVERY_MS} ms over ${(faultMs / 1000).toFixed(1)} s, 1 Temporal restart, 1 store restart`);
     out(`resends (same Idempotency-Key): ${counts.resends} (503: ${counts.resent503}, 429: ${counts.resent429}, dropped: ${counts.resentDropped}, client timeout: ${counts.resentTimeout}); 503 without Retry-After: ${counts.missing503RetryAfter}`);
     out(`not answered (neither a reply nor told to retry): ${counts.notAnswered}; wrong reply: ${counts.wrongReply}; conversations without a session: ${unchecked}`);
     out(`transcripts: lost turns ${lostTurns}, doubled turns ${doubledTurns}, lost replies ${lostReplies}, doubled replies ${doubledReplies}, user rows not sent ${unexpectedRows}`);
     out(`tool side effects: missing ${toolMissing}, repeated calls ${toolRepeats} (at-least-once activities: a call in flight when its worker is killed is made again)`);
+    out(`async tool callbacks: sessions suspended ${cb.suspended}, callback accepted ${cb.accepted}, lost (accepted, never resumed) ${cb.lost}, applied twice ${cb.twice}, accepted twice ${cb.acceptedTwice}, refused ${cb.refused}; async calls missing ${cb.callsMissing}, repeated ${cb.callsRepeated}; deliveries resent ${cb.resends}, already_processed ${cb.alreadyProcessed}; lanes that gave up waiting ${cb.stuck}`);
+    out(`human tasks: created ${ht.created}, resolved ${ht.resolved} (resolve resent ${resolveCounts.resends}, 409 with the bench's own resolution ${resolveCounts.conflictsOwn}, refused ${resolveCounts.refused}), lost (resolved, never resumed) ${ht.lost}, resumed twice ${ht.twice}, resolved twice ${ht.resolvedTwice}; lanes that gave up waiting ${ht.stuck}`);
+    out(latencyLine('callback → resumed reply in transcript', waits.callback));
+    out(latencyLine('escalation → resolved → resumed reply', waits.human));
     out(latencyLine('transcripts complete only after waiting', lateTranscripts));
     out(latencyLine('turn latency during faults', during));
     out(latencyLine('turn latency otherwise', calm));
-    for (const p of [...problems, ...notAnsweredSamples]) out(`  ${p}`);
+    for (const p of [...problems, ...notAnsweredSamples, ...refusedSamples]) out(`  ${p}`);
+
+    // Workflow tasks that failed (not timed out) in the sessions' histories, by cause, and why a
+    // session that never resumed did not (its last failed workflow task, if any).
+    const temporalClient = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter: switchboardDataConverter(payloadCodecFromConfig(config)) });
+    const causes = new Map<string, number>();
+    let failedSessions = 0;
+    for (const c of conversations.filter((x) => x.sessionId)) {
+      try {
+        const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).fetchHistory();
+        const events = history.events ?? [];
+        const failures = events.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!);
+        if (failures.length > 0) failedSessions++;
+        for (const f of failures) {
+          const cause = `${String(f.cause ?? '')}: ${(f.failure?.message ?? '').slice(0, 160)}`;
+          causes.set(cause, (causes.get(cause) ?? 0) + 1);
+        }
+        const last = failures.at(-1)?.failure;
+        const signals = events.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === (c.stuck === 'human' ? 'humanTask' : 'callback')).length;
+        // Still suspended, or resumed with its reply held in the workflow (not yet in the transcript)?
+        const state = c.stuck ? await temporalClient.workflow.getHandle(`session/${c.sessionId}`).query<{ status?: string }>('state').then((v) => v.status ?? '?', (err: unknown) => `not queried: ${String(err).slice(0, 80)}`) : '';
+        if (c.stuck) out(`  ${c.conv} session/${c.sessionId} (${c.stuck}): status ${state}, ${events.length} events, ${signals} ${c.stuck === 'human' ? 'humanTask' : 'callback'} signals, last workflow task failure: ${last ? `${last.message ?? ''} | ${(last.stackTrace ?? '').split('\n').slice(0, 6).join(' / ')}` : 'none'}`);
+      } catch (err) {
+        if (c.stuck) out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
+      }
+    }
+    await temporalClient.connection.close();
+    out(`failed workflow tasks in session histories (current runs): ${[...causes.values()].reduce((a, b) => a + b, 0)} in ${failedSessions} sessions`);
+    for (const [cause, n] of [...causes.entries()].sort((a, b) => b[1] - a[1]).slice(0, 8)) out(`  ${n} × ${cause}`);
   } finally {
     await stopAll();
     agent.destroy();

@@ -34,7 +34,7 @@ import {
 import { driveInterpreter, LOCAL_ACTIVITIES_PATCH, type EffectContext } from './effects';
 import { interpreterFlags, runFlags } from './interpreter-flags';
 import { ProjectionWriter } from './projection-writer';
-import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH, SESSION_END_CANCELS_TASK_PATCH, SESSION_END_HOOKS_PATCH } from './patches';
+import { AGENT_IDLE_TIMEOUT_PATCH, ASYNC_TOOLS_PATCH, CALLBACK_AT_ROLLOVER_PATCH, EARLY_CALLBACK_PATCH, SESSION_END_CANCELS_TASK_PATCH, SESSION_END_HOOKS_PATCH } from './patches';
 import { SessionStatusKey } from './search-attributes';
 import { llmProvenance } from './http-async-bodies';
 import { TurnTrace } from './session-trace';
@@ -53,6 +53,8 @@ const { loadSessionBundle: loadSessionBundleLocally } = wf.proxyLocalActivities<
 });
 
 const RECENT_TURNS_KEPT = 20;
+/** How many callbacks for calls the session does not wait on yet it keeps (see the callback signal's handler). */
+const EARLY_CALLBACKS_KEPT = 20;
 /** Runs started before this marker keep an idle timer per turn when they replay. */
 const IDLE_WATCHDOG_PATCH = 'idle-watchdog-v1';
 const DEFAULT_MAX_HISTORY_EVENTS = 8000;
@@ -138,6 +140,8 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   let waiting: WaitingCallback | null = carried?.waiting ?? null;
   // For a human task, the payload is its outcome (HumanTaskOutcomeInput).
   let delivered: { payload: unknown; via: 'callback' | 'resume' | 'human_task' } | null = null;
+  /** Callbacks signalled before the session waited on their call (the call's turn still running), by callback id. */
+  const early = new Map<string, { payload: unknown; via: 'callback' | 'resume' }>();
   let inFlight = 0;
   let idleSinceMs = Date.now();
   // Turns (and resets) run strictly one after another, in arrival order.
@@ -182,7 +186,16 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   });
   wf.setHandler(callbackSignal, ({ callbackId, payload, via }) => {
     // The first result for the call the session waits on; a late or repeated one changes nothing.
-    if (waiting?.callbackId === callbackId && waiting.kind !== 'human_task' && delivered === null) delivered = { payload, via };
+    if (waiting?.callbackId === callbackId && waiting.kind !== 'human_task') {
+      if (delivered === null) delivered = { payload, via };
+      return;
+    }
+    // One for a call whose turn is still running (its activity's result not yet seen): kept until
+    // the session waits on it (waitOn). Bounded: ids of calls already over are never asked for.
+    if (!early.has(callbackId)) {
+      early.set(callbackId, { payload, via });
+      if (early.size > EARLY_CALLBACKS_KEPT) early.delete(early.keys().next().value!);
+    }
   });
   wf.setHandler(humanTaskSignal, (outcome) => {
     // The outcome of the task the session waits on; one of an earlier (reset) wait changes nothing.
@@ -356,6 +369,9 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   function waitOn(next: WaitingCallback | null): void {
     if ((waiting === null) !== (next === null)) wf.upsertSearchAttributes([{ key: SessionStatusKey, value: next ? 'suspended' : 'active' }]);
     waiting = next;
+    const kept = next && next.kind !== 'human_task' ? early.get(next.callbackId) : undefined;
+    if (kept && delivered === null && wf.patched(EARLY_CALLBACK_PATCH)) delivered = kept;
+    if (next) early.delete(next.callbackId);
   }
 
   async function runTurn(turn: TurnUpdateInput): Promise<TurnResult> {

@@ -312,3 +312,11 @@ export const TOOL_RETRY_SETTINGS_PATCH = 'tool-retry-settings-v1';
  * before it made the call at once. Asked only when such a call is about to be made.
  */
 export const TOOL_CONFIRMATION_PATCH = 'tool-confirmation-v1';
+
+/**
+ * A callback that arrives while the turn that made its async call is still running (the signal
+ * handled before the call's activity result, so before the session waits on it) is kept and
+ * applied once the session waits on that call; runs recorded before it dropped it and waited on
+ * until the suspension expired. Asked only when such an early callback is there to apply.
+ */
+export const EARLY_CALLBACK_PATCH = 'early-callback-v1';

@@ -14,7 +14,7 @@ import { switchboardDataConverter } from '../../../lib/payload-codec';
 import type { AppContext } from '../../../api/context';
 import { client } from '../../support/http';
 import { paymentAgent, publishAgent } from '../../support/agents';
-import { signCallback } from '../../support/callbacks';
+import { sendCallback, signCallback } from '../../support/callbacks';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -33,6 +33,8 @@ let api: ReturnType<typeof client>;
 let external: Server;
 let temporal: Client;
 const received: Received[] = [];
+/** What the callback the `/early` endpoint sent before acknowledging was answered. */
+const earlyAnswers: { status: number; body: unknown }[] = [];
 
 
 beforeAll(async () => {
@@ -40,10 +42,23 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c: Buffer) => (body += c.toString('utf8')));
     req.on('end', () => {
-      received.push({ path: req.url ?? '', body: JSON.parse(body || '{}') as Received['body'] });
+      const parsed = JSON.parse(body || '{}') as Received['body'];
+      received.push({ path: req.url ?? '', body: parsed });
       // An async API acknowledges with 202 and no body; the verdict comes by callback.
-      res.writeHead(202);
-      res.end();
+      const ack = () => {
+        res.writeHead(202);
+        res.end();
+      };
+      // A fast one calls back before it acknowledges: the session's turn is still running then.
+      if (req.url === '/early') {
+        const result = JSON.stringify({ status: 'completed', transactionId: 'tx_early' });
+        void sendCallback(parsed.notify!.url!, parsed.notify!.callbackSecret!, result).then(async (r) => {
+          earlyAnswers.push({ status: r.status, body: await r.json() });
+          ack();
+        });
+        return;
+      }
+      ack();
     });
   });
   await new Promise<void>((r) => external.listen(0, '127.0.0.1', r));
@@ -55,6 +70,7 @@ beforeAll(async () => {
   await publishAgent(api, t, 'Payments', paymentAgent({ name: 'Payments', endpoint: `${origin}/pay` }));
   await publishAgent(api, t, 'Quick_Payments', paymentAgent({ name: 'Quick_Payments', endpoint: `${origin}/quick`, timeout: 'timeout_seconds: 2' }));
   await publishAgent(api, other, 'Payments', paymentAgent({ name: 'Payments', endpoint: `${origin}/other` }));
+  await publishAgent(api, t, 'Early_Payments', paymentAgent({ name: 'Early_Payments', endpoint: `${origin}/early` }));
   await publishAgent(api, t, 'Greeter', 'AGENT: Greeter\nGOAL: "Greet."\nON_START:\n  RESPOND: "Hello."\n');
   temporal = new Client({ connection: await Connection.connect({ address: stack.config.TEMPORAL_ADDRESS }), dataConverter: switchboardDataConverter(stack.ctx.payloadCodec) });
 });
@@ -164,6 +180,15 @@ it('resumes on a signed callback exactly once, whatever the duplicates', async (
   expect(resumes[0]!.data).toMatchObject({ tool: 'process_payment', callbackId: suspensionId, outcome: 'callback', via: 'callback', waitedMs: expect.any(Number) });
   const status = await temporal.workflow.getHandle(`session/${sessionId}`).query<{ status: string }>('state');
   expect(status.status).not.toBe('suspended');
+});
+
+it('resumes on a callback that arrives before the call’s turn has finished (the session does not wait on it yet)', async () => {
+  const { sessionId, suspensionId } = await suspendedSession('Early_Payments');
+  expect(earlyAnswers).toEqual([{ status: 200, body: { ok: true } }]);
+  const lines = await replies(sessionId, 'Payment tx_early went through.');
+  expect(lines.filter((l) => l.includes('went through'))).toEqual(['Payment tx_early went through.']);
+  const traces = await api.get(`/api/projects/${t.projectId}/sessions/${sessionId}/traces?limit=200`, { key: t.adminKey });
+  expect((traces.body.traceEvents as { type: string; data: Record<string, unknown> }[]).filter((e) => e.type === 'resume').map((e) => e.data.callbackId)).toEqual([suspensionId]);
 });
 
 it('delivers a claim whose API process stopped before handing it over, by the stale-claim sweep', async () => {
