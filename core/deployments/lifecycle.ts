@@ -297,7 +297,7 @@ export async function rollbackDeployment(models: Models, scope: ProjectScope, id
 export async function promoteDeployment(models: Models, scope: ProjectScope, id: string, body: PromoteDeploymentInput, createdBy: string | null): Promise<DeploymentDoc> {
   const source = await getDeployment(models, scope, id);
   if (body.targetEnvironment === source.environment) {
-    throw new DomainError('BAD_REQUEST', `body.targetEnvironment: the deployment is already in ${source.environment}; promote it to another environment`);
+    throw new DomainError('CONFLICT', `body.targetEnvironment: the deployment is already in ${source.environment}; promote it to another environment`);
   }
   const versions = await assertVersionsExist(models, scope, source);
   if (GUARDED_ENVIRONMENTS.has(body.targetEnvironment)) {

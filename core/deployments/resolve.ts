@@ -24,7 +24,7 @@ export async function activeDeployment(models: Models, scope: ProjectScope, envi
 }
 
 /**
- * The deployment a new session is pinned to: the named one (404 unknown, 410 retired, 400 when
+ * The deployment a new session is pinned to: the named one (404 unknown, 410 retired, 409 when
  * `environment` names another), else the environment's active one. `dev` without an active
  * deployment, or neither given, runs the latest versions (null); staging and production need one.
  */
@@ -36,7 +36,7 @@ export async function resolveSessionDeployment(
   if (target.deploymentId) {
     const deployment = await getDeployment(models, scope, target.deploymentId);
     if (target.environment && target.environment !== deployment.environment) {
-      throw new DomainError('BAD_REQUEST', `body.environment: the deployment is in ${deployment.environment}, not ${target.environment}`);
+      throw new DomainError('CONFLICT', `body.environment: the deployment is in ${deployment.environment}, not ${target.environment}`);
     }
     if (deployment.status === 'retired') throw new DomainError('GONE', 'Deployment is retired');
     return deployment;

@@ -88,7 +88,7 @@ describe('which versions a new session runs', () => {
   it.each([
     ['an unknown deployment', { deploymentId: 'nope' }, 404, 'NOT_FOUND', 'Deployment not found'],
     ['an environment without an active deployment', { environment: 'staging' }, 404, 'NOT_FOUND', 'No active deployment in staging'],
-    ['a deployment in another environment than the one named', { environment: 'staging', deploymentId: () => v1Deployment.id }, 400, 'BAD_REQUEST', /is in production, not staging/],
+    ['a deployment in another environment than the one named', { environment: 'staging', deploymentId: () => v1Deployment.id }, 409, 'CONFLICT', /is in production, not staging/],
     ['an agent the deployment does not pin', { deploymentId: () => v1Deployment.id, agentId: 'Nobody' }, 404, 'NOT_FOUND', /not part of deployment/],
   ] as const)('refuses %s', async (_label, target, status, code, message) => {
     const json = Object.fromEntries(Object.entries(target).map(([k, v]) => [k, typeof v === 'function' ? v() : v]));

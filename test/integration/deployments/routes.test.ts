@@ -223,11 +223,11 @@ describe('promote', () => {
     expect(await activeVersions()).toMatchObject({ Alpha: { dev: '1.0.0', production: '1.0.0' }, Beta: { dev: '1.0.0', production: '1.0.0' } });
   });
 
-  it('refuses the same environment with 400', async () => {
+  it('refuses the same environment with 409: the request is sound, the deployment is already there', async () => {
     const dev = (await api.get(`${base()}?environment=dev&status=active`, { key: t.adminKey })).body.deployments[0];
     const res = await api.post(`${base()}/${dev.id}/promote`, { key: t.adminKey, json: { targetEnvironment: 'dev' } });
-    expect(res.status).toBe(400);
-    expect(res.body.error.code).toBe('BAD_REQUEST');
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('CONFLICT');
   });
 
   it('refuses agents that do not compile together into staging or production (400 with diagnostics), not into dev', async () => {
