@@ -160,7 +160,7 @@ export const deploymentRoutes: AnyRoute[] = [
     body: ZPromoteDeploymentRequestSchema,
     bodyExample: { targetEnvironment: 'production' },
     successStatus: 201,
-    errorStatuses: [409],
+    errorStatuses: [409, 422],
     response: ZDeploymentResponse,
     links: deploymentLinks('$response.body#/deployment/id'),
     async handler({ ctx, principal, project, params, body }) {

@@ -304,7 +304,7 @@ export async function promoteDeployment(models: Models, scope: ProjectScope, id:
     const diagnostics = compileManifest(versions);
     const errors = diagnostics.filter((d) => d.severity === 'error');
     if (errors.length > 0) {
-      throw new DomainError('BAD_REQUEST', {
+      throw new DomainError('UNPROCESSABLE_ENTITY', {
         message: `The deployment's agents do not compile together: ${errors.length} error(s); first: ${formatDiagnostic(errors[0]!)}`,
         details: { diagnostics },
       });

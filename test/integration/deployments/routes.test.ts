@@ -230,14 +230,15 @@ describe('promote', () => {
     expect(res.body.error.code).toBe('CONFLICT');
   });
 
-  it('refuses agents that do not compile together into staging or production (400 with diagnostics), not into dev', async () => {
+  it('refuses agents that do not compile together into staging or production (422 with diagnostics), not into dev', async () => {
     await api.post(`/api/projects/${t.projectId}/agents`, { key: t.adminKey, json: { name: 'Target', dslContent: source('Target', 'Be there.') } });
     await publishAgent(api, t, 'Router', 'SUPERVISOR: Router\nGOAL: "Route."\nHANDOFF:\n  - TO: Target\n    WHEN: user asks\n');
     // Router alone: its handoff target is not part of the deployment.
     const staging = (await deploy({ environment: 'staging', agentVersionManifest: { Router: 'auto' }, entryAgentName: 'Router' })).body.deployment;
     const before = await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId });
     const res = await api.post(`${base()}/${staging.id}/promote`, { key: t.adminKey, json: { targetEnvironment: 'production' } });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('UNPROCESSABLE_ENTITY');
     expect(res.body.error.message).toMatch(/do not compile together: \d+ error\(s\); first: agents\/Router\.agent\.abl:4/);
     expect(res.body.error.details.diagnostics).toContainEqual(expect.objectContaining({ severity: 'error', code: 'E701', path: 'agents/Router.agent.abl', line: 4 }));
     expect(await stack.ctx.models.Deployment.countDocuments({ projectId: t.projectId })).toBe(before);
