@@ -2615,6 +2615,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sdk/voice.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The widget's real-time voice client, loaded by the widget when a visitor starts a voice call
+         * @description The widget loads it on the microphone button's first press (it carries LiveKit's browser client, several times the widget's size); a page does not include it itself. It defines `window.SwitchboardVoice.connect({ url, token, onState, onCaption, onEnd })` for the room that `POST /api/v1/voice/sessions` made (docs/voice.md). Public and the same for everyone: `Cache-Control: public, max-age=300` and a strong `ETag`; a request whose `If-None-Match` names it is answered 304 with no body.
+         */
+        get: operations["getVoiceScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sdk/widget.js": {
         parameters: {
             query?: never;
@@ -41060,6 +41080,52 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
+            };
+        };
+    };
+    getVoiceScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "Cache-Control"?: string;
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example (()=>{…})(); */
+                    "application/javascript": string;
+                };
+            };
+            /** @description Not modified: `If-None-Match` names the current ETag (no body) */
+            304: {
+                headers: {
+                    "Cache-Control"?: string;
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -1,6 +1,7 @@
-// Builds the embeddable widget (web/widget/, TypeScript) into the one script GET /sdk/widget.js
-// serves: bundled and minified by esbuild on the first request, then kept in memory for the
-// process's life with its ETag. No built file is kept in the repository.
+// Builds the browser scripts the API serves from web/ (TypeScript): the embeddable widget
+// (GET /sdk/widget.js) and its real-time voice half (GET /sdk/voice.js, loaded by the widget only
+// when a call starts). Each is bundled and minified by esbuild on its first request, then kept in
+// memory for the process's life with its ETag. No built file is kept in the repository.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -16,20 +17,27 @@ export interface WidgetBundle {
   gzipBytes: number;
 }
 
-let building: Promise<WidgetBundle> | null = null;
+/** The scripts under web/, by the folder of their entry. */
+export type BrowserScript = 'widget' | 'voice';
 
-/** The widget's script, built once per process (a failed build is tried again on the next call). */
-export function widgetBundle(): Promise<WidgetBundle> {
-  building ??= buildWidget().catch((err: unknown) => {
-    building = null;
-    throw err;
-  });
-  return building;
+const building = new Map<BrowserScript, Promise<WidgetBundle>>();
+
+/** A script, built once per process (a failed build is tried again on the next call). */
+export function widgetBundle(script: BrowserScript = 'widget'): Promise<WidgetBundle> {
+  let bundle = building.get(script);
+  if (!bundle) {
+    bundle = buildScript(script).catch((err: unknown) => {
+      building.delete(script);
+      throw err;
+    });
+    building.set(script, bundle);
+  }
+  return bundle;
 }
 
-async function buildWidget(): Promise<WidgetBundle> {
+async function buildScript(script: BrowserScript): Promise<WidgetBundle> {
   const result = await build({
-    entryPoints: [path.join(WIDGET_DIR, 'widget', 'main.ts')],
+    entryPoints: [path.join(WIDGET_DIR, script, 'main.ts')],
     tsconfig: path.join(WIDGET_DIR, 'tsconfig.json'),
     bundle: true,
     minify: true,

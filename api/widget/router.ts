@@ -1,12 +1,13 @@
-// GET /sdk/widget.js: the embeddable chat widget (web/widget/, built by api/widget/bundle.ts), with
-// an ETag and a five-minute public cache. And, on the dev stack only, GET /demo: a page that
+// GET /sdk/widget.js: the embeddable chat widget (web/widget/, built by api/widget/bundle.ts), and
+// GET /sdk/voice.js, its real-time voice half (web/voice/), each with an ETag and a five-minute
+// public cache. And, on the dev stack only, GET /demo: a page that
 // embeds it with the dev project's public key (WIDGET_DEMO_PUBLIC_KEY; never in production).
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import '../openapi/registry';
 import { type AppContext } from '../context';
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
-import { widgetBundle } from './bundle';
+import { type BrowserScript, widgetBundle } from './bundle';
 
 const CACHE_CONTROL = 'public, max-age=300';
 
@@ -17,37 +18,58 @@ export function matchesEtag(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
+/** Answers a built script with its ETag and a five-minute public cache (304 when the page has it). */
+async function sendScript(req: Request, res: Response, script: BrowserScript): Promise<typeof RESPONSE_SENT> {
+  const bundle = await widgetBundle(script);
+  res.set({
+    'Cache-Control': CACHE_CONTROL,
+    ETag: bundle.etag,
+    // Pages that isolate themselves (Cross-Origin-Embedder-Policy) may still load it.
+    'Cross-Origin-Resource-Policy': 'cross-origin',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  if (matchesEtag(req.headers['if-none-match'], bundle.etag)) {
+    res.status(304).end();
+    return RESPONSE_SENT;
+  }
+  res.status(200).type('application/javascript; charset=utf-8').send(bundle.code);
+  return RESPONSE_SENT;
+}
+
+const CACHING =
+  'Public and the same for everyone: `Cache-Control: public, max-age=300` and a strong `ETag`; a request whose `If-None-Match` names it is answered 304 with no body.';
+
 export const widgetRoutes: AnyRoute[] = [
   defineRoute({
     method: 'get',
     path: '/sdk/widget.js',
     operationId: 'getWidgetScript',
     summary: 'The embeddable chat widget: one script tag puts a chat launcher and window on a page',
-    description:
-      'Load it with `<script src="…/sdk/widget.js" data-public-key="pk_…" data-project="…"></script>` (docs/widget.md). ' +
-      'Public and the same for everyone: `Cache-Control: public, max-age=300` and a strong `ETag`; a request whose `If-None-Match` names it is answered 304 with no body.',
+    description: 'Load it with `<script src="…/sdk/widget.js" data-public-key="pk_…" data-project="…"></script>` (docs/widget.md). ' + CACHING,
     tags: ['Widget and SDK'],
     auth: 'public',
     responseContentType: 'application/javascript',
     responseHeaders: { 'Cache-Control': CACHE_CONTROL, ETag: '"DCt6GbiMbZTVaMSwLGuI7jfPHDH"' },
     notModified: true,
     response: z.string().openapi({ description: 'The widget script (JavaScript, UTF-8)', example: '(()=>{…})();' }),
-    async handler({ req, res }) {
-      const bundle = await widgetBundle();
-      res.set({
-        'Cache-Control': CACHE_CONTROL,
-        ETag: bundle.etag,
-        // Pages that isolate themselves (Cross-Origin-Embedder-Policy) may still load it.
-        'Cross-Origin-Resource-Policy': 'cross-origin',
-        'X-Content-Type-Options': 'nosniff',
-      });
-      if (matchesEtag(req.headers['if-none-match'], bundle.etag)) {
-        res.status(304).end();
-        return RESPONSE_SENT;
-      }
-      res.status(200).type('application/javascript; charset=utf-8').send(bundle.code);
-      return RESPONSE_SENT;
-    },
+    handler: ({ req, res }) => sendScript(req, res, 'widget'),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/sdk/voice.js',
+    operationId: 'getVoiceScript',
+    summary: "The widget's real-time voice client, loaded by the widget when a visitor starts a voice call",
+    description:
+      "The widget loads it on the microphone button's first press (it carries LiveKit's browser client, several times the widget's size); a page does not include it itself. " +
+      'It defines `window.SwitchboardVoice.connect({ url, token, onState, onCaption, onEnd })` for the room that `POST /api/v1/voice/sessions` made (docs/voice.md). ' +
+      CACHING,
+    tags: ['Widget and SDK'],
+    auth: 'public',
+    responseContentType: 'application/javascript',
+    responseHeaders: { 'Cache-Control': CACHE_CONTROL, ETag: '"DCt6GbiMbZTVaMSwLGuI7jfPHDH"' },
+    notModified: true,
+    response: z.string().openapi({ description: 'The voice script (JavaScript, UTF-8)', example: '(()=>{…})();' }),
+    handler: ({ req, res }) => sendScript(req, res, 'voice'),
   }),
 ];
 

@@ -29,6 +29,15 @@ export interface SdkConfig {
   launcherLabel: string | null;
   uploads: { enabled: boolean; maxFileBytes: number; allowedMimeTypes: string[] };
   streaming: boolean | null;
+  /** Real-time voice is offered: the API has a voice service and the key allows it (docs/voice.md). */
+  voice: boolean;
+}
+
+export interface VoiceRoom {
+  sessionId: string;
+  room: string;
+  url: string;
+  token: string;
 }
 
 export interface SdkSession {
@@ -112,6 +121,7 @@ export function configOf(body: unknown): SdkConfig {
       allowedMimeTypes: Array.isArray(uploads.allowedMimeTypes) ? uploads.allowedMimeTypes.filter((t): t is string => typeof t === 'string') : [],
     },
     streaming: typeof c.streaming === 'boolean' ? c.streaming : null,
+    voice: obj(c.voice).enabled === true,
   };
 }
 
@@ -186,6 +196,16 @@ export class WidgetClient {
       body: JSON.stringify({ projectId: this.projectId, ...request }),
     });
     return replyOf(body);
+  }
+
+  /** A voice room with the entry agent, and this end user's token for it. */
+  async voiceSession(token: string, idempotencyKey: string): Promise<VoiceRoom> {
+    const body = await this.json('/api/v1/voice/sessions', {
+      method: 'POST',
+      headers: this.tokenHeaders(token, { 'Content-Type': 'application/json', 'Idempotency-Key': idempotencyKey }),
+      body: JSON.stringify({ projectId: this.projectId }),
+    });
+    return { sessionId: String(body.sessionId), room: String(body.room), url: String(body.url), token: String(body.token) };
   }
 
   async chatWithAttachments(token: string, sessionId: string, message: string, attachmentIds: string[], idempotencyKey: string): Promise<ChatReply> {

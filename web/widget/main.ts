@@ -24,6 +24,7 @@ function mount(script: HTMLScriptElement): void {
     projectId,
     userAssertion: script.dataset.userAssertion?.trim() || null,
     open: script.dataset.open === 'true',
+    voiceAudioProcessing: script.dataset.voiceAudioProcessing !== 'false',
   });
   window.SwitchboardWidget = { open: () => widget.open(), close: () => widget.close() };
 }

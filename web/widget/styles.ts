@@ -50,5 +50,7 @@ textarea{flex:1;resize:none;border:1px solid #c5ccd3;border-radius:10px;padding:
 .send{background:var(--sb-primary);color:var(--sb-on-primary)}
 .send:disabled{opacity:.6;cursor:default}
 .attach{background:#eef0f3;line-height:0}.attach svg{width:18px;height:18px;fill:#59636e}
+.mic{border:0;border-radius:10px;height:38px;padding:0 10px;background:#eef0f3;line-height:0}.mic svg{width:18px;height:18px;fill:#59636e}
+.mic.on-call{background:#c62828}.mic.on-call svg{fill:#fff}
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
 `;

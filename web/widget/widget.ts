@@ -6,6 +6,8 @@ import { ApiFailure, NetworkFailure, StreamDropped, WidgetClient, type ChatReply
 import { actionButtons, agentLabel, richContent } from './render';
 import { WidgetStore, type SavedState } from './store';
 import { STYLES } from './styles';
+import { VoiceButton } from './voice';
+import type { Caption } from '../voice/main';
 
 export interface WidgetOptions {
   apiBase: string;
@@ -13,6 +15,8 @@ export interface WidgetOptions {
   projectId: string;
   userAssertion: string | null;
   open: boolean;
+  /** The browser's echo cancellation and the like on the microphone during a voice call (default on). */
+  voiceAudioProcessing: boolean;
 }
 
 interface AgentMessage {
@@ -79,6 +83,9 @@ export class ChatWidget {
   private readonly sendButton: HTMLButtonElement;
   private readonly attachButton: HTMLButtonElement;
   private readonly fileInput: HTMLInputElement;
+  private readonly voice: VoiceButton;
+  /** The agent's caption bubble of each spoken turn, filled as its captions arrive. */
+  private readonly spokenTurns = new Map<number, AgentMessage>();
 
   constructor(private readonly options: WidgetOptions) {
     this.client = new WidgetClient(options.apiBase, options.projectId, options.publicKey);
@@ -116,7 +123,16 @@ export class ChatWidget {
     this.attachButton.hidden = true;
     this.fileInput = el('input', { type: 'file', hidden: '', tabindex: '-1', 'aria-hidden': 'true' });
     this.sendButton = el('button', { type: 'submit', class: 'send', 'aria-label': 'Send' }, 'Send');
-    form.append(this.attachButton, this.fileInput, this.input, this.sendButton);
+    this.voice = new VoiceButton({
+      apiBase: options.apiBase,
+      audioProcessing: options.voiceAudioProcessing,
+      openRoom: (key) => this.openVoiceRoom(key),
+      showCaption: (caption) => this.showCaption(caption),
+      setStatus: (text) => (this.status.textContent = text),
+      note: (text) => this.addNote(text),
+      failed: (err) => this.showFailure(err, 'The voice call could not start'),
+    });
+    form.append(this.attachButton, this.fileInput, this.input, this.voice.element, this.sendButton);
 
     this.window.append(header, this.log, this.status, this.files, this.error, form);
     this.log.after(this.typing);
@@ -180,6 +196,7 @@ export class ChatWidget {
     if (primaryColor && CSS.supports('color', primaryColor)) this.host.style.setProperty('--sb-primary', primaryColor);
     this.host.setAttribute('data-position', position);
     this.attachButton.hidden = !uploads.enabled;
+    this.voice.offer(this.config.voice);
     if (uploads.allowedMimeTypes.length > 0) this.fileInput.accept = uploads.allowedMimeTypes.join(',');
   }
 
@@ -229,6 +246,35 @@ export class ChatWidget {
       if (m.role === 'user') this.addUserMessage(m.content);
       else if (m.role === 'assistant') this.addAgentMessage(m.content, m.agent, m.id, true);
     }
+  }
+
+  /** A voice room for this end user, through the same start and token renewal as a chat turn. */
+  private async openVoiceRoom(key: string) {
+    this.hideError();
+    this.started ??= this.start();
+    if (!(await this.started)) throw new Error('the chat could not start');
+    try {
+      return await this.client.voiceSession(await this.token(), key);
+    } catch (err) {
+      if (!(err instanceof ApiFailure && err.status === 401)) throw err;
+      return this.client.voiceSession(await this.token(true), key);
+    }
+  }
+
+  /** A caption of the voice call: the visitor's words once recognised, the agent's as it speaks them. */
+  private showCaption(caption: Caption): void {
+    if (caption.role === 'user') {
+      if (caption.final && caption.text.trim()) this.addUserMessage(caption.text);
+      return;
+    }
+    let message = this.spokenTurns.get(caption.turn);
+    if (!message) {
+      message = this.addAgentMessage('', this.currentAgent, null, false);
+      this.spokenTurns.set(caption.turn, message);
+    }
+    message.text = caption.text;
+    message.body.textContent = caption.text;
+    this.log.scrollTop = this.log.scrollHeight;
   }
 
   private async submit(): Promise<void> {

@@ -135,16 +135,19 @@ function sseEvents(body: string): SseEvent[] {
     });
 }
 
-it('serves the script with its type, cache headers and ETag, and 304 for a current copy', async () => {
-  const res = await fetch(`${stack.baseUrl}/sdk/widget.js`);
+it.each(['widget', 'voice'])('serves %s.js with its type, cache headers and ETag, and 304 for a current copy', async (name) => {
+  const res = await fetch(`${stack.baseUrl}/sdk/${name}.js`);
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toBe('application/javascript; charset=utf-8');
   expect(res.headers.get('cache-control')).toBe('public, max-age=300');
   const etag = res.headers.get('etag')!;
   expect(etag).toMatch(/^"[\w-]+"$/);
   const code = await res.text();
-  process.stdout.write(`widget.js: ${code.length} bytes\n`);
-  const again = await fetch(`${stack.baseUrl}/sdk/widget.js`, { headers: { 'If-None-Match': etag } });
+  process.stdout.write(`${name}.js: ${code.length} bytes\n`);
+  // The voice client is its own script, loaded on a call's start: the widget does not carry it.
+  if (name === 'widget') expect(code).not.toContain('livekit');
+  else expect(code).toContain('SwitchboardVoice');
+  const again = await fetch(`${stack.baseUrl}/sdk/${name}.js`, { headers: { 'If-None-Match': etag } });
   expect(again.status).toBe(304);
   expect(await again.text()).toBe('');
   expect(again.headers.get('etag')).toBe(etag);
