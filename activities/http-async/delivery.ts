@@ -9,7 +9,7 @@ import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
 import { type HttpAsyncOutbound } from '../../workflows/definitions';
 import type { ActivityDeps } from '../index';
-import { emitOperationEvents } from '../../core/analytics/operations';
+import { emitOperationEvents, type OperationEvent } from '../../core/analytics/operations';
 
 export interface DeliverHttpAsyncInput {
   tenantId: string;
@@ -55,6 +55,15 @@ export async function recordAttempt(model: HttpAsyncDeliveryModel, attempt: Deli
 const OPENED_SECRETS_KEPT = 1_000;
 
 export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
+  const { deliverHttpAsyncEvent } = createHttpAsyncDelivery(deps);
+  return { deliverHttpAsyncEvent: (input: DeliverHttpAsyncInput) => deliverHttpAsyncEvent(input) };
+}
+
+/**
+ * One attempt, with the subscription as read by the caller when it has just read it (a turn's
+ * activity reads it while the turn runs, so the reply's POST does not wait for that read).
+ */
+export function createHttpAsyncDelivery(deps: ActivityDeps) {
   const policy = httpAsyncDestinationPolicy(deps.config);
   const ring = secretMasterKeyRing(deps.config);
   // Opening a secret reads the tenant's data key (a query per delivery). The clear secret is a
@@ -72,9 +81,12 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
     opened.set(key, secret);
     return secret;
   };
-  async function attemptDelivery(input: DeliverHttpAsyncInput): Promise<{ answer: { outcome: DeliveryOutcome; error: string | null }; events: string[] | null }> {
+  const readSubscription = (input: Pick<DeliverHttpAsyncInput, 'tenantId' | 'projectId' | 'subscriptionId'>) =>
+    deps.models.HttpAsyncSubscription.findOne({ _id: input.subscriptionId, tenantId: input.tenantId, projectId: input.projectId }).lean();
+  type Subscription = Awaited<ReturnType<typeof readSubscription>>;
+  async function attemptDelivery(input: DeliverHttpAsyncInput, read?: { sub: Subscription }): Promise<{ answer: { outcome: DeliveryOutcome; error: string | null }; events: string[] | null }> {
     const { tenantId, projectId, subscriptionId, delivery } = input;
-    const sub = await deps.models.HttpAsyncSubscription.findOne({ _id: subscriptionId, tenantId, projectId }).lean();
+    const sub = read ? read.sub : await readSubscription(input);
     const events = sub ? [...sub.events] : null;
     const answer = (outcome: DeliveryOutcome, error: string | null) => ({ answer: { outcome, error }, events });
     if (!sub || !sub.events.includes(delivery.event)) return answer('dropped', null);
@@ -115,18 +127,32 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
   }
 
   return {
+    readSubscription,
     /**
      * One attempt. `events` is what the subscription takes now (null when it is gone), so the
-     * conversation stops queueing events nobody subscribed to.
+     * conversation stops queueing events nobody subscribed to. `read`: the subscription as the
+     * caller has just read it (otherwise it is read here).
      */
-    async deliverHttpAsyncEvent(input: DeliverHttpAsyncInput): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
-      const result = await attemptDelivery(input);
+    async deliverHttpAsyncEvent(
+      input: DeliverHttpAsyncInput,
+      read?: { sub: Subscription },
+      /** The caller's own channel events, written in the same batch as the delivery's (one insert). */
+      withEvents: readonly OperationEvent[] = [],
+    ): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
+      let result: Awaited<ReturnType<typeof attemptDelivery>>;
+      try {
+        result = await attemptDelivery(input, read);
+      } catch (err) {
+        if (withEvents.length > 0) void emitOperationEvents(deps, withEvents);
+        throw err;
+      }
       const { outcome, error } = result.answer;
+      const events: OperationEvent[] = [...withEvents];
       // The delivery's end as a channel event (written beside the answer, not awaited by it).
       if (outcome === 'delivered' || outcome === 'gone' || outcome === 'blocked' || (outcome === 'failed' && input.final)) {
         const done = outcome === 'delivered' ? 'delivered' : 'failed';
         const sessionId = typeof input.delivery.body.session_id === 'string' ? input.delivery.body.session_id : null;
-        void emitOperationEvents(deps, [{
+        events.push({
           id: `http_async:${input.subscriptionId}:${input.delivery.messageId}:${done}`,
           tenantId: input.tenantId,
           projectId: input.projectId,
@@ -136,8 +162,9 @@ export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
           channel: 'http_async',
           error: done === 'failed' ? (error ?? outcome) : null,
           metadata: { subscription_id: input.subscriptionId, message_id: input.delivery.messageId, event: input.delivery.event, outcome },
-        }]);
+        });
       }
+      if (events.length > 0) void emitOperationEvents(deps, events);
       return { ...result.answer, events: result.events };
     },
   };
