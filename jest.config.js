@@ -14,14 +14,14 @@ module.exports = {
   projects: [
     {
       displayName: 'unit',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/support/cost-environment.js',
       transform,
       resolver,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
-      testEnvironment: 'node',
+      testEnvironment: '<rootDir>/test/support/cost-environment.js',
       transform,
       resolver,
       // test/security holds one test per security boundary, each against the real stack.

@@ -2,13 +2,16 @@
 // that sets one fails. Against a fresh dev server started without them, the API and the worker
 // refuse to start, naming each missing attribute and the command that adds them; after
 // `npm run admin -- temporal-setup` (which also creates a missing namespace) both start, and
-// running the command again changes nothing.
+// running the command again changes nothing. The API and the worker run as real processes (their
+// refusal is an exit code); the command runs in this process through the entry the admin binary
+// calls (test/support/admin-cli.ts), its exit status and output as the binary gives them.
 import { spawn } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { freePort, manage, ROOT, toolPath, type ManagedProcess } from '../../infra/processes';
 import { type Config } from '../../lib/config';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 import { startApiProcess } from '../support/api-process';
+import { adminInProcess } from '../support/admin-cli';
 import { testConfig } from '../support/stack';
 import { childEnv, startWorkerProcess } from '../support/worker-process';
 
@@ -57,15 +60,21 @@ function runScript(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: numb
 }
 
 const configFor = (namespace: string): Config => testConfig({ TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace });
-const setup = (config: Config) => runScript(['infra/admin-cli.ts', 'temporal-setup'], childEnv(config));
+const setup = async (config: Config) => {
+  const { status, out, err } = await adminInProcess(childEnv(config) as Record<string, string>, 'temporal-setup');
+  return { code: status, out, err };
+};
 
 it('refuses to start the API and the worker on a namespace without the search attributes, names each, and starts them after temporal-setup', async () => {
   const config = configFor('default');
-  const api = await runScript(['api/server.ts'], childEnv(config, { PORT: String(await freePort()), HOST: '127.0.0.1' }));
+  // Both at once: each refuses on its own.
+  const [api, worker] = await Promise.all([
+    runScript(['api/server.ts'], childEnv(config, { PORT: String(await freePort()), HOST: '127.0.0.1' })),
+    runScript(['workers/main.ts'], childEnv(config)),
+  ]);
   expect(api.code).toBe(3);
   for (const name of NAMES) expect(api.err).toContain(`  ${name} (`);
   expect(api.err).toContain('npm run admin -- temporal-setup');
-  const worker = await runScript(['workers/main.ts'], childEnv(config));
   expect(worker.code).toBe(3);
   for (const name of NAMES) expect(worker.err).toContain(`  ${name} (`);
   expect(worker.err).toContain('npm run admin -- temporal-setup');

@@ -1,13 +1,13 @@
 // Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
 // installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB on a
 // PostgreSQL cluster in a temp dir (stopped by global-teardown.ts), all on free ports. Builds
-// the workflow bundle once for every in-process worker.
+// the workflow bundle once, with `npm run build:workflows`' own script, for every worker of the run.
+import { execFile } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
-import { writeWorkflowBundle } from '../../workers/workflow-bundle';
+import { ROOT, startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
@@ -28,14 +28,25 @@ export default async function globalSetup(): Promise<void> {
       extraArgs: ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'],
     },
   });
-  // The bundle as `npm run build:workflows` writes it (with its manifest), so worker processes
-  // load it through the same check as a production worker.
+  // The bundle written by `npm run build:workflows`' script itself (with its manifest), so every
+  // worker of the run, in-process or a process, loads that script's output, worker processes
+  // through the same check as a production worker (test/integration/deploy/workflow-bundle.test.ts
+  // holds what the file proves).
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
-  const [ferret] = await Promise.all([startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }), writeWorkflowBundle(bundlePath)]);
+  const [ferret] = await Promise.all([startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }), buildWorkflows(bundlePath)]);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
   process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
   process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
   process.env.SB_TEST_TMP = tmpDir;
   (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
+}
+
+/** Runs `infra/build-workflows.ts` (what `npm run build:workflows` runs); fails the setup when it fails. */
+function buildWorkflows(bundlePath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['--import', 'tsx', 'infra/build-workflows.ts', bundlePath], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 20 }, (error, _stdout, stderr) =>
+      error ? reject(new Error(`npm run build:workflows failed (${String(error.code)}):\n${stderr}`)) : resolve(),
+    );
+  });
 }
