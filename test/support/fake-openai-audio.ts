@@ -26,6 +26,10 @@ export interface FakeAudioRequest {
   fields: Record<string, unknown>;
   /** The uploaded file (transcriptions). */
   file?: { name: string; type: string; bytes: Buffer };
+  /** The client closed the connection before the response ended. */
+  aborted: boolean;
+  /** Resolves when the response finished or the connection closed. */
+  settled: Promise<void>;
 }
 
 export interface FakeTranscript {
@@ -41,6 +45,8 @@ export interface FakeOpenAIAudioServer {
   transcript: (request: FakeAudioRequest) => FakeTranscript;
   /** The speech for an input text, as 24 kHz samples. @default 40 ms of a 440 Hz tone per character */
   speech: (input: string) => Int16Array;
+  /** Speech responses send this many chunks and then hold the rest until the client goes away (null: send all). */
+  holdAfterChunks: number | null;
   /** Answer the next `times` requests with this HTTP status (OpenAI's error body). */
   failNext(status: number, times?: number): void;
   close(): Promise<void>;
@@ -58,6 +64,7 @@ export async function startFakeOpenAIAudio(options: { apiKey?: string } = {}): P
   const failures: number[] = [];
   let transcript: FakeOpenAIAudioServer['transcript'] = () => ({ text: 'hello from the fake transcriber' });
   let speech: FakeOpenAIAudioServer['speech'] = (input) => tone(input.length * 40);
+  let holdAfterChunks: number | null = null;
   const send = (res: ServerResponse, status: number, body: unknown): void => {
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
@@ -97,7 +104,12 @@ export async function startFakeOpenAIAudio(options: { apiKey?: string } = {}): P
       ({ fields, file }) => {
         const known = req.method === 'POST' && (path === '/v1/audio/transcriptions' || path === '/v1/audio/speech');
         if (!known) return send(res, 404, error('Not found', 'invalid_request_error'));
-        const request: FakeAudioRequest = { path, headers, fields, ...(file ? { file } : {}) };
+        let settle!: () => void;
+        const request: FakeAudioRequest = { path, headers, fields, ...(file ? { file } : {}), aborted: false, settled: new Promise<void>((done) => (settle = done)) };
+        res.on('close', () => {
+          request.aborted = !res.writableFinished;
+          settle();
+        });
         requests.push(request);
         if (options.apiKey && headers.authorization !== `Bearer ${options.apiKey}`) return send(res, 401, error('Incorrect API key provided', 'invalid_request_error'));
         const failure = failures.shift();
@@ -114,9 +126,12 @@ export async function startFakeOpenAIAudio(options: { apiKey?: string } = {}): P
         res.writeHead(200, { 'content-type': 'audio/pcm', 'transfer-encoding': 'chunked' });
         // Odd-sized chunks: the client must join samples split across two.
         const step = 4801;
+        const hold = holdAfterChunks;
         let at = 0;
+        let sent = 0;
         const next = (): void => {
-          if (res.destroyed) return;
+          if (res.destroyed || (hold !== null && sent >= hold)) return;
+          sent++;
           if (at >= bytes.length) {
             res.end();
             return;
@@ -146,6 +161,12 @@ export async function startFakeOpenAIAudio(options: { apiKey?: string } = {}): P
     },
     set speech(fn) {
       speech = fn;
+    },
+    get holdAfterChunks() {
+      return holdAfterChunks;
+    },
+    set holdAfterChunks(n) {
+      holdAfterChunks = n;
     },
     failNext(status, times = 1) {
       for (let i = 0; i < times; i++) failures.push(status);
