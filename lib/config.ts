@@ -282,14 +282,18 @@ export const ConfigSchema = z.object({
   /**
    * Speech providers of real-time voice (providers/voice, docs/voice.md "Speech providers"):
    * `offline` is the development pair (pocketsphinx, espeak-ng; no key, English recognition only),
-   * `openai` OpenAI's audio endpoints with VOICE_OPENAI_API_KEY (else OPENAI_API_KEY).
+   * `openai` OpenAI's audio endpoints with VOICE_OPENAI_API_KEY (else OPENAI_API_KEY), `deepgram`
+   * (speech to text only) Deepgram's REST API with DEEPGRAM_API_KEY.
    */
-  VOICE_STT_PROVIDER: z.enum(['offline', 'openai']).default('offline'),
+  VOICE_STT_PROVIDER: z.enum(['offline', 'openai', 'deepgram']).default('offline'),
   VOICE_TTS_PROVIDER: z.enum(['offline', 'openai']).default('offline'),
   /** OpenAI's key and base URL for speech only; unset: OPENAI_API_KEY and OPENAI_BASE_URL. */
   VOICE_OPENAI_API_KEY: z.string().min(1).optional(),
   VOICE_OPENAI_BASE_URL: z.url().optional(),
-  /** The vendor's model; unset: the adapter's default (OpenAI: gpt-4o-mini-transcribe, gpt-4o-mini-tts). Not read by the offline pair. */
+  DEEPGRAM_API_KEY: z.string().min(1).optional(),
+  /** Where Deepgram requests go instead of https://api.deepgram.com. */
+  DEEPGRAM_BASE_URL: z.url().optional(),
+  /** The vendor's model; unset: the adapter's default (OpenAI: gpt-4o-mini-transcribe, gpt-4o-mini-tts; Deepgram: nova-3). Not read by the offline pair. */
   VOICE_STT_MODEL: z.string().min(1).optional(),
   VOICE_TTS_MODEL: z.string().min(1).optional(),
   /**
@@ -507,6 +511,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       throw new ConfigError([`${key}=openai needs VOICE_OPENAI_API_KEY or OPENAI_API_KEY`]);
     }
   }
+  if (raw.VOICE_STT_PROVIDER === 'deepgram' && !raw.DEEPGRAM_API_KEY) throw new ConfigError(['VOICE_STT_PROVIDER=deepgram needs DEEPGRAM_API_KEY']);
   try {
     masterKeyRing(raw);
   } catch (err) {

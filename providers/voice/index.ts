@@ -2,6 +2,7 @@
 // speech and the voice activity detector. Each is made once per process (the offline pair keeps a
 // helper process and a worker thread) and closed when the process stops.
 import { type Config } from '../../lib/config';
+import { DeepgramSpeechToText } from './deepgram-stt';
 import { EnergyVad, type EnergyVadOptions } from './energy-vad';
 import { OfflineSpeechToText } from './offline-stt';
 import { OfflineTextToSpeech } from './offline-tts';
@@ -21,6 +22,8 @@ export type VoiceProviderConfig = Pick<
   | 'VOICE_OPENAI_BASE_URL'
   | 'OPENAI_API_KEY'
   | 'OPENAI_BASE_URL'
+  | 'DEEPGRAM_API_KEY'
+  | 'DEEPGRAM_BASE_URL'
   | 'VOICE_STT_MODEL'
   | 'VOICE_TTS_MODEL'
   | 'VOICE_TTS_VOICE'
@@ -49,6 +52,15 @@ export function speechToTextFromConfig(config: VoiceProviderConfig, extras: Voic
     case 'openai':
       return new OpenAISpeechToText({
         ...openaiCredentials(config),
+        ...(config.VOICE_STT_MODEL ? { model: config.VOICE_STT_MODEL } : {}),
+        timeoutMs: config.VOICE_PROVIDER_TIMEOUT_MS,
+        ...(extras.fetch ? { fetch: extras.fetch } : {}),
+      });
+    case 'deepgram':
+      if (!config.DEEPGRAM_API_KEY) throw new Error('VOICE_STT_PROVIDER=deepgram needs DEEPGRAM_API_KEY');
+      return new DeepgramSpeechToText({
+        apiKey: config.DEEPGRAM_API_KEY,
+        ...(config.DEEPGRAM_BASE_URL ? { baseURL: config.DEEPGRAM_BASE_URL } : {}),
         ...(config.VOICE_STT_MODEL ? { model: config.VOICE_STT_MODEL } : {}),
         timeoutMs: config.VOICE_PROVIDER_TIMEOUT_MS,
         ...(extras.fetch ? { fetch: extras.fetch } : {}),

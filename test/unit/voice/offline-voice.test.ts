@@ -170,6 +170,8 @@ const offlineConfig = {
   VOICE_OPENAI_BASE_URL: undefined,
   OPENAI_API_KEY: undefined,
   OPENAI_BASE_URL: undefined,
+  DEEPGRAM_API_KEY: undefined,
+  DEEPGRAM_BASE_URL: undefined,
   VOICE_STT_MODEL: undefined,
   VOICE_TTS_MODEL: undefined,
   VOICE_TTS_VOICE: undefined,
