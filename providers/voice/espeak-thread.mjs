@@ -4,8 +4,13 @@
 // before the first run, which resets the C library's and espeak-ng's globals (getopt's index, the
 // voice tables, the heap) as a fresh instance would have them, at the cost of one 32 MB copy
 // rather than a new instance (its embedded voice data alone is 18 MB). ESM, because the package is.
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { parentPort } from 'node:worker_threads';
 import ESpeakNg from 'espeak-ng';
+
+const WASM = join(dirname(createRequire(import.meta.url).resolve('espeak-ng')), 'espeak-ng.wasm');
 
 let instance = null;
 let output = [];
@@ -17,9 +22,7 @@ const espeak = await ESpeakNg({
   // Emscripten's own note that exit() left the runtime up (it is meant to) is no output of espeak-ng's.
   printErr: (line) => (line.startsWith('program exited') ? undefined : output.push(line)),
   instantiateWasm(imports, done) {
-    const url = new URL('espeak-ng.wasm', import.meta.resolve('espeak-ng'));
-    import('node:fs/promises')
-      .then((fs) => fs.readFile(url))
+    readFile(WASM)
       .then((bytes) => WebAssembly.instantiate(bytes, imports))
       .then(({ instance: made, module }) => {
         instance = made;
