@@ -8,7 +8,9 @@
 //   3. with --test, Chromium for the Web UI browser test: Debian's chromium package through
 //      apt-get when no Chromium is installed (never a browser downloaded from anywhere else);
 //   4. with --fuzz, schemathesis and its pinned dependencies (infra/fuzz/requirements.txt) in a
-//      Python virtual environment at .tools/venv, never system-wide (needs python3 >= 3.10).
+//      Python virtual environment at .tools/venv, never system-wide (needs python3 >= 3.10);
+//   5. for `npm start` and `npm test`, the offline speech recogniser (PyPI pocketsphinx, its
+//      English model inside the wheel) in a virtual environment of its own at .tools/voice-venv.
 // Plain Node with no dependencies: it runs before `npm ci`.
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
@@ -193,6 +195,54 @@ function ensureFuzzVenv() {
   fs.writeFileSync(stamp, want);
 }
 
+const VOICE_VENV = path.join(ROOT, '.tools', 'voice-venv');
+// Read by providers/voice/offline-stt.ts too: keep the two in step.
+const POCKETSPHINX_PIN = 'pocketsphinx==5.1.1';
+
+/**
+ * The offline speech recogniser's virtual environment (providers/voice/offline-stt.ts). Present
+ * with the pinned version: nothing to do. Otherwise it is made beside the target and renamed in
+ * whole, so a run cut short, or two runs at once (worktrees share .tools), never leave a half
+ * environment at .tools/voice-venv. The helper starts it as `<venv>/bin/python <script>`, which
+ * does not depend on where the environment was made.
+ */
+function ensureVoiceVenv() {
+  const stamp = path.join(VOICE_VENV, '.switchboard-pocketsphinx');
+  if (fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === POCKETSPHINX_PIN) return;
+  const python = process.env.PYTHON || 'python3';
+  const version = spawnSync(python, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' });
+  const [major, minor] = (version.stdout || '').trim().split('.').map(Number);
+  if (version.status !== 0 || major !== 3 || minor < 8) {
+    throw new Error('the offline speech recogniser needs python3 >= 3.8 with the venv module (set PYTHON to use another interpreter)');
+  }
+  const work = `${VOICE_VENV}.tmp-${process.pid}`;
+  fs.rmSync(work, { recursive: true, force: true });
+  log(`installing the offline speech recogniser (${POCKETSPHINX_PIN}, about 30 MB) into .tools/voice-venv…`);
+  try {
+    const made = spawnSync(python, ['-m', 'venv', work], { stdio: 'inherit' });
+    if (made.status !== 0) throw new Error('python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)');
+    const pip = spawnSync(path.join(work, 'bin', 'python'), ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', '--only-binary=:all:', POCKETSPHINX_PIN], {
+      stdio: 'inherit',
+    });
+    if (pip.status !== 0) throw new Error(`pip install ${POCKETSPHINX_PIN} failed (it needs a wheel for this Python and platform)`);
+    const check = spawnSync(path.join(work, 'bin', 'python'), ['-c', 'import pocketsphinx; pocketsphinx.Decoder.default_config()'], { encoding: 'utf8' });
+    if (check.status !== 0) throw new Error(`pocketsphinx does not load: ${(check.stderr || '').trim().split('\n').pop()}`);
+    fs.writeFileSync(path.join(work, '.switchboard-pocketsphinx'), POCKETSPHINX_PIN);
+    // A stale environment (another pin) goes first; if another run renamed its own in meanwhile, keep that one.
+    if (fs.existsSync(VOICE_VENV) && !(fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === POCKETSPHINX_PIN)) {
+      fs.rmSync(VOICE_VENV, { recursive: true, force: true });
+    }
+    try {
+      fs.renameSync(work, VOICE_VENV);
+    } catch (err) {
+      if (!fs.existsSync(stamp)) throw err;
+    }
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  log('offline speech recogniser ready in .tools/voice-venv');
+}
+
 // Where Debian's chromium package puts the browser; CHROMIUM_PATH names another one.
 const CHROMIUM_PATHS = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'];
 
@@ -219,6 +269,7 @@ async function main() {
   const stackOnly = process.argv.includes('--test') || process.argv.includes('--fuzz');
   const only = stackOnly ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
   for (const tool of only) await ensureTool(tool);
+  if (!process.argv.includes('--fuzz')) ensureVoiceVenv();
   if (process.argv.includes('--test')) ensureChromium();
   if (process.argv.includes('--fuzz')) ensureFuzzVenv();
 }

@@ -279,6 +279,31 @@ export const ConfigSchema = z.object({
   /** At most 25 s: the `moderate` activity itself may run 30 s (workflows/effects.ts). */
   MODERATION_TIMEOUT_MS: positiveInt.max(25_000).default(10000),
 
+  /**
+   * Speech providers of real-time voice (providers/voice, docs/voice.md "Speech providers"):
+   * `offline` is the development pair (pocketsphinx, espeak-ng; no key, English recognition only),
+   * `openai` OpenAI's audio endpoints with VOICE_OPENAI_API_KEY (else OPENAI_API_KEY), `deepgram`
+   * (speech to text only) Deepgram's REST API with DEEPGRAM_API_KEY.
+   */
+  VOICE_STT_PROVIDER: z.enum(['offline', 'openai', 'deepgram']).default('offline'),
+  VOICE_TTS_PROVIDER: z.enum(['offline', 'openai']).default('offline'),
+  /** OpenAI's key and base URL for speech only; unset: OPENAI_API_KEY and OPENAI_BASE_URL. */
+  VOICE_OPENAI_API_KEY: z.string().min(1).optional(),
+  VOICE_OPENAI_BASE_URL: z.url().optional(),
+  DEEPGRAM_API_KEY: z.string().min(1).optional(),
+  /** Where Deepgram requests go instead of https://api.deepgram.com. */
+  DEEPGRAM_BASE_URL: z.url().optional(),
+  /** The vendor's model; unset: the adapter's default (OpenAI: gpt-4o-mini-transcribe, gpt-4o-mini-tts; Deepgram: nova-3). Not read by the offline pair. */
+  VOICE_STT_MODEL: z.string().min(1).optional(),
+  VOICE_TTS_MODEL: z.string().min(1).optional(),
+  /**
+   * The voice when an agent's voiceConfig names none, checked when the provider is made: an
+   * espeak-ng voice or variant (offline; unset: the language's own) or an OpenAI voice (unset: alloy).
+   */
+  VOICE_TTS_VOICE: z.string().min(1).optional(),
+  /** How long a vendor's speech request may take (ms; for text to speech, to its first audio). */
+  VOICE_PROVIDER_TIMEOUT_MS: positiveInt.max(60_000).default(15_000),
+
   /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   /** Largest tool response body read (bytes); a longer one fails the call (TOOL_RESPONSE_TOO_LARGE). */
@@ -481,6 +506,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       throw new ConfigError([`CODEC_TRUST_LOCAL_UI needs TEMPORAL_UI_ORIGIN on loopback (localhost, 127.0.0.1 or [::1]), got ${raw.TEMPORAL_UI_ORIGIN ?? 'none'}`]);
     }
   }
+  for (const key of ['VOICE_STT_PROVIDER', 'VOICE_TTS_PROVIDER'] as const) {
+    if (raw[key] === 'openai' && !raw.VOICE_OPENAI_API_KEY && !raw.OPENAI_API_KEY) {
+      throw new ConfigError([`${key}=openai needs VOICE_OPENAI_API_KEY or OPENAI_API_KEY`]);
+    }
+  }
+  if (raw.VOICE_STT_PROVIDER === 'deepgram' && !raw.DEEPGRAM_API_KEY) throw new ConfigError(['VOICE_STT_PROVIDER=deepgram needs DEEPGRAM_API_KEY']);
   try {
     masterKeyRing(raw);
   } catch (err) {

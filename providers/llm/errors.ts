@@ -87,7 +87,7 @@ export function parseRetryAfter(headers: Headers | undefined, now: number = Date
 const CONTENT_POLICY_PATTERN = /content[_ ]?(policy|filter|management)|safety/i;
 
 /** Classify by HTTP status (and the provider's error code, for content-policy rejections). */
-function classifyStatus(status: number, code: string | undefined): { kind: ProviderErrorKind; retryable: boolean } {
+export function classifyStatus(status: number, code: string | undefined): { kind: ProviderErrorKind; retryable: boolean } {
   if (code !== undefined && CONTENT_POLICY_PATTERN.test(code)) return { kind: 'content_policy', retryable: false };
   if (status === 401 || status === 402 || status === 403) return { kind: 'auth', retryable: false };
   if (status === 404) return { kind: 'not_found', retryable: false };

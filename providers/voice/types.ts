@@ -27,6 +27,10 @@ export interface Transcript {
 export interface SpeechToText {
   readonly name: string;
   transcribe(audio: PcmAudio, options: TranscribeOptions): Promise<Transcript>;
+  /** Throws (VoiceConfigError) for a language the recogniser cannot take: call it when the agent's voiceConfig is read. */
+  validate?(options: Pick<TranscribeOptions, 'language'>): void;
+  /** Loads what the first utterance would otherwise wait for (a model, a helper process). */
+  warmUp?(): Promise<void>;
   close?(): Promise<void>;
 }
 
@@ -41,6 +45,15 @@ export interface SynthesizeOptions {
 export interface TextToSpeech {
   readonly name: string;
   synthesize(text: string, options: SynthesizeOptions): AsyncIterable<PcmAudio>;
+  /** The rate every chunk comes at, when it is fixed (each chunk states its own rate regardless). */
+  readonly sampleRate?: number;
+  /**
+   * The provider's voice for these options; throws (VoiceConfigError) for a voice or language it
+   * does not have, never a silent default: call it when the agent's voiceConfig is read.
+   */
+  validate?(options: Omit<SynthesizeOptions, 'signal'>): string;
+  /** Loads what the first phrase would otherwise wait for. */
+  warmUp?(): Promise<void>;
   close?(): Promise<void>;
 }
 
