@@ -1,18 +1,21 @@
 // Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
 // installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB on a
-// PostgreSQL cluster in a temp dir (stopped by global-teardown.ts), all on free ports. Builds
+// PostgreSQL cluster in a temp dir and a LiveKit server on loopback (stopped by
+// global-teardown.ts), all on free ports. Builds
 // the workflow bundle once for every in-process worker.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
+import { freePort, startFerretDb, startLiveKitServer, toolPath, type ManagedProcess } from '../../infra/processes';
 import { writeWorkflowBundle } from '../../workers/workflow-bundle';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
   env: TestWorkflowEnvironment;
   ferret: ManagedProcess;
+  liveKit: ManagedProcess;
   tmpDir: string;
 }
 
@@ -31,11 +34,19 @@ export default async function globalSetup(): Promise<void> {
   // The bundle as `npm run build:workflows` writes it (with its manifest), so worker processes
   // load it through the same check as a production worker.
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
-  const [ferret] = await Promise.all([startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }), writeWorkflowBundle(bundlePath)]);
+  const liveKitSecret = randomBytes(24).toString('hex');
+  const [ferret, liveKit] = await Promise.all([
+    startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
+    startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: await freePort(), rtcTcpPort: await freePort(), rtcUdpPort: await freePort(), apiKey: 'testkey', apiSecret: liveKitSecret }),
+    writeWorkflowBundle(bundlePath),
+  ]);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
   process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
   process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
+  process.env.SB_TEST_LIVEKIT_URL = liveKit.url;
+  process.env.SB_TEST_LIVEKIT_API_KEY = 'testkey';
+  process.env.SB_TEST_LIVEKIT_API_SECRET = liveKitSecret;
   process.env.SB_TEST_TMP = tmpDir;
-  (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
+  (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, liveKit: liveKit.process, tmpDir };
 }
