@@ -14,6 +14,7 @@ export const SDK_CORS_PATHS = [
   '/api/v1/feedback',
   '/api/v1/sessions/:id/transcripts',
   '/api/projects/:projectId/sessions/:id/attachments',
+  '/api/v1/voice/sessions',
 ];
 
 const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key, Last-Event-ID';
@@ -45,7 +46,7 @@ export function sdkPreflight(ctx: AppContext) {
       (listed) => {
         if (!listed) return next(new ApiError('FORBIDDEN', 'This origin is not allowed'));
         allowOrigin(res, origin);
-        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
         res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
         res.setHeader('Access-Control-Max-Age', '600');
         res.status(204).end();
