@@ -3,8 +3,8 @@
 // the session (channel voice_realtime), a room that exists on LiveKit and a token for that room
 // only; the deployment-wide cap answers 429 at N+1 and frees a place when a room closes; ending
 // the session (its DELETE, or the voice session's) closes the room and ends its record, the
-// unanswered attend activity cancelled; another tenant's project or session is 404 and a bad body
-// 400, both changing nothing.
+// unanswered attend activity cancelled, and so does deleting the project; another tenant's project
+// or session is 404 and a bad body 400, both changing nothing.
 import { temporal } from '@temporalio/proto';
 import { RoomServiceClient, TokenVerifier } from 'livekit-server-sdk';
 import { client } from '../../support/http';
@@ -202,4 +202,21 @@ it("gives a widget's end user a room as itself, and only its own voice sessions"
   expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': bob.token, origin: SHOP } })).status).toBe(404);
   const ended = await api.delete(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } });
   expect(ended.body.voiceSession.status).toBe('ended');
+});
+
+it("closes a project's open rooms when the project is deleted, giving their places back", async () => {
+  const open = await create(other.adminKey, { projectId: other.projectId });
+  expect(open.status).toBe(201);
+  const res = await api.delete(`/api/projects/${other.projectId}`, { key: other.adminKey });
+  expect(res.status).toBe(202);
+  const deletion = await eventually(
+    () => api.get(`/api/deletions/${res.body.deletion.id}`, { key: other.adminKey }),
+    (r) => r.body.deletion?.status === 'completed',
+    60_000,
+    200,
+  );
+  expect(deletion.body.deletion.deleted).toMatchObject({ voice_rooms: 1 });
+  expect(await roomExists(open.body.room)).toBe(false);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+  expect(await roomRecord(open.body.sessionId)).toBeNull();
 });
