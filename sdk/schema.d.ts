@@ -2455,7 +2455,7 @@ export interface paths {
         put?: never;
         /**
          * Start a real-time voice session: a session with the agent, its LiveKit room and a token to join it
-         * @description Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent's voice (`voiceConfig`). The room closes when the session ends (DELETE this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404). 404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; 503 when real-time voice is not configured (LIVEKIT_URL) or the voice server or the runtime is unavailable. A refused request leaves nothing behind.
+         * @description Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent's voice (`voiceConfig`). The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404). 404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; 503 when real-time voice is not configured (LIVEKIT_URL) or the voice server or the runtime is unavailable. A refused request leaves nothing behind.
          */
         post: operations["createVoiceSession"];
         delete?: never;
@@ -2478,11 +2478,27 @@ export interface paths {
         get: operations["getVoiceSession"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/voice/sessions/{sessionId}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
         /**
          * End a voice session: its session ends and its room closes (the voice agent and the caller are let go)
          * @description Waits a few seconds for the room to close and answers its state (`status` may still be `active` when the runtime is slow; it closes all the same). Ending one that has ended answers it unchanged. 404 as for GET. An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404).
          */
-        delete: operations["endVoiceSession"];
+        post: operations["endVoiceSession"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;

@@ -758,7 +758,7 @@ export interface VoiceRoomResult {
   turns: number | null;
 }
 
-/** Ends the room: the session ended or was deleted, the voice session route's DELETE, a project's deletion. */
+/** Ends the room: the session ended or was deleted, the voice session was ended through its route, a project's deletion. */
 export const endVoiceRoomSignal = defineSignal<[{ reason: string }]>('endVoiceRoom');
 
 export type VoiceRoomWorkflow = (input: VoiceRoomInput) => Promise<VoiceRoomResult>;

@@ -46,7 +46,7 @@ export function sdkPreflight(ctx: AppContext) {
       (listed) => {
         if (!listed) return next(new ApiError('FORBIDDEN', 'This origin is not allowed'));
         allowOrigin(res, origin);
-        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, DELETE, OPTIONS');
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST, OPTIONS');
         res.setHeader('Access-Control-Allow-Headers', ALLOWED_HEADERS);
         res.setHeader('Access-Control-Max-Age', '600');
         res.status(204).end();

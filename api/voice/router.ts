@@ -1,5 +1,6 @@
 // Real-time voice sessions over LiveKit (docs/voice.md): POST /api/v1/voice/sessions makes the
-// session, its room and the caller's token; GET reads the room's state; DELETE ends both.
+// session, its room and the caller's token; GET …/:sessionId reads the room's state; POST
+// …/:sessionId/end ends both (the record stays readable, so it is an action, not a DELETE).
 // An API key or an embedded widget's SDK token may call them.
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { readIdempotencyKey } from '../http/idempotency-key';
@@ -19,7 +20,7 @@ export const voiceRoutes: AnyRoute[] = [
     description:
       'Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; ' +
       'connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent\'s voice (`voiceConfig`). ' +
-      'The room closes when the session ends (DELETE this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. ' +
+      'The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. ' +
       'Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). ' +
       `${SDK_NOTE} ` +
       '404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; ' +
@@ -56,8 +57,8 @@ export const voiceRoutes: AnyRoute[] = [
     },
   }),
   defineRoute({
-    method: 'delete',
-    path: '/api/v1/voice/sessions/:sessionId',
+    method: 'post',
+    path: '/api/v1/voice/sessions/:sessionId/end',
     operationId: 'endVoiceSession',
     summary: 'End a voice session: its session ends and its room closes (the voice agent and the caller are let go)',
     description:

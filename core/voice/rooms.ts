@@ -304,7 +304,7 @@ export async function presentVoiceSession(ctx: CoreContext, room: VoiceRoomDoc):
   };
 }
 
-/** How long DELETE waits for the room to close before it answers with what it has. */
+/** How long ending a voice session waits for the room to close before it answers with what it has. */
 const END_WAIT_MS = 5_000;
 
 /**

@@ -131,7 +131,7 @@ it('closes the room when the session ends, with no voice agent in it', async () 
 
   // Ending the voice session: its session ends, then its room closes; the attend activity no voice agent took is cancelled.
   const ended = await create(t.adminKey, { projectId: t.projectId });
-  const res = await api.delete(`/api/v1/voice/sessions/${ended.body.sessionId}`, { key: t.adminKey });
+  const res = await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey });
   expect(res.status).toBe(200);
   expect(res.body.voiceSession).toMatchObject({ sessionId: ended.body.sessionId, status: 'ended', endReason: 'session_ended', participants: null });
   expect(await roomExists(ended.body.room)).toBe(false);
@@ -146,7 +146,7 @@ it('closes the room when the session ends, with no voice agent in it', async () 
   expect(history.events!.filter((e) => e.eventType === EVENT_TYPE_ACTIVITY_TASK_STARTED)).toHaveLength(1);
   expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
   // Ending it again answers it unchanged.
-  expect((await api.delete(`/api/v1/voice/sessions/${ended.body.sessionId}`, { key: t.adminKey })).body.voiceSession).toMatchObject({ status: 'ended', endReason: 'session_ended' });
+  expect((await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession).toMatchObject({ status: 'ended', endReason: 'session_ended' });
 });
 
 it(`refuses room ${MAX_ROOMS + 1} with 429 until one closes`, async () => {
@@ -160,10 +160,10 @@ it(`refuses room ${MAX_ROOMS + 1} with 429 until one closes`, async () => {
   expect(refused.headers.get('retry-after')).toBe('30');
   expect(await footprint()).toEqual(before);
 
-  expect((await api.delete(`/api/v1/voice/sessions/${open[0]!.body.sessionId}`, { key: t.adminKey })).body.voiceSession.status).toBe('ended');
+  expect((await api.post(`/api/v1/voice/sessions/${open[0]!.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession.status).toBe('ended');
   const admitted = await create(t.adminKey, { projectId: t.projectId });
   expect(admitted.status).toBe(201);
-  for (const r of [open[1]!, admitted]) await api.delete(`/api/v1/voice/sessions/${r.body.sessionId}`, { key: t.adminKey });
+  for (const r of [open[1]!, admitted]) await api.post(`/api/v1/voice/sessions/${r.body.sessionId}/end`, { key: t.adminKey });
   expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
 });
 
@@ -175,7 +175,7 @@ it("answers 404 for another tenant's project or voice session, and 400 for a bad
   expect(cross.body.error.code).toBe('NOT_FOUND');
   expect((await create(t.adminKey, { projectId: t.projectId, agentId: 'Nobody' })).status).toBe(404);
   expect((await api.get(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: other.adminKey })).status).toBe(404);
-  expect((await api.delete(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: other.adminKey })).status).toBe(404);
+  expect((await api.post(`/api/v1/voice/sessions/${mine.body.sessionId}/end`, { key: other.adminKey })).status).toBe(404);
   // A key bound to the tenant's other project does not see it either.
   expect((await api.get(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: await t.keyWith(['admin'], t.otherProjectId) })).status).toBe(404);
 
@@ -186,7 +186,7 @@ it("answers 404 for another tenant's project or voice session, and 400 for a bad
   expect((await create(t.adminKey, { projectId: t.projectId }, { 'idempotency-key': 'not a key!' })).status).toBe(400);
   expect(await footprint()).toEqual(before);
   expect(await roomExists(mine.body.room)).toBe(true);
-  await api.delete(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: t.adminKey });
+  await api.post(`/api/v1/voice/sessions/${mine.body.sessionId}/end`, { key: t.adminKey });
 });
 
 it("gives a widget's end user a room as itself, and only its own voice sessions", async () => {
@@ -200,7 +200,7 @@ it("gives a widget's end user a room as itself, and only its own voice sessions"
   expect((await verifier.verify(res.body.token)).sub).toBe(alice.endUserId);
   expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } })).status).toBe(200);
   expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': bob.token, origin: SHOP } })).status).toBe(404);
-  const ended = await api.delete(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } });
+  const ended = await api.post(`/api/v1/voice/sessions/${res.body.sessionId}/end`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } });
   expect(ended.body.voiceSession.status).toBe('ended');
 });
 
