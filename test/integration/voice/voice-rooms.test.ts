@@ -145,6 +145,11 @@ it('closes the room when the session ends, with no voice agent in it', async () 
   // Never taken by a voice agent: only the close activity started.
   expect(history.events!.filter((e) => e.eventType === EVENT_TYPE_ACTIVITY_TASK_STARTED)).toHaveLength(1);
   expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+  // The session ending on its own (its end signal, as an idle timeout or COMPLETE end it): its workflow tells the room.
+  const own = await create(t.adminKey, { projectId: t.projectId });
+  await client.workflow.getHandle(`session/${own.body.sessionId}`).signal('end', { reason: 'idle_timeout' });
+  expect(await eventually(() => roomRecord(own.body.sessionId), (r) => r?.status === 'ended', 20_000, 100)).toMatchObject({ endReason: 'session_ended' });
+  expect(await roomExists(own.body.room)).toBe(false);
   // Ending it again answers it unchanged.
   expect((await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession).toMatchObject({ status: 'ended', endReason: 'session_ended' });
 });
