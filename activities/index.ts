@@ -33,6 +33,7 @@ import { createRecordingFetchActivities } from './telephony/recording-fetch';
 import { createAgentMemoryActivities } from './memory/facts';
 import { createAgentAssistActivities } from './agent-assist/assist';
 import { createLifecycleActivities } from './lifecycle/lifecycle';
+import { createVoiceRoomActivities } from './voice/rooms';
 import { createToolGuards, type ToolGuards } from './tools/tool-guards';
 import { toolRetryPlan } from '../abl/tool-retry';
 import { takeResultSecrets, vaultKeysOf } from './tools/result-secrets';
@@ -119,6 +120,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createAgentMemoryActivities(deps),
     ...createAgentAssistActivities(deps),
     ...createLifecycleActivities(deps),
+    ...createVoiceRoomActivities(deps),
 
     /** The session's bundle; its result reaches history as the hash only (workers/session-bundle-storage.ts). */
     async loadSessionBundle(query: { tenantId: string; projectId: string; bundleRef: SessionStartInput['bundleRef'] }): Promise<SessionBundle> {

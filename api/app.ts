@@ -55,6 +55,7 @@ import { SDK_CORS_PATHS, sdkPreflight } from './sdk/cors';
 import { agentAssistRoutes } from './agent-assist/router';
 import { widgetDemoRouter, widgetRoutes } from './widget/router';
 import { lifecycleRoutes } from './lifecycle/router';
+import { voiceRoutes } from './voice/router';
 
 /** Every feature's routes. A new feature adds its array here and appears in /openapi.json. */
 export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRoutes, agentRoutes, chatRoutes, chatAgentRoutes, llmSettingsRoutes, sessionRoutes, sessionInsightRoutes, toolSecretRoutes, mcpServerRoutes, projectFunctionRoutes, callbackRoutes, humanTaskRoutes, projectIoRoutes, codecRoutes, deploymentRoutes, platformKeyRoutes, agenticAppRoutes, httpAsyncRoutes, channelConnectionRoutes, voiceWebhookRoutes, outboundCallRoutes, telephonyStatusRoutes, recordingRoutes, recordingStatusRoutes,
@@ -71,6 +72,7 @@ export const featureRoutes: AnyRoute[][] = [healthRoutes, authRoutes, tenancyRou
   widgetRoutes,
   ablTestRoutes,
   lifecycleRoutes,
+  voiceRoutes,
 ];
 
 /** The document /openapi.json serves, built without a server or a context (sdk/ generates from it). */

@@ -34,6 +34,7 @@ import { httpAsyncDeliveryModel, httpAsyncSubscriptionModel } from './http-async
 import { httpAsyncConversationModel } from './http-async-conversation';
 import { channelConnectionModel } from './channel-connection';
 import { voiceEventModel } from './voice-event';
+import { voiceRoomModel } from './voice-room';
 import { outboundCallModel } from './outbound-call';
 import { recordingModel } from './recording';
 import { analyticsEventModel } from './analytics-event';
@@ -89,6 +90,7 @@ export function createModels(connection: Connection) {
     HttpAsyncConversation: httpAsyncConversationModel(connection),
     ChannelConnection: channelConnectionModel(connection),
     VoiceEvent: voiceEventModel(connection),
+    VoiceRoom: voiceRoomModel(connection),
     OutboundCall: outboundCallModel(connection),
     Recording: recordingModel(connection),
     AnalyticsEvent: analyticsEventModel(connection),

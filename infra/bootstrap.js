@@ -266,9 +266,8 @@ function ensureChromium() {
 async function main() {
   ensureNodeVersion();
   ensureNpmDependencies();
-  const stackOnly = process.argv.includes('--test') || process.argv.includes('--fuzz');
-  const only = stackOnly ? TOOLS.filter((t) => t.name !== 'livekit-server') : TOOLS;
-  for (const tool of only) await ensureTool(tool);
+  // Every stack runs all three, the tests' and the fuzzer's too (the LiveKit server for voice rooms).
+  for (const tool of TOOLS) await ensureTool(tool);
   if (!process.argv.includes('--fuzz')) ensureVoiceVenv();
   if (process.argv.includes('--test')) ensureChromium();
   if (process.argv.includes('--fuzz')) ensureFuzzVenv();

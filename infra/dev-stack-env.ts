@@ -1,5 +1,5 @@
 // The environment that runs `npm start`'s stack (infra/dev-stack.ts) on ports and a data directory
-// of the caller's choosing, with its own Temporal, store and Twilio fake: for the tests and benches
+// of the caller's choosing, with its own Temporal, store, Twilio fake and LiveKit server: for the tests and benches
 // that start it beside a stack of the developer's own; and whether `npm start` runs the Twilio fake.
 import { freePort } from './processes';
 
@@ -11,13 +11,17 @@ export interface DevStackPorts {
   postgres: number;
   backend: number;
   twilioFake: number;
+  /** The LiveKit server's signalling port, its WebRTC TCP port and its one UDP port. */
+  livekit: number;
+  livekitTcp: number;
+  livekitUdp: number;
 }
 
 export async function freeDevStackPorts(): Promise<DevStackPorts> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort(), twilioFake: await freePort() };
+  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort(), twilioFake: await freePort(), livekit: await freePort(), livekitTcp: await freePort(), livekitUdp: await freePort() };
 }
 
-/** `base` (this process's environment by default) with the stack's data, ports and quiet logs, and no external Temporal, store or Twilio. */
+/** `base` (this process's environment by default) with the stack's data, ports and quiet logs, and no external Temporal, store, Twilio or LiveKit. */
 export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...base,
@@ -29,6 +33,9 @@ export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.
     POSTGRES_PORT: String(ports.postgres),
     SAMPLE_BACKEND_PORT: String(ports.backend),
     TWILIO_FAKE_PORT: String(ports.twilioFake),
+    LIVEKIT_PORT: String(ports.livekit),
+    LIVEKIT_RTC_TCP_PORT: String(ports.livekitTcp),
+    LIVEKIT_RTC_UDP_PORT: String(ports.livekitUdp),
     LOG_LEVEL: 'warn',
   };
   delete env.TEMPORAL_ADDRESS;
@@ -36,6 +43,9 @@ export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.
   delete env.TWILIO_API_BASE_URL;
   delete env.TWILIO_ACCOUNT_SID;
   delete env.TWILIO_FAKE;
+  delete env.LIVEKIT_URL;
+  delete env.LIVEKIT_API_KEY;
+  delete env.LIVEKIT_API_SECRET;
   return env;
 }
 

@@ -3,7 +3,8 @@
 // data under .data/postgres/), unless TEMPORAL_ADDRESS or MONGODB_URI point elsewhere, serves
 // the sample back-end the seeded agents' tools call (on loopback, the one private destination
 // the dev tools may reach) and the Twilio fake (infra/twilio-fake/: the platform's Twilio calls
-// go to it; TWILIO_FAKE=0 turns it off), seeds the dev tenant, then runs the API and the worker.
+// go to it; TWILIO_FAKE=0 turns it off) and the LiveKit server of real-time voice on loopback
+// (unless LIVEKIT_URL points elsewhere), seeds the dev tenant, then runs the API and the worker.
 // Ctrl-C or SIGTERM stops everything in reverse order.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -19,6 +20,7 @@ import {
   isPortFree,
   manage,
   ROOT,
+  startLiveKitServer,
   startTemporalDevServer,
   waitForHttpOk,
   type ManagedProcess,
@@ -159,6 +161,22 @@ async function main(): Promise<void> {
     } else {
       log(`no Twilio fake: Twilio calls go to ${env.TWILIO_API_BASE_URL ?? 'https://api.twilio.com'}`);
     }
+    if (!process.env.LIVEKIT_URL) {
+      const port = envNumber('LIVEKIT_PORT', 7880);
+      const rtcTcpPort = envNumber('LIVEKIT_RTC_TCP_PORT', 7881);
+      const rtcUdpPort = envNumber('LIVEKIT_RTC_UDP_PORT', 7882);
+      await requireFreePort(port, 'LiveKit server', 'LIVEKIT_PORT');
+      await requireFreePort(rtcTcpPort, 'LiveKit WebRTC over TCP', 'LIVEKIT_RTC_TCP_PORT');
+      // The dev key's secret is generated with the other dev secrets; an environment that names a key brings its secret.
+      const apiKey = env.LIVEKIT_API_KEY ?? 'devkey';
+      const apiSecret = env.LIVEKIT_API_SECRET!;
+      log(`starting the LiveKit server on 127.0.0.1:${port} (WebRTC on TCP ${rtcTcpPort} and UDP ${rtcUdpPort})…`);
+      const liveKit = await startLiveKitServer({ dir: DATA_DIR, port, rtcTcpPort, rtcUdpPort, apiKey, apiSecret });
+      started.push(liveKit.process);
+      Object.assign(env, { LIVEKIT_URL: liveKit.url, LIVEKIT_API_KEY: apiKey, LIVEKIT_API_SECRET: apiSecret });
+    } else {
+      log(`no LiveKit server: voice rooms are made on ${process.env.LIVEKIT_URL}`);
+    }
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
@@ -218,6 +236,7 @@ async function main(): Promise<void> {
         ? [`  Widget demo    ${baseUrl}/demo   (the support desk in the chat widget; ${baseUrl}/sdk/widget.js${widgetSize ? `, ${widgetSize}` : ''}: docs/widget.md)`]
         : []),
       `  MongoDB        ${config.MONGODB_URI}`,
+      `  LiveKit        ${config.LIVEKIT_URL ?? 'off'}   (real-time voice rooms: docs/voice.md)`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       `  Sample webhook ${receiverUrl}   (the dev project's HTTP-async subscription delivers here; GET shows what came)`,
       twilioFake

@@ -1,8 +1,9 @@
-// Starts and stops the real parts of the stack as child processes: the Temporal dev server and
-// the store (the FerretDB shim on an embedded PostgreSQL cluster). Shared by `npm start`
+// Starts and stops the real parts of the stack as child processes: the Temporal dev server, the
+// store (the FerretDB shim on an embedded PostgreSQL cluster) and the LiveKit server of real-time
+// voice. Shared by `npm start`
 // (dev-stack.ts), the test harness, the fuzzer and the benches.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, Socket } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -238,4 +239,74 @@ export async function waitForHttpOk(url: string, timeoutMs: number, isAlive: () 
     await sleep(300);
   }
   throw new Error(`${url} not ready after ${timeoutMs} ms: ${last}`);
+}
+
+export interface LiveKitServerOptions {
+  /** Where its config file (which holds the API secret: mode 0600) is written. */
+  dir: string;
+  /** HTTP and WebSocket signalling port. */
+  port: number;
+  /** WebRTC over TCP, and the one UDP port all WebRTC traffic is muxed on. */
+  rtcTcpPort: number;
+  rtcUdpPort: number;
+  apiKey: string;
+  /** At least 32 characters: LiveKit refuses shorter ones outside its --dev mode. */
+  apiSecret: string;
+  /** The address it listens on and advertises to clients. @default '127.0.0.1' */
+  bindAddress?: string;
+  logLevel?: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export interface LiveKitServer {
+  /** `ws://<bind address>:<port>`, what LIVEKIT_URL names. */
+  url: string;
+  process: ManagedProcess;
+}
+
+/**
+ * The LiveKit server's config: loopback only, no external IP lookup (no STUN), no TURN, loopback
+ * candidates offered (docs/voice.md, "The LiveKit server").
+ */
+export function liveKitConfigYaml(options: LiveKitServerOptions): string {
+  const ip = options.bindAddress ?? '127.0.0.1';
+  return [
+    `port: ${options.port}`,
+    `bind_addresses: [${JSON.stringify(ip)}]`,
+    'rtc:',
+    `  tcp_port: ${options.rtcTcpPort}`,
+    `  udp_port: ${options.rtcUdpPort}`,
+    '  use_external_ip: false',
+    `  node_ip: ${JSON.stringify(ip)}`,
+    '  enable_loopback_candidate: true',
+    'keys:',
+    `  ${JSON.stringify(options.apiKey)}: ${JSON.stringify(options.apiSecret)}`,
+    'room:',
+    // Rooms exist only as the platform makes them: a token cannot open a room again once it is closed.
+    '  auto_create: false',
+    'logging:',
+    `  level: ${options.logLevel ?? 'warn'}`,
+    '',
+  ].join('\n');
+}
+
+/** Starts `livekit-server` with a config written for it, and resolves once it answers HTTP. */
+export async function startLiveKitServer(options: LiveKitServerOptions): Promise<LiveKitServer> {
+  if (options.apiSecret.length < 32) throw new Error('the LiveKit API secret must be at least 32 characters');
+  mkdirSync(options.dir, { recursive: true });
+  const configFile = path.join(options.dir, 'livekit.yaml');
+  writeFileSync(configFile, liveKitConfigYaml(options), { mode: 0o600 });
+  const child = spawn(toolPath('livekit-server'), ['--config', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = manage('livekit-server', child);
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const host = options.bindAddress ?? '127.0.0.1';
+  try {
+    await waitForHttpOk(`http://${host}:${options.port}/`, 30_000, () => child.exitCode === null && child.signalCode === null);
+  } catch (err) {
+    await proc.stop();
+    throw new Error(`LiveKit server did not start: ${err instanceof Error ? err.message : String(err)}\n${stderr.trim()}`);
+  }
+  return { url: `ws://${host}:${options.port}`, process: proc };
 }

@@ -213,6 +213,29 @@ export const ConfigSchema = z.object({
   /** How many such redirects one turn may take before the caller is told it takes too long. */
   VOICE_REPLY_MAX_POLLS: positiveInt.max(100).default(12),
   /**
+   * Real-time voice (docs/voice.md): the LiveKit server or LiveKit Cloud project the voice rooms
+   * live on. `npm start` runs a LiveKit server on loopback and sets all three; unset, the voice
+   * session routes answer 503 and the widget offers no microphone. Set all three or none.
+   */
+  LIVEKIT_URL: z
+    .url()
+    .refine((u) => /^(wss?|https?):\/\//.test(u), 'must be a ws://, wss://, http:// or https:// URL')
+    .optional(),
+  LIVEKIT_API_KEY: z.string().min(1).max(200).optional(),
+  /** LiveKit refuses shorter secrets outside its development mode. */
+  LIVEKIT_API_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  /** Voice rooms open at once across the whole deployment; beyond, 429 (docs/voice.md, "Limits"). */
+  VOICE_MAX_ROOMS: positiveInt.max(100_000).default(20),
+  /** Lifetime of the participant token a voice session hands the caller (s): it must join within it. */
+  VOICE_TOKEN_TTL_SECONDS: positiveInt.min(30).max(3600).default(300),
+  /**
+   * How long a voice room stays open with nobody in it (s): before anyone joins, and after the
+   * last participant left. LiveKit closes it then, and the voice agent leaves.
+   */
+  VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: positiveInt.max(86_400).default(60),
+  /** The task queue the voice agent processes serve (`npm run voice-worker`); default `<TEMPORAL_TASK_QUEUE>-voice`. */
+  VOICE_TASK_QUEUE: z.string().min(1).optional(),
+  /**
    * The key of the outbound calls' destination blind index (HMAC-SHA256 of the normalised number;
    * base64, 32 bytes). Unset outside production: derived from the master key ring's current key
    * (a master-key rotation then leaves older calls unfindable by destination). Unset in
@@ -442,6 +465,13 @@ type RawConfig = z.infer<typeof ConfigSchema>;
 /** Validated configuration with derived values filled in. */
 export interface Config extends RawConfig {
   PUBLIC_BASE_URL: string;
+  /** VOICE_TASK_QUEUE, or `<TEMPORAL_TASK_QUEUE>-voice`: where the voice room workflow schedules the attend activity. */
+  voiceTaskQueue: string;
+}
+
+/** Whether real-time voice is configured: LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET (loadConfig wants all three or none). */
+export function liveKitConfigured(config: Pick<Config, 'LIVEKIT_URL' | 'LIVEKIT_API_KEY' | 'LIVEKIT_API_SECRET'>): boolean {
+  return Boolean(config.LIVEKIT_URL && config.LIVEKIT_API_KEY && config.LIVEKIT_API_SECRET);
 }
 
 export class ConfigError extends Error {
@@ -512,6 +542,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     }
   }
   if (raw.VOICE_STT_PROVIDER === 'deepgram' && !raw.DEEPGRAM_API_KEY) throw new ConfigError(['VOICE_STT_PROVIDER=deepgram needs DEEPGRAM_API_KEY']);
+  const liveKit = [raw.LIVEKIT_URL, raw.LIVEKIT_API_KEY, raw.LIVEKIT_API_SECRET].filter((v) => v !== undefined).length;
+  if (liveKit !== 0 && liveKit !== 3) {
+    throw new ConfigError(['LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET go together: set all three for real-time voice, or none']);
+  }
   try {
     masterKeyRing(raw);
   } catch (err) {
@@ -519,5 +553,5 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).
-  return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };
+  return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}`, voiceTaskQueue: raw.VOICE_TASK_QUEUE ?? `${raw.TEMPORAL_TASK_QUEUE}-voice` };
 }

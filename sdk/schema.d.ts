@@ -2444,6 +2444,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/voice/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a real-time voice session: a session with the agent, its LiveKit room and a token to join it
+         * @description Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent's voice (`voiceConfig`). The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404). 404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; 503 when real-time voice is not configured (LIVEKIT_URL) or the voice server or the runtime is unavailable. A refused request leaves nothing behind.
+         */
+        post: operations["createVoiceSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/voice/sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A voice session's room: open or closed, why, and who is in it
+         * @description 404 for a session that is not a voice session the credential can see. An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404).
+         */
+        get: operations["getVoiceSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/voice/sessions/{sessionId}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a voice session: its session ends and its room closes (the voice agent and the caller are let go)
+         * @description Waits a few seconds for the room to close and answers its state (`status` may still be `active` when the runtime is slow; it closes all the same). Ending one that has ended answers it unchanged. 404 as for GET. An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404).
+         */
+        post: operations["endVoiceSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v2/apps/{appId}/environments/{envName}/runs/{runId}/status": {
         parameters: {
             query?: never;
@@ -4621,7 +4681,7 @@ export interface components {
             /** @description Agent the session started with */
             agentName: string;
             /** @enum {string} */
-            channel: "api" | "web_debug" | "voice" | "http_async";
+            channel: "api" | "web_debug" | "voice" | "voice_realtime" | "http_async";
             createdAt: string;
             durationMs: number;
             errorCount: number;
@@ -4954,6 +5014,24 @@ export interface components {
             total_dtmf_turn_count: number;
             /** @description Caller turns (the greeting is not one) */
             total_turns: number;
+        };
+        VoiceSession: {
+            agentName: string;
+            createdAt: string;
+            endedAt: string | null;
+            /** @description Why the room closed: `session_ended`, `deleted`, `caller_left`, `empty_timeout`, `no_voice_agent`, `voice_agent_failed`, … */
+            endReason: string | null;
+            environment: string;
+            identity: string;
+            /** @description Participants in the room now (the caller and the voice agent); null once it is closed */
+            participants: number | null;
+            room: string;
+            sessionId: string;
+            /**
+             * @description `ended` once the room is closed
+             * @enum {string}
+             */
+            status: "active" | "ended";
         };
         VoiceSummary: {
             /** @description Mean call duration, ms, of the ended calls; null when no call of the window has it */
@@ -24557,8 +24635,8 @@ export interface operations {
     listSessions: {
         parameters: {
             query?: {
-                /** @description `api`, `web_debug`, `voice` or `http_async` */
-                channel?: "api" | "web_debug" | "voice" | "http_async";
+                /** @description `api`, `web_debug`, `voice` (phone calls and real-time voice rooms), `voice_realtime` (voice rooms only) or `http_async` */
+                channel?: "api" | "web_debug" | "voice" | "voice_realtime" | "http_async";
                 /** @description Page size (max 200) */
                 limit?: number;
                 /** @description Items to skip */
@@ -39236,6 +39314,664 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    createVoiceSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "projectId": "jqmvff06cp7cvm69y75r2r1x",
+                 *       "agentId": "Support_Hub"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Agent to talk to: id, name or `<domain>/<name>` path; default the project's (or the deployment's) entry agent */
+                    agentId?: string;
+                    /** @description Run the versions this deployment pins */
+                    deploymentId?: string;
+                    /**
+                     * @description Run the environment's active deployment (default `dev`; an SDK token's is its public key's)
+                     * @enum {string}
+                     */
+                    environment?: "dev" | "staging" | "production";
+                    /** @description The caller's display name in the room */
+                    participantName?: string;
+                    /** @description Project holding the agents */
+                    projectId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "sessionId": "8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b",
+                     *       "room": "string",
+                     *       "url": "string",
+                     *       "token": "string",
+                     *       "expiresAt": "2026-01-31T12:00:00.000Z",
+                     *       "identity": "string",
+                     *       "agentId": "jqmvff06cp7cvm69y75r2r1x",
+                     *       "agentName": "Billing_Agent",
+                     *       "environment": "string",
+                     *       "voiceConfig": {
+                     *         "voice": "string",
+                     *         "language": "string",
+                     *         "bargeIn": true,
+                     *         "speechTimeout": 0,
+                     *         "silenceTimeout": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        agentId: string | null;
+                        agentName: string;
+                        environment: string;
+                        /** @description When the token stops admitting (join before then; VOICE_TOKEN_TTL_SECONDS) */
+                        expiresAt: string;
+                        /** @description The caller's participant identity: the SDK end user, or a generated `caller-…` */
+                        identity: string;
+                        /** @description The LiveKit room */
+                        room: string;
+                        /** @description The session (channel `voice_realtime`): its transcript and traces are read like any session */
+                        sessionId: string;
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Participant token: joins this room only, as `identity`, publishing audio and data */
+                        token: string;
+                        /** @description The LiveKit server to connect to (`ws://` or `wss://`) */
+                        url: string;
+                        /** @description The agent's VOICE settings (ABL); `{}` when it has none */
+                        voiceConfig: {
+                            /** @description Whether the caller may interrupt what the agent says */
+                            bargeIn?: boolean;
+                            /** @description BCP 47 language of speech in and out */
+                            language?: string;
+                            /** @description Seconds to wait for the caller to start speaking */
+                            silenceTimeout?: number;
+                            /** @description Seconds of silence that end an utterance, or auto */
+                            speechTimeout?: number | "auto";
+                            /** @description Text-to-speech voice */
+                            voice?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "CONFLICT",
+                     *         "message": "Already exists"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Gone */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "GONE",
+                     *         "message": "The session has ended"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getVoiceSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session id (this service issues UUIDs); an unknown id is 404. At most 128 characters, no control characters */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "voiceSession": {
+                     *         "sessionId": "8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b",
+                     *         "room": "string",
+                     *         "status": "active",
+                     *         "endReason": "string",
+                     *         "identity": "string",
+                     *         "agentName": "Billing_Agent",
+                     *         "environment": "string",
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "endedAt": "2026-01-31T12:00:00.000Z",
+                     *         "participants": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        voiceSession: components["schemas"]["VoiceSession"];
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    endVoiceSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session id (this service issues UUIDs); an unknown id is 404. At most 128 characters, no control characters */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "voiceSession": {
+                     *         "sessionId": "8f4e2c1a-5b7d-4e3f-9a1b-2c3d4e5f6a7b",
+                     *         "room": "string",
+                     *         "status": "active",
+                     *         "endReason": "string",
+                     *         "identity": "string",
+                     *         "agentName": "Billing_Agent",
+                     *         "environment": "string",
+                     *         "createdAt": "2026-01-31T12:00:00.000Z",
+                     *         "endedAt": "2026-01-31T12:00:00.000Z",
+                     *         "participants": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        voiceSession: components["schemas"]["VoiceSession"];
+                    };
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNAUTHORIZED",
+                     *         "message": "A valid API key or bearer token is required"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "RATE_LIMIT_EXCEEDED",
+                     *         "message": "Rate limit exceeded"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
             };
         };
     };

@@ -15,6 +15,8 @@ import {
   humanTaskSignal,
   httpAsyncReplySignal,
   httpAsyncSessionEndedSignal,
+  endVoiceRoomSignal,
+  voiceRoomWorkflowId,
   sessionEndedSignal,
   resetUpdate,
   stateQuery,
@@ -647,12 +649,18 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
     await wf.condition(() => inFlight === 0);
     await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason });
   }
+  // A real-time voice session's room closes with it. Only `voice_realtime` sessions take this
+  // path, and none was recorded before it: it needs no marker.
+  if (input.channel === 'voice_realtime') {
+    await signalConversation(voiceRoomWorkflowId(input.sessionId), endVoiceRoomSignal, { reason: reason === 'deleted' ? 'deleted' : 'session_ended' });
+  }
   return { status: 'ended', reason };
 }
 
 /**
- * Tells an HTTP-async session's conversation (a durable signal command). Only sessions started by
- * a conversation carry `httpAsync`, so no recorded history meets this code: it needs no marker.
+ * Tells an HTTP-async session's conversation, or a voice session's room (a durable signal
+ * command). Only sessions started by a conversation carry `httpAsync`, and only voice rooms'
+ * sessions have the `voice_realtime` channel, so no recorded history meets this code: it needs no marker.
  */
 async function signalConversation<T>(workflowId: string, signal: wf.SignalDefinition<[T]>, arg: T): Promise<void> {
   try {

@@ -20,7 +20,8 @@ export const waitProbeUpdate = defineUpdate<{ nudges: number }, [{ after: number
 // ---------------------------------------------------------------------------------------------
 // AgentSession (`session/<sessionId>`): one workflow per conversation.
 
-export type SessionChannel = 'api' | 'web_debug' | 'voice' | 'http_async';
+/** `voice`: a phone call; `voice_realtime`: a LiveKit voice room (docs/voice.md). */
+export type SessionChannel = 'api' | 'web_debug' | 'voice' | 'voice_realtime' | 'http_async';
 
 export interface SessionStartInput {
   sessionId: string;
@@ -727,3 +728,37 @@ export interface RetentionSweepResult {
 }
 
 export type RetentionSweepWorkflow = (input: RetentionSweepInput) => Promise<RetentionSweepResult>;
+
+// ---------------------------------------------------------------------------------------------
+// VoiceRoom (`voice-room/<sessionId>`): one LiveKit room of a real-time voice session (docs/voice.md).
+// Schedules the voice agent's `attendVoiceRoom` on the voice task queue and, when it returns or
+// the room is told to end, closes the room (`closeVoiceRoom` on the main task queue).
+
+export const VOICE_ROOM_WORKFLOW_TYPE = 'voiceRoom';
+export const voiceRoomWorkflowId = (sessionId: string): string => `voice-room/${sessionId}`;
+
+export interface VoiceRoomInput {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  roomName: string;
+  /** The agent's voiceConfig when the room was made. */
+  voiceConfig: Record<string, unknown>;
+  recording: boolean;
+  /** The task queue the voice agents serve (config `voiceTaskQueue`). */
+  voiceTaskQueue: string;
+  /** How long the attend activity may wait for a voice agent to take it (s); past it the room closes, `no_voice_agent`. */
+  agentWaitSeconds: number;
+}
+
+export interface VoiceRoomResult {
+  /** Why the room closed: the attend activity's reason, the end signal's, `no_voice_agent` or `voice_agent_failed`. */
+  reason: string;
+  /** Turns the voice agent reported; null when it did not return. */
+  turns: number | null;
+}
+
+/** Ends the room: the session ended or was deleted, the voice session was ended through its route, a project's deletion. */
+export const endVoiceRoomSignal = defineSignal<[{ reason: string }]>('endVoiceRoom');
+
+export type VoiceRoomWorkflow = (input: VoiceRoomInput) => Promise<VoiceRoomResult>;

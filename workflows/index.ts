@@ -12,3 +12,4 @@ export { agentAssistConversation } from './agent-assist-conversation';
 export { deliverWebhookWorkflow } from './agent-workflows';
 export { dataDeletion } from './data-deletion';
 export { retentionSweep } from './retention-sweep';
+export { voiceRoom } from './voice-room';

@@ -6,6 +6,7 @@ import { Context } from '@temporalio/activity';
 import { type ActivityDeps } from '..';
 import { deleteProjectData, deleteProjectRecord, deleteTenantData, type DeletedCounts } from '../../core/lifecycle/cascade';
 import { terminateScopeWorkflows } from '../../core/lifecycle/workflows';
+import { closeScopeVoiceRooms } from '../../core/voice/rooms';
 import { enforceRetention, listRetentionPolicies, recordRetentionRun, zeroCounts } from '../../core/lifecycle/retention';
 import type { DataDeletionInput, DataDeletionResult, RetentionProjectOutcome } from '../../workflows/definitions';
 import { driverCollection } from '../../db/driver-collection';
@@ -19,12 +20,14 @@ function earlier<T>(): T | undefined {
 export function createLifecycleActivities(deps: ActivityDeps) {
   const { models, logger } = deps;
   return {
-    /** Terminates the scope's running workflows; the count includes an earlier attempt's. */
+    /** Closes the scope's open voice rooms, then terminates its running workflows; the count includes an earlier attempt's. */
     async endScopeWorkflows(input: DataDeletionInput): Promise<number> {
       if (!deps.temporalClient) throw new Error('endScopeWorkflows needs the worker\'s Temporal client');
       const before = earlier<number>() ?? 0;
       let ended = before;
       const reason = input.projectId ? `project ${input.projectId} deleted` : `tenant ${input.tenantId} deleted`;
+      // Open voice rooms first: closed on LiveKit and their places given back, which a terminated room workflow would not do.
+      await closeScopeVoiceRooms({ config: deps.config, models, temporalClient: deps.temporalClient }, input);
       ended += await terminateScopeWorkflows(deps.temporalClient, input, reason, () => Context.current().heartbeat(ended));
       return ended;
     },

@@ -14,6 +14,7 @@ export const SDK_CORS_PATHS = [
   '/api/v1/feedback',
   '/api/v1/sessions/:id/transcripts',
   '/api/projects/:projectId/sessions/:id/attachments',
+  '/api/v1/voice/sessions',
 ];
 
 const ALLOWED_HEADERS = 'Content-Type, X-Public-Key, X-API-Key, X-SDK-Token, Idempotency-Key, Last-Event-ID';

@@ -75,7 +75,10 @@ export const ZListSessionsQuery = z.object({
     .enum([...SESSION_STATUSES, 'suspended'])
     .optional()
     .describe('`active` or `ended`; `suspended`: active sessions waiting on an async tool call'),
-  channel: z.enum(SESSION_CHANNELS).optional().describe('`api`, `web_debug`, `voice` or `http_async`'),
+  channel: z
+    .enum(SESSION_CHANNELS)
+    .optional()
+    .describe('`api`, `web_debug`, `voice` (phone calls and real-time voice rooms), `voice_realtime` (voice rooms only) or `http_async`'),
 });
 export type TListSessionsQuery = z.infer<typeof ZListSessionsQuery>;
 

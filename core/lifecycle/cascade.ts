@@ -61,6 +61,7 @@ export const CASCADE: Record<ModelKey, { project: ProjectRule; tenant: TenantRul
   HttpAsyncConversation: { project: 'project', tenant: 'tenant' },
   ChannelConnection: { project: 'project', tenant: 'tenant' },
   VoiceEvent: { project: 'project', tenant: 'tenant' },
+  VoiceRoom: { project: 'project', tenant: 'tenant' },
   OutboundCall: { project: 'project', tenant: 'tenant' },
   Recording: { project: 'project', tenant: 'tenant' },
   AnalyticsEvent: { project: 'project', tenant: 'tenant' },

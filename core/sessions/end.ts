@@ -11,6 +11,7 @@ import { forgetRunningSession } from './running-sessions';
 import { type SessionScope } from './scope';
 import { deleteSessionAttachments } from '../attachments/store';
 import { deleteSessionStores } from '../memory-stores/stores';
+import { signalVoiceRoomEnd } from '../voice/room-signal';
 import {
   type AgentSessionWorkflow,
   isTemporalUnavailable,
@@ -92,9 +93,11 @@ export interface DeletedSession {
  * trace events, transcript messages and summary. Temporal unavailable → 503, nothing deleted.
  */
 export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessionId: string): Promise<DeletedSession> {
-  await findSession(ctx.models, scope, sessionId);
+  const session = await findSession(ctx.models, scope, sessionId);
   forgetRunningSession(ctx, scope.tenantId, sessionId);
   const workflow = await endSessionWorkflow(ctx, { tenantId: scope.tenantId, sessionId }, 'deleted');
+  // A voice session's room closes with it (its workflow told it too, unless it was terminated).
+  if (session.channel === 'voice_realtime') await signalVoiceRoomEnd(await temporalClient(ctx), sessionId, 'deleted');
   // Its open human tasks wait for nobody now.
   await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };

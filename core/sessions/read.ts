@@ -131,7 +131,8 @@ export async function listSessions(models: Models, scope: SessionScope, query: S
     ...(environments?.length ? { environment: { $in: [...environments] } } : {}),
     // `suspended` is the finer runtime status of an active session.
     ...(query.status === 'suspended' ? { status: 'active', runtimeStatus: 'suspended' } : query.status ? { status: query.status } : {}),
-    ...(query.channel ? { channel: query.channel } : {}),
+    // `voice` is the voice family: phone calls and real-time voice rooms (as the analytics group them).
+    ...(query.channel === 'voice' ? { channel: { $in: ['voice', 'voice_realtime'] } } : query.channel ? { channel: query.channel } : {}),
   };
   const [total, sessions] = await Promise.all([
     models.Session.countDocuments(filter),

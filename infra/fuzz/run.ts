@@ -1,5 +1,6 @@
 // `npm run fuzz`: schemathesis against a real ephemeral stack (Temporal dev server in memory,
-// FerretDB on a PostgreSQL cluster in a temp dir, the real API and worker as child processes),
+// FerretDB on a PostgreSQL cluster in a temp dir, a LiveKit server on loopback, the real API and
+// worker as child processes),
 // authenticated with a seeded admin key. Prints one summary line and exits non-zero on any failure (docs/testing.md).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +15,7 @@ import { createApiKey, createProject, createTenant } from '../../core/tenancy/ac
 import { createScope } from '../../core/platform-keys/scopes';
 import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
 import { type Config } from '../../lib/config';
-import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
+import { freePort, manage, ROOT, startFerretDb, startLiveKitServer, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
 import { seedDevProject } from '../seed-project';
 import { parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize, type FuzzOptions } from './options';
 
@@ -45,6 +46,9 @@ function stackEnv(extra: Record<string, string>): Record<string, string> {
     SESSION_MESSAGES_PER_MINUTE: '100000',
     MAX_CONCURRENT_SESSIONS: '100000',
     MAX_TURNS_IN_FLIGHT: '10000',
+    // No voice agent runs here: a room nobody attends closes after this long (no_voice_agent).
+    VOICE_MAX_ROOMS: '1000',
+    VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: '30',
     SHUTDOWN_GRACE_MS: '2000',
     ...extra,
   };
@@ -185,16 +189,27 @@ async function main(): Promise<number> {
   process.on('SIGTERM', () => void stopAll().then(() => process.exit(143)));
   try {
     const began = Date.now();
-    const [temporal, ferret] = await Promise.all([
+    // Voice sessions make real rooms: the voice routes reach their logic rather than 503.
+    const liveKitSecret = newSecretToken(32);
+    const [temporal, ferret, liveKit] = await Promise.all([
       freePort().then((port) => startTemporalDevServer({ port, uiPort: null })),
       startFerretDb({ dataDir: path.join(tmpDir, 'ferretdb'), port: 0 }),
+      startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: await freePort(), rtcTcpPort: await freePort(), rtcUdpPort: await freePort(), apiKey: 'fuzzkey', apiSecret: liveKitSecret }),
     ]);
-    started.push(temporal.process, ferret.process);
+    started.push(temporal.process, ferret.process, liveKit.process);
     const mongoUri = `${ferret.uri.replace(/\/$/, '')}/switchboard_fuzz`;
     const seeded = await seed(mongoUri);
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const env = stackEnv({ PORT: String(port), MONGODB_URI: mongoUri, TEMPORAL_ADDRESS: temporal.address, PUBLIC_BASE_URL: baseUrl });
+    const env = stackEnv({
+      PORT: String(port),
+      MONGODB_URI: mongoUri,
+      TEMPORAL_ADDRESS: temporal.address,
+      PUBLIC_BASE_URL: baseUrl,
+      LIVEKIT_URL: liveKit.url,
+      LIVEKIT_API_KEY: 'fuzzkey',
+      LIVEKIT_API_SECRET: liveKitSecret,
+    });
     rmSync(options.reportDir, { recursive: true, force: true });
     mkdirSync(options.reportDir, { recursive: true });
     const logFile = path.join(options.reportDir, 'stack.log');

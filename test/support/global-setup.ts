@@ -1,18 +1,23 @@
 // Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
 // installed CLI via @temporalio/testing's existing-path; never a download) and FerretDB on a
-// PostgreSQL cluster in a temp dir (stopped by global-teardown.ts), all on free ports. Builds
-// the workflow bundle once, with `npm run build:workflows`' own script, for every worker of the run.
+// Starts the shared ephemeral stack once per `npm test`: a Temporal dev server in memory (the
+// installed CLI via @temporalio/testing's existing-path; never a download), FerretDB on a
+// PostgreSQL cluster in a temp dir and a LiveKit server on loopback (stopped by
+// global-teardown.ts), all on free ports. Builds the workflow bundle once, with
+// `npm run build:workflows`' own script, for every worker of the run.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { ROOT, startFerretDb, toolPath, type ManagedProcess } from '../../infra/processes';
+import { freePort, ROOT, startFerretDb, startLiveKitServer, toolPath, type ManagedProcess } from '../../infra/processes';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
   env: TestWorkflowEnvironment;
   ferret: ManagedProcess;
+  liveKit: ManagedProcess;
   tmpDir: string;
 }
 
@@ -33,13 +38,21 @@ export default async function globalSetup(): Promise<void> {
   // through the same check as a production worker (test/integration/deploy/workflow-bundle.test.ts
   // holds what the file proves).
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
-  const [ferret] = await Promise.all([startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }), buildWorkflows(bundlePath)]);
+  const liveKitSecret = randomBytes(24).toString('hex');
+  const [ferret, liveKit] = await Promise.all([
+    startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
+    startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: await freePort(), rtcTcpPort: await freePort(), rtcUdpPort: await freePort(), apiKey: 'testkey', apiSecret: liveKitSecret }),
+    buildWorkflows(bundlePath),
+  ]);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
   process.env.SB_TEST_MONGODB_URI = ferret.uri;
   process.env.SB_TEST_POSTGRES_URL = ferret.postgres!.url;
   process.env.SB_TEST_WORKFLOW_BUNDLE = bundlePath;
+  process.env.SB_TEST_LIVEKIT_URL = liveKit.url;
+  process.env.SB_TEST_LIVEKIT_API_KEY = 'testkey';
+  process.env.SB_TEST_LIVEKIT_API_SECRET = liveKitSecret;
   process.env.SB_TEST_TMP = tmpDir;
-  (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, tmpDir };
+  (globalThis as { __sbStack?: SharedStackHandles }).__sbStack = { env, ferret: ferret.process, liveKit: liveKit.process, tmpDir };
 }
 
 /** Runs `infra/build-workflows.ts` (what `npm run build:workflows` runs); fails the setup when it fails. */

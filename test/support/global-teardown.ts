@@ -5,6 +5,6 @@ import { type SharedStackHandles } from './global-setup';
 export default async function globalTeardown(): Promise<void> {
   const stack = (globalThis as { __sbStack?: SharedStackHandles }).__sbStack;
   if (!stack) return;
-  await Promise.allSettled([stack.env.teardown(), stack.ferret.stop()]);
+  await Promise.allSettled([stack.env.teardown(), stack.ferret.stop(), stack.liveKit?.stop()]);
   rmSync(stack.tmpDir, { recursive: true, force: true });
 }

@@ -77,6 +77,10 @@ export function testConfig(overrides: Record<string, string> = {}, mongoUri?: st
     // Worker processes a test starts load the workflow bundle the global setup built instead of
     // bundling again (seconds of CPU each on a 2-core box).
     ...(process.env.SB_TEST_WORKFLOW_BUNDLE ? { WORKFLOW_BUNDLE_PATH: process.env.SB_TEST_WORKFLOW_BUNDLE } : {}),
+    // The shared LiveKit server: voice rooms of every file live there, named by their session ids.
+    ...(process.env.SB_TEST_LIVEKIT_URL
+      ? { LIVEKIT_URL: process.env.SB_TEST_LIVEKIT_URL, LIVEKIT_API_KEY: process.env.SB_TEST_LIVEKIT_API_KEY!, LIVEKIT_API_SECRET: process.env.SB_TEST_LIVEKIT_API_SECRET! }
+      : {}),
     ...overrides,
   });
 }

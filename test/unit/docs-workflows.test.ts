@@ -8,6 +8,7 @@ import ts from 'typescript';
 import * as registered from '../../workflows';
 import { searchAttributeSpecs } from '../../workflows/search-attributes';
 import { createActivities, type ActivityDeps } from '../../activities';
+import type { VoiceAgentActivities } from '../../activities/voice/types';
 import { loadConfig } from '../../lib/config';
 
 const ROOT = join(__dirname, '../..');
@@ -101,7 +102,9 @@ const registeredTypes = Object.entries(registered)
 const declaredAttributes = new Map(searchAttributeSpecs().map((s) => [s.name, s.typeName]));
 // The activity factory only closes over its dependencies; a config is all it reads while building.
 const config = loadConfig({ MONGODB_URI: 'mongodb://127.0.0.1:27017/docs', JWT_SECRET: 'x'.repeat(32) });
-const activityNames = Object.keys(createActivities({ config } as ActivityDeps));
+// The voice agent process serves its activities on the voice task queue (activities/voice/types.ts), not this factory.
+const voiceAgentActivities: (keyof VoiceAgentActivities)[] = ['attendVoiceRoom'];
+const activityNames = [...Object.keys(createActivities({ config } as ActivityDeps)), ...voiceAgentActivities];
 
 describe('docs/architecture.md, Workflows', () => {
   it('has one row per workflow type the worker registers (workflows/index.ts), and no other', () => {

@@ -1,5 +1,5 @@
 // Configuration is validated once, and a bad value is reported by the variable's name.
-import { ConfigError, loadConfig } from '../../../lib/config';
+import { ConfigError, liveKitConfigured, loadConfig } from '../../../lib/config';
 
 const minimal = { MONGODB_URI: 'mongodb://127.0.0.1:27017/sb', JWT_SECRET: 'x'.repeat(32) };
 
@@ -112,4 +112,18 @@ it('takes the widget demo page settings together, and refuses them in production
   expect(() => loadConfig({ ...minimal, WIDGET_DEMO_PUBLIC_KEY: demo.WIDGET_DEMO_PUBLIC_KEY })).toThrow(/go together/);
   expect(() => loadConfig({ ...minimal, ...demo, WIDGET_DEMO_PUBLIC_KEY: 'abl_notapublickey' })).toThrow(/WIDGET_DEMO_PUBLIC_KEY: must be a public widget key/);
   expect(() => loadConfig({ ...minimal, ...demo, NODE_ENV: 'production' })).toThrow(/must not be set when NODE_ENV=production/);
+});
+
+it('takes LiveKit as URL, key and secret together, and derives the voice task queue', () => {
+  const liveKit = { LIVEKIT_URL: 'wss://demo.livekit.cloud', LIVEKIT_API_KEY: 'APIkey', LIVEKIT_API_SECRET: 's'.repeat(32) };
+  const none = loadConfig(minimal);
+  expect(none).toMatchObject({ VOICE_MAX_ROOMS: 20, VOICE_TOKEN_TTL_SECONDS: 300, VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: 60, voiceTaskQueue: 'switchboard-voice' });
+  expect(liveKitConfigured(none)).toBe(false);
+  expect(liveKitConfigured(loadConfig({ ...minimal, ...liveKit }))).toBe(true);
+  expect(loadConfig({ ...minimal, TEMPORAL_TASK_QUEUE: 'main', VOICE_TASK_QUEUE: 'voices' }).voiceTaskQueue).toBe('voices');
+  expect(loadConfig({ ...minimal, TEMPORAL_TASK_QUEUE: 'main' }).voiceTaskQueue).toBe('main-voice');
+  expect(() => loadConfig({ ...minimal, LIVEKIT_URL: liveKit.LIVEKIT_URL })).toThrow(/go together/);
+  expect(() => loadConfig({ ...minimal, ...liveKit, LIVEKIT_API_SECRET: 'short' })).toThrow(/LIVEKIT_API_SECRET: must be at least 32 characters/);
+  expect(() => loadConfig({ ...minimal, ...liveKit, LIVEKIT_URL: 'ftp://x.example' })).toThrow(/LIVEKIT_URL/);
+  expect(() => loadConfig({ ...minimal, VOICE_TOKEN_TTL_SECONDS: '5' })).toThrow(/VOICE_TOKEN_TTL_SECONDS/);
 });

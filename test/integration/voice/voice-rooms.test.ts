@@ -1,0 +1,227 @@
+// Real-time voice sessions against the real stack: the shared LiveKit server (livekit-server from
+// .tools/bin), Temporal, the store and the main worker, with no voice agent running. A create makes
+// the session (channel voice_realtime), a room that exists on LiveKit and a token for that room
+// only; the deployment-wide cap answers 429 at N+1 and frees a place when a room closes; ending
+// the session (its DELETE, or the voice session's) closes the room and ends its record, the
+// unanswered attend activity cancelled, and so does deleting the project; another tenant's project
+// or session is 404 and a bad body 400, both changing nothing.
+import { temporal } from '@temporalio/proto';
+import { RoomServiceClient, TokenVerifier } from 'livekit-server-sdk';
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { liveKitHttpUrl } from '../../../core/voice/livekit';
+import { openVoiceRooms } from '../../../db/voice-room';
+
+jest.setTimeout(120_000);
+
+const MAX_ROOMS = 2;
+const SHOP = 'https://shop.example.com';
+const AGENT = `AGENT: Concierge
+GOAL: "Help callers."
+VOICE:
+  voice: "en-us"
+  language: en-US
+  silence_timeout: 6
+FLOW:
+  steps: [listen]
+  listen:
+    REASONING: false
+    RESPOND: "Go ahead."
+    ON_INPUT:
+      - ELSE:
+        THEN: listen
+`;
+
+let stack: TestStack;
+let t: SeededTenant;
+let other: SeededTenant;
+let api: ReturnType<typeof client>;
+let rooms: RoomServiceClient;
+let verifier: TokenVerifier;
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: true, env: { VOICE_MAX_ROOMS: String(MAX_ROOMS), VOICE_TOKEN_TTL_SECONDS: '120', VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: '45' } });
+  [t, other] = await Promise.all([seedTenant(stack.ctx), seedTenant(stack.ctx)]);
+  api = client(stack.baseUrl);
+  await Promise.all([publishAgent(api, t, 'Concierge', AGENT), publishAgent(api, other, 'Concierge', AGENT)]);
+  const { LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET } = stack.config;
+  rooms = new RoomServiceClient(liveKitHttpUrl(LIVEKIT_URL!), LIVEKIT_API_KEY, LIVEKIT_API_SECRET);
+  verifier = new TokenVerifier(LIVEKIT_API_KEY!, LIVEKIT_API_SECRET!);
+});
+afterAll(async () => {
+  // Rooms this file left open are closed on the shared server.
+  for (const room of await stack.ctx.models.VoiceRoom.find({ status: 'active' }).lean()) await rooms.deleteRoom(room.roomName).catch(() => undefined);
+  await stack.close();
+});
+
+const create = (key: string, json: unknown, headers: Record<string, string> = {}) => api.post('/api/v1/voice/sessions', { key, json, headers });
+const roomExists = async (name: string) => (await rooms.listRooms([name])).some((r) => r.name === name);
+const roomRecord = (sessionId: string) => stack.ctx.models.VoiceRoom.findById(sessionId).lean();
+
+/** What a refused request must leave as it was. */
+async function footprint() {
+  const [sessions, records, open, live] = await Promise.all([
+    stack.ctx.models.Session.countDocuments({}),
+    stack.ctx.models.VoiceRoom.countDocuments({}),
+    openVoiceRooms(stack.ctx.models),
+    rooms.listRooms(),
+  ]);
+  return { sessions, records, open, live: live.length };
+}
+
+it('makes the session, a room on LiveKit and a token that joins that room only', async () => {
+  const res = await create(t.adminKey, { projectId: t.projectId, participantName: 'Ada' });
+  expect(res.status).toBe(201);
+  const body = res.body;
+  expect(body).toMatchObject({
+    success: true,
+    room: `voice-${body.sessionId}`,
+    url: stack.config.LIVEKIT_URL,
+    agentName: 'Concierge',
+    environment: 'dev',
+    voiceConfig: { voice: 'en-us', language: 'en-US', silenceTimeout: 6 },
+  });
+  expect(body.identity).toMatch(/^caller-[0-9a-f]{16}$/);
+
+  const [live] = await rooms.listRooms([body.room]);
+  expect(live).toMatchObject({ name: body.room, emptyTimeout: 45, departureTimeout: 45 });
+  expect(JSON.parse(live!.metadata)).toEqual({ sessionId: body.sessionId, projectId: t.projectId, agentName: 'Concierge' });
+
+  const claims = await verifier.verify(body.token);
+  expect(claims.sub).toBe(body.identity);
+  expect(claims.name).toBe('Ada');
+  expect(claims.video).toEqual({ roomJoin: true, room: body.room, canPublish: true, canSubscribe: true, canPublishData: true });
+  expect(claims.exp).toBe(Math.floor(Date.parse(body.expiresAt) / 1000));
+  expect(Date.parse(body.expiresAt) - Date.now()).toBeLessThanOrEqual(120_000);
+  // Signed with the deployment's secret: another secret does not verify it.
+  await expect(new TokenVerifier(stack.config.LIVEKIT_API_KEY!, 'x'.repeat(40)).verify(body.token)).rejects.toThrow();
+
+  const session = await stack.ctx.models.Session.findById(body.sessionId).lean();
+  expect(session).toMatchObject({ tenantId: t.tenantId, projectId: t.projectId, channel: 'voice_realtime', status: 'active' });
+  const voiceListed = await api.get(`/api/projects/${t.projectId}/sessions?channel=voice`, { key: t.adminKey });
+  expect(voiceListed.body.sessions.map((s: { id: string }) => s.id)).toContain(body.sessionId);
+
+  const read = await api.get(`/api/v1/voice/sessions/${body.sessionId}`, { key: t.adminKey });
+  expect(read.status).toBe(200);
+  expect(read.body.voiceSession).toMatchObject({ sessionId: body.sessionId, room: body.room, status: 'active', endReason: null, participants: 0 });
+
+  // The same Idempotency-Key answers the same session (a fresh token), and makes nothing more.
+  const first = await create(t.adminKey, { projectId: t.projectId }, { 'idempotency-key': 'call-1' });
+  const before = await footprint();
+  const again = await create(t.adminKey, { projectId: t.projectId }, { 'idempotency-key': 'call-1' });
+  expect([first.status, again.status]).toEqual([201, 201]);
+  expect(again.body).toMatchObject({ sessionId: first.body.sessionId, room: first.body.room, identity: first.body.identity });
+  expect(await footprint()).toEqual(before);
+
+  // Both end through the sessions API, which closes their rooms (next test looks at how).
+  for (const id of [body.sessionId, first.body.sessionId]) expect((await api.delete(`/api/projects/${t.projectId}/sessions/${id}`, { key: t.adminKey })).status).toBe(200);
+  await eventually(() => openVoiceRooms(stack.ctx.models), (n) => n === 0, 20_000, 100);
+});
+
+it('closes the room when the session ends, with no voice agent in it', async () => {
+  // Deleting the session through the sessions API.
+  const deleted = await create(t.adminKey, { projectId: t.projectId });
+  expect(await roomExists(deleted.body.room)).toBe(true);
+  expect((await api.delete(`/api/projects/${t.projectId}/sessions/${deleted.body.sessionId}`, { key: t.adminKey })).status).toBe(200);
+  const closed = await eventually(() => roomRecord(deleted.body.sessionId), (r) => r?.status === 'ended', 20_000, 100);
+  expect(closed).toMatchObject({ status: 'ended', endReason: 'deleted', endedAt: expect.any(Date) });
+  expect(await roomExists(deleted.body.room)).toBe(false);
+
+  // Ending the voice session: its session ends, then its room closes; the attend activity no voice agent took is cancelled.
+  const ended = await create(t.adminKey, { projectId: t.projectId });
+  const res = await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey });
+  expect(res.status).toBe(200);
+  expect(res.body.voiceSession).toMatchObject({ sessionId: ended.body.sessionId, status: 'ended', endReason: 'session_ended', participants: null });
+  expect(await roomExists(ended.body.room)).toBe(false);
+  expect(await stack.ctx.models.Session.findById(ended.body.sessionId).lean()).toMatchObject({ status: 'ended' });
+  const client = await stack.ctx.temporal.client();
+  const history = await client.workflow.getHandle(`voice-room/${ended.body.sessionId}`).fetchHistory();
+  const { EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EVENT_TYPE_ACTIVITY_TASK_STARTED, EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED } = temporal.api.enums.v1.EventType;
+  const scheduled = history.events!.filter((e) => e.eventType === EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+  expect(scheduled).toEqual(['attendVoiceRoom', 'closeVoiceRoom']);
+  expect(history.events!.filter((e) => e.eventType === EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED)).toHaveLength(1);
+  // Never taken by a voice agent: only the close activity started.
+  expect(history.events!.filter((e) => e.eventType === EVENT_TYPE_ACTIVITY_TASK_STARTED)).toHaveLength(1);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+  // The session ending on its own (its end signal, as an idle timeout or COMPLETE end it): its workflow tells the room.
+  const own = await create(t.adminKey, { projectId: t.projectId });
+  await client.workflow.getHandle(`session/${own.body.sessionId}`).signal('end', { reason: 'idle_timeout' });
+  expect(await eventually(() => roomRecord(own.body.sessionId), (r) => r?.status === 'ended', 20_000, 100)).toMatchObject({ endReason: 'session_ended' });
+  expect(await roomExists(own.body.room)).toBe(false);
+  // Ending it again answers it unchanged.
+  expect((await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession).toMatchObject({ status: 'ended', endReason: 'session_ended' });
+});
+
+it(`refuses room ${MAX_ROOMS + 1} with 429 until one closes`, async () => {
+  const open = await Promise.all(Array.from({ length: MAX_ROOMS }, () => create(t.adminKey, { projectId: t.projectId })));
+  expect(open.map((r) => r.status)).toEqual(Array(MAX_ROOMS).fill(201));
+  const before = await footprint();
+  // Another tenant counts against the same cap: it is the deployment's.
+  const refused = await create(other.adminKey, { projectId: other.projectId });
+  expect(refused.status).toBe(429);
+  expect(refused.body).toEqual({ success: false, error: { code: 'RATE_LIMIT_EXCEEDED', message: 'Concurrent voice room limit exceeded' }, retryAfterMs: 30_000 });
+  expect(refused.headers.get('retry-after')).toBe('30');
+  expect(await footprint()).toEqual(before);
+
+  expect((await api.post(`/api/v1/voice/sessions/${open[0]!.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession.status).toBe('ended');
+  const admitted = await create(t.adminKey, { projectId: t.projectId });
+  expect(admitted.status).toBe(201);
+  for (const r of [open[1]!, admitted]) await api.post(`/api/v1/voice/sessions/${r.body.sessionId}/end`, { key: t.adminKey });
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+});
+
+it("answers 404 for another tenant's project or voice session, and 400 for a bad body, changing nothing", async () => {
+  const mine = await create(t.adminKey, { projectId: t.projectId });
+  const before = await footprint();
+  const cross = await create(other.adminKey, { projectId: t.projectId });
+  expect(cross.status).toBe(404);
+  expect(cross.body.error.code).toBe('NOT_FOUND');
+  expect((await create(t.adminKey, { projectId: t.projectId, agentId: 'Nobody' })).status).toBe(404);
+  expect((await api.get(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: other.adminKey })).status).toBe(404);
+  expect((await api.post(`/api/v1/voice/sessions/${mine.body.sessionId}/end`, { key: other.adminKey })).status).toBe(404);
+  // A key bound to the tenant's other project does not see it either.
+  expect((await api.get(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: await t.keyWith(['admin'], t.otherProjectId) })).status).toBe(404);
+
+  for (const bad of [{}, { projectId: t.projectId, extra: 1 }, { projectId: t.projectId, participantName: 'x'.repeat(129) }, { projectId: t.projectId, environment: 'qa' }, { projectId: 42 }]) {
+    const res = await create(t.adminKey, bad);
+    expect([res.status, res.body.success, res.body.error?.code]).toEqual([400, false, 'VALIDATION_ERROR']);
+  }
+  expect((await create(t.adminKey, { projectId: t.projectId }, { 'idempotency-key': 'not a key!' })).status).toBe(400);
+  expect(await footprint()).toEqual(before);
+  expect(await roomExists(mine.body.room)).toBe(true);
+  await api.post(`/api/v1/voice/sessions/${mine.body.sessionId}/end`, { key: t.adminKey });
+});
+
+it("gives a widget's end user a room as itself, and only its own voice sessions", async () => {
+  const pk = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Shop', allowedOrigins: [SHOP], environment: 'dev' } });
+  const init = async () => (await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.body.publicKey.key, origin: SHOP }, json: { projectId: t.projectId } })).body;
+  const [alice, bob] = [await init(), await init()];
+  const res = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId } });
+  expect(res.status).toBe(201);
+  expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
+  expect(res.body.identity).toBe(alice.endUserId);
+  expect((await verifier.verify(res.body.token)).sub).toBe(alice.endUserId);
+  expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } })).status).toBe(200);
+  expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': bob.token, origin: SHOP } })).status).toBe(404);
+  const ended = await api.post(`/api/v1/voice/sessions/${res.body.sessionId}/end`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } });
+  expect(ended.body.voiceSession.status).toBe('ended');
+});
+
+it("closes a project's open rooms when the project is deleted, giving their places back", async () => {
+  const open = await create(other.adminKey, { projectId: other.projectId });
+  expect(open.status).toBe(201);
+  const res = await api.delete(`/api/projects/${other.projectId}`, { key: other.adminKey });
+  expect(res.status).toBe(202);
+  const deletion = await eventually(
+    () => api.get(`/api/deletions/${res.body.deletion.id}`, { key: other.adminKey }),
+    (r) => r.body.deletion?.status === 'completed',
+    60_000,
+    200,
+  );
+  expect(deletion.body.deletion.deleted).toMatchObject({ voice_rooms: 1 });
+  expect(await roomExists(open.body.room)).toBe(false);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+  expect(await roomRecord(open.body.sessionId)).toBeNull();
+});
