@@ -6,7 +6,7 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export const SESSION_STATUSES = ['active', 'ended'] as const;
-export const SESSION_CHANNELS = ['api', 'web_debug', 'voice', 'http_async'] as const;
+export const SESSION_CHANNELS = ['api', 'web_debug', 'voice', 'http_async', 'voice_realtime'] as const;
 export const CONTAINMENT_TYPES = ['contained', 'contained_resolved', 'contained_partial', 'contained_unresolved', 'escalated', 'abandoned'] as const;
 export const ANALYTICS_STATUSES = ['active', 'ended', 'completed', 'escalated', 'abandoned', 'failed'] as const;
 

@@ -212,6 +212,17 @@ export const ConfigSchema = z.object({
   VOICE_REPLY_WAIT_MS: positiveInt.max(14000).default(10000),
   /** How many such redirects one turn may take before the caller is told it takes too long. */
   VOICE_REPLY_MAX_POLLS: positiveInt.max(100).default(12),
+  /** The LiveKit server real-time voice rooms live on (`ws://` or `wss://`); LiveKit Cloud or a cluster in production (docs/voice.md). */
+  LIVEKIT_URL: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL').optional(),
+  LIVEKIT_API_KEY: z.string().min(1).optional(),
+  /** The LiveKit API secret the room tokens are signed with (at least 32 characters). */
+  LIVEKIT_API_SECRET: z.string().min(32).optional(),
+  /** The task queue of the voice agent processes (`npm run voice-worker`); default `<TEMPORAL_TASK_QUEUE>-voice`. */
+  VOICE_TASK_QUEUE: z.string().min(1).optional(),
+  /** Seconds a voice room may stay without its caller before the voice agent leaves it. */
+  VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: positiveInt.max(3600).default(60),
+  /** Voice rooms one voice agent process attends at once (each one decodes, recognises and speaks audio). */
+  VOICE_AGENT_MAX_ROOMS: positiveInt.max(1000).default(8),
   /**
    * The key of the outbound calls' destination blind index (HMAC-SHA256 of the normalised number;
    * base64, 32 bytes). Unset outside production: derived from the master key ring's current key
@@ -417,6 +428,8 @@ type RawConfig = z.infer<typeof ConfigSchema>;
 /** Validated configuration with derived values filled in. */
 export interface Config extends RawConfig {
   PUBLIC_BASE_URL: string;
+  /** VOICE_TASK_QUEUE, or `<TEMPORAL_TASK_QUEUE>-voice`. */
+  voiceTaskQueue: string;
 }
 
 export class ConfigError extends Error {
@@ -488,5 +501,5 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   // RATE_LIMIT_STORE=memory in production is allowed as an explicit single-node choice; the
   // API logs a warning about it at start (api/server.ts).
-  return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}` };
+  return { ...raw, PUBLIC_BASE_URL: raw.PUBLIC_BASE_URL ?? `http://localhost:${raw.PORT}`, voiceTaskQueue: raw.VOICE_TASK_QUEUE ?? `${raw.TEMPORAL_TASK_QUEUE}-voice` };
 }

@@ -20,7 +20,7 @@ export const waitProbeUpdate = defineUpdate<{ nudges: number }, [{ after: number
 // ---------------------------------------------------------------------------------------------
 // AgentSession (`session/<sessionId>`): one workflow per conversation.
 
-export type SessionChannel = 'api' | 'web_debug' | 'voice' | 'http_async';
+export type SessionChannel = 'api' | 'web_debug' | 'voice' | 'http_async' | 'voice_realtime';
 
 export interface SessionStartInput {
   sessionId: string;
