@@ -4,7 +4,7 @@
 // track, with barge-in, the greeting, silence reprompts, captions on the data topic `captions` and
 // a voice metrics row per turn. The conversation lives in the session's workflow; this activity
 // heartbeats its progress so a retry on another voice agent continues without greeting again.
-import { Context, type Context as ActivityContext } from '@temporalio/activity';
+import { CancelledFailure, Context, type Context as ActivityContext } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import {
   AudioFrame,
@@ -185,9 +185,13 @@ class RoomAttendance {
     const onCancel = () => {
       // The room workflow cancelling (the session ended) is an ending; anything else (this worker
       // shutting down, a lost heartbeat) fails the attempt so another voice agent takes over.
-      const details = this.activity.cancellationDetails;
-      if (details?.cancelRequested && !details.workerShutdown) this.finish({ reason: 'cancelled' });
-      else this.finish({ error: this.activity.cancellationSignal.reason ?? new Error('cancelled') });
+      // The server's cancel carries the reason CANCELLED (its details are not always filled in);
+      // NOT_FOUND: the room's workflow closed without waiting, so nobody is left to take over.
+      const reason: unknown = this.activity.cancellationSignal.reason;
+      const requested = this.activity.cancellationDetails?.cancelRequested || (reason instanceof CancelledFailure && (reason.message === 'CANCELLED' || reason.message === 'NOT_FOUND'));
+      if (requested) return this.finish({ reason: 'cancelled' });
+      this.log.warn({ reason: reason instanceof Error ? reason.message : String(reason) }, 'leaving the voice room for another voice agent to take over');
+      this.finish({ error: reason ?? new Error('cancelled') });
     };
     if (this.activity.cancellationSignal.aborted) onCancel();
     else this.activity.cancellationSignal.addEventListener('abort', onCancel, { once: true });
