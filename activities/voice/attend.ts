@@ -4,7 +4,7 @@
 // track, with barge-in, the greeting, silence reprompts, captions on the data topic `captions` and
 // a voice metrics row per turn. The conversation lives in the session's workflow; this activity
 // heartbeats its progress so a retry on another voice agent continues without greeting again.
-import { CancelledFailure, Context, type Context as ActivityContext } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context, type Context as ActivityContext } from '@temporalio/activity';
 import { type Client } from '@temporalio/client';
 import {
   AudioFrame,
@@ -191,7 +191,9 @@ class RoomAttendance {
       const requested = this.activity.cancellationDetails?.cancelRequested || (reason instanceof CancelledFailure && (reason.message === 'CANCELLED' || reason.message === 'NOT_FOUND'));
       if (requested) return this.finish({ reason: 'cancelled' });
       this.log.warn({ reason: reason instanceof Error ? reason.message : String(reason) }, 'leaving the voice room for another voice agent to take over');
-      this.finish({ error: reason ?? new Error('cancelled') });
+      // A failure (not a cancellation) is what the server retries on another voice agent.
+      const why = reason instanceof Error ? reason.message : String(reason);
+      this.finish({ error: ApplicationFailure.retryable(`The voice agent left the room (${why}); another takes it over`, 'VOICE_AGENT_STOPPED') });
     };
     if (this.activity.cancellationSignal.aborted) onCancel();
     else this.activity.cancellationSignal.addEventListener('abort', onCancel, { once: true });

@@ -139,6 +139,8 @@ test('the agent greets, answers with captions and audio, is interrupted, and sur
   );
   expect(turnRow).toMatchObject({ connectionId: null, callSid: roomName, data: { source: 'room', input: 'speech', confidence: 0.9, interrupted: true } });
   expect(turnRow!.data.latencyMs).toEqual(expect.any(Number));
+  // The link's quality from WebRTC's statistics, and the MOS estimated from it.
+  expect(turnRow!.data).toMatchObject({ jitterMs: expect.any(Number), packetLossPct: expect.any(Number), mos: expect.any(Number) });
   expect(turnRow!.data.interruptedText).toEqual(expect.any(String));
   expect(ANSWER.endsWith(turnRow!.data.interruptedText as string)).toBe(true);
   expect((turnRow!.data.interruptedText as string).length).toBeGreaterThan(0);

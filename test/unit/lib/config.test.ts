@@ -113,3 +113,9 @@ it('takes the widget demo page settings together, and refuses them in production
   expect(() => loadConfig({ ...minimal, ...demo, WIDGET_DEMO_PUBLIC_KEY: 'abl_notapublickey' })).toThrow(/WIDGET_DEMO_PUBLIC_KEY: must be a public widget key/);
   expect(() => loadConfig({ ...minimal, ...demo, NODE_ENV: 'production' })).toThrow(/must not be set when NODE_ENV=production/);
 });
+
+it('puts voice agents on their own task queue beside the main one unless VOICE_TASK_QUEUE names one, and refuses a short LiveKit secret', () => {
+  expect(loadConfig({ ...minimal, TEMPORAL_TASK_QUEUE: 'main' })).toMatchObject({ voiceTaskQueue: 'main-voice', VOICE_AGENT_MAX_ROOMS: 8, VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: 60 });
+  expect(loadConfig({ ...minimal, VOICE_TASK_QUEUE: 'rooms' }).voiceTaskQueue).toBe('rooms');
+  expect(() => loadConfig({ ...minimal, LIVEKIT_API_SECRET: 'short' })).toThrow(/LIVEKIT_API_SECRET/);
+});
