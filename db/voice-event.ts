@@ -11,7 +11,8 @@ export interface VoiceEventDoc {
   _id: string;
   tenantId: string;
   projectId: string;
-  connectionId: string;
+  /** Null for a real-time voice room's events (`callSid` is then the room's name). */
+  connectionId: string | null;
   callSid: string;
   /** Null for a call that never became a session (an answering machine hung up on). */
   sessionId: string | null;
@@ -29,7 +30,7 @@ const VoiceEventSchema = new Schema<VoiceEventDoc>(
     _id: { type: String, required: true },
     tenantId: { type: String, required: true },
     projectId: { type: String, required: true },
-    connectionId: { type: String, required: true },
+    connectionId: { type: String, default: null },
     callSid: { type: String, required: true },
     sessionId: { type: String, default: null },
     environment: { type: String, default: null },

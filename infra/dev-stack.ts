@@ -204,6 +204,7 @@ async function main(): Promise<void> {
 
     for (const [name, entry] of [
       ['worker', 'workers/main.ts'],
+      ['voice-agent', 'workers/voice-agent.ts'],
       ['api', 'api/server.ts'],
     ] as const) {
       const proc = manage(name, spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env, stdio: 'inherit' }));

@@ -411,3 +411,34 @@ function uuidFromHash(input: string): string {
   const h = createHash('sha256').update(input).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
+
+/** A turn a channel process sends into a session it attends (a voice room's utterance, its greeting). */
+export interface SessionTurnOptions {
+  sessionId: string;
+  /** The session's message: the caller's words, or empty with `startOnly` (the greeting). */
+  message: string;
+  startOnly?: boolean;
+  /** Stable across resends of the same turn, so a resent turn is answered once. */
+  updateId: string;
+  channel: 'voice_realtime';
+}
+
+/**
+ * One turn of a session the channel already started (core/sessions/start.ts), as the chat route
+ * sends a continuing session's turn: the session's `turn` update, resent while its workflow task is
+ * dropped, timed for /metrics, and its failures mapped as the chat route maps them (an ended
+ * session is CONFLICT). No message budget: the channel charged its session when it started it.
+ */
+export async function runSessionTurn(ctx: CoreContext, options: SessionTurnOptions): Promise<TurnResult> {
+  const turn: TurnUpdateInput = { clientMessageId: options.updateId, retryable: true, message: options.message, ...(options.startOnly ? { startOnly: true } : {}) };
+  const deadline = Date.now() + ctx.config.REQUEST_TIMEOUT_MS;
+  try {
+    const client = await ctx.temporal.client();
+    const handle = client.workflow.getHandle(sessionWorkflowId(options.sessionId));
+    return await timeTurn(options.channel, () =>
+      sendUpdateResendingDropped(deadline, () => client.withDeadline(deadline, () => handle.executeUpdate(turnUpdate, { args: [turn], updateId: options.updateId }))),
+    );
+  } catch (err) {
+    throw toApiError(err);
+  }
+}

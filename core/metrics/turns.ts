@@ -4,7 +4,7 @@
 // conversations and app runs.
 import { switchboardMetrics } from '../../lib/metrics/registry';
 
-export type TurnChannel = 'api' | 'http_async' | 'app_run';
+export type TurnChannel = 'api' | 'http_async' | 'app_run' | 'voice_realtime';
 
 export async function timeTurn<T>(channel: TurnChannel, send: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();

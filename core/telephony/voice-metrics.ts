@@ -19,7 +19,8 @@ export const estimateSpeechMs = (text: string): number => Math.round(text.trim()
 export interface CallRef {
   tenantId: string;
   projectId: string;
-  connectionId: string;
+  /** The channel connection of a phone call; null for a real-time voice room (its name is the `callSid`). */
+  connectionId: string | null;
   callSid: string;
   sessionId: string | null;
   /** The connection's environment, so that a key bound to environments sees only their calls. */
@@ -38,8 +39,11 @@ export interface VoiceEventInput {
 /** What the ingestion path needs of its process. */
 export type VoiceMetricsContext = Pick<CoreContext, 'models' | 'logger'>;
 
-/** `<connectionId>:<callSid>:<type>:<n>`: the same on every retry of the webhook that writes it. */
-export const voiceEventId = (call: Pick<CallRef, 'connectionId' | 'callSid'>, type: VoiceEventType, n: number) => `${call.connectionId}:${call.callSid}:${type}:${n}`;
+/**
+ * `<connectionId>:<callSid>:<type>:<n>` (`room:<roomName>:…` for a voice room): the same on every
+ * retry of the webhook or activity that writes it.
+ */
+export const voiceEventId = (call: Pick<CallRef, 'connectionId' | 'callSid'>, type: VoiceEventType, n: number) => `${call.connectionId ?? 'room'}:${call.callSid}:${type}:${n}`;
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
@@ -61,7 +65,8 @@ export function voiceAnalyticsEvent(doc: VoiceEventDoc): NewAnalyticsEvent {
     eventType: doc.type,
     agentName: doc.type === 'voice.call_started' && typeof data.agent === 'string' ? data.agent : null,
     sessionId: doc.sessionId,
-    channel: 'voice',
+    // A row with no connection is a real-time voice room's.
+    channel: doc.connectionId === null ? 'voice_realtime' : 'voice',
     timestamp: doc.at,
     durationMs,
     error,

@@ -1,0 +1,83 @@
+// Voice agent process entry (`npm run voice-worker`): a Temporal worker on the voice task queue
+// (config.voiceTaskQueue) that serves only `attendVoiceRoom`, at most VOICE_AGENT_MAX_ROOMS rooms
+// at once. SIGINT/SIGTERM stop it gracefully: no new room is taken, rooms in progress get
+// SHUTDOWN_GRACE_MS, then their attempts fail and another voice agent takes them over.
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { ConfigError, loadConfig, type Config } from '../lib/config';
+import { createLogger, type Logger } from '../lib/logger';
+import { temporalConnectionSettings } from '../lib/temporal-options';
+import { payloadCodecForProcess, switchboardDataConverter } from '../lib/payload-codec';
+import { connectMongo } from '../db/connection';
+import { createModels } from '../db/models';
+import { createVoiceAgentActivities, type VoiceAgentDeps } from '../activities/voice/attend';
+import { createVad, speechToTextFromConfig, textToSpeechFromConfig, voiceProviderWarnings } from '../providers/voice';
+import type { SpeechToText, TextToSpeech, VoiceActivityDetector } from '../providers/voice/types';
+
+/** The speech providers a voice agent runs with. */
+export interface VoiceProviders {
+  speechToText: SpeechToText;
+  textToSpeech: TextToSpeech;
+  createVad(options?: { speechTimeout?: number }): VoiceActivityDetector;
+  sttHints?: readonly string[];
+}
+
+/** The providers VOICE_STT_PROVIDER / VOICE_TTS_PROVIDER name (providers/voice/index.ts), loaded before the first room. */
+export async function voiceProvidersFromConfig(config: Config, logger?: Logger): Promise<VoiceProviders> {
+  for (const warning of voiceProviderWarnings(config)) logger?.warn(warning);
+  const speechToText = speechToTextFromConfig(config, { onWarning: (message) => logger?.warn(message) });
+  const textToSpeech = textToSpeechFromConfig(config);
+  await Promise.all([speechToText.warmUp?.(), textToSpeech.warmUp?.()]);
+  return { speechToText, textToSpeech, createVad: (options) => createVad(options ?? {}) };
+}
+
+export interface RunVoiceAgentOptions {
+  config: Config;
+  logger: Logger;
+  providers: (config: Config) => Promise<VoiceProviders>;
+}
+
+/** Connects to the store and Temporal and serves rooms until the process is told to stop. */
+export async function runVoiceAgent({ config, logger, providers: makeProviders }: RunVoiceAgentOptions): Promise<void> {
+  const payloadCodec = payloadCodecForProcess(config, logger);
+  const models = createModels(await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS }));
+  const connection = await NativeConnection.connect(temporalConnectionSettings(config));
+  const providers = await makeProviders(config);
+  const dataConverter = switchboardDataConverter(payloadCodec);
+  const temporalClient = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  const deps: VoiceAgentDeps = { config, models, logger, temporalClient, ...providers };
+  const worker = await Worker.create({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.voiceTaskQueue,
+    activities: createVoiceAgentActivities(deps),
+    dataConverter,
+    // Each room holds a live media session: the cap is what one process can decode and speak.
+    maxConcurrentActivityTaskExecutions: config.VOICE_AGENT_MAX_ROOMS,
+    shutdownGraceTime: config.SHUTDOWN_GRACE_MS,
+  });
+  logger.info({ taskQueue: config.voiceTaskQueue, maxRooms: config.VOICE_AGENT_MAX_ROOMS }, 'voice agent started');
+  try {
+    await worker.run();
+  } finally {
+    await Promise.allSettled([providers.speechToText.close?.(), providers.textToSpeech.close?.()]);
+    await connection.close();
+    await models.connection.close();
+    logger.info('voice agent stopped');
+  }
+}
+
+if (require.main === module) {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${err.message}\nSee docs/configuration.md.\n`);
+    process.exit(2);
+  }
+  runVoiceAgent({ config, logger: createLogger({ level: config.LOG_LEVEL, name: 'voice-agent' }), providers: voiceProvidersFromConfig }).catch((err: unknown) => {
+    process.stderr.write(`voice agent failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  });
+}
