@@ -3,13 +3,14 @@
 // running while a random worker is killed with SIGKILL every few seconds and restarted, and the
 // Temporal dev server and the store are each restarted once. Then every conversation is checked
 // against its expected transcript.
-//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000] [--log FILE]
+//   node --import tsx bench/chaos.ts [--conversations 50] [--turns 5] [--kills 100] [--kill-every 3000] [--min-uptime 0] [--log FILE]
 // Each conversation: a handoff to a second agent and back (turns 1–2), then turns that call an
 // HTTP tool whose calls a local endpoint counts per conversation and turn, then an async tool call
 // (the session suspends; the local endpoint acknowledges and posts the signed callback a moment
 // later, resending it on 503, 409 or a dropped connection as docs/callbacks.md says), then an
-// escalation to a human task that the bench resolves through the API (resent on 503; a 409 whose
-// winning resolution is the bench's own means an earlier attempt went through). After each of the
+// escalation to a human task that the bench resolves through the API with an Idempotency-Key
+// (resent with the same key on 503, 429, 5xx or a dropped connection: a resend after an attempt
+// that went through is answered 200 with the task). After each of the
 // two the lane waits for the resumed reply in the transcript before it goes on. Clients send every
 // turn with an Idempotency-Key and resend it (to either API) on 503, 429, a dropped connection or
 // no answer in time, as docs/chat-api.md says; anything else is counted as "not answered".
@@ -28,6 +29,7 @@ import { freePort, manage, ROOT, startFerretDb, startTemporalDevServer, waitForH
 import { loadConfig, type Config } from '../lib/config';
 import { writeWorkflowBundle } from '../workers/workflow-bundle';
 import { Client, Connection } from '@temporalio/client';
+import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
 import { payloadCodecFromConfig, switchboardDataConverter } from '../lib/payload-codec';
 import { type ApiProcess } from '../test/support/api-process';
 import { childEnv, FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
@@ -38,6 +40,8 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '5' },
     kills: { type: 'string', default: '100' },
     'kill-every': { type: 'string', default: '3000' },
+    /** A worker is killed only once it has been up this long (0: as soon as it runs). On a machine where a worker takes a minute to start, a kill every few seconds otherwise takes each worker as it comes up and no workflow task runs at all. */
+    'min-uptime': { type: 'string', default: '0' },
     workers: { type: 'string', default: '3' },
     apis: { type: 'string', default: '2' },
     /** A file for the API and worker processes' warnings and errors (JSON lines). */
@@ -50,6 +54,7 @@ const LANES = Number(values.conversations);
 const TURNS = Math.max(3, Number(values.turns));
 const KILLS = Number(values.kills);
 const KILL_EVERY_MS = Number(values['kill-every']);
+const MIN_UPTIME_MS = Number(values['min-uptime']);
 const WORKERS = Number(values.workers);
 const APIS = Number(values.apis);
 const CLIENT_TIMEOUT_MS = Number(values['client-timeout']);
@@ -326,13 +331,17 @@ interface AsyncCall {
   accepted: number;
   alreadyProcessed: number;
   resends: number;
+  /** Every answer the deliveries got, in order (status and a short body, or why none came). */
+  answers: string[];
+  /** The same bytes went out on every delivery (the body and signature are made once). */
+  firstSentAt?: number;
   /** A final refusal (410, 404, 401, …) or the delivery's give-up. */
   refused?: string;
   done: boolean;
 }
 const asyncCalls = new Map<string, AsyncCall[]>();
 const waits = { callback: [] as number[], human: [] as number[] };
-const resolveCounts = { resends: 0, conflictsOwn: 0, refused: 0 };
+const resolveCounts = { resends: 0, resentOk: 0, conflictsOwn: 0, refused: 0, statuses: new Map<number, number>() };
 const refusedSamples: string[] = [];
 
 /** Posts a signed callback the way a real caller does: the same bytes until it is answered 200, resent on 503, 409, 429, other 5xx or a dropped connection. */
@@ -344,9 +353,12 @@ async function deliverCallback(apis: ApiProcess[], call: AsyncCall, url: string,
   for (let attempt = 0; Date.now() - started < 10 * 60_000; attempt++) {
     const api = apis[attempt % apis.length]!;
     let answer: Answer;
+    call.firstSentAt ??= Date.now();
     try {
       answer = await send(api.baseUrl, 'POST', urlPath, { 'x-callback-signature': signature, 'content-type': 'application/json' }, undefined, body);
-    } catch {
+      call.answers.push(`${new Date().toISOString().slice(11, 23)} api${attempt % apis.length} ${answer.status} ${JSON.stringify(answer.body).slice(0, 160)}`);
+    } catch (err) {
+      call.answers.push(`${new Date().toISOString().slice(11, 23)} api${attempt % apis.length} no answer: ${(err as Error).message}`);
       call.resends++;
       await sleep(1000);
       continue;
@@ -370,21 +382,26 @@ async function deliverCallback(apis: ApiProcess[], call: AsyncCall, url: string,
   call.done = true;
 }
 
-/** Resolves a human task through the API: resent on 503 or a dropped connection; a 409 whose winning resolution is the bench's own says an earlier attempt went through. */
+/** Resolves a human task through the API with an Idempotency-Key: resent with it on 503, 429, 5xx or a dropped connection; a 409 whose winning resolution is the bench's own (which the key should make impossible) is counted apart. */
 async function resolveTask(apis: ApiProcess[], lane: number, key: string, keyId: string, projectId: string, c: Conversation): Promise<void> {
   const started = Date.now();
+  // One key for this resolution, sent again with every resend: a resend after a dropped answer gets the original 200.
+  const idempotencyKey = `${c.conv}-resolve-${randomUUID().slice(0, 8)}`;
   for (let attempt = 0; Date.now() - started < 10 * 60_000; attempt++) {
     const api = apis[(lane + attempt) % apis.length]!;
     let answer: Answer;
     try {
-      answer = await send(api.baseUrl, 'POST', `/api/projects/${projectId}/human-tasks/${c.taskId}/resolve`, { authorization: `Bearer ${key}` }, { notes: `N-${c.conv}` });
+      answer = await send(api.baseUrl, 'POST', `/api/projects/${projectId}/human-tasks/${c.taskId}/resolve`, { authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey }, { notes: `N-${c.conv}` });
+      resolveCounts.statuses.set(answer.status, (resolveCounts.statuses.get(answer.status) ?? 0) + 1);
     } catch {
+      resolveCounts.statuses.set(0, (resolveCounts.statuses.get(0) ?? 0) + 1);
       resolveCounts.resends++;
       await sleep(1000);
       continue;
     }
     if (answer.status === 200) {
       c.taskResolveOks++;
+      if (attempt > 0) resolveCounts.resentOk++;
       c.taskResolved = true;
       return;
     }
@@ -417,9 +434,9 @@ async function readTranscript(apis: ApiProcess[], key: string, sessionId: string
 }
 
 /** Waits until the session's transcript shows the reply it resumed with; false after the wait. */
-async function waitForResumed(apis: ApiProcess[], key: string, sessionId: string, resumed: string): Promise<boolean> {
+async function waitForResumed(apis: ApiProcess[], key: string, sessionId: string, resumed: string, waitMs = RESUME_WAIT_MS): Promise<boolean> {
   const started = Date.now();
-  while (Date.now() - started < RESUME_WAIT_MS) {
+  while (Date.now() - started < waitMs) {
     const { messages } = await readTranscript(apis, key, sessionId);
     if (messages.some((m) => m.role === 'assistant' && m.content.includes(resumed))) return true;
     await sleep(1000);
@@ -454,7 +471,7 @@ async function main(): Promise<void> {
           const url = body.notify?.url;
           const secret = body.notify?.callbackSecret;
           if (!url || !secret) return;
-          const call: AsyncCall = { callbackId: url.split('/').pop() ?? '', accepted: 0, alreadyProcessed: 0, resends: 0, done: false };
+          const call: AsyncCall = { callbackId: url.split('/').pop() ?? '', accepted: 0, alreadyProcessed: 0, resends: 0, answers: [], done: false };
           asyncCalls.set(conv, [...(asyncCalls.get(conv) ?? []), call]);
           setTimeout(() => void deliverCallback(apisForCallbacks, call, url, secret, { status: 'completed', reference: `R-${conv}` }), CALLBACK_DELAY_MS);
         });
@@ -583,6 +600,8 @@ async function main(): Promise<void> {
     const restartTemporalAt = Math.max(1, Math.floor(KILLS / 3));
     const restartStoreAt = Math.max(1, Math.floor((2 * KILLS) / 3));
     const restarting = new Set<number>();
+    /** When each worker came up. */
+    const upSince: number[] = workers.map(() => Date.now());
     const restarts: Promise<void>[] = [];
     let kills = 0;
     const faultLog: string[] = [];
@@ -592,7 +611,7 @@ async function main(): Promise<void> {
     for (let i = 1; kills < KILLS || !storeRestarted; i++) {
       await sleep(KILL_EVERY_MS);
       if (kills < KILLS) {
-        const candidates = workers.map((w, idx) => (w && !restarting.has(idx) ? idx : -1)).filter((idx) => idx >= 0);
+        const candidates = workers.map((w, idx) => (w && !restarting.has(idx) && Date.now() - (upSince[idx] ?? 0) >= MIN_UPTIME_MS ? idx : -1)).filter((idx) => idx >= 0);
         if (candidates.length > 0) {
           const idx = candidates[Math.floor(Math.random() * candidates.length)]!;
           const victim = workers[idx]!;
@@ -607,6 +626,7 @@ async function main(): Promise<void> {
               for (;;) {
                 try {
                   workers[idx] = await startWorker(config, `worker${idx}`);
+                  upSince[idx] = Date.now();
                   break;
                 } catch (err) {
                   faultLog.push(`worker ${idx} restart failed, again: ${String(err).slice(0, 120)}`);
@@ -660,6 +680,8 @@ async function main(): Promise<void> {
     /** ms a transcript took to show every answered turn, when it was not there at once. */
     const lateTranscripts: number[] = [];
     const problems: string[] = [];
+    /** Conversations whose accepted callback or resolved task shows no resumed reply: looked into below. */
+    const unresumed: { c: Conversation; kind: 'callback' | 'human' }[] = [];
     for (const c of conversations) {
       if (!c.sessionId) {
         unchecked++;
@@ -703,7 +725,10 @@ async function main(): Promise<void> {
           cb.alreadyProcessed += calls.reduce((n, x) => n + x.alreadyProcessed, 0);
           cb.resends += calls.reduce((n, x) => n + x.resends, 0);
           if (c.stuck === 'callback') cb.stuck++;
-          if (accepted > 0 && resumed === 0) cb.lost++;
+          if (accepted > 0 && resumed === 0) {
+            cb.lost++;
+            unresumed.push({ c, kind: 'callback' });
+          }
           if (resumed > 1) cb.twice++;
           if (accepted > 1) cb.acceptedTwice++;
           for (const x of calls.filter((y) => y.refused)) {
@@ -717,7 +742,10 @@ async function main(): Promise<void> {
           ht.created++;
           if (c.taskResolved) ht.resolved++;
           if (c.stuck === 'human') ht.stuck++;
-          if (c.taskResolved && resumed === 0) ht.lost++;
+          if (c.taskResolved && resumed === 0) {
+            ht.lost++;
+            unresumed.push({ c, kind: 'human' });
+          }
           if (resumed > 1) ht.twice++;
           if (c.taskResolveOks > 1) ht.resolvedTwice++;
           if (((c.taskResolved && resumed === 0) || resumed > 1 || c.taskResolveOks > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) task ${c.taskId}: resolved ${String(c.taskResolved)} (${c.taskResolveOks} × 200), ${resumed} resumed replies`);
@@ -735,13 +763,13 @@ async function main(): Promise<void> {
     const calm = latencies.filter((l) => !l.fault).map((l) => l.ms);
     out('');
     out(`conversations: ${conversations.length} (${LANES} at once, ${TURNS} turns each, then an async call and a human task), turns sent ${counts.turns}, answered ${latencies.length}`);
-    out(`faults: ${kills} worker SIGKILLs every ${KILL_EVERY_MS} ms over ${(faultMs / 1000).toFixed(1)} s, 1 Temporal restart, 1 store restart`);
+    out(`faults: ${kills} worker SIGKILLs every ${KILL_EVERY_MS} ms${MIN_UPTIME_MS > 0 ? ` (each after at least ${MIN_UPTIME_MS} ms up)` : ''} over ${(faultMs / 1000).toFixed(1)} s, 1 Temporal restart, 1 store restart`);
     out(`resends (same Idempotency-Key): ${counts.resends} (503: ${counts.resent503}, 429: ${counts.resent429}, dropped: ${counts.resentDropped}, client timeout: ${counts.resentTimeout}); 503 without Retry-After: ${counts.missing503RetryAfter}`);
     out(`not answered (neither a reply nor told to retry): ${counts.notAnswered}; wrong reply: ${counts.wrongReply}; conversations without a session: ${unchecked}`);
     out(`transcripts: lost turns ${lostTurns}, doubled turns ${doubledTurns}, lost replies ${lostReplies}, doubled replies ${doubledReplies}, user rows not sent ${unexpectedRows}`);
     out(`tool side effects: missing ${toolMissing}, repeated calls ${toolRepeats} (at-least-once activities: a call in flight when its worker is killed is made again)`);
     out(`async tool callbacks: sessions suspended ${cb.suspended}, callback accepted ${cb.accepted}, lost (accepted, never resumed) ${cb.lost}, applied twice ${cb.twice}, accepted twice ${cb.acceptedTwice}, refused ${cb.refused}; async calls missing ${cb.callsMissing}, repeated ${cb.callsRepeated}; deliveries resent ${cb.resends}, already_processed ${cb.alreadyProcessed}; lanes that gave up waiting ${cb.stuck}`);
-    out(`human tasks: created ${ht.created}, resolved ${ht.resolved} (resolve resent ${resolveCounts.resends}, 409 with the bench's own resolution ${resolveCounts.conflictsOwn}, refused ${resolveCounts.refused}), lost (resolved, never resumed) ${ht.lost}, resumed twice ${ht.twice}, resolved twice ${ht.resolvedTwice}; lanes that gave up waiting ${ht.stuck}`);
+    out(`human tasks: created ${ht.created}, resolved ${ht.resolved} (resolve resent ${resolveCounts.resends} with the same Idempotency-Key, ${resolveCounts.resentOk} of them answered 200 after a resend; answers by status ${[...resolveCounts.statuses.entries()].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st || 'none'}: ${n}`).join(', ')}; 409 with the bench's own resolution ${resolveCounts.conflictsOwn}, refused ${resolveCounts.refused}), lost (resolved, never resumed) ${ht.lost}, resumed twice ${ht.twice}, resolved twice ${ht.resolvedTwice}; lanes that gave up waiting ${ht.stuck}`);
     out(latencyLine('callback → resumed reply in transcript', waits.callback));
     out(latencyLine('escalation → resolved → resumed reply', waits.human));
     out(latencyLine('transcripts complete only after waiting', lateTranscripts));
@@ -772,6 +800,58 @@ async function main(): Promise<void> {
       } catch (err) {
         if (c.stuck) out(`  ${c.conv} session/${c.sessionId}: history not read (${String(err).slice(0, 200)})`);
       }
+    }
+    // Each session that never showed its resumed reply: is it late or lost? Its transcript again
+    // after a further wait, its suspension record, the API's answers to each delivery, and every
+    // run of its workflow (continue-as-new) with the resume signals it holds.
+    if (unresumed.length > 0) {
+      const diagConnection = await connectMongo(config.MONGODB_URI);
+      const diagModels = createModels(diagConnection);
+      for (const { c, kind } of unresumed) {
+        const resumedText = script(c.conv).find((s) => s.kind === kind)!.resumed!;
+        const lateAt = Date.now();
+        const late = await waitForResumed(apis, key, c.sessionId!, resumedText, 120_000);
+        out(`  ${c.conv} session/${c.sessionId} ${kind}: ${late ? `resumed reply in the transcript ${since(lateAt)} after the check (late, not lost)` : 'still no resumed reply 120 s after the check'}`);
+        if (kind === 'callback') {
+          for (const call of asyncCalls.get(c.conv) ?? []) {
+            const doc = await diagModels.Suspension.findOne({ _id: call.callbackId }).lean();
+            out(`    suspension ${call.callbackId}: ${doc ? JSON.stringify({ status: doc.status, createdAt: doc.createdAt, claimedAt: doc.claimedAt, deliveredAt: doc.deliveredAt, resumedVia: doc.resumedVia, expiresAt: doc.expiresAt }) : 'no record'}`);
+            out(`    deliveries (same bytes each time, first at ${call.firstSentAt ? new Date(call.firstSentAt).toISOString().slice(11, 23) : '-'}): ${call.answers.join(' | ')}`);
+          }
+        }
+        try {
+          const runs: string[] = [];
+          for await (const wfx of temporalClient.workflow.list({ query: `WorkflowId = "session/${c.sessionId}"` })) runs.push(wfx.runId);
+          const state = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).query<Record<string, unknown>>('state').then((v) => JSON.stringify({ status: v.status, step: v.step, pending: v.pending, turnCount: v.turnCount }), (err: unknown) => `not queried: ${String(err).slice(0, 80)}`);
+          out(`    workflow: ${runs.length} runs; state ${state}`);
+          for (const runId of runs.reverse()) {
+            const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`, runId).fetchHistory();
+            const lines: string[] = [];
+            for (const e of history.events ?? []) {
+              const at = e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)).toISOString().slice(11, 23) : '?';
+              const sig = e.workflowExecutionSignaledEventAttributes;
+              if (sig && (sig.signalName === 'callback' || sig.signalName === 'humanTask')) {
+                const [arg] = await decodeArrayFromPayloads(temporalClient.options.loadedDataConverter, sig.input?.payloads);
+                const a = arg as { callbackId?: string; taskId?: string; via?: string; outcome?: string };
+                lines.push(`#${String(e.eventId)} ${at} signal ${sig.signalName} ${a.callbackId ?? a.taskId ?? ''} ${a.via ?? a.outcome ?? ''}`);
+              }
+              if (e.workflowExecutionContinuedAsNewEventAttributes) lines.push(`#${String(e.eventId)} ${at} continued as new`);
+              if (e.workflowTaskFailedEventAttributes) lines.push(`#${String(e.eventId)} ${at} task failed ${String(e.workflowTaskFailedEventAttributes.cause)}`);
+              if (e.workflowTaskTimedOutEventAttributes) lines.push(`#${String(e.eventId)} ${at} task timed out`);
+              const upd = e.workflowExecutionUpdateAcceptedEventAttributes;
+              if (upd) lines.push(`#${String(e.eventId)} ${at} update ${upd.acceptedRequest?.input?.name ?? ''} accepted`);
+              const act = e.activityTaskScheduledEventAttributes;
+              if (act) lines.push(`#${String(e.eventId)} ${at} activity ${act.activityType?.name ?? ''}`);
+              const marker = e.markerRecordedEventAttributes;
+              if (marker) lines.push(`#${String(e.eventId)} ${at} marker ${marker.markerName ?? ''}`);
+            }
+            out(`    run ${runId}: ${history.events?.length ?? 0} events: ${lines.join('; ')}`);
+          }
+        } catch (err) {
+          out(`    history not read: ${String(err).slice(0, 200)}`);
+        }
+      }
+      await diagConnection.close();
     }
     await temporalClient.connection.close();
     out(`failed workflow tasks in session histories (current runs): ${[...causes.values()].reduce((a, b) => a + b, 0)} in ${failedSessions} sessions`);

@@ -33,7 +33,7 @@ export interface HumanTaskDoc {
   assignedToTeam: string | null;
   claimedAt: Date | null;
   dueAt: Date | null;
-  resolution: { respondedBy: string; displayName?: string | null; decision: string | null; fields: Record<string, unknown>; notes: string | null; resolvedAt: string } | null;
+  resolution: { respondedBy: string; displayName?: string | null; decision: string | null; fields: Record<string, unknown>; notes: string | null; resolvedAt: string; idempotency?: { key: string; request: string } } | null;
   cancelReason: string | null;
   history: { action: string; from: string | null; to: string; by: string | null; at: string; note?: string }[];
   createdBy: string;

@@ -343,6 +343,16 @@ export interface HumanTaskResolution {
   fields: Record<string, unknown>;
   notes: string | null;
   resolvedAt: string;
+  /** The Idempotency-Key the resolve was sent with, hashed with its credential, and its request's hash: a resend is known by them. */
+  idempotency?: ResolveIdempotency;
+}
+
+/** What a resolve sent with an Idempotency-Key is known by (hashes only: neither the key nor the body is kept in clear). */
+export interface ResolveIdempotency {
+  /** sha256 of the resolving credential and the key. */
+  key: string;
+  /** sha256 of the request (task id and body). */
+  request: string;
 }
 
 export interface HumanTaskTransition {
@@ -389,6 +399,8 @@ export interface ResolveTaskInput {
   decision?: string;
   fields?: Record<string, unknown>;
   notes?: string;
+  /** Set when the request carried an Idempotency-Key; kept with the resolution. */
+  idempotency?: ResolveIdempotency;
 }
 export interface CancelTaskInput {
   reason?: string;

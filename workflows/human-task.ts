@@ -124,6 +124,8 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
           fields: i.fields ?? {},
           notes: i.notes ?? null,
           resolvedAt: new Date().toISOString(),
+          // State only, no command: histories without it replay the same.
+          ...(i.idempotency ? { idempotency: i.idempotency } : {}),
         };
         transition('resolved', 'completed', i.respondedBy, i.decision);
       }),

@@ -23,7 +23,8 @@ import {
   type ZTaskDetail,
   type ZTaskListItem,
 } from './schemas';
-import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, resolveTask, taskWorkflowId, type TaskScope } from '../../core/human-tasks/tasks';
+import { assignTask, cancelTask, claimTask, createTask, findTask, listTasks, publicResolution, resolveTask, taskWorkflowId, type TaskScope } from '../../core/human-tasks/tasks';
+import { readIdempotencyKey } from '../http/idempotency-key';
 
 const TAGS = ['Human tasks'];
 /** The caller's tasks: its project, and for an environment-bound key only its environments' tasks. */
@@ -72,7 +73,7 @@ function presentTask(t: Task): z.infer<typeof ZTaskDetail> {
     fields: t.fields as z.infer<typeof ZTaskDetail>['fields'],
     routing: (t.routing as Record<string, unknown> | null) ?? null,
     claimedAt: iso(t.claimedAt),
-    resolution: t.resolution ? { ...t.resolution, displayName: t.resolution.displayName ?? null } : null,
+    resolution: t.resolution ? { ...publicResolution(t.resolution), displayName: t.resolution.displayName ?? null } : null,
     cancelReason: t.cancelReason,
     createdBy: t.createdBy,
     session: t.sessionId ? { id: t.sessionId, href: `/api/projects/${t.projectId}/sessions/${t.sessionId}` } : null,
@@ -193,7 +194,10 @@ export const humanTaskRoutes: AnyRoute[] = [
       'name (`resolution.displayName`). Exactly once: of concurrent resolves one wins; the others get 409 with `error.details.resolution` (the ' +
       'winner’s). 422 names every missing or mistyped form field, every field the form does not have and every outcome name (`approved`, ' +
       '`rejected`, `resolved`, `expired`, `cancelled` …: only `decision` and the outcome set those); `decision` is required for approval and ' +
-      'decision tasks. 409 also when another credential claimed it.',
+      'decision tasks. 409 also when another credential claimed it. ' +
+      'Send `Idempotency-Key` (1-128 letters, digits and `._:-`) to make a resent request count once: the same key with the same body ' +
+      'answers 200 with the task as that request resolved it, even after the task completed; the same key with another body is 409 ' +
+      '`IDEMPOTENCY_CONFLICT`. A key is the calling credential\'s own (another credential\'s same key is another key).',
     tags: TAGS,
     auth: 'human_task:write',
     params: ZTaskParams,
@@ -202,8 +206,9 @@ export const humanTaskRoutes: AnyRoute[] = [
     errorStatuses: [400, 404, 409, 422, 503],
     links: taskLinks('$request.path.taskId'),
     response: ZTaskResponse,
-    async handler({ ctx, principal, project, params, body }) {
-      return { success: true, task: presentTask(await resolveTask(ctx, scopeOf(principal, project), params.taskId, actorOf(principal), body)) };
+    async handler({ ctx, principal, project, params, body, req }) {
+      const task = await resolveTask(ctx, scopeOf(principal, project), params.taskId, actorOf(principal), body, readIdempotencyKey(req));
+      return { success: true, task: presentTask(task) };
     },
   }),
   defineRoute({

@@ -2,7 +2,8 @@
 // the task's workflow (the truth), which answers with the task once its projection is written.
 // A refused transition is the validator's error (409, 400); a task whose workflow has finished
 // answers from the projection, so a late resolve still gets 409 with the winning resolution.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { canonicalJson } from '../../lib/canonical-json';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { DomainError } from '../../lib/errors';
 import { linkToTraceparent, withSpan } from '../../lib/tracing';
@@ -17,6 +18,8 @@ import {
   TERMINAL_TASK_STATUSES,
   type HumanTaskStartInput,
   type HumanTaskPriority,
+  type HumanTaskResolution,
+  type ResolveIdempotency,
   type HumanTaskStatus,
   type HumanTaskView,
   type HumanTaskWorkflow,
@@ -147,7 +150,37 @@ const VERB: Record<Transition, string> = { claim: 'claim', assign: 'assign', res
  * Sends one transition to the task's workflow. When the workflow has already finished (resolved,
  * expired or cancelled a moment ago) the projection holds its final state: 409 with it.
  */
-async function transition(ctx: CoreContext, scope: TaskScope, taskId: string, kind: Transition, send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>): Promise<HumanTaskDoc | HumanTaskView> {
+async function transition(
+  ctx: CoreContext,
+  scope: TaskScope,
+  taskId: string,
+  kind: Transition,
+  send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>,
+  keyed: ResolveIdempotency | null = null,
+): Promise<HumanTaskDoc | HumanTaskView> {
+  try {
+    return await sendTransition(ctx, scope, taskId, kind, send);
+  } catch (err) {
+    const refused = err instanceof DomainError && err.code === 'CONFLICT' ? (err.details as { status?: string; resolution?: HumanTaskResolution | null } | undefined) : undefined;
+    const made = refused?.status === 'completed' ? refused.resolution?.idempotency : undefined;
+    if (!refused?.resolution || !made) throw err;
+    // Completed by a resolve sent with an Idempotency-Key: this key's earlier attempt, or another.
+    if (keyed && made.key === keyed.key) {
+      if (made.request !== keyed.request) throw new DomainError('IDEMPOTENCY_CONFLICT', { message: 'This Idempotency-Key was already used to resolve the task with a different request', cause: err });
+      return findTask(ctx, scope, taskId);
+    }
+    throw new DomainError('CONFLICT', { message: (err as DomainError).message, details: { ...refused, resolution: publicResolution(refused.resolution) }, cause: err });
+  }
+}
+
+/** A resolution as answers show it: without the hashes a keyed resolve is known by. */
+export function publicResolution<T extends HumanTaskResolution | null>(resolution: T): T {
+  if (!resolution?.idempotency) return resolution;
+  const { idempotency: _hashes, ...shown } = resolution;
+  return shown as T;
+}
+
+async function sendTransition(ctx: CoreContext, scope: TaskScope, taskId: string, kind: Transition, send: (handle: ReturnType<Awaited<ReturnType<typeof temporalClient>>['workflow']['getHandle']>) => Promise<HumanTaskView>): Promise<HumanTaskDoc | HumanTaskView> {
   const stored = await findTask(ctx, scope, taskId);
   if (TERMINAL_TASK_STATUSES.includes(stored.status as HumanTaskStatus)) throw finished(stored, kind);
   const client = await temporalClient(ctx);
@@ -193,11 +226,32 @@ export function assignTask(ctx: CoreContext, scope: TaskScope, taskId: string, b
   return transition(ctx, scope, taskId, 'assign', (h) => h.executeUpdate(assignTaskUpdate, { args: [{ ...body, by }] }));
 }
 
-export function resolveTask(ctx: CoreContext, scope: TaskScope, taskId: string, actor: TaskActor, body: { respondedBy?: string; decision?: string; fields: Record<string, unknown>; notes?: string }) {
+/** The resolve body, as the route takes it. */
+export type ResolveTaskBody = { respondedBy?: string; decision?: string; fields: Record<string, unknown>; notes?: string };
+
+/** What a resolve sent with an Idempotency-Key is known by: the key under its credential, and the request. */
+export function resolveIdempotency(actor: TaskActor, idempotencyKey: string, taskId: string, body: ResolveTaskBody): ResolveIdempotency {
+  return {
+    key: createHash('sha256').update(`${actor}\n${idempotencyKey}`).digest('hex'),
+    request: createHash('sha256').update(canonicalJson({ taskId, ...body })).digest('hex'),
+  };
+}
+
+/**
+ * Resolves a task. Without an Idempotency-Key each request is its own resolution. With one, the
+ * update id comes from the key and the request, so a resend while the first is in flight or after
+ * it is the same update (Temporal answers it once), and the resolution keeps the key's and the
+ * request's hashes, so a resend after the task's workflow closed is known from the task itself:
+ * the same key and body answer with the task as resolved, the same key with another body 409
+ * `IDEMPOTENCY_CONFLICT` (transition()).
+ */
+export function resolveTask(ctx: CoreContext, scope: TaskScope, taskId: string, actor: TaskActor, body: ResolveTaskBody, idempotencyKey: string | null = null) {
   const { respondedBy: displayName, ...rest } = body;
-  const input = { ...rest, respondedBy: actor, displayName: displayName ?? null };
+  const keyed = idempotencyKey === null ? null : resolveIdempotency(actor, idempotencyKey, taskId, body);
+  const input = { ...rest, respondedBy: actor, displayName: displayName ?? null, ...(keyed ? { idempotency: keyed } : {}) };
   // One update id per resolution: a retried request is the same update, answered once.
-  return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [input], updateId: `resolve-${randomUUID()}` }));
+  const updateId = keyed ? `resolve-${keyed.key.slice(0, 32)}-${keyed.request.slice(0, 32)}` : `resolve-${randomUUID()}`;
+  return transition(ctx, scope, taskId, 'resolve', (h) => h.executeUpdate(resolveTaskUpdate, { args: [input], updateId }), keyed);
 }
 
 export function cancelTask(ctx: CoreContext, scope: TaskScope, taskId: string, reason: string | undefined, by: string) {

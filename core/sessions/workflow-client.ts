@@ -29,8 +29,12 @@ export function sessionWorkflowId(sessionId: string): string {
 }
 
 const TEMPORAL_TRANSPORT_ERRORS = new Set(['ServiceError', 'TransportError', 'ConnectionError', 'WorkflowUpdateRPCTimeoutOrCancelledError']);
-/** gRPC codes that mean "Temporal did not answer": CANCELLED, DEADLINE_EXCEEDED, UNAVAILABLE. */
-const UNAVAILABLE_GRPC_CODES = new Set([1, 4, 14]);
+/**
+ * gRPC codes that mean "Temporal did not answer, or was too busy to take it": CANCELLED,
+ * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED (a rate limit, or a workflow already holding its limit of
+ * in-flight updates while it has no worker: nothing was accepted), UNAVAILABLE.
+ */
+const UNAVAILABLE_GRPC_CODES = new Set([1, 4, 8, 14]);
 
 export function causes(err: unknown): unknown[] {
   const chain: unknown[] = [];

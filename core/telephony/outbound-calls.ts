@@ -5,6 +5,7 @@
 // initiation and reads the projection the workflow keeps.
 import { createHash } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { canonicalJson } from '../../lib/canonical-json';
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { driverCollection } from '../../db/driver-collection';
@@ -118,19 +119,6 @@ export interface InitiateBody {
   clientReferenceId?: string | null | undefined;
   amdMode?: 'off' | 'continue' | 'disconnect' | undefined;
   sessionMetadata?: Record<string, unknown> | undefined;
-}
-
-/** JSON with object keys sorted, so the same body always hashes the same. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value as Record<string, unknown>)
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
 }
 
 export function initiateRequestHash(scope: OutboundScope, body: InitiateBody): string {

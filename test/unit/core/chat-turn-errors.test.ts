@@ -54,6 +54,10 @@ describe('toApiError', () => {
   it('answers Temporal or the database not answering with 503, by gRPC code or driver class', () => {
     expect(toApiError(new ServiceError('update failed', { cause: grpc(14, '14 UNAVAILABLE: no connection') })).code).toBe('SERVICE_UNAVAILABLE');
     expect(toApiError(new ServiceError('update failed', { cause: grpc(4, '4 DEADLINE_EXCEEDED') })).code).toBe('SERVICE_UNAVAILABLE');
+    // A session holding Temporal's limit of in-flight updates (its workflow task not running) refuses one more: nothing was accepted.
+    const busy = toApiError(new ServiceError('Workflow Update failed', { cause: grpc(8, '8 RESOURCE_EXHAUSTED: limit on number of concurrent in-flight updates has been reached (10)') }));
+    expect(busy.code).toBe('SERVICE_UNAVAILABLE');
+    expect(busy.headers).toMatchObject({ 'Retry-After': expect.any(String) });
     expect(toApiError(new mongo.MongoServerSelectionError('Server selection timed out', {} as never)).code).toBe('SERVICE_UNAVAILABLE');
     expect(toApiError(new mongo.MongoNetworkError('connection reset')).code).toBe('SERVICE_UNAVAILABLE');
   });
