@@ -127,17 +127,20 @@ async function main() {
     const auth = { authorization: `Bearer ${credentials.apiKey}` };
     let failed = 0;
     const sessionIds: string[] = [];
+    let lastFailure = '';
     const start = async () => {
       for (let attempt = 0; attempt < 5; attempt++) {
-        const res = await http.post('/api/v1/chat/agent', { projectId: credentials.projectId, message: 'hello' }, auth);
+        // A refused or dropped request is retried like an error status, and what it was is kept.
+        const res = await http.post('/api/v1/chat/agent', { projectId: credentials.projectId, message: 'hello' }, auth).catch((err: unknown) => ({ status: 0, body: String(err) }));
         if (res.status === 200) {
           sessionIds.push((res.body as { sessionId: string }).sessionId);
           return;
         }
         failed++;
-        await sleep(500);
+        lastFailure = `${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+        await sleep(500 * (attempt + 1));
       }
-      throw new Error('a first turn failed five times');
+      throw new Error(`a first turn failed five times, the last: ${lastFailure}`);
     };
     /** Starts n sessions, `LANES` at a time, until `UNTIL`; prints the rate every 1,000; returns how many started. */
     const startMany = async (n: number) => {
@@ -166,7 +169,8 @@ async function main() {
     };
     const otherMemory = () =>
       `  Temporal server RSS ${(rssOf(stack.pids.temporal) / MB).toFixed(0)} MB, its SQLite file (with WAL) ${(sizeOn(stack.temporalDbFile) / MB).toFixed(0)} MB; ` +
-      `store: FerretDB RSS ${(rssOf(stack.pids.ferret) / MB).toFixed(0)} MB, PostgreSQL postmaster RSS ${(rssOf(stack.pids.postgres) / MB).toFixed(0)} MB, data directory ${(sizeOn(stack.storeDir) / MB).toFixed(0)} MB`;
+      `store: FerretDB RSS ${(rssOf(stack.pids.ferret) / MB).toFixed(0)} MB, PostgreSQL postmaster RSS ${(rssOf(stack.pids.postgres) / MB).toFixed(0)} MB, ` +
+      `PostgreSQL's tables and indexes (base/) ${(sizeOn(path.join(stack.storeDir, 'base')) / MB).toFixed(0)} MB and its WAL ${(sizeOn(path.join(stack.storeDir, 'pg_wal')) / MB).toFixed(0)} MB`;
     const settle = () => sleep(config.SESSION_PROJECTION_FLUSH_MS + 2000);
 
     // Warm-up: the worker's first sessions load the workflow bundle and the compiled project.
@@ -199,7 +203,7 @@ async function main() {
       const now = await probeWorkerMemory(workerPid, probeFile);
       out(
         `\n${point} idle sessions${point < target ? ` (stopped by --until short of ${target})` : ''} (the last ${adding} in ${took.toFixed(0)} s: ${(adding / took).toFixed(1)} sessions/s, ${LANES} at a time; ` +
-          `CPU per session: ${perSession}; the stack used ${(cpuMs / tookMs).toFixed(2)} of ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(1)} at the end; ${failed} first turns retried so far):`,
+          `CPU per session: ${perSession}; the stack used ${(cpuMs / tookMs).toFixed(2)} of ${os.cpus().length} cores, load average ${os.loadavg()[0]!.toFixed(1)} at the end; ${failed} first turns retried so far${lastFailure ? `, the last for ${lastFailure}` : ''}):`,
       );
       out(now?.text ?? '  memory probe: no answer from the worker');
       out(`  ${apiMemory()}`);
@@ -228,6 +232,10 @@ async function main() {
       );
     }
     http.close();
+  } catch (err) {
+    // Printed before the stack closes: a Temporal call still retrying then throws on its closed channel.
+    process.stderr.write(`stopped: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    throw err;
   } finally {
     await stack.close();
   }

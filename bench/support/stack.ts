@@ -51,12 +51,14 @@ export interface BenchStackOptions {
   worker?: 'process' | 'none';
   /** Temporal's SQLite file (in the bench's temp dir) instead of an in-memory database, so its size can be read. */
   temporalDbFile?: boolean;
+  /** A stack's temp dir left by an earlier run (with `temporalDbFile`): started again on its data and kept at close. */
+  reopen?: string;
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), `sb-${options.name}-`));
+  const tmp = options.reopen ?? mkdtempSync(path.join(os.tmpdir(), `sb-${options.name}-`));
   // What has started so far, stopped in reverse if a later step fails (or at close).
-  const undo: (() => Promise<unknown> | void)[] = [() => rmSync(tmp, { recursive: true, force: true })];
+  const undo: (() => Promise<unknown> | void)[] = options.reopen ? [] : [() => rmSync(tmp, { recursive: true, force: true })];
   const stop = async () => {
     for (const step of undo.reverse()) await step();
   };

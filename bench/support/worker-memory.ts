@@ -39,7 +39,7 @@ export async function probeWorkerMemory(pid: number, file: string): Promise<Work
     count = lines.length;
     // The first probe also waits for a thread besides the main one (the workflow thread answers
     // last on a loaded machine) and for 5 s of quiet.
-    if (lines.length >= probeThreads || (probeThreads === 0 && quiet >= 10 && lines.some((l) => l.main) && lines.some((l) => !l.main))) {
+    if ((probeThreads > 0 && lines.length >= probeThreads) || (probeThreads === 0 && quiet >= 10 && lines.some((l) => l.main) && lines.some((l) => !l.main))) {
       probeThreads = Math.max(probeThreads, lines.length);
       const heapUsed = lines.reduce((sum, l) => sum + l.heapUsed, 0);
       const heapPages = lines.reduce((sum, l) => sum + l.heapPhysical, 0);
