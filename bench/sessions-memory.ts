@@ -1,17 +1,18 @@
 // What idle sessions cost: the worker's memory (RSS and live JS heap by thread, after a full GC),
 // the API server's, Temporal's and the store's, and a turn on an idle session, as open sessions
 // that each had one turn pile up.
-//   node --import tsx bench/sessions-memory.ts [--sessions 1000,10000] [--lanes 16] [--cache N] [--until HH:MM] [--idle-timeout-min 1440]
+//   node --import tsx bench/sessions-memory.ts [--sessions 1000,10000] [--lanes 16] [--cache N] [--until HH:MM] [--idle-timeout-min 1440] [--keep]
 // Starts its own stack (bench/support/stack.ts: the API in this process, the worker as its own
 // process with bench/support/memory-probe.js preloaded, Temporal on a SQLite file so its size can
 // be read). `--sessions` are cumulative points; each session is started by a first turn through
 // the HTTP API (`--lanes` at a time) and then left idle. `--cache` sets WORKER_MAX_CACHED_WORKFLOWS
 // (default: the product's 1,000). `--until` (UTC) stops starting sessions at that time and reports
 // the count reached as a last point. `--idle-timeout-min` sets SESSION_IDLE_TIMEOUT_MS (default a
-// day here, against the product's 30 minutes, so that no session ends during the run). A cached session's cost is the workflow thread's live heap
-// growth divided by the sessions it caches; past the cache bound a session costs the worker nothing
-// until its next turn. At each point a second turn goes to the oldest session (evicted from the
-// worker's cache, so it replays) and to the newest (cached), timed.
+// day here, against the product's 30 minutes, so that no session ends during the run); `--keep`
+// leaves the stack's temp dir for bench/sessions-reopen.ts. A cached session's cost is the
+// workflow thread's live heap growth divided by the sessions it caches; past the cache bound a
+// session costs the worker nothing until its next turn. At each point a second turn goes to one of
+// the oldest sessions (evicted past the cache bound, so it replays) and to the newest (cached), timed.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +33,7 @@ const { values } = parseArgs({
     cache: { type: 'string' },
     until: { type: 'string' },
     'idle-timeout-min': { type: 'string', default: '1440' },
+    keep: { type: 'boolean', default: false },
   },
 });
 const POINTS = values.sessions
@@ -116,6 +118,7 @@ async function main() {
     },
     workerNodeArgs: memoryProbeNodeArgs(),
     temporalDbFile: true,
+    keep: values.keep,
   });
   const { ctx, baseUrl, config, cpu } = stack;
   const workerPid = stack.workerPid!;
@@ -177,6 +180,7 @@ async function main() {
     await startMany(20);
     await settle();
     const base = await probeWorkerMemory(workerPid, probeFile);
+    if (values.keep) out(`stack's temp dir, kept at the end (bench/sessions-reopen.ts --dir): ${stack.dir}`);
     out(`worker cache bound (WORKER_MAX_CACHED_WORKFLOWS): ${cacheBound}; sessions are the sample support desk's, one turn each ("hello"), idle timeout ${config.SESSION_IDLE_TIMEOUT_MS / 60_000} min`);
     out(`after 20 warm-up sessions:`);
     out(base?.text ?? '  memory probe: no answer from the worker');

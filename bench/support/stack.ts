@@ -53,12 +53,14 @@ export interface BenchStackOptions {
   temporalDbFile?: boolean;
   /** A stack's temp dir left by an earlier run (with `temporalDbFile`): started again on its data and kept at close. */
   reopen?: string;
+  /** Keep the temp dir at close (to reopen it). */
+  keep?: boolean;
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
   const tmp = options.reopen ?? mkdtempSync(path.join(os.tmpdir(), `sb-${options.name}-`));
   // What has started so far, stopped in reverse if a later step fails (or at close).
-  const undo: (() => Promise<unknown> | void)[] = options.reopen ? [] : [() => rmSync(tmp, { recursive: true, force: true })];
+  const undo: (() => Promise<unknown> | void)[] = options.reopen || options.keep ? [] : [() => rmSync(tmp, { recursive: true, force: true })];
   const stop = async () => {
     for (const step of undo.reverse()) await step();
   };
