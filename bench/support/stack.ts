@@ -25,6 +25,12 @@ export interface BenchStack {
   baseUrl: string;
   /** A Temporal client of the bench's own (for floors and histories), with the stack's payload codec. */
   client: Client;
+  /** Temporal's SQLite file with `temporalDbFile`. */
+  temporalDbFile: string | undefined;
+  /** The Temporal dev server's and the store's (FerretDB's, PostgreSQL's tree) process ids. */
+  pids: { temporal: number | undefined; ferret: number | undefined; postgres: number | undefined };
+  /** The store's data directory (PostgreSQL's), for its size on disk. */
+  storeDir: string;
   /** Undefined with `worker: 'none'`. */
   workerPid: number | undefined;
   /** CPU of the bench process (client and API), the worker, Temporal, FerretDB and PostgreSQL. */
@@ -43,17 +49,24 @@ export interface BenchStackOptions {
   monitorApiCommands?: boolean;
   /** `none`: no worker process (the bench runs one of its own). @default 'process' */
   worker?: 'process' | 'none';
+  /** Temporal's SQLite file (in the bench's temp dir) instead of an in-memory database, so its size can be read. */
+  temporalDbFile?: boolean;
+  /** A stack's temp dir left by an earlier run (with `temporalDbFile`): started again on its data and kept at close. */
+  reopen?: string;
+  /** Keep the temp dir at close (to reopen it). */
+  keep?: boolean;
 }
 
 export async function startBenchStack(options: BenchStackOptions): Promise<BenchStack> {
-  const tmp = mkdtempSync(path.join(os.tmpdir(), `sb-${options.name}-`));
+  const tmp = options.reopen ?? mkdtempSync(path.join(os.tmpdir(), `sb-${options.name}-`));
   // What has started so far, stopped in reverse if a later step fails (or at close).
-  const undo: (() => Promise<unknown> | void)[] = [() => rmSync(tmp, { recursive: true, force: true })];
+  const undo: (() => Promise<unknown> | void)[] = options.reopen || options.keep ? [] : [() => rmSync(tmp, { recursive: true, force: true })];
   const stop = async () => {
     for (const step of undo.reverse()) await step();
   };
   try {
-    const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null });
+    const temporalDbFile = options.temporalDbFile ? path.join(tmp, 'temporal', 'temporal.db') : undefined;
+    const temporal = await startTemporalDevServer({ port: await freePort(), uiPort: null, dbFile: temporalDbFile });
     undo.push(() => temporal.process.stop());
     const ferret = await startFerretDb({ dataDir: path.join(tmp, 'store'), port: 0 });
     undo.push(() => ferret.process.stop());
@@ -119,6 +132,9 @@ export async function startBenchStack(options: BenchStackOptions): Promise<Bench
       ctx,
       baseUrl: `http://127.0.0.1:${apiPort}`,
       client,
+      temporalDbFile,
+      pids: { temporal: temporal.process.child.pid, ferret: ferret.process.child.pid, postgres: ferret.postgres?.pid },
+      storeDir: path.join(tmp, 'store'),
       workerPid,
       cpu: new CpuMeter({
         worker: workerPid,

@@ -37,7 +37,9 @@ export async function probeWorkerMemory(pid: number, file: string): Promise<Work
     const lines = existsSync(file) ? readFileSync(file, 'utf8').slice(seen).split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeLine) : [];
     quiet = lines.length === count ? quiet + 1 : 0;
     count = lines.length;
-    if (lines.length >= probeThreads || (probeThreads === 0 && quiet >= 4 && lines.some((l) => l.main))) {
+    // The first probe also waits for a thread besides the main one (the workflow thread answers
+    // last on a loaded machine) and for 5 s of quiet.
+    if ((probeThreads > 0 && lines.length >= probeThreads) || (probeThreads === 0 && quiet >= 10 && lines.some((l) => l.main) && lines.some((l) => !l.main))) {
       probeThreads = Math.max(probeThreads, lines.length);
       const heapUsed = lines.reduce((sum, l) => sum + l.heapUsed, 0);
       const heapPages = lines.reduce((sum, l) => sum + l.heapPhysical, 0);
