@@ -38499,7 +38499,7 @@ export interface operations {
                             /** @description ATTACHMENTS_MAX_PER_SESSION */
                             maxFilesPerSession: number;
                         };
-                        /** @description Voice is not offered to widgets: always false */
+                        /** @description Whether the widget offers a voice call (its microphone button): real-time voice is configured on this deployment (LIVEKIT_URL) and the key reaches an entry agent (docs/voice.md) */
                         voice: {
                             enabled: boolean;
                         };

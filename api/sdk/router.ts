@@ -4,6 +4,7 @@
 // refused unless the page's Origin is one the key lists. docs/widget.md.
 import { type Request, type Response } from 'express';
 import { ApiError } from '../../lib/errors';
+import { liveKitConfigured } from '../../lib/config';
 import { defineRoute, linksTo, type AnyRoute } from '../http/route';
 import { ZProjectIdParam } from '../http/schemas';
 import { consumeRateLimit, tenantRateLimitKey } from '../middleware/rate-limit';
@@ -235,8 +236,8 @@ export const sdkRoutes: AnyRoute[] = [
         greeting: widget.greeting,
         title: widget.title,
         theme: { primaryColor: widget.theme.primaryColor, position: widget.theme.position ?? 'bottom-right', launcherLabel: widget.theme.launcherLabel },
-        // The widget is a text chat; voice runs over calls.
-        voice: { enabled: false },
+        // The widget's microphone button: real-time voice is configured and there is an agent to talk to.
+        voice: { enabled: liveKitConfigured(ctx.config) && entry !== null },
         // What POST …/sessions/:id/attachments takes with an SDK token.
         uploads: {
           enabled: true,

@@ -169,7 +169,7 @@ export const ZSdkConfigResponse = z.object({
     position: z.enum(WIDGET_POSITIONS),
     launcherLabel: z.string().nullable(),
   }),
-  voice: z.object({ enabled: z.boolean() }).describe('Voice is not offered to widgets: always false'),
+  voice: z.object({ enabled: z.boolean() }).describe('Whether the widget offers a voice call (its microphone button): real-time voice is configured on this deployment (LIVEKIT_URL) and the key reaches an entry agent (docs/voice.md)'),
   uploads: z.object({
     enabled: z.boolean(),
     maxFileSize: z.number().int().describe('Bytes per file (ATTACHMENT_MAX_BYTES)'),

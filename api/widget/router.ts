@@ -8,6 +8,7 @@ import '../openapi/registry';
 import { type AppContext } from '../context';
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import { type BrowserScript, widgetBundle } from './bundle';
+import { liveKitClientUrl, liveKitHttpUrl } from '../../core/voice/livekit';
 
 const CACHE_CONTROL = 'public, max-age=300';
 
@@ -85,7 +86,8 @@ function demoPage(publicKey: string, projectId: string): string {
 <h1>Switchboard widget demo</h1>
 <p>This page embeds the chat widget with one script tag and the dev project's public key. Open the chat
 (bottom right) and talk to the seeded support desk: ask about an invoice and it hands you to its billing
-specialist. Reload the page and the conversation is still there.</p>
+specialist. Reload the page and the conversation is still there. The microphone button beside the
+message box starts a spoken conversation with the same agent.</p>
 <pre><code>&lt;script src="/sdk/widget.js" data-public-key="${escapeHtml(publicKey)}" data-project="${escapeHtml(projectId)}"&gt;&lt;/script&gt;</code></pre>
 <p>Served by the dev stack only (docs/widget.md, "The demo page").</p>
 <script src="/sdk/widget.js" data-public-key="${escapeHtml(publicKey)}" data-project="${escapeHtml(projectId)}"></script>
@@ -103,9 +105,12 @@ export function widgetDemoRouter(ctx: AppContext): Router {
   router.get('/demo', (_req: Request, res: Response, next) => {
     const { WIDGET_DEMO_PUBLIC_KEY: key, WIDGET_DEMO_PROJECT_ID: project, NODE_ENV } = ctx.config;
     if (!key || !project || NODE_ENV === 'production') return next();
+    // A voice call reaches the LiveKit server (its WebSocket, and its HTTP address when a connection fails).
+    const { LIVEKIT_URL } = ctx.config;
+    const liveKit = LIVEKIT_URL ? ` ${liveKitClientUrl(LIVEKIT_URL)} ${liveKitHttpUrl(LIVEKIT_URL)}` : '';
     res.status(200).type('html').set({
       'Cache-Control': 'no-store',
-      'Content-Security-Policy': "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'self' data: https:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+      'Content-Security-Policy': `default-src 'none'; script-src 'self'; connect-src 'self'${liveKit}; media-src 'self' blob: mediastream:; style-src 'unsafe-inline'; img-src 'self' data: https:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
     });
     res.send(demoPage(key, project));
   });

@@ -184,7 +184,8 @@ describe('SDK init and config', () => {
     const pk = await makeKey(owner, [SHOP], 'dev');
     const empty = await api.get(`/api/v1/sdk/config/${owner.projectId}`, { headers: { 'x-api-key': pk.key, origin: SHOP } });
     expect(empty.status).toBe(200);
-    expect(empty.body).toMatchObject({ entryAgent: null, greeting: null, title: null, theme: { primaryColor: null, position: 'bottom-right', launcherLabel: null } });
+    // No agent to talk to: no voice call offered, though the stack has a LiveKit server.
+    expect(empty.body).toMatchObject({ entryAgent: null, greeting: null, title: null, theme: { primaryColor: null, position: 'bottom-right', launcherLabel: null }, voice: { enabled: false } });
     await publishAgent(api, owner, 'Echo', echoAgent());
     const widget = { greeting: 'Hello!\nHow can we help?', title: 'Shop support', theme: { primaryColor: '#0B5FFF', position: 'bottom-left', launcherLabel: 'Chat with us' } };
     const changed = await api.patch(`/api/projects/${owner.projectId}/public-keys/${pk.id}`, { key: owner.adminKey, json: { widget } });
@@ -201,7 +202,7 @@ describe('SDK init and config', () => {
       greeting: 'Hello!\nHow can we help?',
       title: 'Shop support',
       theme: { primaryColor: '#0b5fff', position: 'bottom-left', launcherLabel: 'Chat with us' },
-      voice: { enabled: false },
+      voice: { enabled: true },
       uploads: { enabled: true, maxFileSize: stack.config.ATTACHMENT_MAX_BYTES, maxFilesPerSession: stack.config.ATTACHMENTS_MAX_PER_SESSION, allowedMimeTypes: expect.arrayContaining(['text/plain', 'image/png']) },
       streaming: true,
     });
