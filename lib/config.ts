@@ -328,6 +328,16 @@ export const ConfigSchema = z.object({
   VOICE_TTS_VOICE: z.string().min(1).optional(),
   /** How long a vendor's speech request may take (ms; for text to speech, to its first audio). */
   VOICE_PROVIDER_TIMEOUT_MS: positiveInt.max(60_000).default(15_000),
+  /**
+   * Phrases the voice agent's recogniser should favour, separated by `|` (at most 200 of 200
+   * characters each). The offline recogniser then decodes against exactly these phrases (a
+   * grammar): a demo or a test that knows what callers say; vendors take them as hints.
+   */
+  VOICE_STT_HINTS: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v.split('|').map((p) => p.trim()).filter((p) => p.length > 0) : []))
+    .pipe(z.array(z.string().max(200)).max(200)),
 
   /** Allow HTTP tools to reach private and loopback addresses (local dev only; refused in production). */
   TOOL_ALLOW_PRIVATE_NETWORKS: bool.default(false),

@@ -28,7 +28,12 @@ export async function voiceProvidersFromConfig(config: Config, logger?: Logger):
   const speechToText = speechToTextFromConfig(config, { onWarning: (message) => logger?.warn(message) });
   const textToSpeech = textToSpeechFromConfig(config);
   await Promise.all([speechToText.warmUp?.(), textToSpeech.warmUp?.()]);
-  return { speechToText, textToSpeech, createVad: (options) => createVad(options ?? {}) };
+  return {
+    speechToText,
+    textToSpeech,
+    createVad: (options) => createVad(options ?? {}),
+    ...(config.VOICE_STT_HINTS.length > 0 ? { sttHints: config.VOICE_STT_HINTS } : {}),
+  };
 }
 
 export interface RunVoiceAgentOptions {

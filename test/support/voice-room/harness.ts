@@ -42,7 +42,16 @@ const hostPort = (address: string): { host: string; port: number } => {
   return { host: url.hostname, port: Number(url.port) };
 };
 
-export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, phrases: string[], agentEnv: Record<string, string>): Promise<VoiceNetns> {
+export interface VoiceNetnsExtras {
+  /** Host ports to reach from inside besides Temporal and the store (the API, for a browser). */
+  hostPorts?: number[];
+  /** Ports inside to reach from the host at the same port number (LiveKit's, for the API). */
+  exportPorts?: number[];
+  agentEntry?: string;
+  chromium?: { binary: string; port: number; args: string[] };
+}
+
+export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, phrases: string[], agentEnv: Record<string, string>, extras: VoiceNetnsExtras = {}): Promise<VoiceNetns> {
   const dir = path.join(os.tmpdir(), `sb-voice-${randomBytes(4).toString('hex')}`);
   mkdirSync(dir, { recursive: true });
   const servers: net.Server[] = [];
@@ -51,6 +60,7 @@ export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, 
   for (const [name, target] of [
     ['temporal', hostPort(config.TEMPORAL_ADDRESS)],
     ['store', hostPort(config.MONGODB_URI)],
+    ...(extras.hostPorts ?? []).map((port) => [`host-${port}`, { host: '127.0.0.1', port }] as const),
   ] as const) {
     const socket = path.join(dir, `${name}.sock`);
     const server = net.createServer((inside) => {
@@ -66,6 +76,25 @@ export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, 
     await new Promise<void>((resolve) => server.listen(socket, resolve));
     servers.push(server);
     bridges.push({ port: target.port, socket });
+  }
+
+  // Ports inside, reached from the host at the same number through a socket the namespace serves.
+  const exportsIn: NonNullable<NetnsOptions['exports']> = [];
+  for (const port of extras.exportPorts ?? []) {
+    const socket = path.join(dir, `export-${port}.sock`);
+    const server = net.createServer((outside) => {
+      const inside = net.connect(socket);
+      for (const s of [inside, outside]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+      }
+      outside.pipe(inside).pipe(outside);
+      inside.on('error', () => outside.destroy());
+      outside.on('error', () => inside.destroy());
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+    servers.push(server);
+    exportsIn.push({ port, socket });
   }
 
   const events: NetnsEvent[] = [];
@@ -95,6 +124,9 @@ export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, 
     controlSocket,
     bridges,
     livekit: { binary: toolPath('livekit-server'), ...livekit },
+    exports: exportsIn,
+    ...(extras.agentEntry ? { agentEntry: extras.agentEntry } : {}),
+    ...(extras.chromium ? { chromium: extras.chromium } : {}),
     agentEnv: Object.fromEntries(Object.entries(childEnv(config, agentEnv)).filter((e): e is [string, string] => e[1] !== undefined)),
     phrases,
     root: ROOT,

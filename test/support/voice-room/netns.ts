@@ -16,7 +16,16 @@ export interface NetnsOptions {
   /** Host services reached from inside: 127.0.0.1:<port> here forwards to the unix socket. */
   bridges: { port: number; socket: string }[];
   livekit: { binary: string; port: number; key: string; secret: string };
+  /**
+   * Services here reached from the host: the test listens on 127.0.0.1:<port> outside and
+   * connects to the unix socket, which this process serves by connecting to 127.0.0.1:<port> here.
+   */
+  exports?: { port: number; socket: string }[];
   agentEnv: Record<string, string>;
+  /** The voice agent's entry, relative to the root (default: the test entry with stand-ins). */
+  agentEntry?: string;
+  /** Chromium to run here with its DevTools protocol on this port (exported to the host by the test). */
+  chromium?: { binary: string; port: number; args: string[] };
   phrases: string[];
   root: string;
 }
@@ -45,6 +54,28 @@ async function bridges(): Promise<void> {
     });
     await new Promise<void>((resolve) => server.listen(bridge.port, '127.0.0.1', resolve));
   }
+}
+
+async function exportsOut(): Promise<void> {
+  for (const exported of options.exports ?? []) {
+    const server = net.createServer((outside) => {
+      const inside = net.connect(exported.port, '127.0.0.1');
+      outside.pipe(inside).pipe(outside);
+      inside.on('error', () => outside.destroy());
+      outside.on('error', () => inside.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(exported.socket, resolve));
+  }
+}
+
+async function chromium(): Promise<void> {
+  if (!options.chromium) return;
+  const { binary, port, args } = options.chromium;
+  const child = spawn(binary, [...args, `--remote-debugging-port=${port}`, '--remote-debugging-address=127.0.0.1', `--user-data-dir=${path.join(options.dir, 'chromium')}`, 'about:blank'], {
+    stdio: ['ignore', 'ignore', process.env.SB_TEST_VOICE_LOG ? 'inherit' : 'ignore'],
+  });
+  children.add(child);
+  await waitForPort(port);
 }
 
 async function waitForPort(port: number): Promise<void> {
@@ -85,7 +116,7 @@ const agents = new Map<string, ChildProcess>();
 const phrases: ScriptedPhrase[] = [];
 
 async function startAgent(name: string): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(options.root, 'test/support/voice-room/agent-entry.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(options.root, options.agentEntry ?? 'test/support/voice-room/agent-entry.ts')], {
     cwd: options.root,
     env: { ...process.env, ...options.agentEnv, VOICE_TEST_PHRASES: JSON.stringify(phrases) },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -236,6 +267,8 @@ async function main(): Promise<void> {
   network();
   await bridges();
   await livekit();
+  await exportsOut();
+  await chromium();
   // Each phrase is made once; its voiced length is what the recogniser stand-in goes by.
   for (const text of options.phrases) {
     const { ms, at48k } = await phraseAudio(text);
