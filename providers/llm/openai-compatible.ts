@@ -1,7 +1,6 @@
 // Adapter for any OpenAI-compatible Chat Completions endpoint (OpenAI, Azure OpenAI v1, vLLM,
 // Ollama, LM Studio) over the official `openai` SDK, with SDK retries off so Temporal owns them.
 import type OpenAI from 'openai';
-import { lazyModule } from '../../lib/lazy-module';
 import type {
   ChatCompletionChunk,
   ChatCompletionContentPart,
@@ -10,7 +9,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import { DEFAULT_TIMEOUT_MS, SDK_TIMEOUT_SLACK_MS, startDeadline } from './deadline';
+import { DEFAULT_TIMEOUT_MS, startDeadline } from './deadline';
 import { ProviderError, toProviderError } from './errors';
 import {
   contentText,
@@ -21,6 +20,7 @@ import {
   type LlmStreamEvent,
   type LlmToolCall,
 } from './types';
+import { newOpenAIClient } from './openai-client';
 
 export interface OpenAICompatibleOptions {
   /** Sent as `Authorization: Bearer`. Local servers ignore it; a placeholder is used when omitted. */
@@ -106,9 +106,6 @@ interface OpenToolCall {
   started: boolean;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
-
 export class OpenAICompatibleProvider implements LlmProvider {
   readonly name: string;
   private readonly client: OpenAI;
@@ -119,16 +116,12 @@ export class OpenAICompatibleProvider implements LlmProvider {
     this.name = options.name ?? 'openai';
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxTokensParam = options.maxTokensParam ?? (options.baseURL ? 'max_tokens' : 'max_completion_tokens');
-    const OpenAIClient = openaiSdk();
-    this.client = new OpenAIClient({
+    this.client = newOpenAIClient({
       apiKey: options.apiKey ?? PLACEHOLDER_API_KEY,
-      // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
-      baseURL: options.baseURL ?? 'https://api.openai.com/v1',
-      // Our own deadline (deadline.ts) enforces timeoutMs; the SDK's is only a backstop.
-      timeout: this.timeoutMs + SDK_TIMEOUT_SLACK_MS,
-      maxRetries: 0,
-      ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      baseURL: options.baseURL,
+      timeoutMs: this.timeoutMs,
+      defaultHeaders: options.defaultHeaders,
+      fetch: options.fetch,
     });
   }
 

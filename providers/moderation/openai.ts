@@ -1,10 +1,10 @@
 // OpenAI moderation over the official `openai` SDK (`POST /v1/moderations`), with SDK retries off
 // so Temporal's retry policy decides. Failures become ProviderErrors like the LLM adapters'.
 import type OpenAI from 'openai';
-import { lazyModule } from '../../lib/lazy-module';
-import { startDeadline, SDK_TIMEOUT_SLACK_MS } from '../llm/deadline';
+import { startDeadline } from '../llm/deadline';
 import { toProviderError } from '../llm/errors';
 import type { ModerationProvider, ModerationResult } from './types';
+import { newOpenAIClient } from '../llm/openai-client';
 
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
 
@@ -20,9 +20,6 @@ export interface OpenAIModerationOptions {
   fetch?: typeof globalThis.fetch;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
-
 export class OpenAIModerationProvider implements ModerationProvider {
   readonly name = 'openai';
   private readonly client: OpenAI;
@@ -32,14 +29,11 @@ export class OpenAIModerationProvider implements ModerationProvider {
   constructor(options: OpenAIModerationOptions) {
     this.model = options.model ?? DEFAULT_MODERATION_MODEL;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    const OpenAIClient = openaiSdk();
-    this.client = new OpenAIClient({
+    this.client = newOpenAIClient({
       apiKey: options.apiKey,
-      // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
-      baseURL: options.baseURL ?? 'https://api.openai.com/v1',
-      timeout: this.timeoutMs + SDK_TIMEOUT_SLACK_MS,
-      maxRetries: 0,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      baseURL: options.baseURL,
+      timeoutMs: this.timeoutMs,
+      fetch: options.fetch,
     });
   }
 

@@ -2,11 +2,11 @@
 // retries off so the caller decides. The utterance goes up as a 16-bit WAV at its own rate.
 import type OpenAI from 'openai';
 import { toFile } from 'openai/uploads';
-import { lazyModule } from '../../lib/lazy-module';
-import { SDK_TIMEOUT_SLACK_MS, startDeadline } from '../llm/deadline';
+import { startDeadline } from '../llm/deadline';
 import { toProviderError } from '../llm/errors';
 import { toWav } from './pcm';
 import { type PcmAudio, type SpeechToText, type TranscribeOptions, type Transcript } from './types';
+import { newOpenAIClient } from '../llm/openai-client';
 
 export const DEFAULT_OPENAI_STT_MODEL = 'gpt-4o-mini-transcribe';
 /** Longest prompt built from hints (characters); OpenAI reads only the prompt's last 224 tokens anyway. */
@@ -22,9 +22,6 @@ export interface OpenAISpeechToTextOptions {
   timeoutMs?: number;
   fetch?: typeof globalThis.fetch;
 }
-
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
 
 /** The models that report token log probabilities (`include: ['logprobs']`). */
 const reportsLogprobs = (model: string): boolean => /^gpt-4o(-mini)?-transcribe/.test(model);
@@ -49,14 +46,11 @@ export class OpenAISpeechToText implements SpeechToText {
   constructor(options: OpenAISpeechToTextOptions) {
     this.model = options.model ?? DEFAULT_OPENAI_STT_MODEL;
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    const OpenAIClient = openaiSdk();
-    this.client = new OpenAIClient({
+    this.client = newOpenAIClient({
       apiKey: options.apiKey,
-      // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
-      baseURL: options.baseURL ?? 'https://api.openai.com/v1',
-      timeout: this.timeoutMs + SDK_TIMEOUT_SLACK_MS,
-      maxRetries: 0,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      baseURL: options.baseURL,
+      timeoutMs: this.timeoutMs,
+      fetch: options.fetch,
     });
   }
 

@@ -2,12 +2,12 @@
 // `response_format: 'pcm'`: 24 kHz 16-bit mono), yielded as the response streams in so the first
 // audio plays before the rest has arrived. SDK retries are off so the caller decides.
 import type OpenAI from 'openai';
-import { lazyModule } from '../../lib/lazy-module';
-import { SDK_TIMEOUT_SLACK_MS, startDeadline } from '../llm/deadline';
+import { startDeadline } from '../llm/deadline';
 import { toProviderError } from '../llm/errors';
 import { VoiceConfigError } from './errors';
 import { samplesOf } from './pcm';
 import { type PcmAudio, type SynthesizeOptions, type TextToSpeech } from './types';
+import { newOpenAIClient } from '../llm/openai-client';
 
 export const DEFAULT_OPENAI_TTS_MODEL = 'gpt-4o-mini-tts';
 export const DEFAULT_OPENAI_TTS_VOICE = 'alloy';
@@ -31,9 +31,6 @@ export interface OpenAITextToSpeechOptions {
   fetch?: typeof globalThis.fetch;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const openaiSdk = lazyModule(() => (require('openai') as { default: typeof OpenAI }).default);
-
 function checkVoice(voice: string): string {
   if (OPENAI_TTS_VOICES.includes(voice) || /^voice_[A-Za-z0-9]+$/.test(voice)) return voice;
   throw new VoiceConfigError(`OpenAI text to speech has no voice "${voice}": give one of ${OPENAI_TTS_VOICES.join(', ')} or a custom voice id (voice_…)`);
@@ -51,14 +48,11 @@ export class OpenAITextToSpeech implements TextToSpeech {
     this.model = options.model ?? DEFAULT_OPENAI_TTS_MODEL;
     this.defaultVoice = checkVoice(options.defaultVoice ?? DEFAULT_OPENAI_TTS_VOICE);
     this.timeoutMs = options.timeoutMs ?? 15_000;
-    const OpenAIClient = openaiSdk();
-    this.client = new OpenAIClient({
+    this.client = newOpenAIClient({
       apiKey: options.apiKey,
-      // An explicit default keeps OPENAI_BASE_URL in the environment from redirecting calls.
-      baseURL: options.baseURL ?? 'https://api.openai.com/v1',
-      timeout: this.timeoutMs + SDK_TIMEOUT_SLACK_MS,
-      maxRetries: 0,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
+      baseURL: options.baseURL,
+      timeoutMs: this.timeoutMs,
+      fetch: options.fetch,
     });
   }
 
