@@ -14,12 +14,19 @@ import { eventually } from '../eventually';
 import type { Caption } from '../../../activities/voice/attend';
 import type { NetnsOptions } from './netns';
 
+/** A named caller's events (join with `caller`) say whose they are and when they happened (epoch ms). */
+export interface CallerStamp {
+  caller?: string;
+  at?: number;
+}
+
 export type NetnsEvent =
   | { event: 'ready'; phrases: { text: string; ms: number }[] }
-  | { event: 'caption'; caption: Caption }
-  | { event: 'agentAudio'; state: 'start' | 'stop'; loudMs: number }
+  | ({ event: 'caption'; caption: Caption } & CallerStamp)
+  | ({ event: 'agentAudio'; state: 'start' | 'stop'; loudMs: number } & CallerStamp)
   | { event: 'agentLog'; name: string; line: string }
-  | { event: 'said' }
+  | { event: 'agentStarted'; name: string; pid: number }
+  | ({ event: 'said' } & CallerStamp)
   | { event: 'done'; id: number; error?: string };
 
 export interface LiveKitSettings {

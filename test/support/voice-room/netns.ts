@@ -123,6 +123,8 @@ async function startAgent(name: string): Promise<void> {
   });
   children.add(child);
   agents.set(name, child);
+  // Its process id, for a bench that measures its CPU and memory (the namespace shares the host's pids).
+  send({ event: 'agentStarted', name, pid: child.pid });
   let output = '';
   child.stderr!.on('data', (d: Buffer) => process.stderr.write(d));
   await new Promise<void>((resolve, reject) => {
@@ -151,9 +153,20 @@ async function killAgent(name: string): Promise<void> {
 
 const CALLER_RATE = 48_000;
 const FRAME = CALLER_RATE / 100;
-let caller: Room | null = null;
-let speech: Int16Array[] = [];
+/**
+ * The callers, one per room. The unnamed one (commands without `caller`) sends its events as they
+ * always were; a named one's events carry its name and the time they happened here (`at`, epoch
+ * ms), for a bench that runs several rooms at once and times them.
+ */
+interface Caller {
+  room: Room;
+  speech: Int16Array[];
+}
+const callers = new Map<string, Caller>();
+const DEFAULT_CALLER = '';
 const spoken = new Map<string, Int16Array>();
+
+const callerSend = (name: string, event: Record<string, unknown>) => send(name === DEFAULT_CALLER ? event : { ...event, caller: name, at: Date.now() });
 
 async function phraseAudio(text: string): Promise<{ ms: number; at48k: Int16Array }> {
   const pcm = await espeak(text);
@@ -169,15 +182,16 @@ async function phraseAudio(text: string): Promise<{ ms: number; at48k: Int16Arra
   return { ms: voicedMs(pcm), at48k };
 }
 
-async function join(url: string, token: string): Promise<void> {
+async function join(name: string, url: string, token: string): Promise<void> {
   const room = new Room();
-  caller = room;
+  const caller: Caller = { room, speech: [] };
+  callers.set(name, caller);
   room.on(RoomEvent.DataReceived, (payload, _participant, _kind, topic) => {
-    if (topic === 'captions') send({ event: 'caption', caption: JSON.parse(new TextDecoder().decode(payload)) as unknown });
+    if (topic === 'captions') callerSend(name, { event: 'caption', caption: JSON.parse(new TextDecoder().decode(payload)) as unknown });
   });
   room.on(RoomEvent.TrackSubscribed, (track) => {
     if (track.kind !== TrackKind.KIND_AUDIO) return;
-    void hear(new AudioStream(track, { sampleRate: 16000, numChannels: 1 }));
+    void hear(name, new AudioStream(track, { sampleRate: 16000, numChannels: 1 }));
   });
   await room.connect(url, token, { autoSubscribe: true, dynacast: false });
   const source = new AudioSource(CALLER_RATE, 1, 100);
@@ -187,9 +201,9 @@ async function join(url: string, token: string): Promise<void> {
     const silence = new Int16Array(FRAME);
     let current: Int16Array | null = null;
     let at = 0;
-    while (caller === room) {
-      if (!current && speech.length > 0) {
-        current = speech.shift()!;
+    while (callers.get(name) === caller) {
+      if (!current && caller.speech.length > 0) {
+        current = caller.speech.shift()!;
         at = 0;
       }
       let samples = silence;
@@ -199,7 +213,7 @@ async function join(url: string, token: string): Promise<void> {
         at += FRAME;
         if (at >= current.length) {
           current = null;
-          send({ event: 'said' });
+          callerSend(name, { event: 'said' });
         }
       }
       await source.captureFrame(new AudioFrame(samples, CALLER_RATE, 1, FRAME)).catch(() => undefined);
@@ -208,7 +222,7 @@ async function join(url: string, token: string): Promise<void> {
 }
 
 /** The agent's audio as the caller hears it: each start of sound after quiet, and the sound heard in all. */
-async function hear(stream: AudioStream): Promise<void> {
+async function hear(name: string, stream: AudioStream): Promise<void> {
   let loudMs = 0;
   let quietMs = 1000;
   let talking = false;
@@ -219,19 +233,24 @@ async function hear(stream: AudioStream): Promise<void> {
     const loud = Math.sqrt(sum / frame.data.length) > VOICED_RMS;
     if (loud) {
       loudMs += ms;
-      if (!talking) send({ event: 'agentAudio', state: 'start', loudMs });
+      if (!talking) callerSend(name, { event: 'agentAudio', state: 'start', loudMs });
       talking = true;
       quietMs = 0;
     } else if (talking && (quietMs += ms) >= 400) {
       talking = false;
-      send({ event: 'agentAudio', state: 'stop', loudMs });
+      callerSend(name, { event: 'agentAudio', state: 'stop', loudMs });
     }
   }
 }
 
 // ── commands ──────────────────────────────────────────────────────────────────────────────────
 
-type Command = { id: number; cmd: 'startAgent' | 'killAgent'; name: string } | { id: number; cmd: 'join'; url: string; token: string } | { id: number; cmd: 'say'; text: string } | { id: number; cmd: 'leave' | 'stop' };
+type Command =
+  | { id: number; cmd: 'startAgent' | 'killAgent'; name: string }
+  | { id: number; cmd: 'join'; url: string; token: string; caller?: string }
+  | { id: number; cmd: 'say'; text: string; caller?: string }
+  | { id: number; cmd: 'leave'; caller?: string }
+  | { id: number; cmd: 'stop' };
 
 async function run(command: Command): Promise<void> {
   switch (command.cmd) {
@@ -240,15 +259,19 @@ async function run(command: Command): Promise<void> {
     case 'killAgent':
       return killAgent(command.name);
     case 'join':
-      return join(command.url, command.token);
-    case 'say':
-      speech.push(spoken.get(command.text) ?? (await phraseAudio(command.text)).at48k);
+      return join(command.caller ?? DEFAULT_CALLER, command.url, command.token);
+    case 'say': {
+      const audio = spoken.get(command.text) ?? (await phraseAudio(command.text)).at48k;
+      const caller = callers.get(command.caller ?? DEFAULT_CALLER);
+      if (!caller) throw new Error(`no caller ${command.caller ?? ''} has joined`);
+      caller.speech.push(audio);
       return;
+    }
     case 'leave': {
-      const room = caller;
-      caller = null;
-      speech = [];
-      await room?.disconnect();
+      const name = command.caller ?? DEFAULT_CALLER;
+      const caller = callers.get(name);
+      callers.delete(name);
+      await caller?.room.disconnect();
       return;
     }
     case 'stop':
@@ -258,7 +281,7 @@ async function run(command: Command): Promise<void> {
 
 async function stop(code: number): Promise<never> {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
-  await caller?.disconnect().catch(() => undefined);
+  await Promise.all([...callers.values()].map((c) => c.room.disconnect().catch(() => undefined)));
   process.exit(code);
 }
 
