@@ -132,7 +132,9 @@ it("keeps a call's caller number only as a blind index, found by any spelling of
   const identity = { callerNumberIndex: callerNumberIndexOf(stack.ctx, t.tenantId, '+1 (415) 555-0100'), channelUId: 'u-caller' };
   const { session } = await startSession(stack.ctx, { tenantId: t.tenantId, projectId: t.projectId, agentId: null, agentName: 'Chatter', channel: 'voice', identity });
   const stored = await stack.ctx.models.Session.findById(session._id).lean();
-  expect(JSON.stringify(stored)).not.toContain('415');
+  // The number appears nowhere; the index is a hash, which may hold the digits by chance.
+  const { callerNumberIndex: _index, ...rest } = stored!;
+  expect(JSON.stringify(rest)).not.toContain('415');
   expect(stored!.callerNumberIndex).toMatch(/^[0-9a-f]{64}$/);
   for (const spelling of ['+14155550100', '14155550100', 'tel:+1-415-555-0100']) {
     const res = await api.post(`/api/public/analytics/projects/${t.projectId}/sessions`, { headers: { 'x-api-key': key }, json: { sessionIds: [session._id], callerNumber: [spelling] } });
