@@ -25,6 +25,7 @@ import { publishAgent } from '../test/support/agents';
 import { CpuMeter } from './support/cpu';
 import { jsonClient } from './support/json-client';
 import { startBenchStack } from './support/stack';
+import { helpDeskAgent } from '../test/support/voice-room/help-desk';
 
 const { values } = parseArgs({
   options: {
@@ -41,26 +42,7 @@ const VAD_SILENCE_MS = 700;
 const REPLY = 'Our opening hours are nine until five on weekdays.';
 const PHRASES = ['i would like to check the status of my order', 'thank you very much'];
 const GREETING = 'Hello, how can I help?';
-const AGENT = `AGENT: Help_Desk
-GOAL: "Answer callers."
-VOICE:
-  language: en-US
-  silence_timeout: 60
-FLOW:
-  steps: [greet, answer]
-  greet:
-    REASONING: false
-    RESPOND: "${GREETING}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-  answer:
-    REASONING: false
-    RESPOND: "${REPLY}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-`;
+const AGENT = helpDeskAgent(GREETING, REPLY);
 const LIVEKIT = { port: 17900, key: 'benchkey', secret: randomBytes(24).toString('hex') };
 const VOICE_ENV = { LIVEKIT_URL: `ws://127.0.0.1:${LIVEKIT.port}`, LIVEKIT_API_KEY: LIVEKIT.key, LIVEKIT_API_SECRET: LIVEKIT.secret };
 

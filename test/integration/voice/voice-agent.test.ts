@@ -18,6 +18,7 @@ import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
+import { helpDeskAgent } from '../../support/voice-room/help-desk';
 
 jest.setTimeout(300_000);
 
@@ -30,26 +31,7 @@ const ASK = 'I would like to check the status of my order please';
 const CUT_IN = 'stop';
 const THANKS = 'thank you very much';
 
-const HELP_DESK = `AGENT: Help_Desk
-GOAL: "Answer callers."
-VOICE:
-  language: en-US
-  silence_timeout: 60
-FLOW:
-  steps: [greet, answer]
-  greet:
-    REASONING: false
-    RESPOND: "${GREETING}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-  answer:
-    REASONING: false
-    RESPOND: "${ANSWER}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-`;
+const HELP_DESK = helpDeskAgent(GREETING, ANSWER);
 
 const LIVEKIT = { port: 17880, key: 'testkey', secret: randomBytes(24).toString('hex') };
 const VOICE_ENV = { LIVEKIT_URL: `ws://127.0.0.1:${LIVEKIT.port}`, LIVEKIT_API_KEY: LIVEKIT.key, LIVEKIT_API_SECRET: LIVEKIT.secret };

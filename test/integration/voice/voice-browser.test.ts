@@ -25,6 +25,7 @@ import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startVoiceNetns, type VoiceNetns } from '../../support/voice-room/harness';
+import { helpDeskAgent } from '../../support/voice-room/help-desk';
 
 jest.setTimeout(300_000);
 
@@ -35,26 +36,7 @@ const ANSWER =
 const ASK = 'i would like to check the status of my order';
 const CUT_IN = 'thank you very much';
 
-const HELP_DESK = `AGENT: Help_Desk
-GOAL: "Answer callers."
-VOICE:
-  language: en-US
-  silence_timeout: 60
-FLOW:
-  steps: [greet, answer]
-  greet:
-    REASONING: false
-    RESPOND: "${GREETING}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-  answer:
-    REASONING: false
-    RESPOND: "${ANSWER}"
-    ON_INPUT:
-      - ELSE:
-        THEN: answer
-`;
+const HELP_DESK = helpDeskAgent(GREETING, ANSWER);
 
 // The shop's site: a page of the test's own, on loopback (a secure context, which the microphone needs).
 let shopSite: Server;

@@ -178,7 +178,8 @@ export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, 
       }
       for (const s of sockets) s.destroy();
       await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-      rmSync(dir, { recursive: true, force: true });
+      // Chromium's helpers may still be writing its profile for a moment after it was killed.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
     },
   };
 }
