@@ -8,6 +8,7 @@ import { SignJWT } from 'jose';
 import { client, request } from '../support/http';
 import { echoAgent, publishAgent } from '../support/agents';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../support/stack';
+import { flushProjection } from '../support/projection';
 import { issueSdkToken, sdkTokenKey, SDK_TOKEN_AUDIENCE, SDK_TOKEN_ISSUER } from '../../core/sdk/session-token';
 
 jest.setTimeout(180_000);
@@ -73,9 +74,14 @@ it("never lets an end user continue another end user's session, an API-made one 
   expect(theirs.status).toBe(200);
 
   for (const sessionId of [mine.body.sessionId, viaApi.body.sessionId, theirs.body.sessionId] as string[]) {
+    // The session writes its transcript shortly after each turn: write it now, so a late write
+    // of the earlier turn is not taken for the refused message.
+    await flushProjection(stack.ctx, sessionId);
     const before = await messageCount(sessionId);
+    expect(before).toBeGreaterThan(0);
     const res = await chat(b.token, { projectId: t.projectId, sessionId, message: 'let me in' });
     expect({ status: res.status, body: res.body }).toEqual({ status: 404, body: { success: false, error: { code: 'NOT_FOUND', message: 'Session not found' } } });
+    await flushProjection(stack.ctx, sessionId);
     expect(await messageCount(sessionId)).toBe(before);
   }
   // Another tenant's project is not the token's: 404, nothing started there.
