@@ -6,7 +6,7 @@ import { concatPcm } from './pcm';
 import { type PcmAudio, type VadEvent, type VoiceActivityDetector } from './types';
 
 export interface EnergyVadOptions {
-  /** Silence after speech that ends the utterance (ms); the endpointing delay. @default 700 */
+  /** Silence after speech that ends the utterance (ms); the endpointing delay. @default 500 */
   silenceMs?: number;
   /** Speech must last this long before it counts (ms): shorter bursts are noise. @default 150 */
   minSpeechMs?: number;
@@ -23,7 +23,7 @@ export interface EnergyVadOptions {
 }
 
 const DEFAULTS: Required<EnergyVadOptions> = {
-  silenceMs: 700,
+  silenceMs: 500,
   minSpeechMs: 150,
   preRollMs: 300,
   maxUtteranceMs: 30_000,

@@ -153,6 +153,7 @@ async function killAgent(name: string): Promise<void> {
 
 const CALLER_RATE = 48_000;
 const FRAME = CALLER_RATE / 100;
+const CALLER_QUEUE_MS = 30;
 /**
  * The callers, one per room. The unnamed one (commands without `caller`) sends its events as they
  * always were; a named one's events carry its name and the time they happened here (`at`, epoch
@@ -194,7 +195,9 @@ async function join(name: string, url: string, token: string): Promise<void> {
     void hear(name, new AudioStream(track, { sampleRate: 16000, numChannels: 1 }));
   });
   await room.connect(url, token, { autoSubscribe: true, dynacast: false });
-  const source = new AudioSource(CALLER_RATE, 1, 100);
+  // A microphone's capture buffer: a browser's is a frame or two (the default of 1 s, or 100 ms,
+  // would hold every phrase back that long on its way to the agent).
+  const source = new AudioSource(CALLER_RATE, 1, CALLER_QUEUE_MS);
   await room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('mic', source), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
   // The microphone sends all the time: silence between phrases, as a real one would.
   void (async () => {
