@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
+import { ENERGY_VAD_DEFAULTS } from '../providers/voice/energy-vad';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { concatPcm } from '../providers/voice/pcm';
 import { ESPEAK_SAMPLE_RATE, OfflineTextToSpeech } from '../providers/voice/offline-tts';
@@ -38,7 +39,7 @@ const LEVELS = values.rooms.split(',').map(Number);
 
 // The energy VAD's default silence that ends an utterance (providers/voice/energy-vad.ts); the
 // agent below sets no speech timeout, so this is its endpointing delay.
-const VAD_SILENCE_MS = 700;
+const VAD_SILENCE_MS = ENERGY_VAD_DEFAULTS.silenceMs;
 const REPLY = 'Our opening hours are nine until five on weekdays.';
 const PHRASES = ['i would like to check the status of my order', 'thank you very much'];
 const GREETING = 'Hello, how can I help?';

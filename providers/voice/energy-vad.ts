@@ -22,7 +22,7 @@ export interface EnergyVadOptions {
   frameMs?: number;
 }
 
-const DEFAULTS: Required<EnergyVadOptions> = {
+export const ENERGY_VAD_DEFAULTS: Readonly<Required<EnergyVadOptions>> = {
   silenceMs: 500,
   minSpeechMs: 150,
   preRollMs: 300,
@@ -47,7 +47,7 @@ export function frameDb(samples: Int16Array, from = 0, to = samples.length): num
 }
 
 export function checkVadOptions(options: EnergyVadOptions): Required<EnergyVadOptions> {
-  const o = { ...DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as Required<EnergyVadOptions>;
+  const o = { ...ENERGY_VAD_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as Required<EnergyVadOptions>;
   const positive: (keyof EnergyVadOptions)[] = ['silenceMs', 'minSpeechMs', 'maxUtteranceMs', 'frameMs'];
   for (const k of positive) if (!(Number.isFinite(o[k]) && o[k] > 0)) throw new RangeError(`VAD ${k} must be a positive number of milliseconds, got ${o[k]}`);
   if (!(Number.isFinite(o.preRollMs) && o.preRollMs >= 0)) throw new RangeError(`VAD preRollMs must be 0 or more, got ${o.preRollMs}`);
