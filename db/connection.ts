@@ -6,11 +6,15 @@ export interface MongoConnectOptions {
   serverSelectionTimeoutMs?: number;
 }
 
+// Indexes are built by syncIndexes (db/models.ts) when the API, the worker and the dev stack start,
+// once and before their first write (the voice agent writes only to collections they made);
+// mongoose's own background build (autoIndex) would send every createIndexes a second time.
+
 export async function connectMongo(uri: string, options: MongoConnectOptions = {}): Promise<Connection> {
   const connection = mongoose.createConnection(uri, {
     serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? 5000,
     bufferCommands: false,
-    autoIndex: true,
+    autoIndex: false,
   });
   await connection.asPromise();
   return connection;
