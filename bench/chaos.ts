@@ -16,7 +16,7 @@
 // no answer in time, as docs/chat-api.md says; anything else is counted as "not answered".
 import { createHmac, randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
 import http from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -30,6 +30,7 @@ import { loadConfig, type Config } from '../lib/config';
 import { writeWorkflowBundle } from '../workers/workflow-bundle';
 import { Client, Connection } from '@temporalio/client';
 import { decodeArrayFromPayloads } from '@temporalio/common/lib/internal-non-workflow';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { payloadCodecFromConfig, switchboardDataConverter } from '../lib/payload-codec';
 import { type ApiProcess } from '../test/support/api-process';
 import { childEnv, FAST_FAILOVER_ENV, startWorkerProcess } from '../test/support/worker-process';
@@ -453,6 +454,7 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   };
   process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
+  process.on('SIGTERM', () => void stopAll().then(() => process.exit(143)));
   try {
     // The side-effect counter: one count per tool request, by conversation and turn.
     const toolCalls = new Map<string, number>();
@@ -682,6 +684,8 @@ async function main(): Promise<void> {
     const problems: string[] = [];
     /** Conversations whose accepted callback or resolved task shows no resumed reply: looked into below. */
     const unresumed: { c: Conversation; kind: 'callback' | 'human' }[] = [];
+    /** Sessions whose callback or task resumed them more than once: their runs are printed and kept. */
+    const doubled: { c: Conversation; kind: 'callback' | 'human' }[] = [];
     for (const c of conversations) {
       if (!c.sessionId) {
         unchecked++;
@@ -729,7 +733,10 @@ async function main(): Promise<void> {
             cb.lost++;
             unresumed.push({ c, kind: 'callback' });
           }
-          if (resumed > 1) cb.twice++;
+          if (resumed > 1) {
+            cb.twice++;
+            doubled.push({ c, kind: 'callback' });
+          }
           if (accepted > 1) cb.acceptedTwice++;
           for (const x of calls.filter((y) => y.refused)) {
             cb.refused++;
@@ -746,7 +753,10 @@ async function main(): Promise<void> {
             ht.lost++;
             unresumed.push({ c, kind: 'human' });
           }
-          if (resumed > 1) ht.twice++;
+          if (resumed > 1) {
+            ht.twice++;
+            doubled.push({ c, kind: 'human' });
+          }
           if (c.taskResolveOks > 1) ht.resolvedTwice++;
           if (((c.taskResolved && resumed === 0) || resumed > 1 || c.taskResolveOks > 1) && problems.length < 10) problems.push(`${c.conv} (${c.sessionId}) task ${c.taskId}: resolved ${String(c.taskResolved)} (${c.taskResolveOks} × 200), ${resumed} resumed replies`);
         }
@@ -804,6 +814,46 @@ async function main(): Promise<void> {
     // Each session that never showed its resumed reply: is it late or lost? Its transcript again
     // after a further wait, its suspension record, the API's answers to each delivery, and every
     // run of its workflow (continue-as-new) with the resume signals it holds.
+    // Every run of a session's workflow (continue-as-new) with the resume signals, updates,
+    // activities and markers it holds; with --log, each run's whole history is kept beside the log.
+    const describeRuns = async (c: Conversation): Promise<void> => {
+      try {
+        const runs: string[] = [];
+        for await (const wfx of temporalClient.workflow.list({ query: `WorkflowId = "session/${c.sessionId}"` })) runs.push(wfx.runId);
+        const state = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).query<Record<string, unknown>>('state').then((v) => JSON.stringify({ status: v.status, step: v.step, pending: v.pending, turnCount: v.turnCount }), (err: unknown) => `not queried: ${String(err).slice(0, 80)}`);
+        out(`    workflow: ${runs.length} runs; state ${state}`);
+        for (const runId of runs.reverse()) {
+          const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`, runId).fetchHistory();
+          if (values.log) writeFileSync(`${values.log}.${c.sessionId}.${runId}.json`, historyToJSON(history));
+          const lines: string[] = [];
+          for (const e of history.events ?? []) {
+            const at = e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)).toISOString().slice(11, 23) : '?';
+            const sig = e.workflowExecutionSignaledEventAttributes;
+            if (sig && (sig.signalName === 'callback' || sig.signalName === 'humanTask')) {
+              const [arg] = await decodeArrayFromPayloads(temporalClient.options.loadedDataConverter, sig.input?.payloads);
+              const a = arg as { callbackId?: string; taskId?: string; via?: string; outcome?: string };
+              lines.push(`#${String(e.eventId)} ${at} signal ${sig.signalName} ${a.callbackId ?? a.taskId ?? ''} ${a.via ?? a.outcome ?? ''}`);
+            }
+            if (e.workflowExecutionContinuedAsNewEventAttributes) lines.push(`#${String(e.eventId)} ${at} continued as new`);
+            if (e.workflowTaskFailedEventAttributes) lines.push(`#${String(e.eventId)} ${at} task failed ${String(e.workflowTaskFailedEventAttributes.cause)}`);
+            if (e.workflowTaskTimedOutEventAttributes) lines.push(`#${String(e.eventId)} ${at} task timed out`);
+            const upd = e.workflowExecutionUpdateAcceptedEventAttributes;
+            if (upd) lines.push(`#${String(e.eventId)} ${at} update ${upd.acceptedRequest?.input?.name ?? ''} ${upd.acceptedRequest?.meta?.updateId ?? ''} accepted`);
+            const act = e.activityTaskScheduledEventAttributes;
+            if (act) lines.push(`#${String(e.eventId)} ${at} activity ${act.activityType?.name ?? ''}`);
+            const marker = e.markerRecordedEventAttributes;
+            if (marker) lines.push(`#${String(e.eventId)} ${at} marker ${marker.markerName ?? ''}`);
+          }
+          out(`    run ${runId}: ${history.events?.length ?? 0} events: ${lines.join('; ')}`);
+        }
+      } catch (err) {
+        out(`    history not read: ${String(err).slice(0, 200)}`);
+      }
+    };
+    for (const { c, kind } of doubled) {
+      out(`  ${c.conv} session/${c.sessionId} ${kind}: resumed more than once`);
+      await describeRuns(c);
+    }
     if (unresumed.length > 0) {
       const diagConnection = await connectMongo(config.MONGODB_URI);
       const diagModels = createModels(diagConnection);
@@ -819,37 +869,7 @@ async function main(): Promise<void> {
             out(`    deliveries (same bytes each time, first at ${call.firstSentAt ? new Date(call.firstSentAt).toISOString().slice(11, 23) : '-'}): ${call.answers.join(' | ')}`);
           }
         }
-        try {
-          const runs: string[] = [];
-          for await (const wfx of temporalClient.workflow.list({ query: `WorkflowId = "session/${c.sessionId}"` })) runs.push(wfx.runId);
-          const state = await temporalClient.workflow.getHandle(`session/${c.sessionId}`).query<Record<string, unknown>>('state').then((v) => JSON.stringify({ status: v.status, step: v.step, pending: v.pending, turnCount: v.turnCount }), (err: unknown) => `not queried: ${String(err).slice(0, 80)}`);
-          out(`    workflow: ${runs.length} runs; state ${state}`);
-          for (const runId of runs.reverse()) {
-            const history = await temporalClient.workflow.getHandle(`session/${c.sessionId}`, runId).fetchHistory();
-            const lines: string[] = [];
-            for (const e of history.events ?? []) {
-              const at = e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)).toISOString().slice(11, 23) : '?';
-              const sig = e.workflowExecutionSignaledEventAttributes;
-              if (sig && (sig.signalName === 'callback' || sig.signalName === 'humanTask')) {
-                const [arg] = await decodeArrayFromPayloads(temporalClient.options.loadedDataConverter, sig.input?.payloads);
-                const a = arg as { callbackId?: string; taskId?: string; via?: string; outcome?: string };
-                lines.push(`#${String(e.eventId)} ${at} signal ${sig.signalName} ${a.callbackId ?? a.taskId ?? ''} ${a.via ?? a.outcome ?? ''}`);
-              }
-              if (e.workflowExecutionContinuedAsNewEventAttributes) lines.push(`#${String(e.eventId)} ${at} continued as new`);
-              if (e.workflowTaskFailedEventAttributes) lines.push(`#${String(e.eventId)} ${at} task failed ${String(e.workflowTaskFailedEventAttributes.cause)}`);
-              if (e.workflowTaskTimedOutEventAttributes) lines.push(`#${String(e.eventId)} ${at} task timed out`);
-              const upd = e.workflowExecutionUpdateAcceptedEventAttributes;
-              if (upd) lines.push(`#${String(e.eventId)} ${at} update ${upd.acceptedRequest?.input?.name ?? ''} accepted`);
-              const act = e.activityTaskScheduledEventAttributes;
-              if (act) lines.push(`#${String(e.eventId)} ${at} activity ${act.activityType?.name ?? ''}`);
-              const marker = e.markerRecordedEventAttributes;
-              if (marker) lines.push(`#${String(e.eventId)} ${at} marker ${marker.markerName ?? ''}`);
-            }
-            out(`    run ${runId}: ${history.events?.length ?? 0} events: ${lines.join('; ')}`);
-          }
-        } catch (err) {
-          out(`    history not read: ${String(err).slice(0, 200)}`);
-        }
+        await describeRuns(c);
       }
       await diagConnection.close();
     }
