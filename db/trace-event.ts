@@ -1,6 +1,7 @@
 // Trace events of sessions (llm_call, tool_call, tool_result, decision, handoff, delegate,
 // guardrail_eval, state_change, error, response), written after each turn. `_id` is
-// `<sessionId>:<seq>` so a retried write inserts nothing twice.
+// `<sessionId>:<seq>` so a retried write inserts nothing twice; `historyLength` says which attempt
+// of the session's workflow task wrote it (activities/persistence/record-turn.ts).
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export interface TraceEventDoc {
@@ -15,6 +16,8 @@ export interface TraceEventDoc {
   parentSpanId: string | null;
   timestamp: Date;
   data: Record<string, unknown>;
+  /** The session history's length when the event was written: a later attempt's event replaces it. */
+  historyLength?: number;
 }
 
 const TraceEventSchema = new Schema<TraceEventDoc>(
@@ -30,6 +33,7 @@ const TraceEventSchema = new Schema<TraceEventDoc>(
     parentSpanId: { type: String, default: null },
     timestamp: { type: Date, required: true },
     data: { type: Schema.Types.Mixed, default: {} },
+    historyLength: { type: Number },
   },
   { versionKey: false, minimize: false },
 );

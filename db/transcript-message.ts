@@ -1,5 +1,7 @@
 // Transcript messages (user and agent turns) of sessions. `_id` is the message id,
-// `<sessionId>:m<seq>`, so a retried write inserts nothing twice. Kept across a reset.
+// `<sessionId>:m<seq>`, so a retried write inserts nothing twice; `historyLength` says which
+// attempt of the session's workflow task wrote it (activities/persistence/record-turn.ts). Kept
+// across a reset.
 import { Schema, type Connection, type Model } from 'mongoose';
 
 export interface TranscriptMessageDoc {
@@ -13,6 +15,8 @@ export interface TranscriptMessageDoc {
   agent: string | null;
   content: string;
   timestamp: Date;
+  /** The session history's length when the row was written: a later attempt's row replaces it. */
+  historyLength?: number;
 }
 
 const TranscriptMessageSchema = new Schema<TranscriptMessageDoc>(
@@ -27,6 +31,7 @@ const TranscriptMessageSchema = new Schema<TranscriptMessageDoc>(
     agent: { type: String, default: null },
     content: { type: String, required: true },
     timestamp: { type: Date, required: true },
+    historyLength: { type: Number },
   },
   { versionKey: false },
 );

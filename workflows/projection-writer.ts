@@ -18,6 +18,14 @@ const { recordTurn: recordTurnLocally } = wf.proxyLocalActivities<Activities>({ 
 
 /** Runs started before this marker wrote each turn's projection before replying. */
 const DEFERRED_PROJECTION_PATCH = 'deferred-projection-v1';
+/**
+ * Runs started before this marker could write rows in the workflow task that made them. A local
+ * activity runs before its task is recorded, so a task lost with its worker had already written
+ * rows that the task's next attempt, seeing a message that came in meanwhile, made differently
+ * (a resumed reply shown, then numbered after that message). Now a write first waits until the
+ * task that held its rows is recorded.
+ */
+const RECORDED_ROWS_PATCH = 'recorded-rows-v1';
 const DEFAULT_PROJECTION_FLUSH_MS = 250;
 
 export type NewMessage = { role: 'user' | 'assistant'; agent: string | null; content: string };
@@ -60,11 +68,16 @@ export class ProjectionWriter {
   private writing = 0;
   private writes: Promise<void> = Promise.resolve();
   private flushArmed = false;
+  /** Writes only rows of recorded workflow tasks (deferred runs since RECORDED_ROWS_PATCH). */
+  private readonly recordedOnly: boolean;
+  /** The history length of the workflow task that last held rows (null: none held in this run). */
+  private heldAt: number | null = null;
 
   constructor(private readonly options: ProjectionWriterOptions) {
     this.flushDelayMs = options.flushDelayMs ?? DEFAULT_PROJECTION_FLUSH_MS;
     this.held = wf.patched(DEFERRED_PROJECTION_PATCH);
     this.deferred = this.held && this.flushDelayMs > 0;
+    this.recordedOnly = this.deferred && wf.patched(RECORDED_ROWS_PATCH);
     this.pending = options.carried?.pending ?? { messages: [], traceEvents: [] };
     this.seq = options.carried?.messageSeq ?? 0;
     this.lastActivity = options.carried?.lastActivityMs ?? Date.now();
@@ -123,12 +136,27 @@ export class ProjectionWriter {
     });
   }
 
-  /** Writes the held rows and the summary as they stand; writes run one at a time, in order. */
+  /**
+   * Writes the held rows and the summary as they stand; writes run one at a time, in order. Rows
+   * held by the workflow task under way are written once it is recorded (a 1 ms timer: the next
+   * task), so no row is ever written that a lost attempt made.
+   */
   flush(): Promise<void> {
     this.writing++;
     this.writes = this.writes.then(async () => {
-      const messages = this.pending.messages.splice(0);
-      const traceEvents = this.pending.traceEvents.splice(0);
+      let messages: PendingProjection['messages'];
+      let traceEvents: PendingProjection['traceEvents'];
+      if (this.recordedOnly && this.heldAt !== null && this.heldAt >= wf.workflowInfo().historyLength) {
+        const heldMessages = this.pending.messages.length;
+        const heldEvents = this.pending.traceEvents.length;
+        await wf.sleep(1);
+        // Rows held meanwhile (in the task the timer started) wait for the next write.
+        messages = this.pending.messages.splice(0, heldMessages);
+        traceEvents = this.pending.traceEvents.splice(0, heldEvents);
+      } else {
+        messages = this.pending.messages.splice(0);
+        traceEvents = this.pending.traceEvents.splice(0);
+      }
       const { tenantId, projectId, sessionId } = this.options;
       try {
         await recordTurnLocally({
@@ -136,6 +164,8 @@ export class ProjectionWriter {
           projectId,
           sessionId,
           turn: this.options.currentTurn(),
+          // Rows this attempt of the workflow task writes replace any an abandoned attempt wrote.
+          historyLength: wf.workflowInfo().historyLength,
           messages,
           traceEvents,
           summary: this.options.summary(this.lastActivity),
@@ -154,6 +184,7 @@ export class ProjectionWriter {
   }
 
   private hold(rows: PendingProjection['messages'], trace: TurnTrace): void {
+    this.heldAt = wf.workflowInfo().historyLength;
     this.pending.messages.push(...rows);
     this.pending.traceEvents.push(...trace.events.map((e) => ({ ...e, turn: trace.turn })));
   }

@@ -1,10 +1,15 @@
 // Writes what people look up after each turn: transcript messages, trace events and the session
 // summary. Ids are deterministic and the summary holds absolute values, so a retried activity
 // writes nothing twice. Short MongoDB work: the session workflow runs it as a local activity.
+// A local activity runs before its workflow task is recorded, so a task that is lost (its worker
+// killed) may have written rows that the task's next attempt, seeing messages that came in
+// meanwhile, numbers differently: each row carries the history length its attempt ran at, and a
+// row of a later attempt replaces one of an earlier attempt under the same number.
 // The writes stay sequential: on FerretDB (SQLite) concurrent writes measured no faster. They go
 // through the driver's collections (the input is already typed; mongoose's document building and
 // validation cost more CPU than the writes). The summary update's filter carries the session's
 // tenant and project next to its id, as every query on tenant data does.
+import { type mongo } from 'mongoose';
 import { type Models } from '../../db/models';
 import { driverCollection } from '../../db/driver-collection';
 import { releaseSessionSlot } from '../../db/session-capacity';
@@ -18,8 +23,23 @@ import { emitAnalyticsEvents } from '../../core/analytics/ingest';
 import { analyticsEventsOfTurn } from '../../core/analytics/from-turn';
 import { deleteSessionStores } from '../../core/memory-stores/stores';
 
-function ignoreDuplicates(err: unknown): void {
-  if (!isOnlyDuplicateKeys(err)) throw err;
+/**
+ * Inserts rows whose ids are fixed by their numbers. Ids already there are a retry's (the same
+ * rows, left alone) or an abandoned task attempt's (earlier `historyLength`, replaced).
+ */
+async function writeNumberedRows<T extends { _id: string; tenantId: string; historyLength?: number }>(collection: mongo.Collection<T>, docs: T[]): Promise<void> {
+  try {
+    await collection.insertMany(docs as mongo.OptionalUnlessRequiredId<T>[], { ordered: false });
+  } catch (err) {
+    if (!isOnlyDuplicateKeys(err)) throw err;
+    const version = docs[0]?.historyLength;
+    if (version === undefined) return;
+    const older = { $or: [{ historyLength: { $lt: version } }, { historyLength: { $exists: false } }] };
+    await collection.bulkWrite(
+      docs.map((doc) => ({ replaceOne: { filter: { _id: doc._id, tenantId: doc.tenantId, ...older } as mongo.Filter<T>, replacement: doc as mongo.WithoutId<T> } })),
+      { ordered: false },
+    );
+  }
 }
 
 export interface RecordTurnInput {
@@ -28,6 +48,11 @@ export interface RecordTurnInput {
   sessionId: string;
   /** The turn of rows that do not name their own (a write may hold several turns' rows). */
   turn: number;
+  /**
+   * The session history's length when the workflow task that asked for the write ran
+   * (`workflowInfo().historyLength`): rows of a later attempt replace those of an earlier one.
+   */
+  historyLength?: number;
   messages: { seq: number; turn?: number; role: 'user' | 'assistant' | 'system'; agent: string | null; content: string; timestamp: string }[];
   traceEvents: { seq: number; turn?: number; type: string; spanId: string; parentSpanId: string | null; timestamp: string; data: Record<string, unknown> }[];
   summary: Partial<Omit<SessionDoc, '_id' | 'tenantId' | 'projectId' | 'createdAt' | 'lastActivityAt' | 'endedAt'>> & {
@@ -39,14 +64,14 @@ export interface RecordTurnInput {
 export function createRecordTurn(deps: { models: Models; logger?: Pick<Logger, 'warn'> }) {
   return async function recordTurn(input: RecordTurnInput): Promise<void> {
     const { models } = deps;
-    const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn };
+    const base = { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, turn: input.turn, ...(input.historyLength !== undefined ? { historyLength: input.historyLength } : {}) };
     if (input.messages.length > 0) {
       const docs: TranscriptMessageDoc[] = input.messages.map((m) => ({ ...base, _id: `${input.sessionId}:m${m.seq}`, ...m, content: storable(m.content), turn: m.turn ?? input.turn, timestamp: new Date(m.timestamp) }));
-      await driverCollection(models.TranscriptMessage).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
+      await writeNumberedRows(driverCollection(models.TranscriptMessage), docs);
     }
     if (input.traceEvents.length > 0) {
       const docs: TraceEventDoc[] = input.traceEvents.map((e) => ({ ...base, _id: `${input.sessionId}:${e.seq}`, ...e, data: storable(e.data), turn: e.turn ?? input.turn, timestamp: new Date(e.timestamp) }));
-      await driverCollection(models.TraceEvent).insertMany(docs, { ordered: false }).catch(ignoreDuplicates);
+      await writeNumberedRows(driverCollection(models.TraceEvent), docs);
     }
     const { lastActivityAt, endedAt, ...rest } = input.summary;
     const session = await driverCollection(models.Session).updateOne(
