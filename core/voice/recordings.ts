@@ -83,18 +83,17 @@ async function roomRecording(models: Models, place: VoiceRoomRecordingPlace, ret
     createdAt: now,
     updatedAt: now,
   };
-  const { _id, ...onInsert } = insert;
   const filter = { tenantId: place.tenantId, providerRecordingSid: place.roomName };
-  const take = () =>
-    driverCollection(models.Recording).findOneAndUpdate(filter, { $setOnInsert: { _id, ...onInsert }, $inc: { partsStarted: 1 } }, { upsert: true, returnDocument: 'after' });
-  let doc: RecordingDoc | null;
-  try {
-    doc = await take();
-  } catch (err) {
-    // Two attendances inserting at once: the other's insert won; take a place in its recording.
-    if ((err as { code?: number }).code !== 11000) throw err;
-    doc = await take();
+  // Inserted whole, then counted: an upsert's $setOnInsert loses null and empty fields on the dev store.
+  if (!(await driverCollection(models.Recording).findOne(filter, { projection: { _id: 1 } }))) {
+    try {
+      await driverCollection(models.Recording).insertOne({ ...insert, partsStarted: 0 });
+    } catch (err) {
+      // Two attendances making it at once: the other's is the room's recording.
+      if ((err as { code?: number }).code !== 11000) throw err;
+    }
   }
+  const doc = await driverCollection(models.Recording).findOneAndUpdate(filter, { $inc: { partsStarted: 1 } }, { returnDocument: 'after' });
   if (!doc || doc.provider !== 'voice_room' || doc.sessionId !== place.sessionId || doc.projectId !== place.projectId) {
     throw new Error(`the recording named ${place.roomName} is not this voice room's`);
   }
