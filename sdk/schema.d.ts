@@ -31811,7 +31811,7 @@ export interface operations {
                             recordings: {
                                 /** @enum {string} */
                                 availability: "available" | "media_in_progress" | "unavailable";
-                                /** @description The provider's call SID */
+                                /** @description The provider's call SID, or the voice room's name for a voice room's recording */
                                 callId: string;
                                 createdAt: string;
                                 durationSeconds: number | null;
