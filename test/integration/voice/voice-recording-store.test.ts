@@ -3,11 +3,13 @@
 // room's close makes the recording available, and the session's recordings list and media route
 // serve it as they serve call recordings (ranges, tenancy). A file whose voice agent died is
 // finished from its stored chunks once nobody has written to it for ORPHANED_AFTER_MS (the clock
-// is passed in), never served half-made; one with no audio at all leaves nothing behind.
+// is passed in), never served half-made; one with no audio at all leaves nothing behind; a
+// project's deletion takes its recordings, files being written included.
 import { startTestStack, seedTenant, type TestStack, type SeededTenant } from '../../support/stack';
 import { client } from '../../support/http';
 import { RECORDING_MEDIA_BUCKET } from '../../../db/recording';
 import { finishVoiceRoomRecording, openVoiceRecordingFile, ORPHANED_AFTER_MS, VOICE_RECORDING_CHUNK_BYTES } from '../../../core/voice/recordings';
+import { deleteProjectData } from '../../../core/lifecycle/cascade';
 import { scopedKey, seedSession } from '../telephony/recording-fixtures';
 import { loudWindowsMs, readStereoWav } from '../../support/voice-room/stereo-wav';
 
@@ -136,4 +138,25 @@ it('leaves nothing behind of a voice agent that died before it stored any audio'
   expect(await stack.ctx.models.connection.db!.collection(`${RECORDING_MEDIA_BUCKET}.files`).countDocuments({ _id: writer.file._id })).toBe(0);
   const res = await list(sessionId);
   expect(res.body.data).toMatchObject({ status: 'media_unavailable', recordings: [{ availability: 'unavailable', unavailableReason: 'media_not_available', files: [] }] });
+});
+
+it("goes with its project, the files still being written too", async () => {
+  const place = { tenantId: other.tenantId, projectId: other.projectId, sessionId: await seedSession(stack.ctx, other), roomName: '' };
+  place.roomName = `voice-${place.sessionId}`;
+  const closed = await openVoiceRecordingFile(stack.ctx.models, place, { retentionDays: 90 });
+  for (const piece of conversation(1.5)) await closed.write(piece);
+  await closed.close();
+  const open = await openVoiceRecordingFile(stack.ctx.models, place, { retentionDays: 90 });
+  for (const piece of conversation(1.5)) await open.write(piece);
+  const db = stack.ctx.models.connection.db!;
+  const ids = [closed.file._id, open.file._id];
+  // Two chunks of the closed file, one stored so far of the open one.
+  expect(await db.collection(`${RECORDING_MEDIA_BUCKET}.chunks`).countDocuments({ files_id: { $in: ids } })).toBe(3);
+
+  const counts = await deleteProjectData(stack.ctx.models, { tenantId: other.tenantId, projectId: other.projectId });
+  expect(counts).toMatchObject({ recordings: 1, [RECORDING_MEDIA_BUCKET]: 2 });
+  expect(await db.collection(`${RECORDING_MEDIA_BUCKET}.chunks`).countDocuments({ files_id: { $in: ids } })).toBe(0);
+  expect(await stack.ctx.models.Recording.countDocuments({ tenantId: other.tenantId })).toBe(0);
+  // The other tenant's recordings are untouched.
+  expect(await stack.ctx.models.Recording.countDocuments({ tenantId: t.tenantId })).toBe(3);
 });
