@@ -187,9 +187,14 @@ export class VoiceRecordingFileWriter {
  * file whose recording was deleted meanwhile is removed with its chunks.
  */
 async function finishFile(models: Models, file: PartFileDoc, length: number, firstChunk: Buffer | null, now: Date): Promise<RecordingFileDoc | null> {
-  const { files } = bucket(models);
+  const { files, chunks } = bucket(models);
   const sealed = await files.updateOne({ _id: file._id, 'metadata.state': 'recording' }, { $set: { length, 'metadata.state': 'closed', 'metadata.closedAt': now } });
-  if (sealed.matchedCount === 0) return null;
+  if (sealed.matchedCount === 0) {
+    // Finished by the room's close already, or deleted under its writer (the recording erased or its
+    // project deleted mid-call): then the chunks stored since go too.
+    if (!(await files.findOne({ _id: file._id }, { projection: { _id: 1 } }))) await chunks.deleteMany({ files_id: file._id });
+    return null;
+  }
   return listFile(models, { ...file, length }, firstChunk);
 }
 

@@ -157,6 +157,11 @@ it("goes with its project, the files still being written too", async () => {
   expect(counts).toMatchObject({ recordings: 1, [RECORDING_MEDIA_BUCKET]: 2 });
   expect(await db.collection(`${RECORDING_MEDIA_BUCKET}.chunks`).countDocuments({ files_id: { $in: ids } })).toBe(0);
   expect(await stack.ctx.models.Recording.countDocuments({ tenantId: other.tenantId })).toBe(0);
+  // The voice agent still in the room writes on until it leaves; closing, it finds its file gone and removes what it stored since.
+  for (const piece of conversation(1.5)) await open.write(piece);
+  expect(await db.collection(`${RECORDING_MEDIA_BUCKET}.chunks`).countDocuments({ files_id: open.file._id })).toBeGreaterThan(0);
+  expect(await open.close()).toBeNull();
+  expect(await db.collection(`${RECORDING_MEDIA_BUCKET}.chunks`).countDocuments({ files_id: open.file._id })).toBe(0);
   // The other tenant's recordings are untouched.
   expect(await stack.ctx.models.Recording.countDocuments({ tenantId: t.tenantId })).toBe(3);
 });
