@@ -1,7 +1,8 @@
 // Call recordings: one document per provider recording (a call can have several), with its
 // availability and its stored files. The media itself lives in GridFS (bucket `recording_media`)
-// on the same connection, written by the fetch activity and streamed by the media route in chunks,
-// never held whole in memory.
+// on the same connection, written by the fetch activity (Twilio) or by the voice agent as it
+// records a voice room (provider `voice_room`), and streamed by the media route in chunks, never
+// held whole in memory.
 import { mongo, Schema, type Connection, type Model } from 'mongoose';
 import { createId } from '@paralleldrive/cuid2';
 
@@ -21,6 +22,10 @@ export const TERMINAL_REASONS = ['recording_disabled', 'media_not_available', 'a
 export type UnavailableReason = (typeof RETRYABLE_REASONS)[number] | (typeof TERMINAL_REASONS)[number];
 
 export const RECORDING_CHANNELS = ['caller', 'agent', 'mixed'] as const;
+
+/** Where a recording comes from: Twilio's call recording, or the voice agent recording a voice room. */
+export const RECORDING_PROVIDERS = ['twilio', 'voice_room'] as const;
+export type RecordingProvider = (typeof RECORDING_PROVIDERS)[number];
 
 export interface RecordingFileDoc {
   objectIndex: number;
@@ -42,14 +47,15 @@ export interface RecordingDoc {
   _id: string;
   tenantId: string;
   projectId: string;
-  channelConnectionId: string;
+  /** The Twilio connection; null for a voice room's recording. */
+  channelConnectionId: string | null;
   /** The session the call was; null while it cannot be told (an outbound call whose session is not known yet). */
   sessionId: string | null;
   outboundCallId: string | null;
-  /** The provider's call SID (`CA…`): the recording's `callId`. */
+  /** The provider's call SID (`CA…`), or a voice room's name: the recording's `callId`. */
   callSid: string;
-  provider: 'twilio';
-  /** The provider's recording SID (`RE…`), unique per tenant. */
+  provider: RecordingProvider;
+  /** The provider's recording SID (`RE…`), unique per tenant; a voice room's name (one recording per room). */
   providerRecordingSid: string;
   providerStatus: ProviderRecordingStatus;
   /** The provider's media URL, checked to be on the provider's own host. */
@@ -67,6 +73,11 @@ export interface RecordingDoc {
   immutable: boolean;
   retentionExpiresAt: Date;
   fetchAttempts: number;
+  /**
+   * Voice room only: files started so far, so the next one's objectIndex. A file being written is
+   * listed in `files` once the voice agent (or the room's close) has finished it.
+   */
+  partsStarted: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -92,11 +103,18 @@ const RecordingSchema = new Schema<RecordingDoc>(
     _id: { type: String, default: newRecordingId },
     tenantId: { type: String, required: true },
     projectId: { type: String, required: true },
-    channelConnectionId: { type: String, required: true },
+    // Twilio's recordings always name their connection; a voice room's has none.
+    channelConnectionId: {
+      type: String,
+      default: null,
+      required(this: RecordingDoc) {
+        return this.provider === 'twilio';
+      },
+    },
     sessionId: { type: String, default: null },
     outboundCallId: { type: String, default: null },
     callSid: { type: String, required: true },
-    provider: { type: String, enum: ['twilio'], required: true },
+    provider: { type: String, enum: RECORDING_PROVIDERS, required: true },
     providerRecordingSid: { type: String, required: true },
     providerStatus: { type: String, enum: PROVIDER_RECORDING_STATUSES, required: true },
     mediaUrl: { type: String, default: null },
@@ -111,10 +129,11 @@ const RecordingSchema = new Schema<RecordingDoc>(
     immutable: { type: Boolean, default: false },
     retentionExpiresAt: { type: Date, required: true },
     fetchAttempts: { type: Number, default: 0 },
+    partsStarted: { type: Number, default: 0 },
   },
   { versionKey: false, timestamps: true },
 );
-// One document per provider recording: a repeated callback updates it.
+// One document per provider recording: a repeated callback updates it (and one per voice room).
 RecordingSchema.index({ tenantId: 1, providerRecordingSid: 1 }, { unique: true });
 // The recordings list reads a session's recordings.
 RecordingSchema.index({ tenantId: 1, projectId: 1, sessionId: 1, createdAt: 1 });

@@ -2455,7 +2455,7 @@ export interface paths {
         put?: never;
         /**
          * Start a real-time voice session: a session with the agent, its LiveKit room and a token to join it
-         * @description Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent's voice (`voiceConfig`). The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404). 404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; 503 when real-time voice is not configured (LIVEKIT_URL) or the voice server or the runtime is unavailable. A refused request leaves nothing behind.
+         * @description Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent's voice (`voiceConfig`). The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. With `recording: true` the room is recorded (caller left, agent right, one WAV per voice agent attendance) and listed, once the room closes, by the session's recordings list like a call recording; an SDK token cannot ask for it (403). Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). An embedded widget may send `X-SDK-Token` (from `POST /api/v1/sdk/init`) from the page origin it was issued to (403 otherwise): its sessions run in the public key's project and environment, and it sees only the voice sessions its end user started (another's is 404). 404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; 503 when real-time voice is not configured (LIVEKIT_URL) or the voice server or the runtime is unavailable. A refused request leaves nothing behind.
          */
         post: operations["createVoiceSession"];
         delete?: never;
@@ -5025,6 +5025,8 @@ export interface components {
             identity: string;
             /** @description Participants in the room now (the caller and the voice agent); null once it is closed */
             participants: number | null;
+            /** @description Whether the room is recorded */
+            recording: boolean;
             room: string;
             sessionId: string;
             /**
@@ -31809,7 +31811,7 @@ export interface operations {
                             recordings: {
                                 /** @enum {string} */
                                 availability: "available" | "media_in_progress" | "unavailable";
-                                /** @description The provider's call SID */
+                                /** @description The provider's call SID, or the voice room's name for a voice room's recording */
                                 callId: string;
                                 createdAt: string;
                                 durationSeconds: number | null;
@@ -39346,6 +39348,8 @@ export interface operations {
                     participantName?: string;
                     /** @description Project holding the agents */
                     projectId: string;
+                    /** @description Record the room (default false): both sides of the conversation, stored as a two-channel WAV per voice agent attendance and listed with the session's call recordings. An API key or user token only: an SDK token asking for it is 403 */
+                    recording?: boolean;
                 };
             };
         };
@@ -39374,7 +39378,8 @@ export interface operations {
                      *         "bargeIn": true,
                      *         "speechTimeout": 0,
                      *         "silenceTimeout": 0
-                     *       }
+                     *       },
+                     *       "recording": true
                      *     }
                      */
                     "application/json": {
@@ -39385,6 +39390,8 @@ export interface operations {
                         expiresAt: string;
                         /** @description The caller's participant identity: the SDK end user, or a generated `caller-…` */
                         identity: string;
+                        /** @description Whether the room is recorded (the session's recordings list has it once the room closes) */
+                        recording: boolean;
                         /** @description The LiveKit room */
                         room: string;
                         /** @description The session (channel `voice_realtime`): its transcript and traces are read like any session */
@@ -39656,7 +39663,8 @@ export interface operations {
                      *         "environment": "string",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
                      *         "endedAt": "2026-01-31T12:00:00.000Z",
-                     *         "participants": 0
+                     *         "participants": 0,
+                     *         "recording": true
                      *       }
                      *     }
                      */
@@ -39822,7 +39830,8 @@ export interface operations {
                      *         "environment": "string",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
                      *         "endedAt": "2026-01-31T12:00:00.000Z",
-                     *         "participants": 0
+                     *         "participants": 0,
+                     *         "recording": true
                      *       }
                      *     }
                      */

@@ -2,7 +2,8 @@
 // queue) attends it in one long heartbeating activity, retried on another voice agent when its
 // process dies; when that activity returns, or the room is told to end (`endVoiceRoom`), the
 // activity is cancelled if it still runs and the room is closed on LiveKit, its record ended and
-// its place among the open rooms given back (docs/voice.md).
+// its place among the open rooms given back; a recorded room's recording is then finished and made
+// available (docs/voice.md).
 import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { VoiceAgentActivities } from '../activities/voice/types';
@@ -11,6 +12,12 @@ import { endVoiceRoomSignal, type VoiceRoomInput, type VoiceRoomResult, type Voi
 const { closeVoiceRoom } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', maximumInterval: '30 seconds', maximumAttempts: 20 },
+});
+// Waits, by retrying, for voice agents to close their recording files (a dead one's is finished
+// from its chunks after ORPHANED_AFTER_MS): a few minutes in all.
+const { finishVoiceRoomRecording } = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 1.5, maximumInterval: '15 seconds', maximumAttempts: 30 },
 });
 
 /** Why a failed attend ended the room: no voice agent took it in time, or it kept failing. */
@@ -64,6 +71,14 @@ export const voiceRoom: VoiceRoomWorkflow = async (input: VoiceRoomInput): Promi
   }
   const result = state.outcome;
   await closeVoiceRoom({ tenantId: input.tenantId, sessionId: input.sessionId, roomName: input.roomName, reason: result.reason });
+  if (input.recording) {
+    try {
+      await finishVoiceRoomRecording({ tenantId: input.tenantId, sessionId: input.sessionId, roomName: input.roomName });
+    } catch (err) {
+      // The room is closed all the same; the recording stays `media_in_progress` (docs/voice.md).
+      wf.log.error('the voice room recording could not be finished', { sessionId: input.sessionId, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
   return result;
 };
 

@@ -35,6 +35,7 @@ import { VOICE_DEFAULTS, VOICE_TEXTS } from '../../core/telephony/voice-twiml';
 import type { TurnResult } from '../../workflows/definitions';
 import type { PcmAudio, SpeechToText, TextToSpeech, VoiceActivityDetector } from '../../providers/voice/types';
 import type { AttendVoiceRoomInput, AttendVoiceRoomResult, VoiceAgentActivities } from './types';
+import { RoomRecorder } from './recorder';
 
 /** The voice agent's identity in every room; a replacement joining under it takes the place of a dead one. */
 export const AGENT_IDENTITY = 'agent';
@@ -155,6 +156,8 @@ class RoomAttendance {
   private streams: AudioStream[] = [];
   /** Audio time of the caller's stream and the wall clock it was read at, for the VAD's timestamps. */
   private heardMs = 0;
+  /** This attendance's recording file, when the room's recording is on. */
+  private recorder: RoomRecorder | null = null;
 
   /**
    * The voiceConfig voice when the text-to-speech provider has it. A voice it does not have (an
@@ -254,6 +257,10 @@ class RoomAttendance {
     this.source = new AudioSource(SPEAK_RATE, 1);
     const track = LocalAudioTrack.createAudioTrack('agent-voice', this.source);
     await room.localParticipant!.publishTrack(track, new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
+    if (this.input.recording) {
+      const { tenantId, projectId, sessionId, roomName } = this.input;
+      this.recorder = await RoomRecorder.start({ models: this.deps.models, logger: this.log, retentionDays: this.deps.config.RECORDING_RETENTION_DAYS }, { tenantId, projectId, sessionId, roomName });
+    }
     const callers = [...room.remoteParticipants.values()];
     for (const participant of callers) this.onParticipantJoined(participant);
     if (callers.length === 0) this.callerAway('empty_timeout');
@@ -302,6 +309,7 @@ class RoomAttendance {
         const { value: frame, done } = await reader.read();
         if (done) return;
         this.heardMs += (frame.samplesPerChannel / frame.sampleRate) * 1000;
+        this.recorder?.caller(frame.data, frame.sampleRate);
         for (const event of this.vad.push({ sampleRate: frame.sampleRate, samples: frame.data })) {
           if (event.type === 'speech_start') this.speechStarted();
           else this.speechEnded(event.utterance, this.heardMs - event.atMs);
@@ -323,6 +331,7 @@ class RoomAttendance {
       this.replyInterrupted = true;
       this.reply.abort();
       this.source?.clearQueue();
+      this.recorder?.agentCleared();
       this.progress.bargeIns++;
     }
   }
@@ -477,7 +486,9 @@ class RoomAttendance {
     let pending = new Int16Array(0);
     const send = async (samples: Int16Array) => {
       for (let i = 0; i + frameSamples <= samples.length && !abort.signal.aborted; i += frameSamples) {
-        await source.captureFrame(new AudioFrame(samples.slice(i, i + frameSamples), SPEAK_RATE, 1, frameSamples));
+        const frame = samples.slice(i, i + frameSamples);
+        await source.captureFrame(new AudioFrame(frame, SPEAK_RATE, 1, frameSamples));
+        this.recorder?.agent(frame, SPEAK_RATE);
         firstFrameAt ??= Date.now();
         sentSamples += frameSamples;
       }
@@ -509,7 +520,10 @@ class RoomAttendance {
       resampler?.close();
     }
     const interrupted = abort.signal.aborted && !this.finished;
-    if (abort.signal.aborted) source.clearQueue();
+    if (abort.signal.aborted) {
+      source.clearQueue();
+      this.recorder?.agentCleared();
+    }
     const queuedMs = abort.signal.aborted ? 0 : source.queuedDuration;
     const totalMs = (sentSamples / SPEAK_RATE) * 1000;
     const playedMs = interrupted && firstFrameAt !== null ? Math.min(totalMs, Date.now() - firstFrameAt) : totalMs - queuedMs;
@@ -597,6 +611,7 @@ class RoomAttendance {
   }
 
   private async leave(): Promise<void> {
+    await this.recorder?.close();
     for (const stream of this.streams) await stream.cancel().catch(() => undefined);
     await this.source?.close().catch(() => undefined);
     await this.room?.disconnect().catch(() => undefined);

@@ -36,7 +36,7 @@ const ZRecordingFile = z.object({
 
 const ZRecording = z.object({
   recordingId: z.string(),
-  callId: z.string().describe("The provider's call SID"),
+  callId: z.string().describe("The provider's call SID, or the voice room's name for a voice room's recording"),
   availability: ZAvailability,
   unavailableReason: ZReason,
   retryable: z.boolean(),

@@ -21,6 +21,7 @@ export const voiceRoutes: AnyRoute[] = [
       'Starts a session (channel `voice_realtime`) with the agent, makes its LiveKit room and answers the server `url` and a participant `token` for that room only; ' +
       'connect with a LiveKit client (the widget uses `livekit-client`) and talk: a voice agent joins the room and answers in the agent\'s voice (`voiceConfig`). ' +
       'The room closes when the session ends (POST …/end of this voice session, DELETE the session, the agent ending it), when the caller leaves, or when it stays empty for VOICE_EMPTY_ROOM_TIMEOUT_SECONDS. ' +
+      'With `recording: true` the room is recorded (caller left, agent right, one WAV per voice agent attendance) and listed, once the room closes, by the session\'s recordings list like a call recording; an SDK token cannot ask for it (403). ' +
       'Send `Idempotency-Key` to make a retried request count once: the same key answers the same session with a fresh token (409 once that session has ended). ' +
       `${SDK_NOTE} ` +
       '404 for a project the credential cannot see or with no agents, or an unknown agent; 429 when VOICE_MAX_ROOMS rooms are open across the deployment (`retryAfterMs`, `Retry-After`) or the tenant is at its concurrent session limit; ' +

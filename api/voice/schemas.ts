@@ -20,6 +20,12 @@ export const ZCreateVoiceSessionRequest = z
       .regex(NOT_BLANK_PATTERN, 'must not be blank')
       .optional()
       .describe("The caller's display name in the room"),
+    recording: z
+      .boolean()
+      .optional()
+      .describe(
+        'Record the room (default false): both sides of the conversation, stored as a two-channel WAV per voice agent attendance and listed with the session\'s call recordings. An API key or user token only: an SDK token asking for it is 403',
+      ),
   })
   .strict();
 export type TCreateVoiceSessionRequest = z.infer<typeof ZCreateVoiceSessionRequest>;
@@ -46,6 +52,7 @@ export const ZVoiceSessionCreatedResponse = z.object({
   agentName: z.string(),
   environment: z.string(),
   voiceConfig: ZVoiceConfig,
+  recording: z.boolean().describe("Whether the room is recorded (the session's recordings list has it once the room closes)"),
 });
 
 export const ZVoiceSessionParams = z.object({ sessionId: ZSessionId });
@@ -67,6 +74,7 @@ export const ZVoiceSessionResponse = z.object({
       createdAt: z.string(),
       endedAt: z.string().nullable(),
       participants: z.number().nullable().describe('Participants in the room now (the caller and the voice agent); null once it is closed'),
+      recording: z.boolean().describe('Whether the room is recorded'),
     })
     .openapi('VoiceSession'),
 });

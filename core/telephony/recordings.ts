@@ -290,7 +290,8 @@ export async function listSessionRecordings(
   for (const rec of recordings) {
     const state = currentAvailability(rec, now);
     const files: RecordingFileView[] = [];
-    for (const file of rec.files) {
+    // In file order (a voice room's files are listed as each attendance's closes).
+    for (const file of [...rec.files].sort((a, b) => a.objectIndex - b.objectIndex)) {
       let url: string | null = null;
       let fileState = { availability: state.availability, unavailableReason: state.unavailableReason, retryable: state.retryable };
       if (state.availability === 'available') {

@@ -23,6 +23,7 @@ import { startSession } from '../sessions/start';
 import { resolveNewSessionTarget, type ResolvedAgent } from '../sessions/target';
 import { isWorkflowAlreadyStarted, isWorkflowNotFound, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { signalVoiceRoomEnd } from './room-signal';
+import { requireRecordingAllowed } from './recording-policy';
 import { deleteLiveKitRoom, liveKitClientUrl, participantToken, requireLiveKit, roomService, voiceRoomName } from './livekit';
 import { type DeploymentDoc } from '../../db/deployment';
 
@@ -37,6 +38,7 @@ export interface CreateVoiceSessionRequest {
   deploymentId?: string;
   environment?: string;
   participantName?: string;
+  recording?: boolean;
 }
 
 export interface VoiceSessionCreated {
@@ -50,6 +52,7 @@ export interface VoiceSessionCreated {
   agentName: string;
   environment: string;
   voiceConfig: VoiceConfig;
+  recording: boolean;
 }
 
 /** A UUID (v4 layout) derived from a string, so the same Idempotency-Key names the same session. */
@@ -90,6 +93,7 @@ async function answerFor(ctx: CoreContext, room: VoiceRoomDoc, voiceConfig: Voic
     agentName: room.agentName,
     environment: room.environment,
     voiceConfig,
+    recording: room.recording,
   };
 }
 
@@ -128,6 +132,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
   const channelUId = principal.sdk ? sdkChannelUId(principal.sdk) : null;
   const sessionId = idempotencyKey ? uuidFromHash(`voice:${scope.tenantId}:${scope.projectId}:${channelUId ?? ''}:${idempotencyKey}`) : randomUUID();
 
+  const recording = requireRecordingAllowed(principal, body.recording);
   const earlier = idempotencyKey ? await findOwned(ctx.models.VoiceRoom, sessionId, { tenantId: scope.tenantId }) : null;
   if (earlier) return answerEarlier(ctx, earlier);
 
@@ -194,7 +199,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
     endReason: null,
     createdAt: new Date(),
     endedAt: null,
-    recording: false,
+    recording,
   };
   try {
     await ctx.models.VoiceRoom.create(room);
@@ -209,7 +214,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
       sessionId,
       roomName,
       voiceConfig: voiceConfig as Record<string, unknown>,
-      recording: false,
+      recording,
       voiceTaskQueue: ctx.config.voiceTaskQueue,
       agentWaitSeconds: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
     });
@@ -265,6 +270,7 @@ export interface VoiceSessionView {
   endedAt: string | null;
   /** Participants in the room now (the caller and the voice agent); null once it is closed. */
   participants: number | null;
+  recording: boolean;
 }
 
 /**
@@ -301,6 +307,7 @@ export async function presentVoiceSession(ctx: CoreContext, room: VoiceRoomDoc):
     createdAt: room.createdAt.toISOString(),
     endedAt: room.endedAt ? room.endedAt.toISOString() : null,
     participants,
+    recording: room.recording,
   };
 }
 

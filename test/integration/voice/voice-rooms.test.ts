@@ -13,6 +13,7 @@ import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { liveKitHttpUrl } from '../../../core/voice/livekit';
 import { openVoiceRooms } from '../../../db/voice-room';
+import { scopedKey } from '../telephony/recording-fixtures';
 
 jest.setTimeout(120_000);
 
@@ -56,6 +57,7 @@ afterAll(async () => {
   await stack.close();
 });
 
+const scopedKeyOf = (grants: string[]) => scopedKey(stack.ctx, t, grants);
 const create = (key: string, json: unknown, headers: Record<string, string> = {}) => api.post('/api/v1/voice/sessions', { key, json, headers });
 const roomExists = async (name: string) => (await rooms.listRooms([name])).some((r) => r.name === name);
 const roomRecord = (sessionId: string) => stack.ctx.models.VoiceRoom.findById(sessionId).lean();
@@ -82,6 +84,7 @@ it('makes the session, a room on LiveKit and a token that joins that room only',
     agentName: 'Concierge',
     environment: 'dev',
     voiceConfig: { voice: 'en-us', language: 'en-US', silenceTimeout: 6 },
+    recording: false,
   });
   expect(body.identity).toMatch(/^caller-[0-9a-f]{16}$/);
 
@@ -184,7 +187,15 @@ it("answers 404 for another tenant's project or voice session, and 400 for a bad
   // A key bound to the tenant's other project does not see it either.
   expect((await api.get(`/api/v1/voice/sessions/${mine.body.sessionId}`, { key: await t.keyWith(['admin'], t.otherProjectId) })).status).toBe(404);
 
-  for (const bad of [{}, { projectId: t.projectId, extra: 1 }, { projectId: t.projectId, participantName: 'x'.repeat(129) }, { projectId: t.projectId, environment: 'qa' }, { projectId: 42 }]) {
+  for (const bad of [
+    {},
+    { projectId: t.projectId, extra: 1 },
+    { projectId: t.projectId, participantName: 'x'.repeat(129) },
+    { projectId: t.projectId, environment: 'qa' },
+    { projectId: 42 },
+    { projectId: t.projectId, recording: 'yes' },
+    { projectId: t.projectId, recording: 1 },
+  ]) {
     const res = await create(t.adminKey, bad);
     expect([res.status, res.body.success, res.body.error?.code]).toEqual([400, false, 'VALIDATION_ERROR']);
   }
@@ -198,10 +209,16 @@ it("gives a widget's end user a room as itself, and only its own voice sessions"
   const pk = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Shop', allowedOrigins: [SHOP], environment: 'dev' } });
   const init = async () => (await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': pk.body.publicKey.key, origin: SHOP }, json: { projectId: t.projectId } })).body;
   const [alice, bob] = [await init(), await init()];
+  // A page's visitor cannot turn recording on: 403, and nothing is made.
+  const before = await footprint();
+  const recorded = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId, recording: true } });
+  expect([recorded.status, recorded.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+  expect(await footprint()).toEqual(before);
   const res = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId } });
   expect(res.status).toBe(201);
   expect(res.headers.get('access-control-allow-origin')).toBe(SHOP);
   expect(res.body.identity).toBe(alice.endUserId);
+  expect(res.body.recording).toBe(false);
   expect((await verifier.verify(res.body.token)).sub).toBe(alice.endUserId);
   expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': alice.token, origin: SHOP } })).status).toBe(200);
   expect((await api.get(`/api/v1/voice/sessions/${res.body.sessionId}`, { headers: { 'x-sdk-token': bob.token, origin: SHOP } })).status).toBe(404);
@@ -225,3 +242,27 @@ it("closes a project's open rooms when the project is deleted, giving their plac
   expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
   expect(await roomRecord(open.body.sessionId)).toBeNull();
 });
+
+it('records a room only when asked, and says so; a room no voice agent attended has no recording to list', async () => {
+  const { key } = await scopedKeyOf(['recordings.read']);
+  const list = (sessionId: string) => api.get(`/api/public/recordings/projects/${t.projectId}/sessions/${sessionId}/recordings`, { headers: { 'x-api-key': key } });
+  const plain = await create(t.adminKey, { projectId: t.projectId });
+  const recorded = await create(t.adminKey, { projectId: t.projectId, recording: true });
+  expect([plain.body.recording, recorded.body.recording]).toEqual([false, true]);
+  expect(await roomRecord(plain.body.sessionId)).toMatchObject({ recording: false });
+  expect(await roomRecord(recorded.body.sessionId)).toMatchObject({ recording: true });
+  expect((await api.get(`/api/v1/voice/sessions/${recorded.body.sessionId}`, { key: t.adminKey })).body.voiceSession).toMatchObject({ recording: true });
+  for (const r of [plain, recorded]) await api.post(`/api/v1/voice/sessions/${r.body.sessionId}/end`, { key: t.adminKey });
+  // The recorded room's workflow finished its recording after closing the room: no voice agent came, so nothing was recorded.
+  const temporalClient = await stack.ctx.temporal.client();
+  await temporalClient.workflow.getHandle(`voice-room/${recorded.body.sessionId}`).result();
+  const history = await temporalClient.workflow.getHandle(`voice-room/${recorded.body.sessionId}`).fetchHistory();
+  const scheduled = history.events!.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+  expect(scheduled).toEqual(['attendVoiceRoom', 'closeVoiceRoom', 'finishVoiceRoomRecording']);
+  for (const r of [plain, recorded]) {
+    const res = await list(r.body.sessionId);
+    expect(res.body.data).toMatchObject({ status: 'media_unavailable', recordings: [] });
+  }
+  expect(await stack.ctx.models.Recording.countDocuments({ tenantId: t.tenantId })).toBe(0);
+});
+
