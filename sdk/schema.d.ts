@@ -3305,6 +3305,8 @@ export interface components {
             status: "active" | "disabled";
             transferNumber: string | null;
             updatedAt: string;
+            /** @enum {string} */
+            voiceMode: "gather" | "realtime";
         };
         ChatAgentResponse: {
             action: {
@@ -3585,6 +3587,12 @@ export interface components {
             status: "active" | "disabled";
             /** @description Where an escalation transfers the caller (E.164), or null to keep escalations in the session; otherwise 400 INVALID_PHONE_NUMBER */
             transferNumber?: string | null;
+            /**
+             * @description How calls are held: `gather` (turn by turn over TwiML, Twilio recognises and speaks) or `realtime` (the call's audio is bridged into a LiveKit voice room and the voice agent listens and speaks; needs real-time voice configured, else 422)
+             * @default gather
+             * @enum {string}
+             */
+            voiceMode: "gather" | "realtime";
         };
         /** @description Every field optional; identity and identityType go together (400 otherwise) */
         CreateContactRequest: {
@@ -4929,6 +4937,11 @@ export interface components {
             status?: "active" | "disabled";
             /** @description Where an escalation transfers the caller (E.164), or null to keep escalations in the session; otherwise 400 INVALID_PHONE_NUMBER */
             transferNumber?: string | null;
+            /**
+             * @description How calls are held: `gather` (turn by turn over TwiML, Twilio recognises and speaks) or `realtime` (the call's audio is bridged into a LiveKit voice room and the voice agent listens and speaks; needs real-time voice configured, else 422)
+             * @enum {string}
+             */
+            voiceMode?: "gather" | "realtime";
         };
         /** @description Only the fields given change; null clears a text field. A new identity is sent with its identityType and checked as on create (409 when a live contact holds it) */
         UpdateContactRequest: {
@@ -13576,6 +13589,7 @@ export interface operations {
                      *           "endpointSlug": "string",
                      *           "amdMode": "off",
                      *           "recordingEnabled": true,
+                     *           "voiceMode": "gather",
                      *           "transferNumber": "string",
                      *           "status": "active",
                      *           "createdAt": "2026-01-31T12:00:00.000Z",
@@ -13769,6 +13783,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
@@ -13996,6 +14011,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
@@ -14334,6 +14350,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
