@@ -105,7 +105,8 @@ export async function startPhoneBridge(deps: PhoneBridgeDeps, listen: { port: nu
   /** The connection whose token signed this upgrade over the stream's URL, or null (never saying why). */
   async function verified(req: IncomingMessage, target: { connectionId: string; sessionId: string }): Promise<ChannelConnectionDoc | null> {
     const signature = req.headers['x-twilio-signature'];
-    if (typeof signature !== 'string' || !signature) return null;
+    // A base64 HMAC (SHA-1 or SHA-256) or nothing: no store read for anything else.
+    if (typeof signature !== 'string' || !/^[A-Za-z0-9+/]{20,100}={0,2}$/.test(signature)) return null;
     const conn = await readChannelConnection(ctx, target.connectionId);
     if (!conn || conn.status !== 'active') return null;
     const authToken = await connectionAuthToken(ctx, conn);

@@ -7,7 +7,8 @@
 // back, says a phrase (espeak-ng, made here), and the session's transcript has the words and the
 // agent's answer. While the call is live, upgrades without the right signature are refused before
 // anything joins its room, and a signed stream naming another call, or a second stream of the
-// call, is closed without joining. The caller's hang-up ends the session and closes the room.
+// call, is closed without joining. The caller's hang-up ends the session and closes the room; and
+// a room that closes first (the session ended through the API) ends the call once its audio has played.
 // LiveKit and the voice agent run inside a network namespace this file makes (rtc-node's WebRTC
 // ignores loopback); the API, Temporal, the store and the Twilio fake stay outside.
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -103,10 +104,8 @@ function openStream(url: string, signature: string | null, then: (ws: WebSocket)
   });
 }
 
-const participantsOf = async (room: string) => (await new RoomServiceClient(`http://127.0.0.1:${LIVEKIT.port}`, LIVEKIT.key, LIVEKIT.secret).listParticipants(room)).map((p) => p.identity).sort();
-
-test('a phone caller on a realtime connection hears the greeting, is heard and answered, and nobody else gets into the room', async () => {
-  const call = fake.inbound({
+function callIn(): FakeCallView {
+  return fake.inbound({
     accountSid: ACCOUNT_SID,
     authToken: AUTH_TOKEN,
     from: '+15557654321',
@@ -114,6 +113,12 @@ test('a phone caller on a realtime connection hears the greeting, is heard and a
     url: stack.baseUrl + webhookPath(connectionId, 'voice'),
     statusCallback: stack.baseUrl + webhookPath(connectionId, 'voice-status'),
   });
+}
+
+const participantsOf = async (room: string) => (await new RoomServiceClient(`http://127.0.0.1:${LIVEKIT.port}`, LIVEKIT.key, LIVEKIT.secret).listParticipants(room)).map((p) => p.identity).sort();
+
+test('a phone caller on a realtime connection hears the greeting, is heard and answered, and nobody else gets into the room', async () => {
+  const call = callIn();
   const sessionId = voiceSessionId(connectionId, call.sid);
   const streamUrl = phoneStreamUrl({ VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL, PUBLIC_BASE_URL: stack.baseUrl }, connectionId, sessionId);
 
@@ -172,5 +177,25 @@ test('a phone caller on a realtime connection hears the greeting, is heard and a
     250,
   );
   expect(closed!.endReason).toBe('session_ended');
+  expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('ended');
+});
+
+test('a room that closes first ends the call: the bridge lets the audio play out, then ends the stream and Twilio the call', async () => {
+  const call = callIn();
+  const sessionId = voiceSessionId(connectionId, call.sid);
+  await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > 500, 90_000);
+  const ended = await client(stack.baseUrl).post(`/api/v1/voice/sessions/${sessionId}/end`, { key: t.adminKey });
+  expect(ended.status).toBe(200);
+  // The server ended the stream (after Twilio said its mark had played), the TwiML ran out, the call ended.
+  const done = await fake.waitForCall((c) => c.sid === call.sid && c.status === 'completed', 30_000);
+  expect(done.streams[0]).toMatchObject({ status: 'closed', closeCode: 1000, marks: ['end-1'] });
+  expect(done.events).toContain('completed: the TwiML ran out');
+  const room = await eventually(
+    () => stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean(),
+    (r) => r?.status === 'ended',
+    30_000,
+    250,
+  );
+  expect(room!.endReason).toBe('session_ended');
   expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('ended');
 });
