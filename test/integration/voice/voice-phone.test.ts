@@ -4,8 +4,8 @@
 // does (signed upgrade, connected/start/media/stop). The bridge (in the product's voice agent
 // process, workers/voice-agent.ts with the offline pair: pocketsphinx decoding against a grammar,
 // espeak-ng speaking) puts the call in its room; the caller hears the greeting in the μ-law sent
-// back, says a phrase (espeak-ng, made here), and the session's transcript has the words and the
-// agent's answer. While the call is live, upgrades without the right signature are refused before
+// back, says a phrase (espeak-ng, made here) and cuts the answer short with another (the bridge sends
+// Twilio `clear`), and the session's transcript has the words and the agent's answers. While the call is live, upgrades without the right signature are refused before
 // anything joins its room, and a signed stream naming another call, or a second stream of the
 // call, is closed without joining. The caller's hang-up ends the session and closes the room; and
 // a room that closes first (the session ended through the API) ends the call once its audio has played.
@@ -35,6 +35,7 @@ jest.setTimeout(300_000);
 const GREETING = 'Hello, you are through to the help desk. How can I help?';
 const ANSWER = 'Thank you for calling. Our opening hours are from nine until five on weekdays.';
 const ASK = 'i would like to check the status of my order';
+const CUT_IN = 'thank you very much';
 
 const LIVEKIT = { port: 17910, key: 'testkey', secret: randomBytes(24).toString('hex') };
 const BRIDGE_PORT = 17915;
@@ -76,7 +77,7 @@ beforeAll(async () => {
     stack.config,
     LIVEKIT,
     [],
-    { ...VOICE_ENV, LOG_LEVEL: 'info', VOICE_STT_HINTS: [ASK, 'goodbye'].join('|'), VOICE_BRIDGE_PORT: String(BRIDGE_PORT), VOICE_BRIDGE_HOST: '127.0.0.1' },
+    { ...VOICE_ENV, LOG_LEVEL: 'info', VOICE_STT_HINTS: [ASK, CUT_IN, 'goodbye'].join('|'), VOICE_BRIDGE_PORT: String(BRIDGE_PORT), VOICE_BRIDGE_HOST: '127.0.0.1' },
     { exportPorts: [LIVEKIT.port, BRIDGE_PORT], agentEntry: 'workers/voice-agent.ts' },
   );
   await ns.command({ cmd: 'startAgent', name: 'agent' });
@@ -117,7 +118,7 @@ function callIn(): FakeCallView {
 
 const participantsOf = async (room: string) => (await new RoomServiceClient(`http://127.0.0.1:${LIVEKIT.port}`, LIVEKIT.key, LIVEKIT.secret).listParticipants(room)).map((p) => p.identity).sort();
 
-test('a phone caller on a realtime connection hears the greeting, is heard and answered, and nobody else gets into the room', async () => {
+test('a phone caller on a realtime connection hears the greeting, is heard and answered, cuts the answer short, and nobody else gets into the room', async () => {
   const call = callIn();
   const sessionId = voiceSessionId(connectionId, call.sid);
   const streamUrl = phoneStreamUrl({ VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL, PUBLIC_BASE_URL: stack.baseUrl }, connectionId, sessionId);
@@ -148,11 +149,18 @@ test('a phone caller on a realtime connection hears the greeting, is heard and a
   expect(await openStream(streamUrl, twilioSignature(AUTH_TOKEN, streamUrl, {}), start(call.sid))).toEqual({ closed: 1008 });
   expect(await participantsOf(room!.roomName)).toEqual(['agent', `phone:${call.sid}`]);
 
-  // The caller asks; the transcript has the words and the agent's answer, which the caller hears.
-  fake.play(call.sid, await speech(ASK));
+  // The caller asks; the answer is heard, and the caller cuts it short (barge-in): the bridge tells
+  // Twilio to drop what it still holds of the reply.
+  const [ask, cutIn] = [await speech(ASK), await speech(CUT_IN)];
+  fake.play(call.sid, ask);
+  await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > greeted.streams[0]!.loudMs + 600, 90_000);
+  fake.play(call.sid, cutIn);
+  const cut = await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.clears ?? 0) >= 1, 60_000);
+  expect(cut.streams[0]!.status).toBe('open');
+  // The transcript: the greeting, the caller's words as recognised, and the agent's answers.
   const messages = await eventually(
     async () => (await client(stack.baseUrl).get(`/api/v1/sessions/${sessionId}/transcripts`, { key: t.adminKey })).body as { messages?: { role: string; content: string }[] },
-    (body) => body.messages?.some((m) => m.role === 'assistant' && m.content === ANSWER) ?? false,
+    (body) => (body.messages?.filter((m) => m.role === 'assistant' && m.content === ANSWER).length ?? 0) === 2,
     120_000,
     250,
   );
@@ -160,9 +168,16 @@ test('a phone caller on a realtime connection hears the greeting, is heard and a
     { role: 'assistant', content: GREETING },
     { role: 'user', content: ASK },
     { role: 'assistant', content: ANSWER },
+    { role: 'user', content: CUT_IN },
+    { role: 'assistant', content: ANSWER },
   ]);
-  const answered = await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > greeted.streams[0]!.loudMs + 1500, 60_000);
-  expect(answered.streams[0]!.status).toBe('open');
+  const interrupted = await eventually(
+    () => stack.ctx.models.VoiceEvent.findOne({ tenantId: t.tenantId, sessionId, type: 'voice.turn', turn: 1 }).lean(),
+    (row) => row !== null,
+    30_000,
+    200,
+  );
+  expect(interrupted!.data).toMatchObject({ source: 'room', input: 'speech', interrupted: true });
   const session = await stack.ctx.models.Session.findOne({ _id: sessionId }).lean();
   expect(session).toMatchObject({ channel: 'voice', tenantId: t.tenantId });
 
