@@ -31,7 +31,7 @@ import { connectionAuthToken, readChannelConnection } from '../telephony/connect
 import { voiceSessionId } from '../telephony/voice';
 import { type CoreContext } from '../context';
 import { liveKitClientUrl } from './livekit';
-import { phoneIdentity, phoneStreamUrl } from './phone-rooms';
+import { phoneBridgeBaseUrl, phoneIdentity, phoneStreamUrl } from './phone-rooms';
 
 /** The voice agent's identity in rooms (activities/voice/attend.ts AGENT_IDENTITY). */
 const AGENT_IDENTITY = 'agent';
@@ -140,7 +140,11 @@ export async function startPhoneBridge(deps: PhoneBridgeDeps, listen: { port: nu
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(listen.port, listen.host, resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : listen.port;
-  log.info({ port, host: listen.host }, 'phone bridge listening');
+  const publicUrl = phoneBridgeBaseUrl(deps.config);
+  log.info({ port, host: listen.host, publicUrl }, 'phone bridge listening');
+  if (deps.config.NODE_ENV === 'production' && publicUrl.startsWith('ws://')) {
+    log.warn({ publicUrl }, 'Twilio opens Media Streams over wss:// only: set VOICE_BRIDGE_PUBLIC_URL (or an https PUBLIC_BASE_URL), or realtime calls will not connect');
+  }
   return {
     port,
     streams: () => sockets.size,
