@@ -19,6 +19,14 @@ export type ChannelConnectionStatus = (typeof CHANNEL_CONNECTION_STATUSES)[numbe
 export const AMD_MODES = ['off', 'continue', 'disconnect'] as const;
 export type AmdMode = (typeof AMD_MODES)[number];
 
+/**
+ * How the connection's calls are held: `gather`, turn by turn over TwiML (<Gather input="speech">,
+ * Twilio's recogniser and <Say>), or `realtime`, the call's audio bridged into a LiveKit voice room
+ * over a Twilio Media Stream and talked to by the voice agent (docs/telephony/voice.md).
+ */
+export const VOICE_MODES = ['gather', 'realtime'] as const;
+export type VoiceMode = (typeof VOICE_MODES)[number];
+
 /** The id prefix; the response's `data.id` is the `channelConnectionId` of outbound calls. */
 export const CHANNEL_CONNECTION_ID_PREFIX = 'cc_';
 export const newChannelConnectionId = (): string => CHANNEL_CONNECTION_ID_PREFIX + createId();
@@ -43,6 +51,8 @@ export interface ChannelConnectionDoc {
   endpointSlug: string | null;
   amdMode: AmdMode;
   recordingEnabled: boolean;
+  /** `gather` (the default) or `realtime`; documents written before the setting read as `gather`. */
+  voiceMode?: VoiceMode;
   /** A number an ESCALATE transfers the caller to (`<Dial>`), E.164; null: escalation stays in the session. */
   transferNumber: string | null;
   status: ChannelConnectionStatus;
@@ -65,6 +75,7 @@ const ChannelConnectionSchema = new Schema<ChannelConnectionDoc>(
     endpointSlug: { type: String, default: null },
     amdMode: { type: String, required: true, enum: AMD_MODES, default: 'off' },
     recordingEnabled: { type: Boolean, required: true, default: false },
+    voiceMode: { type: String, enum: VOICE_MODES, default: 'gather' },
     transferNumber: { type: String, default: null },
     status: { type: String, required: true, enum: CHANNEL_CONNECTION_STATUSES, default: 'active' },
   },

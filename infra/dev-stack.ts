@@ -177,6 +177,15 @@ async function main(): Promise<void> {
     } else {
       log(`no LiveKit server: voice rooms are made on ${process.env.LIVEKIT_URL}`);
     }
+    // The phone bridge in the voice agent: a `realtime` channel connection's calls (through the
+    // Twilio fake, or Twilio reaching this machine) stream their audio to it.
+    const bridgePort = envNumber('VOICE_BRIDGE_PORT', 3012);
+    await requireFreePort(bridgePort, 'phone bridge', 'VOICE_BRIDGE_PORT');
+    Object.assign(env, {
+      VOICE_BRIDGE_PORT: String(bridgePort),
+      VOICE_BRIDGE_HOST: env.VOICE_BRIDGE_HOST ?? '127.0.0.1',
+      VOICE_BRIDGE_PUBLIC_URL: env.VOICE_BRIDGE_PUBLIC_URL ?? `ws://127.0.0.1:${bridgePort}/media-stream`,
+    });
     const config = loadConfig(env);
 
     const added = await ensureSearchAttributes(config.TEMPORAL_ADDRESS, config.TEMPORAL_NAMESPACE);
@@ -238,6 +247,7 @@ async function main(): Promise<void> {
         : []),
       `  MongoDB        ${config.MONGODB_URI}`,
       `  LiveKit        ${config.LIVEKIT_URL ?? 'off'}   (real-time voice rooms: docs/voice.md)`,
+      `  Phone bridge   ${config.VOICE_BRIDGE_PUBLIC_URL}   (Media Streams of realtime channel connections' calls: docs/voice.md, "Phone callers")`,
       `  Sample tools   ${backend.url}   (invoices, flights, hotels, KYC, accounts for the seeded agents)`,
       `  Sample webhook ${receiverUrl}   (the dev project's HTTP-async subscription delivers here; GET shows what came)`,
       twilioFake

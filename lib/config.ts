@@ -238,6 +238,22 @@ export const ConfigSchema = z.object({
   /** The task queue the voice agent processes serve (`npm run voice-worker`); default `<TEMPORAL_TASK_QUEUE>-voice`. */
   VOICE_TASK_QUEUE: z.string().min(1).optional(),
   /**
+   * The phone bridge (docs/voice.md, "Phone callers"): the port a voice agent process serves
+   * Twilio Media Streams on. Unset: the process serves none, and `realtime` connections' calls
+   * find no bridge. It listens on VOICE_BRIDGE_HOST (default 0.0.0.0).
+   */
+  VOICE_BRIDGE_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  VOICE_BRIDGE_HOST: z.string().min(1).default('0.0.0.0'),
+  /**
+   * The bridge's address as Twilio reaches it (`wss://…`, a path allowed, no query): the calls'
+   * <Stream url> is this plus `/<connectionId>/<sessionId>`, and Twilio signs the upgrade over that
+   * URL. Default: PUBLIC_BASE_URL with ws(s) and the path `/media-stream` (route it to the bridge).
+   */
+  VOICE_BRIDGE_PUBLIC_URL: z
+    .url()
+    .refine((u) => /^wss?:\/\/[^?#]*$/.test(u), 'must be a ws:// or wss:// URL without a query')
+    .optional(),
+  /**
    * The key of the outbound calls' destination blind index (HMAC-SHA256 of the normalised number;
    * base64, 32 bytes). Unset outside production: derived from the master key ring's current key
    * (a master-key rotation then leaves older calls unfindable by destination). Unset in

@@ -1946,7 +1946,7 @@ export interface paths {
         put?: never;
         /**
          * A call was answered: start its agent session and say the greeting (Twilio webhook)
-         * @description Twilio asks it when a call to the connection's number, or an outbound call placed with this URL, is answered. Signed with X-Twilio-Signature under the connection's auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on.
+         * @description Twilio asks it when a call to the connection's number, or an outbound call placed with this URL, is answered. Signed with X-Twilio-Signature under the connection's auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on. A connection with `voiceMode: realtime` answers <Connect><Stream> instead: the call's audio goes to the phone bridge and its voice room (made once per CallSid), where the voice agent greets and talks with the caller.
          */
         post: operations["twilioVoiceWebhook"];
         delete?: never;
@@ -3305,6 +3305,8 @@ export interface components {
             status: "active" | "disabled";
             transferNumber: string | null;
             updatedAt: string;
+            /** @enum {string} */
+            voiceMode: "gather" | "realtime";
         };
         ChatAgentResponse: {
             action: {
@@ -3585,6 +3587,12 @@ export interface components {
             status: "active" | "disabled";
             /** @description Where an escalation transfers the caller (E.164), or null to keep escalations in the session; otherwise 400 INVALID_PHONE_NUMBER */
             transferNumber?: string | null;
+            /**
+             * @description How calls are held: `gather` (turn by turn over TwiML, Twilio recognises and speaks) or `realtime` (the call's audio is bridged into a LiveKit voice room and the voice agent listens and speaks; needs real-time voice configured, else 422)
+             * @default gather
+             * @enum {string}
+             */
+            voiceMode: "gather" | "realtime";
         };
         /** @description Every field optional; identity and identityType go together (400 otherwise) */
         CreateContactRequest: {
@@ -4929,6 +4937,11 @@ export interface components {
             status?: "active" | "disabled";
             /** @description Where an escalation transfers the caller (E.164), or null to keep escalations in the session; otherwise 400 INVALID_PHONE_NUMBER */
             transferNumber?: string | null;
+            /**
+             * @description How calls are held: `gather` (turn by turn over TwiML, Twilio recognises and speaks) or `realtime` (the call's audio is bridged into a LiveKit voice room and the voice agent listens and speaks; needs real-time voice configured, else 422)
+             * @enum {string}
+             */
+            voiceMode?: "gather" | "realtime";
         };
         /** @description Only the fields given change; null clears a text field. A new identity is sent with its identityType and checked as on create (409 when a live contact holds it) */
         UpdateContactRequest: {
@@ -13578,6 +13591,7 @@ export interface operations {
                      *           "endpointSlug": "string",
                      *           "amdMode": "off",
                      *           "recordingEnabled": true,
+                     *           "voiceMode": "gather",
                      *           "transferNumber": "string",
                      *           "status": "active",
                      *           "createdAt": "2026-01-31T12:00:00.000Z",
@@ -13771,6 +13785,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
@@ -13998,6 +14013,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",
@@ -14336,6 +14352,7 @@ export interface operations {
                      *         "endpointSlug": "string",
                      *         "amdMode": "off",
                      *         "recordingEnabled": true,
+                     *         "voiceMode": "gather",
                      *         "transferNumber": "string",
                      *         "status": "active",
                      *         "createdAt": "2026-01-31T12:00:00.000Z",

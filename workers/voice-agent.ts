@@ -2,6 +2,8 @@
 // (config.voiceTaskQueue) that serves only `attendVoiceRoom`, at most VOICE_AGENT_MAX_ROOMS rooms
 // at once. SIGINT/SIGTERM stop it gracefully: no new room is taken, rooms in progress get
 // SHUTDOWN_GRACE_MS, then their attempts fail and another voice agent takes them over.
+// With VOICE_BRIDGE_PORT it also serves the phone bridge (core/voice/phone-bridge.ts): phone
+// calls' Twilio Media Streams, put in their voice rooms beside the rooms this process attends.
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
@@ -13,6 +15,7 @@ import { createModels } from '../db/models';
 import { createVoiceAgentActivities, type VoiceAgentDeps } from '../activities/voice/attend';
 import { createVad, speechToTextFromConfig, textToSpeechFromConfig, voiceProviderWarnings } from '../providers/voice';
 import type { SpeechToText, TextToSpeech, VoiceActivityDetector } from '../providers/voice/types';
+import { startPhoneBridge, type PhoneBridge } from '../core/voice/phone-bridge';
 
 /** The speech providers a voice agent runs with. */
 export interface VoiceProviders {
@@ -61,10 +64,14 @@ export async function runVoiceAgent({ config, logger, providers: makeProviders }
     maxConcurrentActivityTaskExecutions: config.VOICE_AGENT_MAX_ROOMS,
     shutdownGraceTime: config.SHUTDOWN_GRACE_MS,
   });
-  logger.info({ taskQueue: config.voiceTaskQueue, maxRooms: config.VOICE_AGENT_MAX_ROOMS }, 'voice agent started');
+  const bridge: PhoneBridge | null = config.VOICE_BRIDGE_PORT
+    ? await startPhoneBridge({ config, models, logger }, { port: config.VOICE_BRIDGE_PORT, host: config.VOICE_BRIDGE_HOST, maxStreams: config.VOICE_AGENT_MAX_ROOMS })
+    : null;
+  logger.info({ taskQueue: config.voiceTaskQueue, maxRooms: config.VOICE_AGENT_MAX_ROOMS, phoneBridgePort: bridge?.port ?? null }, 'voice agent started');
   try {
     await worker.run();
   } finally {
+    await bridge?.close();
     await Promise.allSettled([providers.speechToText.close?.(), providers.textToSpeech.close?.()]);
     await connection.close();
     await models.connection.close();

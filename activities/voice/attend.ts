@@ -58,6 +58,8 @@ const SPEAK_RATE = 48_000;
 const FRAME_MS = 10;
 /** The agent's audio token lives this long; it is only used to join. */
 const TOKEN_TTL_SECONDS = 600;
+/** How long the greeting waits for the caller's audio to be heard (a caller who publishes none is greeted after it). */
+const GREETING_WAITS_FOR_CALLER_MS = 10_000;
 /** Silences in a row that end the conversation: the first is reprompted, the second says goodbye. */
 export const NO_INPUT_LIMIT = 2;
 
@@ -293,10 +295,12 @@ class RoomAttendance {
   }
 
   private readonly listening = new Set<string>();
+  private callerTrackHeard: (() => void) | null = null;
 
   private onTrack(track: RemoteTrack, participant: RemoteParticipant): void {
     if (participant.identity === AGENT_IDENTITY || track.kind !== TrackKind.KIND_AUDIO || !track.sid || this.listening.has(track.sid)) return;
     this.listening.add(track.sid);
+    this.callerTrackHeard?.();
     const stream = new AudioStream(track, { sampleRate: LISTEN_RATE, numChannels: 1 });
     this.streams.push(stream);
     void this.listen(stream).finally(() => this.listening.delete(track.sid!));
@@ -346,8 +350,16 @@ class RoomAttendance {
   // ── the conversation ─────────────────────────────────────────────────────────────────────
 
   private async converse(): Promise<void> {
-    if (!this.progress.greeted) await this.greet();
-    else this.armSilence();
+    if (!this.progress.greeted) {
+      // Greeting an empty room says it to nobody: a caller who joins after the agent (a phone call
+      // through the bridge, a slow browser) would miss it.
+      if (this.listening.size === 0) {
+        await Promise.race([new Promise<void>((resolve) => (this.callerTrackHeard = resolve)), this.done, new Promise((resolve) => setTimeout(resolve, GREETING_WAITS_FOR_CALLER_MS))]);
+        this.callerTrackHeard = null;
+      }
+      if (this.finished) return;
+      await this.greet();
+    } else this.armSilence();
     while (!this.finished) {
       const utterance = await this.nextUtterance();
       if (!utterance) return;

@@ -43,6 +43,7 @@ function present(doc: ChannelConnectionDoc) {
     endpointSlug: doc.endpointSlug ?? null,
     amdMode: doc.amdMode,
     recordingEnabled: doc.recordingEnabled,
+    voiceMode: doc.voiceMode ?? 'gather',
     transferNumber: doc.transferNumber ? maskPhoneNumber(doc.transferNumber) : null,
     status: doc.status,
     createdAt: doc.createdAt.toISOString(),

@@ -2,7 +2,7 @@
 // token is write-only: it is in the requests, never in a response schema.
 import { z } from 'zod';
 import '../openapi/registry';
-import { AMD_MODES, CHANNEL_CONNECTION_STATUSES, CHANNEL_PROVIDERS } from '../../db/channel-connection';
+import { AMD_MODES, CHANNEL_CONNECTION_STATUSES, CHANNEL_PROVIDERS, VOICE_MODES } from '../../db/channel-connection';
 import { DEPLOYMENT_ENVIRONMENTS } from '../../db/deployment';
 import { NOT_BLANK_PATTERN, trimmedText, ZLimitQuery, ZOffsetQuery, ZProjectIdParam } from '../http/schemas';
 
@@ -34,6 +34,12 @@ const ZAgentRef = z
 const ZEndpointSlug = z.string().min(1).max(200).describe("Pins the deployment with this endpointSlug (an active deployment of the project, in the connection's environment)");
 const ZAmdMode = z.enum(AMD_MODES).describe('Answering-machine detection by default: `off`, `continue` (detect and report) or `disconnect` (hang up on a machine)');
 const ZRecordingEnabled = z.boolean().describe('Whether calls are recorded');
+const ZVoiceMode = z
+  .enum(VOICE_MODES)
+  .describe(
+    'How calls are held: `gather` (turn by turn over TwiML, Twilio recognises and speaks) or `realtime` (the call\'s audio is bridged into a LiveKit voice room and the voice agent ' +
+      'listens and speaks; needs real-time voice configured, else 422)',
+  );
 const ZTransferNumber = ZPhoneNumber.describe('Where an escalation transfers the caller (E.164), or null to keep escalations in the session; otherwise 400 INVALID_PHONE_NUMBER');
 const ZStatus = z.enum(CHANNEL_CONNECTION_STATUSES).describe('`disabled` keeps the connection but takes it out of service');
 
@@ -49,6 +55,7 @@ export const ZCreateChannelConnectionRequest = z
     endpointSlug: ZEndpointSlug.nullable().optional().describe(`${ZEndpointSlug.description}. Null or omitted: the environment's active deployment, else the agents' latest versions`),
     amdMode: ZAmdMode.default('off'),
     recordingEnabled: ZRecordingEnabled.default(false),
+    voiceMode: ZVoiceMode.default('gather'),
     transferNumber: ZTransferNumber.nullable().optional(),
     status: ZStatus.default('active'),
   })
@@ -66,6 +73,7 @@ export const ZUpdateChannelConnectionRequest = z
     endpointSlug: ZEndpointSlug.nullable().optional(),
     amdMode: ZAmdMode.optional(),
     recordingEnabled: ZRecordingEnabled.optional(),
+    voiceMode: ZVoiceMode.optional(),
     transferNumber: ZTransferNumber.nullable().optional(),
     status: ZStatus.optional(),
   })
@@ -91,6 +99,7 @@ export const ZChannelConnection = z
     endpointSlug: z.string().nullable(),
     amdMode: z.enum(AMD_MODES),
     recordingEnabled: z.boolean(),
+    voiceMode: z.enum(VOICE_MODES),
     transferNumber: z.string().nullable(),
     status: z.enum(CHANNEL_CONNECTION_STATUSES),
     createdAt: z.string(),

@@ -83,7 +83,9 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     description:
       'Twilio asks it when a call to the connection\'s number, or an outbound call placed with this URL, is answered. Signed with ' +
       'X-Twilio-Signature under the connection\'s auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) ' +
-      'per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on.',
+      'per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on. ' +
+      'A connection with `voiceMode: realtime` answers <Connect><Stream> instead: the call\'s audio goes to the phone bridge and its voice room ' +
+      '(made once per CallSid), where the voice agent greets and talks with the caller.',
     tags: TAGS,
     auth: 'public',
     params: ZConnectionParams,

@@ -96,8 +96,9 @@ export async function deleteSession(ctx: CoreContext, scope: SessionScope, sessi
   const session = await findSession(ctx.models, scope, sessionId);
   forgetRunningSession(ctx, scope.tenantId, sessionId);
   const workflow = await endSessionWorkflow(ctx, { tenantId: scope.tenantId, sessionId }, 'deleted');
-  // A voice session's room closes with it (its workflow told it too, unless it was terminated).
-  if (session.channel === 'voice_realtime') await signalVoiceRoomEnd(await temporalClient(ctx), sessionId, 'deleted');
+  // A voice session's room closes with it (its workflow told it too, unless it was terminated); a
+  // phone call's session has one when its connection bridges calls into rooms (a call without one is fine).
+  if (session.channel === 'voice_realtime' || session.channel === 'voice') await signalVoiceRoomEnd(await temporalClient(ctx), sessionId, 'deleted');
   // Its open human tasks wait for nobody now.
   await cancelSessionTasks(ctx, scope, sessionId, 'session deleted');
   const owned = { tenantId: scope.tenantId, projectId: scope.projectId, sessionId };

@@ -9,7 +9,9 @@ import {
   type ChannelConnectionStatus,
   newChannelConnectionId,
   sealConnectionToken,
+  type VoiceMode,
 } from '../../db/channel-connection';
+import { liveKitConfigured } from '../../lib/config';
 import { type DeploymentDoc } from '../../db/deployment';
 import { type ProjectDoc } from '../../db/project';
 import { DomainError } from '../../lib/errors';
@@ -37,6 +39,7 @@ export interface ChannelConnectionInput {
   endpointSlug?: string | null;
   amdMode: AmdMode;
   recordingEnabled: boolean;
+  voiceMode?: VoiceMode;
   transferNumber?: string | null;
   status: ChannelConnectionStatus;
 }
@@ -52,6 +55,16 @@ function requirePhoneNumbers(input: { callerNumber?: string; transferNumber?: st
   }
   if (input.transferNumber !== undefined && input.transferNumber !== null && !isE164(input.transferNumber)) {
     throw new DomainError('INVALID_PHONE_NUMBER', 'body.transferNumber: must be an E.164 number: + then 2 to 15 digits, the first not 0 (e.g. +15551234567), or null');
+  }
+}
+
+/** 422 when `realtime` is asked for on a deployment without real-time voice: its calls could not be bridged. */
+function requireVoiceMode(ctx: CoreContext, voiceMode: VoiceMode | undefined): void {
+  if (voiceMode === 'realtime' && !liveKitConfigured(ctx.config)) {
+    throw new DomainError(
+      'UNPROCESSABLE_ENTITY',
+      'body.voiceMode: realtime needs real-time voice configured on this deployment (LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET); use gather',
+    );
   }
 }
 
@@ -151,6 +164,7 @@ async function requireRoom(ctx: CoreContext, project: ProjectDoc): Promise<void>
 
 export async function createChannelConnection(ctx: CoreContext, principal: Principal, project: ProjectDoc, input: ChannelConnectionInput): Promise<ChannelConnectionDoc> {
   requirePhoneNumbers(input);
+  requireVoiceMode(ctx, input.voiceMode);
   if (input.environment !== undefined) requireEnvironment(principal, input.environment);
   const ring = requireMasterKeys(ctx);
   const target = await resolveTarget(ctx, principal, project, {
@@ -173,6 +187,7 @@ export async function createChannelConnection(ctx: CoreContext, principal: Princ
     ...target,
     amdMode: input.amdMode,
     recordingEnabled: input.recordingEnabled,
+    voiceMode: input.voiceMode ?? 'gather',
     transferNumber: input.transferNumber ?? null,
     status: input.status,
   });
@@ -189,6 +204,7 @@ export async function updateChannelConnection(
   changes: ChannelConnectionChanges,
 ): Promise<ChannelConnectionDoc> {
   requirePhoneNumbers(changes);
+  requireVoiceMode(ctx, changes.voiceMode);
   if (changes.environment !== undefined) requireEnvironment(principal, changes.environment);
   const ring = changes.authToken !== undefined ? requireMasterKeys(ctx) : null;
   const current = await getChannelConnection(ctx, principal, project, id);
@@ -197,7 +213,7 @@ export async function updateChannelConnection(
   }
 
   const set: Record<string, unknown> = {};
-  for (const field of ['name', 'accountSid', 'callerNumber', 'amdMode', 'recordingEnabled', 'transferNumber', 'status'] as const) {
+  for (const field of ['name', 'accountSid', 'callerNumber', 'amdMode', 'recordingEnabled', 'voiceMode', 'transferNumber', 'status'] as const) {
     if (changes[field] !== undefined) set[field] = changes[field];
   }
   const slugChanged = changes.endpointSlug !== undefined && changes.endpointSlug !== current.endpointSlug;

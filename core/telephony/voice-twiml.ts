@@ -121,3 +121,15 @@ export function hangUp(): string {
 export function emptyTwiml(): string {
   return new VoiceResponse().toString();
 }
+
+/**
+ * The call's audio connected to a bidirectional Twilio Media Stream at `url` (`wss://…`), with
+ * `parameters` sent in the stream's `start` message (Twilio takes no query string on a stream's
+ * URL). When the stream ends the TwiML runs out and the call ends.
+ */
+export function connectStream(url: string, parameters: Record<string, string>, recording?: string): string {
+  const response = newResponse(recording);
+  const stream = response.connect().stream({ url });
+  for (const [name, value] of Object.entries(parameters)) stream.parameter({ name, value });
+  return response.toString();
+}

@@ -33,7 +33,10 @@ import {
   withDeadline,
 } from '../sessions/workflow-client';
 import { estimateSpeechMs, recordCallEnded, recordVoiceEvent, turnMetrics, type CallRef, type TurnInput } from './voice-metrics';
-import { hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, type Speech, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
+import { connectStream, hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, type Speech, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
+import { liveKitConfigured } from '../../lib/config';
+import { openPhoneRoom, phoneStreamUrl } from '../voice/phone-rooms';
+import { signalVoiceRoomEnd } from '../voice/room-signal';
 
 /** A Twilio webhook's form: CallSid, From, To, SpeechResult, CallStatus … */
 export type TwilioForm = Record<string, string>;
@@ -294,6 +297,7 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
     return hangUp();
   }
   if (conn.status !== 'active') return sayAndHangUp({}, VOICE_TEXTS.unavailable);
+  const realtime = isRealtime(ctx, conn);
 
   const sessionId = voiceSessionId(conn._id, callSid);
   const call = callOf(ctx, conn, callSid, sessionId);
@@ -346,8 +350,41 @@ export async function answerCall(ctx: CoreContext, conn: ChannelConnectionDoc, f
     ctx.logger.error({ err: isDomainError(err) ? { code: err.code, message: err.message } : err, connectionId: conn._id, sessionId }, 'a call could not start its session');
     return sayAndHangUp({}, VOICE_TEXTS.failure);
   }
+  if (realtime) return bridgeToRoom(call, recording);
   const greeting: TurnUpdateInput = { clientMessageId: turnUpdateId(sessionId, 0), retryable: true, message: '', startOnly: true };
   return turnAnswer(call, { sessionId, turn: 0 }, greeting, { text: '', confidence: null, startedAt: heardAt, input: null }, recording);
+}
+
+/**
+ * Whether the connection's calls go to a voice room. A `realtime` connection on a deployment whose
+ * real-time voice has been unconfigured since (no LiveKit) falls back to `gather`, with a warning:
+ * the call is still answered.
+ */
+function isRealtime(ctx: CoreContext, conn: ChannelConnectionDoc): boolean {
+  if (conn.voiceMode !== 'realtime') return false;
+  if (liveKitConfigured(ctx.config)) return true;
+  ctx.logger.warn({ connectionId: conn._id }, 'a realtime channel connection answered over TwiML turns: real-time voice is not configured (LIVEKIT_URL)');
+  return false;
+}
+
+/**
+ * A `realtime` call: its voice room (made once per call, core/voice/phone-rooms.ts) and the
+ * answer that connects the call's audio to the phone bridge (<Connect><Stream>). The voice agent
+ * greets the caller in the room. A room that cannot be made (the open-room cap, LiveKit down) is
+ * an apology and a hang-up, and the session ends.
+ */
+async function bridgeToRoom(call: Call, recording: string | undefined): Promise<string> {
+  const { ctx, conn } = call;
+  const sessionId = call.ref.sessionId!;
+  try {
+    await openPhoneRoom(ctx, conn, { sessionId, callSid: call.ref.callSid });
+  } catch (err) {
+    ctx.logger.error({ err: isDomainError(err) ? { code: err.code, message: err.message } : err, connectionId: conn._id, sessionId }, 'a call could not open its voice room');
+    if (!(isDomainError(err) && err.code === 'CONFLICT')) await recordVoiceEvent(ctx, call.ref, 'voice.error', 0, { turn: 0, reason: 'room_failed' });
+    void endCallSession(ctx, conn, sessionId, 'voice_room_failed');
+    return sayAndHangUp({}, isDomainError(err) && err.code === 'CONFLICT' ? VOICE_TEXTS.unavailable : VOICE_TEXTS.failure);
+  }
+  return connectStream(phoneStreamUrl(ctx.config, conn._id, sessionId), { sessionId }, recording);
 }
 
 /**
@@ -413,6 +450,10 @@ export async function callStatusChanged(ctx: CoreContext, conn: ChannelConnectio
   if (!callSid || !TERMINAL_CALL_STATUSES.has(status)) return;
   const sessionId = voiceSessionId(conn._id, callSid);
   const hadSession = await endCallSession(ctx, conn, sessionId, 'call_ended');
+  // A call held in a voice room: the room closes with the call (a call that never had one is fine).
+  if (hadSession && (await ctx.models.VoiceRoom.exists({ _id: sessionId, tenantId: conn.tenantId, status: 'active' }))) {
+    await signalVoiceRoomEnd(await temporalClient(ctx), sessionId, 'session_ended').catch((err: unknown) => ctx.logger.warn({ err, sessionId }, 'could not close the voice room of a call'));
+  }
   const duration = form.CallDuration !== undefined && form.CallDuration !== '' ? Number(form.CallDuration) : null;
   await recordCallEnded(ctx, callOf(ctx, conn, callSid, hadSession ? sessionId : null).ref, status, Number.isFinite(duration) ? duration : null);
 }

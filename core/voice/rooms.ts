@@ -234,7 +234,7 @@ async function answerEarlier(ctx: CoreContext, room: VoiceRoomDoc): Promise<Voic
   return answerFor(ctx, room, voiceConfig);
 }
 
-async function startVoiceRoomWorkflow(ctx: CoreContext, input: VoiceRoomInput): Promise<void> {
+export async function startVoiceRoomWorkflow(ctx: CoreContext, input: VoiceRoomInput): Promise<void> {
   const client = await temporalClient(ctx);
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>

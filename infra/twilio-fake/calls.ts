@@ -18,6 +18,7 @@ import { API_VERSION, newSid, recordingMediaUrl, rfc2822, TwilioApiError } from 
 import { channelsOf, recordingEvents, startRecording, stopCallRecordings, stopRecording } from './recordings';
 import { methodOf, parseTwiml, seconds, TwimlError, type TwimlNode } from './twiml';
 import { sendWebhook } from './webhooks';
+import { runStream } from './media-streams';
 
 /** Destination numbers with a fixed fate (docs/telephony.md); every other number is answered by a person. */
 export const SPECIAL_NUMBERS = {
@@ -172,6 +173,7 @@ export class CallSimulator {
       played: [],
       statusCallbacks: [],
       twimlRequests: [],
+      streams: [],
       recordingSids: [],
       events: [],
       errors: [],
@@ -554,6 +556,11 @@ export class CallSimulator {
         case 'Start':
           this.start(call, verb, baseUrl);
           break;
+        case 'Connect': {
+          // <Connect><Stream>: the call's audio on a Media Stream until the server ends it.
+          if ((await runStream(this.state, call, verb, live)) === null) return null;
+          break;
+        }
         case 'Stop':
           for (const noun of verb.children) {
             if (noun.name !== 'Recording') continue;

@@ -6,6 +6,8 @@
 import { type CallSimulator } from './calls';
 import { type FakeSettings, type FakeState, type HttpMethod, type StatusCallbackLog, type Utterance } from './state';
 import { callView, type FakeCallView, type FakeRecordingView, recordingView } from './views';
+import { playIntoCall, streamAudio } from './media-streams';
+import { type PcmAudio } from '../../providers/voice/types';
 
 export class ControlError extends Error {
   constructor(
@@ -89,6 +91,15 @@ export class FakeControl {
   digits(callSid: string, digits: string): FakeCallView {
     if (typeof digits !== 'string' || !/^[0-9*#w]+$/.test(digits)) throw new ControlError(400, 'digits must be made of 0-9, * and #');
     return this.utter(callSid, { digits });
+  }
+
+  /** The caller's audio (16-bit mono PCM at `sampleRate`) into the call's Media Stream, after what is queued. */
+  audio(callSid: string, audio: PcmAudio): FakeCallView {
+    if (!Number.isInteger(audio.sampleRate) || audio.sampleRate < 8000 || audio.sampleRate > 48000) throw new ControlError(400, 'sampleRate must be an integer from 8000 to 48000');
+    const call = this.live(callSid);
+    playIntoCall(call, audio);
+    this.state.changed();
+    return callView(this.state, call);
   }
 
   private utter(callSid: string, utterance: Utterance): FakeCallView {
@@ -185,6 +196,15 @@ export class FakeControl {
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/say$/.exec(route))) return this.say(m[1]!, body.text as string);
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/digits$/.exec(route))) return this.digits(m[1]!, body.digits as string);
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/hangup$/.exec(route))) return this.hangup(m[1]!);
+    if ((m = /^POST \/__fake\/calls\/([^/]+)\/audio$/.exec(route))) {
+      if (typeof body.pcm !== 'string' || typeof body.sampleRate !== 'number') throw new ControlError(400, 'pcm (base64 16-bit little-endian mono) and sampleRate are required');
+      const bytes = Buffer.from(body.pcm, 'base64');
+      return this.audio(m[1]!, { sampleRate: body.sampleRate, samples: new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + (bytes.length & ~1))) });
+    }
+    if ((m = /^GET \/__fake\/streams\/([^/]+)\/audio$/.exec(route))) {
+      const audio = streamAudio(m[1]!);
+      return { sampleRate: audio.sampleRate, pcm: Buffer.from(audio.samples.buffer).toString('base64') };
+    }
     if ((m = /^POST \/__fake\/calls\/([^/]+)\/status-callbacks\/(\d+)\/resend$/.exec(route))) return this.resendStatusCallback(m[1]!, Number(m[2]));
     if (route === 'POST /__fake/script') {
       this.script(body as unknown as ScriptOptions);

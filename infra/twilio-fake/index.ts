@@ -8,12 +8,16 @@ import { TwilioRest } from './rest';
 import { listen } from './server';
 import { type CallStatus, type FakeCall, FakeState, type FakeSettings, type StatusCallbackLog, TERMINAL_STATUSES } from './state';
 import { callView, type FakeCallView, type FakeRecordingView, liveCallView } from './views';
+import { streamAudio } from './media-streams';
+import { type PcmAudio } from '../../providers/voice/types';
 
 export { SPECIAL_NUMBERS, TERMINAL_STATUSES, ControlError };
 export { DEFAULT_SETTINGS } from './state';
 export { TWILIO_API_ORIGIN } from './resources';
 export type { CallFilter, CallStatus, FakeCallView, FakeRecordingView, FakeSettings, InboundOptions, ScriptOptions };
 export type { DialLog, StatusCallbackLog, TwimlRequestLog, WebhookLog } from './state';
+export type { StreamLog } from './media-streams';
+export { STREAM_LOUD_RMS } from './media-streams';
 
 export interface TwilioFakeOptions {
   /** @default 0 (any free port), on 127.0.0.1 */
@@ -34,6 +38,10 @@ export interface TwilioFake {
   digits(callSid: string, digits: string): FakeCallView;
   /** The caller hangs up. */
   hangup(callSid: string): FakeCallView;
+  /** The caller's audio, sent on the call's Media Stream (<Connect><Stream>) after what is queued. */
+  play(callSid: string, audio: PcmAudio): FakeCallView;
+  /** The audio a Media Stream's server sent the caller, 8 kHz PCM. */
+  streamAudio(streamSid: string): PcmAudio;
   /**
    * Sends the call's status callback with this SequenceNumber again, unchanged and signed: a
    * duplicate, or (after newer ones) an out-of-order delivery. Resolves once it was answered.
@@ -92,6 +100,8 @@ export async function startTwilioFake(options: TwilioFakeOptions = {}): Promise<
     say: (sid, text) => control.say(sid, text),
     digits: (sid, digits) => control.digits(sid, digits),
     hangup: (sid) => control.hangup(sid),
+    play: (sid, audio) => control.audio(sid, audio),
+    streamAudio: (streamSid) => streamAudio(streamSid),
     resendStatusCallback: (sid, sequenceNumber) => control.resendStatusCallback(sid, sequenceNumber),
     script: (to, utterances, opts = {}) => control.script({ to, utterances, hangupAfter: opts.hangupAfter }),
     inbound: (opts) => control.inbound(opts),

@@ -2,6 +2,7 @@
 // seen per account, the scripted callers, and the one change signal that every wait (a ringing
 // phone, a <Gather> listening, a test's waitForCall) wakes on.
 import { EventEmitter } from 'node:events';
+import type { StreamLog } from './media-streams';
 
 export interface FakeSettings {
   /** From the REST create (`queued`) to `initiated`. @default 10 */
@@ -118,6 +119,8 @@ export interface FakeCall {
   played: string[];
   statusCallbacks: StatusCallbackLog[];
   twimlRequests: TwimlRequestLog[];
+  /** The Media Streams <Connect><Stream> opened, in order (media-streams.ts). */
+  streams: StreamLog[];
   recordingSids: string[];
   /** What happened, in order, one line each. */
   events: string[];

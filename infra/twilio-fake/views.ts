@@ -1,6 +1,7 @@
 // What the Twilio fake shows tests and the control API of a call and a recording: plain JSON
 // snapshots (copies), so a test keeps what it saw while the call goes on.
 import { recordingMediaUrl } from './resources';
+import { type StreamLog } from './media-streams';
 import {
   type CallStatus,
   type DialLog,
@@ -54,6 +55,8 @@ export interface FakeCallView {
   queue: string[];
   statusCallbacks: StatusCallbackLog[];
   twimlRequests: TwimlRequestLog[];
+  /** Media Streams opened by <Connect><Stream>: state, parameters, audio sent and received, marks, clears. */
+  streams: StreamLog[];
   recordings: FakeRecordingView[];
   events: string[];
   errors: string[];
@@ -103,6 +106,7 @@ export function liveCallView(state: FakeState, call: FakeCall): FakeCallView {
     queue: call.queue.map((u) => ('speech' in u ? u.speech : u.digits)),
     statusCallbacks: call.statusCallbacks,
     twimlRequests: call.twimlRequests,
+    streams: call.streams,
     recordings: call.recordingSids.flatMap((sid) => {
       const rec = state.recordings.get(sid);
       return rec ? [recordingView(rec)] : [];

@@ -43,6 +43,8 @@ export interface TestStackOptions {
   workerInterceptors?: WorkerOptions['interceptors'];
   /** Where the in-process worker reaches Temporal when not where the API does (e.g. the API behind a proxy a test cuts). */
   workerTemporalAddress?: string;
+  /** false: a deployment without real-time voice (no LIVEKIT_URL), though the tests' shared LiveKit server runs. */
+  liveKit?: false;
 }
 
 export interface TestStack {
@@ -105,6 +107,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     },
     options.mongoUri,
   );
+  if (options.liveKit === false) config = { ...config, LIVEKIT_URL: undefined, LIVEKIT_API_KEY: undefined, LIVEKIT_API_SECRET: undefined };
   // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
   const ctx = await buildAppContext(config, options.logger ?? createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));

@@ -32,7 +32,7 @@ const api = Object.fromEntries(
 ) as Record<Method, ReturnType<typeof client>['get']>;
 
 beforeAll(async () => {
-  stack = await startTestStack({ env: { CHANNEL_CONNECTIONS_MAX_PER_PROJECT: String(LIMIT) } });
+  stack = await startTestStack({ env: { CHANNEL_CONNECTIONS_MAX_PER_PROJECT: String(LIMIT) }, liveKit: false });
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
   raw = client(stack.baseUrl);
@@ -81,6 +81,7 @@ describe('create, read, change, delete', () => {
         endpointSlug: null,
         amdMode: 'off',
         recordingEnabled: false,
+        voiceMode: 'gather',
         transferNumber: null,
         status: 'active',
         createdAt: expect.any(String),
@@ -184,6 +185,7 @@ describe('refusals change nothing', () => {
       [{ environment: 'qa' }, 'VALIDATION_ERROR'],
       [{ status: 'paused' }, 'VALIDATION_ERROR'],
       [{ recordingEnabled: 'yes' }, 'VALIDATION_ERROR'],
+      [{ voiceMode: 'stream' }, 'VALIDATION_ERROR'],
       [{ unknownField: 1 }, 'VALIDATION_ERROR'],
     ];
     for (const [extra, code] of cases) {
@@ -211,6 +213,8 @@ describe('refusals change nothing', () => {
       { endpointSlug: active.endpointSlug, environment: 'production' },
       // Helper is not part of the deployment.
       { endpointSlug: active.endpointSlug, agentId: 'Helper' },
+      // This deployment has no real-time voice (no LIVEKIT_URL): its calls could not be bridged.
+      { voiceMode: 'realtime' },
     ];
     for (const extra of cases) {
       const res = await create(extra);
@@ -244,6 +248,7 @@ describe('refusals change nothing', () => {
       [{ name: 'Changed', provider: 'twilio' }, 400, 'VALIDATION_ERROR'],
       [{ name: 'Changed', agentId: 'Nobody' }, 422, 'UNPROCESSABLE_ENTITY'],
       [{ name: 'Changed', endpointSlug: 'no-such-slug' }, 422, 'UNPROCESSABLE_ENTITY'],
+      [{ name: 'Changed', voiceMode: 'realtime' }, 422, 'UNPROCESSABLE_ENTITY'],
       // A different account without its token.
       [{ name: 'Changed', accountSid: `AC${'e'.repeat(32)}` }, 422, 'UNPROCESSABLE_ENTITY'],
     ];

@@ -2,11 +2,15 @@
 // client) against a small HTTP server standing in for the platform's webhooks, which checks the
 // X-Twilio-Signature of every request it gets: each special number's status sequence, a spoken
 // exchange that follows the TwiML, cancel before answer, hang-ups, redirects, recordings and
-// their media, inbound calls, and Twilio's errors.
+// their media, inbound calls, Media Streams (<Connect><Stream>), and Twilio's errors.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { SPECIAL_NUMBERS, startTwilioFake, type TwilioFake } from '../../../infra/twilio-fake';
 import { isValidTwilioSignature, twilioClient, twilioUrl, type TwilioClient } from '../../../providers/telephony/twilio-client';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { mediaMessage } from '../../../providers/telephony/media-stream';
+import { mulawDecode, mulawEncode } from '../../../providers/telephony/mulaw';
+import { eventually } from '../../support/eventually';
 
 const ACCOUNT = 'AC' + 'a1'.repeat(16);
 const TOKEN = 'fake-auth-token-1';
@@ -575,5 +579,109 @@ describe('inbound calls and the control API', () => {
     expect((await json('/__fake/calls/CA0000/hangup', {})).status).toBe(404);
     expect((await json('/__fake/settings', { ringMs: 25 })).body.ringMs).toBe(25);
     expect((await json('/__fake/settings', { ringMs: -1 })).status).toBe(400);
+  });
+});
+
+describe('Media Streams (<Connect><Stream>)', () => {
+  interface StreamServer {
+    url: string;
+    upgrades: { signature: string | undefined; path: string }[];
+    messages: Record<string, unknown>[];
+    sockets: WebSocket[];
+    close(): Promise<void>;
+  }
+
+  /** A stand-in for a Media Streams server: refuses upgrades to /refuse with 403, keeps every message. */
+  async function startStreamServer(onMessage: (ws: WebSocket, message: Record<string, unknown>) => void): Promise<StreamServer> {
+    const server = createServer();
+    const wss = new WebSocketServer({ noServer: true });
+    const out: StreamServer = { url: '', upgrades: [], messages: [], sockets: [], close: async () => undefined };
+    server.on('upgrade', (req, socket, head) => {
+      out.upgrades.push({ signature: req.headers['x-twilio-signature'] as string | undefined, path: req.url ?? '' });
+      if (req.url?.startsWith('/refuse')) {
+        socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        out.sockets.push(ws);
+        ws.on('message', (data: Buffer) => {
+          const message = JSON.parse(data.toString()) as Record<string, unknown>;
+          out.messages.push(message);
+          onMessage(ws, message);
+        });
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    out.url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    out.close = async () => {
+      for (const ws of out.sockets) ws.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    };
+    return out;
+  }
+
+  it('opens a signed stream, sends start with the parameters and the caller\'s audio as μ-law, echoes marks, and goes on when the server closes', async () => {
+    const tone = Int16Array.from({ length: 4000 }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 400 * i) / 8000)));
+    let streamSid = '';
+    const server = await startStreamServer((ws, message) => {
+      if (message.event === 'start') {
+        streamSid = message.streamSid as string;
+        // 200 ms of loud audio back, a mark after it, and a clear.
+        for (let i = 0; i < 10; i++) ws.send(mediaMessage(streamSid, mulawEncode(tone.subarray(i * 160, (i + 1) * 160))));
+        ws.send(JSON.stringify({ event: 'mark', streamSid, mark: { name: 'after-audio' } }));
+        ws.send(JSON.stringify({ event: 'clear', streamSid }));
+      }
+      if (message.event === 'mark') ws.close(1000, 'done');
+    });
+    try {
+      app.twiml.set('/stream', () => `<Response><Connect><Stream url="${server.url}/media/one"><Parameter name="sessionId" value="s-1"/></Stream></Connect><Say>After the stream.</Say></Response>`);
+      const created = await place('+15550003001', { url: `${app.base}/stream` });
+      fake.play(created.sid, { sampleRate: 8000, samples: tone });
+      const call = await finished(created.sid);
+      const url = `${server.url}/media/one`;
+      // Signed as Twilio signs a stream: the URL as the TwiML wrote it, no parameters.
+      expect(isValidTwilioSignature(TOKEN, server.upgrades[0]!.signature, url, {})).toBe(true);
+      const events = server.messages.map((m) => m.event);
+      expect(events.slice(0, 2)).toEqual(['connected', 'start']);
+      expect(server.messages[1]).toMatchObject({
+        streamSid: expect.stringMatching(/^MZ[0-9a-f]{32}$/),
+        start: { callSid: created.sid, accountSid: ACCOUNT, customParameters: { sessionId: 's-1' }, mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 } },
+      });
+      // The caller's audio went out as μ-law in 20 ms frames: the tone's first frame is among them.
+      const media = server.messages.filter((m) => m.event === 'media') as { media: { payload: string } }[];
+      expect(media.every((m) => Buffer.from(m.media.payload, 'base64').length === 160)).toBe(true);
+      const sent = media.map((m) => mulawDecode(Buffer.from(m.media.payload, 'base64')));
+      expect(sent.some((frame) => Math.max(...frame) > 6000)).toBe(true);
+      expect(events).toContain('mark');
+      expect(call.streams[0]).toMatchObject({ url, status: 'closed', closeCode: 1000, customParameters: { sessionId: 's-1' }, marks: ['after-audio'], clears: 1, receivedMs: 200, loudMs: 200 });
+      expect(call.said).toEqual(['After the stream.']);
+      expect(Math.max(...fake.streamAudio(call.streams[0]!.streamSid).samples)).toBeGreaterThan(6000);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a refused upgrade is error 31920 and the next verb runs; a hang-up sends stop', async () => {
+    const server = await startStreamServer(() => undefined);
+    try {
+      app.twiml.set('/refused', () => `<Response><Connect><Stream url="${server.url}/refuse"/></Connect><Say>No stream.</Say></Response>`);
+      const refused = await finished((await place('+15550003002', { url: `${app.base}/refused` })).sid);
+      expect(refused.streams[0]).toMatchObject({ status: 'refused', refusedStatus: 403 });
+      expect(refused.errors).toEqual([expect.stringContaining('31920')]);
+      expect(refused.said).toEqual(['No stream.']);
+
+      app.twiml.set('/held', () => `<Response><Connect><Stream url="${server.url}/held"/></Connect></Response>`);
+      const created = await place('+15550003003', { url: `${app.base}/held` });
+      await fake.waitForCall((c) => c.sid === created.sid && c.streams[0]?.status === 'open');
+      fake.hangup(created.sid);
+      const held = await fake.waitForCall((c) => c.sid === created.sid && c.streams[0]?.status === 'closed');
+      expect(held.status).toBe('completed');
+      await eventually(() => Promise.resolve(server.messages.at(-1)?.event), (e) => e === 'stop', 5000, 20);
+      expect(server.messages.at(-1)).toMatchObject({ event: 'stop', stop: { callSid: created.sid, accountSid: ACCOUNT } });
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -33,7 +33,8 @@ let api: ReturnType<typeof client>;
 let connectionId: string;
 
 beforeAll(async () => {
-  stack = await startTestStack({ worker: true });
+  // No real-time voice here: a `realtime` connection's calls fall back to TwiML turns.
+  stack = await startTestStack({ worker: true, liveKit: false });
   t = await seedTenant(stack.ctx);
   api = client(stack.baseUrl);
   await publishAgent(api, t, 'Front_Desk', desk('Front_Desk', GREETING));
@@ -210,4 +211,16 @@ FLOW:
   const plain = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Front_Desk', message: 'hello' } });
   expect(plain.status).toBe(200);
   expect(plain.body).not.toHaveProperty('voiceConfig');
+});
+
+it('a realtime connection on a deployment without real-time voice answers its calls turn by turn, as gather', async () => {
+  // Set before LiveKit was unconfigured (the API refuses `realtime` without it): written directly.
+  const realtime = await insertConnection(stack, t, { agentId: 'Front_Desk', voiceMode: 'realtime' });
+  const callSid = newCallSid();
+  const answer = await postSigned(stack, webhookPath(realtime, 'voice'), callForm(callSid));
+  expect(answer.status).toBe(200);
+  expect(answer.text).toContain(`<Say>${GREETING}</Say>`);
+  expect(answer.text).toContain('<Gather');
+  expect(answer.text).not.toContain('<Connect>');
+  expect(await stack.ctx.models.VoiceRoom.countDocuments({ _id: voiceSessionId(realtime, callSid) })).toBe(0);
 });

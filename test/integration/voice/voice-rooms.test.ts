@@ -14,6 +14,8 @@ import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '.
 import { liveKitHttpUrl } from '../../../core/voice/livekit';
 import { openVoiceRooms } from '../../../db/voice-room';
 import { scopedKey } from '../telephony/recording-fixtures';
+import { voiceSessionId } from '../../../core/telephony/voice';
+import { callForm, insertConnection, postSigned, webhookPath } from '../../support/voice';
 
 jest.setTimeout(120_000);
 
@@ -266,3 +268,35 @@ it('records a room only when asked, and says so; a room no voice agent attended 
   expect(await stack.ctx.models.Recording.countDocuments({ tenantId: t.tenantId })).toBe(0);
 });
 
+it("answers a realtime connection's call with a Media Stream to the phone bridge, one room per CallSid, closed with the call", async () => {
+  const connectionId = await insertConnection(stack, t, { agentId: 'Concierge', voiceMode: 'realtime' });
+  const callSid = 'CA' + 'c3'.repeat(16);
+  const sessionId = voiceSessionId(connectionId, callSid);
+  // Twilio asking three times at once, and once more later: one session, one room, one place.
+  const answers = await Promise.all([1, 2, 3].map(() => postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid))));
+  answers.push(await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid)));
+  const bridge = stack.baseUrl.replace('http://', 'ws://');
+  for (const answer of answers) {
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain(`<Connect><Stream url="${bridge}/media-stream/${connectionId}/${sessionId}"><Parameter name="sessionId" value="${sessionId}"/></Stream></Connect>`);
+    // The voice agent greets in the room: the call's TwiML says nothing itself.
+    expect(answer.text).not.toContain('<Say>');
+  }
+  const room = await roomRecord(sessionId);
+  expect(room).toMatchObject({ status: 'active', identity: `phone:${callSid}`, agentName: 'Concierge' });
+  expect(await roomExists(room!.roomName)).toBe(true);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(1);
+  expect(await stack.ctx.models.Session.findOne({ _id: sessionId }).lean()).toMatchObject({ channel: 'voice', status: 'active' });
+
+  // The call's end ends the session and closes the room, giving its place back.
+  const status = await postSigned(stack, webhookPath(connectionId, 'voice-status'), callForm(callSid, { CallStatus: 'completed', CallDuration: '12' }));
+  expect(status.status).toBe(200);
+  const closed = await eventually(() => roomRecord(sessionId), (r) => r?.status === 'ended', 30_000, 200);
+  expect(closed!.endReason).toBe('session_ended');
+  expect(await roomExists(room!.roomName)).toBe(false);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+  // Twilio asking again for the ended call starts nothing.
+  const late = await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));
+  expect(late.text).toContain('<Hangup/>');
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+});

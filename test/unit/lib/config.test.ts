@@ -131,3 +131,17 @@ it('takes LiveKit as URL, key and secret together, and derives the voice task qu
   expect(loadConfig({ ...minimal, VOICE_STT_HINTS: ' thank you | | goodbye ' }).VOICE_STT_HINTS).toEqual(['thank you', 'goodbye']);
   expect(() => loadConfig({ ...minimal, VOICE_STT_HINTS: 'x'.repeat(201) })).toThrow(/VOICE_STT_HINTS/);
 });
+
+it('serves no phone bridge unless VOICE_BRIDGE_PORT is set, and takes its public URL as ws(s) without a query', () => {
+  const none = loadConfig(minimal);
+  expect(none).toMatchObject({ VOICE_BRIDGE_HOST: '0.0.0.0' });
+  expect(none.VOICE_BRIDGE_PORT).toBeUndefined();
+  expect(none.VOICE_BRIDGE_PUBLIC_URL).toBeUndefined();
+  expect(loadConfig({ ...minimal, VOICE_BRIDGE_PORT: '3012', VOICE_BRIDGE_PUBLIC_URL: 'wss://voice.example.com/streams' })).toMatchObject({
+    VOICE_BRIDGE_PORT: 3012,
+    VOICE_BRIDGE_PUBLIC_URL: 'wss://voice.example.com/streams',
+  });
+  expect(() => loadConfig({ ...minimal, VOICE_BRIDGE_PUBLIC_URL: 'https://voice.example.com' })).toThrow(/VOICE_BRIDGE_PUBLIC_URL/);
+  expect(() => loadConfig({ ...minimal, VOICE_BRIDGE_PUBLIC_URL: 'wss://voice.example.com/?token=x' })).toThrow(/VOICE_BRIDGE_PUBLIC_URL/);
+  expect(() => loadConfig({ ...minimal, VOICE_BRIDGE_PORT: '70000' })).toThrow(/VOICE_BRIDGE_PORT/);
+});

@@ -1,0 +1,123 @@
+// A phone call held in a voice room (docs/voice.md, "Phone callers"): the call's LiveKit room, its
+// record and its VoiceRoom workflow, made once per call when Twilio asks the `voice` webhook of a
+// `realtime` channel connection, and the Media Stream URL the call's audio is sent to (the phone
+// bridge in a voice agent process, core/voice/phone-bridge.ts). The session itself is the call's
+// (channel `voice`, started by core/telephony/voice.ts); the voice agent greets and holds it.
+import { type ChannelConnectionDoc } from '../../db/channel-connection';
+import { acquireVoiceRoomPlace, discardVoiceRoomRecord, releaseVoiceRoomPlace, type VoiceRoomDoc } from '../../db/voice-room';
+import { type Config } from '../../lib/config';
+import { DomainError } from '../../lib/errors';
+import { type CoreContext } from '../context';
+import { resolveNewSessionTarget } from '../sessions/target';
+import { deleteLiveKitRoom, roomService, voiceRoomName } from './livekit';
+import { agentVoiceConfig, startVoiceRoomWorkflow } from './rooms';
+
+/** The room participant of a phone caller: one identity per call, so a second stream of the call replaces the first. */
+export const phoneIdentity = (callSid: string): string => `phone:${callSid}`;
+
+/**
+ * The phone bridge's address as Twilio reaches it: VOICE_BRIDGE_PUBLIC_URL, else PUBLIC_BASE_URL
+ * with ws(s) and the path `/media-stream`. No trailing slash.
+ */
+export function phoneBridgeBaseUrl(config: Pick<Config, 'VOICE_BRIDGE_PUBLIC_URL' | 'PUBLIC_BASE_URL'>): string {
+  const base = config.VOICE_BRIDGE_PUBLIC_URL ?? `${config.PUBLIC_BASE_URL.replace(/^http(s?):\/\//, 'ws$1://').replace(/\/+$/, '')}/media-stream`;
+  return base.replace(/\/+$/, '');
+}
+
+/**
+ * The <Stream url> of a call: the bridge's address, the connection and the call's session. Twilio
+ * signs the WebSocket upgrade over this URL under the connection's auth token, so the session in
+ * it is one Twilio was told, and the signature differs for every call.
+ */
+export const phoneStreamUrl = (config: Pick<Config, 'VOICE_BRIDGE_PUBLIC_URL' | 'PUBLIC_BASE_URL'>, connectionId: string, sessionId: string): string =>
+  `${phoneBridgeBaseUrl(config)}/${encodeURIComponent(connectionId)}/${encodeURIComponent(sessionId)}`;
+
+const isDuplicateKey = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: number }).code === 11000;
+
+/**
+ * The call's voice room, made if it is not there yet: a place among the VOICE_MAX_ROOMS open
+ * rooms (429 beyond), the LiveKit room (at most the caller and the voice agent), its record
+ * (identity `phone:<CallSid>`) and its VoiceRoom workflow, each undone in reverse order if a
+ * later one fails. Idempotent per call: Twilio asking again, even at once, finds the room the first
+ * request made (LiveKit's create and the workflow's start are idempotent by name; the record by
+ * the session id, and a create that lost the race gives its place back).
+ */
+export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
+  const scope = { tenantId: conn.tenantId, projectId: conn.projectId };
+  const existing = await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean();
+  if (existing) {
+    if (existing.status !== 'active') throw new DomainError('CONFLICT', 'This call\'s voice room has closed');
+    return existing;
+  }
+  const session = await ctx.models.Session.findOne({ _id: call.sessionId, tenantId: conn.tenantId }, { agentId: 1, agentName: 1, deploymentId: 1, environment: 1 }).lean();
+  if (!session) throw new DomainError('NOT_FOUND', 'The call has no session');
+  const { agent, deployment } = await resolveNewSessionTarget(ctx.models, scope, {
+    agentId: session.agentId ?? session.agentName,
+    ...(session.deploymentId ? { deploymentId: session.deploymentId } : { environment: session.environment }),
+  });
+  const voiceConfig = await agentVoiceConfig(ctx.models, scope, agent, deployment);
+  const roomName = voiceRoomName(call.sessionId);
+
+  if (!(await acquireVoiceRoomPlace(ctx.models, ctx.config.VOICE_MAX_ROOMS))) {
+    throw new DomainError('RATE_LIMIT_EXCEEDED', { message: 'Concurrent voice room limit exceeded', retryAfterMs: 30_000 });
+  }
+  const undone: Array<() => Promise<unknown>> = [() => releaseVoiceRoomPlace(ctx.models)];
+  const undo = async () => {
+    for (const step of undone.reverse()) await step().catch((err: unknown) => ctx.logger.warn({ err, sessionId: call.sessionId }, 'could not undo a failed phone room'));
+  };
+  try {
+    await roomService(ctx.config).createRoom({
+      name: roomName,
+      emptyTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+      departureTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+      maxParticipants: 2,
+      metadata: JSON.stringify({ sessionId: call.sessionId, projectId: scope.projectId, agentName: agent.agentName, channelConnectionId: conn._id }),
+    });
+  } catch (err) {
+    await undo();
+    throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The voice server did not make the room; retry later', cause: err });
+  }
+  const room: VoiceRoomDoc = {
+    _id: call.sessionId,
+    ...scope,
+    sessionId: call.sessionId,
+    roomName,
+    agentId: agent.agentId,
+    agentName: agent.agentName,
+    environment: session.environment,
+    identity: phoneIdentity(call.callSid),
+    status: 'active',
+    endReason: null,
+    createdAt: new Date(),
+    endedAt: null,
+    recording: false,
+  };
+  try {
+    await ctx.models.VoiceRoom.create(room);
+  } catch (err) {
+    if (isDuplicateKey(err)) {
+      // A concurrent request for the same call made it first; its room is this one.
+      await releaseVoiceRoomPlace(ctx.models);
+      return (await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean()) ?? room;
+    }
+    undone.push(() => deleteLiveKitRoom(ctx.config, roomName));
+    await undo();
+    throw err;
+  }
+  try {
+    await startVoiceRoomWorkflow(ctx, {
+      ...scope,
+      sessionId: call.sessionId,
+      roomName,
+      voiceConfig: voiceConfig as Record<string, unknown>,
+      recording: false,
+      voiceTaskQueue: ctx.config.voiceTaskQueue,
+      agentWaitSeconds: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+    });
+  } catch (err) {
+    await deleteLiveKitRoom(ctx.config, roomName).catch(() => undefined);
+    await discardVoiceRoomRecord(ctx.models, room).catch(() => undefined);
+    throw err;
+  }
+  return room;
+}

@@ -1,0 +1,216 @@
+// A phone caller in a voice room, offline, end to end: a channel connection set to `realtime`
+// (created through the API), an inbound call placed by the Twilio fake, the `voice` webhook
+// answering <Connect><Stream>, and the fake opening the Media Stream to the phone bridge as Twilio
+// does (signed upgrade, connected/start/media/stop). The bridge (in the product's voice agent
+// process, workers/voice-agent.ts with the offline pair: pocketsphinx decoding against a grammar,
+// espeak-ng speaking) puts the call in its room; the caller hears the greeting in the μ-law sent
+// back, says a phrase (espeak-ng, made here) and cuts the answer short with another (the bridge sends
+// Twilio `clear`), and the session's transcript has the words and the agent's answers. While the call is live, upgrades without the right signature are refused before
+// anything joins its room, and a signed stream naming another call, or a second stream of the
+// call, is closed without joining. The caller's hang-up ends the session and closes the room; and
+// a room that closes first (the session ended through the API) ends the call once its audio has played.
+// LiveKit and the voice agent run inside a network namespace this file makes (rtc-node's WebRTC
+// ignores loopback); the API, Temporal, the store and the Twilio fake stay outside.
+import { randomBytes, randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { RoomServiceClient } from 'livekit-server-sdk';
+import { startTwilioFake, type FakeCallView, type TwilioFake } from '../../../infra/twilio-fake';
+import { voiceSessionId } from '../../../core/telephony/voice';
+import { phoneStreamUrl } from '../../../core/voice/phone-rooms';
+import { concatPcm, silence } from '../../../providers/voice/pcm';
+import { ESPEAK_SAMPLE_RATE, OfflineTextToSpeech } from '../../../providers/voice/offline-tts';
+import { type PcmAudio } from '../../../providers/voice/types';
+import { connectedMessage, startMessage } from '../../../providers/telephony/media-stream';
+import { twilioSignature } from '../../../providers/telephony/twilio-client';
+import { client } from '../../support/http';
+import { publishAgent } from '../../support/agents';
+import { eventually } from '../../support/eventually';
+import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
+import { startVoiceNetns, type VoiceNetns } from '../../support/voice-room/harness';
+import { helpDeskAgent } from '../../support/voice-room/help-desk';
+import { ACCOUNT_SID, AUTH_TOKEN, webhookPath } from '../../support/voice';
+
+jest.setTimeout(300_000);
+
+const GREETING = 'Hello, you are through to the help desk. How can I help?';
+const ANSWER = 'Thank you for calling. Our opening hours are from nine until five on weekdays.';
+const ASK = 'i would like to check the status of my order';
+const CUT_IN = 'thank you very much';
+
+const LIVEKIT = { port: 17910, key: 'testkey', secret: randomBytes(24).toString('hex') };
+const BRIDGE_PORT = 17915;
+const BRIDGE_URL = `ws://127.0.0.1:${BRIDGE_PORT}/media-stream`;
+// The API reaches the namespace's LiveKit, and the Twilio fake its phone bridge, at the addresses they have inside it.
+const VOICE_ENV = { LIVEKIT_URL: `ws://127.0.0.1:${LIVEKIT.port}`, LIVEKIT_API_KEY: LIVEKIT.key, LIVEKIT_API_SECRET: LIVEKIT.secret, VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL };
+
+let stack: TestStack;
+let t: SeededTenant;
+let ns: VoiceNetns;
+let fake: TwilioFake;
+let connectionId: string;
+
+async function speech(text: string): Promise<PcmAudio> {
+  const tts = new OfflineTextToSpeech();
+  try {
+    const chunks: PcmAudio[] = [];
+    for await (const chunk of tts.synthesize(text, { language: 'en-US' })) chunks.push(chunk);
+    return concatPcm([silence(500, ESPEAK_SAMPLE_RATE), ...chunks, silence(1500, ESPEAK_SAMPLE_RATE)], ESPEAK_SAMPLE_RATE);
+  } finally {
+    await tts.close();
+  }
+}
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: true, env: VOICE_ENV });
+  t = await seedTenant(stack.ctx);
+  const api = client(stack.baseUrl);
+  await publishAgent(api, { projectId: t.projectId, adminKey: t.adminKey }, 'Help_Desk', helpDeskAgent(GREETING, ANSWER));
+  const created = await api.post(`/api/projects/${t.projectId}/channel-connections`, {
+    key: t.adminKey,
+    json: { name: 'Help line', accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN, callerNumber: '+15550001000', agentId: 'Help_Desk', voiceMode: 'realtime' },
+  });
+  expect(created.status).toBe(201);
+  expect(created.body.data.voiceMode).toBe('realtime');
+  connectionId = created.body.data.id as string;
+  fake = await startTwilioFake();
+  ns = await startVoiceNetns(
+    stack.config,
+    LIVEKIT,
+    [],
+    { ...VOICE_ENV, LOG_LEVEL: 'info', VOICE_STT_HINTS: [ASK, CUT_IN, 'goodbye'].join('|'), VOICE_BRIDGE_PORT: String(BRIDGE_PORT), VOICE_BRIDGE_HOST: '127.0.0.1' },
+    { exportPorts: [LIVEKIT.port, BRIDGE_PORT], agentEntry: 'workers/voice-agent.ts' },
+  );
+  await ns.command({ cmd: 'startAgent', name: 'agent' });
+});
+
+afterAll(async () => {
+  await fake?.close();
+  await ns?.close();
+  await stack?.close();
+});
+
+/** Opens a WebSocket to the bridge; resolves with the HTTP status of a refusal, or the close code after `then` ran on the open socket. */
+function openStream(url: string, signature: string | null, then: (ws: WebSocket) => void = () => undefined): Promise<{ refused: number } | { closed: number }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers: signature ? { 'x-twilio-signature': signature } : {} });
+    ws.on('unexpected-response', (_req, res) => {
+      res.resume();
+      resolve({ refused: res.statusCode ?? 0 });
+    });
+    ws.on('open', () => then(ws));
+    ws.on('close', (code) => resolve({ closed: code }));
+    ws.on('error', (err) => {
+      if (!/Unexpected server response/.test(err.message)) reject(err);
+    });
+  });
+}
+
+function callIn(): FakeCallView {
+  return fake.inbound({
+    accountSid: ACCOUNT_SID,
+    authToken: AUTH_TOKEN,
+    from: '+15557654321',
+    to: '+15550001000',
+    url: stack.baseUrl + webhookPath(connectionId, 'voice'),
+    statusCallback: stack.baseUrl + webhookPath(connectionId, 'voice-status'),
+  });
+}
+
+const participantsOf = async (room: string) => (await new RoomServiceClient(`http://127.0.0.1:${LIVEKIT.port}`, LIVEKIT.key, LIVEKIT.secret).listParticipants(room)).map((p) => p.identity).sort();
+
+test('a phone caller on a realtime connection hears the greeting, is heard and answered, cuts the answer short, and nobody else gets into the room', async () => {
+  const call = callIn();
+  const sessionId = voiceSessionId(connectionId, call.sid);
+  const streamUrl = phoneStreamUrl({ VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL, PUBLIC_BASE_URL: stack.baseUrl }, connectionId, sessionId);
+
+  // The webhook answered <Connect><Stream> to the bridge, with the call's session in the URL.
+  const open = await fake.waitForCall((c) => c.sid === call.sid && c.streams[0]?.status === 'open', 60_000);
+  expect(open.streams[0]!.url).toBe(streamUrl);
+  expect(open.streams[0]!.customParameters).toEqual({ sessionId });
+  expect(open.twimlRequests[0]!.twiml).toContain('<Connect><Stream');
+
+  // The greeting, as sound in the μ-law the bridge sends back (some 3 s of speech).
+  const greeted = await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > 1500, 90_000);
+  const room = await stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean();
+  expect(room).toMatchObject({ status: 'active', identity: `phone:${call.sid}` });
+  expect(await participantsOf(room!.roomName)).toEqual(['agent', `phone:${call.sid}`]);
+
+  // Upgrades without the right signature are refused before anything joins the room.
+  expect(await openStream(streamUrl, null)).toEqual({ refused: 403 });
+  expect(await openStream(streamUrl, twilioSignature('another-token', streamUrl, {}))).toEqual({ refused: 403 });
+  const otherSession = phoneStreamUrl({ VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL, PUBLIC_BASE_URL: stack.baseUrl }, connectionId, randomUUID());
+  expect(await openStream(otherSession, twilioSignature(AUTH_TOKEN, streamUrl, {}))).toEqual({ refused: 403 });
+  // Signed for this call's URL, but its start names another call, or this call a second time: closed, never joined.
+  const start = (callSid: string) => (ws: WebSocket) => {
+    ws.send(connectedMessage());
+    ws.send(startMessage({ streamSid: `MZ${randomBytes(16).toString('hex')}`, accountSid: ACCOUNT_SID, callSid, customParameters: { sessionId }, sequenceNumber: 1 }));
+  };
+  expect(await openStream(streamUrl, twilioSignature(AUTH_TOKEN, streamUrl, {}), start(`CA${randomBytes(16).toString('hex')}`))).toEqual({ closed: 1008 });
+  expect(await openStream(streamUrl, twilioSignature(AUTH_TOKEN, streamUrl, {}), start(call.sid))).toEqual({ closed: 1008 });
+  expect(await participantsOf(room!.roomName)).toEqual(['agent', `phone:${call.sid}`]);
+
+  // The caller asks; the answer is heard, and the caller cuts it short (barge-in): the bridge tells
+  // Twilio to drop what it still holds of the reply.
+  const [ask, cutIn] = [await speech(ASK), await speech(CUT_IN)];
+  fake.play(call.sid, ask);
+  await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > greeted.streams[0]!.loudMs + 600, 90_000);
+  fake.play(call.sid, cutIn);
+  const cut = await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.clears ?? 0) >= 1, 60_000);
+  expect(cut.streams[0]!.status).toBe('open');
+  // The transcript: the greeting, the caller's words as recognised, and the agent's answers.
+  const messages = await eventually(
+    async () => (await client(stack.baseUrl).get(`/api/v1/sessions/${sessionId}/transcripts`, { key: t.adminKey })).body as { messages?: { role: string; content: string }[] },
+    (body) => (body.messages?.filter((m) => m.role === 'assistant' && m.content === ANSWER).length ?? 0) === 2,
+    120_000,
+    250,
+  );
+  expect(messages.messages!.map(({ role, content }) => ({ role, content }))).toEqual([
+    { role: 'assistant', content: GREETING },
+    { role: 'user', content: ASK },
+    { role: 'assistant', content: ANSWER },
+    { role: 'user', content: CUT_IN },
+    { role: 'assistant', content: ANSWER },
+  ]);
+  const interrupted = await eventually(
+    () => stack.ctx.models.VoiceEvent.findOne({ tenantId: t.tenantId, sessionId, type: 'voice.turn', turn: 1 }).lean(),
+    (row) => row !== null,
+    30_000,
+    200,
+  );
+  expect(interrupted!.data).toMatchObject({ source: 'room', input: 'speech', interrupted: true });
+  const session = await stack.ctx.models.Session.findOne({ _id: sessionId }).lean();
+  expect(session).toMatchObject({ channel: 'voice', tenantId: t.tenantId });
+
+  // The caller hangs up: the stream stops, the session ends and the room closes.
+  fake.hangup(call.sid);
+  const ended: FakeCallView = await fake.waitForCall((c) => c.sid === call.sid && c.status === 'completed' && c.streams[0]?.status === 'closed', 30_000);
+  expect(ended.events).toContain('stream stopped: the call ended');
+  const closed = await eventually(
+    () => stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean(),
+    (r) => r?.status === 'ended',
+    60_000,
+    250,
+  );
+  expect(closed!.endReason).toBe('session_ended');
+  expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('ended');
+});
+
+test('a room that closes first ends the call: the bridge lets the audio play out, then ends the stream and Twilio the call', async () => {
+  const call = callIn();
+  const sessionId = voiceSessionId(connectionId, call.sid);
+  await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > 500, 90_000);
+  const ended = await client(stack.baseUrl).post(`/api/v1/voice/sessions/${sessionId}/end`, { key: t.adminKey });
+  expect(ended.status).toBe(200);
+  // The server ended the stream (after Twilio said its mark had played), the TwiML ran out, the call ended.
+  const done = await fake.waitForCall((c) => c.sid === call.sid && c.status === 'completed', 30_000);
+  expect(done.streams[0]).toMatchObject({ status: 'closed', closeCode: 1000, marks: ['end-1'] });
+  expect(done.events).toContain('completed: the TwiML ran out');
+  const room = await eventually(
+    () => stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean(),
+    (r) => r?.status === 'ended',
+    30_000,
+    250,
+  );
+  expect(room!.endReason).toBe('session_ended');
+  expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('ended');
+});
