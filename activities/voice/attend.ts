@@ -410,7 +410,10 @@ class RoomAttendance {
     const sttMs = Date.now() - sttStarted;
     const text = heard.text.trim();
     // Noise the recogniser found no words in is not a turn.
-    if (!text) return this.armSilence();
+    if (!text) {
+      this.log.info({ turn, audioMs: Math.round((utterance.audio.samples.length / utterance.audio.sampleRate) * 1000), sttMs }, 'the recogniser found no words in an utterance; no turn');
+      return this.armSilence();
+    }
     this.caption({ role: 'user', text, final: true, turn });
     this.replyInterrupted = false;
     this.reply = new AbortController();
