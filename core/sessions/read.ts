@@ -79,6 +79,44 @@ export type FlushOutcome = 'written' | 'nothing_held' | 'unanswered';
 
 export async function flushSessionProjection(ctx: CoreContext, session: SessionDoc): Promise<FlushOutcome> {
   if (session.status === 'ended') return 'nothing_held';
+  return coalesced(session.runtimeSessionId, () => sendFlush(ctx, session));
+}
+
+/**
+ * Flushes of one session asked for at once share updates: at most one in flight and one waiting
+ * per session in this process. A read that comes while a flush is in flight waits for the next
+ * one (the one in flight may have been taken before the turn the reader was answered), which
+ * every read arriving meanwhile shares. Without it, each read of a session whose worker is gone
+ * was one more update waiting on the workflow, and Temporal admits ten at a time per workflow:
+ * reads could take the places of turns.
+ */
+const flushes = new Map<string, { current: Promise<FlushOutcome>; next: Promise<FlushOutcome> | null }>();
+
+export function coalesced(workflowId: string, send: () => Promise<FlushOutcome>): Promise<FlushOutcome> {
+  const entry = flushes.get(workflowId);
+  if (!entry) {
+    const current = send();
+    flushes.set(workflowId, { current, next: null });
+    void current.finally(() => advance(workflowId));
+    return current;
+  }
+  entry.next ??= entry.current.then(send, send);
+  return entry.next;
+}
+
+function advance(workflowId: string): void {
+  const entry = flushes.get(workflowId);
+  if (!entry) return;
+  if (!entry.next) {
+    flushes.delete(workflowId);
+    return;
+  }
+  entry.current = entry.next;
+  entry.next = null;
+  void entry.current.finally(() => advance(workflowId));
+}
+
+async function sendFlush(ctx: CoreContext, session: SessionDoc): Promise<FlushOutcome> {
   const silence = silentRuntime(ctx);
   try {
     const client = await ctx.temporal.client();

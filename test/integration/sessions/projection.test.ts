@@ -68,6 +68,16 @@ describe('rows held for 30 s after a turn', () => {
     expect(metrics.status).toBe(200);
   });
 
+  it('lets reads that come at once share their flushes (test/unit/sessions/flush-coalescing.test.ts), each read seeing the turn', async () => {
+    const res = await ctx.chat({ sessionId, message: 'one more thing' });
+    expect(res.status).toBe(200);
+    const reads = await Promise.all(Array.from({ length: 12 }, () => ctx.api.get(path(), { key: ctx.t.adminKey })));
+    for (const read of reads) {
+      expect(read.status).toBe(200);
+      expect(read.body.messages.map((m: { content: string }) => m.content)).toContain('one more thing');
+    }
+  });
+
   it('writes what it holds when the session ends', async () => {
     const res = await ctx.chat({ message: 'hello' });
     const id = res.body.sessionId as string;
