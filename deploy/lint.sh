@@ -117,8 +117,8 @@ step "checkov"
 #   CKV_K8S_43 digest: values.yaml takes one (images.*.digest), the example cannot know it;
 #   CKV_K8S_35 secrets as files: the processes read their settings from the environment only;
 #   CKV_K8S_8, CKV_K8S_9 probes: the setup job has none, the worker no readiness probe (it takes
-#   no traffic; its liveness probe is TCP on its metrics port) (the API's are checked by
-#   test/unit/deploy/manifests.test.ts).
+#   no traffic; its liveness probe is TCP on its metrics port), nor the voice agent without its
+#   phone bridge (the API's and the voice agent's are checked by test/unit/deploy/manifests.test.ts).
 "$TOOLS/checkov/bin/checkov" -d "$OUT/k8s" --framework kubernetes --compact --quiet --skip-download \
   --skip-check CKV_K8S_15,CKV_K8S_43,CKV_K8S_35,CKV_K8S_8,CKV_K8S_9
 mkdir -p "$OUT/docker" && cp deploy/Dockerfile "$OUT/docker/Dockerfile"
