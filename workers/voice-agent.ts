@@ -4,6 +4,8 @@
 // SHUTDOWN_GRACE_MS, then their attempts fail and another voice agent takes them over.
 // With VOICE_BRIDGE_PORT it also serves the phone bridge (core/voice/phone-bridge.ts): phone
 // calls' Twilio Media Streams, put in their voice rooms beside the rooms this process attends.
+// With WORKER_METRICS_PORT it serves /metrics as the worker does (workers/metrics.ts): the
+// Temporal SDK's metrics of the voice task queue, and a listener orchestrators probe.
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
@@ -16,6 +18,7 @@ import { createVoiceAgentActivities, type VoiceAgentDeps } from '../activities/v
 import { createVad, speechToTextFromConfig, textToSpeechFromConfig, voiceProviderWarnings } from '../providers/voice';
 import type { SpeechToText, TextToSpeech, VoiceActivityDetector } from '../providers/voice/types';
 import { startPhoneBridge, type PhoneBridge } from '../core/voice/phone-bridge';
+import { startWorkerMetrics } from './metrics';
 
 /** The speech providers a voice agent runs with. */
 export interface VoiceProviders {
@@ -48,6 +51,8 @@ export interface RunVoiceAgentOptions {
 /** Connects to the store and Temporal and serves rooms until the process is told to stop. */
 export async function runVoiceAgent({ config, logger, providers: makeProviders }: RunVoiceAgentOptions): Promise<void> {
   const payloadCodec = payloadCodecForProcess(config, logger);
+  // Before any Temporal connection: it installs the SDK runtime with its metrics exporter.
+  const metrics = await startWorkerMetrics(config, logger);
   const models = createModels(await connectMongo(config.MONGODB_URI, { serverSelectionTimeoutMs: config.MONGODB_SERVER_SELECTION_TIMEOUT_MS }));
   const connection = await NativeConnection.connect(temporalConnectionSettings(config));
   const providers = await makeProviders(config);
@@ -75,6 +80,7 @@ export async function runVoiceAgent({ config, logger, providers: makeProviders }
     await Promise.allSettled([providers.speechToText.close?.(), providers.textToSpeech.close?.()]);
     await connection.close();
     await models.connection.close();
+    await metrics?.close();
     logger.info('voice agent stopped');
   }
 }

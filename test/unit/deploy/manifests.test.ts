@@ -1,7 +1,7 @@
 // The deployment files under deploy/ keep their invariants: every YAML parses; images are pinned
 // (never `latest`), processes run as non-root, the API has its probes, every container has
-// resources, the stop grace outlasts SHUTDOWN_GRACE_MS, and the worker image loads a prebuilt
-// bundle. Cheap: no Docker, Helm or cluster (`npm run deploy:lint` renders and validates them).
+// resources, the stop grace outlasts SHUTDOWN_GRACE_MS, the worker image loads a prebuilt
+// bundle, and the voice agent has its own command, queue, probes and measured size. Cheap: no Docker, Helm or cluster (`npm run deploy:lint` renders and validates them).
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments, parse } from 'yaml';
@@ -23,6 +23,7 @@ const values = parse(read('helm/switchboard/values.yaml')) as {
   containerSecurityContext: { allowPrivilegeEscalation: boolean };
   api: { resources: { requests: Json; limits: Json } };
   worker: { resources: { requests: Json; limits: Json }; maxCachedWorkflows: number };
+  voiceAgent: { resources: { requests: Json; limits: Json }; maxRooms: number; bridge: { port: number } };
 };
 
 it('parses every YAML file outside the Helm templates', () => {
@@ -70,10 +71,10 @@ it('gives the API its probes and every container its resources', () => {
   const apiTemplate = readFileSync(path.join(CHART, 'templates/api.yaml'), 'utf8');
   expect(apiTemplate).toMatch(/livenessProbe:\s+httpGet:\s+path: \/healthz/);
   expect(apiTemplate).toMatch(/readinessProbe:\s+httpGet:\s+path: \/readyz/);
-  for (const name of ['api.yaml', 'worker.yaml', 'temporal-setup-job.yaml']) {
+  for (const name of ['api.yaml', 'worker.yaml', 'voice-agent.yaml', 'temporal-setup-job.yaml']) {
     expect([name, /resources:/.test(readFileSync(path.join(CHART, 'templates', name), 'utf8'))]).toEqual([name, true]);
   }
-  for (const component of [values.api, values.worker]) {
+  for (const component of [values.api, values.worker, values.voiceAgent]) {
     expect(component.resources.requests).toEqual(expect.objectContaining({ cpu: expect.anything(), memory: expect.anything() }));
     expect(component.resources.limits).toEqual(expect.objectContaining({ memory: expect.anything() }));
   }
@@ -92,7 +93,7 @@ it('sizes the worker from the measured memory per cached session', () => {
 
 it('lets a stopping process finish its work before it is killed', () => {
   const graceSeconds = values.shutdownGraceMs / 1000;
-  for (const name of ['api.yaml', 'worker.yaml']) {
+  for (const name of ['api.yaml', 'worker.yaml', 'voice-agent.yaml']) {
     const template = readFileSync(path.join(CHART, 'templates', name), 'utf8');
     const extra = Number(/terminationGracePeriodSeconds: \{\{ add \(div \.Values\.shutdownGraceMs 1000\) (\d+) \}\}/.exec(template)?.[1]);
     // SHUTDOWN_GRACE_MS, the process's own 1.5 s exit bound, and (API) the 5 s preStop.
@@ -102,6 +103,45 @@ it('lets a stopping process finish its work before it is killed', () => {
   const composeGrace = (service: string) => Number(String(compose.services[service]!.stop_grace_period).replace(/s$/, ''));
   expect(composeGrace('api')).toBeGreaterThan(8 + 1.5);
   expect(composeGrace('worker')).toBeGreaterThan(8 + 1.5);
+  expect(composeGrace('voice-agent')).toBeGreaterThan(8 + 1.5);
+});
+
+const mebibytes = (quantity: unknown) => Number(String(quantity).replace(/(Mi|Gi)$/, '')) * (String(quantity).endsWith('Gi') ? 1024 : 1);
+
+it('runs the voice agent from the common runtime with its own command, sized from its measured memory', () => {
+  const dockerfile = read('Dockerfile');
+  const voice = dockerfile.slice(dockerfile.indexOf(' AS voice-agent'));
+  expect(dockerfile).toMatch(/^FROM runtime AS voice-agent$/m);
+  expect(voice).toMatch(/^CMD \["node", "--import", "tsx", "workers\/voice-agent\.ts"\]$/m);
+  // The same entry as `npm run voice-worker`.
+  const pkg = JSON.parse(readFileSync(path.join(DEPLOY, '../package.json'), 'utf8')) as { scripts: Record<string, string> };
+  expect(pkg.scripts['voice-worker']).toBe('node --import tsx workers/voice-agent.ts');
+  // docs/performance.md "Real-time voice": peak RSS 444-556 MB at one to eight rooms.
+  expect(mebibytes(values.voiceAgent.resources.requests.memory)).toBeGreaterThanOrEqual(556e6 / 2 ** 20);
+  expect(mebibytes(values.voiceAgent.resources.limits.memory)).toBeGreaterThan(mebibytes(values.voiceAgent.resources.requests.memory));
+  // Four rooms a process kept the latency flat there; the default (8) did not.
+  expect(values.voiceAgent.maxRooms).toBeLessThanOrEqual(4);
+});
+
+it('probes the voice agent, scales it on the voice task queue, and keeps one through a drain', () => {
+  const template = readFileSync(path.join(CHART, 'templates/voice-agent.yaml'), 'utf8');
+  expect(template).toMatch(/livenessProbe:\s+tcpSocket:\s+port: metrics/);
+  expect(template).toMatch(/readinessProbe:\s+tcpSocket:\s+port: bridge/);
+  expect(template).toMatch(/name: WORKER_METRICS_PORT/);
+  // lib/config.ts voiceTaskQueue: VOICE_TASK_QUEUE, else <TEMPORAL_TASK_QUEUE>-voice.
+  expect(template).toContain('taskQueue: {{ default (printf "%s-voice" $.Values.temporal.taskQueue) $va.taskQueue | quote }}');
+  expect(template).toMatch(/kind: PodDisruptionBudget/);
+  expect(template).toMatch(/kind: ScaledObject/);
+  // Speech providers only for the voice agent: the API and the worker would refuse a vendor without its key.
+  expect(readFileSync(path.join(CHART, 'templates/configmap.yaml'), 'utf8')).not.toMatch(/VOICE_(STT|TTS)_PROVIDER/);
+  const voice = compose.services['voice-agent']!;
+  expect(voice.profiles).toEqual(['voice']);
+  expect(compose.services.livekit!.profiles).toEqual(['livekit']);
+  expect(String(compose.services.livekit!.image)).toMatch(/^livekit\/livekit-server:v\d/);
+  const shared = read('compose.yaml').slice(0, read('compose.yaml').indexOf('\nservices:'));
+  expect(shared).toMatch(/LIVEKIT_URL: \$\{LIVEKIT_URL:-\}/);
+  expect(shared).not.toMatch(/VOICE_(STT|TTS)_PROVIDER/);
+  expect(voice.environment).toMatchObject({ VOICE_STT_PROVIDER: expect.stringContaining('openai'), VOICE_BRIDGE_PORT: '3012' });
 });
 
 it('keeps secrets out of the compose file: every one comes from .env', () => {
