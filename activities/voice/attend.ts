@@ -26,6 +26,7 @@ import { type Config } from '../../lib/config';
 import { type Logger } from '../../lib/logger';
 import { type Models } from '../../db/models';
 import { isDomainError } from '../../lib/errors';
+import { switchboardMetrics } from '../../lib/metrics/registry';
 import { type CoreContext } from '../../core/context';
 import { runSessionTurn } from '../../core/chat/turns';
 import { liveKitClientUrl } from '../../core/voice/livekit';
@@ -36,6 +37,29 @@ import type { TurnResult } from '../../workflows/definitions';
 import type { PcmAudio, SpeechToText, TextToSpeech, VoiceActivityDetector } from '../../providers/voice/types';
 import type { AttendVoiceRoomInput, AttendVoiceRoomResult, VoiceAgentActivities } from './types';
 import { RoomRecorder } from './recorder';
+
+/** Voice metrics rows' stage figures (ms), by the stage label they are observed under. */
+const STAGES = [
+  ['endpointingMs', 'endpointing'],
+  ['sttMs', 'speech_to_text'],
+  ['turnMs', 'turn'],
+  ['ttsFirstChunkMs', 'text_to_speech'],
+  ['latencyMs', 'first_audio'],
+] as const;
+
+/** The Prometheus side of the voice metrics rows (lib/metrics/registry.ts): stages of answered turns, barge-ins, errors. */
+export function observeVoiceEvents(events: readonly VoiceEventInput[]): void {
+  const metrics = switchboardMetrics();
+  for (const event of events) {
+    if (event.type === 'voice.error') metrics.voiceErrors.inc({ reason: String(event.data.reason ?? 'unknown') });
+    if (event.type !== 'voice.turn' || event.turn === 0) continue;
+    for (const [field, stage] of STAGES) {
+      const ms = event.data[field];
+      if (typeof ms === 'number' && Number.isFinite(ms)) metrics.voiceTurnStage.observe({ stage }, ms / 1000);
+    }
+    if (event.data.interrupted === true) metrics.voiceBargeIns.inc();
+  }
+}
 
 /** The voice agent's identity in every room; a replacement joining under it takes the place of a dead one. */
 export const AGENT_IDENTITY = 'agent';
@@ -202,6 +226,16 @@ class RoomAttendance {
   }
 
   async run(): Promise<AttendVoiceRoomResult> {
+    const rooms = switchboardMetrics().voiceRoomsAttended;
+    rooms.inc();
+    try {
+      return await this.attend();
+    } finally {
+      rooms.dec();
+    }
+  }
+
+  private async attend(): Promise<AttendVoiceRoomResult> {
     const beat = () => this.activity.heartbeat(this.progress);
     beat();
     const heartbeats = setInterval(beat, HEARTBEAT_EVERY_MS);
@@ -588,6 +622,7 @@ class RoomAttendance {
   // ── metrics and leaving ──────────────────────────────────────────────────────────────────
 
   private async recordEvents(events: VoiceEventInput[]): Promise<void> {
+    observeVoiceEvents(events);
     // A replacement agent's rows of the same turn are its own attempt's.
     const attempt = this.activity.info.attempt;
     await ingestVoiceEvents(this.core, this.ref, attempt > 1 ? events.map((e) => ({ ...e, data: { ...e.data, attempt } })) : events);

@@ -21,6 +21,10 @@ export interface SwitchboardMetrics {
   taskQueueBacklog: Gauge<'task_queue' | 'task_type'>;
   taskQueueBacklogAge: Gauge<'task_queue' | 'task_type'>;
   clusterGaugeFailures: Counter<'source'>;
+  voiceTurnStage: Histogram<'stage'>;
+  voiceRoomsAttended: Gauge;
+  voiceBargeIns: Counter;
+  voiceErrors: Counter<'reason'>;
 }
 
 function create(): SwitchboardMetrics {
@@ -85,6 +89,29 @@ function create(): SwitchboardMetrics {
       name: 'switchboard_task_queue_backlog_age_seconds',
       help: 'Age of the oldest task waiting on the task queue, by task type; 0 when none waits',
       labelNames: ['task_queue', 'task_type'],
+      registers,
+    }),
+    voiceTurnStage: new Histogram({
+      name: 'switchboard_voice_turn_stage_seconds',
+      help: 'A voice room turn on this voice agent, by stage: endpointing (end of speech to the end of the utterance), speech_to_text, turn (the session), text_to_speech (to its first chunk), first_audio (end of speech to the first reply frame sent, all of them)',
+      labelNames: ['stage'],
+      buckets: [0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 1, 1.5, 2, 3, 5, 10],
+      registers,
+    }),
+    voiceRoomsAttended: new Gauge({
+      name: 'switchboard_voice_rooms_attended',
+      help: 'Voice rooms this voice agent process is in now (at most VOICE_AGENT_MAX_ROOMS)',
+      registers,
+    }),
+    voiceBargeIns: new Counter({
+      name: 'switchboard_voice_barge_ins_total',
+      help: 'Replies cut short by the caller speaking, on this voice agent',
+      registers,
+    }),
+    voiceErrors: new Counter({
+      name: 'switchboard_voice_errors_total',
+      help: 'Voice turns that failed on this voice agent, by reason (stt_failed, turn_failed)',
+      labelNames: ['reason'],
       registers,
     }),
     clusterGaugeFailures: new Counter({
