@@ -5,6 +5,7 @@
 // With VOICE_BRIDGE_PORT it also serves the phone bridge (core/voice/phone-bridge.ts): phone
 // calls' Twilio Media Streams, put in their voice rooms beside the rooms this process attends.
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { dispose as disposeLiveKit } from '@livekit/rtc-node';
 import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
@@ -75,6 +76,8 @@ export async function runVoiceAgent({ config, logger, providers: makeProviders }
     await Promise.allSettled([providers.speechToText.close?.(), providers.textToSpeech.close?.()]);
     await connection.close();
     await models.connection.close();
+    // LiveKit's native client holds the process open until it is disposed: a stopped voice agent exits.
+    await disposeLiveKit();
     logger.info('voice agent stopped');
   }
 }
