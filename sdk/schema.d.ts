@@ -2664,7 +2664,7 @@ export interface paths {
         };
         /**
          * Readiness: Temporal and MongoDB answer
-         * @description Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`.
+         * @description Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. When real-time voice is configured (`LIVEKIT_URL`), `livekit` says whether its LiveKit server answers; voice is optional, so `unreachable` leaves the API ready. Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -5732,12 +5732,22 @@ export interface operations {
                      *         "temporal": {
                      *           "ok": true,
                      *           "error": "string"
+                     *         },
+                     *         "livekit": {
+                     *           "ok": true,
+                     *           "error": "string"
                      *         }
                      *       }
                      *     }
                      */
                     "application/json": {
                         checks: {
+                            /** @description Only when real-time voice is configured; never fails readiness */
+                            livekit?: {
+                                /** @description The first line of the failure (at most 200 characters); absent when ok */
+                                error?: string;
+                                ok: boolean;
+                            };
                             mongodb: {
                                 /** @description The first line of the failure (at most 200 characters); absent when ok */
                                 error?: string;
@@ -41802,10 +41812,16 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "status": "ready"
+                     *       "status": "ready",
+                     *       "livekit": "ok"
                      *     }
                      */
                     "application/json": {
+                        /**
+                         * @description Only when real-time voice is configured: whether LiveKit answers its server API
+                         * @enum {string}
+                         */
+                        livekit?: "ok" | "unreachable";
                         /** @enum {string} */
                         status: "ready";
                     };

@@ -7,6 +7,7 @@
 // With WORKER_METRICS_PORT it serves /metrics as the worker does (workers/metrics.ts): the
 // Temporal SDK's metrics of the voice task queue, and a listener orchestrators probe.
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { dispose as disposeLiveKit } from '@livekit/rtc-node';
 import { Client } from '@temporalio/client';
 import { ConfigError, loadConfig, type Config } from '../lib/config';
 import { createLogger, type Logger } from '../lib/logger';
@@ -81,6 +82,8 @@ export async function runVoiceAgent({ config, logger, providers: makeProviders }
     await connection.close();
     await models.connection.close();
     await metrics?.close();
+    // LiveKit's native client holds the process open until it is disposed: a stopped voice agent exits.
+    await disposeLiveKit();
     logger.info('voice agent stopped');
   }
 }

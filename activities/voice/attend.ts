@@ -334,6 +334,7 @@ class RoomAttendance {
   private onTrack(track: RemoteTrack, participant: RemoteParticipant): void {
     if (participant.identity === AGENT_IDENTITY || track.kind !== TrackKind.KIND_AUDIO || !track.sid || this.listening.has(track.sid)) return;
     this.listening.add(track.sid);
+    this.log.info({ caller: participant.identity }, 'listening to the caller');
     this.callerTrackHeard?.();
     const stream = new AudioStream(track, { sampleRate: LISTEN_RATE, numChannels: 1 });
     this.streams.push(stream);
@@ -387,9 +388,13 @@ class RoomAttendance {
     if (!this.progress.greeted) {
       // Greeting an empty room says it to nobody: a caller who joins after the agent (a phone call
       // through the bridge, a slow browser) would miss it.
-      if (this.listening.size === 0) {
-        await Promise.race([new Promise<void>((resolve) => (this.callerTrackHeard = resolve)), this.done, new Promise((resolve) => setTimeout(resolve, GREETING_WAITS_FOR_CALLER_MS))]);
+      // A caller in the room who publishes no audio is greeted after GREETING_WAITS_FOR_CALLER_MS;
+      // while nobody is in it, the agent waits for one (or the empty-room timeout ends the room).
+      while (this.listening.size === 0 && !this.finished) {
+        const heard = new Promise<void>((resolve) => (this.callerTrackHeard = resolve));
+        await Promise.race([heard, this.done, new Promise((resolve) => setTimeout(resolve, GREETING_WAITS_FOR_CALLER_MS))]);
         this.callerTrackHeard = null;
+        if (this.callerIdentity !== null) break;
       }
       if (this.finished) return;
       await this.greet();

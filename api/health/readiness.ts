@@ -1,6 +1,11 @@
-// Whether the API's dependencies (MongoDB, Temporal) answer, with the reason when one does not.
+// Whether the API's dependencies (MongoDB, Temporal) answer, with the reason when one does not,
+// and whether LiveKit does when real-time voice is configured: voice is optional, so an
+// unreachable LiveKit is reported (and logged) but leaves the API ready for everything else.
 // The reasons name internal hosts, so they go to the logs and the operator's route only.
+import { RoomServiceClient } from 'livekit-server-sdk';
 import { pingMongo } from '../../db/connection';
+import { liveKitConfigured } from '../../lib/config';
+import { liveKitHttpUrl } from '../../core/voice/livekit';
 import { type AppContext } from '../context';
 
 export interface DependencyCheck {
@@ -10,8 +15,30 @@ export interface DependencyCheck {
 }
 
 export interface Readiness {
+  /** MongoDB and Temporal answer; LiveKit's check does not count. */
   ready: boolean;
-  checks: { mongodb: DependencyCheck; temporal: DependencyCheck };
+  /** `livekit` only when LIVEKIT_URL (and its key pair) is set. */
+  checks: { mongodb: DependencyCheck; temporal: DependencyCheck; livekit?: DependencyCheck };
+}
+
+/** How long the LiveKit probe may take (s), like the other checks' bounds. */
+const LIVEKIT_PROBE_TIMEOUT_SECONDS = 2;
+
+/**
+ * One authenticated call to LiveKit's server API (listing a room name no room has), so a wrong key
+ * pair fails the check as an unreachable server does; it answers an empty list and costs nothing.
+ */
+async function pingLiveKit(ctx: AppContext): Promise<void> {
+  const { LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET } = ctx.config;
+  const rooms = new RoomServiceClient(liveKitHttpUrl(LIVEKIT_URL!), LIVEKIT_API_KEY!, LIVEKIT_API_SECRET!, { requestTimeout: LIVEKIT_PROBE_TIMEOUT_SECONDS });
+  try {
+    await rooms.listRooms(['switchboard-readiness-probe']);
+  } catch (err) {
+    // fetch says only "fetch failed"; its cause says why (refused, timed out, name not found).
+    const cause = err instanceof Error && err.cause instanceof Error ? err.cause : null;
+    const causeText = cause ? [(cause as { code?: string }).code, cause.message].filter(Boolean).join(' ') : '';
+    throw new Error(`LiveKit at ${liveKitHttpUrl(LIVEKIT_URL!)}: ${err instanceof Error ? err.message : String(err)}${causeText ? ` (${causeText})` : ''}`);
+  }
 }
 
 async function check(probe: () => Promise<void>): Promise<DependencyCheck> {
@@ -32,13 +59,19 @@ function logChange(ctx: AppContext, readiness: Readiness): void {
   if (summary === previous) return;
   lastLogged.set(ctx, summary);
   if (!readiness.ready) ctx.logger.warn({ checks: readiness.checks }, 'API not ready: a dependency does not answer');
+  else if (readiness.checks.livekit?.ok === false) ctx.logger.warn({ checks: readiness.checks }, 'LiveKit does not answer: real-time voice is unavailable, the API is ready for the rest');
   else if (previous !== undefined) ctx.logger.info({ checks: readiness.checks }, 'API ready again');
 }
 
-/** Probes both dependencies together; logs when the outcome changes. */
+/** Probes the dependencies together; logs when the outcome changes. */
 export async function checkReadiness(ctx: AppContext): Promise<Readiness> {
-  const [mongodb, temporal] = await Promise.all([check(() => pingMongo(ctx.models.connection)), check(() => ctx.temporal.ping())]);
-  const readiness = { ready: mongodb.ok && temporal.ok, checks: { mongodb, temporal } };
+  const voice = liveKitConfigured(ctx.config);
+  const [mongodb, temporal, livekit] = await Promise.all([
+    check(() => pingMongo(ctx.models.connection)),
+    check(() => ctx.temporal.ping()),
+    voice ? check(() => pingLiveKit(ctx)) : Promise.resolve(null),
+  ]);
+  const readiness: Readiness = { ready: mongodb.ok && temporal.ok, checks: { mongodb, temporal, ...(livekit ? { livekit } : {}) } };
   logChange(ctx, readiness);
   return readiness;
 }

@@ -1,5 +1,7 @@
-// Liveness (the process answers) and readiness (Temporal and MongoDB are reachable). The public
-// probe says only ready or not; why not is for the operator (logs, GET /api/admin/readiness).
+// Liveness (the process answers) and readiness (Temporal and MongoDB are reachable; LiveKit's
+// reachability reported beside, when configured, without failing readiness). The public probe
+// says only ready or not, and whether voice's LiveKit answers; why not is for the operator (logs,
+// GET /api/admin/readiness).
 import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
@@ -31,15 +33,20 @@ export const healthRoutes: AnyRoute[] = [
     summary: 'Readiness: Temporal and MongoDB answer',
     description:
       'Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. ' +
+      'When real-time voice is configured (`LIVEKIT_URL`), `livekit` says whether its LiveKit server answers; ' +
+      'voice is optional, so `unreachable` leaves the API ready. ' +
       'Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`.',
     tags: ['Health'],
     auth: 'public',
     errorStatuses: [503],
-    response: z.object({ status: z.literal('ready') }),
+    response: z.object({
+      status: z.literal('ready'),
+      livekit: z.enum(['ok', 'unreachable']).optional().describe('Only when real-time voice is configured: whether LiveKit answers its server API'),
+    }),
     async handler({ ctx }) {
-      const { ready } = await checkReadiness(ctx);
+      const { ready, checks } = await checkReadiness(ctx);
       if (!ready) throw new ApiError('SERVICE_UNAVAILABLE', 'Not ready');
-      return { status: 'ready' };
+      return { status: 'ready' as const, ...(checks.livekit ? { livekit: checks.livekit.ok ? ('ok' as const) : ('unreachable' as const) } : {}) };
     },
   }),
   defineRoute({
@@ -57,7 +64,7 @@ export const healthRoutes: AnyRoute[] = [
     response: z.object({
       success: z.literal(true),
       status: z.enum(['ready', 'not_ready']),
-      checks: z.object({ mongodb: ZCheck, temporal: ZCheck }),
+      checks: z.object({ mongodb: ZCheck, temporal: ZCheck, livekit: ZCheck.optional().describe('Only when real-time voice is configured; never fails readiness') }),
     }),
     async handler({ ctx, req }) {
       requirePlatformAdmin(ctx, req, 'The readiness report');

@@ -1,5 +1,6 @@
-// Readiness: the public probe says only ready or not; the reason goes to the logs and to the
-// operator's report (GET /api/admin/readiness), never to anonymous callers.
+// Readiness: the public probe says only ready or not (and, when real-time voice is configured,
+// whether LiveKit answers, which never makes the API unready); the reason goes to the logs and to
+// the operator's report (GET /api/admin/readiness), never to anonymous callers.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
@@ -8,6 +9,7 @@ import { createApp } from '../../api/app';
 import { buildAppContext, closeAppContext } from '../../api/bootstrap';
 import { type AppContext } from '../../api/context';
 import { freePort } from '../../infra/processes';
+import { type Config } from '../../lib/config';
 import { startTestStack, seedTenant, testConfig, type TestStack } from '../support/stack';
 import { client } from '../support/http';
 import { eventually } from '../support/eventually';
@@ -22,16 +24,16 @@ afterAll(() => up.close());
 const operator = (stack: { config: { PLATFORM_ADMIN_TOKEN?: string } }) => ({ 'x-platform-admin-token': stack.config.PLATFORM_ADMIN_TOKEN! });
 
 describe('with every dependency up', () => {
-  it('answers ready publicly with nothing else', async () => {
+  it('answers ready publicly with nothing else but whether LiveKit answers', async () => {
     const res = await client(up.baseUrl).get('/readyz');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'ready' });
+    expect(res.body).toEqual({ status: 'ready', livekit: 'ok' });
   });
 
   it('shows the checks to the operator', async () => {
     const res = await client(up.baseUrl).get('/api/admin/readiness', { headers: operator(up) });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, status: 'ready', checks: { mongodb: { ok: true }, temporal: { ok: true } } });
+    expect(res.body).toEqual({ success: true, status: 'ready', checks: { mongodb: { ok: true }, temporal: { ok: true }, livekit: { ok: true } } });
   });
 
   it('refuses the report without the operator token, also to a tenant admin', async () => {
@@ -99,7 +101,7 @@ describe('with Temporal unreachable', () => {
     expect(report.body).toEqual({
       success: true,
       status: 'not_ready',
-      checks: { mongodb: { ok: true }, temporal: { ok: false, error: expect.any(String) } },
+      checks: { mongodb: { ok: true }, temporal: { ok: false, error: expect.any(String) }, livekit: { ok: true } },
     });
     const reason: string = report.body.checks.temporal.error;
     expect(reason.length).toBeGreaterThan(0);
@@ -109,5 +111,76 @@ describe('with Temporal unreachable', () => {
 
     const logged = logLines.map((line) => JSON.parse(line) as { msg: string; checks?: { temporal: { error?: string } } });
     expect(logged).toContainEqual(expect.objectContaining({ msg: expect.stringContaining('not ready'), checks: expect.objectContaining({ temporal: { ok: false, error: expect.any(String) } }) }));
+  });
+});
+
+/** An API on its own context with `config`, its log lines kept. */
+async function apiWith(config: Config): Promise<{ baseUrl: string; ctx: AppContext; logLines: string[]; close(): Promise<void> }> {
+  const logLines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
+  });
+  const ctx = await buildAppContext(config, pino({ level: 'info' }, sink));
+  const server = createServer(createApp(ctx));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    ctx,
+    logLines,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeAppContext(ctx);
+    },
+  };
+}
+
+describe('real-time voice is optional', () => {
+  it('with LiveKit unreachable, the API stays ready and says so; the operator sees why', async () => {
+    // Nothing listens there: LiveKit's server API does not answer.
+    const port = await freePort();
+    const app = await apiWith(testConfig({ LIVEKIT_URL: `ws://127.0.0.1:${port}` }));
+    try {
+      const api = client(app.baseUrl);
+      const ready = await api.get('/readyz');
+      expect(ready.status).toBe(200);
+      expect(ready.body).toEqual({ status: 'ready', livekit: 'unreachable' });
+      const report = await api.get('/api/admin/readiness', { headers: operator(app.ctx) });
+      expect(report.body).toEqual({
+        success: true,
+        status: 'ready',
+        checks: { mongodb: { ok: true }, temporal: { ok: true }, livekit: { ok: false, error: expect.any(String) } },
+      });
+      // The reason names the server, for the operator only.
+      expect(report.body.checks.livekit.error).toContain(`127.0.0.1:${port}`);
+      expect(ready.text).not.toContain(String(port));
+      const logged = app.logLines.map((line) => JSON.parse(line) as { msg: string; checks?: { livekit?: { ok: boolean } } });
+      expect(logged).toContainEqual(expect.objectContaining({ msg: expect.stringContaining('LiveKit does not answer'), checks: expect.objectContaining({ livekit: expect.objectContaining({ ok: false }) }) }));
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('with a wrong LiveKit key pair, the check fails as for an unreachable server', async () => {
+    const app = await apiWith(testConfig({ LIVEKIT_API_SECRET: 'not-the-secret-'.padEnd(40, 'x') }));
+    try {
+      expect((await client(app.baseUrl).get('/readyz')).body).toEqual({ status: 'ready', livekit: 'unreachable' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('without real-time voice configured, readiness does not mention LiveKit', async () => {
+    const app = await apiWith({ ...testConfig(), LIVEKIT_URL: undefined, LIVEKIT_API_KEY: undefined, LIVEKIT_API_SECRET: undefined });
+    try {
+      const api = client(app.baseUrl);
+      expect((await api.get('/readyz')).body).toEqual({ status: 'ready' });
+      expect((await api.get('/api/admin/readiness', { headers: operator(app.ctx) })).body.checks).toEqual({ mongodb: { ok: true }, temporal: { ok: true } });
+    } finally {
+      await app.close();
+    }
   });
 });

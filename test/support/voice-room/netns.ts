@@ -141,11 +141,12 @@ async function startAgent(name: string): Promise<void> {
   });
 }
 
-async function killAgent(name: string): Promise<void> {
+/** Ends a voice agent process: SIGKILL (it dies) or SIGTERM (it stops gracefully); resolves once it has exited. */
+async function killAgent(name: string, signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
   const child = agents.get(name);
   if (!child || child.exitCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGKILL');
+  child.kill(signal);
   await exited;
 }
 
@@ -249,7 +250,7 @@ async function hear(name: string, stream: AudioStream): Promise<void> {
 // ── commands ──────────────────────────────────────────────────────────────────────────────────
 
 type Command =
-  | { id: number; cmd: 'startAgent' | 'killAgent'; name: string }
+  | { id: number; cmd: 'startAgent' | 'killAgent' | 'termAgent'; name: string }
   | { id: number; cmd: 'join'; url: string; token: string; caller?: string }
   | { id: number; cmd: 'say'; text: string; caller?: string }
   | { id: number; cmd: 'leave'; caller?: string }
@@ -261,6 +262,8 @@ async function run(command: Command): Promise<void> {
       return startAgent(command.name);
     case 'killAgent':
       return killAgent(command.name);
+    case 'termAgent':
+      return killAgent(command.name, 'SIGTERM');
     case 'join':
       return join(command.caller ?? DEFAULT_CALLER, command.url, command.token);
     case 'say': {
