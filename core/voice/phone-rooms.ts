@@ -4,7 +4,8 @@
 // bridge in a voice agent process, core/voice/phone-bridge.ts). The session itself is the call's
 // (channel `voice`, started by core/telephony/voice.ts); the voice agent greets and holds it.
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
-import { acquireVoiceRoomPlace, discardVoiceRoomRecord, releaseVoiceRoomPlace, type VoiceRoomDoc } from '../../db/voice-room';
+import { acquireVoiceRoomPlace, discardVoiceRoomRecord, type VoiceRoomDoc } from '../../db/voice-room';
+import { driverCollection } from '../../db/driver-collection';
 import { type Config } from '../../lib/config';
 import { DomainError } from '../../lib/errors';
 import { type CoreContext } from '../context';
@@ -37,10 +38,10 @@ const isDuplicateKey = (err: unknown) => typeof err === 'object' && err !== null
 /**
  * The call's voice room, made if it is not there yet: a place among the VOICE_MAX_ROOMS open
  * rooms (429 beyond), the LiveKit room (at most the caller and the voice agent), its record
- * (identity `phone:<CallSid>`) and its VoiceRoom workflow, each undone in reverse order if a
- * later one fails. Idempotent per call: Twilio asking again, even at once, finds the room the first
- * request made (LiveKit's create and the workflow's start are idempotent by name; the record by
- * the session id, and a create that lost the race gives its place back).
+ * (identity `phone:<CallSid>`) and its VoiceRoom workflow, each undone if a later one fails.
+ * Idempotent per call: Twilio asking again, even at once, finds the room the first request made
+ * (the record is written first, unique by the session id; only the request that wrote it takes a
+ * place and makes the room).
  */
 export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
   const scope = { tenantId: conn.tenantId, projectId: conn.projectId };
@@ -58,25 +59,6 @@ export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc
   const voiceConfig = await agentVoiceConfig(ctx.models, scope, agent, deployment);
   const roomName = voiceRoomName(call.sessionId);
 
-  if (!(await acquireVoiceRoomPlace(ctx.models, ctx.config.VOICE_MAX_ROOMS))) {
-    throw new DomainError('RATE_LIMIT_EXCEEDED', { message: 'Concurrent voice room limit exceeded', retryAfterMs: 30_000 });
-  }
-  const undone: Array<() => Promise<unknown>> = [() => releaseVoiceRoomPlace(ctx.models)];
-  const undo = async () => {
-    for (const step of undone.reverse()) await step().catch((err: unknown) => ctx.logger.warn({ err, sessionId: call.sessionId }, 'could not undo a failed phone room'));
-  };
-  try {
-    await roomService(ctx.config).createRoom({
-      name: roomName,
-      emptyTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      departureTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      maxParticipants: 2,
-      metadata: JSON.stringify({ sessionId: call.sessionId, projectId: scope.projectId, agentName: agent.agentName, channelConnectionId: conn._id }),
-    });
-  } catch (err) {
-    await undo();
-    throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The voice server did not make the room; retry later', cause: err });
-  }
   const room: VoiceRoomDoc = {
     _id: call.sessionId,
     ...scope,
@@ -92,17 +74,34 @@ export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc
     endedAt: null,
     recording: false,
   };
+  // The record first, before the place: of requests for the same call at once (Twilio asking
+  // again), one makes the room and the others answer with it, taking no place of their own (they
+  // would otherwise count against VOICE_MAX_ROOMS, be refused, and end the call's session).
   try {
     await ctx.models.VoiceRoom.create(room);
   } catch (err) {
-    if (isDuplicateKey(err)) {
-      // A concurrent request for the same call made it first; its room is this one.
-      await releaseVoiceRoomPlace(ctx.models);
-      return (await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean()) ?? room;
-    }
-    undone.push(() => deleteLiveKitRoom(ctx.config, roomName));
-    await undo();
-    throw err;
+    if (!isDuplicateKey(err)) throw err;
+    const made = await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean();
+    if (!made || made.status !== 'active') throw new DomainError('CONFLICT', "This call's voice room has closed");
+    return made;
+  }
+  const forget = () => driverCollection(ctx.models.VoiceRoom).deleteOne({ _id: call.sessionId, tenantId: conn.tenantId, status: 'active' });
+  if (!(await acquireVoiceRoomPlace(ctx.models, ctx.config.VOICE_MAX_ROOMS))) {
+    await forget().catch((err: unknown) => ctx.logger.warn({ err, sessionId: call.sessionId }, 'could not undo a failed phone room'));
+    throw new DomainError('RATE_LIMIT_EXCEEDED', { message: 'Concurrent voice room limit exceeded', retryAfterMs: 30_000 });
+  }
+  try {
+    await roomService(ctx.config).createRoom({
+      name: roomName,
+      emptyTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+      departureTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+      maxParticipants: 2,
+      metadata: JSON.stringify({ sessionId: call.sessionId, projectId: scope.projectId, agentName: agent.agentName, channelConnectionId: conn._id }),
+    });
+  } catch (err) {
+    // The record and its place go together.
+    await discardVoiceRoomRecord(ctx.models, room).catch((e: unknown) => ctx.logger.warn({ err: e, sessionId: call.sessionId }, 'could not undo a failed phone room'));
+    throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The voice server did not make the room; retry later', cause: err });
   }
   try {
     await startVoiceRoomWorkflow(ctx, {
