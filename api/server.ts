@@ -8,6 +8,7 @@ import { runningCalls } from '../core/running-calls';
 import { startCapacityReconciler } from '../core/sessions/capacity-reconciler';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
+import { startVoiceRoomReconciler } from '../core/voice/room-reconciler';
 import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
@@ -55,6 +56,7 @@ async function main(): Promise<void> {
     : () => undefined;
   const stopReconciler = startCapacityReconciler(ctx);
   const stopClaimSweep = startStaleClaimSweep(ctx);
+  const stopVoiceRoomReconciler = startVoiceRoomReconciler(ctx);
   const stopRunSweep = startInterruptedRunSweep(ctx);
   const stopRollupWarmer = startRollupWarmer(ctx);
 
@@ -65,6 +67,7 @@ async function main(): Promise<void> {
     ctx.logger.info({ signal }, 'API shutting down');
     stopReconciler();
     stopClaimSweep();
+    stopVoiceRoomReconciler();
     stopRunSweep();
     stopRollupWarmer();
     stopClusterGauges();

@@ -95,6 +95,12 @@ export async function releaseVoiceRoomPlace(models: Pick<Models, 'connection'>):
   await counts(models).updateOne({ _id: COUNT_ID, active: { $gte: 1 } }, { $inc: { active: -1 }, $set: { at: new Date() } });
 }
 
+/** Sets the count from one value to another; false when it was no longer `from` (someone changed it meanwhile). */
+export async function setOpenVoiceRooms(models: Pick<Models, 'connection'>, change: { from: number; to: number }): Promise<boolean> {
+  const { matchedCount } = await counts(models).updateOne({ _id: COUNT_ID, active: change.from }, { $set: { active: Math.max(0, change.to), at: new Date() } });
+  return matchedCount === 1;
+}
+
 /** Open rooms as the count has them. */
 export async function openVoiceRooms(models: Pick<Models, 'connection'>): Promise<number> {
   return (await counts(models).findOne({ _id: COUNT_ID }))?.active ?? 0;

@@ -468,6 +468,7 @@ export const ConfigSchema = z.object({
    * died in the middle of a start or an end left behind (docs/runtime.md, "Session capacity").
    */
   SESSION_CAPACITY_RECONCILE_MS: z.coerce.number().int().min(0).default(5 * 60 * 1000),
+  VOICE_ROOM_RECONCILE_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often each API process delivers callback claims its process did not hand over (0: off). */
   CALLBACK_CLAIM_SWEEP_MS: z.coerce.number().int().min(0).default(15_000),
   /** How often each API process closes app runs whose process stopped mid-request (0: off). */

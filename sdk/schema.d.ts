@@ -5032,7 +5032,7 @@ export interface components {
             agentName: string;
             createdAt: string;
             endedAt: string | null;
-            /** @description Why the room closed: `session_ended`, `deleted`, `caller_left`, `empty_timeout`, `no_voice_agent`, `voice_agent_failed`, … */
+            /** @description Why the room closed: `session_ended`, `deleted`, `caller_left`, `empty_timeout`, `no_voice_agent`, `voice_agent_failed`, `abandoned`, … */
             endReason: string | null;
             environment: string;
             identity: string;

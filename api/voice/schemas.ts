@@ -67,7 +67,7 @@ export const ZVoiceSessionResponse = z.object({
       endReason: z
         .string()
         .nullable()
-        .describe('Why the room closed: `session_ended`, `deleted`, `caller_left`, `empty_timeout`, `no_voice_agent`, `voice_agent_failed`, …'),
+        .describe('Why the room closed: `session_ended`, `deleted`, `caller_left`, `empty_timeout`, `no_voice_agent`, `voice_agent_failed`, `abandoned`, …'),
       identity: z.string(),
       agentName: z.string(),
       environment: z.string(),

@@ -12,7 +12,8 @@ import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { liveKitHttpUrl } from '../../../core/voice/livekit';
-import { openVoiceRooms } from '../../../db/voice-room';
+import { acquireVoiceRoomPlace, openVoiceRooms, setOpenVoiceRooms } from '../../../db/voice-room';
+import { reconcileVoiceRooms, type ReconcilerMemory } from '../../../core/voice/room-reconciler';
 import { scopedKey } from '../telephony/recording-fixtures';
 import { voiceSessionId } from '../../../core/telephony/voice';
 import { callForm, insertConnection, postSigned, webhookPath } from '../../support/voice';
@@ -299,4 +300,42 @@ it("answers a realtime connection's call with a Media Stream to the phone bridge
   const late = await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));
   expect(late.text).toContain('<Hangup/>');
   expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+});
+
+it('sets the open-room count right and closes a room a stopped process left half made, never a live one', async () => {
+  const temporalClient = await stack.ctx.temporal.client();
+  const deps = { config: stack.config, models: stack.ctx.models, temporalClient };
+  const memory: ReconcilerMemory = { seen: null };
+  const live = await create(t.adminKey, { projectId: t.projectId });
+  expect(live.status).toBe(201);
+  // The live room looks old enough to be an orphan, but its workflow runs.
+  await stack.ctx.models.VoiceRoom.updateOne({ _id: live.body.sessionId, tenantId: t.tenantId }, { $set: { createdAt: new Date(Date.now() - 10 * 60_000) } });
+  const records = await stack.ctx.models.VoiceRoom.countDocuments({ status: 'active' });
+  const counted = await openVoiceRooms(stack.ctx.models);
+  expect(counted).toBe(records);
+
+  // A place taken by a create whose process stopped before writing its record.
+  expect(await acquireVoiceRoomPlace(stack.ctx.models, MAX_ROOMS + 5)).toBe(true);
+  // One seen once may be a room being made: left alone.
+  expect(await reconcileVoiceRooms(deps, memory)).toMatchObject({ orphansClosed: 0, count: { before: counted + 1, after: counted + 1 }, activeRooms: records });
+  // Seen the same twice: set right.
+  expect(await reconcileVoiceRooms(deps, memory)).toMatchObject({ orphansClosed: 0, count: { before: counted + 1, after: counted }, activeRooms: records });
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(counted);
+
+  // A record (with its place) whose process stopped before starting the room's workflow.
+  const orphanId = '5a1d6c1e-0000-4000-8000-00000000abcd';
+  expect(await acquireVoiceRoomPlace(stack.ctx.models, MAX_ROOMS + 5)).toBe(true);
+  await stack.ctx.models.VoiceRoom.create({
+    _id: orphanId, tenantId: t.tenantId, projectId: t.projectId, sessionId: orphanId, roomName: `voice-${orphanId}`, agentId: 'a', agentName: 'Concierge',
+    environment: 'dev', identity: 'caller', status: 'active', endReason: null, createdAt: new Date(Date.now() - 10 * 60_000), endedAt: null, recording: false,
+  });
+  expect(await reconcileVoiceRooms(deps, memory)).toMatchObject({ orphansClosed: 1, count: { after: counted }, activeRooms: records });
+  expect(await roomRecord(orphanId)).toMatchObject({ status: 'ended', endReason: 'abandoned' });
+  expect(await roomRecord(live.body.sessionId)).toMatchObject({ status: 'active' });
+  expect(await roomExists(live.body.room)).toBe(true);
+
+  // Several processes at once: the count is only set from the value a run saw.
+  expect(await setOpenVoiceRooms(stack.ctx.models, { from: counted + 7, to: 0 })).toBe(false);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(counted);
+  await api.post(`/api/v1/voice/sessions/${live.body.sessionId}/end`, { key: t.adminKey });
 });
