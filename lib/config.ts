@@ -213,7 +213,7 @@ export const ConfigSchema = z.object({
   /** How many such redirects one turn may take before the caller is told it takes too long. */
   VOICE_REPLY_MAX_POLLS: positiveInt.max(100).default(12),
   /** Voice rooms one voice agent process attends at once (each one decodes, recognises and speaks audio). */
-  VOICE_AGENT_MAX_ROOMS: positiveInt.max(1000).default(8),
+  VOICE_AGENT_MAX_ROOMS: positiveInt.max(1000).default(4),
   /**
    * Real-time voice (docs/voice.md): the LiveKit server or LiveKit Cloud project the voice rooms
    * live on. `npm start` runs a LiveKit server on loopback and sets all three; unset, the voice

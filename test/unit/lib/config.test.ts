@@ -126,7 +126,7 @@ it('takes LiveKit as URL, key and secret together, and derives the voice task qu
   expect(() => loadConfig({ ...minimal, ...liveKit, LIVEKIT_API_SECRET: 'short' })).toThrow(/LIVEKIT_API_SECRET: must be at least 32 characters/);
   expect(() => loadConfig({ ...minimal, ...liveKit, LIVEKIT_URL: 'ftp://x.example' })).toThrow(/LIVEKIT_URL/);
   expect(() => loadConfig({ ...minimal, VOICE_TOKEN_TTL_SECONDS: '5' })).toThrow(/VOICE_TOKEN_TTL_SECONDS/);
-  expect(none.VOICE_AGENT_MAX_ROOMS).toBe(8);
+  expect(none.VOICE_AGENT_MAX_ROOMS).toBe(4);
   expect(none.VOICE_STT_HINTS).toEqual([]);
   expect(loadConfig({ ...minimal, VOICE_STT_HINTS: ' thank you | | goodbye ' }).VOICE_STT_HINTS).toEqual(['thank you', 'goodbye']);
   expect(() => loadConfig({ ...minimal, VOICE_STT_HINTS: 'x'.repeat(201) })).toThrow(/VOICE_STT_HINTS/);
