@@ -566,7 +566,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
   /** Continues as new, unless work came in while the held rows were written: then it returns, and the caller waits to try again. */
   const rollOver = async (): Promise<void> => {
-    if (projection.deferred) await projection.flush();
+    if (projection.deferred) await projection.flushBeforeRollOver();
     await wf.condition(wf.allHandlersFinished);
     // A callback delivered during that write (its signal handled, its resume not yet started or
     // still running) belongs to this run: the next one carries the wait, not a result already taken.

@@ -183,6 +183,16 @@ export class ProjectionWriter {
     return this.writes;
   }
 
+  /**
+   * Before continue-as-new: writes what is held unless the workflow task under way holds rows,
+   * which then go to the next run with the rest (`handOver`) rather than wait for a later task,
+   * during which more turns could arrive and put the roll-over off again.
+   */
+  flushBeforeRollOver(): Promise<void> {
+    if (this.recordedOnly && this.heldAt !== null && this.heldAt >= wf.workflowInfo().historyLength) return this.writes;
+    return this.flush();
+  }
+
   private hold(rows: PendingProjection['messages'], trace: TurnTrace): void {
     this.heldAt = wf.workflowInfo().historyLength;
     this.pending.messages.push(...rows);

@@ -336,7 +336,8 @@ describe('lifetime', () => {
 
     const removed = await api.delete(`/api/projects/${t.projectId}/sessions/${first.sessionId}`, { key: t.adminKey });
     expect(removed.status).toBe(200);
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     expect((await get(owner, 'progress')).status).toBe(404);
   });
 
@@ -349,7 +350,8 @@ describe('lifetime', () => {
     await chat('Finisher', 'Done', first.sessionId);
     const status = await eventually(() => statusOf(first.sessionId), (s) => s === 'ended', 30_000);
     expect(status).toBe('ended');
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     expect((await get(owner, 'cart')).status).toBe(404);
     expect((await get(ownerOf(other.sessionId), 'cart')).body.data).toEqual({ items: 1 });
   });
@@ -360,7 +362,8 @@ describe('lifetime', () => {
     expect((await set(owner, 'cart', { items: 3 })).status).toBe(200);
     const status = await eventually(() => statusOf(first.sessionId), (s) => s === 'ended', 40_000, 200);
     expect(status).toBe('ended');
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     expect((await get(owner, 'cart')).status).toBe(404);
   });
 
@@ -370,9 +373,11 @@ describe('lifetime', () => {
     expect((await set(owner, 'cart', { items: 3 })).status).toBe(200);
     expect(await endSessionWorkflow(stack.ctx, owner, 'terminated')).toBe('ended');
     expect(await statusOf(first.sessionId)).toBe('ended');
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     expect((await set(owner, 'cart', { items: 4 })).status).toBe(404);
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
   });
 
   it('records the end and deletes the stores of a session whose workflow had to be terminated mid-turn', async () => {
@@ -385,10 +390,12 @@ describe('lifetime', () => {
     expect((await set(owner, 'during', { mid: 'turn' })).status).toBe(200);
     expect(await endSessionWorkflow(stack.ctx, owner, 'terminated', 500)).toBe('terminated');
     expect(await statusOf(first.sessionId)).toBe('ended');
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     // The tool call still running holds a valid token: its writes find no session.
     expect((await set(owner, 'during', { after: 'end' })).status).toBe(404);
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
     for (const { res } of held) if (!res.writableEnded) res.end('{"answer":"late"}');
     await turn;
   });
@@ -413,6 +420,7 @@ describe('lifetime', () => {
     const statuses = (await Promise.all(writers)).flat();
     expect(statuses).toContain(200);
     expect(statuses.filter((s) => s !== 200 && s !== 404)).toEqual([]);
-    expect(await storesOf(first.sessionId)).toBe(0);
+    // The end is recorded first, then the stores go (a write that saw the session active goes too).
+    expect(await eventually(() => storesOf(first.sessionId), (n) => n === 0, 10_000)).toBe(0);
   });
 });
