@@ -642,7 +642,7 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
   trace.add('state_change', { variable: '_session', value: 'ended', reason });
   stats.traceEventCount += trace.events.length;
   await projection.record(trace, hookReplies.map((content) => ({ role: 'assistant' as const, agent: activeThread()?.agent ?? null, content })), false);
-  if (projection.deferred) await projection.flush();
+  if (projection.deferred) await projection.flush('now');
   if (input.httpAsync) {
     // After the last reply's signal (a resume that ended the session may still be sending it):
     // two signals in flight at once can arrive in either order.

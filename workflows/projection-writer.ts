@@ -139,14 +139,16 @@ export class ProjectionWriter {
   /**
    * Writes the held rows and the summary as they stand; writes run one at a time, in order. Rows
    * held by the workflow task under way are written once it is recorded (a 1 ms timer: the next
-   * task), so no row is ever written that a lost attempt made.
+   * task), so no row is ever written that a lost attempt made; `now` writes them at once (the
+   * session's last write, after which no message can change what the task does: the session has
+   * ended and its handlers have finished).
    */
-  flush(): Promise<void> {
+  flush(when: 'recorded' | 'now' = 'recorded'): Promise<void> {
     this.writing++;
     this.writes = this.writes.then(async () => {
       let messages: PendingProjection['messages'];
       let traceEvents: PendingProjection['traceEvents'];
-      if (this.recordedOnly && this.heldAt !== null && this.heldAt >= wf.workflowInfo().historyLength) {
+      if (when === 'recorded' && this.recordedOnly && this.heldAt !== null && this.heldAt >= wf.workflowInfo().historyLength) {
         const heldMessages = this.pending.messages.length;
         const heldEvents = this.pending.traceEvents.length;
         await wf.sleep(1);
