@@ -3,9 +3,11 @@
 // `realtime` channel connection, and the Media Stream URL the call's audio is sent to (the phone
 // bridge in a voice agent process, core/voice/phone-bridge.ts). The session itself is the call's
 // (channel `voice`, started by core/telephony/voice.ts); the voice agent greets and holds it.
+// When the call's stream ends, `phoneRoomOpen` tells whether the call goes on (its stream is
+// connected again) or is over.
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
 import { acquireVoiceRoomPlace, discardVoiceRoomRecord, releaseVoiceRoomPlace, type VoiceRoomDoc } from '../../db/voice-room';
-import { type Config } from '../../lib/config';
+import { liveKitConfigured, type Config } from '../../lib/config';
 import { DomainError } from '../../lib/errors';
 import { type CoreContext } from '../context';
 import { resolveNewSessionTarget } from '../sessions/target';
@@ -120,4 +122,27 @@ export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc
     throw err;
   }
   return room;
+}
+
+/**
+ * Whether a call's room is still open for its stream to come back to: the call's session is
+ * running, its record is active and the call's own, and LiveKit still has the room. LiveKit's
+ * room is deleted before the record is ended (closeVoiceRoom), so a stream the bridge ended because
+ * the room closed finds it gone even while the record says `active`. A LiveKit that cannot be asked
+ * is taken to have the room: the stream's next attempt finds out, and reconnects are bounded.
+ */
+export async function phoneRoomOpen(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<boolean> {
+  const [session, room] = await Promise.all([
+    ctx.models.Session.findOne({ _id: call.sessionId, tenantId: conn.tenantId }, { status: 1 }).lean(),
+    ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }, { status: 1, identity: 1, roomName: 1 }).lean(),
+  ]);
+  if (!session || session.status === 'ended' || !room || room.status !== 'active' || room.identity !== phoneIdentity(call.callSid)) return false;
+  // Without LiveKit configured (any more) there is nothing to ask; the caller cannot get back in either.
+  if (!liveKitConfigured(ctx.config)) return true;
+  try {
+    return (await roomService(ctx.config).listRooms([room.roomName])).some((r) => r.name === room.roomName);
+  } catch (err) {
+    ctx.logger.warn({ err, sessionId: call.sessionId }, 'could not ask LiveKit whether a call\'s room is open');
+    return true;
+  }
 }
