@@ -113,7 +113,7 @@ export function holdAndRedirect(poll: string, recording?: string): string {
   return response.toString();
 }
 
-/** Ends the call without a word (a machine answered an outbound call set to `disconnect`). */
+/** Ends the call without a word (a machine answered an outbound call set to `disconnect`; a realtime call's stream ended with its room). */
 export function hangUp(): string {
   const response = new VoiceResponse();
   response.hangup();
