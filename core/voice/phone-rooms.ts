@@ -44,7 +44,20 @@ const isDuplicateKey = (err: unknown) => typeof err === 'object' && err !== null
  * request made (LiveKit's create and the workflow's start are idempotent by name; the record by
  * the session id, and a create that lost the race gives its place back).
  */
-export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
+export function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
+  // Requests for the same call in this process share one attempt: each would otherwise take a place
+  // of its own until the record tells the losers apart, and near the cap a loser could be refused.
+  const pending = opening.get(call.sessionId);
+  if (pending) return pending;
+  const attempt = openPhoneRoomOnce(ctx, conn, call).finally(() => opening.delete(call.sessionId));
+  opening.set(call.sessionId, attempt);
+  return attempt;
+}
+
+/** The attempts to open a call's room under way in this process, by session id. */
+const opening = new Map<string, Promise<VoiceRoomDoc>>();
+
+async function openPhoneRoomOnce(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
   const scope = { tenantId: conn.tenantId, projectId: conn.projectId };
   const existing = await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean();
   if (existing) {
