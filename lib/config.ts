@@ -245,6 +245,12 @@ export const ConfigSchema = z.object({
   VOICE_BRIDGE_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   VOICE_BRIDGE_HOST: z.string().min(1).default('0.0.0.0'),
   /**
+   * How many times a phone call's Media Stream may be connected again after it dropped (its voice
+   * agent process died or stopped) before the caller hears an apology and the call ends
+   * (docs/voice.md, "When a stream drops"). 0: a dropped stream ends the call at once.
+   */
+  VOICE_STREAM_MAX_RECONNECTS: z.coerce.number().int().min(0).max(20).default(5),
+  /**
    * The bridge's address as Twilio reaches it (`wss://…`, a path allowed, no query): the calls'
    * <Stream url> is this plus `/<connectionId>/<sessionId>`, and Twilio signs the upgrade over that
    * URL. Default: PUBLIC_BASE_URL with ws(s) and the path `/media-stream` (route it to the bridge).

@@ -1935,6 +1935,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/telephony/twilio/{channelConnectionId}/stream-ended": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A realtime call's Media Stream ended: end the call, or connect its stream again (Twilio webhook)
+         * @description The <Redirect> after the <Connect><Stream> of a `voiceMode: realtime` call, which Twilio follows when the stream ends. A stream that ended with the call's room or session (the voice agent said goodbye, the session ended) is answered <Hangup/>. A stream that dropped while the room is open (the voice agent process carrying it died or stopped) is answered <Connect><Stream> to the phone bridge again, after a pause from the second time on, with this URL after it and `reconnects` one more; past VOICE_STREAM_MAX_RECONNECTS the caller hears an apology, the call is hung up and its session ends. Signed like every Twilio webhook (403 otherwise); the session must be the call's own (403).
+         */
+        post: operations["twilioStreamEndedWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/telephony/twilio/{channelConnectionId}/voice": {
         parameters: {
             query?: never;
@@ -1946,7 +1966,7 @@ export interface paths {
         put?: never;
         /**
          * A call was answered: start its agent session and say the greeting (Twilio webhook)
-         * @description Twilio asks it when a call to the connection's number, or an outbound call placed with this URL, is answered. Signed with X-Twilio-Signature under the connection's auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on. A connection with `voiceMode: realtime` answers <Connect><Stream> instead: the call's audio goes to the phone bridge and its voice room (made once per CallSid), where the voice agent greets and talks with the caller.
+         * @description Twilio asks it when a call to the connection's number, or an outbound call placed with this URL, is answered. Signed with X-Twilio-Signature under the connection's auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on. A connection with `voiceMode: realtime` answers <Connect><Stream> instead: the call's audio goes to the phone bridge and its voice room (made once per CallSid), where the voice agent greets and talks with the caller; a <Redirect> to `stream-ended` follows it, for when the stream ends.
          */
         post: operations["twilioVoiceWebhook"];
         delete?: never;
@@ -32483,6 +32503,192 @@ export interface operations {
                 content: {
                     /** @example {} */
                     "application/json": Record<string, never>;
+                };
+            };
+            /** @description Invalid request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "VALIDATION_ERROR",
+                     *         "message": "body.name: Too small: expected string to have >=1 characters"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The credential lacks the permission */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "FORBIDDEN",
+                     *         "message": "This credential lacks the 'agent:write' permission"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found, or not visible to this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "NOT_FOUND",
+                     *         "message": "Project not found"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request was not received in time: headers within HTTP_HEADERS_TIMEOUT_MS, all of it within HTTP_REQUEST_TIMEOUT_MS (answered by the HTTP server, with no body) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Body over the size limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "Request body exceeds the 1 MB limit"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNSUPPORTED_MEDIA_TYPE",
+                     *         "message": "Request body must be application/json"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Unprocessable */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "UNPROCESSABLE_ENTITY",
+                     *         "message": "The draft has errors"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Request line or headers over the 16 KB limit (answered by the HTTP server, with no body) */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A backend dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": false,
+                     *       "error": {
+                     *         "code": "SERVICE_UNAVAILABLE",
+                     *         "message": "A backend dependency is unavailable"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    twilioStreamEndedWebhook: {
+        parameters: {
+            query: {
+                /** @description How many times the call's stream has been connected again so far */
+                reconnects: number;
+                /** @description The call's session */
+                sessionId: string;
+            };
+            header?: never;
+            path: {
+                /** @description The channel connection the number belongs to (`cc_…`) */
+                channelConnectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "CallSid": "CA0123456789abcdef0123456789abcdef",
+                 *       "AccountSid": "AC0123456789abcdef0123456789abcdef",
+                 *       "From": "+15557654321",
+                 *       "To": "+15550001000",
+                 *       "CallStatus": "in-progress",
+                 *       "Direction": "inbound",
+                 *       "ApiVersion": "2010-04-01"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example <?xml version="1.0" encoding="UTF-8"?><Response><Gather input="dtmf speech" action="https://switchboard.example.com/api/telephony/twilio/cc_1/gather?sessionId=…&amp;turn=1" method="POST" timeout="5" speechTimeout="auto" bargeIn="true"><Say>Hello, how can I help?</Say></Gather><Redirect method="POST">…</Redirect></Response> */
+                    "text/xml": string;
                 };
             };
             /** @description Invalid request */

@@ -1,13 +1,14 @@
 // Twilio's voice webhooks for a channel connection: `voice` (a call was answered: inbound to the
 // connection's number, or an outbound call with `outboundCallId`), `gather` (what the caller said,
-// or a poll for a reply still being worked on) and `voice-status` (the call's status; its end ends
-// the session). No credential: each checks X-Twilio-Signature under the connection's auth token
+// or a poll for a reply still being worked on), `stream-ended` (a realtime call's Media Stream
+// ended: the call ends, or its stream is connected again) and `voice-status` (the call's status;
+// its end ends the session). No credential: each checks X-Twilio-Signature under the connection's auth token
 // before anything else (403 otherwise, nothing started). They answer TwiML. docs/telephony/voice.md.
 import { z } from 'zod';
 import { type Response } from 'express';
 import { defineRoute, RESPONSE_SENT, type AnyRoute } from '../http/route';
 import { verifyTwilioWebhook } from '../../core/telephony/connections';
-import { answerCall, answerGather, callStatusChanged, type GatherState } from '../../core/telephony/voice';
+import { answerCall, answerGather, answerStreamEnded, callStatusChanged, type GatherState } from '../../core/telephony/voice';
 import { emptyTwiml } from '../../core/telephony/voice-twiml';
 import { AMD_MODES } from '../../db/channel-connection';
 
@@ -62,6 +63,11 @@ const ZGatherQuery = z.object({
   vc: z.string().max(2000).optional(),
 });
 
+const ZStreamEndedQuery = z.object({
+  sessionId: z.string().uuid().describe('The call\'s session'),
+  reconnects: queryInteger(1000).describe('How many times the call\'s stream has been connected again so far'),
+});
+
 /** Webhook requests are signed over the URL as received: checked first, against the connection's token. */
 function verify(ctx: Parameters<typeof verifyTwilioWebhook>[0], channelConnectionId: string, req: { originalUrl: string; header(name: string): string | undefined }, form: Record<string, string>) {
   return verifyTwilioWebhook(ctx, channelConnectionId, { path: req.originalUrl, params: form, signature: req.header('x-twilio-signature') });
@@ -85,7 +91,7 @@ export const voiceWebhookRoutes: AnyRoute[] = [
       'X-Twilio-Signature under the connection\'s auth token (403 otherwise; nothing is started). Starts one session (channel `voice`) ' +
       'per CallSid and answers TwiML: the greeting in <Say>, then <Gather input="dtmf speech">. With `amd=disconnect` a machine is hung up on. ' +
       'A connection with `voiceMode: realtime` answers <Connect><Stream> instead: the call\'s audio goes to the phone bridge and its voice room ' +
-      '(made once per CallSid), where the voice agent greets and talks with the caller.',
+      '(made once per CallSid), where the voice agent greets and talks with the caller; a <Redirect> to `stream-ended` follows it, for when the stream ends.',
     tags: TAGS,
     auth: 'public',
     params: ZConnectionParams,
@@ -127,6 +133,34 @@ export const voiceWebhookRoutes: AnyRoute[] = [
     async handler({ ctx, params, query, body, req, res }) {
       const conn = await verify(ctx, params.channelConnectionId, req, body);
       return sendTwiml(res, await answerGather(ctx, conn, body, query as GatherState));
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/api/telephony/twilio/:channelConnectionId/stream-ended',
+    operationId: 'twilioStreamEndedWebhook',
+    summary: 'A realtime call\'s Media Stream ended: end the call, or connect its stream again (Twilio webhook)',
+    description:
+      'The <Redirect> after the <Connect><Stream> of a `voiceMode: realtime` call, which Twilio follows when the stream ends. A stream that ended with the ' +
+      'call\'s room or session (the voice agent said goodbye, the session ended) is answered <Hangup/>. A stream that dropped while the room is open (the ' +
+      'voice agent process carrying it died or stopped) is answered <Connect><Stream> to the phone bridge again, after a pause from the second time on, ' +
+      'with this URL after it and `reconnects` one more; past VOICE_STREAM_MAX_RECONNECTS the caller hears an apology, the call is hung up and its ' +
+      'session ends. Signed like every Twilio webhook (403 otherwise); the session must be the call\'s own (403).',
+    tags: TAGS,
+    auth: 'public',
+    params: ZConnectionParams,
+    query: ZStreamEndedQuery,
+    body: ZTwilioForm,
+    // An empty form is refused like any unsigned one (403), not as a missing body.
+    bodyOptional: true,
+    requestMedia: 'application/x-www-form-urlencoded',
+    bodyExample: CALL_FORM_EXAMPLE,
+    responseContentType: 'text/xml',
+    response: ZTwiml,
+    errorStatuses: [400, 403, 404, 503],
+    async handler({ ctx, params, query, body, req, res }) {
+      const conn = await verify(ctx, params.channelConnectionId, req, body);
+      return sendTwiml(res, await answerStreamEnded(ctx, conn, body, query));
     },
   }),
   defineRoute({

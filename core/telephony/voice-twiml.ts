@@ -1,7 +1,8 @@
 // The TwiML a phone call is answered with, built with the twilio SDK's VoiceResponse: the agent's
 // reply said (<Say voice language>) and the caller's next utterance gathered (<Gather
 // input="dtmf speech">, shaped by the agent's voiceConfig), a pause and <Redirect> while a turn is still
-// running, a transfer (<Dial>) and the hang-ups. A reply with a voice form is said as that
+// running, a transfer (<Dial>), the hang-ups, and a realtime call's Media Stream (<Connect><Stream>)
+// followed by the <Redirect> Twilio takes when the stream ends. A reply with a voice form is said as that
 // (voice-ssml.ts). The words the platform says itself are here too.
 import VoiceResponse from 'twilio/lib/twiml/VoiceResponse';
 import { type VoiceConfig, type VoiceSegment } from '../../workflows/definitions';
@@ -19,6 +20,8 @@ export const VOICE_TEXTS = {
   tooSlow: 'Sorry, that is taking too long. Please try again.',
   /** The session could not start or a turn failed. */
   failure: 'Sorry, something went wrong. Please call again later.',
+  /** A realtime call whose stream to the voice agent kept dropping (VOICE_STREAM_MAX_RECONNECTS). */
+  streamLost: 'Sorry, we lost the connection to the assistant. Please call again later.',
   /** A call to a disabled connection, or one whose session has ended. */
   unavailable: 'Sorry, this number cannot take your call right now. Goodbye.',
 } as const;
@@ -110,7 +113,7 @@ export function holdAndRedirect(poll: string, recording?: string): string {
   return response.toString();
 }
 
-/** Ends the call without a word (a machine answered an outbound call set to `disconnect`). */
+/** Ends the call without a word (a machine answered an outbound call set to `disconnect`; a realtime call's stream ended with its room). */
 export function hangUp(): string {
   const response = new VoiceResponse();
   response.hangup();
@@ -122,14 +125,28 @@ export function emptyTwiml(): string {
   return new VoiceResponse().toString();
 }
 
+/** What the answer that connects a call's stream does besides, and where Twilio goes when the stream ends. */
+export interface StreamAnswer {
+  /** The recording-status callback of a recording to start first (an inbound call's first answer). */
+  recording?: string;
+  /** Seconds of silence before the stream is connected (a reconnect after a failed one). */
+  pauseSeconds?: number;
+  /** Where Twilio goes when the stream ends: the TwiML after <Connect> (a <Redirect>). */
+  onEnd: string;
+}
+
 /**
  * The call's audio connected to a bidirectional Twilio Media Stream at `url` (`wss://…`), with
  * `parameters` sent in the stream's `start` message (Twilio takes no query string on a stream's
- * URL). When the stream ends the TwiML runs out and the call ends.
+ * URL). Twilio runs nothing after <Connect><Stream> while the stream lasts; when it ends (the
+ * server closed it, or dropped), Twilio goes on with the <Redirect> to `onEnd`, which decides
+ * whether the call is over or its stream is connected again.
  */
-export function connectStream(url: string, parameters: Record<string, string>, recording?: string): string {
-  const response = newResponse(recording);
+export function connectStream(url: string, parameters: Record<string, string>, answer: StreamAnswer): string {
+  const response = newResponse(answer.recording);
+  if (answer.pauseSeconds) response.pause({ length: answer.pauseSeconds });
   const stream = response.connect().stream({ url });
   for (const [name, value] of Object.entries(parameters)) stream.parameter({ name, value });
+  response.redirect({ method: 'POST' }, answer.onEnd);
   return response.toString();
 }

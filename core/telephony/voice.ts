@@ -3,7 +3,9 @@
 // utterance Twilio gathers is a `turn` update of that session, as a chat message is; a turn still
 // running when Twilio's webhook time runs short is answered with a pause and a <Redirect> that
 // waits for it again; the agent ending the session, or escalating with a transfer number set,
-// ends or transfers the call; the call's end ends the session. docs/telephony/voice.md.
+// ends or transfers the call; the call's end ends the session. A `realtime` connection's call is
+// connected to the phone bridge instead (<Connect><Stream>), and connected again, a bounded number
+// of times, when its stream drops while its room is open. docs/telephony/voice.md.
 import { createHash } from 'node:crypto';
 import { WorkflowUpdateRPCTimeoutOrCancelledError, WorkflowUpdateStage, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
@@ -35,7 +37,7 @@ import {
 import { estimateSpeechMs, recordCallEnded, recordVoiceEvent, turnMetrics, type CallRef, type TurnInput } from './voice-metrics';
 import { connectStream, hangUp, holdAndRedirect, sayAndDial, sayAndGather, sayAndHangUp, type Speech, VOICE_DEFAULTS, VOICE_TEXTS } from './voice-twiml';
 import { liveKitConfigured } from '../../lib/config';
-import { openPhoneRoom, phoneStreamUrl } from '../voice/phone-rooms';
+import { openPhoneRoom, phoneRoomOpen, phoneStreamUrl } from '../voice/phone-rooms';
 import { signalVoiceRoomEnd } from '../voice/room-signal';
 
 /** A Twilio webhook's form: CallSid, From, To, SpeechResult, CallStatus … */
@@ -384,7 +386,59 @@ async function bridgeToRoom(call: Call, recording: string | undefined): Promise<
     void endCallSession(ctx, conn, sessionId, 'voice_room_failed');
     return sayAndHangUp({}, isDomainError(err) && err.code === 'CONFLICT' ? VOICE_TEXTS.unavailable : VOICE_TEXTS.failure);
   }
-  return connectStream(phoneStreamUrl(ctx.config, conn._id, sessionId), { sessionId }, recording);
+  return streamAnswer(call, 0, recording);
+}
+
+/** Where Twilio goes when a call's stream ends (the `stream-ended` URL's query, signed with it). */
+export interface StreamEndedState {
+  sessionId: string;
+  /** How many times the call's stream has been connected again so far. */
+  reconnects: number;
+}
+
+/**
+ * Seconds of silence before the call's stream is connected again for the `reconnect`-th time: the
+ * first at once (another voice agent takes it), then 1, 2, 4, 4 … s, time for a voice agent to
+ * come back when none was there.
+ */
+export const reconnectPauseSeconds = (reconnect: number): number => (reconnect <= 1 ? 0 : Math.min(2 ** (reconnect - 2), 4));
+
+/** <Connect><Stream> to the phone bridge for the call, then the <Redirect> Twilio takes when that stream ends. */
+function streamAnswer(call: Call, reconnects: number, recording?: string): string {
+  const { ctx, conn } = call;
+  const sessionId = call.ref.sessionId!;
+  const onEnd = webhookUrl(ctx, conn._id, 'stream-ended', { sessionId, reconnects } satisfies StreamEndedState);
+  return connectStream(phoneStreamUrl(ctx.config, conn._id, sessionId), { sessionId }, { recording, pauseSeconds: reconnectPauseSeconds(reconnects), onEnd });
+}
+
+/**
+ * The answer when a realtime call's Media Stream has ended (the `stream-ended` webhook, the
+ * <Redirect> after <Connect>). A stream that ended because the call's room closed or its session
+ * ended (the bridge's own end once the agent's last words played) is the end of the call: a bare
+ * <Hangup/>. Otherwise the stream dropped (the voice agent process carrying it died or stopped):
+ * while the room is open it is connected again (any voice agent's bridge can take it), up to
+ * VOICE_STREAM_MAX_RECONNECTS times in the call; past that the caller hears an apology, the call
+ * ends and so does its session (reason `voice_stream_lost`).
+ */
+export async function answerStreamEnded(ctx: CoreContext, conn: ChannelConnectionDoc, form: TwilioForm, state: StreamEndedState): Promise<string> {
+  const callSid = form.CallSid ?? '';
+  if (!callSid || voiceSessionId(conn._id, callSid) !== state.sessionId) throw new DomainError('FORBIDDEN', 'This call has no such session');
+  const call = callOf(ctx, conn, callSid, state.sessionId);
+  const log = { connectionId: conn._id, sessionId: state.sessionId, reconnects: state.reconnects };
+  if (!(await phoneRoomOpen(ctx, conn, { sessionId: state.sessionId, callSid }))) {
+    ctx.logger.info(log, 'a realtime call\'s stream ended with its room: the call ends');
+    return hangUp();
+  }
+  const reconnect = state.reconnects + 1;
+  if (reconnect > ctx.config.VOICE_STREAM_MAX_RECONNECTS || conn.status !== 'active' || !liveKitConfigured(ctx.config)) {
+    ctx.logger.warn(log, 'a realtime call kept losing its stream: the call ends');
+    await recordVoiceEvent(ctx, call.ref, 'voice.error', 0, { turn: 0, reason: 'stream_lost', reconnects: state.reconnects });
+    // Ended before Twilio hears the hang-up, so the session's reason is this one, not the call's end.
+    await endCallSession(ctx, conn, state.sessionId, 'voice_stream_lost');
+    return sayAndHangUp({}, VOICE_TEXTS.streamLost);
+  }
+  ctx.logger.warn({ ...log, reconnect }, 'a realtime call\'s stream dropped while its room is open: connecting it again');
+  return streamAnswer(call, reconnect);
 }
 
 /**

@@ -2,7 +2,9 @@
 // process that takes Twilio Media Streams (<Connect><Stream>) and puts each call in its voice room
 // as the participant `phone:<CallSid>`. The caller's μ-law audio is published into the room, the
 // voice agent's audio is sent back as μ-law in 20 ms frames at the pace the room delivers it, and
-// the call's stream ends when the room closes. Nothing joins a room before the upgrade's
+// the call's stream ends when the room closes (Twilio then follows the <Redirect> after <Connect>,
+// which hangs up; a stream that dropped instead is connected again, core/telephony/voice.ts
+// answerStreamEnded, possibly to another process's bridge). Nothing joins a room before the upgrade's
 // X-Twilio-Signature (over the stream's URL, under the connection's auth token) and the stream's
 // `start` (its call is the URL's session, the room is open and the call's own) have been checked.
 import { createServer, type IncomingMessage, type Server } from 'node:http';

@@ -3,10 +3,12 @@
 // `realtime` channel connection, and the Media Stream URL the call's audio is sent to (the phone
 // bridge in a voice agent process, core/voice/phone-bridge.ts). The session itself is the call's
 // (channel `voice`, started by core/telephony/voice.ts); the voice agent greets and holds it.
+// When the call's stream ends, `phoneRoomOpen` tells whether the call goes on (its stream is
+// connected again) or is over.
 import { type ChannelConnectionDoc } from '../../db/channel-connection';
 import { acquireVoiceRoomPlace, discardVoiceRoomRecord, type VoiceRoomDoc } from '../../db/voice-room';
 import { driverCollection } from '../../db/driver-collection';
-import { type Config } from '../../lib/config';
+import { liveKitConfigured, type Config } from '../../lib/config';
 import { DomainError } from '../../lib/errors';
 import { type CoreContext } from '../context';
 import { resolveNewSessionTarget } from '../sessions/target';
@@ -43,7 +45,20 @@ const isDuplicateKey = (err: unknown) => typeof err === 'object' && err !== null
  * (the record is written first, unique by the session id; only the request that wrote it takes a
  * place and makes the room).
  */
-export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
+export function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
+  // Requests for the same call in this process share one attempt: each would otherwise take a place
+  // of its own until the record tells the losers apart, and near the cap a loser could be refused.
+  const pending = opening.get(call.sessionId);
+  if (pending) return pending;
+  const attempt = openPhoneRoomOnce(ctx, conn, call).finally(() => opening.delete(call.sessionId));
+  opening.set(call.sessionId, attempt);
+  return attempt;
+}
+
+/** The attempts to open a call's room under way in this process, by session id. */
+const opening = new Map<string, Promise<VoiceRoomDoc>>();
+
+async function openPhoneRoomOnce(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<VoiceRoomDoc> {
   const scope = { tenantId: conn.tenantId, projectId: conn.projectId };
   const existing = await ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }).lean();
   if (existing) {
@@ -119,4 +134,27 @@ export async function openPhoneRoom(ctx: CoreContext, conn: ChannelConnectionDoc
     throw err;
   }
   return room;
+}
+
+/**
+ * Whether a call's room is still open for its stream to come back to: the call's session is
+ * running, its record is active and the call's own, and LiveKit still has the room. LiveKit's
+ * room is deleted before the record is ended (closeVoiceRoom), so a stream the bridge ended because
+ * the room closed finds it gone even while the record says `active`. A LiveKit that cannot be asked
+ * is taken to have the room: the stream's next attempt finds out, and reconnects are bounded.
+ */
+export async function phoneRoomOpen(ctx: CoreContext, conn: ChannelConnectionDoc, call: { sessionId: string; callSid: string }): Promise<boolean> {
+  const [session, room] = await Promise.all([
+    ctx.models.Session.findOne({ _id: call.sessionId, tenantId: conn.tenantId }, { status: 1 }).lean(),
+    ctx.models.VoiceRoom.findOne({ _id: call.sessionId, tenantId: conn.tenantId }, { status: 1, identity: 1, roomName: 1 }).lean(),
+  ]);
+  if (!session || session.status === 'ended' || !room || room.status !== 'active' || room.identity !== phoneIdentity(call.callSid)) return false;
+  // Without LiveKit configured (any more) there is nothing to ask; the caller cannot get back in either.
+  if (!liveKitConfigured(ctx.config)) return true;
+  try {
+    return (await roomService(ctx.config).listRooms([room.roomName])).some((r) => r.name === room.roomName);
+  } catch (err) {
+    ctx.logger.warn({ err, sessionId: call.sessionId }, 'could not ask LiveKit whether a call\'s room is open');
+    return true;
+  }
 }

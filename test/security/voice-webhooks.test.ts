@@ -102,6 +102,15 @@ it('a signed <Gather> post drives only its own call\'s session', async () => {
   expect((await stack.ctx.models.Session.findOne({ _id: victim }).lean())?.status).toBe('active');
 });
 
+it('a forged stream-ended post neither connects a stream nor ends the session', async () => {
+  const callSid = newCallSid();
+  await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));
+  const path = webhookPath(connectionId, 'stream-ended', `sessionId=${voiceSessionId(connectionId, callSid)}&reconnects=99`);
+  expectRefused(await postSigned(stack, path, callForm(callSid), null));
+  expectRefused(await postSigned(stack, path, callForm(callSid), 'guessed-token'));
+  expect((await stack.ctx.models.Session.findOne({ _id: voiceSessionId(connectionId, callSid) }).lean())?.status).toBe('active');
+});
+
 it('a forged status callback does not end the session', async () => {
   const callSid = newCallSid();
   await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));

@@ -663,6 +663,31 @@ describe('Media Streams (<Connect><Stream>)', () => {
     }
   });
 
+  it('a server that drops the socket (no close frame) ends the <Connect> too: the <Redirect> after it is followed, and a stream nobody listens for is refused', async () => {
+    const server = await startStreamServer((ws, message) => {
+      // The server's process dies: its socket goes without a close frame.
+      if (message.event === 'start' && (message.start as { customParameters: { n: string } }).customParameters.n === '1') ws.terminate();
+      if (message.event === 'start' && (message.start as { customParameters: { n: string } }).customParameters.n === '2') ws.close(1000, 'done');
+    });
+    try {
+      const deadUrl = 'ws://127.0.0.1:1/nobody';
+      app.twiml.set('/drop', () => `<Response><Connect><Stream url="${server.url}/media/drop"><Parameter name="n" value="1"/></Stream></Connect><Redirect>/again</Redirect></Response>`);
+      app.twiml.set('/again', () => `<Response><Connect><Stream url="${deadUrl}"/></Connect><Redirect>/third</Redirect></Response>`);
+      app.twiml.set('/third', () => `<Response><Connect><Stream url="${server.url}/media/third"><Parameter name="n" value="2"/></Stream></Connect><Say>Over.</Say></Response>`);
+      const call = await finished((await place('+15550003004', { url: `${app.base}/drop` })).sid);
+      expect(call.streams.map((s) => ({ url: s.url, status: s.status, closeCode: s.closeCode }))).toEqual([
+        { url: `${server.url}/media/drop`, status: 'closed', closeCode: 1006 },
+        { url: deadUrl, status: 'refused', closeCode: null },
+        { url: `${server.url}/media/third`, status: 'closed', closeCode: 1000 },
+      ]);
+      expect(call.twimlRequests.map((r) => new URL(r.url).pathname)).toEqual(['/drop', '/again', '/third']);
+      expect(call.errors).toEqual([expect.stringContaining('31920')]);
+      expect(call.said).toEqual(['Over.']);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('a refused upgrade is error 31920 and the next verb runs; a hang-up sends stop', async () => {
     const server = await startStreamServer(() => undefined);
     try {

@@ -8,7 +8,12 @@
 // Twilio `clear`), and the session's transcript has the words and the agent's answers. While the call is live, upgrades without the right signature are refused before
 // anything joins its room, and a signed stream naming another call, or a second stream of the
 // call, is closed without joining. The caller's hang-up ends the session and closes the room; and
-// a room that closes first (the session ended through the API) ends the call once its audio has played.
+// a room that closes first (the session ended through the API) ends the call once its audio has played,
+// and the <Redirect> after the stream hangs up without connecting it again. When the voice agent
+// process carrying a live call is killed, the stream drops, Twilio follows the <Redirect> and the
+// call's stream is connected again, through a stand-in load balancer, to another voice agent's
+// bridge: the conversation goes on in the same session without a second greeting; a stream that
+// keeps failing then ends the call with an apology after VOICE_STREAM_MAX_RECONNECTS.
 // LiveKit and the voice agent run inside a network namespace this file makes (rtc-node's WebRTC
 // ignores loopback); the API, Temporal, the store and the Twilio fake stay outside.
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -16,6 +21,8 @@ import WebSocket from 'ws';
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { startTwilioFake, type FakeCallView, type TwilioFake } from '../../../infra/twilio-fake';
 import { voiceSessionId } from '../../../core/telephony/voice';
+import { VOICE_TEXTS } from '../../../core/telephony/voice-twiml';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { phoneStreamUrl } from '../../../core/voice/phone-rooms';
 import { concatPcm, silence } from '../../../providers/voice/pcm';
 import { ESPEAK_SAMPLE_RATE, OfflineTextToSpeech } from '../../../providers/voice/offline-tts';
@@ -26,7 +33,7 @@ import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
-import { startVoiceNetns, type VoiceNetns } from '../../support/voice-room/harness';
+import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
 import { helpDeskAgent } from '../../support/voice-room/help-desk';
 import { ACCOUNT_SID, AUTH_TOKEN, webhookPath } from '../../support/voice';
 
@@ -39,6 +46,9 @@ const CUT_IN = 'thank you very much';
 
 const LIVEKIT = { port: 17910, key: 'testkey', secret: randomBytes(24).toString('hex') };
 const BRIDGE_PORT = 17915;
+/** A second voice agent's bridge, behind the same public URL (the stand-in load balancer tries it when the first is down). */
+const SECOND_BRIDGE_PORT = 17916;
+const MAX_RECONNECTS = 3;
 const BRIDGE_URL = `ws://127.0.0.1:${BRIDGE_PORT}/media-stream`;
 // The API reaches the namespace's LiveKit, and the Twilio fake its phone bridge, at the addresses they have inside it.
 const VOICE_ENV = { LIVEKIT_URL: `ws://127.0.0.1:${LIVEKIT.port}`, LIVEKIT_API_KEY: LIVEKIT.key, LIVEKIT_API_SECRET: LIVEKIT.secret, VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL };
@@ -61,7 +71,7 @@ async function speech(text: string): Promise<PcmAudio> {
 }
 
 beforeAll(async () => {
-  stack = await startTestStack({ worker: true, env: VOICE_ENV });
+  stack = await startTestStack({ worker: true, env: { ...VOICE_ENV, VOICE_STREAM_MAX_RECONNECTS: String(MAX_RECONNECTS) } });
   t = await seedTenant(stack.ctx);
   const api = client(stack.baseUrl);
   await publishAgent(api, { projectId: t.projectId, adminKey: t.adminKey }, 'Help_Desk', helpDeskAgent(GREETING, ANSWER));
@@ -78,7 +88,7 @@ beforeAll(async () => {
     LIVEKIT,
     [],
     { ...VOICE_ENV, LOG_LEVEL: 'info', VOICE_STT_HINTS: [ASK, CUT_IN, 'goodbye'].join('|'), VOICE_BRIDGE_PORT: String(BRIDGE_PORT), VOICE_BRIDGE_HOST: '127.0.0.1' },
-    { exportPorts: [LIVEKIT.port, BRIDGE_PORT], agentEntry: 'workers/voice-agent.ts' },
+    { exportPorts: [LIVEKIT.port, BRIDGE_PORT], exportFallbacks: { [BRIDGE_PORT]: [SECOND_BRIDGE_PORT] }, agentEntry: 'workers/voice-agent.ts' },
   );
   await ns.command({ cmd: 'startAgent', name: 'agent' });
 });
@@ -201,10 +211,15 @@ test('a room that closes first ends the call: the bridge lets the audio play out
   await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > 500, 90_000);
   const ended = await client(stack.baseUrl).post(`/api/v1/voice/sessions/${sessionId}/end`, { key: t.adminKey });
   expect(ended.status).toBe(200);
-  // The server ended the stream (after Twilio said its mark had played), the TwiML ran out, the call ended.
+  // The server ended the stream (after Twilio said its mark had played); the <Redirect> after it
+  // found the room closed and hung up, saying nothing and connecting no second stream.
   const done = await fake.waitForCall((c) => c.sid === call.sid && c.status === 'completed', 30_000);
+  expect(done.streams).toHaveLength(1);
   expect(done.streams[0]).toMatchObject({ status: 'closed', closeCode: 1000, marks: ['end-1'] });
-  expect(done.events).toContain('completed: the TwiML ran out');
+  expect(done.twimlRequests.map((r) => r.url)).toEqual([stack.baseUrl + webhookPath(connectionId, 'voice'), stack.baseUrl + webhookPath(connectionId, 'stream-ended', `sessionId=${sessionId}&reconnects=0`)]);
+  expect(done.twimlRequests[1]!.twiml).toContain('<Hangup/>');
+  expect(done.twimlRequests[1]!.twiml).not.toContain('<Connect>');
+  expect(done.said).toEqual([]);
   const room = await eventually(
     () => stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean(),
     (r) => r?.status === 'ended',
@@ -213,4 +228,96 @@ test('a room that closes first ends the call: the bridge lets the audio play out
   );
   expect(room!.endReason).toBe('session_ended');
   expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('ended');
+});
+
+const agentLog = (name: string, text: string) => (e: NetnsEvent): e is Extract<NetnsEvent, { event: 'agentLog' }> => e.event === 'agentLog' && e.name === name && e.line.includes(text);
+
+async function transcript(sessionId: string): Promise<{ role: string; content: string }[]> {
+  const body = (await client(stack.baseUrl).get(`/api/v1/sessions/${sessionId}/transcripts`, { key: t.adminKey })).body as { messages?: { role: string; content: string }[] };
+  return (body.messages ?? []).map(({ role, content }) => ({ role, content }));
+}
+
+test('a call whose voice agent process dies is connected again to another one and goes on; a stream that keeps failing ends with an apology', async () => {
+  const call = callIn();
+  const sessionId = voiceSessionId(connectionId, call.sid);
+  const streamUrl = phoneStreamUrl({ VOICE_BRIDGE_PUBLIC_URL: BRIDGE_URL, PUBLIC_BASE_URL: stack.baseUrl }, connectionId, sessionId);
+  const streamEnded = (reconnects: number) => stack.baseUrl + webhookPath(connectionId, 'stream-ended', `sessionId=${sessionId}&reconnects=${reconnects}`);
+  const greeted = await fake.waitForCall((c) => c.sid === call.sid && (c.streams[0]?.loudMs ?? 0) > 1500, 90_000);
+  // The answer that connected the stream goes on to the stream-ended webhook when the stream ends.
+  expect(greeted.twimlRequests[0]!.twiml).toContain(`</Connect><Redirect method="POST">${streamEnded(0).replace(/&/g, '&amp;')}</Redirect>`);
+
+  // One turn, answered, and the voice agent's progress (the greeting and that turn) heartbeated.
+  fake.play(call.sid, await speech(ASK));
+  expect(await eventually(() => transcript(sessionId), (m) => m.length >= 3, 120_000, 250)).toEqual([
+    { role: 'assistant', content: GREETING },
+    { role: 'user', content: ASK },
+    { role: 'assistant', content: ANSWER },
+  ]);
+  const room = (await stack.ctx.temporal.client()).workflow.getHandle(`voice-room/${sessionId}`);
+  await eventually(
+    async () => {
+      const payloads = (await room.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];
+      const decoded = stack.ctx.payloadCodec ? await stack.ctx.payloadCodec.decode(payloads) : payloads;
+      return decoded.length ? (defaultPayloadConverter.fromPayload(decoded[0]!) as { turns: number }).turns : 0;
+    },
+    (turns) => turns >= 1,
+    30_000,
+    200,
+  );
+
+  // Another voice agent runs beside it, its bridge behind the same public URL; the one carrying the
+  // call (its stream and its room) is killed.
+  await ns.command({ cmd: 'startAgent', name: 'second', env: { VOICE_BRIDGE_PORT: String(SECOND_BRIDGE_PORT) } });
+  const killedAt = ns.events.length;
+  await ns.command({ cmd: 'killAgent', name: 'agent' });
+
+  // The stream dropped; Twilio followed the <Redirect>, which connected the call's stream again at once.
+  const back = await fake.waitForCall((c) => c.sid === call.sid && c.streams[1]?.status === 'open', 60_000);
+  expect(back.streams[0]).toMatchObject({ status: 'closed', closeCode: 1006 });
+  expect(back.twimlRequests[1]!.url).toBe(streamEnded(0));
+  expect(back.twimlRequests[1]!.twiml).toContain(`<Connect><Stream url="${streamUrl}">`);
+  expect(back.twimlRequests[1]!.twiml).not.toContain('<Pause');
+  expect(back.twimlRequests[1]!.twiml).toContain(streamEnded(1).replace(/&/g, '&amp;'));
+  expect(back.streams[1]).toMatchObject({ url: streamUrl, customParameters: { sessionId } });
+  // The second voice agent takes the room over (the attend activity retried) and the call's new stream is in it.
+  await ns.next(agentLog('second', 'joined the voice room'), killedAt, 90_000);
+  await ns.next(agentLog('second', 'a phone caller joined the voice room'), killedAt, 60_000);
+
+  // The conversation goes on in the same session: heard on the new stream, no second greeting.
+  const heardBefore = fake.call(call.sid).streams[1]!.loudMs;
+  // The new voice agent subscribes to the caller's track a moment after it joined, and nothing says
+  // when: the caller says it again until it is heard, as a caller would (at most three times).
+  const again = await speech(CUT_IN);
+  for (let tries = 0; tries < 3 && (await transcript(sessionId)).length === 3; tries++) {
+    fake.play(call.sid, again);
+    await eventually(() => transcript(sessionId), (m) => m.length > 3, 20_000, 250);
+  }
+  const words = await eventually(() => transcript(sessionId), (m) => m.length === 5, 60_000, 250);
+  expect(words).toEqual([
+    { role: 'assistant', content: GREETING },
+    { role: 'user', content: ASK },
+    { role: 'assistant', content: ANSWER },
+    { role: 'user', content: CUT_IN },
+    { role: 'assistant', content: ANSWER },
+  ]);
+  await fake.waitForCall((c) => c.sid === call.sid && c.streams[1]!.loudMs > heardBefore + 1000, 60_000);
+  expect((await stack.ctx.models.Session.findOne({ _id: sessionId }).lean())!.status).toBe('active');
+
+  // Now no voice agent is left: every attempt to connect the stream fails, and after
+  // VOICE_STREAM_MAX_RECONNECTS the caller hears an apology and the call ends with its session.
+  await ns.command({ cmd: 'killAgent', name: 'second' });
+  const lost = await fake.waitForCall((c) => c.sid === call.sid && c.status === 'completed', 60_000);
+  expect(lost.streams.map((s) => s.status)).toEqual(['closed', 'closed', ...Array<string>(MAX_RECONNECTS - 1).fill('refused')]);
+  expect(lost.twimlRequests.map((r) => r.url).slice(1)).toEqual([0, 1, 2, 3].map(streamEnded));
+  // From the second reconnect on, a pause first: time for a voice agent to come back.
+  expect(lost.twimlRequests[2]!.twiml).toContain('<Response><Pause length="1"/><Connect>');
+  expect(lost.twimlRequests[3]!.twiml).toContain('<Response><Pause length="2"/><Connect>');
+  expect(lost.twimlRequests.at(-1)!.twiml).toContain(`<Say>${VOICE_TEXTS.streamLost}</Say><Hangup/>`);
+  expect(lost.said).toEqual([VOICE_TEXTS.streamLost]);
+  const ended = await eventually(() => stack.ctx.models.Session.findOne({ _id: sessionId }).lean(), (s) => s?.status === 'ended', 30_000, 250);
+  expect(ended!.endReason).toBe('voice_stream_lost');
+  const closed = await eventually(() => stack.ctx.models.VoiceRoom.findOne({ _id: sessionId, tenantId: t.tenantId }).lean(), (r) => r?.status === 'ended', 60_000, 250);
+  expect(closed!.status).toBe('ended');
+  const error = await stack.ctx.models.VoiceEvent.findOne({ tenantId: t.tenantId, sessionId, type: 'voice.error' }).lean();
+  expect(error!.data).toMatchObject({ reason: 'stream_lost', reconnects: MAX_RECONNECTS });
 });

@@ -4,7 +4,9 @@
 // only; the deployment-wide cap answers 429 at N+1 and frees a place when a room closes; ending
 // the session (its DELETE, or the voice session's) closes the room and ends its record, the
 // unanswered attend activity cancelled, and so does deleting the project; another tenant's project
-// or session is 404 and a bad body 400, both changing nothing.
+// or session is 404 and a bad body 400, both changing nothing. A realtime call's stream-ended
+// webhook connects the stream again while the room is open (counting, bounded: then an apology and
+// the session ends), and hangs up without a word once the room has closed.
 import { temporal } from '@temporalio/proto';
 import { RoomServiceClient, TokenVerifier } from 'livekit-server-sdk';
 import { client } from '../../support/http';
@@ -46,7 +48,7 @@ let rooms: RoomServiceClient;
 let verifier: TokenVerifier;
 
 beforeAll(async () => {
-  stack = await startTestStack({ worker: true, env: { VOICE_MAX_ROOMS: String(MAX_ROOMS), VOICE_TOKEN_TTL_SECONDS: '120', VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: '45' } });
+  stack = await startTestStack({ worker: true, env: { VOICE_MAX_ROOMS: String(MAX_ROOMS), VOICE_TOKEN_TTL_SECONDS: '120', VOICE_EMPTY_ROOM_TIMEOUT_SECONDS: '45', VOICE_STREAM_MAX_RECONNECTS: '2' } });
   [t, other] = await Promise.all([seedTenant(stack.ctx), seedTenant(stack.ctx)]);
   api = client(stack.baseUrl);
   await Promise.all([publishAgent(api, t, 'Concierge', AGENT), publishAgent(api, other, 'Concierge', AGENT)]);
@@ -338,4 +340,57 @@ it('sets the open-room count right and closes a room a stopped process left half
   expect(await setOpenVoiceRooms(stack.ctx.models, { from: counted + 7, to: 0 })).toBe(false);
   expect(await openVoiceRooms(stack.ctx.models)).toBe(counted);
   await api.post(`/api/v1/voice/sessions/${live.body.sessionId}/end`, { key: t.adminKey });
+});
+
+it("connects a realtime call's dropped stream again while its room is open, at most VOICE_STREAM_MAX_RECONNECTS times, and never once the room has closed", async () => {
+  const connectionId = await insertConnection(stack, t, { agentId: 'Concierge', voiceMode: 'realtime' });
+  const streamEnded = (sessionId: string, reconnects: number) => webhookPath(connectionId, 'stream-ended', `sessionId=${sessionId}&reconnects=${reconnects}`);
+  const callSid = 'CA' + 'd4'.repeat(16);
+  const sessionId = voiceSessionId(connectionId, callSid);
+  const answer = await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(callSid));
+  const stream = `<Connect><Stream url="${stack.baseUrl.replace('http://', 'ws://')}/media-stream/${connectionId}/${sessionId}">`;
+  expect(answer.text).toContain(`</Connect><Redirect method="POST">${stack.baseUrl}${streamEnded(sessionId, 0).replace('&', '&amp;')}</Redirect>`);
+
+  // Another call's session in the URL is refused; so is a bad count; neither changes anything.
+  expect((await postSigned(stack, streamEnded(sessionId, 0), callForm('CA' + 'e5'.repeat(16)))).status).toBe(403);
+  expect((await postSigned(stack, webhookPath(connectionId, 'stream-ended', `sessionId=${sessionId}&reconnects=-1`), callForm(callSid))).status).toBe(400);
+
+  // The stream dropped with the room open: connected again at once, then after a pause, each time counted.
+  const first = await postSigned(stack, streamEnded(sessionId, 0), callForm(callSid));
+  expect(first.status).toBe(200);
+  expect(first.text).toContain(`<Response>${stream}`);
+  expect(first.text).toContain(`${streamEnded(sessionId, 1).replace('&', '&amp;')}</Redirect>`);
+  expect(first.text).not.toContain('<Start>');
+  const second = await postSigned(stack, streamEnded(sessionId, 1), callForm(callSid));
+  expect(second.text).toContain(`<Response><Pause length="1"/>${stream}`);
+  expect(second.text).toContain(`${streamEnded(sessionId, 2).replace('&', '&amp;')}</Redirect>`);
+  expect(await stack.ctx.models.Session.findOne({ _id: sessionId }).lean()).toMatchObject({ status: 'active' });
+
+  // Past the bound: an apology and a hang-up, the session ends, and the call's end closes the room.
+  const lost = await postSigned(stack, streamEnded(sessionId, 2), callForm(callSid));
+  expect(lost.text).toContain('<Say>Sorry, we lost the connection to the assistant. Please call again later.</Say><Hangup/>');
+  expect(lost.text).not.toContain('<Connect>');
+  expect(await stack.ctx.models.Session.findOne({ _id: sessionId }).lean()).toMatchObject({ status: 'ended', endReason: 'voice_stream_lost' });
+  const event = await eventually(() => stack.ctx.models.VoiceEvent.findOne({ sessionId, type: 'voice.error' }).lean(), (e) => e !== null, 10_000, 100);
+  expect(event!.data).toMatchObject({ reason: 'stream_lost', reconnects: 2 });
+  await postSigned(stack, webhookPath(connectionId, 'voice-status'), callForm(callSid, { CallStatus: 'completed', CallDuration: '30' }));
+  await eventually(() => roomRecord(sessionId), (r) => r?.status === 'ended', 30_000, 200);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
+
+  // A call whose room closed first (here: deleted on LiveKit, its record still active, as the bridge
+  // sees it when the room closes): the stream's end is the call's, a bare hang-up.
+  const otherSid = 'CA' + 'f6'.repeat(16);
+  const otherSession = voiceSessionId(connectionId, otherSid);
+  await postSigned(stack, webhookPath(connectionId, 'voice'), callForm(otherSid));
+  const otherRoom = await roomRecord(otherSession);
+  await rooms.deleteRoom(otherRoom!.roomName);
+  expect((await roomRecord(otherSession))!.status).toBe('active');
+  const over = await postSigned(stack, streamEnded(otherSession, 0), callForm(otherSid));
+  expect(over.status).toBe(200);
+  expect(over.text).toBe('<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>');
+  // And once the session has ended (the call's end), the same.
+  await postSigned(stack, webhookPath(connectionId, 'voice-status'), callForm(otherSid, { CallStatus: 'completed', CallDuration: '5' }));
+  await eventually(() => roomRecord(otherSession), (r) => r?.status === 'ended', 30_000, 200);
+  expect((await postSigned(stack, streamEnded(otherSession, 0), callForm(otherSid))).text).toContain('<Response><Hangup/></Response>');
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
 });

@@ -54,6 +54,11 @@ export interface VoiceNetnsExtras {
   hostPorts?: number[];
   /** Ports inside to reach from the host at the same port number (LiveKit's, for the API). */
   exportPorts?: number[];
+  /**
+   * For an exported port, ports inside tried next when nothing listens on it (as a load balancer
+   * in front of several voice agents' bridges would): `{ 17915: [17916] }`.
+   */
+  exportFallbacks?: Record<number, number[]>;
   agentEntry?: string;
   chromium?: { binary: string; port: number; args: string[] };
 }
@@ -101,7 +106,7 @@ export async function startVoiceNetns(config: Config, livekit: LiveKitSettings, 
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
     servers.push(server);
-    exportsIn.push({ port, socket });
+    exportsIn.push({ port, socket, ...(extras.exportFallbacks?.[port] ? { fallbacks: extras.exportFallbacks[port] } : {}) });
   }
 
   const events: NetnsEvent[] = [];

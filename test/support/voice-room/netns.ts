@@ -20,7 +20,7 @@ export interface NetnsOptions {
    * Services here reached from the host: the test listens on 127.0.0.1:<port> outside and
    * connects to the unix socket, which this process serves by connecting to 127.0.0.1:<port> here.
    */
-  exports?: { port: number; socket: string }[];
+  exports?: { port: number; socket: string; fallbacks?: number[] }[];
   agentEnv: Record<string, string>;
   /** The voice agent's entry, relative to the root (default: the test entry with stand-ins). */
   agentEntry?: string;
@@ -56,13 +56,33 @@ async function bridges(): Promise<void> {
   }
 }
 
+/** Connects to the first of `ports` that accepts here, as a load balancer in front of several listeners would; null when none does. */
+function connectFirst(ports: number[]): Promise<net.Socket | null> {
+  const [port, ...rest] = ports;
+  if (port === undefined) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', () => {
+      socket.destroy();
+      resolve(connectFirst(rest));
+    });
+  });
+}
+
 async function exportsOut(): Promise<void> {
   for (const exported of options.exports ?? []) {
     const server = net.createServer((outside) => {
-      const inside = net.connect(exported.port, '127.0.0.1');
-      outside.pipe(inside).pipe(outside);
-      inside.on('error', () => outside.destroy());
-      outside.on('error', () => inside.destroy());
+      outside.pause();
+      outside.on('error', () => undefined);
+      void connectFirst([exported.port, ...(exported.fallbacks ?? [])]).then((inside) => {
+        if (!inside) return void outside.destroy();
+        outside.pipe(inside).pipe(outside);
+        outside.resume();
+        inside.on('error', () => outside.destroy());
+        outside.on('error', () => inside.destroy());
+        inside.on('close', () => outside.destroy());
+      });
     });
     await new Promise<void>((resolve) => server.listen(exported.socket, resolve));
   }
@@ -115,10 +135,10 @@ async function livekit(): Promise<void> {
 const agents = new Map<string, ChildProcess>();
 const phrases: ScriptedPhrase[] = [];
 
-async function startAgent(name: string): Promise<void> {
+async function startAgent(name: string, env: Record<string, string> = {}): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(options.root, options.agentEntry ?? 'test/support/voice-room/agent-entry.ts')], {
     cwd: options.root,
-    env: { ...process.env, ...options.agentEnv, VOICE_TEST_PHRASES: JSON.stringify(phrases) },
+    env: { ...process.env, ...options.agentEnv, ...env, VOICE_TEST_PHRASES: JSON.stringify(phrases) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -250,7 +270,8 @@ async function hear(name: string, stream: AudioStream): Promise<void> {
 // ── commands ──────────────────────────────────────────────────────────────────────────────────
 
 type Command =
-  | { id: number; cmd: 'startAgent' | 'killAgent' | 'termAgent'; name: string }
+  | { id: number; cmd: 'startAgent'; name: string; env?: Record<string, string> }
+  | { id: number; cmd: 'killAgent' | 'termAgent'; name: string }
   | { id: number; cmd: 'join'; url: string; token: string; caller?: string }
   | { id: number; cmd: 'say'; text: string; caller?: string }
   | { id: number; cmd: 'leave'; caller?: string }
@@ -259,7 +280,7 @@ type Command =
 async function run(command: Command): Promise<void> {
   switch (command.cmd) {
     case 'startAgent':
-      return startAgent(command.name);
+      return startAgent(command.name, command.env);
     case 'killAgent':
       return killAgent(command.name);
     case 'termAgent':
