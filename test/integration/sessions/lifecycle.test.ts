@@ -7,7 +7,7 @@ import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { createAgent } from './fixtures';
 
-jest.setTimeout(30_000);
+jest.setTimeout(60_000);
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;

@@ -6,7 +6,7 @@ import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '.
 import { seedSession, seedTrace } from './fixtures';
 
 // Each call waits for the Temporal connect timeout (3 s) before giving up.
-jest.setTimeout(30_000);
+jest.setTimeout(60_000);
 
 let stack: TestStack;
 let api: ReturnType<typeof client>;
