@@ -9,6 +9,10 @@ const transform = {
 module.exports = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   maxWorkers: 3,
+  // A worker's heap grows with every file it runs (each file loads the app's modules anew, and
+  // native add-ons such as the voice stack's keep theirs): past this after a file, the worker is
+  // replaced by a fresh one rather than run out of memory in the middle of a later file.
+  workerIdleMemoryLimit: '1536MB',
   // Integration tests drive real servers; a turn through Temporal takes more than jest's 5 s default on a busy box.
   testTimeout: 60000,
   projects: [
