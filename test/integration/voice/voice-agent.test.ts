@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import { AccessToken } from 'livekit-server-sdk';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { startSession } from '../../../core/sessions/start';
 import { type Caption } from '../../../activities/voice/attend';
@@ -19,6 +18,7 @@ import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
 import { helpDeskAgent } from '../../support/voice-room/help-desk';
+import { attendedTurns } from '../../support/voice-room/progress';
 
 jest.setTimeout(300_000);
 
@@ -133,17 +133,7 @@ test('the agent greets, answers with captions and audio, is interrupted, and sur
 
   // The voice agent's process dies mid-call once its progress (two turns) has been heartbeated;
   // another one takes the room over and the conversation goes on, without a second greeting.
-  await eventually(
-    async () => {
-      const pending = (await room.describe()).raw.pendingActivities?.[0];
-      const payloads = pending?.heartbeatDetails?.payloads ?? [];
-      const decoded = stack.ctx.payloadCodec ? await stack.ctx.payloadCodec.decode(payloads) : payloads;
-      return decoded.length ? (defaultPayloadConverter.fromPayload(decoded[0]!) as { turns: number }).turns : 0;
-    },
-    (turns) => turns >= 2,
-    30_000,
-    200,
-  );
+  await attendedTurns(stack, room, 2);
   const killedAt = ns.events.length;
   await ns.command({ cmd: 'killAgent', name: 'first' });
   await ns.command({ cmd: 'startAgent', name: 'second' });

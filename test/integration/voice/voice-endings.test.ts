@@ -8,7 +8,6 @@
 // greeting again. Every ending closes the LiveKit room, ends the room's record with its reason,
 // gives its place back and writes the room's `voice.call_ended` row.
 import { randomBytes } from 'node:crypto';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { type Caption } from '../../../activities/voice/attend';
 import { VOICE_TEXTS } from '../../../core/telephony/voice-twiml';
 import { roomService } from '../../../core/voice/livekit';
@@ -19,6 +18,7 @@ import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
 import { helpDeskAgent } from '../../support/voice-room/help-desk';
+import { attendedTurns } from '../../support/voice-room/progress';
 
 jest.setTimeout(300_000);
 
@@ -183,16 +183,7 @@ test('a voice agent told to stop mid-call hands its room to another at once, whi
   // Its first turn heartbeated; a second voice agent is serving the queue.
   const temporal = await stack.ctx.temporal.client();
   const room = temporal.workflow.getHandle(`voice-room/${v.sessionId}`);
-  await eventually(
-    async () => {
-      const payloads = (await room.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];
-      const decoded = stack.ctx.payloadCodec ? await stack.ctx.payloadCodec.decode(payloads) : payloads;
-      return decoded.length ? (defaultPayloadConverter.fromPayload(decoded[0]!) as { turns: number }).turns : 0;
-    },
-    (turns) => turns >= 1,
-    30_000,
-    200,
-  );
+  await attendedTurns(stack, room, 1);
   await ns.command({ cmd: 'startAgent', name: 'second' });
 
   // SIGTERM: the first stops gracefully (the command returns once its process has exited).

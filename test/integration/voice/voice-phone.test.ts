@@ -22,7 +22,6 @@ import { RoomServiceClient } from 'livekit-server-sdk';
 import { startTwilioFake, type FakeCallView, type TwilioFake } from '../../../infra/twilio-fake';
 import { voiceSessionId } from '../../../core/telephony/voice';
 import { VOICE_TEXTS } from '../../../core/telephony/voice-twiml';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { phoneStreamUrl } from '../../../core/voice/phone-rooms';
 import { concatPcm, silence } from '../../../providers/voice/pcm';
 import { ESPEAK_SAMPLE_RATE, OfflineTextToSpeech } from '../../../providers/voice/offline-tts';
@@ -36,6 +35,7 @@ import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '.
 import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
 import { helpDeskAgent } from '../../support/voice-room/help-desk';
 import { ACCOUNT_SID, AUTH_TOKEN, webhookPath } from '../../support/voice';
+import { attendedTurns } from '../../support/voice-room/progress';
 
 jest.setTimeout(300_000);
 
@@ -254,16 +254,7 @@ test('a call whose voice agent process dies is connected again to another one an
     { role: 'assistant', content: ANSWER },
   ]);
   const room = (await stack.ctx.temporal.client()).workflow.getHandle(`voice-room/${sessionId}`);
-  await eventually(
-    async () => {
-      const payloads = (await room.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];
-      const decoded = stack.ctx.payloadCodec ? await stack.ctx.payloadCodec.decode(payloads) : payloads;
-      return decoded.length ? (defaultPayloadConverter.fromPayload(decoded[0]!) as { turns: number }).turns : 0;
-    },
-    (turns) => turns >= 1,
-    30_000,
-    200,
-  );
+  await attendedTurns(stack, room, 1);
 
   // Another voice agent runs beside it, its bridge behind the same public URL; the one carrying the
   // call (its stream and its room) is killed.

@@ -8,15 +8,14 @@
 // agent's finished from what it stored), each a two-channel WAV whose header matches its bytes,
 // with the caller on the left and the agent on the right when each spoke.
 import { randomBytes } from 'node:crypto';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { type Caption } from '../../../activities/voice/attend';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
-import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { startVoiceNetns, type NetnsEvent, type VoiceNetns } from '../../support/voice-room/harness';
 import { helpDeskAgent } from '../../support/voice-room/help-desk';
 import { loudWindowsMs, readStereoWav } from '../../support/voice-room/stereo-wav';
+import { attendedTurns } from '../../support/voice-room/progress';
 import { scopedKey } from '../telephony/recording-fixtures';
 
 jest.setTimeout(300_000);
@@ -89,16 +88,7 @@ test('records both sides of a voice room, a file per voice agent attendance, lis
   // The first voice agent dies mid-answer, once its turn is heartbeated; another takes the room over.
   const temporal = await stack.ctx.temporal.client();
   const room = temporal.workflow.getHandle(`voice-room/${sessionId}`);
-  await eventually(
-    async () => {
-      const payloads = (await room.describe()).raw.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];
-      const decoded = stack.ctx.payloadCodec ? await stack.ctx.payloadCodec.decode(payloads) : payloads;
-      return decoded.length ? (defaultPayloadConverter.fromPayload(decoded[0]!) as { turns: number }).turns : 0;
-    },
-    (turns) => turns >= 1,
-    30_000,
-    200,
-  );
+  await attendedTurns(stack, room, 1);
   const killedAt = ns.events.length;
   await ns.command({ cmd: 'killAgent', name: 'first' });
   await ns.command({ cmd: 'startAgent', name: 'second' });
