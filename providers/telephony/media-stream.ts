@@ -66,16 +66,20 @@ const ZMessage = z.discriminatedUnion('event', [ZConnected, ZStart, ZMedia, ZMar
 export type MediaStreamMessage = z.infer<typeof ZMessage>;
 export type StartMessage = z.infer<typeof ZStart>;
 
-/** A message from Twilio, parsed; a message too large, not JSON or not of the protocol is a MediaStreamProtocolError. */
-export function parseMediaStreamMessage(data: string | Buffer): MediaStreamMessage {
+/** One WebSocket message's JSON, bounded in size first. */
+function decodeMessage(data: string | Buffer): unknown {
   const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
   if (size > MAX_MESSAGE_BYTES) throw new MediaStreamProtocolError(`message of ${size} bytes, over ${MAX_MESSAGE_BYTES}`);
-  let json: unknown;
   try {
-    json = JSON.parse(typeof data === 'string' ? data : data.toString('utf8'));
+    return JSON.parse(typeof data === 'string' ? data : data.toString('utf8'));
   } catch {
     throw new MediaStreamProtocolError('message is not JSON');
   }
+}
+
+/** A message from Twilio, parsed; a message too large, not JSON or not of the protocol is a MediaStreamProtocolError. */
+export function parseMediaStreamMessage(data: string | Buffer): MediaStreamMessage {
+  const json = decodeMessage(data);
   const parsed = ZMessage.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -148,14 +152,7 @@ const ZServerMessage = z.discriminatedUnion('event', [
 export type ServerMessage = z.infer<typeof ZServerMessage>;
 
 export function parseServerMessage(data: string | Buffer): ServerMessage {
-  const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
-  if (size > MAX_MESSAGE_BYTES) throw new MediaStreamProtocolError(`message of ${size} bytes, over ${MAX_MESSAGE_BYTES}`);
-  let json: unknown;
-  try {
-    json = JSON.parse(typeof data === 'string' ? data : data.toString('utf8'));
-  } catch {
-    throw new MediaStreamProtocolError('message is not JSON');
-  }
+  const json = decodeMessage(data);
   const parsed = ZServerMessage.safeParse(json);
   if (!parsed.success) throw new MediaStreamProtocolError(`not a Media Streams message: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
   return parsed.data;
