@@ -41,6 +41,21 @@ export function isRoomNotFound(err: unknown): boolean {
   return typeof err === 'object' && err !== null && ((err as { status?: number }).status === 404 || (err as { code?: string }).code === 'not_found');
 }
 
+/**
+ * Makes a voice session's room: the caller and the voice agent, nobody else; it closes itself once
+ * empty for the empty-room timeout. The metadata is read by the voice agent and visible to the
+ * participants: ids only, never a secret.
+ */
+export async function createLiveKitRoom(config: LiveKitConfig & Pick<Config, 'VOICE_EMPTY_ROOM_TIMEOUT_SECONDS'>, roomName: string, metadata: Record<string, string>): Promise<void> {
+  await roomService(config).createRoom({
+    name: roomName,
+    emptyTimeout: config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+    departureTimeout: config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
+    maxParticipants: 2,
+    metadata: JSON.stringify(metadata),
+  });
+}
+
 /** Deletes a room; one that is gone already is fine. */
 export async function deleteLiveKitRoom(config: LiveKitConfig, roomName: string): Promise<void> {
   try {

@@ -12,7 +12,7 @@ import { liveKitConfigured, type Config } from '../../lib/config';
 import { DomainError } from '../../lib/errors';
 import { type CoreContext } from '../context';
 import { resolveNewSessionTarget } from '../sessions/target';
-import { deleteLiveKitRoom, roomService, voiceRoomName } from './livekit';
+import { createLiveKitRoom, deleteLiveKitRoom, roomService, voiceRoomName } from './livekit';
 import { agentVoiceConfig, startVoiceRoomWorkflow } from './rooms';
 
 /** The room participant of a phone caller: one identity per call, so a second stream of the call replaces the first. */
@@ -106,13 +106,7 @@ async function openPhoneRoomOnce(ctx: CoreContext, conn: ChannelConnectionDoc, c
     throw new DomainError('RATE_LIMIT_EXCEEDED', { message: 'Concurrent voice room limit exceeded', retryAfterMs: 30_000 });
   }
   try {
-    await roomService(ctx.config).createRoom({
-      name: roomName,
-      emptyTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      departureTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      maxParticipants: 2,
-      metadata: JSON.stringify({ sessionId: call.sessionId, projectId: scope.projectId, agentName: agent.agentName, channelConnectionId: conn._id }),
-    });
+    await createLiveKitRoom(ctx.config, roomName, { sessionId: call.sessionId, projectId: scope.projectId, agentName: agent.agentName, channelConnectionId: conn._id });
   } catch (err) {
     // The record and its place go together.
     await discardVoiceRoomRecord(ctx.models, room).catch((e: unknown) => ctx.logger.warn({ err: e, sessionId: call.sessionId }, 'could not undo a failed phone room'));

@@ -24,7 +24,7 @@ import { resolveNewSessionTarget, type ResolvedAgent } from '../sessions/target'
 import { isWorkflowAlreadyStarted, isWorkflowNotFound, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { signalVoiceRoomEnd } from './room-signal';
 import { requireRecordingAllowed } from './recording-policy';
-import { deleteLiveKitRoom, liveKitClientUrl, participantToken, requireLiveKit, roomService, voiceRoomName } from './livekit';
+import { createLiveKitRoom, deleteLiveKitRoom, liveKitClientUrl, participantToken, requireLiveKit, roomService, voiceRoomName } from './livekit';
 import { type DeploymentDoc } from '../../db/deployment';
 
 /** The session's end reason when its room closed first (the caller left, the room stayed empty, no voice agent). */
@@ -171,15 +171,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
   const undoSession: [string, () => Promise<unknown>] = ['the session', () => deleteSession(ctx, scope, sessionId)];
   // 3. The room.
   try {
-    await roomService(ctx.config).createRoom({
-      name: roomName,
-      emptyTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      departureTimeout: ctx.config.VOICE_EMPTY_ROOM_TIMEOUT_SECONDS,
-      // The caller and the voice agent; nobody else joins.
-      maxParticipants: 2,
-      // Read by the voice agent and visible to participants: ids only, never a secret.
-      metadata: JSON.stringify({ sessionId, projectId: scope.projectId, agentName: target.agent.agentName }),
-    });
+    await createLiveKitRoom(ctx.config, roomName, { sessionId, projectId: scope.projectId, agentName: target.agent.agentName });
   } catch (err) {
     await undo(ctx.logger, sessionId, [undoSession, ['the room place', () => releaseVoiceRoomPlace(ctx.models)]]);
     throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The voice server did not make the room; retry later', cause: err });
