@@ -1,7 +1,9 @@
 // Whether the API's dependencies (MongoDB, Temporal) answer, with the reason when one does not,
 // and whether LiveKit does when real-time voice is configured: voice is optional, so an
 // unreachable LiveKit is reported (and logged) but leaves the API ready for everything else.
-// The reasons name internal hosts, so they go to the logs and the operator's route only.
+// The reasons name internal hosts, so they go to the logs and the operator's route only. The public
+// probe shares its checks: one in flight at a time, its outcome reused for a second, so anonymous
+// probes cost the dependencies at most about one check a second however many arrive.
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { pingMongo } from '../../db/connection';
 import { liveKitConfigured } from '../../lib/config';
@@ -61,6 +63,33 @@ function logChange(ctx: AppContext, readiness: Readiness): void {
   if (!readiness.ready) ctx.logger.warn({ checks: readiness.checks }, 'API not ready: a dependency does not answer');
   else if (readiness.checks.livekit?.ok === false) ctx.logger.warn({ checks: readiness.checks }, 'LiveKit does not answer: real-time voice is unavailable, the API is ready for the rest');
   else if (previous !== undefined) ctx.logger.info({ checks: readiness.checks }, 'API ready again');
+}
+
+/**
+ * How long the public probe answers from the last finished check. Load balancers probe every few
+ * seconds, so an outage shows within a second of the next probe; an anonymous flood of probes
+ * becomes about one check of each dependency a second.
+ */
+export const PUBLIC_READINESS_REUSE_MS = 1_000;
+
+/** The public probe's check in flight (settledAt null) or finished at settledAt, per process context. */
+const sharedChecks = new WeakMap<AppContext, { result: Promise<Readiness>; settledAt: number | null }>();
+
+/**
+ * Readiness for the public probe: the check in flight when there is one, the last one when it
+ * finished within PUBLIC_READINESS_REUSE_MS, a new one otherwise. The operator's report always checks anew.
+ */
+export function sharedReadiness(ctx: AppContext): Promise<Readiness> {
+  const last = sharedChecks.get(ctx);
+  if (last && (last.settledAt === null || Date.now() - last.settledAt < PUBLIC_READINESS_REUSE_MS)) return last.result;
+  const entry: { result: Promise<Readiness>; settledAt: number | null } = { result: checkReadiness(ctx), settledAt: null };
+  sharedChecks.set(ctx, entry);
+  // checkReadiness never rejects (each check answers ok or not), so the entry always settles.
+  const settled = () => {
+    entry.settledAt = Date.now();
+  };
+  entry.result.then(settled, settled);
+  return entry.result;
 }
 
 /** Probes the dependencies together; logs when the outcome changes. */

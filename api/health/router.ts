@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ApiError } from '../../lib/errors';
 import { defineRoute, type AnyRoute } from '../http/route';
 import { requirePlatformAdmin } from '../middleware/platform-admin';
-import { checkReadiness } from './readiness';
+import { checkReadiness, sharedReadiness } from './readiness';
 
 const ZCheck = z.object({
   ok: z.boolean(),
@@ -35,7 +35,8 @@ export const healthRoutes: AnyRoute[] = [
       'Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. ' +
       'When real-time voice is configured (`LIVEKIT_URL`), `livekit` says whether its LiveKit server answers; ' +
       'voice is optional, so `unreachable` leaves the API ready. ' +
-      'Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`.',
+      'Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`. ' +
+      'Probes arriving together share one check, and a check is reused for one second, so the answer can be up to a second old.',
     tags: ['Health'],
     auth: 'public',
     errorStatuses: [503],
@@ -44,7 +45,7 @@ export const healthRoutes: AnyRoute[] = [
       livekit: z.enum(['ok', 'unreachable']).optional().describe('Only when real-time voice is configured: whether LiveKit answers its server API'),
     }),
     async handler({ ctx }) {
-      const { ready, checks } = await checkReadiness(ctx);
+      const { ready, checks } = await sharedReadiness(ctx);
       if (!ready) throw new ApiError('SERVICE_UNAVAILABLE', 'Not ready');
       return { status: 'ready' as const, ...(checks.livekit ? { livekit: checks.livekit.ok ? ('ok' as const) : ('unreachable' as const) } : {}) };
     },

@@ -12,6 +12,7 @@ import { freePort } from '../../infra/processes';
 import { type Config } from '../../lib/config';
 import { startTestStack, seedTenant, testConfig, type TestStack } from '../support/stack';
 import { client } from '../support/http';
+import { PUBLIC_READINESS_REUSE_MS } from '../../api/health/readiness';
 import { eventually } from '../support/eventually';
 
 let up: TestStack;
@@ -170,6 +171,35 @@ describe('real-time voice is optional', () => {
       expect((await client(app.baseUrl).get('/readyz')).body).toEqual({ status: 'ready', livekit: 'unreachable' });
     } finally {
       await app.close();
+    }
+  });
+
+  it('public probes arriving together share one check, reused for a second; the operator checks anew', async () => {
+    // A LiveKit stand-in that counts its server API calls (the check is one call).
+    let calls = 0;
+    const liveKit = createServer((_req, res) => {
+      calls++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"rooms":[]}');
+    });
+    await new Promise<void>((resolve) => liveKit.listen(0, '127.0.0.1', resolve));
+    const app = await apiWith(testConfig({ LIVEKIT_URL: `ws://127.0.0.1:${(liveKit.address() as AddressInfo).port}` }));
+    try {
+      const api = client(app.baseUrl);
+      const answers = await Promise.all(Array.from({ length: 50 }, () => api.get('/readyz')));
+      for (const res of answers) expect(res.body).toEqual({ status: 'ready', livekit: 'ok' });
+      // One check, or two on a machine so loaded that the fifty spread over more than a second.
+      expect(calls).toBeGreaterThanOrEqual(1);
+      expect(calls).toBeLessThanOrEqual(2);
+      const before = calls;
+      expect((await api.get('/api/admin/readiness', { headers: operator(app.ctx) })).body.checks.livekit).toEqual({ ok: true });
+      expect(calls).toBe(before + 1);
+      await new Promise((resolve) => setTimeout(resolve, PUBLIC_READINESS_REUSE_MS + 100));
+      expect((await api.get('/readyz')).body).toEqual({ status: 'ready', livekit: 'ok' });
+      expect(calls).toBe(before + 2);
+    } finally {
+      await app.close();
+      liveKit.closeAllConnections();
+      await new Promise<void>((resolve) => liveKit.close(() => resolve()));
     }
   });
 
