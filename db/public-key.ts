@@ -16,6 +16,8 @@ export interface PublicKeyDoc {
   allowedOrigins: string[];
   /** The environment the chats started through the key run in (`dev`, `staging`, `production`). */
   environment: string;
+  /** Agents (ids or names) a page may start a conversation with besides the entry agent; absent in keys made before it: none. */
+  allowedAgents?: string[];
   /** What the widget shows (GET /api/v1/sdk/config); each field optional, null when unset. */
   widget?: PublicKeyWidget | null;
   revokedAt: Date | null;
@@ -43,6 +45,7 @@ const PublicKeySchema = new Schema<PublicKeyDoc>(
     keyPrefix: { type: String, required: true },
     allowedOrigins: { type: [String], default: [] },
     environment: { type: String, required: true },
+    allowedAgents: { type: [String], default: [] },
     widget: {
       greeting: { type: String, default: null, maxlength: 1000 },
       title: { type: String, default: null, maxlength: 80 },

@@ -61,7 +61,14 @@ export interface Principal {
   /** When the key stops working; absent or null means never (a user's login is not bounded here). */
   expiresAt?: Date | null;
   /** An SDK session token's end user, page origin and public key (docs/widget.md); absent otherwise. */
-  sdk?: { endUserId: string; origin: string; publicKeyId: string; user?: { userId: string; email: string | null; phone: string | null; displayName: string | null } | null } | null;
+  sdk?: {
+    endUserId: string;
+    origin: string;
+    publicKeyId: string;
+    user?: { userId: string; email: string | null; phone: string | null; displayName: string | null } | null;
+    /** Agents besides the entry agent its public key lets a page start with (core/sdk/start-agents.ts). */
+    allowedAgents?: string[];
+  } | null;
 }
 
 /** The `channelUId` of the sessions an SDK end user starts: they are that end user's alone. */

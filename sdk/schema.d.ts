@@ -1282,7 +1282,7 @@ export interface paths {
         put?: never;
         /**
          * Create a public widget key (the key is shown once)
-         * @description A `pk_` key a web page may hold: it can only start chats with the project's agents (SDK init and config), only from the listed origins, and its chats run in the key's environment. 429 (KEY_LIMIT_REACHED) when the project holds 20 live public keys.
+         * @description A `pk_` key a web page may hold: it can only start chats with the project's agents (SDK init and config), only from the listed origins, and its chats run in the key's environment, starting with its entry agent or one the key lists in `allowedAgents`. 429 (KEY_LIMIT_REACHED) when the project holds 20 live public keys.
          */
         post: operations["createPublicKey"];
         delete?: never;
@@ -1306,8 +1306,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change a public widget key's name, allowed origins or widget settings
-         * @description Send any of `name`, `allowedOrigins` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). The environment never changes. SDK tokens issued to an origin taken off the list stop working at once (403). 404 when the key is not one of the project's or is revoked.
+         * Change a public widget key's name, allowed origins, allowed agents or widget settings
+         * @description Send any of `name`, `allowedOrigins` (replaces the list), `allowedAgents` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). The environment never changes. SDK tokens issued to an origin taken off the list stop working at once (403). 404 when the key is not one of the project's or is revoked.
          */
         patch: operations["updatePublicKey"];
         trace?: never;
@@ -2684,7 +2684,7 @@ export interface paths {
         };
         /**
          * Readiness: Temporal and MongoDB answer
-         * @description Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. When real-time voice is configured (`LIVEKIT_URL`), `livekit` says whether its LiveKit server answers; voice is optional, so `unreachable` leaves the API ready. Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`.
+         * @description Public, for load balancers: 200 when ready, 503 `SERVICE_UNAVAILABLE` otherwise, with no detail. When real-time voice is configured (`LIVEKIT_URL`), `livekit` says whether its LiveKit server answers; voice is optional, so `unreachable` leaves the API ready. Which dependency failed and why is logged, and shown to operators by `GET /api/admin/readiness`. Probes arriving together share one check, and a check is reused for one second, so the answer can be up to a second old.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -22992,6 +22992,9 @@ export interface operations {
                      *             "string"
                      *           ],
                      *           "environment": "string",
+                     *           "allowedAgents": [
+                     *             "string"
+                     *           ],
                      *           "widget": {
                      *             "greeting": "string",
                      *             "title": "string",
@@ -23013,6 +23016,8 @@ export interface operations {
                      */
                     "application/json": {
                         publicKeys: {
+                            /** @description Agents a page may start with besides the entry agent (empty: the entry agent only) */
+                            allowedAgents: string[];
                             allowedOrigins: string[];
                             createdAt: string;
                             environment: string;
@@ -23186,6 +23191,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Agents (ids or names) a page may start a conversation with by naming it in `agentId`, besides the entry agent of the key's environment, which it always may. Empty (the default): the entry agent only; any other `agentId` from the key's SDK tokens is 403 */
+                    allowedAgents?: string[];
                     /** @description Pages allowed to use the key; at least one */
                     allowedOrigins: string[];
                     /**
@@ -23235,6 +23242,9 @@ export interface operations {
                      *           "string"
                      *         ],
                      *         "environment": "string",
+                     *         "allowedAgents": [
+                     *           "string"
+                     *         ],
                      *         "widget": {
                      *           "greeting": "string",
                      *           "title": "string",
@@ -23257,6 +23267,8 @@ export interface operations {
                      */
                     "application/json": {
                         publicKey: {
+                            /** @description Agents a page may start with besides the entry agent (empty: the entry agent only) */
+                            allowedAgents: string[];
                             allowedOrigins: string[];
                             createdAt: string;
                             environment: string;
@@ -23479,6 +23491,9 @@ export interface operations {
                      *           "string"
                      *         ],
                      *         "environment": "string",
+                     *         "allowedAgents": [
+                     *           "string"
+                     *         ],
                      *         "widget": {
                      *           "greeting": "string",
                      *           "title": "string",
@@ -23499,6 +23514,8 @@ export interface operations {
                      */
                     "application/json": {
                         publicKey: {
+                            /** @description Agents a page may start with besides the entry agent (empty: the entry agent only) */
+                            allowedAgents: string[];
                             allowedOrigins: string[];
                             createdAt: string;
                             environment: string;
@@ -23676,6 +23693,8 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description Replaces the list (`[]`: the entry agent only); in force for the tokens already issued at their next request */
+                    allowedAgents?: string[];
                     /** @description Replaces the list; tokens issued to an origin taken off it stop working at once */
                     allowedOrigins?: string[];
                     name?: string;
@@ -23719,6 +23738,9 @@ export interface operations {
                      *           "string"
                      *         ],
                      *         "environment": "string",
+                     *         "allowedAgents": [
+                     *           "string"
+                     *         ],
                      *         "widget": {
                      *           "greeting": "string",
                      *           "title": "string",
@@ -23739,6 +23761,8 @@ export interface operations {
                      */
                     "application/json": {
                         publicKey: {
+                            /** @description Agents a page may start with besides the entry agent (empty: the entry agent only) */
+                            allowedAgents: string[];
                             allowedOrigins: string[];
                             createdAt: string;
                             environment: string;
@@ -34870,8 +34894,9 @@ export interface operations {
                         /** @description A value the button carries; `action.value` in the handler (max 4 KB of JSON) */
                         value?: unknown;
                     };
-                    /** @description Agent for the first turn: id, name or `<domain>/<name>` path */
+                    /** @description Agent for the first turn: id, name or `<domain>/<name>` path. From an SDK token: the entry agent or one its public key lists in `allowedAgents` (403 otherwise) */
                     agentId?: string;
+                    /** @description Run the versions this deployment pins (new sessions); not from an SDK token (403) */
                     deploymentId?: string;
                     /** @enum {string} */
                     environment?: "dev" | "staging" | "production";
@@ -35257,8 +35282,9 @@ export interface operations {
                         /** @description A value the button carries; `action.value` in the handler (max 4 KB of JSON) */
                         value?: unknown;
                     };
-                    /** @description Agent for the first turn: id, name or `<domain>/<name>` path */
+                    /** @description Agent for the first turn: id, name or `<domain>/<name>` path. From an SDK token: the entry agent or one its public key lists in `allowedAgents` (403 otherwise) */
                     agentId?: string;
+                    /** @description Run the versions this deployment pins (new sessions); not from an SDK token (403) */
                     deploymentId?: string;
                     /** @enum {string} */
                     environment?: "dev" | "staging" | "production";
@@ -39568,9 +39594,9 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description Agent to talk to: id, name or `<domain>/<name>` path; default the project's (or the deployment's) entry agent */
+                    /** @description Agent to talk to: id, name or `<domain>/<name>` path; default the project's (or the deployment's) entry agent. From an SDK token: the entry agent or one its public key lists in `allowedAgents` (403 otherwise) */
                     agentId?: string;
-                    /** @description Run the versions this deployment pins */
+                    /** @description Run the versions this deployment pins; not from an SDK token (403) */
                     deploymentId?: string;
                     /**
                      * @description Run the environment's active deployment (default `dev`; an SDK token's is its public key's)

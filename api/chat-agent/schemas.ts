@@ -22,9 +22,9 @@ export const ZChatAgentRequestSchema = z.object({
     .optional()
     .describe("A channel's structured action (a button press). It takes the waiting step's ON_ACTION handler with that id; `message`, when given, is the text the transcript shows (else the id)"),
   sessionId: ZSessionId.optional().describe('Resume this session; omit to create one. An unknown id is 404 (a caller cannot name a new session)'),
-  deploymentId: z.string().min(1).max(64).optional(),
+  deploymentId: z.string().min(1).max(64).optional().describe('Run the versions this deployment pins (new sessions); not from an SDK token (403)'),
   environment: z.enum(['dev', 'staging', 'production']).optional(),
-  agentId: z.string().min(1).max(200).optional().describe('Agent for the first turn: id, name or `<domain>/<name>` path'),
+  agentId: z.string().min(1).max(200).optional().describe("Agent for the first turn: id, name or `<domain>/<name>` path. From an SDK token: the entry agent or one its public key lists in `allowedAgents` (403 otherwise)"),
   metadata: z.record(z.string(), z.unknown()).optional().describe('Per-turn only; max 16 KB of JSON, 50 keys, depth 5'),
   testContext: z
     .object({

@@ -313,7 +313,7 @@ async function resolveUserJwt(ctx: AppContext, token: string): Promise<Principal
  */
 async function resolveSdkToken(ctx: AppContext, token: string, origin: string | undefined): Promise<Principal> {
   const claims = await verifySdkToken(ctx, token);
-  const key = await ctx.models.PublicKey.findOne({ _id: claims.publicKeyId, tenantId: claims.tenantId, projectId: claims.projectId }, { revokedAt: 1, allowedOrigins: 1 }).lean();
+  const key = await ctx.models.PublicKey.findOne({ _id: claims.publicKeyId, tenantId: claims.tenantId, projectId: claims.projectId }, { revokedAt: 1, allowedOrigins: 1, allowedAgents: 1 }).lean();
   if (!key || key.revokedAt) throw unauthorized('SDK token has been revoked');
   if (origin !== claims.origin) throw new ApiError('FORBIDDEN', 'This origin is not the one the SDK token was issued to');
   // An origin taken off the key's list since the token was issued is refused from then on.
@@ -329,7 +329,7 @@ async function resolveSdkToken(ctx: AppContext, token: string, origin: string | 
     scope: null,
     environments: [claims.environment],
     expiresAt: null,
-    sdk: { endUserId: claims.endUserId, origin: claims.origin, publicKeyId: claims.publicKeyId, user: claims.user ?? null },
+    sdk: { endUserId: claims.endUserId, origin: claims.origin, publicKeyId: claims.publicKeyId, user: claims.user ?? null, allowedAgents: key.allowedAgents ?? [] },
   };
 }
 

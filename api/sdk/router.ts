@@ -82,7 +82,7 @@ export const sdkRoutes: AnyRoute[] = [
     summary: 'Create a public widget key (the key is shown once)',
     description:
       `A \`pk_\` key a web page may hold: it can only start chats with the project's agents (SDK init and config), only from the listed origins, ` +
-      `and its chats run in the key's environment. 429 (KEY_LIMIT_REACHED) when the project holds ${PUBLIC_KEYS_PER_PROJECT} live public keys.`,
+      `and its chats run in the key's environment, starting with its entry agent or one the key lists in \`allowedAgents\`. 429 (KEY_LIMIT_REACHED) when the project holds ${PUBLIC_KEYS_PER_PROJECT} live public keys.`,
     tags: KEY_TAGS,
     auth: 'agent:write',
     params: ZProjectIdParam,
@@ -129,9 +129,9 @@ export const sdkRoutes: AnyRoute[] = [
     method: 'patch',
     path: '/api/projects/:projectId/public-keys/:keyId',
     operationId: 'updatePublicKey',
-    summary: "Change a public widget key's name, allowed origins or widget settings",
+    summary: "Change a public widget key's name, allowed origins, allowed agents or widget settings",
     description:
-      'Send any of `name`, `allowedOrigins` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). ' +
+      'Send any of `name`, `allowedOrigins` (replaces the list), `allowedAgents` (replaces the list) and `widget` (greeting, title, theme: a field left out stays, null clears it). ' +
       'The environment never changes. SDK tokens issued to an origin taken off the list stop working at once (403). 404 when the key is not one of the project\'s or is revoked.',
     tags: KEY_TAGS,
     auth: 'agent:write',

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ZProjectIdParam } from '../http/schemas';
 import { KEY_ENVIRONMENTS } from '../../core/platform-keys/environments';
 import { WIDGET_POSITIONS } from '../../db/public-key';
+import { MAX_ALLOWED_AGENTS } from '../../core/sdk/start-agents';
 
 /** Most origins one key may list. */
 export const MAX_ALLOWED_ORIGINS = 50;
@@ -81,11 +82,20 @@ export const ZWidgetSettingsChange = z
   .strict()
   .describe('Fields left out stay as they are; null clears one');
 
+/** Agents a page may name in `agentId`, besides the entry agent. */
+const ZAllowedAgents = z
+  .array(z.string().trim().min(1).max(200))
+  .max(MAX_ALLOWED_AGENTS)
+  .describe(
+    "Agents (ids or names) a page may start a conversation with by naming it in `agentId`, besides the entry agent of the key's environment, which it always may. Empty (the default): the entry agent only; any other `agentId` from the key's SDK tokens is 403",
+  );
+
 export const ZCreatePublicKeyRequest = z
   .object({
     name: z.string().trim().min(1).max(200),
     allowedOrigins: z.array(ZOrigin).min(1).max(MAX_ALLOWED_ORIGINS).describe('Pages allowed to use the key; at least one'),
     environment: z.enum(KEY_ENVIRONMENTS).default('production').describe('Environment the chats started through the key run in'),
+    allowedAgents: ZAllowedAgents.optional(),
     widget: ZWidgetSettings.optional(),
   })
   .strict();
@@ -94,10 +104,14 @@ export const ZUpdatePublicKeyRequest = z
   .object({
     name: z.string().trim().min(1).max(200).optional(),
     allowedOrigins: z.array(ZOrigin).min(1).max(MAX_ALLOWED_ORIGINS).optional().describe('Replaces the list; tokens issued to an origin taken off it stop working at once'),
+    allowedAgents: ZAllowedAgents.optional().describe('Replaces the list (`[]`: the entry agent only); in force for the tokens already issued at their next request'),
     widget: ZWidgetSettingsChange.optional(),
   })
   .strict()
-  .refine((body) => body.name !== undefined || body.allowedOrigins !== undefined || body.widget !== undefined, 'name, allowedOrigins or widget is required')
+  .refine(
+    (body) => body.name !== undefined || body.allowedOrigins !== undefined || body.allowedAgents !== undefined || body.widget !== undefined,
+    'name, allowedOrigins, allowedAgents or widget is required',
+  )
   // The document states the refine: an empty object changes nothing and is refused.
   .openapi({ minProperties: 1 } as Record<string, unknown>);
 
@@ -110,6 +124,7 @@ export const ZPublicKey = z.object({
   keyPrefix: z.string(),
   allowedOrigins: z.array(z.string()),
   environment: z.string(),
+  allowedAgents: z.array(z.string()).describe('Agents a page may start with besides the entry agent (empty: the entry agent only)'),
   widget: z.object({
     greeting: z.string().nullable(),
     title: z.string().nullable(),

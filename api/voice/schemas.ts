@@ -7,8 +7,8 @@ import { NOT_BLANK_PATTERN } from '../http/schemas';
 export const ZCreateVoiceSessionRequest = z
   .object({
     projectId: z.string().min(1).max(64).describe('Project holding the agents'),
-    agentId: z.string().min(1).max(200).optional().describe("Agent to talk to: id, name or `<domain>/<name>` path; default the project's (or the deployment's) entry agent"),
-    deploymentId: z.string().min(1).max(64).optional().describe('Run the versions this deployment pins'),
+    agentId: z.string().min(1).max(200).optional().describe("Agent to talk to: id, name or `<domain>/<name>` path; default the project's (or the deployment's) entry agent. From an SDK token: the entry agent or one its public key lists in `allowedAgents` (403 otherwise)"),
+    deploymentId: z.string().min(1).max(64).optional().describe('Run the versions this deployment pins; not from an SDK token (403)'),
     environment: z
       .enum(['dev', 'staging', 'production'])
       .optional()

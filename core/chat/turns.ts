@@ -24,6 +24,7 @@ import { llmRuntime } from '../llm/runtime';
 import { buildSessionStartInput, claimSessionCapacity, createSessionRecord, giveBackUnstartedSession, linkStartedSession, releaseSessionCapacity, sessionContactFor } from '../sessions/start';
 import { sdkUserCaller, testCaller, unlinkSession } from '../contacts/linking';
 import { resolveNewSessionTarget } from '../sessions/target';
+import { refuseSdkDeploymentChoice, requireSdkMayStartAgent } from '../sdk/start-agents';
 import { forgetRunningSession, recallRunningSession, rememberRunningSession } from '../sessions/running-sessions';
 import { isDroppedUpdate, isNamespaceMissing, isTemporalUnavailable, isWorkflowNotFound, runtimeNotConfigured, sendUpdateResendingDropped, sessionWithStartOperation, sessionWorkflowId } from '../sessions/workflow-client';
 import { runningCalls } from '../running-calls';
@@ -250,6 +251,7 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
   if (body.testContext && !hasPermission(principal, 'agent:write')) {
     throw new ApiError('FORBIDDEN', "testContext needs the 'agent:write' permission");
   }
+  refuseSdkDeploymentChoice(principal, body.deploymentId);
   if ((turnsInFlight.get(ctx) ?? 0) >= ctx.config.MAX_TURNS_IN_FLIGHT) {
     throw new ApiError('QUEUE_FULL', { message: 'Execution queue full', extraBody: { retryAfterMs: 1000 }, headers: { 'Retry-After': '1' } });
   }
@@ -351,6 +353,8 @@ async function sendChatTurn(ctx: CoreContext, options: ChatTurnOptions, existing
         : { ...picked.agent, environment: picked.deployment?.environment ?? body.environment ?? 'dev', deploymentId: picked.deployment?._id ?? null };
     if (!target) throw (picked as { error: unknown }).error;
     requireEnvironment(principal, target.environment);
+    // A widget starts with its entry agent or one its public key offers (a retry joins what it started).
+    if (!earlier) await requireSdkMayStartAgent(ctx.models, principal, { tenantId: project.tenantId, projectId: project._id }, body, target);
     const start = buildSessionStartInput(ctx.config, {
       tenantId: principal.tenantId,
       projectId: project._id,

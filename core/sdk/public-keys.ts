@@ -24,6 +24,7 @@ export interface CreatePublicKeyInput {
   name: string;
   allowedOrigins: string[];
   environment: string;
+  allowedAgents?: string[];
   widget?: WidgetSettingsChange;
   createdBy: string | null;
 }
@@ -31,6 +32,7 @@ export interface CreatePublicKeyInput {
 export interface UpdatePublicKeyInput {
   name?: string;
   allowedOrigins?: string[];
+  allowedAgents?: string[];
   widget?: WidgetSettingsChange;
 }
 
@@ -69,6 +71,7 @@ export async function createPublicKey(ctx: Pick<CoreContext, 'models'>, owner: {
     keyPrefix: key.slice(0, 11),
     allowedOrigins: [...new Set(input.allowedOrigins)],
     environment: input.environment,
+    allowedAgents: [...new Set(input.allowedAgents ?? [])],
     widget: {
       greeting: input.widget?.greeting ?? null,
       title: input.widget?.title ?? null,
@@ -80,7 +83,7 @@ export async function createPublicKey(ctx: Pick<CoreContext, 'models'>, owner: {
 }
 
 /**
- * Changes a live key's name, origins or widget settings; 404 when it is not a live key of this
+ * Changes a live key's name, origins, agents or widget settings; 404 when it is not a live key of this
  * project. Its environment never changes (the tokens it issued are bound to it). Taking an origin
  * off the list ends the tokens issued to that origin at once (api/middleware/auth.ts).
  */
@@ -89,6 +92,7 @@ export async function updatePublicKey(ctx: Pick<CoreContext, 'models'>, owner: {
   const set: Record<string, unknown> = { ...widgetSet(input.widget) };
   if (input.name !== undefined) set.name = input.name;
   if (input.allowedOrigins !== undefined) set.allowedOrigins = [...new Set(input.allowedOrigins)];
+  if (input.allowedAgents !== undefined) set.allowedAgents = [...new Set(input.allowedAgents)];
   const doc = await ctx.models.PublicKey.findOneAndUpdate(filter, { $set: set }, { new: true }).lean();
   if (!doc) throw DomainError.notFound('Public key');
   return doc;
@@ -116,6 +120,7 @@ export function presentPublicKey(doc: PublicKeyDoc) {
     keyPrefix: doc.keyPrefix,
     allowedOrigins: doc.allowedOrigins,
     environment: doc.environment,
+    allowedAgents: doc.allowedAgents ?? [],
     widget: widgetOf(doc),
     permissions: ['chat'] as const,
     status: doc.revokedAt ? ('revoked' as const) : ('active' as const),

@@ -21,6 +21,7 @@ import { requireEnvironment } from '../platform-keys/environments';
 import { deleteSession, endSessionWorkflow } from '../sessions/end';
 import { startSession } from '../sessions/start';
 import { resolveNewSessionTarget, type ResolvedAgent } from '../sessions/target';
+import { refuseSdkDeploymentChoice, requireSdkMayStartAgent } from '../sdk/start-agents';
 import { isWorkflowAlreadyStarted, isWorkflowNotFound, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { signalVoiceRoomEnd } from './room-signal';
 import { requireRecordingAllowed } from './recording-policy';
@@ -129,6 +130,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
   if (principal.sdk && body.environment && body.environment !== sdkEnvironment) {
     throw new DomainError('FORBIDDEN', `This SDK token is bound to ${principal.environments?.join(', ') ?? 'its environment'}; it cannot act on ${body.environment} resources`);
   }
+  refuseSdkDeploymentChoice(principal, body.deploymentId);
   const channelUId = principal.sdk ? sdkChannelUId(principal.sdk) : null;
   const sessionId = idempotencyKey ? uuidFromHash(`voice:${scope.tenantId}:${scope.projectId}:${channelUId ?? ''}:${idempotencyKey}`) : randomUUID();
 
@@ -139,6 +141,7 @@ export async function createVoiceSession(ctx: CoreContext, principal: Principal,
   const target = await resolveNewSessionTarget(ctx.models, scope, { agentId: body.agentId, deploymentId: body.deploymentId, environment: body.environment ?? sdkEnvironment });
   const environment = target.deployment?.environment ?? body.environment ?? sdkEnvironment ?? 'dev';
   requireEnvironment(principal, environment);
+  await requireSdkMayStartAgent(ctx.models, principal, scope, { agentId: body.agentId, environment: body.environment ?? sdkEnvironment }, target.agent);
   const voiceConfig = await agentVoiceConfig(ctx.models, scope, target.agent, target.deployment);
   const identity = principal.sdk ? principal.sdk.endUserId : `caller-${randomBytes(8).toString('hex')}`;
   const roomName = voiceRoomName(sessionId);

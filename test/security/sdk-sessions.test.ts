@@ -192,6 +192,40 @@ it('is refused on every route not marked for it, and cannot use test context or 
   expect(both.status).toBe(401);
 });
 
+it("starts with the entry agent or one its public key offers, never another agent or a chosen deployment (403, no session)", async () => {
+  // Echo is the project's entry agent; Back_Office is published beside it and not offered.
+  await publishAgent(api, t, 'Back_Office', 'AGENT: Back_Office\nGOAL: "Handle refunds."\nON_START:\n  RESPOND: "Back office here."\n');
+  const key = await publicKey(t);
+  const a = await init(t, key.key);
+  const sessionsBefore = await stack.ctx.models.Session.countDocuments({ tenantId: t.tenantId, channelUId: `sdk:${a.endUserId}` });
+  const refused = await chat(a.token, { projectId: t.projectId, agentId: 'Back_Office', message: 'let me in' });
+  expect(refused.status).toBe(403);
+  expect(refused.body.error).toEqual({ code: 'FORBIDDEN', message: expect.stringContaining('agentId "Back_Office" is not the entry agent') });
+  const stream = await api.post('/api/v1/chat/agent/stream', { headers: { 'x-sdk-token': a.token, origin: SHOP }, json: { projectId: t.projectId, agentId: 'Back_Office', message: 'let me in' } });
+  expect(stream.status).toBe(403);
+  const deployment = await chat(a.token, { projectId: t.projectId, deploymentId: 'dep-anything', message: 'hi' });
+  expect({ status: deployment.status, code: deployment.body.error?.code }).toEqual({ status: 403, code: 'FORBIDDEN' });
+  expect(await stack.ctx.models.Session.countDocuments({ tenantId: t.tenantId, channelUId: `sdk:${a.endUserId}` })).toBe(sessionsBefore);
+  // The entry agent named outright is what the page gets anyway.
+  const entry = await chat(a.token, { projectId: t.projectId, agentId: 'Echo', message: 'hi' });
+  expect(entry.status).toBe(200);
+  expect((await stack.ctx.models.Session.findById(entry.body.sessionId).lean())?.agentName).toBe('Echo');
+
+  // Offered by the key: the same token starts it at its next request.
+  const offered = await api.patch(`/api/projects/${t.projectId}/public-keys/${key.id}`, { key: t.adminKey, json: { allowedAgents: ['Back_Office'] } });
+  expect(offered.status).toBe(200);
+  expect(offered.body.publicKey.allowedAgents).toEqual(['Back_Office']);
+  const started = await chat(a.token, { projectId: t.projectId, agentId: 'Back_Office', message: 'hello back office' });
+  expect(started.status).toBe(200);
+  expect((await stack.ctx.models.Session.findById(started.body.sessionId).lean())?.agentName).toBe('Back_Office');
+  // An API key names any agent, as before.
+  const byKey = await api.post('/api/v1/chat/agent', { key: t.adminKey, json: { projectId: t.projectId, agentId: 'Back_Office', message: 'hi' } });
+  expect(byKey.status).toBe(200);
+  // Taken off again: refused again.
+  expect((await api.patch(`/api/projects/${t.projectId}/public-keys/${key.id}`, { key: t.adminKey, json: { allowedAgents: [] } })).body.publicKey.allowedAgents).toEqual([]);
+  expect((await chat(a.token, { projectId: t.projectId, agentId: 'Back_Office', message: 'again' })).status).toBe(403);
+});
+
 it('gets 401 on every operation the OpenAPI document does not mark for SDK tokens', async () => {
   const a = await init(t, pk.key);
   const doc = (await api.get('/openapi.json')).body as { paths: Record<string, Record<string, { operationId: string; security?: Record<string, string[]>[] }>> };

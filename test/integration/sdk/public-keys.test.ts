@@ -248,6 +248,18 @@ describe('SDK init and config', () => {
     for (const json of [{}, { environment: 'dev' }, { name: 'x', key: 'pk_' + '0'.repeat(48) }]) {
       expect((await api.patch(`/api/projects/${t.projectId}/public-keys/${id}`, { key: t.adminKey, json })).status).toBe(400);
     }
+    // The agents a page may start with: names or ids, 1–200 characters, at most 50.
+    for (const allowedAgents of [[''], ['  '], ['x'.repeat(201)], Array.from({ length: 51 }, (_, i) => `A${i}`), 'Echo', [7]]) {
+      const onCreate = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'x', allowedOrigins: [SHOP], allowedAgents } });
+      expect({ allowedAgents, status: onCreate.status, code: onCreate.body.error?.code }).toEqual({ allowedAgents, status: 400, code: 'VALIDATION_ERROR' });
+      const onChange = await api.patch(`/api/projects/${t.projectId}/public-keys/${id}`, { key: t.adminKey, json: { allowedAgents } });
+      expect({ allowedAgents, status: onChange.status }).toEqual({ allowedAgents, status: 400 });
+    }
+    expect((await stack.ctx.models.PublicKey.findById(id).lean())!.allowedAgents).toEqual([]);
+    const offered = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Offers two', allowedOrigins: [SHOP], allowedAgents: ['Billing', ' Billing ', 'Refunds'] } });
+    expect(offered.status).toBe(201);
+    expect(offered.body.publicKey.allowedAgents).toEqual(['Billing', 'Refunds']);
+    await api.delete(`/api/projects/${t.projectId}/public-keys/${offered.body.publicKey.id}`, { key: t.adminKey });
     expect((await stack.ctx.models.PublicKey.findById(id).lean())!.widget).toMatchObject({ title: 'Help', theme: { primaryColor: '#112233' } });
   });
 

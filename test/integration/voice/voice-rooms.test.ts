@@ -218,6 +218,12 @@ it("gives a widget's end user a room as itself, and only its own voice sessions"
   const before = await footprint();
   const recorded = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId, recording: true } });
   expect([recorded.status, recorded.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+  // Nor start with an agent the key does not offer (the entry agent is Concierge), or pick a deployment.
+  await publishAgent(api, t, 'Cashier', AGENT.replace(/Concierge/g, 'Cashier'));
+  for (const json of [{ agentId: 'Cashier' }, { deploymentId: 'dep-anything' }]) {
+    const refused = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId, ...json } });
+    expect([refused.status, refused.body.error?.code]).toEqual([403, 'FORBIDDEN']);
+  }
   expect(await footprint()).toEqual(before);
   const res = await api.post('/api/v1/voice/sessions', { headers: { 'x-sdk-token': alice.token, origin: SHOP }, json: { projectId: t.projectId } });
   expect(res.status).toBe(201);
