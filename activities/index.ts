@@ -20,7 +20,7 @@ import { createMcpToolActivities } from './tools/mcp-tool';
 import { findMcpServer } from '../core/mcp-servers/servers';
 import { findProjectFunction } from '../core/project-functions/functions';
 import { capToolResult } from '../lib/result-cap';
-import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, type ResolveToolSecrets } from './tools/tool-secrets';
+import { DEFAULT_TOOL_SECRET_ENVIRONMENT, scrubFailure, scrubSecrets, secretsForCall, hostGrantsOfCall, type ResolveToolSecrets } from './tools/tool-secrets';
 import { createCancelSuspension, createStartAsyncCall } from './tools/async-call';
 import { type Encryptor } from '../lib/encryption';
 import { Context } from '@temporalio/activity';
@@ -163,11 +163,13 @@ export function createActivities(deps: ActivityDeps) {
       await guard.acquireRate(scope, input.tool, input.timeoutMs, activity.cancellationSignal);
       const vaultPlace = input.sessionId ? { ...scope, sessionId: input.sessionId } : null;
       // Fail-closed: a key that is missing, expired, used up or not for this tool renders empty.
-      const vault = vaultPlace && deps.secretVault ? await deps.secretVault.take(vaultPlace, input.tool.name, vaultKeysOf(input.tool)) : {};
+      const read = vaultPlace && deps.secretVault ? await deps.secretVault.take(vaultPlace, input.tool.name, vaultKeysOf(input.tool)) : {};
+      const vault = Object.fromEntries(Object.entries(read).map(([k, v]) => [k, v.value]));
       let result: Json;
       try {
         result = await runHttpTool(
           { tool: input.tool, args: input.args, timeoutMs: input.timeoutMs, secrets: secrets.values, secretDestinations: secrets.destinations, vaultSecrets: vault,
+          vaultDestinations: Object.fromEntries(Object.entries(read).map(([k, v]) => [k, v.hostGrants])),
           credentialScope: JSON.stringify([input.tenantId, input.projectId, input.toolSecretEnvironment ?? DEFAULT_TOOL_SECRET_ENVIRONMENT]), messageMetadata: input.messageMetadata },
           {
             allowPrivate: deps.config.TOOL_ALLOW_PRIVATE_NETWORKS,
@@ -185,7 +187,8 @@ export function createActivities(deps: ActivityDeps) {
       // A server that echoes a credential back must not put it in the result either.
       result = scrubSecrets(result, input.tool.scrub_secrets === false ? secrets.values : { ...secrets.values, ...prefixed(vault) });
       // RESULT_SECRETS go to the vault; the result keeps `[secret]` in their place.
-      const produced = takeResultSecrets(input.tool, result);
+      // A value this call obtained may go only where the credentials it carried may.
+      const produced = takeResultSecrets(input.tool, result, hostGrantsOfCall(secrets, read));
       if (produced.entries.length > 0) {
         if (vaultPlace && deps.secretVault) await deps.secretVault.put(vaultPlace, produced.entries);
         else deps.logger.warn({ tenantId: input.tenantId, projectId: input.projectId, tool: input.tool.name }, 'RESULT_SECRETS not stored: no session or no secret vault (encryption not configured)');

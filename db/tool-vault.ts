@@ -2,7 +2,9 @@
 // tool's result held, sealed with the tenant's data key and bound to their tenant, project,
 // session and key, so they reach neither the model, the trace nor workflow history. A consumer
 // tool's activity reads them for its `{{_secret.key}}` placeholders. Expired entries are never
-// read (a read that finds one deletes it); MongoDB also drops them through a TTL index.
+// read (a read that finds one deletes it); MongoDB also drops them through a TTL index. A value
+// produced by a call that carried stored secrets (or other vault values) keeps their host lists:
+// it may be sent only where every one of them may go (activities/tools/tool-secrets.ts).
 import { Schema, type Connection, type Model } from 'mongoose';
 import { type KeyRing } from '../lib/key-ring';
 import { seal, unseal, type Sealed } from '../lib/secret-envelope';
@@ -21,9 +23,20 @@ export interface ToolVaultDoc {
   /** Tools that may read it; empty = any tool whose SECRET_ACCESS lists it. */
   consumers: string[];
   singleUse: boolean;
+  /** Where the credentials its producing call carried may go; empty (or absent in older rows): anywhere. */
+  hostGrants?: VaultHostGrant[];
   expiresAt: Date | null;
   value: Sealed;
   createdAt: Date;
+}
+
+/** One credential the producing call carried, and the hosts it may be sent to. */
+export interface VaultHostGrant {
+  /** `secret:<NAME>` (a stored tool secret) or `vault:<key>` (a vault value it read). */
+  via: string;
+  /** The tool secret's row id, for the message that says how to allow a host. */
+  secretId: string | null;
+  allowedHosts: string[];
 }
 
 const ToolVaultSchema = new Schema<ToolVaultDoc>(
@@ -36,6 +49,7 @@ const ToolVaultSchema = new Schema<ToolVaultDoc>(
     producer: { type: String, required: true },
     consumers: { type: [String], default: [] },
     singleUse: { type: Boolean, default: false },
+    hostGrants: { type: [{ _id: false, via: String, secretId: { type: String, default: null }, allowedHosts: [String] }], default: [] },
     expiresAt: { type: Date, default: null },
     value: { type: SealedSchema, required: true },
     createdAt: { type: Date, required: true, default: () => new Date() },
@@ -63,6 +77,14 @@ export interface VaultEntry {
   consumers: string[];
   ttlS: number | null;
   singleUse: boolean;
+  /** Where the credentials its producing call carried may go (empty: it carried none). */
+  hostGrants: VaultHostGrant[];
+}
+
+/** A value read for a consumer, with where it may be sent. */
+export interface VaultValue {
+  value: string;
+  hostGrants: VaultHostGrant[];
 }
 
 export interface SecretVault {
@@ -72,7 +94,7 @@ export interface SecretVault {
    * The values of `keys` that `tool` may read now: present, not expired, and naming it among their
    * consumers (or naming none). A single-use entry is removed by the read that gets it.
    */
-  take(place: VaultPlace, tool: string, keys: string[]): Promise<Record<string, string>>;
+  take(place: VaultPlace, tool: string, keys: string[]): Promise<Record<string, VaultValue>>;
 }
 
 /** The TTL index on `expiresAt`, once per connection (db/ttl-index.ts). */
@@ -95,6 +117,7 @@ export function createSecretVault(models: { ToolVault: ToolVaultModel; TenantDat
           producer: e.producer,
           consumers: e.consumers,
           singleUse: e.singleUse,
+          hostGrants: e.hostGrants,
           expiresAt: e.ttlS === null ? null : new Date(now + e.ttlS * 1000),
           value: seal(dataKey, vaultAad(place, e.key), Buffer.from(e.value, 'utf8')),
           createdAt: new Date(now),
@@ -103,7 +126,7 @@ export function createSecretVault(models: { ToolVault: ToolVaultModel; TenantDat
       }
     },
     async take(place, tool, keys) {
-      const out: Record<string, string> = {};
+      const out: Record<string, VaultValue> = {};
       if (keys.length === 0 || !ring) return out;
       let dataKey: Buffer | null = null;
       for (const key of [...new Set(keys)]) {
@@ -119,7 +142,8 @@ export function createSecretVault(models: { ToolVault: ToolVaultModel; TenantDat
         if (doc.singleUse && (await models.ToolVault.deleteOne({ _id: id })).deletedCount !== 1) continue;
         try {
           dataKey ??= await tenantDataKey(models.TenantDataKey, ring, place.tenantId);
-          out[key] = unseal(dataKey, vaultAad(place, key), doc.value).toString('utf8');
+          const value = unseal(dataKey, vaultAad(place, key), doc.value).toString('utf8');
+          out[key] = { value, hostGrants: (doc.hostGrants ?? []).map((g) => ({ via: g.via, secretId: g.secretId ?? null, allowedHosts: [...g.allowedHosts] })) };
         } catch {
           // Unreadable (its master key removed): fail closed, as if absent.
         }

@@ -9,7 +9,8 @@ import { readBodyCapped } from './response-body';
 import { authHeaders } from './http-auth';
 import { blockedDestinationOf, destinationGuard, type Resolve } from '../../lib/net/destination';
 import { withToolSpan } from '../../lib/tracing';
-import { assertSecretsMayGoTo, scrubFailure, scrubSecrets, type SecretDestinations } from './tool-secrets';
+import { assertSecretsMayGoTo, assertVaultValuesMayGoTo, scrubFailure, scrubSecrets, type SecretDestinations } from './tool-secrets';
+import type { VaultHostGrant } from '../../db/tool-vault';
 import { clientCredentialsToken, forgetClientCredentialsToken, type ClientCredentialsCall } from './oauth2-client';
 
 export interface HttpToolInput {
@@ -23,6 +24,8 @@ export interface HttpToolInput {
    * already read; a key missing here renders as an empty string.
    */
   vaultSecrets?: Record<string, string>;
+  /** Where each of `vaultSecrets` may be sent (the credentials of the call that produced it); refused elsewhere before it is sent. */
+  vaultDestinations?: Record<string, readonly VaultHostGrant[]>;
   /** Where each of `secrets` may be sent; a request carrying one elsewhere is refused before it is sent. */
   secretDestinations: SecretDestinations;
   /**
@@ -189,6 +192,7 @@ async function send(binding: HttpBinding, input: HttpToolInput, options: HttpToo
   // oauth2_client, the token they obtained does; the URL is the final one (arguments filled in):
   // each must allow its destination.
   assertSecretsMayGoTo(input.tool.name, Object.keys(input.secrets), input.secretDestinations, url);
+  assertVaultValuesMayGoTo(input.tool.name, input.vaultDestinations ?? {}, url);
   const timeout = AbortSignal.timeout(input.timeoutMs);
   const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   let res: Response;

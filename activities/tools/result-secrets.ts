@@ -3,7 +3,7 @@
 // taken out of its result, so the value at each path goes to the vault and the result the
 // workflow, the model and the trace see holds `[secret]` there instead.
 import type { Json, ToolIR } from '../../abl/ir';
-import type { VaultEntry } from '../../db/tool-vault';
+import type { VaultEntry, VaultHostGrant } from '../../db/tool-vault';
 import { SCRUBBED, scrubSecrets } from './tool-secrets';
 
 const PLACEHOLDER = /\{\{[^}]*?\b_secret\s*\.\s*([A-Za-z_]\w*)[^}]*\}\}/g;
@@ -29,9 +29,9 @@ function splitPath(path: string): Array<string | number> {
  * The producer's entries and its result without them: each path's value (text as is, anything
  * else as JSON) goes to the vault, `[secret]` takes its place, and any copy of it elsewhere in the
  * result is scrubbed too. A path the result does not have stores nothing (its consumers get an
- * empty placeholder).
+ * empty placeholder). `hostGrants`: where the credentials the producing call carried may go.
  */
-export function takeResultSecrets(tool: ToolIR, result: Json): { result: Json; entries: VaultEntry[] } {
+export function takeResultSecrets(tool: ToolIR, result: Json, hostGrants: VaultHostGrant[] = []): { result: Json; entries: VaultEntry[] } {
   const specs = tool.result_secrets ?? [];
   if (specs.length === 0 || result === null || typeof result !== 'object') return { result, entries: [] };
   const copy = JSON.parse(JSON.stringify(result)) as Json;
@@ -52,6 +52,7 @@ export function takeResultSecrets(tool: ToolIR, result: Json): { result: Json; e
       consumers: spec.consumers,
       ttlS: spec.ttl_s,
       singleUse: spec.single_use,
+      hostGrants,
     });
     holder[last] = SCRUBBED;
   }

@@ -7,6 +7,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { type Json, type ToolIR } from '../../abl/ir';
 import { type ResolvedToolSecret, type ToolSecretQuery } from '../../db/tool-secret';
 import { destinationOf, isAllowedHost } from '../../lib/net/allowed-hosts';
+import type { VaultHostGrant, VaultValue } from '../../db/tool-vault';
 
 /** The environment a tool call's secrets come from while sessions carry none of their own. */
 export const DEFAULT_TOOL_SECRET_ENVIRONMENT = 'dev';
@@ -118,6 +119,35 @@ export function assertSecretsMayGoTo(toolName: string, names: Iterable<string>, 
         ? `Tool ${toolName}: secret "${name}" names no hosts it may be sent to; set them with ${fix} {"allowedHosts": ["${destinationOf(url)}"]} if ${destinationOf(url)} is meant to receive it`
         : `Tool ${toolName}: secret "${name}" may not be sent to ${destinationOf(url)} (its allowed hosts: ${allowed.join(', ')}); add the host with ${fix} if it is meant to receive it`;
     throw ApplicationFailure.nonRetryable(message, 'TOOL_SECRET_DESTINATION_NOT_ALLOWED', { secretKey: name, destination: destinationOf(url) });
+  }
+}
+
+/**
+ * Where a value produced by this call may go: the host list of every stored secret the call
+ * carried and every list a vault value it read already had. A token a secret obtained is as
+ * powerful as the secret where it is honoured, so it may go only where the secret may; a call
+ * that carried no credential leaves its values free to go anywhere (empty).
+ */
+export function hostGrantsOfCall(secrets: CallSecrets, vault: Record<string, VaultValue>): VaultHostGrant[] {
+  const grants = new Map<string, VaultHostGrant>();
+  for (const [name, d] of Object.entries(secrets.destinations)) grants.set(`secret:${name}`, { via: `secret:${name}`, secretId: d.id, allowedHosts: [...d.allowedHosts] });
+  for (const { hostGrants } of Object.values(vault)) for (const g of hostGrants) if (!grants.has(g.via)) grants.set(g.via, g);
+  return [...grants.values()];
+}
+
+/**
+ * Fails the call for good (TOOL_SECRET_DESTINATION_NOT_ALLOWED), before anything is sent, when a
+ * vault value the request carries came from a call whose credentials may not be sent to `url`.
+ */
+export function assertVaultValuesMayGoTo(toolName: string, grantsByKey: Record<string, readonly VaultHostGrant[]>, url: URL): void {
+  for (const [key, grants] of Object.entries(grantsByKey)) {
+    for (const grant of grants) {
+      if (grant.allowedHosts.length > 0 && isAllowedHost(grant.allowedHosts, url)) continue;
+      const source = grant.via.startsWith('secret:') ? `secret "${grant.via.slice('secret:'.length)}"` : `vault value "${grant.via.slice('vault:'.length)}"`;
+      const fix = grant.secretId ? `; add the host with PUT /api/tool-secrets/${grant.secretId} if it is meant to receive what that secret obtains` : '';
+      const message = `Tool ${toolName}: vault value "${key}" was produced by a call that carried ${source}, so it may go only where that may (${grant.allowedHosts.join(', ') || 'nowhere'}), not to ${destinationOf(url)}${fix}`;
+      throw ApplicationFailure.nonRetryable(message, 'TOOL_SECRET_DESTINATION_NOT_ALLOWED', { secretKey: `_secret.${key}`, destination: destinationOf(url) });
+    }
   }
 }
 

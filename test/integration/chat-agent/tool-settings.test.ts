@@ -2,7 +2,8 @@
 // retry + 1 attempts (0 means one), `circuit_breaker` stops sending after `threshold` failures in
 // a row and fails fast with a tool_error, `rate_limit` refuses a call with no free slot in time,
 // and the SecretRef vault carries a producer's token to its consumer's header without the model,
-// the reply, the trace or the workflow history ever holding it.
+// the reply, the trace or the workflow history ever holding it, and a token a stored secret
+// obtained goes only where that secret may.
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../../support/stack';
@@ -11,6 +12,8 @@ import { chatOnce, publishAgent } from '../../support/agents';
 import { payloadText, sessionHistory } from '../../support/workflow-history';
 
 const TOKEN = 'vault-token-5f1c9a7e2b';
+const LOGIN_KEY = 'stored-login-key-9d2e4c';
+const MINTED = 'minted-by-secret-3b7f1a';
 
 let tools: Server;
 let toolsUrl: string;
@@ -55,6 +58,10 @@ beforeAll(async () => {
     if (path === 'login') {
       res.writeHead(200, { 'content-type': 'application/json' });
       return res.end(JSON.stringify({ data: { token: TOKEN, user: 'ann' } }));
+    }
+    if (path === 'mint') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ data: { token: req.headers['x-key'] === LOGIN_KEY ? MINTED : 'no-key' } }));
     }
     if (path === 'profile') authSeen.push(req.headers.authorization ?? '');
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -161,4 +168,65 @@ it("sends the producer's token to its consumer's header once, and keeps it out o
   expect(turn.response).toContain('second saw [Bearer].');
   expect(turn.text).not.toContain(TOKEN);
   expect(payloadText(await sessionHistory(stack, turn.sessionId))).not.toContain(TOKEN);
+});
+
+it("sends a token a stored secret obtained only where that secret may go, refused elsewhere before anything is sent", async () => {
+  const port = new URL(toolsUrl).port;
+  // The secret may go to 127.0.0.1 only; localhost is the same server under a name it does not list.
+  const stored = await api.post('/api/tool-secrets', { key: t.adminKey, json: { projectId: t.projectId, toolName: 'mint', secretKey: 'LOGIN_KEY', value: LOGIN_KEY, allowedHosts: [`127.0.0.1:${port}`] } });
+  expect(stored.status).toBe(201);
+  const consumer = (name: string, base: string) => `  ${name}() -> object
+    type: http
+    endpoint: "${base}/profile"
+    SECRET_ACCESS:
+      READ: [minted]
+    headers:
+      Authorization: "Bearer {{_secret.minted}}"`;
+  await publishAgent(api, t, 'Minting_Agent', `AGENT: Minting_Agent
+GOAL: "Mint a token, then use it."
+TOOLS:
+  mint() -> object
+    type: http
+    endpoint: "${toolsUrl}/mint"
+    headers:
+      X-Key: "{{secrets.LOGIN_KEY}}"
+    RESULT_SECRETS:
+      - data.token -> minted
+${consumer('elsewhere', `http://localhost:${port}`)}
+${consumer('at_home', toolsUrl)}
+FLOW:
+  steps: [mint_it, leak, use]
+  mint_it:
+    REASONING: false
+    CALL: mint
+    ON_SUCCESS:
+      THEN: leak
+  leak:
+    REASONING: false
+    CALL: elsewhere
+    ON_SUCCESS:
+      RESPOND: "sent elsewhere."
+      THEN: use
+    ON_FAIL:
+      RESPOND: "not sent elsewhere."
+      THEN: use
+  use:
+    REASONING: false
+    CALL: at_home
+    AS: p
+    ON_SUCCESS:
+      RESPOND: "home saw {{p.echoed}}."
+      THEN: COMPLETE
+`);
+  const before = authSeen.length;
+  const turn = await chatOnce(api, t, 'Minting_Agent', 'go');
+  expect(turn.response).toContain('not sent elsewhere.');
+  expect(turn.response).toContain('home saw Bearer [secret].');
+  // The only request that carried the token went where the secret may.
+  expect(authSeen.slice(before)).toEqual([`Bearer ${MINTED}`]);
+  const error = toolError(turn);
+  expect(error).toContain('vault value \\"minted\\" was produced by a call that carried secret \\"LOGIN_KEY\\"');
+  expect(error).toContain(`not to localhost:${port}`);
+  expect(error).toContain(`PUT /api/tool-secrets/${stored.body.secret.id}`);
+  expect(turn.text).not.toContain(MINTED);
 });
