@@ -475,6 +475,12 @@ export const ConfigSchema = z.object({
    */
   SESSION_CAPACITY_RECONCILE_MS: z.coerce.number().int().min(0).default(5 * 60 * 1000),
   VOICE_ROOM_RECONCILE_MS: z.coerce.number().int().min(0).default(60_000),
+  /**
+   * How often each API process records the end of sessions whose workflow was terminated, failed
+   * or timed out outside the platform (the Temporal Web UI, the CLI), in ms; 0 turns it off
+   * (core/sessions/closed-reconciler.ts).
+   */
+  SESSION_RECONCILE_MS: z.coerce.number().int().min(0).default(60_000),
   /** How often each API process delivers callback claims its process did not hand over (0: off). */
   CALLBACK_CLAIM_SWEEP_MS: z.coerce.number().int().min(0).default(15_000),
   /** How often each API process closes app runs whose process stopped mid-request (0: off). */

@@ -113,7 +113,24 @@ function emptyStats(): SessionStats {
   return { messageCount: 0, traceEventCount: 0, tokenCount: 0, errorCount: 0, estimatedCost: 0, handoffCount: 0 };
 }
 
+/** The end reason of a session whose workflow was asked to cancel (the Temporal Web UI, `temporal workflow cancel`). */
+export const CANCELLED_END_REASON = 'workflow_canceled';
+
+/**
+ * A cancellation request is an end request: the session ends as on `end`, writing its last rows,
+ * giving its place back and telling its conversation or room, instead of having its timers and
+ * activities cancelled under it (which failed every workflow task from then on). Its body runs in
+ * a scope the request does not cancel, and sees the request as `cancellation.requested`.
+ */
 export async function agentSession(input: SessionStartInput): Promise<{ status: 'ended'; reason: string }> {
+  const cancellation = { requested: false };
+  wf.CancellationScope.current().cancelRequested.catch(() => {
+    cancellation.requested = true;
+  });
+  return wf.CancellationScope.nonCancellable(() => runAgentSession(input, cancellation));
+}
+
+async function runAgentSession(input: SessionStartInput, cancellation: { readonly requested: boolean }): Promise<{ status: 'ended'; reason: string }> {
   const carried: CarriedSessionState | undefined = input.carried;
   let runtime: SessionRuntimeState | null = carried?.runtime ?? null;
   let turnCount = carried?.turnCount ?? 0;
@@ -589,6 +606,10 @@ export async function agentSession(input: SessionStartInput): Promise<{ status: 
 
   projection.resume();
   if (wf.patched(ASYNC_TOOLS_PATCH)) void watchCallbacks();
+  // Nothing is recorded for it until it comes (a condition is no command), so no marker is needed.
+  void wf.condition(() => cancellation.requested).then(() => {
+    ended ??= { reason: CANCELLED_END_REASON };
+  });
 
   if (wf.patched(IDLE_WATCHDOG_PATCH)) {
     // One timer per idle period, not one per turn: when it fires it re-arms for whatever is

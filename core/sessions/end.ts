@@ -71,7 +71,7 @@ export async function endSessionWorkflow(ctx: CoreContext, session: { tenantId: 
  * summary says ended (if it still said active), the session's capacity slot goes back, and its
  * memory stores are deleted after the status changed (as the workflow's own end does). Idempotent.
  */
-export async function recordSessionTerminated(ctx: CoreContext, session: { tenantId: string; sessionId: string }, reason: string): Promise<void> {
+export async function recordSessionTerminated(ctx: Pick<CoreContext, 'models'>, session: { tenantId: string; sessionId: string }, reason: string): Promise<void> {
   const { tenantId, sessionId } = session;
   await ctx.models.Session.updateOne(
     { _id: sessionId, tenantId, status: 'active' },

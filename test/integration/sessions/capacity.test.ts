@@ -8,6 +8,7 @@ import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { seedSession } from './fixtures';
+import { reconcileClosedSessions } from '../../../core/sessions/closed-reconciler';
 
 const stacks: TestStack[] = [];
 afterAll(async () => {
@@ -166,5 +167,47 @@ describe('reconciliation', () => {
     expect(await stack.ctx.models.SessionSlot.exists({ _id: `${t.tenantId}/${old._id}` })).toBeTruthy();
     // Nothing left to repair, and a repeated run changes nothing.
     expect(await reconcileSessionCapacity(stack.ctx.models, t.tenantId, 0)).toEqual({ released: 0, adopted: 0, corrected: null });
+  });
+});
+
+describe('a session workflow closed outside the platform', () => {
+  it('ends and gives its place back: cancelled (it ends itself), terminated (recorded by the reconciliation)', async () => {
+    const { stack, t, chat } = await setup({ MAX_CONCURRENT_SESSIONS: '2' });
+    const [a, b, kept] = [await chat({ message: 'hello' }), await chat({ message: 'hello' }), null];
+    expect([a.status, b.status, kept]).toEqual([200, 200, null]);
+    expect(await counted(stack, t)).toEqual({ active: 2, slots: 2 });
+    // The cap is reached: a third session is refused while the two are open.
+    expect((await chat({ message: 'hello' })).status).toBe(429);
+    const since = new Date(Date.now() - 60_000);
+    const temporal = await stack.ctx.temporal.client();
+    // What an operator does in the Web UI: the workflow ends without running the session's own end.
+    await temporal.workflow.getHandle(`session/${a.body.sessionId}`).terminate('operator: stuck conversation');
+    await temporal.workflow.getHandle(`session/${b.body.sessionId}`).cancel();
+    await eventually(
+      async () => (await temporal.workflow.getHandle(`session/${b.body.sessionId}`).describe()).status.name,
+      (status) => status !== 'RUNNING',
+      30_000,
+      100,
+    );
+    const deps = { models: stack.ctx.models, temporalClient: temporal };
+    // Visibility lists a close a moment after it: looked at again until both are in.
+    await eventually(
+      async () => {
+        await reconcileClosedSessions(deps, since);
+        return stack.ctx.models.Session.find({ _id: { $in: [a.body.sessionId, b.body.sessionId] } }, { status: 1, endReason: 1 }).lean();
+      },
+      (rows) => rows.every((r) => r.status === 'ended'),
+      30_000,
+      250,
+    );
+    const terminated = await stack.ctx.models.Session.findById(a.body.sessionId).lean();
+    expect(terminated).toMatchObject({ status: 'ended', endReason: 'workflow_terminated', endedAt: expect.any(Date) });
+    // A cancellation request is an end request: the session wrote its own end and completed.
+    expect(await stack.ctx.models.Session.findById(b.body.sessionId).lean()).toMatchObject({ status: 'ended', endReason: 'workflow_canceled' });
+    expect((await temporal.workflow.getHandle(`session/${b.body.sessionId}`).describe()).status.name).toBe('COMPLETED');
+    expect(await counted(stack, t)).toEqual({ active: 0, slots: 0 });
+    // Running it again changes nothing; the places are free for new sessions.
+    expect((await reconcileClosedSessions(deps, since)).recorded).toBe(0);
+    expect((await chat({ message: 'hello' })).status).toBe(200);
   });
 });
