@@ -3,6 +3,7 @@
 // execute its commands as activities and child workflows, persist the turn's projection, and
 // return the reply. Long sessions continue-as-new with their state once history grows.
 import * as wf from '@temporalio/workflow';
+import { finishingOnCancellation, onCancellationRequest, type CancellationRequest } from './cancellation';
 import type { Activities } from '../activities';
 import type { CompilationOutput, Json, VoiceOutputIR } from '../abl/ir';
 import type { AdvanceResult, RuntimeEvent, SessionRuntimeState } from '../abl/runtime/contract';
@@ -118,19 +119,13 @@ export const CANCELLED_END_REASON = 'workflow_canceled';
 
 /**
  * A cancellation request is an end request: the session ends as on `end`, writing its last rows,
- * giving its place back and telling its conversation or room, instead of having its timers and
- * activities cancelled under it (which failed every workflow task from then on). Its body runs in
- * a scope the request does not cancel, and sees the request as `cancellation.requested`.
+ * giving its place back and telling its conversation or room (workflows/cancellation.ts).
  */
 export async function agentSession(input: SessionStartInput): Promise<{ status: 'ended'; reason: string }> {
-  const cancellation = { requested: false };
-  wf.CancellationScope.current().cancelRequested.catch(() => {
-    cancellation.requested = true;
-  });
-  return wf.CancellationScope.nonCancellable(() => runAgentSession(input, cancellation));
+  return finishingOnCancellation((cancellation) => runAgentSession(input, cancellation));
 }
 
-async function runAgentSession(input: SessionStartInput, cancellation: { readonly requested: boolean }): Promise<{ status: 'ended'; reason: string }> {
+async function runAgentSession(input: SessionStartInput, cancellation: CancellationRequest): Promise<{ status: 'ended'; reason: string }> {
   const carried: CarriedSessionState | undefined = input.carried;
   let runtime: SessionRuntimeState | null = carried?.runtime ?? null;
   let turnCount = carried?.turnCount ?? 0;
@@ -606,8 +601,9 @@ async function runAgentSession(input: SessionStartInput, cancellation: { readonl
 
   projection.resume();
   if (wf.patched(ASYNC_TOOLS_PATCH)) void watchCallbacks();
-  // Nothing is recorded for it until it comes (a condition is no command), so no marker is needed.
-  void wf.condition(() => cancellation.requested).then(() => {
+  // Nothing is recorded for it until it comes, and no session ever completed a task after one
+  // (each failed from then on), so no marker is needed.
+  onCancellationRequest(cancellation, () => {
     ended ??= { reason: CANCELLED_END_REASON };
   });
 

@@ -22,7 +22,11 @@ import {
   type HumanTaskView,
 } from './definitions';
 import { boostedPriority, checkAssign, checkCancel, checkClaim, checkResolve, initialTaskView, priorityNumber, TransitionRefused } from './human-task-rules';
-import { HUMAN_TASK_PROJECTION_ACTIVITY_PATCH } from './patches';
+import { HUMAN_TASK_CANCEL_REQUEST_PATCH, HUMAN_TASK_PROJECTION_ACTIVITY_PATCH } from './patches';
+import { finishingOnCancellation, onCancellationRequest, type CancellationRequest } from './cancellation';
+
+/** Why a task cancelled by a cancellation request to its workflow was cancelled. */
+export const CANCEL_REQUEST_REASON = 'workflow cancellation requested in Temporal';
 import { AssigneeKey, TaskPriorityKey, TaskStatusKey } from './search-attributes';
 
 const PROJECTION_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 } as const;
@@ -41,6 +45,11 @@ function refuse(check: () => void): void {
 }
 
 export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<HumanTaskView> {
+  if (!wf.patched(HUMAN_TASK_CANCEL_REQUEST_PATCH)) return runHumanTask(input, null);
+  return finishingOnCancellation((cancellation) => runHumanTask(input, cancellation));
+}
+
+async function runHumanTask(input: HumanTaskStartInput, cancellation: CancellationRequest | null): Promise<HumanTaskView> {
   const task = initialTaskView(input, Date.now());
   const terminal = () => TERMINAL_TASK_STATUSES.includes(task.status);
   const recordHumanTask = wf.patched(HUMAN_TASK_PROJECTION_ACTIVITY_PATCH) ? recordHumanTaskCommitted : recordHumanTaskLocally;
@@ -147,6 +156,15 @@ export async function humanTaskWorkflow(input: HumanTaskStartInput): Promise<Hum
     task.cancelReason = reason;
     transition('cancelled', 'cancelled', 'system', reason);
   });
+
+  // A cancellation request from Temporal cancels the task like the cancel update.
+  if (cancellation) {
+    onCancellationRequest(cancellation, () => {
+      if (terminal()) return;
+      task.cancelReason = CANCEL_REQUEST_REASON;
+      transition('cancelled', 'cancelled', 'system', CANCEL_REQUEST_REASON);
+    });
+  }
 
   await persist();
   /** Waits for an outcome until `dueAt` (for ever without one); false when it passed first. */

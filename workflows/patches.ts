@@ -208,6 +208,14 @@ export const CALLBACK_AT_ROLLOVER_PATCH = 'callback-at-rollover-v1';
 export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activity-v1';
 
 /**
+ * A cancellation request (the Temporal Web UI, `temporal workflow cancel`) cancels the task, as
+ * the cancel update does, and the task tells its session and ends; before it, the request
+ * cancelled the task's timer and the workflow closed with the task still open in the projection.
+ * Tasks started before it keep the old behaviour. Asked once, when the task workflow starts.
+ */
+export const HUMAN_TASK_CANCEL_REQUEST_PATCH = 'human-task-cancel-request-v1';
+
+/**
  * `type: sandbox` tools run their code (the `runSandboxTool` activity) instead of failing at once
  * with "cannot run yet". Runs recorded before it replay that failure. Asked only when a sandbox
  * tool is called without a test mock, so other histories carry no marker.

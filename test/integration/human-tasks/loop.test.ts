@@ -259,6 +259,23 @@ it('cancels a task: the session resumes with human.cancelled, and the task canno
   expect(resolve.status).toBe(409);
 });
 
+it('takes a cancellation request from Temporal (the Web UI, the CLI) as cancelling the task: the session resumes with human.cancelled', async () => {
+  const { sessionId, taskId } = await escalated();
+  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(`human-task/${taskId}`);
+  await handle.cancel();
+  // The workflow finishes its own way: the task cancelled in the projection, the session told.
+  expect((await handle.result()).status).toBe('cancelled');
+  const task = (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+  expect(task).toMatchObject({ status: 'cancelled', cancelReason: 'workflow cancellation requested in Temporal' });
+  expect(task.history.map((h: { action: string; by: string | null }) => [h.action, h.by])).toEqual([
+    ['created', 'agent:Refunds'],
+    ['cancelled', 'system'],
+  ]);
+  await replies(sessionId, 'Anything else?');
+  expect((await handle.describe()).status.name).toBe('COMPLETED');
+  await replayWithTodaysCode(await decodeEncryptedPayloads(await handle.fetchHistory(), stack.ctx.payloadCodec), `human-task/${taskId}`);
+});
+
 it('cancels the open tasks of a deleted session', async () => {
   const { sessionId, taskId } = await escalated();
   const deleted = await api.delete(`/api/projects/${t.projectId}/sessions/${sessionId}`, { key: t.adminKey });
