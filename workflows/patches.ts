@@ -216,6 +216,14 @@ export const HUMAN_TASK_PROJECTION_ACTIVITY_PATCH = 'human-task-projection-activ
 export const HUMAN_TASK_CANCEL_REQUEST_PATCH = 'human-task-cancel-request-v1';
 
 /**
+ * A cancellation request to a voice room's workflow closes the room as its end signal does (the
+ * voice agent asked to leave, the room closed on LiveKit, the record ended, the place given back);
+ * before it, the request cancelled the close too and the room waited for the reconciler. Rooms
+ * started before it keep the old behaviour. Asked once, when the room's workflow starts.
+ */
+export const VOICE_ROOM_CANCEL_REQUEST_PATCH = 'voice-room-cancel-request-v1';
+
+/**
  * `type: sandbox` tools run their code (the `runSandboxTool` activity) instead of failing at once
  * with "cannot run yet". Runs recorded before it replay that failure. Asked only when a sandbox
  * tool is called without a test mock, so other histories carry no marker.

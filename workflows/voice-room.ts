@@ -8,6 +8,8 @@ import * as wf from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import type { VoiceAgentActivities } from '../activities/voice/types';
 import { endVoiceRoomSignal, type VoiceRoomInput, type VoiceRoomResult, type VoiceRoomWorkflow } from './definitions';
+import { finishingOnCancellation, onCancellationRequest, type CancellationRequest } from './cancellation';
+import { VOICE_ROOM_CANCEL_REQUEST_PATCH } from './patches';
 
 const { closeVoiceRoom } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -27,12 +29,26 @@ function failureReason(err: unknown): string {
   return 'voice_agent_failed';
 }
 
+/** The reason a room closed on a cancellation request to its workflow (the Temporal Web UI, the CLI). */
+export const ROOM_CANCELLED_REASON = 'workflow_canceled';
+
 export const voiceRoom: VoiceRoomWorkflow = async (input: VoiceRoomInput): Promise<VoiceRoomResult> => {
+  if (!wf.patched(VOICE_ROOM_CANCEL_REQUEST_PATCH)) return runVoiceRoom(input, null);
+  return finishingOnCancellation((cancellation) => runVoiceRoom(input, cancellation));
+};
+
+async function runVoiceRoom(input: VoiceRoomInput, cancellation: CancellationRequest | null): Promise<VoiceRoomResult> {
   // What the end signal asked, and how the room's attendance ended, whichever comes first.
   const state: { endRequested: string | null; outcome: VoiceRoomResult | null } = { endRequested: null, outcome: null };
   wf.setHandler(endVoiceRoomSignal, ({ reason }) => {
     state.endRequested ??= reason;
   });
+  // A cancellation request from Temporal closes the room as the end signal does.
+  if (cancellation) {
+    onCancellationRequest(cancellation, () => {
+      state.endRequested ??= ROOM_CANCELLED_REASON;
+    });
+  }
   const { attendVoiceRoom } = wf.proxyActivities<VoiceAgentActivities>({
     taskQueue: input.voiceTaskQueue,
     // A call lasts at most this long.
@@ -80,7 +96,7 @@ export const voiceRoom: VoiceRoomWorkflow = async (input: VoiceRoomInput): Promi
     }
   }
   return result;
-};
+}
 
 /** Compile-time check: clients start this workflow by the signature in definitions.ts. */
 type _SignatureIsTheContract = Assert<Same<typeof voiceRoom, VoiceRoomWorkflow>>;

@@ -160,6 +160,14 @@ it('closes the room when the session ends, with no voice agent in it', async () 
   expect(await roomExists(own.body.room)).toBe(false);
   // Ending it again answers it unchanged.
   expect((await api.post(`/api/v1/voice/sessions/${ended.body.sessionId}/end`, { key: t.adminKey })).body.voiceSession).toMatchObject({ status: 'ended', endReason: 'session_ended' });
+  // An operator's cancellation request on the room's workflow (Web UI, CLI) closes it the same way.
+  const cancelled = await create(t.adminKey, { projectId: t.projectId });
+  const room = client.workflow.getHandle(`voice-room/${cancelled.body.sessionId}`);
+  await room.cancel();
+  expect(await room.result()).toMatchObject({ reason: 'workflow_canceled' });
+  expect(await roomRecord(cancelled.body.sessionId)).toMatchObject({ status: 'ended', endReason: 'workflow_canceled' });
+  expect(await roomExists(cancelled.body.room)).toBe(false);
+  expect(await openVoiceRooms(stack.ctx.models)).toBe(0);
 });
 
 it(`refuses room ${MAX_ROOMS + 1} with 429 until one closes`, async () => {
