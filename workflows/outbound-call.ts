@@ -21,6 +21,8 @@ import {
 } from './definitions';
 import { isMachine, movesForward, providerTransition } from './outbound-call-rules';
 import { CallStatusKey } from './search-attributes';
+import { finishingOnCancellation, onCancellationRequest, type CancellationRequest } from './cancellation';
+import { OUTBOUND_CALL_CANCEL_REQUEST_PATCH } from './patches';
 
 const PROJECTION_RETRY = { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 20 } as const;
 const { recordOutboundCall } = wf.proxyActivities<Activities>({ startToCloseTimeout: '10 seconds', retry: PROJECTION_RETRY });
@@ -40,6 +42,11 @@ const WAIT_HISTORY_LIMIT = 5_000;
 const RECONCILE_EVERY_MS = 2_000;
 
 export const outboundCall: OutboundCallWorkflow = async (input) => {
+  if (!wf.patched(OUTBOUND_CALL_CANCEL_REQUEST_PATCH)) return runOutboundCall(input, null);
+  return finishingOnCancellation((cancellation) => runOutboundCall(input, cancellation));
+};
+
+async function runOutboundCall(input: Parameters<OutboundCallWorkflow>[0], cancellation: CancellationRequest | null): Promise<OutboundCallView> {
   const at = () => new Date().toISOString();
   const view: OutboundCallView = {
     outboundCallId: input.outboundCallId,
@@ -153,6 +160,14 @@ export const outboundCall: OutboundCallWorkflow = async (input) => {
     }
     return { outboundCallId: view.outboundCallId, phase: view.phase, outcome: view.outcome };
   });
+  // A cancellation request from Temporal (the Web UI, the CLI) ends the call as a terminate does.
+  if (cancellation) {
+    onCancellationRequest(cancellation, () => {
+      if (view.phase === 'terminal') return;
+      if (view.phase === 'in_progress') endHere('completed', 'hung up: workflow cancellation requested in Temporal');
+      else endHere('canceled', 'workflow cancellation requested in Temporal before it connected');
+    });
+  }
 
   wf.setHandler(
     waitOutboundCallUpdate,
@@ -255,4 +270,4 @@ export const outboundCall: OutboundCallWorkflow = async (input) => {
   await wf.condition(wf.allHandlersFinished);
   await persist();
   return view;
-};
+}

@@ -224,6 +224,14 @@ export const HUMAN_TASK_CANCEL_REQUEST_PATCH = 'human-task-cancel-request-v1';
 export const VOICE_ROOM_CANCEL_REQUEST_PATCH = 'voice-room-cancel-request-v1';
 
 /**
+ * A cancellation request to an outbound call's workflow ends the call as its terminate update does
+ * (cancelled at the provider before it connects, hung up after, its session ended); before it, the
+ * request cancelled the workflow's timers and the call was left to the provider. Calls started
+ * before it keep the old behaviour. Asked once, when the call's workflow starts.
+ */
+export const OUTBOUND_CALL_CANCEL_REQUEST_PATCH = 'outbound-call-cancel-request-v1';
+
+/**
  * `type: sandbox` tools run their code (the `runSandboxTool` activity) instead of failing at once
  * with "cannot run yet". Runs recorded before it replay that failure. Asked only when a sandbox
  * tool is called without a test mock, so other histories carry no marker.

@@ -89,6 +89,19 @@ describe('a call through every phase', () => {
     expect((await untilPhase(id, 'terminal')).outcome).toBe('canceled');
   });
 
+  it("an operator's cancellation request in Temporal (Web UI, CLI) ends the call as terminate does", async () => {
+    const id = await initiate('+15005550015');
+    await untilPhase(id, 'ringing');
+    const handle = (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`);
+    await handle.cancel();
+    const ended = await untilPhase(id, 'terminal');
+    expect(ended).toMatchObject({ outcome: 'canceled', failureReason: 'workflow cancellation requested in Temporal before it connected' });
+    const sid = await sidOf(id);
+    expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+    // The workflow finishes its own way (completed, not cancelled): its result is the call's end.
+    expect((await handle.result()).phase).toBe('terminal');
+  });
+
   it('terminate after it connects hangs up: the outcome is completed', async () => {
     const id = await initiate('+15005550021');
     await untilPhase(id, 'in_progress');
