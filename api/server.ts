@@ -9,7 +9,7 @@ import { startCapacityReconciler } from '../core/sessions/capacity-reconciler';
 import { startRollupWarmer } from '../core/analytics/rollup-warmer';
 import { startStaleClaimSweep } from '../core/callbacks/stale-claims';
 import { startVoiceRoomReconciler } from '../core/voice/room-reconciler';
-import { startClosedSessionReconciler } from '../core/sessions/closed-reconciler';
+import { startClosedWorkflowReconciler } from '../core/sessions/closed-reconciler';
 import { startInterruptedRunSweep } from '../core/agentic-apps/stale-runs';
 import { httpServerOptions, limitConnectionsPerAddress } from './http/server-limits';
 import { assertTemporalSetUp, TemporalSetupError } from '../lib/temporal-setup';
@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const stopReconciler = startCapacityReconciler(ctx);
   const stopClaimSweep = startStaleClaimSweep(ctx);
   const stopVoiceRoomReconciler = startVoiceRoomReconciler(ctx);
-  const stopClosedSessionReconciler = startClosedSessionReconciler(ctx);
+  const stopClosedWorkflowReconciler = startClosedWorkflowReconciler(ctx);
   const stopRunSweep = startInterruptedRunSweep(ctx);
   const stopRollupWarmer = startRollupWarmer(ctx);
 
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
     stopReconciler();
     stopClaimSweep();
     stopVoiceRoomReconciler();
-    stopClosedSessionReconciler();
+    stopClosedWorkflowReconciler();
     stopRunSweep();
     stopRollupWarmer();
     stopClusterGauges();

@@ -476,8 +476,8 @@ export const ConfigSchema = z.object({
   SESSION_CAPACITY_RECONCILE_MS: z.coerce.number().int().min(0).default(5 * 60 * 1000),
   VOICE_ROOM_RECONCILE_MS: z.coerce.number().int().min(0).default(60_000),
   /**
-   * How often each API process records the end of sessions whose workflow was terminated, failed
-   * or timed out outside the platform (the Temporal Web UI, the CLI), in ms; 0 turns it off
+   * How often each API process records the end of sessions and human tasks whose workflow was
+   * terminated, failed or timed out outside the platform (the Temporal Web UI, the CLI), in ms; 0 turns it off
    * (core/sessions/closed-reconciler.ts).
    */
   SESSION_RECONCILE_MS: z.coerce.number().int().min(0).default(60_000),

@@ -1,17 +1,21 @@
-// Sessions whose workflow closed without recording it: terminated from the Temporal Web UI or CLI,
-// failed, timed out or cancelled. A session records its own end as its workflow finishes; these
-// never ran that step, so the summary would say active for good and the session would keep its
-// place in the tenant's session count. Every SESSION_RECONCILE_MS each API process asks Temporal's
-// visibility for session workflows closed that way since shortly before its last look, and records
-// each one's end (recordSessionTerminated: only a summary still active changes, so processes
-// looking together, and the platform's own terminations, which record theirs, change nothing twice).
+// Sessions and human tasks whose workflow closed without recording it: terminated from the Temporal
+// Web UI or CLI, failed, timed out or cancelled. Each records its own end as its workflow finishes;
+// these never ran that step, so a session's summary would say active for good (and keep its place
+// in the tenant's session count), and a task would stay open in the inbox with its session waiting
+// on it. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility for such closes
+// since shortly before its last look, and records each one's end: the session ended
+// (recordSessionTerminated), the task cancelled and its session told. Only what still says open
+// changes, so processes looking together, and the platform's own terminations, change nothing twice.
 import { type Client } from '@temporalio/client';
 import { type Models } from '../../db/models';
 import { runPeriodically } from '../../lib/periodic';
 import { type CoreContext } from '../context';
 import { TenantIdKey } from '../../workflows/search-attributes';
 import { recordSessionTerminated } from './end';
-import { AGENT_SESSION_WORKFLOW_TYPE } from './workflow-client';
+import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
+import { humanTaskSignal, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
+
+const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
 
 /** Delay of the first run after the process starts. */
 const FIRST_RUN_MS = 20_000;
@@ -26,38 +30,82 @@ const MAX_PER_RUN = 1_000;
 const UNRECORDED_CLOSES = ['Terminated', 'Failed', 'TimedOut', 'Canceled'] as const;
 const REASONS: Record<string, string> = { TERMINATED: 'workflow_terminated', FAILED: 'workflow_failed', TIMED_OUT: 'workflow_timed_out', CANCELLED: 'workflow_canceled' };
 
-export interface ClosedSessionReconciliation {
-  /** Session workflows visibility listed as closed that way since `since`. */
+export interface ClosedWorkflowReconciliation {
+  /** Session and task workflows visibility listed as closed that way since `since`. */
   closedWorkflows: number;
-  /** Of them, summaries that still said active and now say ended. */
+  /** Of them, session summaries that still said active and now say ended. */
   recorded: number;
+  /** Of them, tasks that were still open and are now cancelled. */
+  tasksCancelled: number;
 }
 
-/** The visibility query: session workflows closed without their own end since `since`. */
-export function unrecordedClosesQuery(since: Date): string {
+/** The visibility query: workflows of `type` closed without their own end since `since`. */
+export function unrecordedClosesQuery(since: Date, type = AGENT_SESSION_WORKFLOW_TYPE): string {
   const statuses = UNRECORDED_CLOSES.map((s) => `'${s}'`).join(', ');
-  return `WorkflowType = '${AGENT_SESSION_WORKFLOW_TYPE}' AND ExecutionStatus IN (${statuses}) AND CloseTime >= '${since.toISOString()}'`;
+  return `WorkflowType = '${type}' AND ExecutionStatus IN (${statuses}) AND CloseTime >= '${since.toISOString()}'`;
 }
 
-export async function reconcileClosedSessions(deps: { models: Models; temporalClient: Client }, since: Date): Promise<ClosedSessionReconciliation> {
+/** The reason a task whose workflow closed this way was cancelled with. */
+export function taskReasonOf(status: string): string {
+  return `task workflow ${(REASONS[status] ?? 'workflow_closed').replace('workflow_', '').replace('_', ' ')} in Temporal`;
+}
+
+export async function reconcileClosedWorkflows(deps: { models: Models; temporalClient: Client }, since: Date): Promise<ClosedWorkflowReconciliation> {
   let closedWorkflows = 0;
   let recorded = 0;
-  for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since), pageSize: 200 })) {
-    if (closedWorkflows >= MAX_PER_RUN) break;
-    closedWorkflows++;
-    const sessionId = execution.workflowId.startsWith('session/') ? execution.workflowId.slice('session/'.length) : null;
-    const tenantId = execution.typedSearchAttributes.get(TenantIdKey);
-    if (!sessionId || !tenantId) continue;
-    // A session already ended (or deleted) is left as it is.
-    const before = await deps.models.Session.findOne({ _id: sessionId, tenantId, status: 'active' }, { _id: 1 }).lean();
-    if (!before) continue;
-    await recordSessionTerminated({ models: deps.models }, { tenantId, sessionId }, REASONS[execution.status.name] ?? 'workflow_closed');
-    recorded++;
+  let tasksCancelled = 0;
+  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE]) {
+    let listed = 0;
+    for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
+      if (listed++ >= MAX_PER_RUN) break;
+      closedWorkflows++;
+      const tenantId = execution.typedSearchAttributes.get(TenantIdKey);
+      if (!tenantId) continue;
+      if (type === AGENT_SESSION_WORKFLOW_TYPE) {
+        const sessionId = execution.workflowId.startsWith('session/') ? execution.workflowId.slice('session/'.length) : null;
+        if (!sessionId) continue;
+        // A session already ended (or deleted) is left as it is.
+        const before = await deps.models.Session.findOne({ _id: sessionId, tenantId, status: 'active' }, { _id: 1 }).lean();
+        if (!before) continue;
+        await recordSessionTerminated({ models: deps.models }, { tenantId, sessionId }, REASONS[execution.status.name] ?? 'workflow_closed');
+        recorded++;
+      } else {
+        const taskId = execution.workflowId.startsWith('human-task/') ? execution.workflowId.slice('human-task/'.length) : null;
+        if (taskId && (await cancelClosedTask(deps, tenantId, taskId, taskReasonOf(execution.status.name)))) tasksCancelled++;
+      }
+    }
   }
-  return { closedWorkflows, recorded };
+  return { closedWorkflows, recorded, tasksCancelled };
 }
 
-export function startClosedSessionReconciler(ctx: CoreContext): () => void {
+/**
+ * Cancels a task whose workflow is gone while the row still says open (compare-and-set on its
+ * revision), and tells its session, which waits on it, as the workflow would have.
+ */
+async function cancelClosedTask(deps: { models: Models; temporalClient: Client }, tenantId: string, taskId: string, reason: string): Promise<boolean> {
+  const open = await deps.models.HumanTask.findOne({ _id: taskId, tenantId, status: { $nin: [...TERMINAL_TASK_STATUSES] } }, { status: 1, revision: 1, sessionId: 1 }).lean();
+  if (!open) return false;
+  const at = new Date();
+  const changed = await deps.models.HumanTask.updateOne(
+    { _id: taskId, tenantId, revision: open.revision },
+    {
+      $set: { status: 'cancelled', cancelReason: reason, updatedAt: at, revision: open.revision + 1 },
+      $push: { history: { action: 'cancelled', from: open.status, to: 'cancelled', by: 'system', at: at.toISOString(), note: reason } },
+    },
+  );
+  if (changed.modifiedCount !== 1) return false;
+  if (open.sessionId) {
+    try {
+      await deps.temporalClient.workflow.getHandle(`session/${open.sessionId}`).signal(humanTaskSignal, { taskId, outcome: 'cancelled', resolution: null });
+    } catch (err) {
+      // The session has ended or was deleted: nobody waits for the outcome any more.
+      if (!isWorkflowNotFound(err)) throw err;
+    }
+  }
+  return true;
+}
+
+export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
   const every = ctx.config.SESSION_RECONCILE_MS;
   let lastLookAt = Date.now() - FIRST_LOOK_BACK_MS;
   return runPeriodically(
@@ -65,10 +113,10 @@ export function startClosedSessionReconciler(ctx: CoreContext): () => void {
     Math.min(every, FIRST_RUN_MS),
     async () => {
       const startedAt = Date.now();
-      const result = await reconcileClosedSessions({ models: ctx.models, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
+      const result = await reconcileClosedWorkflows({ models: ctx.models, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
       lastLookAt = startedAt;
-      if (result.recorded > 0) ctx.logger.warn(result, 'sessions whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
+      if (result.recorded > 0 || result.tasksCancelled > 0) ctx.logger.warn(result, 'sessions and human tasks whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
     },
-    (err) => ctx.logger.warn({ err }, 'closed-session reconciliation failed; it runs again at the next interval'),
+    (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),
   );
 }

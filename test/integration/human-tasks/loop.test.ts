@@ -6,6 +6,7 @@
 import { createApiKey } from '../../../core/tenancy/accounts';
 import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
+import { reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -274,6 +275,31 @@ it('takes a cancellation request from Temporal (the Web UI, the CLI) as cancelli
   await replies(sessionId, 'Anything else?');
   expect((await handle.describe()).status.name).toBe('COMPLETED');
   await replayWithTodaysCode(await decodeEncryptedPayloads(await handle.fetchHistory(), stack.ctx.payloadCodec), `human-task/${taskId}`);
+});
+
+it('cancels a task whose workflow was terminated in Temporal, and resumes its session (the reconciliation)', async () => {
+  const since = new Date(Date.now() - 60_000);
+  const { sessionId, taskId } = await escalated();
+  const temporal = await stack.ctx.temporal.client();
+  await temporal.workflow.getHandle(`human-task/${taskId}`).terminate('operator: stuck task');
+  const deps = { models: stack.ctx.models, temporalClient: temporal };
+  // Visibility lists a close a moment after it: looked at again until the task is in.
+  const task = await eventually(
+    async () => {
+      await reconcileClosedWorkflows(deps, since);
+      return (await api.get(`${tasksUrl()}/${taskId}`, { key: t.adminKey })).body.task;
+    },
+    (x) => x.status === 'cancelled',
+    30_000,
+    250,
+  );
+  expect(task).toMatchObject({ status: 'cancelled', cancelReason: 'task workflow terminated in Temporal' });
+  expect(task.history.map((h: { action: string; by: string | null }) => [h.action, h.by])).toEqual([
+    ['created', 'agent:Refunds'],
+    ['cancelled', 'system'],
+  ]);
+  await replies(sessionId, 'Anything else?');
+  expect((await reconcileClosedWorkflows(deps, since)).tasksCancelled).toBe(0);
 });
 
 it('cancels the open tasks of a deleted session', async () => {

@@ -8,7 +8,7 @@ import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 import { seedSession } from './fixtures';
-import { reconcileClosedSessions } from '../../../core/sessions/closed-reconciler';
+import { reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
 
 const stacks: TestStack[] = [];
 afterAll(async () => {
@@ -193,7 +193,7 @@ describe('a session workflow closed outside the platform', () => {
     // Visibility lists a close a moment after it: looked at again until both are in.
     await eventually(
       async () => {
-        await reconcileClosedSessions(deps, since);
+        await reconcileClosedWorkflows(deps, since);
         return stack.ctx.models.Session.find({ _id: { $in: [a.body.sessionId, b.body.sessionId] } }, { status: 1, endReason: 1 }).lean();
       },
       (rows) => rows.every((r) => r.status === 'ended'),
@@ -207,7 +207,7 @@ describe('a session workflow closed outside the platform', () => {
     expect((await temporal.workflow.getHandle(`session/${b.body.sessionId}`).describe()).status.name).toBe('COMPLETED');
     expect(await counted(stack, t)).toEqual({ active: 0, slots: 0 });
     // Running it again changes nothing; the places are free for new sessions.
-    expect((await reconcileClosedSessions(deps, since)).recorded).toBe(0);
+    expect((await reconcileClosedWorkflows(deps, since)).recorded).toBe(0);
     expect((await chat({ message: 'hello' })).status).toBe(200);
   });
 });
