@@ -233,7 +233,8 @@ it('refuses a bad body or an unknown project with a JSON envelope, not a stream'
 });
 
 it("lets an SDK end user resume its own turn, and nobody else's", async () => {
-  const created = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Shop', allowedOrigins: [SHOP], environment: 'dev' } });
+  // Echo is not the project's entry agent (Helper is): the key offers it.
+  const created = await api.post(`/api/projects/${t.projectId}/public-keys`, { key: t.adminKey, json: { name: 'Shop', allowedOrigins: [SHOP], environment: 'dev', allowedAgents: ['Echo'] } });
   expect(created.status).toBe(201);
   const init = async () => {
     const res = await api.post('/api/v1/sdk/init', { headers: { 'x-public-key': created.body.publicKey.key, origin: SHOP }, json: { projectId: t.projectId } });
