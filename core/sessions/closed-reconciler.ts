@@ -23,7 +23,7 @@ const FIRST_RUN_MS = 20_000;
 export const RECONCILE_OVERLAP_MS = 2 * 60 * 1000;
 /** A process's first look goes this far back (a close while no API process ran is found then). */
 export const FIRST_LOOK_BACK_MS = 24 * 60 * 60 * 1000;
-/** At most this many closed sessions recorded in one run; the rest the next run finds. */
+/** At most this many closes of each type looked at in one run; the next run looks from the same point again. */
 const MAX_PER_RUN = 1_000;
 
 /** Close statuses that did not run the session's own end (Completed ran it; ContinuedAsNew goes on). */
@@ -37,6 +37,8 @@ export interface ClosedWorkflowReconciliation {
   recorded: number;
   /** Of them, tasks that were still open and are now cancelled. */
   tasksCancelled: number;
+  /** A type had more closes than one run looks at: the next run must not move its window on. */
+  capped: boolean;
 }
 
 /** The visibility query: workflows of `type` closed without their own end since `since`. */
@@ -54,10 +56,14 @@ export async function reconcileClosedWorkflows(deps: { models: Models; temporalC
   let closedWorkflows = 0;
   let recorded = 0;
   let tasksCancelled = 0;
+  let capped = false;
   for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE]) {
     let listed = 0;
     for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
-      if (listed++ >= MAX_PER_RUN) break;
+      if (listed++ >= MAX_PER_RUN) {
+        capped = true;
+        break;
+      }
       closedWorkflows++;
       const tenantId = execution.typedSearchAttributes.get(TenantIdKey);
       if (!tenantId) continue;
@@ -75,7 +81,7 @@ export async function reconcileClosedWorkflows(deps: { models: Models; temporalC
       }
     }
   }
-  return { closedWorkflows, recorded, tasksCancelled };
+  return { closedWorkflows, recorded, tasksCancelled, capped };
 }
 
 /**
@@ -114,7 +120,8 @@ export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
     async () => {
       const startedAt = Date.now();
       const result = await reconcileClosedWorkflows({ models: ctx.models, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
-      lastLookAt = startedAt;
+      // Past the cap, what was not looked at is found by looking from the same point again.
+      if (!result.capped) lastLookAt = startedAt;
       if (result.recorded > 0 || result.tasksCancelled > 0) ctx.logger.warn(result, 'sessions and human tasks whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
     },
     (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),
