@@ -8,6 +8,7 @@ import { connectionAuthToken } from '../../core/telephony/connections';
 import { twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
 import { requireMasterKeys } from '../../core/tool-secrets/secrets';
 import { outboundCallRef } from '../../core/telephony/call-refs';
+import { endProviderCall, type ProviderCallEnd } from '../../core/telephony/provider-calls';
 import { maskPhoneNumber } from '../../lib/phone';
 import type { CoreContext } from '../../core/context';
 import type { OutboundCallView } from '../../workflows/definitions';
@@ -173,23 +174,8 @@ export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' |
     },
 
     /** Cancels (before answer) or hangs up (after) the provider's call; a call already over is left as it is. */
-    async updateOutboundProviderCall(input: { tenantId: string; projectId: string; channelConnectionId: string; callSid: string; status: 'canceled' | 'completed' }): Promise<{ done: boolean }> {
-      const provider = await clientFor(input);
-      if (!provider) return { done: false };
-      const order: ('canceled' | 'completed')[] = input.status === 'canceled' ? ['canceled', 'completed'] : ['completed'];
-      for (const status of order) {
-        try {
-          const updated = await provider.client.calls(input.callSid).update({ status });
-          // A cancel of a call that was answered meanwhile changes nothing at Twilio: hang it up.
-          if (status === 'canceled' && updated.status === 'in-progress') continue;
-          return { done: true };
-        } catch (err) {
-          const e = err as { status?: number };
-          // Twilio answered that the call cannot take this status (over, or already answered): try the next.
-          if (typeof e.status !== 'number' || e.status >= 500) throw err;
-        }
-      }
-      return { done: false };
+    updateOutboundProviderCall(input: ProviderCallEnd): Promise<{ done: boolean }> {
+      return endProviderCall(ctx, input);
     },
   };
 }

@@ -1,11 +1,13 @@
-// Sessions and human tasks whose workflow closed without recording it: terminated from the Temporal
-// Web UI or CLI, failed, timed out or cancelled. Each records its own end as its workflow finishes;
-// these never ran that step, so a session's summary would say active for good (and keep its place
-// in the tenant's session count), and a task would stay open in the inbox with its session waiting
-// on it. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility for such closes
-// since shortly before its last look, and records each one's end: the session ended
-// (recordSessionTerminated), the task cancelled and its session told. Only what still says open
-// changes, so processes looking together, and the platform's own terminations, change nothing twice.
+// Sessions, human tasks and outbound calls whose workflow closed without recording it: terminated
+// from the Temporal Web UI or CLI, failed, timed out or cancelled. Each records its own end as its
+// workflow finishes; these never ran that step, so a session's summary would say active for good
+// (and keep its place in the tenant's session count), a task would stay open in the inbox with its
+// session waiting on it, and a call would stay live in its row with the provider's call (and its
+// conversation) going on. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility
+// for such closes since shortly before its last look, and records each one's end: the session
+// ended (recordSessionTerminated), the task cancelled and its session told, the call ended at the
+// provider and in its row (core/telephony/closed-calls.ts). Only what still says open changes, so
+// processes looking together, and the platform's own terminations, change nothing twice.
 import { type Client } from '@temporalio/client';
 import { type Models } from '../../db/models';
 import { runPeriodically } from '../../lib/periodic';
@@ -13,7 +15,8 @@ import { type CoreContext } from '../context';
 import { TenantIdKey } from '../../workflows/search-attributes';
 import { recordSessionTerminated } from './end';
 import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
-import { humanTaskSignal, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
+import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
+import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
 
 const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
 
@@ -31,12 +34,14 @@ const UNRECORDED_CLOSES = ['Terminated', 'Failed', 'TimedOut', 'Canceled'] as co
 const REASONS: Record<string, string> = { TERMINATED: 'workflow_terminated', FAILED: 'workflow_failed', TIMED_OUT: 'workflow_timed_out', CANCELLED: 'workflow_canceled' };
 
 export interface ClosedWorkflowReconciliation {
-  /** Session and task workflows visibility listed as closed that way since `since`. */
+  /** Session, task and call workflows visibility listed as closed that way since `since`. */
   closedWorkflows: number;
   /** Of them, session summaries that still said active and now say ended. */
   recorded: number;
   /** Of them, tasks that were still open and are now cancelled. */
   tasksCancelled: number;
+  /** Of them, outbound calls that were still live and are now ended. */
+  callsEnded: number;
   /** A type had more closes than one run looks at: the next run must not move its window on. */
   capped: boolean;
 }
@@ -52,12 +57,13 @@ export function taskReasonOf(status: string): string {
   return `task workflow ${(REASONS[status] ?? 'workflow_closed').replace('workflow_', '').replace('_', ' ')} in Temporal`;
 }
 
-export async function reconcileClosedWorkflows(deps: { models: Models; temporalClient: Client }, since: Date): Promise<ClosedWorkflowReconciliation> {
+export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date): Promise<ClosedWorkflowReconciliation> {
   let closedWorkflows = 0;
   let recorded = 0;
   let tasksCancelled = 0;
+  let callsEnded = 0;
   let capped = false;
-  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE]) {
+  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE]) {
     let listed = 0;
     for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
       if (listed++ >= MAX_PER_RUN) {
@@ -75,13 +81,16 @@ export async function reconcileClosedWorkflows(deps: { models: Models; temporalC
         if (!before) continue;
         await recordSessionTerminated({ models: deps.models }, { tenantId, sessionId }, REASONS[execution.status.name] ?? 'workflow_closed');
         recorded++;
-      } else {
+      } else if (type === HUMAN_TASK_WORKFLOW_TYPE) {
         const taskId = execution.workflowId.startsWith('human-task/') ? execution.workflowId.slice('human-task/'.length) : null;
         if (taskId && (await cancelClosedTask(deps, tenantId, taskId, taskReasonOf(execution.status.name)))) tasksCancelled++;
+      } else {
+        const callId = execution.workflowId.startsWith('outbound-call/') ? execution.workflowId.slice('outbound-call/'.length) : null;
+        if (callId && (await endCallOfClosedWorkflow(deps, tenantId, callId, execution.status.name))) callsEnded++;
       }
     }
   }
-  return { closedWorkflows, recorded, tasksCancelled, capped };
+  return { closedWorkflows, recorded, tasksCancelled, callsEnded, capped };
 }
 
 /**
@@ -119,10 +128,12 @@ export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
     Math.min(every, FIRST_RUN_MS),
     async () => {
       const startedAt = Date.now();
-      const result = await reconcileClosedWorkflows({ models: ctx.models, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
+      const result = await reconcileClosedWorkflows({ models: ctx.models, config: ctx.config, logger: ctx.logger, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
       // Past the cap, what was not looked at is found by looking from the same point again.
       if (!result.capped) lastLookAt = startedAt;
-      if (result.recorded > 0 || result.tasksCancelled > 0) ctx.logger.warn(result, 'sessions and human tasks whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
+      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0) {
+        ctx.logger.warn(result, 'sessions, human tasks and outbound calls whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
+      }
     },
     (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),
   );

@@ -44,7 +44,7 @@ const openedTokens = new Map<string, string>();
 const OPENED_TOKENS_KEPT = 1000;
 
 /** The connection's auth token in clear. 503 when its master key is not configured. */
-export async function connectionAuthToken(ctx: CoreContext, doc: ChannelConnectionDoc): Promise<string> {
+export async function connectionAuthToken(ctx: Pick<CoreContext, 'models' | 'config'>, doc: ChannelConnectionDoc): Promise<string> {
   const cacheKey = JSON.stringify([doc.tenantId, doc.projectId, doc._id, doc.authToken.iv, doc.authToken.tag, doc.authToken.data]);
   const known = openedTokens.get(cacheKey);
   if (known !== undefined) return known;
@@ -61,7 +61,7 @@ export async function connectionAuthToken(ctx: CoreContext, doc: ChannelConnecti
 }
 
 /** An SDK client for the connection's account (pointed at TWILIO_API_BASE_URL when set). */
-export async function connectionTwilioClient(ctx: CoreContext, doc: ChannelConnectionDoc): Promise<TwilioClient> {
+export async function connectionTwilioClient(ctx: Pick<CoreContext, 'models' | 'config'>, doc: ChannelConnectionDoc): Promise<TwilioClient> {
   const authToken = await connectionAuthToken(ctx, doc);
   return twilioClient({ accountSid: doc.accountSid, authToken }, { apiBaseUrl: ctx.config.TWILIO_API_BASE_URL });
 }

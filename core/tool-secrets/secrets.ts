@@ -16,7 +16,7 @@ import { isDuplicateKey } from '../../db/duplicate-key';
 const rings = new WeakMap<CoreContext['config'], KeyRing | null>();
 
 /** The master key ring, or 503 when neither ENCRYPTION_KEYS nor ENCRYPTION_KEY is set. */
-export function requireMasterKeys(ctx: CoreContext): KeyRing {
+export function requireMasterKeys(ctx: Pick<CoreContext, 'config'>): KeyRing {
   if (!rings.has(ctx.config)) rings.set(ctx.config, secretMasterKeyRing(ctx.config));
   const ring = rings.get(ctx.config);
   if (!ring) throw new DomainError('SERVICE_UNAVAILABLE', 'encryption not configured: set ENCRYPTION_KEYS or ENCRYPTION_KEY to store tool secrets');

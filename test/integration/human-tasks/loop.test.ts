@@ -282,7 +282,7 @@ it('cancels a task whose workflow was terminated in Temporal, and resumes its se
   const { sessionId, taskId } = await escalated();
   const temporal = await stack.ctx.temporal.client();
   await temporal.workflow.getHandle(`human-task/${taskId}`).terminate('operator: stuck task');
-  const deps = { models: stack.ctx.models, temporalClient: temporal };
+  const deps = { models: stack.ctx.models, config: stack.ctx.config, logger: stack.ctx.logger, temporalClient: temporal };
   // Visibility lists a close a moment after it: looked at again until the task is in.
   const task = await eventually(
     async () => {

@@ -189,7 +189,7 @@ describe('a session workflow closed outside the platform', () => {
       30_000,
       100,
     );
-    const deps = { models: stack.ctx.models, temporalClient: temporal };
+    const deps = { models: stack.ctx.models, config: stack.ctx.config, logger: stack.ctx.logger, temporalClient: temporal };
     // Visibility lists a close a moment after it: looked at again until both are in.
     await eventually(
       async () => {

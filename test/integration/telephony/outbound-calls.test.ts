@@ -4,6 +4,7 @@ import { eventually } from '../../support/eventually';
 import { echoAgent, publishAgent } from '../../support/agents';
 import { outboundCallSessionSignal } from '../../../workflows/definitions';
 import { callTo, startOutboundWorld, type OutboundWorld } from './outbound-support';
+import { reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
 
 let w: OutboundWorld;
 const key = (k: string) => ({ headers: { 'x-api-key': k } });
@@ -24,6 +25,14 @@ const lookup = async (id: string) => (await w.api.get(`${w.base()}/${id}`, key(w
 const untilPhase = (id: string, phase: string, timeoutMs = 30_000) => eventually(() => lookup(id), (c) => c.phase === phase, timeoutMs, 100);
 const sidOf = async (id: string) => (await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (d) => !!d?.providerCallSid, 30_000, 100))!.providerCallSid!;
 const phases = (call: { statusHistory: { phase: string }[] }) => call.statusHistory.map((e) => e.phase);
+let echo: Promise<void> | undefined;
+/** A chat session of the tenant's Echo agent (published once), to stand for a call's conversation. */
+async function chatSession(): Promise<string> {
+  await (echo ??= publishAgent(w.api, { adminKey: w.tenant.adminKey, projectId: w.tenant.projectId }, 'Echo', echoAgent()));
+  const chat = await w.api.post('/api/v1/chat/agent', { key: w.tenant.adminKey, json: { projectId: w.tenant.projectId, message: 'hello' } });
+  expect(chat.status).toBe(200);
+  return chat.body.sessionId as string;
+}
 
 describe('a call through every phase', () => {
   it('answers 201 at once, then goes accepted → dialing → ringing → in_progress → terminal completed when the person hangs up', async () => {
@@ -129,10 +138,7 @@ describe('a call through every phase', () => {
 
 describe('the call\'s conversation', () => {
   it('records the session the voice webhook started, and ends it when the call ends', async () => {
-    await publishAgent(w.api, { adminKey: w.tenant.adminKey, projectId: w.tenant.projectId }, 'Echo', echoAgent());
-    const chat = await w.api.post('/api/v1/chat/agent', { key: w.tenant.adminKey, json: { projectId: w.tenant.projectId, message: 'hello' } });
-    expect(chat.status).toBe(200);
-    const sessionId = chat.body.sessionId as string;
+    const sessionId = await chatSession();
     const id = await initiate('+15005550023');
     await untilPhase(id, 'in_progress');
     const client = await w.stack.ctx.temporal.client();
@@ -144,6 +150,59 @@ describe('the call\'s conversation', () => {
     expect((await untilPhase(id, 'terminal')).outcome).toBe('completed');
     const closed = await eventually(() => client.workflow.getHandle(`session/${sessionId}`).describe(), (d) => d.status.name !== 'RUNNING', 30_000, 200);
     expect(closed.status.name).toBe('COMPLETED');
+  });
+});
+
+describe('a call whose workflow an operator terminates in Temporal', () => {
+  // What the API process runs every SESSION_RECONCILE_MS; visibility lists a close a moment after
+  // it, so it is run again until the call is in.
+  const reconcileUntil = async (id: string, since: Date) => {
+    const deps = { models: w.stack.ctx.models, config: w.stack.ctx.config, logger: w.stack.ctx.logger, temporalClient: await w.stack.ctx.temporal.client() };
+    const ended = await eventually(
+      async () => {
+        await reconcileClosedWorkflows(deps, since);
+        return w.stack.ctx.models.OutboundCall.findById(id).lean();
+      },
+      (c) => c?.phase === 'terminal',
+      30_000,
+      250,
+    );
+    return { ended: ended!, again: () => reconcileClosedWorkflows(deps, since) };
+  };
+
+  it('connected: the reconciliation hangs up the provider call, records it ended and ends its session', async () => {
+    const sessionId = await chatSession();
+    const since = new Date(Date.now() - 60_000);
+    const id = await initiate('+15005550024');
+    await untilPhase(id, 'in_progress');
+    const client = await w.stack.ctx.temporal.client();
+    await client.workflow.getHandle(`outbound-call/${id}`).signal(outboundCallSessionSignal, { sessionId });
+    await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (c) => c?.sessionId === sessionId, 30_000, 100);
+    const placed = await w.fake.waitForCall((c) => c.to === '+15005550024' && c.status === 'in-progress');
+    await client.workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    // Nothing ran the call's own end: the provider's call goes on.
+    expect(w.fake.calls().find((c) => c.sid === placed.sid)!.status).toBe('in-progress');
+    const { ended, again } = await reconcileUntil(id, since);
+    expect(ended).toMatchObject({ outcome: 'completed', failureReason: "hung up: the call's workflow was terminated in Temporal" });
+    expect(phases(ended)).toEqual(['accepted', 'dialing', 'ringing', 'in_progress', 'terminal']);
+    expect((await w.fake.waitForStatus(placed.sid, 'completed')).status).toBe('completed');
+    const session = await eventually(() => client.workflow.getHandle(`session/${sessionId}`).describe(), (d) => d.status.name !== 'RUNNING', 30_000, 200);
+    expect(session.status.name).toBe('COMPLETED');
+    // The API answers from the row, as for any ended call; a second look changes nothing.
+    expect(await lookup(id)).toMatchObject({ phase: 'terminal', outcome: 'completed' });
+    expect((await again()).callsEnded).toBe(0);
+    expect((await w.stack.ctx.models.OutboundCall.findById(id).lean())!.statusHistory).toHaveLength(5);
+  });
+
+  it('before it connects: the provider call is cancelled and the call recorded canceled', async () => {
+    const since = new Date(Date.now() - 60_000);
+    const id = await initiate('+15005550015');
+    await untilPhase(id, 'ringing');
+    const sid = await sidOf(id);
+    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    const { ended } = await reconcileUntil(id, since);
+    expect(ended).toMatchObject({ outcome: 'canceled', failureReason: "the call's workflow was terminated in Temporal before the call connected" });
+    expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
   });
 });
 

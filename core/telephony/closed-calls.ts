@@ -1,0 +1,59 @@
+// Outbound calls whose OutboundCall workflow closed without running its own end: terminated from
+// the Temporal Web UI or CLI, failed or timed out. The workflow tells the provider, writes the
+// terminal row and ends the call's session as its last steps; this does the same from what the
+// row holds (core/sessions/closed-reconciler.ts finds such closes): the provider's call cancelled
+// or hung up, the row terminal, the session ended. A row already terminal is left as it is.
+import { type Client } from '@temporalio/client';
+import { type CoreContext } from '../context';
+import { endSignal, type OutboundOutcome } from '../../workflows/definitions';
+import { isWorkflowNotFound } from '../sessions/workflow-client';
+import { endProviderCall } from './provider-calls';
+
+/**
+ * The revision a row ended this way is written with: past any the closed workflow reached, so a
+ * projection write of it still in flight (a revision below this) changes nothing afterwards.
+ */
+export const CLOSED_OUTSIDE_REVISION = 1_000_000_000;
+
+/** How the workflow closed, as words for the call's failure reason. */
+const CLOSED_HOW: Record<string, string> = { TERMINATED: 'terminated', FAILED: 'failed', TIMED_OUT: 'timed out', CANCELLED: 'cancelled' };
+
+export type ClosedCallDeps = Pick<CoreContext, 'models' | 'config' | 'logger'> & { temporalClient: Client };
+
+/** Ends a call whose workflow closed as `closeStatus` (Temporal's status name); true when its row changed. */
+export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: string, outboundCallId: string, closeStatus: string): Promise<boolean> {
+  const call = await deps.models.OutboundCall.findOne({ _id: outboundCallId, tenantId, phase: { $ne: 'terminal' } }).lean();
+  if (!call) return false;
+  const connected = call.phase === 'in_progress';
+  const how = CLOSED_HOW[closeStatus] ?? 'closed';
+  let failureReason = connected ? `hung up: the call's workflow was ${how} in Temporal` : `the call's workflow was ${how} in Temporal before the call connected`;
+  if (call.providerCallSid && call.initiationState === 'submitted') {
+    try {
+      await endProviderCall(deps, { tenantId, projectId: call.projectId, channelConnectionId: call.channelConnectionId, callSid: call.providerCallSid, status: connected ? 'completed' : 'canceled' });
+    } catch (err) {
+      // Recorded all the same: nothing else would ever end the row. The operator is told.
+      deps.logger.warn({ err, tenantId, outboundCallId }, "the provider could not be told to end a call whose workflow closed in Temporal; end it in the provider's console");
+      failureReason += '; the provider could not be told to end it';
+    }
+  }
+  const outcome: OutboundOutcome = connected ? 'completed' : 'canceled';
+  const at = new Date();
+  const version = call.version + 1;
+  const changed = await deps.models.OutboundCall.updateOne(
+    { _id: outboundCallId, tenantId, phase: { $ne: 'terminal' }, revision: call.revision },
+    {
+      $set: { phase: 'terminal', outcome, failureReason, version, revision: Math.max(call.revision + 1, CLOSED_OUTSIDE_REVISION), updatedAt: at },
+      $push: { statusHistory: { phase: 'terminal', outcome, providerEventAt: null, ingestedAt: at.toISOString(), version } },
+    },
+  );
+  if (changed.modifiedCount !== 1) return false;
+  if (call.sessionId) {
+    try {
+      await deps.temporalClient.workflow.getHandle(`session/${call.sessionId}`).signal(endSignal, { reason: 'call_ended' });
+    } catch (err) {
+      // The session has ended already (or was deleted).
+      if (!isWorkflowNotFound(err)) throw err;
+    }
+  }
+  return true;
+}
