@@ -6,8 +6,11 @@
 // conversation) going on. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility
 // for such closes since shortly before its last look, and records each one's end: the session
 // ended (recordSessionTerminated), the task cancelled and its session told, the call ended at the
-// provider and in its row (core/telephony/closed-calls.ts). Only what still says open changes, so
-// processes looking together, and the platform's own terminations, change nothing twice.
+// provider and in its row (core/telephony/closed-calls.ts). A project's or tenant's deletion whose
+// workflow closed that way would leave its data half deleted for good (the project already 404, so
+// nobody could ask again): it is started again, and goes on from where it stopped. Only what still
+// says open changes, so processes looking together, and the platform's own terminations, change
+// nothing twice.
 import { type Client } from '@temporalio/client';
 import { type Models } from '../../db/models';
 import { runPeriodically } from '../../lib/periodic';
@@ -17,6 +20,7 @@ import { recordSessionTerminated } from './end';
 import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
 import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
 import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
+import { DATA_DELETION_WORKFLOW_TYPE, startDataDeletion } from '../lifecycle/workflows';
 
 const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
 
@@ -42,6 +46,8 @@ export interface ClosedWorkflowReconciliation {
   tasksCancelled: number;
   /** Of them, outbound calls that were still live and are now ended. */
   callsEnded: number;
+  /** Of them, deletions still running by their record, started again. */
+  deletionsRestarted: number;
   /** A type had more closes than one run looks at: the next run must not move its window on. */
   capped: boolean;
 }
@@ -62,8 +68,9 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
   let recorded = 0;
   let tasksCancelled = 0;
   let callsEnded = 0;
+  let deletionsRestarted = 0;
   let capped = false;
-  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE]) {
+  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE, DATA_DELETION_WORKFLOW_TYPE]) {
     let listed = 0;
     for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
       if (listed++ >= MAX_PER_RUN) {
@@ -84,13 +91,15 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
       } else if (type === HUMAN_TASK_WORKFLOW_TYPE) {
         const taskId = execution.workflowId.startsWith('human-task/') ? execution.workflowId.slice('human-task/'.length) : null;
         if (taskId && (await cancelClosedTask(deps, tenantId, taskId, taskReasonOf(execution.status.name)))) tasksCancelled++;
-      } else {
+      } else if (type === OUTBOUND_CALL_WORKFLOW_TYPE) {
         const callId = execution.workflowId.startsWith('outbound-call/') ? execution.workflowId.slice('outbound-call/'.length) : null;
         if (callId && (await endCallOfClosedWorkflow(deps, tenantId, callId, execution.status.name))) callsEnded++;
+      } else if (await restartDeletion(deps, tenantId, execution.workflowId)) {
+        deletionsRestarted++;
       }
     }
   }
-  return { closedWorkflows, recorded, tasksCancelled, callsEnded, capped };
+  return { closedWorkflows, recorded, tasksCancelled, callsEnded, deletionsRestarted, capped };
 }
 
 /**
@@ -120,6 +129,25 @@ async function cancelClosedTask(deps: { models: Models; temporalClient: Client }
   return true;
 }
 
+/**
+ * Starts again the deletion a closed `data-deletion/<tenant>[/<project>]` run was making, when its
+ * record still says running (a run already started again is found running and left as it is).
+ */
+async function restartDeletion(deps: ClosedCallDeps, tenantId: string, workflowId: string): Promise<boolean> {
+  const [kind, workflowTenant, projectId, ...rest] = workflowId.split('/');
+  if (kind !== 'data-deletion' || workflowTenant !== tenantId || rest.length > 0) return false;
+  const job = await deps.models.DeletionJob.findOne({ tenantId, projectId: projectId ?? null, status: 'running' }, { _id: 1 }).lean();
+  if (!job) return false;
+  const running = await deps.temporalClient.workflow
+    .getHandle(workflowId)
+    .describe()
+    .then((d) => d.status.name === 'RUNNING')
+    .catch(() => false);
+  if (running) return false;
+  await startDataDeletion(deps.temporalClient, deps.config.TEMPORAL_TASK_QUEUE, { deletionId: job._id, tenantId, projectId: projectId ?? null });
+  return true;
+}
+
 export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
   const every = ctx.config.SESSION_RECONCILE_MS;
   let lastLookAt = Date.now() - FIRST_LOOK_BACK_MS;
@@ -131,8 +159,8 @@ export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
       const result = await reconcileClosedWorkflows({ models: ctx.models, config: ctx.config, logger: ctx.logger, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
       // Past the cap, what was not looked at is found by looking from the same point again.
       if (!result.capped) lastLookAt = startedAt;
-      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0) {
-        ctx.logger.warn(result, 'sessions, human tasks and outbound calls whose workflow was terminated, failed or timed out outside the platform were recorded as ended');
+      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0 || result.deletionsRestarted > 0) {
+        ctx.logger.warn(result, 'workflows terminated, failed or timed out outside the platform: sessions, human tasks and outbound calls recorded as ended, deletions started again');
       }
     },
     (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),

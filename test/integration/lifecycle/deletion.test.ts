@@ -14,6 +14,9 @@ import { ATTACHMENT_BUCKET } from '../../../db/attachment';
 import { RECORDING_MEDIA_BUCKET } from '../../../db/recording';
 import { isDuplicateKey } from '../../../db/duplicate-key';
 import { turnUpdate, type DataDeletionWorkflow } from '../../../workflows/definitions';
+import { requestDeletion } from '../../../core/lifecycle/deletion';
+import { reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
+import { createProject } from '../../../core/tenancy/accounts';
 
 jest.setTimeout(120_000);
 
@@ -213,4 +216,25 @@ it('deletes a tenant (operator): every collection emptied of it, its keys refuse
   // Refused once every API process has stopped trusting its cached read of the key.
   expect((await eventually(() => api.get('/api/projects', { key: globex.adminKey }), (r) => r.status === 401, 10_000, 100)).status).toBe(401);
   expect(await census(tenantFilter(acme.tenantId))).toEqual(acmeBefore);
+});
+
+it('a deletion whose workflow an operator terminated is started again by the reconciliation and finishes', async () => {
+  const project = await createProject(stack.ctx.models, acme.tenantId, { name: `Stopped deletion ${randomUUID().slice(0, 8)}` });
+  const session = await seedSession(stack.ctx, { tenantId: acme.tenantId, projectId: project._id });
+  const since = new Date(Date.now() - 60_000);
+  // Requested as the API does, its workflow on a queue no worker polls, so it is still at its
+  // first step when the operator terminates it: the project is already 404 and half its data left.
+  const stalled = { ...stack.ctx, config: { ...stack.ctx.config, TEMPORAL_TASK_QUEUE: `no-worker-${randomUUID()}` } };
+  const job = await requestDeletion(stalled, { tenantId: acme.tenantId, projectId: project._id });
+  const temporal = await stack.ctx.temporal.client();
+  await temporal.workflow.getHandle(`data-deletion/${acme.tenantId}/${project._id}`).terminate('operator: stuck deletion');
+  expect((await api.delete(`/api/projects/${project._id}`, { key: acme.adminKey })).status).toBe(404);
+  const deps = { models: stack.ctx.models, config: stack.ctx.config, logger: stack.ctx.logger, temporalClient: temporal };
+  // Visibility lists a close a moment after it: looked at again until the deletion is in.
+  await eventually(() => reconcileClosedWorkflows(deps, since), (r) => r.deletionsRestarted === 1, 30_000, 250);
+  const deletion = await waitCompleted(`/api/deletions/${job._id}`, undefined, acme.adminKey);
+  expect(deletion.deleted).toMatchObject({ sessions: 1, projects: 1 });
+  expect(await stack.ctx.models.Session.exists({ _id: session._id })).toBeNull();
+  // Done: the same closed run is looked at again and nothing is started.
+  expect((await reconcileClosedWorkflows(deps, since)).deletionsRestarted).toBe(0);
 });
