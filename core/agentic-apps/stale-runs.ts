@@ -1,7 +1,8 @@
 // Runs an API process was running in a request (synchronous or streamed) when it stopped: their
 // record stays `running` and keeps their session `busy`. Every APP_RUN_SWEEP_MS each API process
 // closes such runs, older than any request may last, as failed ("interrupted"), which frees their
-// session. Async runs belong to their workflow (workflows/app-run.ts), which always finishes them.
+// session. Async runs belong to their workflow (workflows/app-run.ts), which finishes them; one
+// terminated in Temporal is failed by the closed-workflow reconciliation (core/sessions/closed-reconciler.ts).
 import { finishAppRun } from '../../db/app-run';
 import { runPeriodically } from '../../lib/periodic';
 import { type CoreContext } from '../context';

@@ -6,7 +6,9 @@
 // conversation) going on. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility
 // for such closes since shortly before its last look, and records each one's end: the session
 // ended (recordSessionTerminated), the task cancelled and its session told, the call ended at the
-// provider and in its row (core/telephony/closed-calls.ts). A project's or tenant's deletion whose
+// provider and in its row (core/telephony/closed-calls.ts), an async agentic-app run failed (its
+// place in its session's in-flight runs given back, which would otherwise stay taken for good:
+// enough of them and the session refuses every run). A project's or tenant's deletion whose
 // workflow closed that way would leave its data half deleted for good (the project already 404, so
 // nobody could ask again): it is started again, and goes on from where it stopped. Only what still
 // says open changes, so processes looking together, and the platform's own terminations, change
@@ -21,8 +23,10 @@ import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-clie
 import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
 import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
 import { DATA_DELETION_WORKFLOW_TYPE, startDataDeletion } from '../lifecycle/workflows';
+import { finishAppRun } from '../../db/app-run';
 
 const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
+const APP_RUN_WORKFLOW_TYPE = 'appRun';
 
 /** Delay of the first run after the process starts. */
 const FIRST_RUN_MS = 20_000;
@@ -46,6 +50,8 @@ export interface ClosedWorkflowReconciliation {
   tasksCancelled: number;
   /** Of them, outbound calls that were still live and are now ended. */
   callsEnded: number;
+  /** Of them, async agentic-app runs still running by their record, now failed. */
+  runsFailed: number;
   /** Of them, deletions still running by their record, started again. */
   deletionsRestarted: number;
   /** A type had more closes than one run looks at: the next run must not move its window on. */
@@ -58,9 +64,14 @@ export function unrecordedClosesQuery(since: Date, type = AGENT_SESSION_WORKFLOW
   return `WorkflowType = '${type}' AND ExecutionStatus IN (${statuses}) AND CloseTime >= '${since.toISOString()}'`;
 }
 
+/** How a workflow closed (Temporal's status name), in words: `terminated`, `timed out`… */
+function closedHow(status: string): string {
+  return (REASONS[status] ?? 'workflow_closed').replace('workflow_', '').replace('_', ' ');
+}
+
 /** The reason a task whose workflow closed this way was cancelled with. */
 export function taskReasonOf(status: string): string {
-  return `task workflow ${(REASONS[status] ?? 'workflow_closed').replace('workflow_', '').replace('_', ' ')} in Temporal`;
+  return `task workflow ${closedHow(status)} in Temporal`;
 }
 
 export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date): Promise<ClosedWorkflowReconciliation> {
@@ -68,9 +79,10 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
   let recorded = 0;
   let tasksCancelled = 0;
   let callsEnded = 0;
+  let runsFailed = 0;
   let deletionsRestarted = 0;
   let capped = false;
-  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE, DATA_DELETION_WORKFLOW_TYPE]) {
+  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE, APP_RUN_WORKFLOW_TYPE, DATA_DELETION_WORKFLOW_TYPE]) {
     let listed = 0;
     for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
       if (listed++ >= MAX_PER_RUN) {
@@ -93,13 +105,16 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
         if (taskId && (await cancelClosedTask(deps, tenantId, taskId, taskReasonOf(execution.status.name)))) tasksCancelled++;
       } else if (type === OUTBOUND_CALL_WORKFLOW_TYPE) {
         const callId = execution.workflowId.startsWith('outbound-call/') ? execution.workflowId.slice('outbound-call/'.length) : null;
-        if (callId && (await endCallOfClosedWorkflow(deps, tenantId, callId, execution.status.name))) callsEnded++;
+        if (callId && (await endCallOfClosedWorkflow(deps, tenantId, callId, closedHow(execution.status.name)))) callsEnded++;
+      } else if (type === APP_RUN_WORKFLOW_TYPE) {
+        const runId = execution.workflowId.startsWith('app-run/') ? execution.workflowId.slice('app-run/'.length) : null;
+        if (runId && (await failClosedRun(deps, tenantId, runId, execution.status.name))) runsFailed++;
       } else if (await restartDeletion(deps, tenantId, execution.workflowId)) {
         deletionsRestarted++;
       }
     }
   }
-  return { closedWorkflows, recorded, tasksCancelled, callsEnded, deletionsRestarted, capped };
+  return { closedWorkflows, recorded, tasksCancelled, callsEnded, runsFailed, deletionsRestarted, capped };
 }
 
 /**
@@ -127,6 +142,17 @@ async function cancelClosedTask(deps: { models: Models; temporalClient: Client }
     }
   }
   return true;
+}
+
+/** The error an async run whose workflow closed this way ends with. */
+export function closedRunError(status: string) {
+  return { code: 'INTERNAL_ERROR', message: `The run's workflow was ${closedHow(status)} in Temporal; the turn may still have been answered in the session` };
+}
+
+/** Fails an async run whose workflow is gone while its record still says running (its callback is not sent). */
+async function failClosedRun(deps: ClosedCallDeps, tenantId: string, runId: string, status: string): Promise<boolean> {
+  const run = await deps.models.AppRun.findOne({ _id: runId, tenantId, isAsync: true, status: 'running' }, { _id: 1, tenantId: 1, sessionId: 1 }).lean();
+  return run !== null && (await finishAppRun(deps.models, run, { ok: false, error: closedRunError(status) }));
 }
 
 /**
@@ -159,8 +185,8 @@ export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
       const result = await reconcileClosedWorkflows({ models: ctx.models, config: ctx.config, logger: ctx.logger, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
       // Past the cap, what was not looked at is found by looking from the same point again.
       if (!result.capped) lastLookAt = startedAt;
-      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0 || result.deletionsRestarted > 0) {
-        ctx.logger.warn(result, 'workflows terminated, failed or timed out outside the platform: sessions, human tasks and outbound calls recorded as ended, deletions started again');
+      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0 || result.runsFailed > 0 || result.deletionsRestarted > 0) {
+        ctx.logger.warn(result, 'workflows terminated, failed or timed out outside the platform: sessions, human tasks, outbound calls and app runs recorded as ended, deletions started again');
       }
     },
     (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),

@@ -15,17 +15,13 @@ import { endProviderCall } from './provider-calls';
  */
 export const CLOSED_OUTSIDE_REVISION = 1_000_000_000;
 
-/** How the workflow closed, as words for the call's failure reason. */
-const CLOSED_HOW: Record<string, string> = { TERMINATED: 'terminated', FAILED: 'failed', TIMED_OUT: 'timed out', CANCELLED: 'cancelled' };
-
 export type ClosedCallDeps = Pick<CoreContext, 'models' | 'config' | 'logger'> & { temporalClient: Client };
 
-/** Ends a call whose workflow closed as `closeStatus` (Temporal's status name); true when its row changed. */
-export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: string, outboundCallId: string, closeStatus: string): Promise<boolean> {
+/** Ends a call whose workflow closed (`how`: `terminated`, `failed`, `timed out`…); true when its row changed. */
+export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: string, outboundCallId: string, how: string): Promise<boolean> {
   const call = await deps.models.OutboundCall.findOne({ _id: outboundCallId, tenantId, phase: { $ne: 'terminal' } }).lean();
   if (!call) return false;
   const connected = call.phase === 'in_progress';
-  const how = CLOSED_HOW[closeStatus] ?? 'closed';
   let failureReason = connected ? `hung up: the call's workflow was ${how} in Temporal` : `the call's workflow was ${how} in Temporal before the call connected`;
   if (call.providerCallSid && call.initiationState === 'submitted') {
     try {

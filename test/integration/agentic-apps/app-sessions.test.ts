@@ -10,6 +10,7 @@ import { ZAppSessionDetailResponse, ZCreateAppSessionResponse, ZExecuteRunRespon
 import { publishAgent } from '../../support/agents';
 import { closeInterruptedRuns, INTERRUPTED_RUN_ERROR, staleRunAgeMs } from '../../../core/agentic-apps/stale-runs';
 import { eventually } from '../../support/eventually';
+import { closedRunError, reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
 
@@ -327,6 +328,37 @@ describe('runs', () => {
     const status = await post(`${base()}/runs/${runId}/status`, {});
     expect(status.body.run).toMatchObject({ status: 'failed', error: INTERRUPTED_RUN_ERROR });
     expect(await closeInterruptedRuns(stack.ctx)).toBe(0);
+  });
+
+  it('fails an async run whose workflow an operator terminated in Temporal, so its session is no longer busy', async () => {
+    const reference = ref('terminated-run');
+    const session = (await create([{ type: 'sessionReference', value: reference }])).body.session;
+    const since = new Date(Date.now() - 60_000);
+    // The run's workflow on a queue no worker polls: still before its turn when it is terminated.
+    const before = stack.ctx.config;
+    stack.ctx.config = { ...before, TEMPORAL_TASK_QUEUE: `no-worker-${refSeq}-${Date.now()}` };
+    let runId: string;
+    try {
+      const res = await execute({ sessionIdentity: [{ type: 'sessionIdentity', value: session.sessionId }], input: text('hello'), isAsync: true });
+      expect(res.status).toBe(202);
+      runId = res.body.runId;
+    } finally {
+      stack.ctx.config = before;
+    }
+    const temporal = await stack.ctx.temporal.client();
+    await temporal.workflow.getHandle(`app-run/${runId}`).terminate('operator: stuck run');
+    expect((await create([{ type: 'sessionReference', value: reference }])).body.session.status).toBe('busy');
+    const deps = { models: stack.ctx.models, config: stack.config, logger: stack.ctx.logger, temporalClient: temporal };
+    // Visibility lists a close a moment after it: looked at again until the run is in.
+    await eventually(() => reconcileClosedWorkflows(deps, since), (r) => r.runsFailed === 1, 30_000, 250);
+    const status = await post(`${base()}/runs/${runId}/status`, {});
+    expect(status.body.run).toMatchObject({ status: 'failed', error: closedRunError('TERMINATED') });
+    expect(status.body.run.error.message).toMatch(/^The run's workflow was terminated in Temporal/);
+    expect((await create([{ type: 'sessionReference', value: reference }])).body.session.status).toBe('error');
+    expect((await reconcileClosedWorkflows(deps, since)).runsFailed).toBe(0);
+    // Its place is free: the session takes runs again.
+    const next = await execute({ sessionIdentity: [{ type: 'sessionIdentity', value: session.sessionId }], input: text('again'), isAsync: true });
+    expect(next.status).toBe(202);
   });
 
   it('runs a turn synchronously; the run and the detail carry the same r- id, with observations from the trace', async () => {
