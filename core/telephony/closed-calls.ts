@@ -27,8 +27,10 @@ export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: st
     try {
       await endProviderCall(deps, { tenantId, projectId: call.projectId, channelConnectionId: call.channelConnectionId, callSid: call.providerCallSid, status: connected ? 'completed' : 'canceled' });
     } catch (err) {
-      // Recorded all the same: nothing else would ever end the row. The operator is told.
-      deps.logger.warn({ err, tenantId, outboundCallId }, "the provider could not be told to end a call whose workflow closed in Temporal; end it in the provider's console");
+      // Recorded all the same: nothing else would ever end the row. The operator is told (the
+      // provider's status and code only: its messages may quote the number).
+      const { status, code } = err as { status?: unknown; code?: unknown };
+      deps.logger.warn({ tenantId, outboundCallId, providerStatus: status ?? null, providerCode: code ?? null }, "the provider could not be told to end a call whose workflow closed in Temporal; end it in the provider's console");
       failureReason += '; the provider could not be told to end it';
     }
   }
