@@ -1,18 +1,18 @@
-// Sessions, human tasks and outbound calls whose workflow closed without recording it: terminated
-// from the Temporal Web UI or CLI, failed, timed out or cancelled. Each records its own end as its
-// workflow finishes; these never ran that step, so a session's summary would say active for good
-// (and keep its place in the tenant's session count), a task would stay open in the inbox with its
-// session waiting on it, and a call would stay live in its row with the provider's call (and its
-// conversation) going on. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility
-// for such closes since shortly before its last look, and records each one's end: the session
-// ended (recordSessionTerminated), the task cancelled and its session told, the call ended at the
-// provider and in its row (core/telephony/closed-calls.ts), an async agentic-app run failed (its
-// place in its session's in-flight runs given back, which would otherwise stay taken for good:
-// enough of them and the session refuses every run). A project's or tenant's deletion whose
-// workflow closed that way would leave its data half deleted for good (the project already 404, so
-// nobody could ask again): it is started again, and goes on from where it stopped. Only what still
-// says open changes, so processes looking together, and the platform's own terminations, change
-// nothing twice.
+// Work whose workflow closed without running its own end: terminated from the Temporal Web UI or
+// CLI, failed, timed out or cancelled. Each records its end as its workflow finishes; these never
+// ran that step. Every SESSION_RECONCILE_MS each API process asks Temporal's visibility for such
+// closes since shortly before its last look, and finishes what each left open:
+// - a session: recorded ended (recordSessionTerminated), its place in the tenant's count given back;
+// - a human task: cancelled, and its session (which waits on it) told;
+// - an outbound call: ended at the provider and in its row (core/telephony/closed-calls.ts), its
+//   conversation ended, instead of a live row and a call going on;
+// - an async agentic-app run: failed, its place among its session's in-flight runs given back
+//   (enough stuck runs and the session refuses every run);
+// - a project's or tenant's deletion still running by its record: started again (the project is
+//   already 404, so nobody could ask again), and a call recording's fetch whose row still waits for
+//   its media: started again. Both go on from where they stopped.
+// Only what still says open changes, so processes looking together, and the platform's own
+// terminations, change nothing twice.
 import { type Client } from '@temporalio/client';
 import { type Models } from '../../db/models';
 import { runPeriodically } from '../../lib/periodic';
@@ -20,10 +20,11 @@ import { type CoreContext } from '../context';
 import { TenantIdKey } from '../../workflows/search-attributes';
 import { recordSessionTerminated } from './end';
 import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
-import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
+import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, RECORDING_FETCH_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
 import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
 import { DATA_DELETION_WORKFLOW_TYPE, startDataDeletion } from '../lifecycle/workflows';
 import { finishAppRun } from '../../db/app-run';
+import { restartClosedRecordingFetch } from '../telephony/recordings';
 
 const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
 const APP_RUN_WORKFLOW_TYPE = 'appRun';
@@ -54,6 +55,8 @@ export interface ClosedWorkflowReconciliation {
   runsFailed: number;
   /** Of them, deletions still running by their record, started again. */
   deletionsRestarted: number;
+  /** Of them, recording fetches whose recording still waits for its media, started again. */
+  fetchesRestarted: number;
   /** A type had more closes than one run looks at: the next run must not move its window on. */
   capped: boolean;
 }
@@ -81,8 +84,10 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
   let callsEnded = 0;
   let runsFailed = 0;
   let deletionsRestarted = 0;
+  let fetchesRestarted = 0;
   let capped = false;
-  for (const type of [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE, APP_RUN_WORKFLOW_TYPE, DATA_DELETION_WORKFLOW_TYPE]) {
+  const types = [AGENT_SESSION_WORKFLOW_TYPE, HUMAN_TASK_WORKFLOW_TYPE, OUTBOUND_CALL_WORKFLOW_TYPE, APP_RUN_WORKFLOW_TYPE, DATA_DELETION_WORKFLOW_TYPE, RECORDING_FETCH_WORKFLOW_TYPE];
+  for (const type of types) {
     let listed = 0;
     for await (const execution of deps.temporalClient.workflow.list({ query: unrecordedClosesQuery(since, type), pageSize: 200 })) {
       if (listed++ >= MAX_PER_RUN) {
@@ -109,12 +114,16 @@ export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date
       } else if (type === APP_RUN_WORKFLOW_TYPE) {
         const runId = execution.workflowId.startsWith('app-run/') ? execution.workflowId.slice('app-run/'.length) : null;
         if (runId && (await failClosedRun(deps, tenantId, runId, execution.status.name))) runsFailed++;
-      } else if (await restartDeletion(deps, tenantId, execution.workflowId)) {
-        deletionsRestarted++;
+      } else if (type === DATA_DELETION_WORKFLOW_TYPE) {
+        if (await restartDeletion(deps, tenantId, execution.workflowId)) deletionsRestarted++;
+      } else {
+        const recordingId = execution.workflowId.startsWith('recording-fetch/') ? execution.workflowId.slice('recording-fetch/'.length) : null;
+        const ctx: CoreContext = { models: deps.models, config: deps.config, logger: deps.logger, temporal: { client: () => Promise.resolve(deps.temporalClient) } };
+        if (recordingId && (await restartClosedRecordingFetch(ctx, tenantId, recordingId, () => isRunning(deps.temporalClient, execution.workflowId)))) fetchesRestarted++;
       }
     }
   }
-  return { closedWorkflows, recorded, tasksCancelled, callsEnded, runsFailed, deletionsRestarted, capped };
+  return { closedWorkflows, recorded, tasksCancelled, callsEnded, runsFailed, deletionsRestarted, fetchesRestarted, capped };
 }
 
 /**
@@ -155,6 +164,15 @@ async function failClosedRun(deps: ClosedCallDeps, tenantId: string, runId: stri
   return run !== null && (await finishAppRun(deps.models, run, { ok: false, error: closedRunError(status) }));
 }
 
+/** Whether the latest run of a workflow id runs now (one started again after the close looked at). */
+async function isRunning(client: Client, workflowId: string): Promise<boolean> {
+  return client.workflow
+    .getHandle(workflowId)
+    .describe()
+    .then((d) => d.status.name === 'RUNNING')
+    .catch(() => false);
+}
+
 /**
  * Starts again the deletion a closed `data-deletion/<tenant>[/<project>]` run was making, when its
  * record still says running (a run already started again is found running and left as it is).
@@ -164,12 +182,7 @@ async function restartDeletion(deps: ClosedCallDeps, tenantId: string, workflowI
   if (kind !== 'data-deletion' || workflowTenant !== tenantId || rest.length > 0) return false;
   const job = await deps.models.DeletionJob.findOne({ tenantId, projectId: projectId ?? null, status: 'running' }, { _id: 1 }).lean();
   if (!job) return false;
-  const running = await deps.temporalClient.workflow
-    .getHandle(workflowId)
-    .describe()
-    .then((d) => d.status.name === 'RUNNING')
-    .catch(() => false);
-  if (running) return false;
+  if (await isRunning(deps.temporalClient, workflowId)) return false;
   await startDataDeletion(deps.temporalClient, deps.config.TEMPORAL_TASK_QUEUE, { deletionId: job._id, tenantId, projectId: projectId ?? null });
   return true;
 }
@@ -185,8 +198,8 @@ export function startClosedWorkflowReconciler(ctx: CoreContext): () => void {
       const result = await reconcileClosedWorkflows({ models: ctx.models, config: ctx.config, logger: ctx.logger, temporalClient: await ctx.temporal.client() }, new Date(lastLookAt - RECONCILE_OVERLAP_MS));
       // Past the cap, what was not looked at is found by looking from the same point again.
       if (!result.capped) lastLookAt = startedAt;
-      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0 || result.runsFailed > 0 || result.deletionsRestarted > 0) {
-        ctx.logger.warn(result, 'workflows terminated, failed or timed out outside the platform: sessions, human tasks, outbound calls and app runs recorded as ended, deletions started again');
+      if (result.recorded > 0 || result.tasksCancelled > 0 || result.callsEnded > 0 || result.runsFailed > 0 || result.deletionsRestarted > 0 || result.fetchesRestarted > 0) {
+        ctx.logger.warn(result, 'workflows terminated, failed or timed out outside the platform: sessions, human tasks, outbound calls and app runs recorded as ended, deletions and recording fetches started again');
       }
     },
     (err) => ctx.logger.warn({ err }, 'closed-workflow reconciliation failed; it runs again at the next interval'),

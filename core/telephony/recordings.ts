@@ -202,6 +202,18 @@ export async function startRecordingFetch(ctx: CoreContext, recording: Recording
   }
 }
 
+/**
+ * Starts again the fetch of a recording whose fetch workflow closed without finishing (terminated
+ * in Temporal, failed, timed out), while its row says the media is still coming; true when started.
+ * `running`: whether a run of the fetch's workflow runs now (one started again is left alone).
+ */
+export async function restartClosedRecordingFetch(ctx: CoreContext, tenantId: string, recordingId: string, running: () => Promise<boolean>): Promise<boolean> {
+  const recording = await ctx.models.Recording.findOne({ _id: recordingId, tenantId, availability: 'media_in_progress', providerStatus: 'completed' }).lean();
+  if (!recording || (await running())) return false;
+  await startRecordingFetch(ctx, recording);
+  return true;
+}
+
 // ------------------------------------------------------------------ the session's recordings
 
 export type SessionRecordingsStatus = 'success' | 'partial' | 'call_in_progress' | 'media_in_progress' | 'media_unavailable';

@@ -131,6 +131,8 @@ export interface MediaServer {
   put(account: { accountSid: string; authToken: string }, recording: string, body: Buffer): void;
   /** Answers `status` for the recording instead. */
   fail(recording: string, status: number): void;
+  /** Serves the recording again after `fail`. */
+  heal(recording: string): void;
   /** The recording's next request gets its headers and half its body, then nothing more (the connection stays open). */
   stallOnce(recording: string): void;
   close(): Promise<void>;
@@ -168,6 +170,9 @@ export async function startMediaServer(): Promise<MediaServer> {
     },
     fail(recording, status) {
       failures.set(recording, status);
+    },
+    heal(recording) {
+      failures.delete(recording);
     },
     stallOnce(recording) {
       stalls.add(recording);

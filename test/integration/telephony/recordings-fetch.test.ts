@@ -5,6 +5,7 @@ import { startTestStack, seedTenant, type TestStack, type SeededTenant } from '.
 import { client } from '../../support/http';
 import { eventually } from '../../support/eventually';
 import { recordingMediaBucket } from '../../../db/recording';
+import { reconcileClosedWorkflows } from '../../../core/sessions/closed-reconciler';
 import {
   accountSid,
   callSid,
@@ -231,5 +232,26 @@ describe('recordings that cannot be downloaded', () => {
     const res = await api.get(`/api/projects/${t.projectId}/recordings/${rec!._id}/media/content/${token}?objectIndex=0&disposition=attachment`);
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('RECORDING_NOT_READY');
+  });
+});
+
+describe('a fetch whose workflow an operator terminated in Temporal', () => {
+  it('is started again by the reconciliation while its recording waits for its media, and completes', async () => {
+    const sessionId = await seedSession(stack.ctx, t);
+    const sid = recordingSid();
+    const since = new Date(Date.now() - 60_000);
+    media.put(account, sid, makeWav(2_000));
+    media.fail(sid, 503);
+    await postRecordingStatus(stack.baseUrl, connectionId, `sessionId=${sessionId}`, statusForm({ account: account.accountSid, recording: sid, call: callSid(), status: 'completed' }), account);
+    const rec = await stack.ctx.models.Recording.findOne({ tenantId: t.tenantId, providerRecordingSid: sid }).lean();
+    const temporal = await stack.ctx.temporal.client();
+    await temporal.workflow.getHandle(`recording-fetch/${rec!._id}`).terminate('operator: stuck fetch');
+    media.heal(sid);
+    expect((await list(sessionId)).body.data).toMatchObject({ status: 'media_in_progress', retryable: true });
+    const deps = { models: stack.ctx.models, config: stack.ctx.config, logger: stack.ctx.logger, temporalClient: temporal };
+    // Visibility lists a close a moment after it: looked at again until the fetch is in.
+    await eventually(() => reconcileClosedWorkflows(deps, since), (r) => r.fetchesRestarted === 1, 30_000, 250);
+    expect((await untilStatus(sessionId, 'success')).body.data.recordings[0]).toMatchObject({ availability: 'available' });
+    expect((await reconcileClosedWorkflows(deps, since)).fetchesRestarted).toBe(0);
   });
 });
