@@ -22,6 +22,9 @@ import { recordSessionTerminated } from './end';
 import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
 import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, RECORDING_FETCH_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
 import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
+
+/** What the reconciliation reads and writes with: the store, Temporal, configuration and the logger. */
+export type ClosedWorkflowDeps = ClosedCallDeps;
 import { DATA_DELETION_WORKFLOW_TYPE, startDataDeletion } from '../lifecycle/workflows';
 import { finishAppRun } from '../../db/app-run';
 import { restartClosedRecordingFetch } from '../telephony/recordings';
@@ -43,7 +46,7 @@ const UNRECORDED_CLOSES = ['Terminated', 'Failed', 'TimedOut', 'Canceled'] as co
 const REASONS: Record<string, string> = { TERMINATED: 'workflow_terminated', FAILED: 'workflow_failed', TIMED_OUT: 'workflow_timed_out', CANCELLED: 'workflow_canceled' };
 
 export interface ClosedWorkflowReconciliation {
-  /** Session, task and call workflows visibility listed as closed that way since `since`. */
+  /** Workflows of the looked-at types visibility listed as closed that way since `since`. */
   closedWorkflows: number;
   /** Of them, session summaries that still said active and now say ended. */
   recorded: number;
@@ -77,7 +80,7 @@ export function taskReasonOf(status: string): string {
   return `task workflow ${closedHow(status)} in Temporal`;
 }
 
-export async function reconcileClosedWorkflows(deps: ClosedCallDeps, since: Date): Promise<ClosedWorkflowReconciliation> {
+export async function reconcileClosedWorkflows(deps: ClosedWorkflowDeps, since: Date): Promise<ClosedWorkflowReconciliation> {
   let closedWorkflows = 0;
   let recorded = 0;
   let tasksCancelled = 0;
@@ -159,7 +162,7 @@ export function closedRunError(status: string) {
 }
 
 /** Fails an async run whose workflow is gone while its record still says running (its callback is not sent). */
-async function failClosedRun(deps: ClosedCallDeps, tenantId: string, runId: string, status: string): Promise<boolean> {
+async function failClosedRun(deps: ClosedWorkflowDeps, tenantId: string, runId: string, status: string): Promise<boolean> {
   const run = await deps.models.AppRun.findOne({ _id: runId, tenantId, isAsync: true, status: 'running' }, { _id: 1, tenantId: 1, sessionId: 1 }).lean();
   return run !== null && (await finishAppRun(deps.models, run, { ok: false, error: closedRunError(status) }));
 }
@@ -177,7 +180,7 @@ async function isRunning(client: Client, workflowId: string): Promise<boolean> {
  * Starts again the deletion a closed `data-deletion/<tenant>[/<project>]` run was making, when its
  * record still says running (a run already started again is found running and left as it is).
  */
-async function restartDeletion(deps: ClosedCallDeps, tenantId: string, workflowId: string): Promise<boolean> {
+async function restartDeletion(deps: ClosedWorkflowDeps, tenantId: string, workflowId: string): Promise<boolean> {
   const [kind, workflowTenant, projectId, ...rest] = workflowId.split('/');
   if (kind !== 'data-deletion' || workflowTenant !== tenantId || rest.length > 0) return false;
   const job = await deps.models.DeletionJob.findOne({ tenantId, projectId: projectId ?? null, status: 'running' }, { _id: 1 }).lean();
