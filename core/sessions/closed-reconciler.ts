@@ -22,12 +22,12 @@ import { recordSessionTerminated } from './end';
 import { AGENT_SESSION_WORKFLOW_TYPE, isWorkflowNotFound } from './workflow-client';
 import { humanTaskSignal, OUTBOUND_CALL_WORKFLOW_TYPE, RECORDING_FETCH_WORKFLOW_TYPE, TERMINAL_TASK_STATUSES } from '../../workflows/definitions';
 import { endCallOfClosedWorkflow, type ClosedCallDeps } from '../telephony/closed-calls';
-
-/** What the reconciliation reads and writes with: the store, Temporal, configuration and the logger. */
-export type ClosedWorkflowDeps = ClosedCallDeps;
 import { DATA_DELETION_WORKFLOW_TYPE, startDataDeletion } from '../lifecycle/workflows';
 import { finishAppRun } from '../../db/app-run';
 import { restartClosedRecordingFetch } from '../telephony/recordings';
+
+/** What the reconciliation reads and writes with: the store, Temporal, configuration and the logger. */
+export type ClosedWorkflowDeps = ClosedCallDeps;
 
 const HUMAN_TASK_WORKFLOW_TYPE = 'humanTaskWorkflow';
 const APP_RUN_WORKFLOW_TYPE = 'appRun';
