@@ -21,6 +21,7 @@ import { defineSignal } from '@temporalio/workflow';
 import { pingUpdate } from '../workflows/definitions';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { conversationWorkflowId } from '../lib/http-async/session-key';
+import { SessionIdKey } from '../workflows/search-attributes';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 import { startBenchStack } from './support/stack';
@@ -391,9 +392,51 @@ async function breakdown(client: Awaited<ReturnType<typeof startBenchStack>>['cl
       add('signal -> reply delivered (server clock)', reply.completed - signal);
     });
     for (const d of deliveries) add('any delivery running', d.completed - d.started);
+    // Conversations whose session runs the lane: the follow-ups are the session's updates.
+    const sessionId = (await client.workflow.getHandle(conversationWorkflowId(sessionKey)).describe()).typedSearchAttributes.get(SessionIdKey);
+    if (sessionId) sessionSpans(await client.workflow.getHandle(`session/${sessionId}`).fetchHistory(), add);
   }
   const rows = [...spans].map(([name, samples]) => `  ${line(name, samples)}`);
   return `where a message's time goes (${sessionKeys.length} conversations' histories, all rounds):\n${rows.join('\n')}`;
+}
+
+/**
+ * A session that runs its conversation's lane: each message it took as an update (the workflow
+ * task that accepted it, which runs its turn) and the reply's delivery activity that task scheduled.
+ */
+function sessionSpans(history: Awaited<ReturnType<ReturnType<Awaited<ReturnType<typeof startBenchStack>>['client']['workflow']['getHandle']>['fetchHistory']>>, add: (name: string, ms: number) => void): void {
+  const events = history.events ?? [];
+  const steps = new Map<number, Step>();
+  const messages: { taskScheduled: number; taskStarted: number; accepted: number }[] = [];
+  let taskScheduled = NaN;
+  let taskStarted = NaN;
+  const deliveries: Step[] = [];
+  for (const e of events) {
+    const id = Number(e.eventId);
+    if (e.workflowTaskScheduledEventAttributes) taskScheduled = eventMs(e);
+    if (e.workflowTaskStartedEventAttributes) taskStarted = eventMs(e);
+    if (e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'httpAsyncSessionMessage') messages.push({ taskScheduled, taskStarted, accepted: eventMs(e) });
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name === 'deliverHttpAsyncEvent') {
+      const step = { type: 'deliverHttpAsyncEvent', scheduled: eventMs(e), started: NaN, completed: NaN };
+      steps.set(id, step);
+      deliveries.push(step);
+    }
+    const started = e.activityTaskStartedEventAttributes;
+    if (started && steps.has(Number(started.scheduledEventId))) steps.get(Number(started.scheduledEventId))!.started = eventMs(e);
+    const completed = e.activityTaskCompletedEventAttributes;
+    if (completed && steps.has(Number(completed.scheduledEventId))) steps.get(Number(completed.scheduledEventId))!.completed = eventMs(e);
+  }
+  for (const m of messages) {
+    const reply = deliveries.find((d) => d.scheduled >= m.accepted);
+    add('session: message -> its workflow task started', m.taskStarted - m.taskScheduled);
+    add('session: that task (accepts, runs the turn)', m.accepted - m.taskStarted);
+    if (!reply) continue;
+    add('session: turn done -> reply delivery scheduled', reply.scheduled - m.accepted);
+    add('session: reply delivery waiting for a worker', reply.started - reply.scheduled);
+    add('session: reply delivery running (read, sign, POST, record)', reply.completed - reply.started);
+    add('session: message -> reply delivered (server clock)', reply.completed - m.taskScheduled);
+  }
 }
 
 /** The events of one workflow history, each with its time after the first event. */

@@ -15,6 +15,8 @@ export interface HttpAsyncConversationDoc {
   /** The session answering the conversation now; a new one starts when it has ended. */
   sessionId: string | null;
   lastSessionStartedAt: Date | null;
+  /** Set while the session answering it runs its delivery lane: the API sends follow-ups straight to it. */
+  laneSessionId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -29,6 +31,7 @@ const HttpAsyncConversationSchema = new Schema<HttpAsyncConversationDoc>(
     firstMessageId: { type: String, default: null },
     sessionId: { type: String, default: null },
     lastSessionStartedAt: { type: Date, default: null },
+    laneSessionId: { type: String, default: null },
   },
   { timestamps: true, versionKey: false },
 );

@@ -45,6 +45,7 @@ import { emptyInsight, insightSummary, tallyTurn, type SessionInsight } from './
 import { pinnedBundleRef } from './bundle-ref';
 import { sharedBundle } from './shared-bundles';
 import { contactAsUser, loadSessionMemory, memoryPlan, saveSessionMemory, type MemoryOwner, type MemoryPlan } from './agent-memory';
+import { SessionLane } from './session-http-async';
 
 const { loadSessionBundle } = wf.proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
@@ -265,6 +266,17 @@ async function runAgentSession(input: SessionStartInput, cancellation: Cancellat
       },
     },
   );
+
+  // An HTTP-async session that runs its conversation's lane takes its messages and delivers its
+  // replies itself (session-http-async.ts); only sessions started with one carry it.
+  const httpAsyncLane = input.httpAsync?.lane
+    ? new SessionLane(
+        { tenantId: input.tenantId, projectId: input.projectId, sessionId: input.sessionId, conversationWorkflowId: input.httpAsync.conversationWorkflowId, ended: () => ended !== null, enqueue, runTurn: (turn) => runTurn(turn) },
+        input.httpAsync.lane,
+        carried?.httpAsyncLane,
+      )
+    : null;
+  httpAsyncLane?.start(carried === undefined);
 
   const bundleQuery = { tenantId: input.tenantId, projectId: input.projectId, bundleRef: input.bundleRef };
   // One copy per worker context of the bundle every session of it runs (shared-bundles.ts).
@@ -542,18 +554,20 @@ async function runAgentSession(input: SessionStartInput, cancellation: Cancellat
     traceSeq = trace.nextSeq;
     await projection.record(trace, response ? [{ role: 'assistant' as const, agent: activeThread()?.agent ?? null, content: response }] : []);
     if (input.httpAsync) {
-      // The HTTP-async caller hears this reply through its conversation, which delivers it.
+      // The HTTP-async caller hears this reply through the lane: the session's own, or its conversation's.
       const thread = activeThread();
       const action = advanced.outcome === 'completed' ? 'complete' : advanced.outcome === 'suspended' ? (runtime.pending?.kind === 'human_task' ? 'escalate' : 'suspend') : 'continue';
-      await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncReplySignal, {
+      const reply = {
         sessionId: input.sessionId,
-        replyId: `${input.sessionId}:${turnCount}`,
         response,
-        cause: w.kind === 'human_task' ? 'human_task' : result ? 'callback' : 'expired',
-        action,
+        cause: w.kind === 'human_task' ? ('human_task' as const) : result ? ('callback' as const) : ('expired' as const),
+        action: action as 'continue' | 'suspend' | 'escalate' | 'complete',
         ...channelContent(compiled, thread?.agent, thread?.flow?.step),
         llm: llmProvenance(trace.events),
-      });
+      };
+      const replyId = `${input.sessionId}:${turnCount}`;
+      if (httpAsyncLane) httpAsyncLane.reply(reply, replyId);
+      else await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncReplySignal, { ...reply, replyId });
     }
   }
 
@@ -583,6 +597,14 @@ async function runAgentSession(input: SessionStartInput, cancellation: Cancellat
     // A callback delivered during that write (its signal handled, its resume not yet started or
     // still running) belongs to this run: the next one carries the wait, not a result already taken.
     if ((inFlight > 0 || delivered !== null) && wf.patched(CALLBACK_AT_ROLLOVER_PATCH)) return;
+    if (httpAsyncLane) {
+      // Stopped between attempts, the lane goes along; a message taken meanwhile keeps this run.
+      await httpAsyncLane.stop();
+      if (inFlight > 0 || delivered !== null) {
+        httpAsyncLane.resume();
+        return;
+      }
+    }
     // Rows of turns answered during that write go along (the next run writes them).
     const next: CarriedSessionState = {
       runtime,
@@ -594,9 +616,12 @@ async function runAgentSession(input: SessionStartInput, cancellation: Cancellat
       insight,
       createdAtMs,
       ...(waiting ? { waiting } : {}),
+      ...(httpAsyncLane ? { httpAsyncLane: httpAsyncLane.carried() } : {}),
       ...projection.handOver(),
     };
-    await wf.continueAsNew<typeof agentSession>({ ...input, bundleRef, carried: next });
+    // The lane's start (the messages and events it was handed) is in the carried state now.
+    const httpAsync = input.httpAsync?.lane ? { httpAsync: { ...input.httpAsync, lane: { ...input.httpAsync.lane, pending: [], outbox: [], seen: [] } } } : {};
+    await wf.continueAsNew<typeof agentSession>({ ...input, ...httpAsync, bundleRef, carried: next });
   };
 
   projection.resume();
@@ -664,7 +689,15 @@ async function runAgentSession(input: SessionStartInput, cancellation: Cancellat
     // After the last reply's signal (a resume that ended the session may still be sending it):
     // two signals in flight at once can arrive in either order.
     await wf.condition(() => inFlight === 0);
-    await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason });
+    // A session that ran the lane hands it back, with the messages it did not answer (a message
+    // taken while the lane stopped has gone to the unanswered ones once nothing is in flight).
+    if (httpAsyncLane) {
+      await httpAsyncLane.stop();
+      await wf.condition(() => inFlight === 0);
+    }
+    await signalConversation(input.httpAsync.conversationWorkflowId, httpAsyncSessionEndedSignal, { sessionId: input.sessionId, reason, ...(httpAsyncLane ? { lane: httpAsyncLane.handBack() } : {}) });
+    // A message recorded after that is sent on to the conversation by its handler.
+    if (httpAsyncLane) await wf.condition(wf.allHandlersFinished);
   }
   // A real-time voice session's room closes with it. Only `voice_realtime` sessions take this
   // path, and none was recorded before it: it needs no marker.

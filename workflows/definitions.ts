@@ -56,7 +56,7 @@ export interface SessionStartInput {
    * turn (after a callback or a human task) and its end are signalled to. Absent on every other
    * session, so the code that uses it never runs in their histories.
    */
-  httpAsync?: { conversationWorkflowId: string };
+  httpAsync?: { conversationWorkflowId: string; lane?: HttpAsyncSessionLane };
   /**
    * The contact the session's caller identity found or created (core/contacts/linking.ts): the
    * agent reads it as `user.*`, and user-scoped persistent memory is keyed by its id. Absent for an
@@ -100,6 +100,8 @@ export interface CarriedSessionState {
   /** The async tool call the session waits on, if any. */
   waiting?: WaitingCallback | null;
   lastActivityMs?: number;
+  /** An HTTP-async session's delivery lane and seen messages (absent unless it runs its conversation's lane). */
+  httpAsyncLane?: HttpAsyncLaneState;
 }
 
 /**
@@ -466,6 +468,12 @@ export interface HttpAsyncConversationInput {
   sessionIdleTimeoutMs: number;
   /** Continue-as-new past this many history events (the server also suggests it). */
   maxHistoryEvents?: number;
+  /**
+   * Its sessions run its delivery lane and take follow-up messages straight from the API
+   * (docs/http-async.md "Order and delivery"). Absent on conversations started before that, which
+   * answer every message through their own turn activity until they end.
+   */
+  sessionsRunLane?: boolean;
   carried?: HttpAsyncCarriedState;
 }
 
@@ -502,6 +510,20 @@ export interface HttpAsyncOutbound {
    * schedule's first wait runs from it). Cleared once the lane has waited it out.
    */
   retryAtMs?: number;
+  /** Messages a session answered just before queueing this event, for their `channel.message_accepted` analytics, written with its first attempt. */
+  answered?: HttpAsyncAnsweredMessage[];
+}
+
+/** An accepted message its session answered, as its `channel.message_accepted` analytics event records it. */
+export interface HttpAsyncAnsweredMessage {
+  sessionId: string;
+  messageId: string;
+  chars: number;
+  /** From acceptance to the turn's end. */
+  durationMs: number;
+  action?: string;
+  /** The error the turn ended with, and its code. */
+  error?: { code: string; message: string };
 }
 
 export interface HttpAsyncCarriedState {
@@ -532,6 +554,35 @@ export interface HttpAsyncSessionReplyInput {
 export interface HttpAsyncSessionEndedInput {
   sessionId: string;
   reason: string;
+  /** From a session that ran the conversation's lane: what it hands back (its lane and the messages it did not answer). */
+  lane?: HttpAsyncLaneState & { unanswered: HttpAsyncInboundMessage[] };
+}
+
+/**
+ * The delivery lane of a conversation and what goes with it, as a session that runs it carries it
+ * across continue-as-new and hands it back at its end (docs/http-async.md "Order and delivery").
+ */
+export interface HttpAsyncLaneState {
+  outbox: HttpAsyncOutbound[];
+  /** The subscription's events as the last delivery found them (null: gone). */
+  subscribed: string[] | null;
+  /** Message ids already taken, newest last (a bounded window): a repeated message is answered once. */
+  seen: string[];
+  /** The accepted message whose turn the session waits in (a callback or a human task). */
+  waitingFor: string | null;
+}
+
+/**
+ * Set on a session started by a conversation that lets it run the conversation's lane: follow-up
+ * messages go straight to the session (the `httpAsyncSessionMessage` update) and the session
+ * delivers its replies. Absent on sessions of conversations started before it.
+ */
+export interface HttpAsyncSessionLane extends HttpAsyncLaneState {
+  subscriptionId: string;
+  sessionKey: string;
+  schedule: HttpAsyncRetrySchedule;
+  /** Messages the conversation held for the session, answered first and in this order (the first opens the session). */
+  pending: HttpAsyncInboundMessage[];
 }
 export const httpAsyncMessageSignal = defineSignal<[HttpAsyncInboundMessage]>('httpAsyncMessage');
 /** The bounds a conversation holds a new message to (docs/http-async.md "Limits"), sent with each message. */
@@ -547,7 +598,25 @@ export interface HttpAsyncQueueLimits {
  * Accepts a message (update-with-start): refused with an ApplicationFailure of type `QUEUE_FULL`
  * when the conversation is at one of its limits, so the API answers 429 and nothing is queued.
  */
-export const httpAsyncAcceptUpdate = defineUpdate<{ accepted: true }, [HttpAsyncInboundMessage, HttpAsyncQueueLimits]>('httpAsyncAccept');
+export const httpAsyncAcceptUpdate = defineUpdate<{ accepted: true }, [HttpAsyncInboundMessage, HttpAsyncQueueLimits, HttpAsyncAcceptRoute?]>('httpAsyncAccept');
+/**
+ * How a message reached a conversation whose sessions run its lane. While such a session runs, the
+ * conversation refuses a message with `SESSION_RUNS_LANE` (its details name the session), so the
+ * API sends it there, unless that session has refused it as ended (`refusedBy`); while one is
+ * starting, with `SESSION_STARTING` (sent again shortly). One order of messages holds either way.
+ */
+export interface HttpAsyncAcceptRoute {
+  refusedBy?: string;
+}
+/** A message recorded on the session that runs the lane while no worker answered its update (durable without one). */
+export const httpAsyncSessionMessageSignal = defineSignal<[HttpAsyncInboundMessage]>('httpAsyncSessionMessage');
+/**
+ * A message sent straight to the session that runs its conversation's lane: accepted (the 202)
+ * once the session has queued it; refused with `QUEUE_FULL` past the limits (given when the API
+ * sends it; the conversation forwards messages it has accepted already without them), or with
+ * `CONFLICT` once the session has ended or does not run the lane (the message then goes to the conversation).
+ */
+export const httpAsyncSessionMessageUpdate = defineUpdate<{ accepted: true }, [HttpAsyncInboundMessage, HttpAsyncQueueLimits | null]>('httpAsyncSessionMessage');
 export const httpAsyncReplySignal = defineSignal<[HttpAsyncSessionReplyInput]>('httpAsyncReply');
 export const httpAsyncSessionEndedSignal = defineSignal<[HttpAsyncSessionEndedInput]>('httpAsyncSessionEnded');
 export interface HttpAsyncConversationView {

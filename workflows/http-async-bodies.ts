@@ -1,7 +1,8 @@
 // The JSON bodies an HTTP-async subscription receives (docs/http-async.md "Events"): the spec's
 // `agent.response`, and the `agent.status` and `agent.media` events it leaves to us. Built in the
 // conversation workflow, so every attempt of a delivery posts the same bytes.
-import type { HttpAsyncSessionReplyInput, HttpAsyncStatus, TraceEventOut } from './definitions';
+import type { HttpAsyncSessionReplyInput, HttpAsyncStatus, TraceEventOut, TurnResult } from './definitions';
+import type { HttpAsyncTurnOutcome } from '../activities/http-async/conversation';
 
 export interface ConversationRef {
   sessionKey: string;
@@ -109,5 +110,23 @@ export function llmProvenance(events: readonly Pick<TraceEventOut, 'type' | 'dat
     generated: calls.some((e) => e.data.purpose === 'reasoning' || e.data.purpose === 'routing'),
     usedInternally: calls.length > 0,
     usedFallback: calls.some((e) => typeof e.data.fallbackFrom === 'string'),
+  };
+}
+
+/** What a conversation needs of a turn's result (not the whole TurnResult: variables stay out of its history). */
+export function turnOutcome(result: TurnResult): HttpAsyncTurnOutcome {
+  const action = result.action.type === 'handoff' ? 'continue' : result.action.type;
+  const suspension = result.action.suspension as { tool: string; expiresAt: string } | undefined;
+  const humanTask = result.action.humanTask as { id: string; dueAt: string | null } | undefined;
+  return {
+    ok: true,
+    response: result.response,
+    action,
+    ...(suspension ? { suspension: { tool: suspension.tool, expiresAt: suspension.expiresAt } } : {}),
+    ...(humanTask ? { humanTask: { id: humanTask.id, dueAt: humanTask.dueAt } } : {}),
+    ...(result.richContent ? { richContent: result.richContent } : {}),
+    ...(result.actions ? { actions: result.actions } : {}),
+    llm: llmProvenance(result.traceEvents),
+    ...(result.traceEvents.length ? { finishedAt: result.traceEvents.reduce((a, e) => (e.timestamp > a ? e.timestamp : a), result.traceEvents[0]!.timestamp) } : {}),
   };
 }

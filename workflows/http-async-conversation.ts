@@ -11,19 +11,21 @@ import {
   httpAsyncReplySignal,
   httpAsyncSessionEndedSignal,
   httpAsyncStateQuery,
+  type HttpAsyncAcceptRoute,
   type HttpAsyncCarriedState,
   type HttpAsyncConversationInput,
   type HttpAsyncInboundMessage,
-  type HttpAsyncOutbound,
   type HttpAsyncQueueLimits,
+  type HttpAsyncSessionEndedInput,
   type HttpAsyncSessionReplyInput,
-  type HttpAsyncStatus,
 } from './definitions';
-import { mediaBody, responseBody, retryDelayMs, statusBody, type ConversationRef } from './http-async-bodies';
+import { retryDelayMs } from './http-async-bodies';
+import { applicationFailureOf, DeliveryLane, jsonBytes, queueFull, SeenMessages, type InlineDelivery } from './http-async-lane';
 import { SessionIdKey } from './search-attributes';
-import type { DeliveryOutcome } from '../activities/http-async/delivery';
 
-const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning } = wf.proxyActivities<Activities>({
+export { DELIVERY_WINDOW_FROM_QUEUE_PATCH } from './http-async-lane';
+
+const { startHttpAsyncSession, runHttpAsyncTurn, isHttpAsyncSessionRunning, forwardHttpAsyncMessage } = wf.proxyActivities<Activities>({
   // A turn can call models and tools; the session's own timeouts bound it well inside this.
   startToCloseTimeout: '5 minutes',
   // Temporal or MongoDB not answering; a refusal (no agent, session cap) is non-retryable.
@@ -41,23 +43,6 @@ const { runHttpAsyncTurn: runHttpAsyncTurnWithReply } = wf.proxyActivities<Activ
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
-/** One attempt: the receiver's 10 s plus reading the subscription and recording the attempt. */
-const { deliverHttpAsyncEvent } = wf.proxyActivities<Activities>({
-  startToCloseTimeout: '20 seconds',
-  // Only for the activity itself failing (MongoDB, a worker lost mid-attempt), and briefly: one
-  // that still fails counts as a failed attempt of the delivery schedule below, which retries it
-  // like a receiver's failure (those are answered, not thrown).
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 3 },
-});
-
-/**
- * The delivery window runs from when an event was queued, not from its first attempt: in one
- * ordered lane an event behind a failing one would otherwise get a whole window of its own after
- * that one's, and a receiver that is down would hold a reply for a window per event before it.
- * Runs recorded before it replay with the window from the first attempt.
- */
-export const DELIVERY_WINDOW_FROM_QUEUE_PATCH = 'http-async-window-from-queue-v1';
-
 /**
  * Events the subscription does not take are not queued (a `processing` status nobody subscribed
  * to cost an activity and a workflow task per message). What it takes comes with the start and
@@ -73,166 +58,129 @@ export const SUBSCRIBED_EVENTS_PATCH = 'http-async-subscribed-events-v1';
  */
 export const TURN_DELIVERS_REPLY_PATCH = 'http-async-turn-delivers-reply-v1';
 
-/** Message ids remembered against repeated signals (the API sends each once; this is the backstop). */
-const SEEN_KEPT = 1_000;
 const DEFAULT_MAX_HISTORY_EVENTS = 4_000;
 
 export async function httpAsyncConversation(input: HttpAsyncConversationInput): Promise<{ status: 'ended' }> {
   const carried: HttpAsyncCarriedState | undefined = input.carried;
   const inbox: HttpAsyncInboundMessage[] = [...(carried?.inbox ?? [])];
-  const outbox: HttpAsyncOutbound[] = [...(carried?.outbox ?? [])];
-  const seen: string[] = [...(carried?.seen ?? [])];
-  const seenSet = new Set(seen);
+  const seen = new SeenMessages(carried?.seen ?? []);
   let session: { sessionId: string } | null = carried?.session ?? null;
-  // The message whose turn the session now waits in (a callback or a human task), so the reply
-  // that comes later says what it answers.
-  let waitingFor: string | null = carried?.waitingFor ?? null;
+  // Its sessions run the delivery lane while they run, and take follow-ups straight from the API.
+  const sessionsRunLane = input.sessionsRunLane === true;
   const endedSessions: string[] = [];
   let turnBusy = false;
-  let deliveryBusy = false;
   // A turn whose activity makes its reply's first attempt is in flight: the lane waits for it.
   let replyInTurn = false;
+  // The lane is with the running session (or being handed to the one starting).
+  let laneAway = sessionsRunLane && session !== null;
+  // The session being started, and an end it reported before its start's result was read.
+  let starting = false;
+  const earlyEnds = new Map<string, HttpAsyncSessionEndedInput>();
   let rolling = false;
   let lastActivityMs = Date.now();
 
-  const remember = (id: string) => {
-    seen.push(id);
-    seenSet.add(id);
-    if (seen.length > SEEN_KEPT) seenSet.delete(seen.shift()!);
-  };
-  const ref = (sessionId: string): ConversationRef => ({ sessionKey: input.sessionKey, sessionId });
-  // What the subscription takes, when known (null: gone, or not known in runs from before it).
-  let subscribed: string[] | null = carried?.subscribed !== undefined ? carried.subscribed : (input.events ?? null);
   const filtersEvents = input.events !== undefined && wf.patched(SUBSCRIBED_EVENTS_PATCH);
-  // Bytes of JSON of what waits (carried by continue-as-new), kept as the queues change.
+  const lane = new DeliveryLane(
+    { tenantId: input.tenantId, projectId: input.projectId, subscriptionId: input.subscriptionId, sessionKey: input.sessionKey, schedule: input.schedule },
+    { outbox: carried?.outbox ?? [], subscribed: carried?.subscribed !== undefined ? carried.subscribed : (input.events ?? null), waitingFor: carried?.waitingFor ?? null },
+    filtersEvents,
+  );
+  // Bytes of JSON of what waits in the inbox (carried by continue-as-new), kept as it changes.
   let inboxBytes = inbox.reduce((n, m) => n + jsonBytes(m), 0);
-  let outboxBytes = outbox.reduce((n, d) => n + eventBytes(d), 0);
-  const takes = (event: HttpAsyncOutbound['event']) => !(filtersEvents && subscribed !== null && !subscribed.includes(event));
-  const enqueue = (messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>, tried?: Pick<HttpAsyncOutbound, 'attempts' | 'firstAttemptAtMs' | 'retryAtMs'>) => {
-    if (!takes(event)) return;
-    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now(), ...tried };
-    outbox.push(d);
-    outboxBytes += eventBytes(d);
-  };
-  const status = (sessionId: string, s: HttpAsyncStatus, relatedMessageId: string | null, details?: Record<string, unknown>) => {
-    const messageId = `has-${wf.uuid4()}`;
-    enqueue(messageId, 'agent.status', statusBody(ref(sessionId), { messageId, status: s, relatedMessageId, ...(details ? { details } : {}) }));
+  const setInbox = (messages: HttpAsyncInboundMessage[]) => {
+    inbox.splice(0, inbox.length, ...messages);
+    inboxBytes = inbox.reduce((n, m) => n + jsonBytes(m), 0);
   };
 
-  wf.setHandler(httpAsyncStateQuery, () => ({ sessionKey: input.sessionKey, sessionId: session?.sessionId ?? null, queued: inbox.length, pendingDeliveries: outbox.length }));
+  wf.setHandler(httpAsyncStateQuery, () => ({ sessionKey: input.sessionKey, sessionId: session?.sessionId ?? null, queued: inbox.length, pendingDeliveries: lane.outbox.length }));
   const take = (message: HttpAsyncInboundMessage) => {
-    remember(message.messageId);
+    seen.add(message.messageId);
     inbox.push(message);
     inboxBytes += jsonBytes(message);
     lastActivityMs = Date.now();
   };
   /** Why a new message cannot be queued now, or null. A message already taken is never refused. */
-  const fullBecause = (message: HttpAsyncInboundMessage, limits: HttpAsyncQueueLimits): string | null => {
-    if (seenSet.has(message.messageId)) return null;
-    if (inbox.length >= limits.maxQueuedMessages) return `${inbox.length} messages are waiting for their turn (the limit is ${limits.maxQueuedMessages})`;
-    if (outbox.length >= limits.maxPendingDeliveries) return `${outbox.length} events are waiting for delivery (the limit is ${limits.maxPendingDeliveries})`;
-    if (inboxBytes + outboxBytes + jsonBytes(message) > limits.maxQueuedBytes) return `the waiting messages and events would pass ${limits.maxQueuedBytes} bytes`;
-    return null;
-  };
+  const fullBecause = (message: HttpAsyncInboundMessage, limits: HttpAsyncQueueLimits): string | null =>
+    seen.has(message.messageId) ? null : lane.fullBecause({ count: inbox.length, bytes: inboxBytes }, message, limits);
   // Messages sent as signals: while no worker answered the update (the API could not ask), or by
   // earlier versions of the API (no limits). One past the limits is answered at once with the
-  // error QUEUE_FULL instead of being queued.
+  // error QUEUE_FULL instead of being queued; while a session runs the lane, the session does that.
   wf.setHandler(httpAsyncMessageSignal, ({ limits, ...message }) => {
-    if (seenSet.has(message.messageId)) return;
+    if (seen.has(message.messageId)) return;
+    if (laneAway) return take(limits ? { ...message, limits } : message);
     const full = limits ? fullBecause(message, limits) : null;
     if (!full) return take(message);
-    remember(message.messageId);
-    const error = { code: 'QUEUE_FULL', message: queueFull(full).message };
-    enqueue(message.messageId, 'agent.response', responseBody(ref(session?.sessionId ?? ''), { messageId: message.messageId, response: '', isNewSession: false, metadata: message.metadata ?? {}, llm: NO_LLM, error }));
+    seen.add(message.messageId);
+    lane.error(session?.sessionId ?? '', message, { code: 'QUEUE_FULL', message: queueFull(full).message });
   });
   // The validator refuses a full queue without a trace in history; the handler checks again, as
   // the state may have changed between the two for updates of the same workflow task.
   wf.setHandler(
     httpAsyncAcceptUpdate,
-    (message, limits) => {
+    (message, limits, route?: HttpAsyncAcceptRoute) => {
+      refuseWhileSessionRunsLane(route);
       const full = fullBecause(message, limits);
       if (full) throw queueFull(full);
-      if (!seenSet.has(message.messageId)) take(message);
+      if (!seen.has(message.messageId)) take(message);
       return { accepted: true as const };
     },
     {
-      validator: (message, limits) => {
+      validator: (message, limits, route?: HttpAsyncAcceptRoute) => {
+        refuseWhileSessionRunsLane(route);
         const full = fullBecause(message, limits);
         if (full) throw queueFull(full);
       },
     },
   );
+  /**
+   * While a session runs the lane it takes the messages (the API is sent there), so that one order
+   * holds: this conversation takes one only when that session has refused it as ended, and none
+   * while a session starts (what it holds then is the new session's first messages).
+   */
+  function refuseWhileSessionRunsLane(route: HttpAsyncAcceptRoute | undefined) {
+    if (!sessionsRunLane) return;
+    if (starting) throw wf.ApplicationFailure.create({ type: 'SESSION_STARTING', message: 'The conversation is starting its session; send the message again', nonRetryable: true });
+    if (laneAway && session !== null && route?.refusedBy !== session.sessionId) {
+      throw wf.ApplicationFailure.create({ type: 'SESSION_RUNS_LANE', message: 'The conversation\'s session takes its messages', nonRetryable: true, details: [session.sessionId] });
+    }
+  }
   wf.setHandler(httpAsyncReplySignal, (reply) => {
-    if (seenSet.has(reply.replyId)) return;
-    remember(reply.replyId);
+    if (seen.has(reply.replyId)) return;
+    seen.add(reply.replyId);
     lastActivityMs = Date.now();
     deliverReply(reply);
   });
-  wf.setHandler(httpAsyncSessionEndedSignal, ({ sessionId, reason }) => {
-    if (session?.sessionId !== sessionId) return;
+  wf.setHandler(httpAsyncSessionEndedSignal, (ended) => {
+    if (session?.sessionId === ended.sessionId) return sessionEnded(ended);
+    if (starting && session === null) earlyEnds.set(ended.sessionId, ended);
+  });
+
+  /**
+   * The session has ended. One that ran the lane hands it back with the messages it did not
+   * answer: they go first (they were accepted before anything waiting here), and what waits here
+   * that the session had already taken (a retry sent while it ended) is dropped.
+   */
+  function sessionEnded({ sessionId, reason, lane: handed }: HttpAsyncSessionEndedInput) {
     session = null;
     endedSessions.push(sessionId);
     if (endedSessions.length > 10) endedSessions.shift();
-    waitingFor = null;
+    if (handed) {
+      for (const id of handed.seen) seen.add(id);
+      const takenBySession = new Set(handed.seen);
+      setInbox([...handed.unanswered, ...inbox.filter((m) => !takenBySession.has(m.messageId))]);
+      lane.takeBack(handed);
+    }
+    laneAway = false;
+    lane.waitingFor = null;
     lastActivityMs = Date.now();
-    status(sessionId, 'ended', null, { reason });
-  });
-
-  /** What a turn (or a later reply) leads to: the reply, its media, and the state it leaves. */
-  function deliverOutcome(
-    sessionId: string,
-    replyMessageId: string,
-    relatedMessageId: string,
-    outcome: { response: string; action: HttpAsyncSessionReplyInput['action']; richContent?: Record<string, unknown>; actions?: Record<string, unknown>; llm: HttpAsyncSessionReplyInput['llm'] },
-    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown>; delivery?: InlineDelivery },
-  ) {
-    const conv = ref(sessionId);
-    if (outcome.response) {
-      const body = responseBody(conv, { messageId: replyMessageId, inReplyTo: extra.inReplyTo, response: outcome.response, isNewSession: extra.isNewSession, metadata: extra.metadata, llm: outcome.llm });
-      if (extra.delivery) settleInline(replyMessageId, { ...body, timestamp: extra.delivery.result.timestamp }, extra.delivery);
-      else enqueue(replyMessageId, 'agent.response', body);
-    }
-    if (outcome.richContent || outcome.actions) {
-      const mediaId = `ham-${wf.uuid4()}`;
-      enqueue(mediaId, 'agent.media', mediaBody(conv, { messageId: mediaId, relatedMessageId: relatedMessageId, richContent: outcome.richContent, actions: outcome.actions, metadata: extra.metadata }));
-    }
-    if (outcome.action === 'suspend' || outcome.action === 'escalate') {
-      waitingFor = relatedMessageId;
-      status(sessionId, outcome.action === 'suspend' ? 'suspended' : 'waiting_for_human', relatedMessageId, extra.details);
-    }
-    // A completed session also signals its end; that signal reports `ended` (once).
-  }
-
-  /**
-   * What the turn's own attempt at its reply leaves: nothing (delivered, or nothing to deliver
-   * to), the reply queued with that attempt counted and its next one after the schedule's first
-   * wait, or the delivery failed for good, as the lane's attempt would have left it.
-   */
-  function settleInline(messageId: string, body: Record<string, unknown>, inline: InlineDelivery) {
-    const { outcome, error, events } = inline.result;
-    if (filtersEvents && events !== undefined) subscribed = events;
-    if (outcome === 'delivered' || outcome === 'dropped') return;
-    const now = Date.now();
-    if (!inline.final && (outcome === 'failed' || outcome === 'paused')) {
-      // Held by a pause: looked at again later, not counted as an attempt.
-      const paused = outcome === 'paused';
-      const retryAtMs = now + (paused ? Math.min(input.schedule.pausedCheckMs, Math.max(1, input.schedule.windowMs)) : inline.nextWaitMs);
-      enqueue(messageId, 'agent.response', body, { attempts: paused ? 0 : 1, firstAttemptAtMs: now, retryAtMs });
-      return;
-    }
-    const sessionId = typeof body.session_id === 'string' ? body.session_id : '';
-    status(sessionId, 'delivery_failed', messageId, { event: 'agent.response', attempts: outcome === 'paused' ? 0 : 1, reason: outcome, last_error: error });
+    lane.status(sessionId, 'ended', null, { reason });
   }
 
   function deliverReply(reply: HttpAsyncSessionReplyInput) {
     // A reply of a session that has just ended is still the caller's (the two signals are sent
     // one after the other, but a reply is never dropped for arriving late).
     if (session?.sessionId !== reply.sessionId && !endedSessions.includes(reply.sessionId)) return;
-    const related = waitingFor ?? reply.replyId;
-    waitingFor = null;
-    status(reply.sessionId, 'resumed', related, { cause: reply.cause });
-    const messageId = `ham-${wf.uuid4()}`;
-    deliverOutcome(reply.sessionId, messageId, related, reply, { isNewSession: false, metadata: {}, inReplyTo: related });
+    lane.deliverReply(reply, reply.replyId);
   }
 
   async function answer(message: HttpAsyncInboundMessage): Promise<void> {
@@ -250,18 +198,16 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
             sessionKey: input.sessionKey,
           });
         } catch (err) {
-          const failure = applicationFailureOf(err);
-          const pseudo = ref('');
-          enqueue(message.messageId, 'agent.response', responseBody(pseudo, { messageId: message.messageId, response: '', isNewSession: false, metadata, llm: NO_LLM, error: failure }));
+          lane.error('', message, applicationFailureOf(err, 'The session could not start'));
           return;
         }
         isNewSession = true;
         wf.upsertSearchAttributes([{ key: SessionIdKey, value: session.sessionId }]);
       }
       const sessionId = session.sessionId;
-      status(sessionId, 'processing', message.messageId);
+      lane.status(sessionId, 'processing', message.messageId);
       // The reply is next in the lane when nothing waits there: the turn's activity may try it.
-      const inline = outbox.length === 0 && takes('agent.response') && wf.patched(TURN_DELIVERS_REPLY_PATCH);
+      const inline = lane.outbox.length === 0 && lane.takes('agent.response') && wf.patched(TURN_DELIVERS_REPLY_PATCH);
       const nextWaitMs = inline ? retryDelayMs(1, input.schedule, Math.random) : 0;
       const final = nextWaitMs > input.schedule.windowMs;
       let outcome: Awaited<ReturnType<typeof runHttpAsyncTurn>>;
@@ -286,8 +232,8 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       }
       if (outcome.ok) {
         const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
-        const delivery = outcome.delivery ? { result: outcome.delivery, final, nextWaitMs } : undefined;
-        deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}), ...(delivery ? { delivery } : {}) });
+        const delivery: InlineDelivery | undefined = outcome.delivery ? { result: outcome.delivery, final, nextWaitMs } : undefined;
+        lane.deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}), ...(delivery ? { delivery } : {}) });
         return;
       }
       if (outcome.sessionGone && tries === 0) {
@@ -296,68 +242,76 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
         continue;
       }
       const error = outcome.sessionGone ? { code: 'CONFLICT', message: 'The session ended before the message could be answered' } : outcome.error;
-      enqueue(message.messageId, 'agent.response', responseBody(ref(sessionId), { messageId: message.messageId, response: '', isNewSession, metadata, llm: NO_LLM, error }));
+      lane.error(sessionId, message, error, isNewSession);
       return;
     }
   }
 
   /**
-   * One attempt of a delivery. The activity failing past its own retries is a failed attempt: a
-   * rejection here would stop the lane, and the conversation with it, for good.
+   * Starts a session that runs the lane: it takes the lane as it stands (stopped between
+   * attempts) and every message waiting here, and answers them in order before any other.
    */
-  async function attempt(d: HttpAsyncOutbound, final: boolean): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
+  async function openSession(): Promise<void> {
+    laneAway = true;
+    await wf.condition(() => !lane.busy);
+    const pending = inbox.slice();
+    setInbox([]);
+    const handed = lane.handOff();
+    starting = true;
     try {
-      return await deliverHttpAsyncEvent({
+      session = await startHttpAsyncSession({
         tenantId: input.tenantId,
         projectId: input.projectId,
-        subscriptionId: input.subscriptionId,
-        delivery: { messageId: d.messageId, event: d.event, body: d.body },
-        final,
+        environment: input.environment,
+        conversationWorkflowId: wf.workflowInfo().workflowId,
+        messageId: pending[0]!.messageId,
+        sessionKey: input.sessionKey,
+        lane: { ...handed, seen: seen.list(), subscriptionId: input.subscriptionId, sessionKey: input.sessionKey, schedule: input.schedule, pending },
       });
     } catch (err) {
-      if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
-      return { outcome: 'failed', error: 'the delivery could not be attempted (internal error)' };
+      // Refused (no agent, the tenant's session cap) or not reachable: the lane stays here, the
+      // first message is answered with why, and the others wait for the next try.
+      lane.takeBack(handed);
+      laneAway = false;
+      setInbox([...pending.slice(1), ...inbox]);
+      lane.error('', pending[0]!, applicationFailureOf(err, 'The session could not start'));
+      return;
+    } finally {
+      starting = false;
     }
+    wf.upsertSearchAttributes([{ key: SessionIdKey, value: session.sessionId }]);
+    const early = earlyEnds.get(session.sessionId);
+    earlyEnds.clear();
+    if (early) sessionEnded(early);
   }
 
   /**
-   * Delivers the oldest event until it is delivered, dropped or its window has passed (true), or
-   * until the run rolls over between attempts (false: the event stays first in the outbox). An
-   * event that reaches the head of the lane after its window still gets one (final) attempt.
+   * Hands the oldest waiting message to the session that runs the lane (the same update the API
+   * sends, by the message's id, so it is taken once). Refused because the session has ended: its
+   * end (with the lane) is awaited, or, when it closed without telling, it is let go.
    */
-  async function deliver(d: HttpAsyncOutbound): Promise<boolean> {
-    const { schedule } = input;
-    if (d.retryAtMs !== undefined) {
-      // Its first attempt was made with its turn: the next waits as after any failed attempt.
-      if (await wf.condition(() => rolling, Math.max(1, d.retryAtMs - Date.now()))) return false;
-      delete d.retryAtMs;
+  async function forward(message: HttpAsyncInboundMessage, sessionId: string): Promise<void> {
+    const { accepted } = await forwardHttpAsyncMessage({ tenantId: input.tenantId, projectId: input.projectId, sessionId, message }).catch((err: unknown) => {
+      if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
+      return { accepted: false };
+    });
+    if (accepted) {
+      const at = inbox.indexOf(message);
+      if (at >= 0) {
+        inbox.splice(at, 1);
+        inboxBytes -= jsonBytes(message);
+      }
+      return;
     }
-    for (;;) {
-      d.firstAttemptAtMs ??= Date.now();
-      const windowStart = d.queuedAtMs !== undefined && wf.patched(DELIVERY_WINDOW_FROM_QUEUE_PATCH) ? d.queuedAtMs : d.firstAttemptAtMs;
-      const nextWait = retryDelayMs(d.attempts + 1, schedule, Math.random);
-      const final = Date.now() + nextWait - windowStart > schedule.windowMs;
-      const { outcome, error, events } = await attempt(d, final);
-      if (filtersEvents && events !== undefined) subscribed = events;
-      if (outcome === 'delivered' || outcome === 'dropped') return true;
-      if (outcome === 'paused' && !final) {
-        // Held while paused: looked at again, not counted as an attempt.
-        if (await wf.condition(() => rolling, Math.min(schedule.pausedCheckMs, Math.max(1, windowStart + schedule.windowMs - Date.now())))) return false;
-        continue;
-      }
-      // Held by a pause when the window ended: nothing was posted this time.
-      if (outcome !== 'paused') d.attempts++;
-      if (outcome === 'failed' && !final) {
-        // A rollover does not wait out the pause: the next run carries the attempts and goes on.
-        if (await wf.condition(() => rolling, nextWait)) return false;
-        continue;
-      }
-      // Failed for good (window spent, 410, refused destination, or paused past the window).
-      if (d.event !== 'agent.status') {
-        const sessionId = typeof d.body.session_id === 'string' ? d.body.session_id : '';
-        status(sessionId, 'delivery_failed', d.messageId, { event: d.event, attempts: d.attempts, reason: outcome, last_error: error });
-      }
+    if (await wf.condition(() => session?.sessionId !== sessionId || rolling, SESSION_END_WAIT_MS)) return;
+    const running = await isHttpAsyncSessionRunning({ sessionId }).catch((err: unknown) => {
+      if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
       return true;
+    });
+    if (!running && session?.sessionId === sessionId) {
+      // Terminated: what its lane held went with it.
+      session = null;
+      laneAway = false;
     }
   }
 
@@ -366,9 +320,12 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
       await wf.condition(() => inbox.length > 0 || rolling);
       if (rolling) return;
       turnBusy = true;
-      const message = inbox.shift()!;
-      inboxBytes -= jsonBytes(message);
-      await answer(message);
+      if (!sessionsRunLane) {
+        const message = inbox.shift()!;
+        inboxBytes -= jsonBytes(message);
+        await answer(message);
+      } else if (!session) await openSession();
+      else await forward(inbox[0]!, session.sessionId);
       turnBusy = false;
       lastActivityMs = Date.now();
     }
@@ -376,74 +333,47 @@ export async function httpAsyncConversation(input: HttpAsyncConversationInput): 
 
   async function deliveryLane(): Promise<void> {
     for (;;) {
-      await wf.condition(() => (outbox.length > 0 && !replyInTurn) || rolling);
+      await lane.run(() => rolling || laneAway, () => replyInTurn);
       if (rolling) return;
-      deliveryBusy = true;
-      const done = await deliver(outbox[0]!);
-      deliveryBusy = false;
-      if (!done) return;
-      outboxBytes -= eventBytes(outbox.shift()!);
+      // With the session: delivered here again once it hands the lane back.
+      await wf.condition(() => !laneAway || rolling);
+      if (rolling) return;
     }
   }
 
   const lanes = Promise.all([turnLane(), deliveryLane()]);
-  const idle = () => inbox.length === 0 && outbox.length === 0 && !turnBusy && !deliveryBusy;
+  const idle = () => inbox.length === 0 && lane.outbox.length === 0 && !turnBusy && !lane.busy;
   const maxEvents = input.maxHistoryEvents ?? DEFAULT_MAX_HISTORY_EVENTS;
   const shouldRollOver = () => wf.workflowInfo().continueAsNewSuggested || wf.workflowInfo().historyLength > maxEvents;
   // A session that ended without telling (terminated by an operator) is found by asking.
   const quietCheckMs = Math.max(60_000, input.sessionIdleTimeoutMs * 2);
 
   const rollOver = async (): Promise<never> => {
-    const next: HttpAsyncCarriedState = { inbox, outbox, seen, session, waitingFor, ...(filtersEvents ? { subscribed } : {}) };
+    const next: HttpAsyncCarriedState = { inbox, outbox: lane.outbox, seen: seen.list(), session, waitingFor: lane.waitingFor, ...(filtersEvents ? { subscribed: lane.subscribed } : {}) };
     return wf.continueAsNew<typeof httpAsyncConversation>({ ...input, carried: next });
   };
   for (;;) {
     const settled = await wf.condition(() => (idle() && session === null) || shouldRollOver(), quietCheckMs);
     if (settled) break;
-    if (idle() && session !== null && Date.now() - lastActivityMs >= quietCheckMs && waitingFor === null) {
+    if (idle() && session !== null && Date.now() - lastActivityMs >= quietCheckMs && lane.waitingFor === null) {
       // Unanswered, the session counts as running: the next quiet period asks again.
       const running = await isHttpAsyncSessionRunning({ sessionId: session.sessionId }).catch((err: unknown) => {
         if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;
         return true;
       });
-      if (!running && idle()) session = null;
+      if (!running && idle()) {
+        session = null;
+        laneAway = false;
+      }
     }
   }
   rolling = true;
   await lanes;
   await wf.condition(wf.allHandlersFinished);
   // A message (or a reply) that arrived while the run was closing is answered by the next run.
-  if (shouldRollOver() || inbox.length > 0 || outbox.length > 0 || session !== null) await rollOver();
+  if (shouldRollOver() || inbox.length > 0 || lane.outbox.length > 0 || session !== null) await rollOver();
   return { status: 'ended' };
 }
 
-/** UTF-8 bytes of a value's JSON (what a payload of it costs). */
-function jsonBytes(value: unknown): number {
-  return new TextEncoder().encode(JSON.stringify(value)).length;
-}
-
-/** An event's bytes, counted by what does not change while it is tried (its attempts do). */
-function eventBytes(d: HttpAsyncOutbound): number {
-  return jsonBytes({ messageId: d.messageId, event: d.event, body: d.body });
-}
-
-function queueFull(why: string): wf.ApplicationFailure {
-  return wf.ApplicationFailure.create({ type: 'QUEUE_FULL', message: `The conversation's queue is full: ${why}; send it again once earlier messages are answered`, nonRetryable: true });
-}
-
-/** The turn activity's attempt at its reply, with what the schedule said when it was scheduled. */
-interface InlineDelivery {
-  result: { outcome: DeliveryOutcome; error: string | null; events?: string[] | null; timestamp: string };
-  final: boolean;
-  nextWaitMs: number;
-}
-
-const NO_LLM = { generated: false, usedInternally: false, usedFallback: false };
-
-function applicationFailureOf(err: unknown): { code: string; message: string } {
-  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    const failure = e as { name?: string; type?: unknown; message?: string };
-    if (failure.name === 'ApplicationFailure' && typeof failure.type === 'string') return { code: failure.type, message: failure.message ?? 'The session could not start' };
-  }
-  return { code: 'INTERNAL_ERROR', message: 'The session could not start' };
-}
+/** How long a conversation waits for the end of a session that refused a message as ended before asking whether it still runs. */
+const SESSION_END_WAIT_MS = 10_000;

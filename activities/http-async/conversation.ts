@@ -13,9 +13,9 @@ import { startSession } from '../../core/sessions/start';
 import { httpAsyncCaller } from '../../core/contacts/linking';
 import { resolveNewSessionTarget } from '../../core/sessions/target';
 import { isWorkflowNotFound, sessionWorkflowId } from '../../core/sessions/workflow-client';
-import { turnUpdate, type HttpAsyncSessionReplyInput, type TurnResult } from '../../workflows/definitions';
-import { llmProvenance, responseBody } from '../../workflows/http-async-bodies';
-import { createHttpAsyncDelivery, type DeliveryOutcome } from './delivery';
+import { httpAsyncSessionMessageUpdate, turnUpdate, type HttpAsyncInboundMessage, type HttpAsyncSessionLane, type HttpAsyncSessionReplyInput } from '../../workflows/definitions';
+import { responseBody, turnOutcome } from '../../workflows/http-async-bodies';
+import { answeredMessageEvent, createHttpAsyncDelivery, type DeliveryOutcome } from './delivery';
 import type { ActivityDeps } from '../index';
 import { emitOperationEvents, type OperationEvent } from '../../core/analytics/operations';
 
@@ -28,6 +28,15 @@ export interface StartHttpAsyncSessionInput {
   messageId: string;
   /** The conversation's key: the end user on the channel, recorded as the session's `channelUId` (absent in runs scheduled before it was passed). */
   sessionKey?: string;
+  /** Given by a conversation whose sessions run its lane: the lane and the messages the session answers first. */
+  lane?: HttpAsyncSessionLane;
+}
+
+export interface ForwardHttpAsyncMessageInput {
+  tenantId: string;
+  projectId: string;
+  sessionId: string;
+  message: HttpAsyncInboundMessage;
 }
 
 export interface HttpAsyncTurnInput {
@@ -88,23 +97,6 @@ export function sessionIdForMessage(messageId: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-export function turnOutcome(result: TurnResult): HttpAsyncTurnOutcome {
-  const action = result.action.type === 'handoff' ? 'continue' : result.action.type;
-  const suspension = result.action.suspension as { tool: string; expiresAt: string } | undefined;
-  const humanTask = result.action.humanTask as { id: string; dueAt: string | null } | undefined;
-  return {
-    ok: true,
-    response: result.response,
-    action,
-    ...(suspension ? { suspension: { tool: suspension.tool, expiresAt: suspension.expiresAt } } : {}),
-    ...(humanTask ? { humanTask: { id: humanTask.id, dueAt: humanTask.dueAt } } : {}),
-    ...(result.richContent ? { richContent: result.richContent } : {}),
-    ...(result.actions ? { actions: result.actions } : {}),
-    llm: llmProvenance(result.traceEvents),
-    ...(result.traceEvents.length ? { finishedAt: result.traceEvents.reduce((a, e) => (e.timestamp > a ? e.timestamp : a), result.traceEvents[0]!.timestamp) } : {}),
-  };
-}
-
 /** The failure of an update as the caller's server will read it, or null when Temporal did not answer (retry). */
 function turnFailure(err: unknown): HttpAsyncTurnOutcome | null {
   for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
@@ -117,6 +109,15 @@ function turnFailure(err: unknown): HttpAsyncTurnOutcome | null {
   }
   if (isWorkflowNotFound(err)) return { ok: false, sessionGone: true };
   return null;
+}
+
+/** The session refused a message as ended (the validator's CONFLICT). */
+export function sessionRefused(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const failure = e as { name?: string; type?: unknown };
+    if (failure.name === 'ApplicationFailure') return failure.type === 'CONFLICT';
+  }
+  return false;
 }
 
 /** The running activity's info (undefined outside one). */
@@ -144,6 +145,7 @@ function requireClient(deps: ActivityDeps): Client {
   if (!deps.temporalClient) throw ApplicationFailure.nonRetryable('This worker has no Temporal client for HTTP-async conversations', 'SERVICE_UNAVAILABLE');
   return deps.temporalClient;
 }
+
 
 /**
  * A subscription read while the turn ran is used for its reply's attempt when the turn took less
@@ -213,7 +215,7 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
             channel: 'http_async',
             environment: input.environment,
             deploymentId: target.deployment?._id ?? null,
-            httpAsync: { conversationWorkflowId: input.conversationWorkflowId },
+            httpAsync: { conversationWorkflowId: input.conversationWorkflowId, ...(input.lane ? { lane: input.lane } : {}) },
             identity: { channelUId: input.sessionKey ?? null },
             // The same key is the caller's contact identity (external).
             caller: httpAsyncCaller(input.sessionKey),
@@ -227,9 +229,25 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
       }
       await deps.models.HttpAsyncConversation.updateOne(
         { _id: input.conversationWorkflowId, tenantId: input.tenantId },
-        { $set: { sessionId, lastSessionStartedAt: new Date() } },
+        // The API sends follow-ups straight to a session that runs the lane.
+        { $set: { sessionId, lastSessionStartedAt: new Date(), laneSessionId: input.lane ? sessionId : null } },
       );
       return { sessionId };
+    },
+
+    /**
+     * Hands a message the conversation accepted to the session that runs its lane (the update the
+     * API sends, by the message's id: taken once). Not accepted: the session has ended or is gone.
+     */
+    async forwardHttpAsyncMessage(input: ForwardHttpAsyncMessageInput): Promise<{ accepted: boolean }> {
+      const client = requireClient(deps);
+      try {
+        await client.workflow.getHandle(sessionWorkflowId(input.sessionId)).executeUpdate(httpAsyncSessionMessageUpdate, { args: [input.message, null], updateId: input.message.messageId });
+        return { accepted: true };
+      } catch (err) {
+        if (isWorkflowNotFound(err) || sessionRefused(err)) return { accepted: false };
+        throw err;
+      }
     },
 
     /** Sends one accepted message to the session as a turn; the same message id is answered once. */
@@ -285,18 +303,8 @@ export function createHttpAsyncConversationActivities(deps: ActivityDeps) {
     // with a reply to post, written after the POST, in one batch with the delivery's event.
     const events: OperationEvent[] = [];
     if (outcome.ok || !outcome.sessionGone) {
-      events.push({
-        id: `${input.sessionId}:http_async:${input.messageId}`,
-        tenantId: input.tenantId,
-        projectId: input.projectId,
-        category: 'channel',
-        eventType: 'channel.message_accepted',
-        sessionId: input.sessionId,
-        channel: 'http_async',
-        durationMs: Date.now() - started,
-        error: outcome.ok ? null : outcome.error.message,
-        metadata: { message_id: input.messageId, chars: input.text.length, ...(outcome.ok ? { action: outcome.action } : { code: outcome.error.code }) },
-      });
+      const answered = { sessionId: input.sessionId, messageId: input.messageId, chars: input.text.length, durationMs: Date.now() - started };
+      events.push(answeredMessageEvent(input, outcome.ok ? { ...answered, action: outcome.action } : { ...answered, error: outcome.error }));
     }
     if (reply && outcome.ok && outcome.response) {
       const read = await subscriptionRead;

@@ -7,7 +7,8 @@ import { failHeldDelivery, openSubscriptionSecret, recordDeliveryAttempt, type D
 import { postSignedCallback } from '../../lib/http-async/callback-post';
 import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
-import { type HttpAsyncOutbound } from '../../workflows/definitions';
+import { type HttpAsyncAnsweredMessage, type HttpAsyncOutbound } from '../../workflows/definitions';
+import { switchboardMetrics } from '../../lib/metrics/registry';
 import type { ActivityDeps } from '../index';
 import { emitOperationEvents, type OperationEvent } from '../../core/analytics/operations';
 
@@ -18,6 +19,29 @@ export interface DeliverHttpAsyncInput {
   delivery: Pick<HttpAsyncOutbound, 'messageId' | 'event' | 'body'>;
   /** No attempt follows this one if it fails: the delivery is then recorded as failed. */
   final: boolean;
+  /** Messages its session answered just before queueing this event: their analytics are written with the attempt's. */
+  answered?: HttpAsyncAnsweredMessage[];
+}
+
+/**
+ * The `channel.message_accepted` analytics event of a message its session answered, and its turn
+ * in the turn-duration metric (observed here, by the worker that records it, for sessions that
+ * answer messages themselves).
+ */
+export function answeredMessageEvent(scope: { tenantId: string; projectId: string }, m: HttpAsyncAnsweredMessage, observe = false): OperationEvent {
+  if (observe) switchboardMetrics().turnDuration.observe({ channel: 'http_async', outcome: m.error ? 'error' : 'ok' }, m.durationMs / 1000);
+  return {
+    id: `${m.sessionId}:http_async:${m.messageId}`,
+    tenantId: scope.tenantId,
+    projectId: scope.projectId,
+    category: 'channel',
+    eventType: 'channel.message_accepted',
+    sessionId: m.sessionId,
+    channel: 'http_async',
+    durationMs: m.durationMs,
+    error: m.error ? m.error.message : null,
+    metadata: { message_id: m.messageId, chars: m.chars, ...(m.error ? { code: m.error.code } : { action: m.action }) },
+  };
 }
 
 /**
@@ -56,7 +80,13 @@ const OPENED_SECRETS_KEPT = 1_000;
 
 export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
   const { deliverHttpAsyncEvent } = createHttpAsyncDelivery(deps);
-  return { deliverHttpAsyncEvent: (input: DeliverHttpAsyncInput) => deliverHttpAsyncEvent(input) };
+  return {
+    deliverHttpAsyncEvent: ({ answered, ...input }: DeliverHttpAsyncInput) => deliverHttpAsyncEvent(input, undefined, (answered ?? []).map((m) => answeredMessageEvent(input, m, true))),
+    /** Analytics of messages a session answered when no event for the caller followed them. */
+    async recordHttpAsyncAnswers(input: { tenantId: string; projectId: string; answered: HttpAsyncAnsweredMessage[] }): Promise<void> {
+      await emitOperationEvents(deps, input.answered.map((m) => answeredMessageEvent(input, m, true)));
+    },
+  };
 }
 
 /**

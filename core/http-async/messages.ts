@@ -1,7 +1,9 @@
 // Accepting one message of the HTTP-async channel (POST /api/v1/channels/http-async/message,
-// api/http-async/router.ts). The answer (202) comes once the message is durably recorded: an update-with-start of the
-// conversation's workflow (`http-async/<hash>`), which answers it and delivers the reply. The
-// workflow refuses a message past its queue limits (429 QUEUE_FULL); nothing is queued then.
+// api/http-async/router.ts). The answer (202) comes once the message is durably recorded: an
+// update of the session that answers the conversation and runs its delivery lane, or, when there
+// is none running (a first message, a session that has ended), an update-with-start of the
+// conversation's workflow (`http-async/<hash>`), which starts the next session. Either refuses a
+// message past the conversation's queue limits (429 QUEUE_FULL); nothing is queued then.
 import { createHash } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
@@ -10,12 +12,12 @@ import { hasGrant } from '../../lib/api-scopes';
 import { DomainError, isDomainError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
 import { canonicalSessionKey, conversationWorkflowId, parseSessionKey } from '../../lib/http-async/session-key';
-import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
+import { httpAsyncAcceptUpdate, httpAsyncMessageSignal, httpAsyncSessionMessageSignal, httpAsyncSessionMessageUpdate, type HttpAsyncConversationInput, type HttpAsyncInboundMessage, type HttpAsyncQueueLimits } from '../../workflows/definitions';
 import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../workflows/search-attributes';
 import { type CoreContext } from '../context';
 import { findVisibleProject } from '../projects/visible';
 import { validateMetadata } from '../chat/turns';
-import { isWorkflowNotFound, sendUpdateResendingDropped, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
+import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { newMessageId } from './subscriptions';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
@@ -111,12 +113,18 @@ export async function acceptHttpAsyncMessage(
   // A scoped key needs the submission scope itself; other credentials hold it through session:execute.
   if (!hasGrant(principal, 'http_async.execute')) throw new DomainError('FORBIDDEN', "This key lacks the HTTP-async submission scope ('http_async.execute')");
   validateMetadata(body.metadata);
-  // Both reads at once (each a round trip to the store, one after the other about half of a 202's
+  // The reads at once (each a round trip to the store, one after the other about half of a 202's
   // time): a visible project is the principal's tenant's with this id, so the subscription's
   // owner is known before the project is read, and it is only used once the project is found.
-  const [project, sub] = await Promise.all([
+  // A follow-up's conversation (named by the ids the body gives, which the reads confirm) says
+  // which session runs its lane.
+  const sent = parseSessionKey(body.session_key, body.project_id, body.subscription_id);
+  const [project, sub, conversation] = await Promise.all([
     findVisibleProject(ctx, principal, body.project_id),
     ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: principal.tenantId, projectId: body.project_id }, { secret: 0 }).lean(),
+    sent.kind === 'canonical'
+      ? ctx.models.HttpAsyncConversation.findOne({ _id: conversationWorkflowId(body.session_key), tenantId: principal.tenantId, projectId: body.project_id }, { laneSessionId: 1 }).lean()
+      : null,
   ]);
   if (!project) throw DomainError.notFound('Project');
   if (!sub || !canActInEnvironment(principal, sub.environment)) throw DomainError.notFound('Subscription');
@@ -172,6 +180,7 @@ export async function acceptHttpAsyncMessage(
       pausedCheckMs: ctx.config.HTTP_ASYNC_PAUSED_CHECK_MS,
     },
     sessionIdleTimeoutMs: ctx.config.SESSION_IDLE_TIMEOUT_MS,
+    sessionsRunLane: true,
   };
   const limits: HttpAsyncQueueLimits = {
     maxQueuedMessages: ctx.config.HTTP_ASYNC_MAX_QUEUED_MESSAGES,
@@ -196,21 +205,40 @@ export async function acceptHttpAsyncMessage(
   try {
     const client = await temporalClient(ctx);
     const deadline = Date.now() + ACCEPT_TIMEOUT_MS;
-    try {
-      // The update id is the message id: a repeated request is taken once (the workflow also
-      // remembers recent ids across continue-as-new). Each send needs its own start operation.
-      await sendUpdateResendingDropped(deadline, () =>
-        client.withDeadline(deadline, () =>
-          client.workflow.executeUpdateWithStart(httpAsyncAcceptUpdate, {
-            args: [message, limits],
-            updateId: messageId,
-            startWorkflowOperation: new WithStartWorkflowOperation(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, workflowIdConflictPolicy: 'USE_EXISTING' }),
-          }),
-        ),
-      );
-    } catch (err) {
-      if (!workerDidNotAnswer(err)) throw err;
-      await recordWithoutWorker(ctx, workflowId, message, limits, startOptions);
+    // A follow-up goes straight to the session that runs the lane; otherwise, or once that session
+    // has ended, to the conversation, which refers it to the session that runs the lane then.
+    let target: string | null = conversation?.laneSessionId ?? null;
+    let refusedBy: string | null = null;
+    for (;;) {
+      try {
+        if (target) {
+          if (await sendToSession(client, target, message, limits, deadline)) break;
+          refusedBy = target;
+          target = null;
+        }
+        // The update id is the message id: a repeated request is taken once (the workflow also
+        // remembers recent ids across continue-as-new). Each send needs its own start operation.
+        await sendUpdateResendingDropped(deadline, () =>
+          client.withDeadline(deadline, () =>
+            client.workflow.executeUpdateWithStart(httpAsyncAcceptUpdate, {
+              args: refusedBy ? [message, limits, { refusedBy }] : [message, limits],
+              updateId: messageId,
+              startWorkflowOperation: new WithStartWorkflowOperation(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, workflowIdConflictPolicy: 'USE_EXISTING' }),
+            }),
+          ),
+        );
+        break;
+      } catch (err) {
+        if (workerDidNotAnswer(err)) {
+          if (!target || !(await recordOnSession(ctx, target, message, limits))) await recordWithoutWorker(ctx, workflowId, message, limits, startOptions);
+          break;
+        }
+        const referred = referral(err);
+        if (!referred) throw err;
+        if (Date.now() + REFERRAL_WAIT_MS >= deadline) throw new DomainError('SERVICE_UNAVAILABLE', { message: 'The conversation is changing sessions; send the message again', retryAfterMs: 1_000 });
+        if (referred.sessionId) target = referred.sessionId;
+        else await new Promise((resolve) => setTimeout(resolve, REFERRAL_WAIT_MS));
+      }
     }
   } catch (err) {
     // Not accepted: the key is not taken either, so the same first message can be sent again.
@@ -219,5 +247,78 @@ export async function acceptHttpAsyncMessage(
     if (error.code === 'QUEUE_FULL') throw queueFull(error.message);
     throw error;
   }
+  return accepted(messageId, sessionKey);
+}
+
+/** How long the API waits before sending again a message a conversation refused while it starts a session. */
+const REFERRAL_WAIT_MS = 20;
+
+/** A conversation's refusal that says where the message goes: the session that runs its lane, or again shortly (one is starting). */
+function referral(err: unknown): { sessionId: string | null } | null {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const failure = e as { name?: string; type?: unknown; details?: unknown };
+    if (failure.name !== 'ApplicationFailure') continue;
+    if (failure.type === 'SESSION_STARTING') return { sessionId: null };
+    if (failure.type !== 'SESSION_RUNS_LANE') return null;
+    const sessionId = Array.isArray(failure.details) && typeof failure.details[0] === 'string' ? failure.details[0] : null;
+    return sessionId ? { sessionId } : null;
+  }
+  return null;
+}
+
+/**
+ * Records a message no worker took in time on the session that runs the lane (a signal: durable
+ * without a worker, and in the same history as the session's other messages, so their order
+ * holds). False when that session no longer runs (the conversation records it then).
+ */
+async function recordOnSession(ctx: CoreContext, sessionId: string, message: HttpAsyncInboundMessage, limits: HttpAsyncQueueLimits): Promise<boolean> {
+  const client = await temporalClient(ctx);
+  const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
+  const described = await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => handle.describe()).catch((err: unknown) => {
+    if (isWorkflowNotFound(err)) return null;
+    throw err;
+  });
+  if (!described || described.status.name !== 'RUNNING') return false;
+  if ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events) {
+    throw new DomainError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
+  }
+  try {
+    await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => handle.signal(httpAsyncSessionMessageSignal, { ...message, limits }));
+    return true;
+  } catch (err) {
+    if (isWorkflowNotFound(err)) return false;
+    throw err;
+  }
+}
+
+function accepted(messageId: string, sessionKey: string): AcceptedMessage {
   return { message_id: messageId, session_key: sessionKey, status: 'accepted', _note: ACCEPTED_NOTE };
+}
+
+/**
+ * Sends a follow-up to the session that runs its conversation's lane (update id = message id, so a
+ * repeated request is taken once). True once the session has queued it; false when the session
+ * has ended, is gone or did not answer otherwise (the message then goes to the conversation, which
+ * starts the next session and hands it the message). A full queue is the caller's 429, and no
+ * worker answering in time goes to the conversation's signal path like its own update would.
+ */
+async function sendToSession(client: Awaited<ReturnType<typeof temporalClient>>, sessionId: string, message: HttpAsyncInboundMessage, limits: HttpAsyncQueueLimits, deadline: number): Promise<boolean> {
+  try {
+    await sendUpdateResendingDropped(deadline, () =>
+      client.withDeadline(deadline, () => client.workflow.getHandle(sessionWorkflowId(sessionId)).executeUpdate(httpAsyncSessionMessageUpdate, { args: [message, limits], updateId: message.messageId })),
+    );
+    return true;
+  } catch (err) {
+    if (workerDidNotAnswer(err) || failureType(err) === 'QUEUE_FULL') throw err;
+    return false;
+  }
+}
+
+/** The ApplicationFailure type among an error's causes. */
+function failureType(err: unknown): string | null {
+  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const failure = e as { name?: string; type?: unknown };
+    if (failure.name === 'ApplicationFailure') return typeof failure.type === 'string' ? failure.type : null;
+  }
+  return null;
 }

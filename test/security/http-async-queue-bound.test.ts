@@ -3,7 +3,7 @@
 // nothing is queued, however many requests arrive at once (the workflow itself judges each one).
 import type { Client } from '@temporalio/client';
 import { conversationWorkflowId } from '../../lib/http-async/session-key';
-import { httpAsyncStateQuery } from '../../workflows/definitions';
+import { laneState, laneWorkflowId } from '../support/http-async-lane';
 import { echoAgent, publishAgent, useFakeOpenAI } from '../support/agents';
 import { eventually } from '../support/eventually';
 import { startFakeOpenAI, type FakeLlmServer } from '../support/fake-openai';
@@ -53,7 +53,8 @@ async function subscribe(owner: SeededTenant, path: string): Promise<string> {
 const send = (owner: SeededTenant, subscriptionId: string, sessionKey: string, message: string) =>
   api.post<Answer>(MESSAGE, { headers: { 'x-api-key': owner.adminKey }, json: { project_id: owner.projectId, subscription_id: subscriptionId, message, session_key: sessionKey } });
 
-const state = (sessionKey: string) => temporal.workflow.getHandle(conversationWorkflowId(sessionKey)).query(httpAsyncStateQuery);
+/** The conversation's queues as the workflow that runs its lane counts them (its session, while that runs). */
+const state = (sessionKey: string) => laneState(stack, sessionKey);
 
 it('refuses a message with 429 QUEUE_FULL while the delivery lane holds its limit of events, and queues nothing', async () => {
   const t = await seedTenant(stack.ctx);
@@ -78,9 +79,10 @@ it('refuses a message with 429 QUEUE_FULL while the delivery lane holds its limi
   // Nothing was queued: no turn ran for it, and the lane holds the same three replies.
   const after = await state(key);
   expect(after).toMatchObject({ queued: 0, pendingDeliveries: 3 });
-  const history = await temporal.workflow.getHandle(conversationWorkflowId(key)).fetchHistory();
-  const accepted = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes);
-  expect(accepted).toHaveLength(3);
+  // Three messages taken in all: the first by the conversation, the two follow-ups by its session.
+  const acceptedIn = async (workflowId: string) => ((await temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+  expect(await acceptedIn(conversationWorkflowId(key))).toBe(1);
+  expect(await acceptedIn(await laneWorkflowId(stack, key))).toBe(2);
 });
 
 it('takes exactly as many messages as the queue holds from many sent at once while a turn runs', async () => {

@@ -6,9 +6,8 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import { type AddressInfo } from 'node:net';
 import { verifyAblSignature } from '../../../examples/http-async/verify-signature';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
-import { httpAsyncStateQuery } from '../../../workflows/definitions';
-import { DELIVERY_WINDOW_FROM_QUEUE_PATCH, TURN_DELIVERS_REPLY_PATCH } from '../../../workflows/http-async-conversation';
-import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
+import { DELIVERY_WINDOW_FROM_QUEUE_PATCH } from '../../../workflows/http-async-conversation';
+import { laneHistory, laneState } from '../../support/http-async-lane';
 import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { client } from '../../support/http';
@@ -123,7 +122,8 @@ function expectAllSigned(sub: Sub) {
   }
 }
 
-const history = async (sessionKey: string) => decodeEncryptedPayloads(await (await stack.ctx.temporal.client()).workflow.getHandle(conversationWorkflowId(sessionKey)).fetchHistory(), stack.ctx.payloadCodec);
+/** The history of the workflow that runs the conversation's lane (its session, while that runs). */
+const history = async (sessionKey: string) => (await laneHistory(stack, sessionKey)).history;
 
 /** The outcomes the delivery activity answered to the conversation, in order, from its history. */
 async function deliveryOutcomes(sessionKey: string): Promise<string[]> {
@@ -134,13 +134,26 @@ async function deliveryOutcomes(sessionKey: string): Promise<string[]> {
     .map((e) => (JSON.parse(Buffer.from(e.activityTaskCompletedEventAttributes!.result!.payloads![0]!.data!).toString('utf8')) as { outcome: string }).outcome);
 }
 
-/** The waits the conversation started between attempts, in ms (its longer quiet-check timer left out). */
+/**
+ * The waits the lane started between attempts, in ms: the timers started by the workflow task that
+ * read an attempt's answer (the session's other timers, its idle and write timers, left out).
+ */
 async function retryWaits(sessionKey: string): Promise<number[]> {
-  return ((await history(sessionKey)).events ?? [])
-    .map((e) => e.timerStartedEventAttributes?.startToFireTimeout)
-    .filter((d): d is NonNullable<typeof d> => !!d)
-    .map((d) => Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6))
-    .filter((ms) => ms < 60_000);
+  const events = (await history(sessionKey)).events ?? [];
+  const delivering = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverHttpAsyncEvent').map((e) => String(e.eventId)));
+  const afterAnswer = new Set<string>();
+  let answered = false;
+  for (const e of events) {
+    if (e.activityTaskCompletedEventAttributes && delivering.has(String(e.activityTaskCompletedEventAttributes.scheduledEventId))) answered = true;
+    if (e.workflowTaskCompletedEventAttributes && answered) {
+      afterAnswer.add(String(e.eventId));
+      answered = false;
+    }
+  }
+  return events
+    .filter((e) => e.timerStartedEventAttributes && afterAnswer.has(String(e.timerStartedEventAttributes.workflowTaskCompletedEventId)))
+    .map((e) => e.timerStartedEventAttributes!.startToFireTimeout!)
+    .map((d) => Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6));
 }
 
 it.concurrent('retries a receiver that fails three times with the same message_id and bytes, waiting longer each time, and lists one delivery of 4 attempts', async () => {
@@ -169,14 +182,13 @@ it.concurrent('retries a receiver that fails three times with the same message_i
   expect(waits[2]!).toBeGreaterThanOrEqual(waits[1]!);
   expect(waits[2]!).toBeGreaterThan(waits[0]!);
   for (let i = 1; i < 4; i++) expect(attempts[i]!.at - attempts[i - 1]!.at).toBeGreaterThanOrEqual(waits[i - 1]! - 1);
-  // The first attempt was the turn's own (its activity posted the reply), the next three the lane's.
-  expect(await deliveryOutcomes(sent.session_key)).toEqual(['failed', 'failed', 'delivered']);
-  const recorded = await history(sent.session_key);
-  expect(patchIdsIn(recorded)).toContain(TURN_DELIVERS_REPLY_PATCH);
-  await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
+  // The session ran the lane: all four attempts are its delivery activities, and it replays.
+  expect(await deliveryOutcomes(sent.session_key)).toEqual(['failed', 'failed', 'failed', 'delivered']);
+  const { history: recorded, workflowId } = await laneHistory(stack, sent.session_key);
+  expect(workflowId).toMatch(/^session\//);
+  await replayWithTodaysCode(recorded, workflowId);
   // Nothing is left to deliver, so nothing more is posted.
-  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(conversationWorkflowId(sent.session_key));
-  await eventually(() => handle.query(httpAsyncStateQuery), (s) => s.pendingDeliveries === 0, 30_000, 50);
+  await eventually(() => laneState(stack, sent.session_key), (s) => s.pendingDeliveries === 0, 30_000, 50);
   expect(at(sub)).toHaveLength(4);
 });
 
@@ -256,8 +268,7 @@ it.concurrent('pauses the subscription when the receiver answers 410, and fails 
   const got = await api.get<{ subscription: { status: string } }>(`${SUBS()}/${sub.id}`, { key: t.adminKey });
   expect(got.body.subscription.status).toBe('paused');
   // Nothing is left to deliver (its `delivery_failed` status is not subscribed to), so nothing more is posted.
-  const handle = (await stack.ctx.temporal.client()).workflow.getHandle(conversationWorkflowId(sent.session_key));
-  await eventually(() => handle.query(httpAsyncStateQuery), (s) => s.pendingDeliveries === 0, 30_000, 50);
+  await eventually(() => laneState(stack, sent.session_key), (s) => s.pendingDeliveries === 0, 30_000, 50);
   expect(withId(sub, sent.message_id)).toHaveLength(1);
   expect(at(sub)).toHaveLength(1);
   expectAllSigned(sub);
@@ -310,9 +321,9 @@ it.concurrent('runs a delivery\'s window from when it was queued, so one that wa
   expectAllSigned(sub);
 
   // The run recorded the marker that chose this window, and replays with today's code.
-  const recorded = await history(sent.session_key);
+  const { history: recorded, workflowId } = await laneHistory(stack, sent.session_key);
   expect(patchIdsIn(recorded)).toContain(DELIVERY_WINDOW_FROM_QUEUE_PATCH);
-  await replayWithTodaysCode(recorded, conversationWorkflowId(sent.session_key));
+  await replayWithTodaysCode(recorded, workflowId);
 });
 
 it.concurrent('keeps the lane going when the delivery activity itself fails for good, and answers the next message', async () => {

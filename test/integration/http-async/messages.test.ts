@@ -5,13 +5,13 @@ import { verifyAblSignature } from '../../../examples/http-async/verify-signatur
 import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { createHash } from 'node:crypto';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
-import { httpAsyncStateQuery } from '../../../workflows/definitions';
+import { httpAsyncAcceptUpdate, httpAsyncStateQuery } from '../../../workflows/definitions';
 import { TURN_DELIVERS_REPLY_PATCH } from '../../../workflows/http-async-conversation';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
-import { patchIdsIn, replayWithTodaysCode } from '../../support/workflow-history';
+import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
 import { flushProjection } from '../../support/projection';
@@ -126,11 +126,11 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(listed.body.deliveries.find((d) => d.messageId === res.body.message_id)).toMatchObject({ status: 'delivered', attempts: 1, statusCode: 200 });
   });
 
-  it('answers 20 rapid messages one turn at a time, in the order they were accepted, each reply posted by its own turn', async () => {
+  it('answers 20 rapid messages one turn at a time, in the order they were accepted, the session running the lane', async () => {
     const sub = await subscribe(t, ['agent.response']);
     const callerKey = `rapid-${Date.now()}`;
-    // Sent back to back, each right after the previous 202: the first turn is still running while
-    // the others are accepted, so they wait in the conversation's queue.
+    // Sent back to back, each right after the previous 202: the first turn is still running (or
+    // its session still starting) while the others are accepted, so they wait in a queue.
     const accepted: { message_id: string; session_key: string }[] = [];
     for (let n = 0; n < 20; n++) {
       const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: `message ${n}`, session_key: accepted[0]?.session_key ?? callerKey, metadata: { n } });
@@ -154,15 +154,68 @@ describe('POST /api/v1/channels/http-async/message', () => {
     const transcript = await stack.ctx.models.TranscriptMessage.find({ tenantId: t.tenantId, sessionId, role: 'user' }).sort({ seq: 1 }).lean();
     expect(transcript.map((m) => m.content)).toEqual(accepted.map((_, n) => `message ${n}`));
 
-    // Nothing else waited in the lane, so each turn's activity posted its own reply: the
-    // conversation scheduled no delivery activity, and its history replays with today's code.
+    // The session ran the lane: the conversation started it and ran no turn; the session took the
+    // messages the conversation held at its start, then the rest straight from the API (the
+    // update), and posted each reply from a delivery its turn's end scheduled. Both replay.
     const workflowId = conversationWorkflowId(sessionKey);
     const recorded = await decodeEncryptedPayloads(await (await stack.ctx.temporal.client()).workflow.getHandle(workflowId).fetchHistory(), stack.ctx.payloadCodec);
     const activities = (recorded.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
-    expect(activities.filter((a) => a === 'runHttpAsyncTurn')).toHaveLength(20);
+    expect(activities.filter((a) => a === 'startHttpAsyncSession')).toHaveLength(1);
+    expect(activities).not.toContain('runHttpAsyncTurn');
+    expect(activities).not.toContain('deliverHttpAsyncEvent');
+    await replayWithTodaysCode(recorded, workflowId);
+    const inSession = await sessionHistory(stack, sessionId);
+    const sessionActivities = (inSession.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+    expect(sessionActivities.filter((a) => a === 'deliverHttpAsyncEvent')).toHaveLength(20);
+    const direct = (inSession.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'httpAsyncSessionMessage');
+    expect(direct.length).toBeGreaterThanOrEqual(10);
+    expect(direct.length).toBeLessThanOrEqual(19);
+    await replayWithTodaysCode(inSession, `session/${sessionId}`);
+    const record = await stack.ctx.models.HttpAsyncConversation.findOne({ _id: workflowId, tenantId: t.tenantId }).lean();
+    expect(record).toMatchObject({ sessionId, laneSessionId: sessionId });
+  });
+
+  it('keeps a conversation started before its sessions ran the lane on its own turns, each reply posted by its turn', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const sessionKey = `http_async:${t.projectId}:${sub.id}:before-${Date.now()}`;
+    const workflowId = conversationWorkflowId(sessionKey);
+    // Its first message as the API sent it then: an update-with-start whose input has no sessionsRunLane.
+    await stack.ctx.models.HttpAsyncConversation.create({ _id: workflowId, tenantId: t.tenantId, projectId: t.projectId, subscriptionId: sub.id, sessionKey, firstMessageId: null });
+    const temporal = await stack.ctx.temporal.client();
+    const config = stack.ctx.config;
+    const { environment } = (await stack.ctx.models.HttpAsyncSubscription.findOne({ _id: sub.id, tenantId: t.tenantId }).lean())!;
+    await temporal.workflow.executeUpdateWithStart(httpAsyncAcceptUpdate, {
+      args: [{ messageId: 'ham-before-0', text: 'message 0', metadata: { n: 0 }, acceptedAtMs: Date.now() }, { maxQueuedMessages: 100, maxPendingDeliveries: 100, maxQueuedBytes: 1024 * 1024 }],
+      updateId: 'ham-before-0',
+      startWorkflowOperation: new WithStartWorkflowOperation('httpAsyncConversation', {
+        workflowId,
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        args: [{
+          tenantId: t.tenantId, projectId: t.projectId, subscriptionId: sub.id, sessionKey, environment, events: ['agent.response'],
+          schedule: { initialIntervalMs: config.HTTP_ASYNC_RETRY_INITIAL_MS, maxIntervalMs: config.HTTP_ASYNC_RETRY_MAX_INTERVAL_MS, windowMs: config.HTTP_ASYNC_DELIVERY_WINDOW_MS, pausedCheckMs: config.HTTP_ASYNC_PAUSED_CHECK_MS },
+          sessionIdleTimeoutMs: config.SESSION_IDLE_TIMEOUT_MS,
+        }],
+      }),
+    });
+    const accepted = [{ message_id: 'ham-before-0' }];
+    for (let n = 1; n < 10; n++) {
+      const res = await send({ project_id: t.projectId, subscription_id: sub.id, message: `message ${n}`, session_key: sessionKey, metadata: { n } });
+      expect(res.status).toBe(202);
+      accepted.push(res.body as { message_id: string });
+    }
+    const replies = await eventually(async () => responsesFor(sessionKey), (r) => r.length >= 10, 60_000);
+    expect(replies.map((r) => r.body.message_id)).toEqual(accepted.map((a) => a.message_id));
+    expect(replies.map((r) => String(r.body.response).split('\n\n').pop())).toEqual(accepted.map((_, n) => `Noted ${n}.`));
+    // Nothing else waited in the lane, so each turn's activity posted its own reply: the
+    // conversation scheduled no delivery activity, and its history replays with today's code.
+    const recorded = await decodeEncryptedPayloads(await temporal.workflow.getHandle(workflowId).fetchHistory(), stack.ctx.payloadCodec);
+    const activities = (recorded.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+    expect(activities.filter((a) => a === 'runHttpAsyncTurn')).toHaveLength(10);
     expect(activities).not.toContain('deliverHttpAsyncEvent');
     expect(patchIdsIn(recorded)).toContain(TURN_DELIVERS_REPLY_PATCH);
     await replayWithTodaysCode(recorded, workflowId);
+    expect(await stack.ctx.models.HttpAsyncConversation.findOne({ _id: workflowId, tenantId: t.tenantId }).lean()).toMatchObject({ laneSessionId: null });
   });
 
   it('takes a change of the subscription\'s events from the next delivery on', async () => {
