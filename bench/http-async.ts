@@ -1,8 +1,10 @@
 // HTTP-async channel latency: messages through `POST /api/v1/channels/http-async/message` to the
 // reply at a receiver server in this process, next to `/chat/agent` turns of the same agent, a
-// bare Temporal signal-with-start (the floor of the 202) and the floor of the whole design (a bare
-// update-with-start, a bare update and a bare POST to the receiver, one after the other) at the
-// same concurrency, on one stack.
+// bare Temporal signal-with-start (the floor of the 202) and the floors of the design (a bare
+// update-with-start, a bare update and a bare POST to the receiver, one after the other: a message
+// the conversation takes; and the update and the POST alone: a follow-up the running session takes)
+// at the same concurrency, on one stack. The breakdown reads the conversations' and their
+// sessions' histories.
 //   node --import tsx bench/http-async.ts [--sessions 100] [--messages 20] [--burst] [--rounds 2]
 //     [--events agent.response] [--breakdown 10] [--dump-history] [--worker-cpu-prof <dir>]
 // Figures and what they mean: docs/performance.md, "HTTP-async channel".
@@ -277,12 +279,16 @@ async function main() {
     out(`  ${line('its update-with-start', floorParts.uws)}`);
     out(`  ${line('its update', floorParts.update)}`);
     out(`  ${line('its POST', floorParts.post)}`);
+    // What a follow-up needs when the session runs the lane: its update, then the reply's POST.
+    const laneFloor = floorParts.update.map((u, i) => u + floorParts.post[i]!);
+    out(line('floor: update+POST (session runs lane)', laneFloor));
     const a = summary(accepted);
     const m = summary(toCallback);
     const c = summary(chatTurns);
     out(`accept p99 ${a.p99.toFixed(1)} ms (target < 20 ms; floor p99 ${summary(floor).p99.toFixed(1)} ms)`);
     const d = summary(designFloor);
-    out(`message -> callback p50 / chat turn p50: ${(m.p50 / c.p50).toFixed(2)}x (target <= 2x); the design's floor / chat turn p50: ${(d.p50 / c.p50).toFixed(2)}x; message -> callback / the floor: ${(m.p50 / d.p50).toFixed(2)}x`);
+    const l = summary(laneFloor);
+    out(`message -> callback p50 / chat turn p50: ${(m.p50 / c.p50).toFixed(2)}x (target <= 2x); the design's floor / chat turn p50: ${(d.p50 / c.p50).toFixed(2)}x; message -> callback / the floor: ${(m.p50 / d.p50).toFixed(2)}x; the session-lane floor / chat turn p50: ${(l.p50 / c.p50).toFixed(2)}x`);
     out(`throughput: HTTP-async ${((total / wallOf.httpAsync!) * 1000).toFixed(1)} replies/s, chat ${((total / wallOf.chat!) * 1000).toFixed(1)} turns/s, floor ${((total / wallOf.floor!) * 1000).toFixed(1)} signals/s`);
     out(`CPU per bare signal (ms):          ${CpuMeter.perOp({}, cpuOf.floor!, total)}`);
     out(`CPU per design floor (ms):         ${CpuMeter.perOp({}, cpuOf.designFloor!, total)}`);

@@ -17,7 +17,7 @@ import { ChannelKey, EnvironmentKey, ProjectIdKey, TenantIdKey } from '../../wor
 import { type CoreContext } from '../context';
 import { findVisibleProject } from '../projects/visible';
 import { validateMetadata } from '../chat/turns';
-import { isWorkflowNotFound, sendUpdateResendingDropped, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
+import { causes, isWorkflowNotFound, sendUpdateResendingDropped, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { newMessageId } from './subscriptions';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
@@ -25,12 +25,14 @@ export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscri
 
 /**
  * How long a worker has to take a message (the update runs the queue check). Past it, the message
- * is recorded as a signal instead, which needs no worker, as long as the conversation's history
- * leaves room (HISTORY_ROOM): the workflow holds it to the same limits when it reads it.
+ * is recorded as a signal instead (on the workflow the update went to), which needs no worker, as
+ * long as that workflow's history leaves room (HISTORY_ROOM): it holds the message to the same
+ * limits when it reads it.
  */
 export const ACCEPT_TIMEOUT_MS = 5_000;
 /**
- * How much history a conversation may have for a message to be recorded while no worker answers.
+ * How much history a conversation's workflow (or its session's) may have for a message to be
+ * recorded while no worker answers.
  * Far inside Temporal's limits (50 MB and 50,000 events per run); concurrent requests can pass it
  * by at most one conversation's message rate (SESSION_MESSAGES_PER_MINUTE) of messages.
  */
@@ -68,6 +70,13 @@ function workerDidNotAnswer(err: unknown): boolean {
   return false;
 }
 
+/** A workflow whose history leaves no HISTORY_ROOM takes no more messages while no worker answers. */
+function refuseWithoutHistoryRoom(described: { historySize?: number; historyLength: number }): void {
+  if ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events) {
+    throw new DomainError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
+  }
+}
+
 /**
  * Records a message no worker took in time as a signal-with-start (durable without a worker): the
  * conversation answers it once a worker runs, or answers it with the error QUEUE_FULL when it is
@@ -85,9 +94,7 @@ async function recordWithoutWorker(
     if (isWorkflowNotFound(err)) return null;
     throw err;
   });
-  if (described && described.status.name === 'RUNNING' && ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events)) {
-    throw new DomainError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
-  }
+  if (described && described.status.name === 'RUNNING') refuseWithoutHistoryRoom(described);
   await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () =>
     client.workflow.signalWithStart(HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE, { ...startOptions, signal: httpAsyncMessageSignal, signalArgs: [{ ...message, limits }] }),
   );
@@ -253,17 +260,18 @@ export async function acceptHttpAsyncMessage(
 /** How long the API waits before sending again a message a conversation refused while it starts a session. */
 const REFERRAL_WAIT_MS = 20;
 
+/** The first ApplicationFailure among an error's causes (what a workflow refused with). */
+function applicationFailure(err: unknown): { type?: unknown; details?: unknown } | undefined {
+  return causes(err).find((e) => (e as { name?: string })?.name === 'ApplicationFailure') as { type?: unknown; details?: unknown } | undefined;
+}
+
 /** A conversation's refusal that says where the message goes: the session that runs its lane, or again shortly (one is starting). */
 function referral(err: unknown): { sessionId: string | null } | null {
-  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    const failure = e as { name?: string; type?: unknown; details?: unknown };
-    if (failure.name !== 'ApplicationFailure') continue;
-    if (failure.type === 'SESSION_STARTING') return { sessionId: null };
-    if (failure.type !== 'SESSION_RUNS_LANE') return null;
-    const sessionId = Array.isArray(failure.details) && typeof failure.details[0] === 'string' ? failure.details[0] : null;
-    return sessionId ? { sessionId } : null;
-  }
-  return null;
+  const failure = applicationFailure(err);
+  if (failure?.type === 'SESSION_STARTING') return { sessionId: null };
+  if (failure?.type !== 'SESSION_RUNS_LANE') return null;
+  const sessionId = Array.isArray(failure.details) && typeof failure.details[0] === 'string' ? failure.details[0] : null;
+  return sessionId ? { sessionId } : null;
 }
 
 /**
@@ -279,9 +287,7 @@ async function recordOnSession(ctx: CoreContext, sessionId: string, message: Htt
     throw err;
   });
   if (!described || described.status.name !== 'RUNNING') return false;
-  if ((described.historySize ?? 0) >= HISTORY_ROOM.bytes || described.historyLength >= HISTORY_ROOM.events) {
-    throw new DomainError('QUEUE_FULL', "The conversation's queue is full: messages are waiting for a worker; send it again later");
-  }
+  refuseWithoutHistoryRoom(described);
   try {
     await withDeadline(client, TEMPORAL_CALL_TIMEOUT_MS, () => handle.signal(httpAsyncSessionMessageSignal, { ...message, limits }));
     return true;
@@ -309,16 +315,7 @@ async function sendToSession(client: Awaited<ReturnType<typeof temporalClient>>,
     );
     return true;
   } catch (err) {
-    if (workerDidNotAnswer(err) || failureType(err) === 'QUEUE_FULL') throw err;
+    if (workerDidNotAnswer(err) || applicationFailure(err)?.type === 'QUEUE_FULL') throw err;
     return false;
   }
-}
-
-/** The ApplicationFailure type among an error's causes. */
-function failureType(err: unknown): string | null {
-  for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
-    const failure = e as { name?: string; type?: unknown };
-    if (failure.name === 'ApplicationFailure') return typeof failure.type === 'string' ? failure.type : null;
-  }
-  return null;
 }
