@@ -112,7 +112,7 @@ function turnFailure(err: unknown): HttpAsyncTurnOutcome | null {
 }
 
 /** The session refused a message as ended (the validator's CONFLICT). */
-export function sessionRefused(err: unknown): boolean {
+function sessionRefused(err: unknown): boolean {
   for (let e = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
     const failure = e as { name?: string; type?: unknown };
     if (failure.name === 'ApplicationFailure') return failure.type === 'CONFLICT';
