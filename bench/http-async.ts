@@ -39,7 +39,7 @@ const { values } = parseArgs({
     events: { type: 'string', default: 'agent.response' },
     /** Conversations whose workflow histories are read for the breakdown of a message's time. */
     breakdown: { type: 'string', default: '10' },
-    /** Prints the events of the first conversation's history with their times (what the breakdown reads). */
+    /** Prints the events of the first conversation's history and its session's, with their times (what the breakdown reads). */
     'dump-history': { type: 'boolean', default: false },
     /** A directory for a CPU profile of the worker process (written when it stops). */
     'worker-cpu-prof': { type: 'string' },
@@ -320,7 +320,12 @@ async function main() {
     out(`  ${line('HTTP-async accept', alone.accepted.slice(1))}`);
     out(`  ${line('bare signal-with-start', alone.floor)}`);
     out(`  ${line('authenticated no-op request', alone.noop)}`);
-    if (values['dump-history']) out(await dumpHistory(stack.client, conversationWorkflowId(conversations[0]!.key)));
+    if (values['dump-history']) {
+      const conversationId = conversationWorkflowId(conversations[0]!.key);
+      out(`${conversationId}:\n${await dumpHistory(stack.client, conversationId)}`);
+      const sessionId = (await stack.client.workflow.getHandle(conversationId).describe()).typedSearchAttributes.get(SessionIdKey);
+      if (sessionId) out(`session/${sessionId}:\n${await dumpHistory(stack.client, `session/${sessionId}`)}`);
+    }
     out(`load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     http.close();
   } catch (err) {

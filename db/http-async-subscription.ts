@@ -30,6 +30,12 @@ export interface HttpAsyncSubscriptionDoc {
   secret: Sealed;
   /** 1 at creation, + 1 per rotation. */
   secretVersion: number;
+  /**
+   * 1 at creation, + 1 with every change (URL, events, status, secret): a worker that read this
+   * revision knows what it read is current (activities/http-async/delivery.ts). Absent on
+   * subscriptions stored before it, which are read on every delivery attempt.
+   */
+  revision?: number;
   secretRotatedAt: Date | null;
   createdBy: { type: string; id: string };
   createdAt: Date;
@@ -50,6 +56,7 @@ const HttpAsyncSubscriptionSchema = new Schema<HttpAsyncSubscriptionDoc>(
     status: { type: String, required: true, enum: SUBSCRIPTION_STATUSES, default: 'active' },
     secret: { type: SealedSchema, required: true },
     secretVersion: { type: Number, required: true, default: 1 },
+    revision: { type: Number, default: 1 },
     secretRotatedAt: { type: Date, default: null },
     createdBy: { type: ActorSchema, required: true },
   },
@@ -115,9 +122,11 @@ export interface HttpAsyncDeliveryDoc {
   updatedAt: Date;
 }
 
+const newDeliveryId = () => 'whd-' + createId();
+
 const HttpAsyncDeliverySchema = new Schema<HttpAsyncDeliveryDoc>(
   {
-    _id: { type: String, default: () => 'whd-' + createId() },
+    _id: { type: String, default: newDeliveryId },
     tenantId: { type: String, required: true },
     projectId: { type: String, required: true },
     subscriptionId: { type: String, required: true },
@@ -154,6 +163,34 @@ export interface DeliveryAttempt {
   latencyMs: number | null;
   error: string | null;
   at?: Date;
+}
+
+/**
+ * Inserts a delivery's record at its first attempt, straight through the driver: every field is
+ * set here (what the schema's defaults and timestamps would add), so no document is built and
+ * validated for the one write most deliveries make. A second record for the same message and
+ * subscription is refused by the unique index (a duplicate-key error).
+ */
+export async function insertFirstDeliveryAttempt(model: HttpAsyncDeliveryModel, attempt: DeliveryAttempt): Promise<void> {
+  const now = new Date();
+  const doc: HttpAsyncDeliveryDoc = {
+    _id: newDeliveryId(),
+    tenantId: attempt.tenantId,
+    projectId: attempt.projectId,
+    subscriptionId: attempt.subscriptionId,
+    messageId: attempt.messageId,
+    event: attempt.event,
+    test: attempt.test ?? false,
+    status: attempt.status,
+    attempts: 1,
+    statusCode: attempt.statusCode,
+    latencyMs: attempt.latencyMs,
+    lastError: attempt.error,
+    lastAttemptAt: attempt.at ?? now,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await model.collection.insertOne(doc as unknown as Parameters<typeof model.collection.insertOne>[0]);
 }
 
 /** Records one attempt: creates the delivery on the first, counts and overwrites on later ones. */

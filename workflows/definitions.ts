@@ -485,6 +485,8 @@ export interface HttpAsyncInboundMessage {
   acceptedAtMs: number;
   /** With a message sent as a signal (no worker answered the update): the limits it is held to. */
   limits?: HttpAsyncQueueLimits;
+  /** The subscription's revision when the API accepted it (its reply's first attempt may use a worker's copy of that revision). */
+  subscriptionRevision?: number;
 }
 
 export const HTTP_ASYNC_STATUSES = ['processing', 'suspended', 'waiting_for_human', 'resumed', 'ended', 'delivery_failed'] as const;
@@ -512,6 +514,8 @@ export interface HttpAsyncOutbound {
   retryAtMs?: number;
   /** Messages a session answered just before queueing this event, for their `channel.message_accepted` analytics, written with its first attempt. */
   answered?: HttpAsyncAnsweredMessage[];
+  /** A reply's: its message's `subscriptionRevision`, for its first attempt. */
+  subscriptionRevision?: number;
 }
 
 /** An accepted message its session answered, as its `channel.message_accepted` analytics event records it. */

@@ -85,9 +85,9 @@ export class DeliveryLane {
     return !(this.filtersEvents && this.subscribed !== null && !this.subscribed.includes(event));
   }
 
-  enqueue(messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>, tried?: Pick<HttpAsyncOutbound, 'attempts' | 'firstAttemptAtMs' | 'retryAtMs'>): void {
+  enqueue(messageId: string, event: HttpAsyncOutbound['event'], body: Record<string, unknown>, known?: Partial<Pick<HttpAsyncOutbound, 'attempts' | 'firstAttemptAtMs' | 'retryAtMs' | 'subscriptionRevision'>>): void {
     if (!this.takes(event)) return;
-    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now(), ...tried };
+    const d: HttpAsyncOutbound = { messageId, event, body, attempts: 0, firstAttemptAtMs: null, queuedAtMs: Date.now(), ...known };
     if (this.answered.length > 0) {
       d.answered = this.answered;
       this.answered = [];
@@ -124,13 +124,13 @@ export class DeliveryLane {
     replyMessageId: string,
     relatedMessageId: string,
     outcome: LaneOutcome,
-    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown>; delivery?: InlineDelivery },
+    extra: { isNewSession: boolean; metadata: Record<string, unknown>; inReplyTo?: string | null; details?: Record<string, unknown>; delivery?: InlineDelivery; subscriptionRevision?: number },
   ): void {
     const conv = this.ref(sessionId);
     if (outcome.response) {
       const body = responseBody(conv, { messageId: replyMessageId, inReplyTo: extra.inReplyTo, response: outcome.response, isNewSession: extra.isNewSession, metadata: extra.metadata, llm: outcome.llm });
       if (extra.delivery) this.settleInline(replyMessageId, { ...body, timestamp: extra.delivery.result.timestamp }, extra.delivery);
-      else this.enqueue(replyMessageId, 'agent.response', body);
+      else this.enqueue(replyMessageId, 'agent.response', body, extra.subscriptionRevision !== undefined ? { subscriptionRevision: extra.subscriptionRevision } : undefined);
     }
     if (outcome.richContent || outcome.actions) {
       const mediaId = `ham-${wf.uuid4()}`;
@@ -226,8 +226,9 @@ export class DeliveryLane {
    * rejection here would stop the lane, and its workflow with it, for good.
    */
   private async attempt(d: HttpAsyncOutbound, final: boolean): Promise<{ outcome: DeliveryOutcome; error: string | null; events?: string[] | null }> {
-    const answered = d.answered;
+    const { answered, subscriptionRevision } = d;
     delete d.answered;
+    delete d.subscriptionRevision;
     try {
       return await deliverHttpAsyncEvent({
         tenantId: this.owner.tenantId,
@@ -236,6 +237,7 @@ export class DeliveryLane {
         delivery: { messageId: d.messageId, event: d.event, body: d.body },
         final,
         ...(answered ? { answered } : {}),
+        ...(subscriptionRevision !== undefined ? { subscriptionRevision } : {}),
       });
     } catch (err) {
       if (!(err instanceof wf.ActivityFailure) || wf.isCancellation(err)) throw err;

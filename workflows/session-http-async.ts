@@ -178,7 +178,8 @@ export class SessionLane {
     if (!outcome.ok) return;
     this.lane.noteAnswered({ sessionId, messageId: message.messageId, chars: message.text.length, durationMs: Date.now() - startedAt, action: outcome.action });
     const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
-    this.lane.deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}) });
+    const revision = message.subscriptionRevision !== undefined ? { subscriptionRevision: message.subscriptionRevision } : {};
+    this.lane.deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}), ...revision });
     this.recordLeftAnswers();
   }
 

@@ -1,9 +1,9 @@
-// One attempt of an HTTP-async delivery (workflows/http-async-conversation.ts holds the retry
-// schedule): the subscription as it is now (paused, deleted, not subscribed to the event), the
-// signed POST through the destination rules, and the attempt in the subscription's recent
-// deliveries. A 410 from the receiver pauses the subscription.
+// One attempt of an HTTP-async delivery (workflows/http-async-lane.ts holds the retry schedule):
+// the subscription as it is now (paused, deleted, not subscribed to the event), the signed POST
+// through the destination rules, and the attempt in the subscription's recent deliveries. A 410
+// from the receiver pauses the subscription.
 import { isDuplicateKey } from '../../db/duplicate-key';
-import { failHeldDelivery, openSubscriptionSecret, recordDeliveryAttempt, type DeliveryAttempt, type HttpAsyncDeliveryModel } from '../../db/http-async-subscription';
+import { failHeldDelivery, insertFirstDeliveryAttempt, openSubscriptionSecret, recordDeliveryAttempt, type DeliveryAttempt, type HttpAsyncDeliveryModel } from '../../db/http-async-subscription';
 import { postSignedCallback } from '../../lib/http-async/callback-post';
 import { secretMasterKeyRing } from '../../lib/secret-envelope';
 import { destinationGuard, httpAsyncDestinationPolicy } from '../../lib/net/destination';
@@ -21,6 +21,12 @@ export interface DeliverHttpAsyncInput {
   final: boolean;
   /** Messages its session answered just before queueing this event: their analytics are written with the attempt's. */
   answered?: HttpAsyncAnsweredMessage[];
+  /**
+   * The subscription's revision as the API read it when it accepted the message this replies to
+   * (first attempts only): a copy of that revision this worker read within SUBSCRIPTION_COPY_MS
+   * is used instead of reading it again.
+   */
+  subscriptionRevision?: number;
 }
 
 /**
@@ -62,12 +68,8 @@ export type DeliveryOutcome = 'delivered' | 'failed' | 'paused' | 'gone' | 'drop
  * attempt, or a retried activity, finds the record there and counts itself on it.
  */
 export async function recordAttempt(model: HttpAsyncDeliveryModel, attempt: DeliveryAttempt): Promise<void> {
-  const { tenantId, projectId, subscriptionId, messageId, event } = attempt;
   try {
-    await model.create({
-      tenantId, projectId, subscriptionId, messageId, event, test: attempt.test ?? false,
-      status: attempt.status, attempts: 1, statusCode: attempt.statusCode, latencyMs: attempt.latencyMs, lastError: attempt.error, lastAttemptAt: attempt.at ?? new Date(),
-    });
+    await insertFirstDeliveryAttempt(model, attempt);
     return;
   } catch (err) {
     if (!isDuplicateKey(err)) throw err;
@@ -77,6 +79,9 @@ export async function recordAttempt(model: HttpAsyncDeliveryModel, attempt: Deli
 
 /** Opened signing secrets kept per worker; a few hundred bytes each. */
 const OPENED_SECRETS_KEPT = 1_000;
+/** Subscriptions a worker keeps as it last read them (a kilobyte or so each), and for how long one is used. */
+const SUBSCRIPTION_COPIES_KEPT = 1_000;
+export const SUBSCRIPTION_COPY_MS = 1_000;
 
 export function createHttpAsyncDeliveryActivities(deps: ActivityDeps) {
   const { deliverHttpAsyncEvent } = createHttpAsyncDelivery(deps);
@@ -112,11 +117,30 @@ export function createHttpAsyncDelivery(deps: ActivityDeps) {
     return secret;
   };
   const readSubscription = (input: Pick<DeliverHttpAsyncInput, 'tenantId' | 'projectId' | 'subscriptionId'>) =>
-    deps.models.HttpAsyncSubscription.findOne({ _id: input.subscriptionId, tenantId: input.tenantId, projectId: input.projectId }).lean();
+    deps.models.HttpAsyncSubscription.findOne({ _id: input.subscriptionId, tenantId: input.tenantId, projectId: input.projectId }).lean().exec();
   type Subscription = Awaited<ReturnType<typeof readSubscription>>;
+  // The subscription as this worker last read it. A reply's first attempt names the revision its
+  // message was accepted under; every change raises the revision, so a copy of that revision read
+  // within SUBSCRIPTION_COPY_MS is what the store holds unless the change came after that
+  // acceptance (docs/http-async.md "Subscriptions"). Other attempts always read the store.
+  const copies = new Map<string, { sub: NonNullable<Subscription>; readAtMs: number }>();
+  const copyKey = (input: Pick<DeliverHttpAsyncInput, 'tenantId' | 'projectId' | 'subscriptionId'>) => `${input.tenantId}\n${input.projectId}\n${input.subscriptionId}`;
+  async function currentSubscription(input: DeliverHttpAsyncInput): Promise<Subscription> {
+    const key = copyKey(input);
+    const copy = copies.get(key);
+    if (copy && input.subscriptionRevision !== undefined && copy.sub.revision === input.subscriptionRevision && Date.now() - copy.readAtMs <= SUBSCRIPTION_COPY_MS) return copy.sub;
+    const readAtMs = Date.now();
+    const sub = await readSubscription(input);
+    copies.delete(key);
+    if (sub && typeof sub.revision === 'number') {
+      if (copies.size >= SUBSCRIPTION_COPIES_KEPT) copies.delete(copies.keys().next().value!);
+      copies.set(key, { sub, readAtMs });
+    }
+    return sub;
+  }
   async function attemptDelivery(input: DeliverHttpAsyncInput, read?: { sub: Subscription }): Promise<{ answer: { outcome: DeliveryOutcome; error: string | null }; events: string[] | null }> {
     const { tenantId, projectId, subscriptionId, delivery } = input;
-    const sub = read ? read.sub : await readSubscription(input);
+    const sub = read ? read.sub : await currentSubscription(input);
     const events = sub ? [...sub.events] : null;
     const answer = (outcome: DeliveryOutcome, error: string | null) => ({ answer: { outcome, error }, events });
     if (!sub || !sub.events.includes(delivery.event)) return answer('dropped', null);
@@ -143,7 +167,7 @@ export function createHttpAsyncDelivery(deps: ActivityDeps) {
       return answer('delivered', null);
     }
     if (outcome.statusCode === 410) {
-      await deps.models.HttpAsyncSubscription.updateOne({ _id: sub._id, tenantId, projectId, status: 'active' }, { $set: { status: 'paused' } });
+      await deps.models.HttpAsyncSubscription.updateOne({ _id: sub._id, tenantId, projectId, status: 'active' }, { $set: { status: 'paused' }, $inc: { revision: 1 } });
       await record('failed', 410, outcome.latencyMs, 'receiver answered 410 Gone: the subscription was paused');
       deps.logger.warn({ tenantId, projectId, subscriptionId }, 'an HTTP-async receiver answered 410; its subscription is paused');
       return answer('gone', outcome.error);

@@ -194,7 +194,13 @@ export async function acceptHttpAsyncMessage(
     maxPendingDeliveries: ctx.config.HTTP_ASYNC_MAX_PENDING_DELIVERIES,
     maxQueuedBytes: HTTP_ASYNC_MAX_QUEUED_BYTES,
   };
-  const message: HttpAsyncInboundMessage = { messageId, text: body.message, ...(body.metadata ? { metadata: body.metadata } : {}), acceptedAtMs: Date.now() };
+  const message: HttpAsyncInboundMessage = {
+    messageId,
+    text: body.message,
+    ...(body.metadata ? { metadata: body.metadata } : {}),
+    acceptedAtMs: Date.now(),
+    ...(typeof sub.revision === 'number' ? { subscriptionRevision: sub.revision } : {}),
+  };
   const startOptions = {
     workflowId,
     taskQueue: ctx.config.TEMPORAL_TASK_QUEUE,

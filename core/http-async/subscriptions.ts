@@ -79,10 +79,11 @@ export async function createSubscription(
   return { doc: created.toObject(), secret };
 }
 
-async function updateWhere(ctx: CoreContext, current: HttpAsyncSubscriptionDoc, update: Record<string, unknown>): Promise<HttpAsyncSubscriptionDoc> {
+/** Every change counts in the subscription's revision (what a delivery checks its copy against). */
+async function updateWhere(ctx: CoreContext, current: HttpAsyncSubscriptionDoc, update: { $set: Record<string, unknown>; $inc?: Record<string, number> }): Promise<HttpAsyncSubscriptionDoc> {
   const doc = await ctx.models.HttpAsyncSubscription.findOneAndUpdate(
     { _id: current._id, tenantId: current.tenantId, projectId: current.projectId },
-    update,
+    { ...update, $inc: { ...update.$inc, revision: 1 } },
     { new: true, lean: true },
   );
   // Deleted between the read and the update.

@@ -2,12 +2,14 @@
 // recorded in recent deliveries (the first attempt of a message is one insert, answered from the
 // unique index where an upsert's filter makes FerretDB read every delivery; later attempts count
 // themselves on that record; another tenant's delivery of the same message id is its own record),
-// and the signing secret, opened once per sealed value and opened anew after a rotation.
+// the signing secret, opened once per sealed value and opened anew after a rotation, and the
+// worker's copy of a subscription, used by a reply's first attempt only while it is the revision the
+// message was accepted under and read within a second.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import type { CommandStartedEvent } from 'mongodb';
 import type { Connection } from 'mongoose';
-import { createHttpAsyncDeliveryActivities, recordAttempt } from '../../../activities/http-async/delivery';
+import { createHttpAsyncDeliveryActivities, recordAttempt, SUBSCRIPTION_COPY_MS } from '../../../activities/http-async/delivery';
 import { connectMongo } from '../../../db/connection';
 import { createModels, type Models } from '../../../db/models';
 import { createLogger } from '../../../lib/logger';
@@ -25,6 +27,8 @@ let models: Models;
 const commands: string[] = [];
 /** Reads of tenant data keys (opening a secret). */
 let dataKeyReads = 0;
+/** Reads of subscriptions. */
+let subscriptionReads = 0;
 let receiver: Server;
 let receiverUrl: string;
 const received: { headers: IncomingHttpHeaders; raw: string }[] = [];
@@ -46,6 +50,7 @@ beforeAll(async () => {
   counted.getClient().on('commandStarted', (e: CommandStartedEvent) => {
     if (e.command[e.commandName] === 'http_async_deliveries') commands.push(e.commandName);
     if (e.command[e.commandName] === 'tenant_data_keys' && e.commandName === 'find') dataKeyReads++;
+    if (e.command[e.commandName] === 'http_async_subscriptions' && e.commandName === 'find') subscriptionReads++;
   });
   models = createModels(counted);
   // The unique index the insert relies on, built before anything is counted.
@@ -111,4 +116,59 @@ it('opens a signing secret once, and signs with the new one right after a rotati
   const verifies = await deliver('ham-c');
   expect(verifies(rotated.body.signingSecret)).toBe(true);
   expect(verifies(created.body.signingSecret)).toBe(false);
+});
+
+it('a reply\'s first attempt uses the copy of the revision its message was accepted under, read within a second; every change raises the revision', async () => {
+  const t = await seedTenant(stack.ctx);
+  const api = client(stack.baseUrl);
+  const base = `/api/projects/${t.projectId}/channels/http-async/subscriptions`;
+  const created = await api.post<{ subscription: { id: string }; signingSecret: string }>(base, { key: t.adminKey, json: { name: 'Front end', callbackUrl: receiverUrl } });
+  expect(created.status).toBe(201);
+  const id = created.body.subscription.id;
+  // Read on the stack's own connection, so the reads counted are the delivery's.
+  const revision = async () => (await stack.ctx.models.HttpAsyncSubscription.findOne({ _id: id }, { revision: 1 }).lean())!.revision;
+  expect(await revision()).toBe(1);
+  const { deliverHttpAsyncEvent } = createHttpAsyncDeliveryActivities(createActivityDeps({ config: stack.config, models, logger: createLogger({ level: 'silent' }) }));
+  const deliver = async (messageId: string, subscriptionRevision?: number) => {
+    const before = received.length;
+    const result = await deliverHttpAsyncEvent({
+      tenantId: t.tenantId, projectId: t.projectId, subscriptionId: id, final: false,
+      delivery: { messageId, event: 'agent.response', body: { event: 'agent.response', message_id: messageId, response: 'Noted.' } },
+      ...(subscriptionRevision !== undefined ? { subscriptionRevision } : {}),
+    });
+    expect(result.outcome).toBe('delivered');
+    const last = received[before]!;
+    return (secret: string) => verifyAblSignature(secret, last.raw, last.headers['x-abl-timestamp'] as string, last.headers['x-abl-signature'] as string);
+  };
+
+  subscriptionReads = 0;
+  await deliver('ham-r1', 1);
+  expect(subscriptionReads).toBe(1);
+  // The same revision, read just now: the copy is used.
+  expect((await deliver('ham-r2', 1))(created.body.signingSecret)).toBe(true);
+  expect(subscriptionReads).toBe(1);
+  // A later attempt (no revision) always reads.
+  await deliver('ham-r3');
+  expect(subscriptionReads).toBe(2);
+
+  const rotated = await api.post<{ signingSecret: string }>(`${base}/${id}/rotate-secret`, { key: t.adminKey });
+  expect(rotated.status).toBe(200);
+  expect(await revision()).toBe(2);
+  // A message accepted after the rotation names revision 2: the copy (revision 1) is not used.
+  const verifies = await deliver('ham-r4', 2);
+  expect(subscriptionReads).toBe(3);
+  expect(verifies(rotated.body.signingSecret)).toBe(true);
+  expect(verifies(created.body.signingSecret)).toBe(false);
+
+  // A copy older than SUBSCRIPTION_COPY_MS is read again, even at the same revision.
+  await new Promise((r) => setTimeout(r, SUBSCRIPTION_COPY_MS + 100));
+  await deliver('ham-r5', 2);
+  expect(subscriptionReads).toBe(4);
+
+  // Every change raises the revision: settings, pause, resume.
+  expect((await api.patch(`${base}/${id}`, { key: t.adminKey, json: { events: ['agent.response', 'agent.status'] } })).status).toBe(200);
+  expect(await revision()).toBe(3);
+  expect((await api.post(`${base}/${id}/pause`, { key: t.adminKey })).status).toBe(200);
+  expect((await api.post(`${base}/${id}/resume`, { key: t.adminKey })).status).toBe(200);
+  expect(await revision()).toBe(5);
 });

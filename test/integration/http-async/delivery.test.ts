@@ -332,8 +332,9 @@ it.concurrent('keeps the lane going when the delivery activity itself fails for 
   await eventually(async () => withId(sub, first.message_id), (r) => r.length === 1, 30_000, 50);
 
   // The activity cannot read the subscription (its events are gone): every attempt throws, as it
-  // would with MongoDB unreachable, until Temporal gives up retrying it.
-  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $unset: { events: '' } });
+  // would with MongoDB unreachable, until Temporal gives up retrying it. Like every change, it
+  // raises the revision, so no worker's copy of the subscription stands in for the read.
+  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $unset: { events: '' }, $inc: { revision: 1 } });
   const second = await send(sub, first.session_key, 2);
   const workflowId = conversationWorkflowId(first.session_key);
   // Temporal retries the activity briefly, then the conversation has it as a failed attempt.
@@ -344,7 +345,7 @@ it.concurrent('keeps the lane going when the delivery activity itself fails for 
     200,
   );
   expect(gaveUp).toBe(true);
-  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $set: { events: ['agent.response'] } });
+  await stack.ctx.models.HttpAsyncSubscription.collection.updateOne({ _id: sub.id as never }, { $set: { events: ['agent.response'] }, $inc: { revision: 1 } });
 
   // The conversation is not stuck: the next message is answered and delivered.
   const third = await send(sub, first.session_key, 3);

@@ -167,6 +167,12 @@ describe('POST /api/v1/channels/http-async/message', () => {
     const inSession = await sessionHistory(stack, sessionId);
     const sessionActivities = (inSession.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
     expect(sessionActivities.filter((a) => a === 'deliverHttpAsyncEvent')).toHaveLength(20);
+    // Each reply's first attempt names the subscription's revision its message was accepted
+    // under, so the worker's copy of it serves the attempt instead of another read.
+    const deliveryInputs = (inSession.events ?? [])
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverHttpAsyncEvent')
+      .map((e) => JSON.parse(Buffer.from(e.activityTaskScheduledEventAttributes!.input!.payloads![0]!.data!).toString('utf8')) as { subscriptionRevision?: number });
+    expect(deliveryInputs.map((i) => i.subscriptionRevision)).toEqual(Array(20).fill(1));
     const direct = (inSession.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name === 'httpAsyncSessionMessage');
     expect(direct.length).toBeGreaterThanOrEqual(10);
     expect(direct.length).toBeLessThanOrEqual(19);
