@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { WithStartWorkflowOperation } from '@temporalio/client';
-import { type Principal, canActInEnvironment } from '../../lib/permissions';
+import { type Principal, canActInEnvironment, canSeeProject } from '../../lib/permissions';
 import { hasGrant } from '../../lib/api-scopes';
 import { DomainError, isDomainError } from '../../lib/errors';
 import { isDuplicateKey } from '../../db/duplicate-key';
@@ -19,6 +19,7 @@ import { findVisibleProject } from '../projects/visible';
 import { validateMetadata } from '../chat/turns';
 import { causes, isWorkflowNotFound, sendUpdateResendingDropped, sessionWorkflowId, TEMPORAL_CALL_TIMEOUT_MS, temporalClient, temporalErrorToDomainError, withDeadline } from '../sessions/workflow-client';
 import { newMessageId } from './subscriptions';
+import { forgetLaneSession, recallLaneSession, rememberLaneSession } from './lane-sessions';
 
 export const HTTP_ASYNC_CONVERSATION_WORKFLOW_TYPE = 'httpAsyncConversation';
 export const ACCEPTED_NOTE = 'Message queued. The reply is POSTed to the subscription\'s callback URL; send session_key unchanged with every follow-up.';
@@ -124,16 +125,20 @@ export async function acceptHttpAsyncMessage(
   // time): a visible project is the principal's tenant's with this id, so the subscription's
   // owner is known before the project is read, and it is only used once the project is found.
   // A follow-up's conversation (named by the ids the body gives, which the reads confirm) says
-  // which session runs its lane.
+  // which session runs its lane; when this process sent the conversation's last follow-up, it
+  // knows that session, which also proves the project (lane-sessions.ts): the subscription alone
+  // is read then. Its status, environment and revision are read for every message.
   const sent = parseSessionKey(body.session_key, body.project_id, body.subscription_id);
+  const conversationId = sent.kind === 'canonical' ? conversationWorkflowId(body.session_key) : null;
+  const known = conversationId ? recallLaneSession(ctx, principal.tenantId, conversationId) : null;
   const [project, sub, conversation] = await Promise.all([
-    findVisibleProject(ctx, principal, body.project_id),
+    known ? { _id: body.project_id, tenantId: principal.tenantId } : findVisibleProject(ctx, principal, body.project_id),
     ctx.models.HttpAsyncSubscription.findOne({ _id: body.subscription_id, tenantId: principal.tenantId, projectId: body.project_id }, { secret: 0 }).lean(),
-    sent.kind === 'canonical'
-      ? ctx.models.HttpAsyncConversation.findOne({ _id: conversationWorkflowId(body.session_key), tenantId: principal.tenantId, projectId: body.project_id }, { laneSessionId: 1 }).lean()
+    conversationId && !known
+      ? ctx.models.HttpAsyncConversation.findOne({ _id: conversationId, tenantId: principal.tenantId, projectId: body.project_id }, { laneSessionId: 1 }).lean()
       : null,
   ]);
-  if (!project) throw DomainError.notFound('Project');
+  if (!project || !canSeeProject(principal, project)) throw DomainError.notFound('Project');
   if (!sub || !canActInEnvironment(principal, sub.environment)) throw DomainError.notFound('Subscription');
   if (sub.status === 'paused') throw new DomainError('SUBSCRIPTION_PAUSED', 'The subscription is paused: its replies cannot be delivered. Resume it, then send again');
 
@@ -220,14 +225,24 @@ export async function acceptHttpAsyncMessage(
     const deadline = Date.now() + ACCEPT_TIMEOUT_MS;
     // A follow-up goes straight to the session that runs the lane; otherwise, or once that session
     // has ended, to the conversation, which refers it to the session that runs the lane then.
-    let target: string | null = conversation?.laneSessionId ?? null;
+    let target: string | null = known ?? conversation?.laneSessionId ?? null;
     let refusedBy: string | null = null;
+    // Read before anything can start a workflow, when a remembered session stood in for it.
+    let projectRead = !known;
     for (;;) {
       try {
         if (target) {
-          if (await sendToSession(client, target, message, limits, deadline)) break;
+          if (await sendToSession(client, target, message, limits, deadline)) {
+            rememberLaneSession(ctx, project.tenantId, workflowId, target);
+            break;
+          }
+          forgetLaneSession(ctx, project.tenantId, workflowId);
           refusedBy = target;
           target = null;
+        }
+        if (!projectRead) {
+          if (!(await findVisibleProject(ctx, principal, project._id))) throw DomainError.notFound('Project');
+          projectRead = true;
         }
         // The update id is the message id: a repeated request is taken once (the workflow also
         // remembers recent ids across continue-as-new). Each send needs its own start operation.

@@ -45,6 +45,8 @@ export interface TestStackOptions {
   workerTemporalAddress?: string;
   /** false: a deployment without real-time voice (no LIVEKIT_URL), though the tests' shared LiveKit server runs. */
   liveKit?: false;
+  /** The driver's command monitoring on the stack's own connection (a test counts what the API sends to the store). */
+  monitorCommands?: boolean;
 }
 
 export interface TestStack {
@@ -108,6 +110,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     options.mongoUri,
   );
   if (options.liveKit === false) config = { ...config, LIVEKIT_URL: undefined, LIVEKIT_API_KEY: undefined, LIVEKIT_API_SECRET: undefined };
+  if (options.monitorCommands) config = { ...config, MONGODB_URI: `${config.MONGODB_URI}?monitorCommands=true` };
   // SB_TEST_LOG_LEVEL=error shows the app's logs when a test needs debugging.
   const ctx = await buildAppContext(config, options.logger ?? createLogger({ level: process.env.SB_TEST_LOG_LEVEL ?? 'silent' }));
   const server: Server = createServer(createApp(ctx));

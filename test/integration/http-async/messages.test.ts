@@ -12,8 +12,10 @@ import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/
 import { ChannelKey, TenantIdKey } from '../../../workflows/search-attributes';
 import { switchboardDataConverter } from '../../../lib/payload-codec';
 import { Client, Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import type { CommandStartedEvent } from 'mongodb';
 import { echoAgent, publishAgent } from '../../support/agents';
 import { eventually } from '../../support/eventually';
+import { createProject } from '../../../core/tenancy/accounts';
 import { flushProjection } from '../../support/projection';
 import { client } from '../../support/http';
 import { seedTenant, startTestStack, type SeededTenant, type TestStack } from '../../support/stack';
@@ -31,12 +33,18 @@ let other: SeededTenant;
 let receiver: Receiver;
 let receiverUrl: string;
 let deliveries: ReceivedRequest[];
+/** What the stack's connection (the API's and the in-process worker's) sent to the store, as `<command> <collection>`. */
+const storeCommands: string[] = [];
 
 beforeAll(async () => {
   receiver = await startReceiver();
   deliveries = receiver.received;
   receiverUrl = `${receiver.origin}/hooks`;
-  stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiverUrl] } });
+  stack = await startTestStack({ worker: true, allowPrivate: { httpAsync: [receiverUrl] }, monitorCommands: true });
+  stack.ctx.models.Project.db.getClient().on('commandStarted', (e: CommandStartedEvent) => {
+    const collection = e.command[e.commandName];
+    if (typeof collection === 'string') storeCommands.push(`${e.commandName} ${collection}`);
+  });
   api = client(stack.baseUrl);
   t = await seedTenant(stack.ctx);
   other = await seedTenant(stack.ctx);
@@ -179,6 +187,42 @@ describe('POST /api/v1/channels/http-async/message', () => {
     await replayWithTodaysCode(inSession, `session/${sessionId}`);
     const record = await stack.ctx.models.HttpAsyncConversation.findOne({ _id: workflowId, tenantId: t.tenantId }).lean();
     expect(record).toMatchObject({ sessionId, laneSessionId: sessionId });
+  });
+
+  it('sends a follow-up of a conversation this process last sent to straight to its session, reading only the subscription; a key bound elsewhere is 404', async () => {
+    const sub = await subscribe(t, ['agent.response']);
+    const first = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'one', session_key: `remembered-${Date.now()}`, metadata: { n: 1 } });
+    expect(first.status).toBe(202);
+    const key = first.body.session_key as string;
+    await eventually(async () => responsesFor(key), (r) => r.length === 1, 30_000);
+    // The first follow-up reads the conversation's record for its session (and the project).
+    const second = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'two', session_key: key, metadata: { n: 2 } });
+    expect(second.status).toBe(202);
+    await eventually(async () => responsesFor(key), (r) => r.length === 2, 30_000);
+
+    storeCommands.length = 0;
+    const third = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'three', session_key: key, metadata: { n: 3 } });
+    expect(third.status).toBe(202);
+    const reads = storeCommands.filter((c) => c.startsWith('find '));
+    expect(reads).toContain('find http_async_subscriptions');
+    expect(reads).not.toContain('find projects');
+    expect(reads).not.toContain('find http_async_conversations');
+    const replies = await eventually(async () => responsesFor(key), (r) => r.length === 3, 30_000);
+    expect(replies.map((r) => r.body.message_id)).toEqual([first.body.message_id, second.body.message_id, third.body.message_id]);
+    expect(new Set(replies.map((r) => r.body.session_id)).size).toBe(1);
+
+    // What the process remembers never stands in for the caller's own reach: a key bound to
+    // another project, or of another tenant, is 404 and nothing is queued.
+    const elsewhere = await createProject(stack.ctx.models, t.tenantId, { name: `Elsewhere ${Date.now()}` });
+    const boundElsewhere = await t.keyWith(['admin'], elsewhere._id);
+    const refused = await send({ project_id: t.projectId, subscription_id: sub.id, message: 'four', session_key: key }, boundElsewhere);
+    expect(refused.status).toBe(404);
+    expect((await send({ project_id: t.projectId, subscription_id: sub.id, message: 'four', session_key: key }, other.adminKey)).status).toBe(404);
+    // A paused subscription is read, remembered session or not.
+    await api.post(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/pause`, { key: t.adminKey });
+    expect((await send({ project_id: t.projectId, subscription_id: sub.id, message: 'four', session_key: key })).status).toBe(409);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(responsesFor(key)).toHaveLength(3);
   });
 
   it('keeps a conversation started before its sessions ran the lane on its own turns, each reply posted by its turn', async () => {
