@@ -4,35 +4,14 @@
 // record or its project (a project's deletion ends its sessions before it deletes anything, as for
 // chat turns: core/sessions/running-sessions.ts). The session is the judge: one that has ended
 // refuses the message, which then goes by the record as any other (and the entry is forgotten).
-// So a stale entry costs a round trip, never a wrong answer. Keyed by tenant; bounded, the oldest
-// entries go first.
 import { type CoreContext } from '../context';
+import { rememberedPerProcess } from '../remembered';
 
-const MAX_REMEMBERED = 10_000;
-
-const remembered = new WeakMap<CoreContext, Map<string, string>>();
-
-function memoryOf(ctx: CoreContext): Map<string, string> {
-  let memory = remembered.get(ctx);
-  if (!memory) remembered.set(ctx, (memory = new Map()));
-  return memory;
-}
-
-const keyOf = (tenantId: string, conversationId: string) => `${tenantId}\u0000${conversationId}`;
+const laneSessions = rememberedPerProcess<string>(10_000);
 
 /** The session that ran the conversation's lane when this process last sent it a message, or null. */
-export function recallLaneSession(ctx: CoreContext, tenantId: string, conversationId: string): string | null {
-  return memoryOf(ctx).get(keyOf(tenantId, conversationId)) ?? null;
-}
+export const recallLaneSession = (ctx: CoreContext, tenantId: string, conversationId: string): string | null => laneSessions.recall(ctx, tenantId, conversationId);
 
-export function rememberLaneSession(ctx: CoreContext, tenantId: string, conversationId: string, sessionId: string): void {
-  const memory = memoryOf(ctx);
-  const key = keyOf(tenantId, conversationId);
-  memory.delete(key);
-  memory.set(key, sessionId);
-  if (memory.size > MAX_REMEMBERED) memory.delete(memory.keys().next().value!);
-}
+export const rememberLaneSession = (ctx: CoreContext, tenantId: string, conversationId: string, sessionId: string): void => laneSessions.remember(ctx, tenantId, conversationId, sessionId);
 
-export function forgetLaneSession(ctx: CoreContext, tenantId: string, conversationId: string): void {
-  memoryOf(ctx).delete(keyOf(tenantId, conversationId));
-}
+export const forgetLaneSession = (ctx: CoreContext, tenantId: string, conversationId: string): void => laneSessions.forget(ctx, tenantId, conversationId);

@@ -6,35 +6,22 @@
 // answer. Keyed by tenant and session, so another tenant's id never matches. Bounded; the
 // oldest entries go first.
 import { type CoreContext } from '../context';
-
-const MAX_REMEMBERED = 10_000;
+import { rememberedPerProcess } from '../remembered';
 
 export interface RunningSession {
   projectId: string;
 }
 
-const remembered = new WeakMap<CoreContext, Map<string, RunningSession>>();
-
-function memoryOf(ctx: CoreContext): Map<string, RunningSession> {
-  let memory = remembered.get(ctx);
-  if (!memory) remembered.set(ctx, (memory = new Map()));
-  return memory;
-}
-
-const keyOf = (tenantId: string, sessionId: string) => `${tenantId}\u0000${sessionId}`;
+const running = rememberedPerProcess<RunningSession>(10_000);
 
 export function recallRunningSession(ctx: CoreContext, tenantId: string, sessionId: string): RunningSession | null {
-  return memoryOf(ctx).get(keyOf(tenantId, sessionId)) ?? null;
+  return running.recall(ctx, tenantId, sessionId);
 }
 
 export function rememberRunningSession(ctx: CoreContext, tenantId: string, sessionId: string, session: RunningSession): void {
-  const memory = memoryOf(ctx);
-  const key = keyOf(tenantId, sessionId);
-  memory.delete(key);
-  memory.set(key, { projectId: session.projectId });
-  if (memory.size > MAX_REMEMBERED) memory.delete(memory.keys().next().value!);
+  running.remember(ctx, tenantId, sessionId, { projectId: session.projectId });
 }
 
 export function forgetRunningSession(ctx: CoreContext, tenantId: string, sessionId: string): void {
-  memoryOf(ctx).delete(keyOf(tenantId, sessionId));
+  running.forget(ctx, tenantId, sessionId);
 }
