@@ -122,7 +122,7 @@ export function createHttpAsyncDelivery(deps: ActivityDeps) {
   // The subscription as this worker last read it. A reply's first attempt names the revision its
   // message was accepted under; every change raises the revision, so a copy of that revision read
   // within SUBSCRIPTION_COPY_MS is what the store holds unless the change came after that
-  // acceptance (docs/http-async.md "Subscriptions"). Other attempts always read the store.
+  // acceptance (docs/http-async.md "Retries"). Other attempts always read the store.
   const copies = new Map<string, { sub: NonNullable<Subscription>; readAtMs: number }>();
   const copyKey = (input: Pick<DeliverHttpAsyncInput, 'tenantId' | 'projectId' | 'subscriptionId'>) => `${input.tenantId}\n${input.projectId}\n${input.subscriptionId}`;
   async function currentSubscription(input: DeliverHttpAsyncInput): Promise<Subscription> {

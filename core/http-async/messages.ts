@@ -229,6 +229,11 @@ export async function acceptHttpAsyncMessage(
     let refusedBy: string | null = null;
     // Read before anything can start a workflow, when a remembered session stood in for it.
     let projectRead = !known;
+    const readProject = async () => {
+      if (projectRead) return;
+      if (!(await findVisibleProject(ctx, principal, project._id))) throw DomainError.notFound('Project');
+      projectRead = true;
+    };
     for (;;) {
       try {
         if (target) {
@@ -240,10 +245,7 @@ export async function acceptHttpAsyncMessage(
           refusedBy = target;
           target = null;
         }
-        if (!projectRead) {
-          if (!(await findVisibleProject(ctx, principal, project._id))) throw DomainError.notFound('Project');
-          projectRead = true;
-        }
+        await readProject();
         // The update id is the message id: a repeated request is taken once (the workflow also
         // remembers recent ids across continue-as-new). Each send needs its own start operation.
         await sendUpdateResendingDropped(deadline, () =>
@@ -258,7 +260,10 @@ export async function acceptHttpAsyncMessage(
         break;
       } catch (err) {
         if (workerDidNotAnswer(err)) {
-          if (!target || !(await recordOnSession(ctx, target, message, limits))) await recordWithoutWorker(ctx, workflowId, message, limits, startOptions);
+          if (!target || !(await recordOnSession(ctx, target, message, limits))) {
+            await readProject();
+            await recordWithoutWorker(ctx, workflowId, message, limits, startOptions);
+          }
           break;
         }
         const referred = referral(err);

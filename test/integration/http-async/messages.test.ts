@@ -5,7 +5,7 @@ import { verifyAblSignature } from '../../../examples/http-async/verify-signatur
 import { ZAgentMediaEvent, ZAgentResponseEvent, ZAgentStatusEvent } from '../../../api/http-async/webhooks';
 import { createHash } from 'node:crypto';
 import { conversationWorkflowId } from '../../../lib/http-async/session-key';
-import { httpAsyncAcceptUpdate, httpAsyncStateQuery } from '../../../workflows/definitions';
+import { endSignal, httpAsyncAcceptUpdate, httpAsyncStateQuery } from '../../../workflows/definitions';
 import { TURN_DELIVERS_REPLY_PATCH } from '../../../workflows/http-async-conversation';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
 import { patchIdsIn, replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
@@ -223,6 +223,33 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect((await send({ project_id: t.projectId, subscription_id: sub.id, message: 'four', session_key: key })).status).toBe(409);
     await new Promise((r) => setTimeout(r, 500));
     expect(responsesFor(key)).toHaveLength(3);
+  });
+
+  it('reads the project again once the remembered session has ended: a project being deleted is 404 and starts nothing', async () => {
+    const u = await seedTenant(stack.ctx);
+    await publishAgent(api, u, 'Echo', ECHO_AGENT);
+    const sub = await subscribe(u, ['agent.response']);
+    const sendAs = (json: Record<string, unknown>) => send({ project_id: u.projectId, subscription_id: sub.id, ...json }, u.adminKey);
+    const first = await sendAs({ message: 'one', session_key: `deleting-${Date.now()}`, metadata: { n: 1 } });
+    const key = first.body.session_key as string;
+    await eventually(async () => responsesFor(key), (r) => r.length === 1, 30_000);
+    expect((await sendAs({ message: 'two', session_key: key, metadata: { n: 2 } })).status).toBe(202);
+    const replies = await eventually(async () => responsesFor(key), (r) => r.length === 2, 30_000);
+    const sessionId = replies[1]!.body.session_id as string;
+
+    const temporal = await stack.ctx.temporal.client();
+    await temporal.workflow.getHandle(`session/${sessionId}`).signal(endSignal, { reason: 'operator_ended' });
+    await eventually(async () => (await temporal.workflow.getHandle(`session/${sessionId}`).describe()).status.name, (status) => status !== 'RUNNING', 30_000);
+    await stack.ctx.models.Project.collection.updateOne({ _id: u.projectId as never }, { $set: { deletingAt: new Date() } });
+    storeCommands.length = 0;
+    const refused = await sendAs({ message: 'three', session_key: key, metadata: { n: 3 } });
+    expect(refused.status).toBe(404);
+    expect(storeCommands).toContain('find projects');
+    // Nothing was queued: the conversation holds no message, and no session answers one.
+    const state = await temporal.workflow.getHandle(conversationWorkflowId(key)).query(httpAsyncStateQuery);
+    expect(state).toMatchObject({ queued: 0 });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(responsesFor(key)).toHaveLength(2);
   });
 
   it('keeps a conversation started before its sessions ran the lane on its own turns, each reply posted by its turn', async () => {
