@@ -87,47 +87,17 @@ it("keeps another tenant's delivery of the same message id apart", async () => {
   expect(docs).toEqual([expect.objectContaining({ tenantId: 't2', status: 'delivered', attempts: 1 }), expect.objectContaining({ tenantId: 't3', status: 'pending', attempts: 1 })]);
 });
 
-it('opens a signing secret once, and signs with the new one right after a rotation', async () => {
-  const t = await seedTenant(stack.ctx);
-  const api = client(stack.baseUrl);
-  const base = `/api/projects/${t.projectId}/channels/http-async/subscriptions`;
-  const created = await api.post<{ subscription: { id: string }; signingSecret: string }>(base, { key: t.adminKey, json: { name: 'Front end', callbackUrl: receiverUrl } });
-  expect(created.status).toBe(201);
-  const { deliverHttpAsyncEvent } = createHttpAsyncDeliveryActivities(createActivityDeps({ config: stack.config, models, logger: createLogger({ level: 'silent' }) }));
-  const deliver = async (messageId: string) => {
-    const before = received.length;
-    const result = await deliverHttpAsyncEvent({
-      tenantId: t.tenantId, projectId: t.projectId, subscriptionId: created.body.subscription.id, final: false,
-      delivery: { messageId, event: 'agent.response', body: { event: 'agent.response', message_id: messageId, response: 'Noted.' } },
-    });
-    expect(result).toEqual({ outcome: 'delivered', error: null, events: ['agent.response'] });
-    expect(received).toHaveLength(before + 1);
-    const last = received[received.length - 1]!;
-    return (secret: string) => verifyAblSignature(secret, last.raw, last.headers['x-abl-timestamp'] as string, last.headers['x-abl-signature'] as string);
-  };
-
-  dataKeyReads = 0;
-  expect((await deliver('ham-a'))(created.body.signingSecret)).toBe(true);
-  expect((await deliver('ham-b'))(created.body.signingSecret)).toBe(true);
-  expect(dataKeyReads).toBe(1);
-
-  const rotated = await api.post<{ signingSecret: string }>(`${base}/${created.body.subscription.id}/rotate-secret`, { key: t.adminKey });
-  expect(rotated.status).toBe(200);
-  const verifies = await deliver('ham-c');
-  expect(verifies(rotated.body.signingSecret)).toBe(true);
-  expect(verifies(created.body.signingSecret)).toBe(false);
-});
-
-it('a reply\'s first attempt uses the copy of the revision its message was accepted under, read within a second; every change raises the revision', async () => {
+/**
+ * A new tenant's subscription to the receiver (through the API), and one delivery of the worker's
+ * activity to it, which must be posted: it answers a check of the posted request's signature.
+ */
+async function subscribedWithDelivery() {
   const t = await seedTenant(stack.ctx);
   const api = client(stack.baseUrl);
   const base = `/api/projects/${t.projectId}/channels/http-async/subscriptions`;
   const created = await api.post<{ subscription: { id: string }; signingSecret: string }>(base, { key: t.adminKey, json: { name: 'Front end', callbackUrl: receiverUrl } });
   expect(created.status).toBe(201);
   const id = created.body.subscription.id;
-  // Read on the stack's own connection, so the reads counted are the delivery's.
-  const revision = async () => (await stack.ctx.models.HttpAsyncSubscription.findOne({ _id: id }, { revision: 1 }).lean())!.revision;
-  expect(await revision()).toBe(1);
   const { deliverHttpAsyncEvent } = createHttpAsyncDeliveryActivities(createActivityDeps({ config: stack.config, models, logger: createLogger({ level: 'silent' }) }));
   const deliver = async (messageId: string, subscriptionRevision?: number) => {
     const before = received.length;
@@ -136,16 +106,39 @@ it('a reply\'s first attempt uses the copy of the revision its message was accep
       delivery: { messageId, event: 'agent.response', body: { event: 'agent.response', message_id: messageId, response: 'Noted.' } },
       ...(subscriptionRevision !== undefined ? { subscriptionRevision } : {}),
     });
-    expect(result.outcome).toBe('delivered');
+    expect(result).toEqual({ outcome: 'delivered', error: null, events: ['agent.response'] });
+    expect(received).toHaveLength(before + 1);
     const last = received[before]!;
     return (secret: string) => verifyAblSignature(secret, last.raw, last.headers['x-abl-timestamp'] as string, last.headers['x-abl-signature'] as string);
   };
+  return { t, api, base, id, secret: created.body.signingSecret, deliver };
+}
+
+it('opens a signing secret once, and signs with the new one right after a rotation', async () => {
+  const { t, api, base, id, secret, deliver } = await subscribedWithDelivery();
+  dataKeyReads = 0;
+  expect((await deliver('ham-a'))(secret)).toBe(true);
+  expect((await deliver('ham-b'))(secret)).toBe(true);
+  expect(dataKeyReads).toBe(1);
+
+  const rotated = await api.post<{ signingSecret: string }>(`${base}/${id}/rotate-secret`, { key: t.adminKey });
+  expect(rotated.status).toBe(200);
+  const verifies = await deliver('ham-c');
+  expect(verifies(rotated.body.signingSecret)).toBe(true);
+  expect(verifies(secret)).toBe(false);
+});
+
+it('a reply\'s first attempt uses the copy of the revision its message was accepted under, read within a second; every change raises the revision', async () => {
+  const { t, api, base, id, secret, deliver } = await subscribedWithDelivery();
+  // Read on the stack's own connection, so the reads counted are the delivery's.
+  const revision = async () => (await stack.ctx.models.HttpAsyncSubscription.findOne({ _id: id }, { revision: 1 }).lean())!.revision;
+  expect(await revision()).toBe(1);
 
   subscriptionReads = 0;
   await deliver('ham-r1', 1);
   expect(subscriptionReads).toBe(1);
   // The same revision, read just now: the copy is used.
-  expect((await deliver('ham-r2', 1))(created.body.signingSecret)).toBe(true);
+  expect((await deliver('ham-r2', 1))(secret)).toBe(true);
   expect(subscriptionReads).toBe(1);
   // A later attempt (no revision) always reads.
   await deliver('ham-r3');
@@ -158,7 +151,7 @@ it('a reply\'s first attempt uses the copy of the revision its message was accep
   const verifies = await deliver('ham-r4', 2);
   expect(subscriptionReads).toBe(3);
   expect(verifies(rotated.body.signingSecret)).toBe(true);
-  expect(verifies(created.body.signingSecret)).toBe(false);
+  expect(verifies(secret)).toBe(false);
 
   // A copy older than SUBSCRIPTION_COPY_MS is read again, even at the same revision.
   await new Promise((r) => setTimeout(r, SUBSCRIPTION_COPY_MS + 100));
