@@ -126,10 +126,12 @@ describe('POST /api/v1/channels/http-async/message', () => {
       channel_output: { kind: 'rich', rich_content: { markdown: '**Anything else?**' }, actions: { items: [{ id: 'done', label: 'Done' }] } },
       metadata: { ticket: 'T-1', nested: { a: [1, 2] }, n: 1, 'x.y': [[1], []] },
     });
-    // Every delivery is listed under the subscription's recent deliveries, delivered at the first attempt.
-    const listed = await api.get<{ deliveries: { messageId: string; status: string; attempts: number; statusCode: number }[] }>(
-      `/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries`,
-      { key: t.adminKey },
+    // Every delivery is listed under the subscription's recent deliveries, delivered at the first
+    // attempt (its record is written once the POST has been answered: it may follow by a moment).
+    const listed = await eventually(
+      () => api.get<{ deliveries: { messageId: string; status: string; attempts: number; statusCode: number }[] }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries`, { key: t.adminKey }),
+      (r) => r.body.deliveries.some((d) => d.messageId === res.body.message_id),
+      10_000,
     );
     expect(listed.body.deliveries.find((d) => d.messageId === res.body.message_id)).toMatchObject({ status: 'delivered', attempts: 1, statusCode: 200 });
   });
@@ -154,7 +156,12 @@ describe('POST /api/v1/channels/http-async/message', () => {
     expect(new Set(replies.map((r) => r.body.session_id)).size).toBe(1);
     // The subscription takes agent.response only: nothing else was sent, nor even queued.
     expect(deliveries.filter((d) => d.body.session_key === sessionKey && d.body.event !== 'agent.response')).toEqual([]);
-    const listed = await api.get<{ deliveries: { event: string }[] }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries?limit=200`, { key: t.adminKey });
+    // A delivery's record is written once its POST has been answered: the last may follow the reply by a moment.
+    const listed = await eventually(
+      () => api.get<{ deliveries: { event: string }[] }>(`/api/projects/${t.projectId}/channels/http-async/subscriptions/${sub.id}/deliveries?limit=200`, { key: t.adminKey }),
+      (res) => res.body.deliveries.length >= 20,
+      10_000,
+    );
     expect(listed.body.deliveries.map((d) => d.event)).toEqual(Array(20).fill('agent.response'));
     // One session, its transcript in the same order.
     const sessionId = replies[0]!.body.session_id as string;
