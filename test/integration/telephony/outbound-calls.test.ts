@@ -156,8 +156,8 @@ describe('the call\'s conversation', () => {
 describe('a call whose workflow an operator terminates in Temporal', () => {
   // What the API process runs every SESSION_RECONCILE_MS; visibility lists a close a moment after
   // it, so it is run again until the call is in.
-  const reconcileUntil = async (id: string, since: Date) => {
-    const deps = { models: w.stack.ctx.models, config: w.stack.ctx.config, logger: w.stack.ctx.logger, temporalClient: await w.stack.ctx.temporal.client() };
+  const reconcileUntil = async (id: string, since: Date, config = w.stack.ctx.config) => {
+    const deps = { models: w.stack.ctx.models, config, logger: w.stack.ctx.logger, temporalClient: await w.stack.ctx.temporal.client() };
     const ended = await eventually(
       async () => {
         await reconcileClosedWorkflows(deps, since);
@@ -192,6 +192,29 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
     expect(await lookup(id)).toMatchObject({ phase: 'terminal', outcome: 'completed' });
     expect((await again()).callsEnded).toBe(0);
     expect((await w.stack.ctx.models.OutboundCall.findById(id).lean())!.statusHistory).toHaveLength(5);
+  });
+
+  it('the provider cannot be reached: the call is recorded ended all the same, saying so, and the operator is warned without the number', async () => {
+    const since = new Date(Date.now() - 60_000);
+    const id = await initiate('+15005550015');
+    await untilPhase(id, 'ringing');
+    const sid = await sidOf(id);
+    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    const linesBefore = w.logLines.length;
+    // The provider's API is where nothing answers (a closed port) for this reconciliation only.
+    const { ended } = await reconcileUntil(id, since, { ...w.stack.ctx.config, TWILIO_API_BASE_URL: 'http://127.0.0.1:9' });
+    expect(ended).toMatchObject({
+      phase: 'terminal',
+      outcome: 'canceled',
+      failureReason: "the call's workflow was terminated in Temporal before the call connected; the provider could not be told to end it",
+    });
+    const warned = w.logLines.slice(linesBefore).filter((l) => l.includes('the provider could not be told to end a call'));
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toContain(id);
+    expect(warned[0]).not.toContain('+15005550015');
+    // Nothing told the provider: its call is still ringing, for the operator to end in its console.
+    expect(w.fake.call(sid).status).toBe('ringing');
+    w.fake.hangup(sid);
   });
 
   it('before it connects: the provider call is cancelled and the call recorded canceled', async () => {
