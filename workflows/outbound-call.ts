@@ -129,7 +129,12 @@ async function runOutboundCall(input: Parameters<OutboundCallWorkflow>[0], cance
     // A status callback names the call: the submit's answer may not have come (reconciliation).
     if (status.callSid && !view.providerCallSid) {
       view.providerCallSid = status.callSid;
-      if (view.initiationState !== 'submitted') view.initiationState = 'submitted';
+      if (view.initiationState !== 'submitted') {
+        // An unanswered submit settled by the callback: its reason goes with it, in the same
+        // write (the row never shows the call submitted with the submit's failure).
+        if (view.initiationState === 'provider_request_unknown' && view.phase !== 'terminal') view.failureReason = null;
+        view.initiationState = 'submitted';
+      }
       changed();
     }
     if (status.answeredBy && !view.answeredBy) {
