@@ -170,6 +170,16 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
     return { ended: ended!, again: () => reconcileClosedWorkflows(deps, since) };
   };
 
+  // A call to the number that rings until cancelled, its workflow terminated while it rings.
+  const terminatedWhileRinging = async () => {
+    const since = new Date(Date.now() - 60_000);
+    const id = await initiate('+15005550015');
+    await untilPhase(id, 'ringing');
+    const sid = await sidOf(id);
+    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    return { since, id, sid };
+  };
+
   it('connected: the reconciliation hangs up the provider call, records it ended and ends its session', async () => {
     const sessionId = await chatSession();
     const since = new Date(Date.now() - 60_000);
@@ -195,11 +205,7 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
   });
 
   it('the provider cannot be reached: the call is recorded ended all the same, saying so, and the operator is warned without the number', async () => {
-    const since = new Date(Date.now() - 60_000);
-    const id = await initiate('+15005550015');
-    await untilPhase(id, 'ringing');
-    const sid = await sidOf(id);
-    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    const { since, id, sid } = await terminatedWhileRinging();
     const linesBefore = w.logLines.length;
     // The provider's API is where nothing answers (a closed port) for this reconciliation only.
     const { ended } = await reconcileUntil(id, since, { ...w.stack.ctx.config, TWILIO_API_BASE_URL: 'http://127.0.0.1:9' });
@@ -218,11 +224,7 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
   });
 
   it('before it connects: the provider call is cancelled and the call recorded canceled', async () => {
-    const since = new Date(Date.now() - 60_000);
-    const id = await initiate('+15005550015');
-    await untilPhase(id, 'ringing');
-    const sid = await sidOf(id);
-    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck call');
+    const { since, id, sid } = await terminatedWhileRinging();
     const { ended } = await reconcileUntil(id, since);
     expect(ended).toMatchObject({ outcome: 'canceled', failureReason: "the call's workflow was terminated in Temporal before the call connected" });
     expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
