@@ -1,7 +1,7 @@
 // The environment that runs `npm start`'s stack (infra/dev-stack.ts) on ports and a data directory
 // of the caller's choosing, with its own Temporal, store, Twilio fake and LiveKit server: for the tests and benches
 // that start it beside a stack of the developer's own; and whether `npm start` runs the Twilio fake.
-import { freePort } from './processes';
+import { freePorts } from './processes';
 
 export interface DevStackPorts {
   api: number;
@@ -15,10 +15,13 @@ export interface DevStackPorts {
   livekit: number;
   livekitTcp: number;
   livekitUdp: number;
+  /** The voice agent's phone bridge. */
+  voiceBridge: number;
 }
 
 export async function freeDevStackPorts(): Promise<DevStackPorts> {
-  return { api: await freePort(), temporal: await freePort(), ui: await freePort(), mongo: await freePort(), postgres: await freePort(), backend: await freePort(), twilioFake: await freePort(), livekit: await freePort(), livekitTcp: await freePort(), livekitUdp: await freePort() };
+  const [api, temporal, ui, mongo, postgres, backend, twilioFake, livekit, livekitTcp, livekitUdp, voiceBridge] = await freePorts(11);
+  return { api: api!, temporal: temporal!, ui: ui!, mongo: mongo!, postgres: postgres!, backend: backend!, twilioFake: twilioFake!, livekit: livekit!, livekitTcp: livekitTcp!, livekitUdp: livekitUdp!, voiceBridge: voiceBridge! };
 }
 
 /** `base` (this process's environment by default) with the stack's data, ports and quiet logs, and no external Temporal, store, Twilio or LiveKit. */
@@ -36,6 +39,7 @@ export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.
     LIVEKIT_PORT: String(ports.livekit),
     LIVEKIT_RTC_TCP_PORT: String(ports.livekitTcp),
     LIVEKIT_RTC_UDP_PORT: String(ports.livekitUdp),
+    VOICE_BRIDGE_PORT: String(ports.voiceBridge),
     LOG_LEVEL: 'warn',
   };
   delete env.TEMPORAL_ADDRESS;
@@ -46,6 +50,8 @@ export function devStackEnv(dataDir: string, ports: DevStackPorts, base: NodeJS.
   delete env.LIVEKIT_URL;
   delete env.LIVEKIT_API_KEY;
   delete env.LIVEKIT_API_SECRET;
+  delete env.VOICE_BRIDGE_HOST;
+  delete env.VOICE_BRIDGE_PUBLIC_URL;
   return env;
 }
 

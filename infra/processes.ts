@@ -4,7 +4,7 @@
 // (dev-stack.ts), the test harness, the fuzzer and the benches.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { createServer, Socket, type Server } from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { ensureJsonbIndexes } from './postgres-indexes';
@@ -24,15 +24,32 @@ export function toolPath(name: 'temporal' | 'ferretdb' | 'livekit-server'): stri
 export { manage, type ManagedProcess };
 
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+  const [port] = await freePorts(1);
+  return port!;
+}
+
+/**
+ * `count` distinct free ports: every one is held open until all are chosen, since the kernel may
+ * hand a port it just released to the next bind, and two services given the same port collide.
+ */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((server) => {
       const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+      return typeof address === 'object' && address ? address.port : 0;
     });
-  });
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+  }
 }
 
 export async function isPortFree(port: number): Promise<boolean> {

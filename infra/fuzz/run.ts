@@ -15,7 +15,7 @@ import { createApiKey, createProject, createTenant } from '../../core/tenancy/ac
 import { createScope } from '../../core/platform-keys/scopes';
 import { issueSandboxToken } from '../../core/memory-stores/sandbox-token';
 import { type Config } from '../../lib/config';
-import { freePort, manage, ROOT, startFerretDb, startLiveKitServer, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
+import { freePort, freePorts, manage, ROOT, startFerretDb, startLiveKitServer, startTemporalDevServer, waitForHttpOk, type ManagedProcess } from '../processes';
 import { seedDevProject } from '../seed-project';
 import { parseFuzzOptions, relabelRuleLine, schemathesisArgs, summarize, type FuzzOptions } from './options';
 
@@ -191,10 +191,11 @@ async function main(): Promise<number> {
     const began = Date.now();
     // Voice sessions make real rooms: the voice routes reach their logic rather than 503.
     const liveKitSecret = newSecretToken(32);
+    const [temporalPort, liveKitPort, rtcTcpPort, rtcUdpPort] = await freePorts(4);
     const [temporal, ferret, liveKit] = await Promise.all([
-      freePort().then((port) => startTemporalDevServer({ port, uiPort: null })),
+      startTemporalDevServer({ port: temporalPort!, uiPort: null }),
       startFerretDb({ dataDir: path.join(tmpDir, 'ferretdb'), port: 0 }),
-      startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: await freePort(), rtcTcpPort: await freePort(), rtcUdpPort: await freePort(), apiKey: 'fuzzkey', apiSecret: liveKitSecret }),
+      startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: liveKitPort!, rtcTcpPort: rtcTcpPort!, rtcUdpPort: rtcUdpPort!, apiKey: 'fuzzkey', apiSecret: liveKitSecret }),
     ]);
     started.push(temporal.process, ferret.process, liveKit.process);
     const mongoUri = `${ferret.uri.replace(/\/$/, '')}/switchboard_fuzz`;

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort, manage, ROOT, type ManagedProcess } from '../../infra/processes';
+import { freePorts, manage, ROOT, type ManagedProcess } from '../../infra/processes';
 import { eventually } from '../support/eventually';
 
 // A whole dev stack starts here, and the walk-through waits on callbacks and a human task.
@@ -124,8 +124,9 @@ afterAll(async () => {
 });
 
 it('walks through docs/getting-started.md: the agent, a chat, the async tool and its callback, the human task, the Temporal query and a new version', async () => {
-  const receiverPort = String(await freePort());
-  const ports = { api: await freePort(), sample: await freePort() };
+  const [receiverFree, api, sample] = await freePorts(3);
+  const receiverPort = String(receiverFree);
+  const ports = { api: api!, sample: sample! };
   // The doc's port, everywhere it is written (the tool's endpoint, the allowed destination, the service).
   const code = blocks.map((b) => ({ ...b, code: b.code.replace(new RegExp(`\\b${DOC_RECEIVER_PORT}\\b`, 'g'), receiverPort) }));
   let next = 0;

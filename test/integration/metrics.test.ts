@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo } from 'node:net';
-import { freePort, type ManagedProcess } from '../../infra/processes';
+import { freePorts, type ManagedProcess } from '../../infra/processes';
 import { seedDevProject } from '../../infra/seed-project';
 import { startTestStack, seedTenant, type SeededTenant, type TestStack } from '../support/stack';
 import { client } from '../support/http';
@@ -67,7 +67,7 @@ beforeAll(async () => {
   stack = await startTestStack({ allowPrivate: { tools: [`http://127.0.0.1:${toolPort}`] } });
   t = await seedTenant(stack.ctx);
   await seedDevProject(stack.ctx.models, { tenantId: t.tenantId, projectId: t.projectId });
-  const [workerPort, apiPort] = [await freePort(), await freePort()];
+  const [workerPort, apiPort] = await freePorts(2);
   [worker, apiProc] = await Promise.all([
     startWorkerProcess(stack.config, [], { WORKER_METRICS_PORT: String(workerPort), METRICS_TOKEN: TOKEN }),
     startApiProcess(stack.config, { METRICS_PORT: String(apiPort), METRICS_TOKEN: TOKEN, METRICS_REFRESH_MS: '1000' }),

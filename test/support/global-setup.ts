@@ -11,7 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { freePort, ROOT, startFerretDb, startLiveKitServer, toolPath, type ManagedProcess } from '../../infra/processes';
+import { freePorts, ROOT, startFerretDb, startLiveKitServer, toolPath, type ManagedProcess } from '../../infra/processes';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes';
 
 export interface SharedStackHandles {
@@ -39,9 +39,10 @@ export default async function globalSetup(): Promise<void> {
   // holds what the file proves).
   const bundlePath = path.join(tmpDir, 'workflow-bundle.js');
   const liveKitSecret = randomBytes(24).toString('hex');
+  const [liveKitPort, rtcTcpPort, rtcUdpPort] = await freePorts(3);
   const [ferret, liveKit] = await Promise.all([
     startFerretDb({ dataDir: path.join(tmpDir, 'store'), port: 0 }),
-    startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: await freePort(), rtcTcpPort: await freePort(), rtcUdpPort: await freePort(), apiKey: 'testkey', apiSecret: liveKitSecret }),
+    startLiveKitServer({ dir: path.join(tmpDir, 'livekit'), port: liveKitPort!, rtcTcpPort: rtcTcpPort!, rtcUdpPort: rtcUdpPort!, apiKey: 'testkey', apiSecret: liveKitSecret }),
     buildWorkflows(bundlePath),
   ]);
   process.env.SB_TEST_TEMPORAL_ADDRESS = env.address;
