@@ -2,9 +2,11 @@
 // reply at a receiver server in this process, next to `/chat/agent` turns of the same agent, a
 // bare Temporal signal-with-start (the floor of the 202) and the floors of the design (a bare
 // update-with-start, a bare update and a bare POST to the receiver, one after the other: a message
-// the conversation takes; and the update and the POST alone: a follow-up the running session takes)
-// at the same concurrency, on one stack. The breakdown reads the conversations' and their
-// sessions' histories.
+// the conversation takes; and the update and the POST alone: a follow-up the running session takes),
+// and the design's bare form (an update whose workflow task schedules an activity that POSTs to the
+// receiver) beside a turn's (an update answered by one task) on a worker of their own
+// (support/two-task-floor), at the same concurrency, on one stack. The breakdown reads the
+// conversations' and their sessions' histories.
 //   node --import tsx bench/http-async.ts [--sessions 100] [--messages 20] [--burst] [--rounds 2]
 //     [--events agent.response] [--breakdown 10] [--dump-history] [--worker-cpu-prof <dir>]
 // Figures and what they mean: docs/performance.md, "HTTP-async channel".
@@ -14,16 +16,19 @@
 // FLOW step that responds and stays), so what is measured is the channel and the runtime.
 // Phases alternate in `--rounds` (the floor, the HTTP-async messages, the chat turns), each round
 // sending its share of `--messages` per conversation, so a burst of outside load falls on all.
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { type AddressInfo } from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { WithStartWorkflowOperation } from '@temporalio/client';
+import { Client, WithStartWorkflowOperation } from '@temporalio/client';
 import { defineSignal } from '@temporalio/workflow';
 import { pingUpdate } from '../workflows/definitions';
 import { createApiKey, createProject, createTenant } from '../core/tenancy/accounts';
 import { conversationWorkflowId } from '../lib/http-async/session-key';
 import { SessionIdKey } from '../workflows/search-attributes';
+import { floorMessageUpdate, floorTurnUpdate } from './support/two-task-floor/definitions';
 import { CpuMeter, type CpuSnapshot } from './support/cpu';
 import { jsonClient } from './support/json-client';
 import { startBenchStack } from './support/stack';
@@ -76,9 +81,15 @@ function startReceiver() {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      const at = performance.now();
       // The design floor's bare POST: answered at once, not counted.
       if (req.url === '/floor') return void res.writeHead(200).end();
-      const at = performance.now();
+      // The two-task floor's reply: its arrival noted as a reply's is.
+      if (req.url?.startsWith('/floor/')) {
+        res.writeHead(200).end();
+        arrived.set(req.url, at);
+        return void waiting.get(req.url)?.(at);
+      }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string; message_id: string; status?: string };
       const kind = body.event === 'agent.status' ? `agent.status ${body.status}` : body.event;
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
@@ -92,11 +103,32 @@ function startReceiver() {
   return {
     server,
     counts,
-    /** When the reply to `messageId` arrived (now, or once it does). */
+    /** When the reply to `messageId` (or the two-task floor's POST to `/floor/…`) arrived (now, or once it does). */
     reply(messageId: string): Promise<number> {
       const at = arrived.get(messageId);
       if (at !== undefined) return Promise.resolve(at);
       return new Promise((resolve) => waiting.set(messageId, resolve));
+    },
+  };
+}
+
+/** The two-task floor's worker process (bench/support/two-task-floor/worker.ts), resolved once it polls. */
+async function startTwoTaskFloorWorker(temporalAddress: string, taskQueue: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, 'support', 'two-task-floor', 'worker.ts')], {
+    env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, FLOOR_TASK_QUEUE: taskQueue },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+    child.once('exit', (code) => reject(new Error(`the two-task floor's worker exited (${code})`)));
+  });
+  const exited = new Promise((r) => child.once('exit', r));
+  return {
+    pid: child.pid!,
+    taskQueue,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
     },
   };
 }
@@ -112,6 +144,8 @@ async function main() {
     workerNodeArgs: values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : [],
   });
   const { ctx, client, cpu, config } = stack;
+  const floorWorker = await startTwoTaskFloorWorker(config.TEMPORAL_ADDRESS, `${config.TEMPORAL_TASK_QUEUE}-floor`);
+  const floorCpu = new CpuMeter({ floorWorker: floorWorker.pid });
   try {
     const tenant = await createTenant(ctx.models, { name: 'HTTP-async bench', slug: 'http-async-bench' });
     const project = await createProject(ctx.models, tenant._id, { name: 'HTTP-async' });
@@ -236,33 +270,71 @@ async function main() {
       }
     };
 
+    // The design's bare form: an update taken by one workflow task, which schedules an activity
+    // that POSTs the reply to the receiver (whose completion is a second task), one workflow per
+    // lane, a message sent once the previous one's POST arrived; and beside it the bare form of a
+    // chat turn, an update answered by one task. Both on a worker of their own with the SDK's
+    // defaults (bench/support/two-task-floor), so nothing of the platform runs in either.
+    const twoTaskFloor: number[] = [];
+    const oneTaskFloor: number[] = [];
+    let floorSeq = 0;
+    // Its own client, with the SDK's default payload converter (the platform's encrypts).
+    const floorClient = new Client({ connection: client.connection });
+    const floorHandle = (lane: number) => floorClient.workflow.getHandle(`two-task-floor-${lane}`);
+    const twoTaskLane = async (lane: number, count: number, sink: number[] | null) => {
+      for (let k = 0; k < count; k++) {
+        const replyPath = `/floor/${lane}/${floorSeq++}`;
+        const started = performance.now();
+        await floorHandle(lane).executeUpdate(floorMessageUpdate, { args: [{ n: k, url: `http://${receiverHost}${replyPath}` }] });
+        const at = await receiver.reply(replyPath);
+        sink?.push(at - started);
+      }
+    };
+    const oneTaskLane = async (lane: number, count: number, sink: number[] | null) => {
+      for (let k = 0; k < count; k++) {
+        const started = performance.now();
+        await floorHandle(lane).executeUpdate(floorTurnUpdate, { args: [{ n: k }] });
+        sink?.push(performance.now() - started);
+      }
+    };
+
     // Warm-up (untimed): a few conversations and chat sessions of two messages each.
     await Promise.all(Array.from({ length: 5 }, (_, i) => converse({ key: `warm-${i}` }, 2, false)));
     await Promise.all(Array.from({ length: 5 }, () => chat({}, 2, false)));
     await Promise.all(Array.from({ length: 5 }, (_, i) => signalLane(SESSIONS + i, 2, 0)));
     // Both probes of every lane started before anything is timed.
     await Promise.all(Array.from({ length: SESSIONS }, (_, i) => designLane(i, 1, 0, null)));
+    await Promise.all(
+      Array.from({ length: SESSIONS }, async (_, i) => {
+        await floorClient.workflow.start('twoTaskFloorWorkflow', { workflowId: `two-task-floor-${i}`, taskQueue: floorWorker.taskQueue });
+        await twoTaskLane(i, 2, null);
+        await oneTaskLane(i, 2, null);
+      }),
+    );
 
     const conversations = Array.from({ length: SESSIONS }, (_, i) => ({ key: `caller-${i}` }));
     const chatSessions = Array.from({ length: SESSIONS }, () => ({}) as { sessionId?: string });
     // Untimed wait after a phase: held projection writes and rate-limit charges land in its CPU.
     const settle = () => sleep(config.SESSION_PROJECTION_FLUSH_MS + 750);
-    const cpuOf: Record<string, CpuSnapshot> = { floor: {}, designFloor: {}, httpAsync: {}, chat: {} };
-    const wallOf: Record<string, number> = { floor: 0, designFloor: 0, httpAsync: 0, chat: 0 };
+    const cpuOf: Record<string, CpuSnapshot> = { floor: {}, designFloor: {}, twoTaskFloor: {}, oneTaskFloor: {}, httpAsync: {}, chat: {} };
+    const wallOf: Record<string, number> = { floor: 0, designFloor: 0, twoTaskFloor: 0, oneTaskFloor: 0, httpAsync: 0, chat: 0 };
+    const snapshot = () => ({ ...cpu.snapshot(), ...floorCpu.snapshot() });
     const phase = async (name: string, run: () => Promise<unknown>) => {
       process.stderr.write(`${new Date().toISOString()} ${name}\n`);
-      const before = cpu.snapshot();
+      const before = snapshot();
       const began = performance.now();
       await run();
       wallOf[name]! += performance.now() - began;
       await settle();
-      CpuMeter.accumulate(cpuOf[name]!, before, cpu.snapshot());
+      CpuMeter.accumulate(cpuOf[name]!, before, snapshot());
     };
     let sentSoFar = 0;
     for (let round = 0; round < ROUNDS; round++) {
       const count = share(round);
       await phase('floor', () => Promise.all(conversations.map((_, i) => signalLane(i, count, sentSoFar))));
       await phase('designFloor', () => Promise.all(conversations.map((_, i) => designLane(i, count, 1 + sentSoFar, designFloor))));
+      await phase('twoTaskFloor', () => Promise.all(conversations.map((_, i) => twoTaskLane(i, count, twoTaskFloor))));
+      await phase('oneTaskFloor', () => Promise.all(conversations.map((_, i) => oneTaskLane(i, count, oneTaskFloor))));
       await phase('httpAsync', () => Promise.all(conversations.map((c) => converse(c, count, true))));
       await phase('chat', () => Promise.all(chatSessions.map((s) => chat(s, count, true))));
       sentSoFar += count;
@@ -282,6 +354,8 @@ async function main() {
     // What a follow-up needs when the session runs the lane: its update, then the reply's POST.
     const laneFloor = floorParts.update.map((u, i) => u + floorParts.post[i]!);
     out(line('floor: update+POST (session runs lane)', laneFloor));
+    out(line('floor: two tasks (update, activity POST)', twoTaskFloor));
+    out(line('floor: one task (update)', oneTaskFloor));
     const a = summary(accepted);
     const m = summary(toCallback);
     const c = summary(chatTurns);
@@ -289,9 +363,14 @@ async function main() {
     const d = summary(designFloor);
     const l = summary(laneFloor);
     out(`message -> callback p50 / chat turn p50: ${(m.p50 / c.p50).toFixed(2)}x (target <= 2x); the design's floor / chat turn p50: ${(d.p50 / c.p50).toFixed(2)}x; message -> callback / the floor: ${(m.p50 / d.p50).toFixed(2)}x; the session-lane floor / chat turn p50: ${(l.p50 / c.p50).toFixed(2)}x`);
+    const two = summary(twoTaskFloor);
+    const one = summary(oneTaskFloor);
+    out(`the design's bare form: two-task floor / one-task floor p50: ${(two.p50 / one.p50).toFixed(2)}x (the target's ratio with nothing of ours in it); message -> callback / two-task floor: ${(m.p50 / two.p50).toFixed(2)}x; chat turn / one-task floor: ${(c.p50 / one.p50).toFixed(2)}x`);
     out(`throughput: HTTP-async ${((total / wallOf.httpAsync!) * 1000).toFixed(1)} replies/s, chat ${((total / wallOf.chat!) * 1000).toFixed(1)} turns/s, floor ${((total / wallOf.floor!) * 1000).toFixed(1)} signals/s`);
     out(`CPU per bare signal (ms):          ${CpuMeter.perOp({}, cpuOf.floor!, total)}`);
     out(`CPU per design floor (ms):         ${CpuMeter.perOp({}, cpuOf.designFloor!, total)}`);
+    out(`CPU per two-task floor (ms):       ${CpuMeter.perOp({}, cpuOf.twoTaskFloor!, total)}  [bench = client + receiver]`);
+    out(`CPU per one-task floor (ms):       ${CpuMeter.perOp({}, cpuOf.oneTaskFloor!, total)}  [bench = client]`);
     out(`CPU per HTTP-async message (ms):   ${CpuMeter.perOp({}, cpuOf.httpAsync!, total)}  [bench = API + client + receiver]`);
     out(`CPU per chat turn (ms):            ${CpuMeter.perOp({}, cpuOf.chat!, total)}  [bench = API + client]`);
     if (refused.length > 0) out(`answers other than 202/200, sent again: ${refused.length} (${[...new Set(refused)].join('; ')})`);
@@ -333,6 +412,7 @@ async function main() {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   } finally {
+    await floorWorker.stop();
     await stack.close();
     receiver.server.closeAllConnections();
     await new Promise((r) => receiver.server.close(r));
