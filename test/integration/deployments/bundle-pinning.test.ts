@@ -10,6 +10,7 @@ import { client } from '../../support/http';
 import { publishAgent } from '../../support/agents';
 import { replayWithTodaysCode, sessionHistory } from '../../support/workflow-history';
 import { decodeEncryptedPayloads } from '../../fixtures/histories/history-json';
+import { eventually } from '../../support/eventually';
 
 jest.setTimeout(60_000);
 
@@ -98,8 +99,9 @@ it('keeps a session on its bundle across continue-as-new after a newer version i
   expect(rolledOver).toBe(true);
   const after = await chat(t, { sessionId, message: 'after the roll-over' });
   expect(said(after.body.response)).toBe('Pinned v1');
-  // The new run names the same bundle and loads it by that hash.
-  const current = await rawHistory(`session/${sessionId}`);
+  // The new run names the same bundle and loads it by that hash. The session may have rolled over
+  // again after that turn: the newest run then records its load in its first workflow task.
+  const current = await eventually(() => rawHistory(`session/${sessionId}`), (h) => bundleHashesIn(h).length > 0, 10_000, 100);
   const started = current.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
   expect(JSON.parse(Buffer.from(started.data!).toString('utf8')).bundleRef).toEqual({ kind: 'bundle', bundleHash });
   expect(bundleHashesIn(current)).toEqual([bundleHash]);
