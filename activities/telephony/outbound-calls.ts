@@ -8,8 +8,9 @@ import { connectionAuthToken } from '../../core/telephony/connections';
 import { twilioClient, type TwilioClient } from '../../providers/telephony/twilio-client';
 import { requireMasterKeys } from '../../core/tool-secrets/secrets';
 import { outboundCallRef } from '../../core/telephony/call-refs';
-import { endProviderCall, type ProviderCallEnd } from '../../core/telephony/provider-calls';
-import { maskPhoneNumber } from '../../lib/phone';
+import { endProviderCall, findPlacedProviderCall, scrubNumbers, type ProviderCallEnd } from '../../core/telephony/provider-calls';
+
+export { scrubNumbers };
 import type { CoreContext } from '../../core/context';
 import type { OutboundCallView } from '../../workflows/definitions';
 import { emitOperationEvents } from '../../core/analytics/operations';
@@ -29,13 +30,6 @@ interface CallRef {
 
 /** Twilio's status callback events the call reports, as Twilio names them. */
 export const STATUS_CALLBACK_EVENTS = ['initiated', 'ringing', 'answered', 'completed'];
-
-/** A provider message with anything that looks like a number masked (Twilio's messages quote the To number). */
-export function scrubNumbers(message: string, destination?: string): string {
-  let out = destination ? message.split(destination).join(destination.startsWith('+') ? maskPhoneNumber(destination) : '***') : message;
-  out = out.replace(/\+?\d{6,}/g, (m) => (m.startsWith('+') ? maskPhoneNumber(m) : maskPhoneNumber('+' + m).slice(1)));
-  return out.slice(0, 300);
-}
 
 function webhookUrl(base: string, connectionId: string, name: string, query: Record<string, string>): string {
   return `${base.replace(/\/+$/, '')}/api/telephony/twilio/${encodeURIComponent(connectionId)}/${name}?${new URLSearchParams(query).toString()}`;
@@ -143,34 +137,10 @@ export function createOutboundCallActivities(deps: Pick<ActivityDeps, 'models' |
       }
     },
 
-    /**
-     * The provider's call placed by a request that got no answer: the calls from the connection's
-     * number to the destination created since the call was accepted, the earliest that no other
-     * outbound call of the tenant claims. Null when none is found (yet).
-     */
+    /** The provider's call placed by a request that got no answer (core/telephony/provider-calls.ts); null when none is found (yet). */
     async findOutboundCall(ref: CallRef): Promise<{ callSid: string | null }> {
       const call = await loadCall(ref);
-      if (!call) return { callSid: null };
-      if (call.providerCallSid) return { callSid: call.providerCallSid };
-      const provider = await clientFor(call);
-      if (!provider) return { callSid: null };
-      const destination = await openDestination(deps.models.TenantDataKey, requireMasterKeys(ctx), call);
-      const since = new Date(call.createdAt.getTime() - 60_000);
-      let found: Awaited<ReturnType<typeof provider.client.calls.list>>;
-      try {
-        found = await provider.client.calls.list({ to: destination, from: provider.callerNumber, startTimeAfter: since, limit: 20 });
-      } catch (err) {
-        // The failure goes to workflow history: its message, scrubbed of the number, and nothing else.
-        throw new Error(`listing the provider's calls failed: ${scrubNumbers(String((err as Error)?.message ?? err), destination)}`);
-      }
-      const candidates = found
-        .filter((c) => !c.dateCreated || c.dateCreated.getTime() >= call.createdAt.getTime() - 5_000)
-        .sort((a, b) => (a.dateCreated?.getTime() ?? 0) - (b.dateCreated?.getTime() ?? 0));
-      for (const c of candidates) {
-        const claimed = await deps.models.OutboundCall.exists({ tenantId: call.tenantId, providerCallSid: c.sid, _id: { $ne: call._id } });
-        if (!claimed) return { callSid: c.sid };
-      }
-      return { callSid: null };
+      return { callSid: call ? await findPlacedProviderCall(ctx, call) : null };
     },
 
     /** Cancels (before answer) or hangs up (after) the provider's call; a call already over is left as it is. */

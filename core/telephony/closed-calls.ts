@@ -2,12 +2,14 @@
 // the Temporal Web UI or CLI, failed or timed out. The workflow tells the provider, writes the
 // terminal row and ends the call's session as its last steps; this does the same from what the
 // row holds (core/sessions/closed-reconciler.ts finds such closes): the provider's call cancelled
-// or hung up, the row terminal, the session ended. A row already terminal is left as it is.
+// or hung up, the row terminal, the session ended. A row already terminal is left as it is. A call
+// closed while its submit was out (no provider sid yet) is looked for at the provider first, as
+// the workflow looks for one whose submit got no answer, so a call it placed does not ring on.
 import { type Client } from '@temporalio/client';
 import { type CoreContext } from '../context';
 import { endSignal, type OutboundOutcome } from '../../workflows/definitions';
 import { isWorkflowNotFound } from '../sessions/workflow-client';
-import { endProviderCall } from './provider-calls';
+import { endProviderCall, findPlacedProviderCall } from './provider-calls';
 
 /**
  * The revision a row ended this way is written with: past any the closed workflow reached, so a
@@ -23,9 +25,18 @@ export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: st
   if (!call) return false;
   const connected = call.phase === 'in_progress';
   let failureReason = connected ? `hung up: the call's workflow was ${how} in Temporal` : `the call's workflow was ${how} in Temporal before the call connected`;
-  if (call.providerCallSid && call.initiationState === 'submitted') {
+  let callSid = call.initiationState === 'submitted' ? call.providerCallSid : null;
+  if (!callSid && (call.initiationState === 'provider_requesting' || call.initiationState === 'provider_request_unknown')) {
     try {
-      await endProviderCall(deps, { tenantId, projectId: call.projectId, channelConnectionId: call.channelConnectionId, callSid: call.providerCallSid, status: connected ? 'completed' : 'canceled' });
+      callSid = await findPlacedProviderCall(deps, call);
+    } catch (err) {
+      deps.logger.warn({ tenantId, outboundCallId, err: err instanceof Error ? err.message : String(err) }, "the provider could not be asked whether a call whose workflow closed in Temporal during its submit was placed; look for it in the provider's console");
+      failureReason += '; the provider could not be asked whether it was placed';
+    }
+  }
+  if (callSid) {
+    try {
+      await endProviderCall(deps, { tenantId, projectId: call.projectId, channelConnectionId: call.channelConnectionId, callSid, status: connected ? 'completed' : 'canceled' });
     } catch (err) {
       // Recorded all the same: nothing else would ever end the row. The operator is told (the
       // provider's status and code only: its messages may quote the number).
@@ -40,7 +51,7 @@ export async function endCallOfClosedWorkflow(deps: ClosedCallDeps, tenantId: st
   const changed = await deps.models.OutboundCall.updateOne(
     { _id: outboundCallId, tenantId, phase: { $ne: 'terminal' }, revision: call.revision },
     {
-      $set: { phase: 'terminal', outcome, failureReason, version, revision: Math.max(call.revision + 1, CLOSED_OUTSIDE_REVISION), updatedAt: at },
+      $set: { phase: 'terminal', outcome, failureReason, version, revision: Math.max(call.revision + 1, CLOSED_OUTSIDE_REVISION), updatedAt: at, ...(callSid && callSid !== call.providerCallSid ? { providerCallSid: callSid, initiationState: 'submitted' } : {}) },
       $push: { statusHistory: { phase: 'terminal', outcome, providerEventAt: null, ingestedAt: at.toISOString(), version } },
     },
   );

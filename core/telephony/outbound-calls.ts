@@ -24,6 +24,7 @@ import {
 import { DomainError } from '../../lib/errors';
 import { freshReadsPerOwner } from '../../lib/fresh-reads';
 import { readChannelConnection } from './connections';
+import { endProviderCall } from './provider-calls';
 import { isOutboundCallRef } from './call-refs';
 import { deriveKey, KEY_PURPOSE } from '../../lib/master-keys';
 import { canSeeProject, type Principal } from '../../lib/permissions';
@@ -487,7 +488,35 @@ export async function ingestProviderStatus(
   ]);
   if (!owned) return 'not_found';
   if (signalled !== 'taken' && signalled !== 'closed') throw temporalErrorToDomainError(signalled, 'Call runtime');
+  if (signalled === 'closed' && status.callSid && LIVE_PROVIDER_STATUSES.has(status.callStatus)) await endStrayProviderCall(ctx, connection, outboundCallId, status.callSid, status.callStatus);
   return signalled;
+}
+
+/** Twilio's CallStatus values of a call that has not ended. */
+const LIVE_PROVIDER_STATUSES = new Set(['queued', 'initiated', 'ringing', 'in-progress']);
+
+/**
+ * A live call the provider reports for an outbound call that has ended here under another sid or
+ * none: placed by a submit that was still out when the call ended (its workflow terminated, or
+ * reconciled before the provider had it). Nothing here will ever follow it, so it is cancelled or
+ * hung up at once, and the ended row learns its sid; a failure is the operator's to see.
+ */
+async function endStrayProviderCall(ctx: CoreContext, connection: ChannelConnectionDoc, outboundCallId: string, callSid: string, callStatus: string): Promise<void> {
+  const call = await ctx.models.OutboundCall.findOne(
+    { _id: outboundCallId, tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id },
+    { phase: 1, providerCallSid: 1 },
+  ).lean();
+  if (!call || call.phase !== 'terminal' || call.providerCallSid === callSid) return;
+  try {
+    const ended = await endProviderCall(ctx, { tenantId: connection.tenantId, projectId: connection.projectId, channelConnectionId: connection._id, callSid, status: callStatus === 'in-progress' ? 'completed' : 'canceled' });
+    ctx.logger.warn({ tenantId: connection.tenantId, outboundCallId, callSid: maskCallSid(callSid), ended: ended.done }, 'the provider reported a live call for an outbound call that had already ended; it was ended at the provider');
+  } catch (err) {
+    const { status, code } = err as { status?: unknown; code?: unknown };
+    ctx.logger.warn({ tenantId: connection.tenantId, outboundCallId, callSid: maskCallSid(callSid), providerStatus: status ?? null, providerCode: code ?? null }, "the provider reported a live call for an outbound call that had already ended, and could not be told to end it; end it in the provider's console");
+  }
+  if (!call.providerCallSid) {
+    await ctx.models.OutboundCall.updateOne({ _id: outboundCallId, tenantId: connection.tenantId, phase: 'terminal', providerCallSid: null }, { $set: { providerCallSid: callSid } });
+  }
 }
 
 /** Twilio's RFC 2822 Timestamp as ISO 8601, or null when absent or unreadable. */

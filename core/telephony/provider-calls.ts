@@ -1,8 +1,55 @@
-// Ending a call at the provider: cancelled before it is answered, hung up after. Used by the
-// OutboundCall workflow's activity (terminate, timers, AMD hang-up) and by the reconciliation of
-// call workflows that closed without running their own end (core/telephony/closed-calls.ts).
+// The provider's side of an outbound call outside its submit: finding the call a request that got
+// no answer placed, and ending a call (cancelled before it is answered, hung up after). Used by the
+// OutboundCall workflow's activities (the unanswered submit, terminate, timers, AMD hang-up), by the
+// reconciliation of call workflows that closed without running their own end
+// (core/telephony/closed-calls.ts) and by the status webhook of a call that had already ended.
 import { type CoreContext } from '../context';
+import { openDestination, type OutboundCallDoc } from '../../db/outbound-call';
+import { maskPhoneNumber } from '../../lib/phone';
+import { requireMasterKeys } from '../tool-secrets/secrets';
 import { connectionTwilioClient } from './connections';
+
+/** A provider message with anything that looks like a number masked (Twilio's messages quote the To number). */
+export function scrubNumbers(message: string, destination?: string): string {
+  let out = destination ? message.split(destination).join(destination.startsWith('+') ? maskPhoneNumber(destination) : '***') : message;
+  out = out.replace(/\+?\d{6,}/g, (m) => (m.startsWith('+') ? maskPhoneNumber(m) : maskPhoneNumber('+' + m).slice(1)));
+  return out.slice(0, 300);
+}
+
+/**
+ * The provider's call placed for `call` by a request that got no answer: the calls from the
+ * connection's number to the destination created since the call was accepted (queued or started),
+ * the earliest that no
+ * other outbound call of the tenant claims. Null when none is found (yet), or the connection is gone.
+ * @throws when the provider cannot list its calls (the message scrubbed of the number).
+ */
+export async function findPlacedProviderCall(ctx: Pick<CoreContext, 'models' | 'config'>, call: OutboundCallDoc): Promise<string | null> {
+  if (call.providerCallSid) return call.providerCallSid;
+  const conn = await ctx.models.ChannelConnection.findOne({ _id: call.channelConnectionId, tenantId: call.tenantId, projectId: call.projectId }).lean();
+  if (!conn) return null;
+  const client = await connectionTwilioClient(ctx, conn);
+  const destination = await openDestination(ctx.models.TenantDataKey, requireMasterKeys(ctx), call);
+  const since = new Date(call.createdAt.getTime() - 60_000);
+  let found: Awaited<ReturnType<typeof client.calls.list>>;
+  try {
+    // A call still queued has no start time, so the start-time filter leaves it out: it is listed by its status.
+    const [started, queued] = await Promise.all([
+      client.calls.list({ to: destination, from: conn.callerNumber, startTimeAfter: since, limit: 20 }),
+      client.calls.list({ to: destination, from: conn.callerNumber, status: 'queued', limit: 20 }),
+    ]);
+    found = [...new Map([...started, ...queued].map((c) => [c.sid, c])).values()];
+  } catch (err) {
+    throw new Error(`listing the provider's calls failed: ${scrubNumbers(String((err as Error)?.message ?? err), destination)}`);
+  }
+  const candidates = found
+    .filter((c) => !c.dateCreated || c.dateCreated.getTime() >= call.createdAt.getTime() - 5_000)
+    .sort((a, b) => (a.dateCreated?.getTime() ?? 0) - (b.dateCreated?.getTime() ?? 0));
+  for (const c of candidates) {
+    const claimed = await ctx.models.OutboundCall.exists({ tenantId: call.tenantId, providerCallSid: c.sid, _id: { $ne: call._id } });
+    if (!claimed) return c.sid;
+  }
+  return null;
+}
 
 export interface ProviderCallEnd {
   tenantId: string;

@@ -229,6 +229,59 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
     expect(ended).toMatchObject({ outcome: 'canceled', failureReason: "the call's workflow was terminated in Temporal before the call connected" });
     expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
   });
+
+  // A call to the number whose create the provider holds unanswered (the call exists), its
+  // workflow terminated while that request is out, so the row knows no provider sid. The
+  // provider's first status callback comes `initiateMs` after the create.
+  const terminatedDuringSubmit = async () => {
+    const since = new Date(Date.now() - 60_000);
+    const before = new Set(w.fake.calls().map((c) => c.sid));
+    const id = await initiate('+15005550003');
+    const placed = await w.fake.waitForCall((c) => c.to === '+15005550003' && !before.has(c.sid));
+    await (await w.stack.ctx.temporal.client()).workflow.getHandle(`outbound-call/${id}`).terminate('operator: stuck submit');
+    expect(await w.stack.ctx.models.OutboundCall.findById(id).lean()).toMatchObject({ initiationState: 'provider_requesting', providerCallSid: null });
+    return { since, id, sid: placed.sid };
+  };
+
+  it('during its submit: the reconciliation finds the call the request placed and cancels it', async () => {
+    w.fake.settings({ initiateMs: 8_000 });
+    try {
+      const { since, id, sid } = await terminatedDuringSubmit();
+      const { ended } = await reconcileUntil(id, since);
+      expect(ended).toMatchObject({ outcome: 'canceled', initiationState: 'submitted', providerCallSid: sid, failureReason: "the call's workflow was terminated in Temporal before the call connected" });
+      expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+    } finally {
+      w.fake.settings({ initiateMs: 10 });
+    }
+  });
+
+  it("during its submit, the provider's calls unlisted: the call's first live status callback has it cancelled, and the ended call learns its sid", async () => {
+    w.fake.settings({ initiateMs: 6_000 });
+    try {
+      const { since, id, sid } = await terminatedDuringSubmit();
+      const linesBefore = w.logLines.length;
+      const { ended } = await reconcileUntil(id, since, { ...w.stack.ctx.config, TWILIO_API_BASE_URL: 'http://127.0.0.1:9' });
+      expect(ended).toMatchObject({
+        outcome: 'canceled',
+        providerCallSid: null,
+        failureReason: "the call's workflow was terminated in Temporal before the call connected; the provider could not be asked whether it was placed",
+      });
+      // Nothing could tell the provider yet: the call it placed is still waiting to dial.
+      expect(w.fake.call(sid).status).toBe('queued');
+      expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+      const learnt = await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (c) => c?.providerCallSid === sid, 10_000, 100);
+      expect(learnt).toMatchObject({ phase: 'terminal', outcome: 'canceled' });
+      const warned = w.logLines.slice(linesBefore).filter((l) => l.includes('could not be asked whether') || l.includes('reported a live call'));
+      expect(warned).toHaveLength(2);
+      for (const line of warned) {
+        expect(line).toContain(id);
+        expect(line).not.toContain('+15005550003');
+        expect(line).not.toContain(sid);
+      }
+    } finally {
+      w.fake.settings({ initiateMs: 10 });
+    }
+  });
 });
 
 describe('status callbacks', () => {
@@ -305,6 +358,7 @@ describe('initiate', () => {
   it('a submit whose answer never comes is reconciled by finding the call at the provider, never placed twice', async () => {
     // No status callback before the submit gives up: the call is found by looking for it.
     w.fake.settings({ initiateMs: 6_000 });
+    const before = new Set(w.fake.calls().map((c) => c.sid));
     let id: string;
     try {
       id = await initiate('+15005550003');
@@ -314,7 +368,7 @@ describe('initiate', () => {
     } finally {
       w.fake.settings({ initiateMs: 10 });
     }
-    expect(w.fake.calls().filter((c) => c.to === '+15005550003')).toHaveLength(1);
+    expect(w.fake.calls().filter((c) => c.to === '+15005550003' && !before.has(c.sid))).toHaveLength(1);
     const client = await w.stack.ctx.temporal.client();
     const history = await client.workflow.getHandle(`outbound-call/${id}`).fetchHistory();
     const scheduled = (history.events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
