@@ -523,8 +523,10 @@ export interface HttpAsyncAnsweredMessage {
   sessionId: string;
   messageId: string;
   chars: number;
-  /** From acceptance to the turn's end. */
+  /** The turn's duration, by the workflow's clock (the time of the workflow tasks it spans). */
   durationMs: number;
+  /** When the API accepted the message (its clock): the turn-duration metric counts from here. */
+  acceptedAtMs?: number;
   action?: string;
   /** The error the turn ended with, and its code. */
   error?: { code: string; message: string };

@@ -169,14 +169,14 @@ export class SessionLane {
     } catch (err) {
       if (!(err instanceof wf.TemporalFailure)) throw err;
       const error = applicationFailureOf(err, 'The turn failed');
-      this.lane.noteAnswered({ sessionId, messageId: message.messageId, chars: message.text.length, durationMs: Date.now() - startedAt, error });
+      this.lane.noteAnswered({ sessionId, messageId: message.messageId, chars: message.text.length, durationMs: Date.now() - startedAt, acceptedAtMs: message.acceptedAtMs, error });
       this.lane.error(sessionId, message, error, isNewSession);
       this.recordLeftAnswers();
       return;
     }
     const outcome = turnOutcome(result);
     if (!outcome.ok) return;
-    this.lane.noteAnswered({ sessionId, messageId: message.messageId, chars: message.text.length, durationMs: Date.now() - startedAt, action: outcome.action });
+    this.lane.noteAnswered({ sessionId, messageId: message.messageId, chars: message.text.length, durationMs: Date.now() - startedAt, acceptedAtMs: message.acceptedAtMs, action: outcome.action });
     const details = outcome.suspension ? { tool: outcome.suspension.tool, expires_at: outcome.suspension.expiresAt } : outcome.humanTask ? { human_task_id: outcome.humanTask.id, due_at: outcome.humanTask.dueAt } : undefined;
     const revision = message.subscriptionRevision !== undefined ? { subscriptionRevision: message.subscriptionRevision } : {};
     this.lane.deliverOutcome(sessionId, message.messageId, message.messageId, outcome, { isNewSession, metadata, ...(details ? { details } : {}), ...revision });

@@ -32,10 +32,15 @@ export interface DeliverHttpAsyncInput {
 /**
  * The `channel.message_accepted` analytics event of a message its session answered, and its turn
  * in the turn-duration metric (observed here, by the worker that records it, for sessions that
- * answer messages themselves).
+ * answer messages themselves): from the message's acceptance to now, the reply's first attempt, by
+ * the real clock (the workflow's stands still within a workflow task, where a turn without model
+ * or tool calls runs whole).
  */
 export function answeredMessageEvent(scope: { tenantId: string; projectId: string }, m: HttpAsyncAnsweredMessage, observe = false): OperationEvent {
-  if (observe) switchboardMetrics().turnDuration.observe({ channel: 'http_async', outcome: m.error ? 'error' : 'ok' }, m.durationMs / 1000);
+  if (observe) {
+    const ms = m.acceptedAtMs !== undefined ? Math.max(0, Date.now() - m.acceptedAtMs) : m.durationMs;
+    switchboardMetrics().turnDuration.observe({ channel: 'http_async', outcome: m.error ? 'error' : 'ok' }, ms / 1000);
+  }
   return {
     id: `${m.sessionId}:http_async:${m.messageId}`,
     tenantId: scope.tenantId,
