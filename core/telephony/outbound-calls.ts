@@ -515,7 +515,7 @@ async function endStrayProviderCall(ctx: CoreContext, connection: ChannelConnect
     ctx.logger.warn({ tenantId: connection.tenantId, outboundCallId, callSid: maskCallSid(callSid), providerStatus: status ?? null, providerCode: code ?? null }, "the provider reported a live call for an outbound call that had already ended, and could not be told to end it; end it in the provider's console");
   }
   if (!call.providerCallSid) {
-    await ctx.models.OutboundCall.updateOne({ _id: outboundCallId, tenantId: connection.tenantId, phase: 'terminal', providerCallSid: null }, { $set: { providerCallSid: callSid } });
+    await ctx.models.OutboundCall.updateOne({ _id: outboundCallId, tenantId: connection.tenantId, phase: 'terminal', providerCallSid: null }, { $set: { providerCallSid: callSid, initiationState: 'submitted' } });
   }
 }
 

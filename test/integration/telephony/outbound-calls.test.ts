@@ -270,7 +270,7 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
       expect(w.fake.call(sid).status).toBe('queued');
       expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
       const learnt = await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (c) => c?.providerCallSid === sid, 10_000, 100);
-      expect(learnt).toMatchObject({ phase: 'terminal', outcome: 'canceled' });
+      expect(learnt).toMatchObject({ phase: 'terminal', outcome: 'canceled', initiationState: 'submitted' });
       const warned = w.logLines.slice(linesBefore).filter((l) => l.includes('could not be asked whether') || l.includes('reported a live call'));
       expect(warned).toHaveLength(2);
       for (const line of warned) {
