@@ -144,7 +144,10 @@ async function main() {
     workerNodeArgs: values['worker-cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${values['worker-cpu-prof']}`] : [],
   });
   const { ctx, client, cpu, config } = stack;
-  const floorWorker = await startTwoTaskFloorWorker(config.TEMPORAL_ADDRESS, `${config.TEMPORAL_TASK_QUEUE}-floor`);
+  const floorWorker = await startTwoTaskFloorWorker(config.TEMPORAL_ADDRESS, `${config.TEMPORAL_TASK_QUEUE}-floor`).catch(async (err: unknown) => {
+    await stack.close();
+    throw err;
+  });
   const floorCpu = new CpuMeter({ floorWorker: floorWorker.pid });
   try {
     const tenant = await createTenant(ctx.models, { name: 'HTTP-async bench', slug: 'http-async-bench' });
