@@ -214,7 +214,8 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
       outcome: 'canceled',
       failureReason: "the call's workflow was terminated in Temporal before the call connected; the provider could not be told to end it",
     });
-    const warned = w.logLines.slice(linesBefore).filter((l) => l.includes('the provider could not be told to end a call'));
+    // The logger writes asynchronously: its line may follow the row's write by a moment.
+    const warned = await eventually(async () => w.logLines.slice(linesBefore).filter((l) => l.includes('the provider could not be told to end a call')), (l) => l.length > 0, 5_000, 50);
     expect(warned).toHaveLength(1);
     expect(warned[0]).toContain(id);
     expect(warned[0]).not.toContain('+15005550015');
@@ -249,7 +250,10 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
       const { since, id, sid } = await terminatedDuringSubmit();
       const { ended } = await reconcileUntil(id, since);
       expect(ended).toMatchObject({ outcome: 'canceled', initiationState: 'submitted', providerCallSid: sid, failureReason: "the call's workflow was terminated in Temporal before the call connected" });
-      expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+      // Cancelled while it waits to dial; hung up if a busy machine let it be answered first.
+      const over = await w.fake.waitForStatus(sid);
+      expect(['canceled', 'completed']).toContain(over.status);
+      expect(over.events[over.events.length - 1]).toMatch(/through the REST API/);
     } finally {
       w.fake.settings({ initiateMs: 10 });
     }
@@ -268,11 +272,17 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
       });
       // Nothing could tell the provider yet: the call it placed is still waiting to dial.
       expect(w.fake.call(sid).status).toBe('queued');
-      expect((await w.fake.waitForStatus(sid, 'canceled')).status).toBe('canceled');
+      // Its first live status callback ends it through the REST API: cancelled while it rings, hung
+      // up if the fake answered it (20 ms after ringing) before the cancel came.
+      const over = await w.fake.waitForStatus(sid);
+      expect(['canceled', 'completed']).toContain(over.status);
+      expect(over.events[over.events.length - 1]).toMatch(/through the REST API/);
       const learnt = await eventually(() => w.stack.ctx.models.OutboundCall.findById(id).lean(), (c) => c?.providerCallSid === sid, 10_000, 100);
       expect(learnt).toMatchObject({ phase: 'terminal', outcome: 'canceled', initiationState: 'submitted' });
-      const warned = w.logLines.slice(linesBefore).filter((l) => l.includes('could not be asked whether') || l.includes('reported a live call'));
-      expect(warned).toHaveLength(2);
+      const warnedOf = () => w.logLines.slice(linesBefore).filter((l) => l.includes('could not be asked whether') || l.includes('reported a live call'));
+      const warned = await eventually(async () => warnedOf(), (l) => l.some((x) => x.includes('reported a live call')), 5_000, 50);
+      expect(warned.filter((l) => l.includes('could not be asked whether'))).toHaveLength(1);
+      expect(warned.length).toBeGreaterThanOrEqual(2);
       for (const line of warned) {
         expect(line).toContain(id);
         expect(line).not.toContain('+15005550003');
