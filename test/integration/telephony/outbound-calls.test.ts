@@ -273,7 +273,7 @@ describe('a call whose workflow an operator terminates in Temporal', () => {
       // Nothing could tell the provider yet: the call it placed is still waiting to dial.
       expect(w.fake.call(sid).status).toBe('queued');
       // Its first live status callback ends it through the REST API: cancelled while it rings, hung
-      // up if the fake answered it (20 ms after ringing) before the cancel came.
+      // up if the fake answered it (40 ms after ringing) before the cancel came.
       const over = await w.fake.waitForStatus(sid);
       expect(['canceled', 'completed']).toContain(over.status);
       expect(over.events[over.events.length - 1]).toMatch(/through the REST API/);
