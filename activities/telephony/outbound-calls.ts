@@ -9,8 +9,6 @@ import { twilioClient, type TwilioClient } from '../../providers/telephony/twili
 import { requireMasterKeys } from '../../core/tool-secrets/secrets';
 import { outboundCallRef } from '../../core/telephony/call-refs';
 import { endProviderCall, findPlacedProviderCall, scrubNumbers, type ProviderCallEnd } from '../../core/telephony/provider-calls';
-
-export { scrubNumbers };
 import type { CoreContext } from '../../core/context';
 import type { OutboundCallView } from '../../workflows/definitions';
 import { emitOperationEvents } from '../../core/analytics/operations';

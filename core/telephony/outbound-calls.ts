@@ -488,10 +488,12 @@ export async function ingestProviderStatus(
   ]);
   if (!owned) return 'not_found';
   if (signalled !== 'taken' && signalled !== 'closed') throw temporalErrorToDomainError(signalled, 'Call runtime');
-  if (signalled === 'closed' && status.callSid && LIVE_PROVIDER_STATUSES.has(status.callStatus)) await endStrayProviderCall(ctx, connection, outboundCallId, status.callSid, status.callStatus);
+  if (signalled === 'closed' && status.callSid && CALL_SID.test(status.callSid) && LIVE_PROVIDER_STATUSES.has(status.callStatus)) await endStrayProviderCall(ctx, connection, outboundCallId, status.callSid, status.callStatus);
   return signalled;
 }
 
+/** A Twilio Call SID: only one of these goes into a provider API path. */
+const CALL_SID = /^CA[0-9a-f]{32}$/;
 /** Twilio's CallStatus values of a call that has not ended. */
 const LIVE_PROVIDER_STATUSES = new Set(['queued', 'initiated', 'ringing', 'in-progress']);
 

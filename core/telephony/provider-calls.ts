@@ -19,8 +19,8 @@ export function scrubNumbers(message: string, destination?: string): string {
 /**
  * The provider's call placed for `call` by a request that got no answer: the calls from the
  * connection's number to the destination created since the call was accepted (queued or started),
- * the earliest that no
- * other outbound call of the tenant claims. Null when none is found (yet), or the connection is gone.
+ * the earliest that no other outbound call of the tenant claims. Null when none is found (yet), or
+ * the connection is gone.
  * @throws when the provider cannot list its calls (the message scrubbed of the number).
  */
 export async function findPlacedProviderCall(ctx: Pick<CoreContext, 'models' | 'config'>, call: OutboundCallDoc): Promise<string | null> {

@@ -1,5 +1,5 @@
 // A provider's error message is kept on the call (failureReason) only with its numbers masked.
-import { scrubNumbers } from '../../../activities/telephony/outbound-calls';
+import { scrubNumbers } from '../../../core/telephony/provider-calls';
 
 it('masks the destination and anything that looks like a number in a provider message', () => {
   const out = scrubNumbers("The 'To' number +15005550001 is not a valid phone number (also 15005550001).", '+15005550001');
